@@ -1,0 +1,44 @@
+# pytfrt developer loop. `make help` lists the targets.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(VENV)/bin/pip
+
+.PHONY: help venv install install-test demo test lint typecheck bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(VENV)/.created:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.created pyproject.toml
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.created pyproject.toml
+	$(PIP) install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed  ## create .venv and install pytfrt
+
+install-test: $(VENV)/.installed-test  ## create .venv and install pytfrt with the test extra
+
+demo: install  ## run the main job: compile and run the XOR training program
+	$(VENV)/bin/pytfrt demo
+
+test: install-test  ## run the whole test suite (pytest, including the lit suite)
+	$(PY) -m pytest -q
+
+lint: install-test  ## ruff and mypy
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
+
+bench: install  ## install the bench extra and run the benchmarks
+	$(PIP) install --quiet -e '.[bench]'
+	$(PY) benchmarks/host.py
+
+clean:  ## remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build

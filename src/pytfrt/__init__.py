@@ -1,0 +1,19 @@
+"""pytfrt: TFRT, TensorFlow's new runtime, as a Python package.
+
+Layout, in pipeline order (see ``docs/layout.md``):
+
+* :mod:`pytfrt.support` -- errors, locations, configuration (stdlib only).
+* :mod:`pytfrt.host` -- AsyncValue, Chain, work queues, HostContext, ExecutionContext,
+  diagnostics and the kernel registry: everything a kernel runs on.
+* :mod:`pytfrt.bef` -- the plain ``Program`` model and the Binary Executable Format.
+* :mod:`pytfrt.executor` -- the dataflow executor that runs BEF functions.
+* :mod:`pytfrt.kernels` -- the ``tfrt.*`` and ``tfrt_test.*`` kernels.
+* :mod:`pytfrt.tensor` and :mod:`pytfrt.backends.cpu` -- tensors and CPU kernels.
+* :mod:`pytfrt.core_runtime` -- eager op-by-op execution.
+* :mod:`pytfrt.mlir` -- the MLIR front end on xDSL (the only layer that imports xDSL).
+* :mod:`pytfrt.tools` -- ``bef_executor``, ``tfrt_translate``, ``tfrt_opt``, ``pytfrt``.
+
+Importing :mod:`pytfrt` imports nothing heavy and changes no global state.
+"""
+
+__version__ = "0.1.0"

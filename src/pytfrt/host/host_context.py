@@ -1,0 +1,148 @@
+"""HostContext: the runtime instance every kernel runs in (spec 1.6).
+
+A HostContext owns the work queue, the kernel registry, the diagnostic handler, the host
+allocator and the shared contexts (one instance per type, created lazily).  It is explicit, never
+global: create one per executor instance or test, and call :meth:`HostContext.shutdown` (or use
+it as a context manager) to stop its threads.
+
+Thread-safety: every method may be called from any thread, except :meth:`await_values` and
+:meth:`quiesce`, which must be called from a non-worker thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pytfrt.host import async_value as av_mod
+from pytfrt.host.async_value import AsyncValue, make_unconstructed
+from pytfrt.host.diagnostics import Diagnostic, DiagnosticHandler, print_diagnostic
+from pytfrt.host.execution_context import ExecutionContext, RequestContext, ResourceContext
+from pytfrt.host.registry import KernelRegistry
+from pytfrt.host.work_queue import WorkQueue, create_work_queue
+from pytfrt.support.errors import Status
+
+T = TypeVar("T")
+
+
+class HostContext:
+    """Owns the work queue, kernel registry, diagnostic handler, allocator and shared contexts.
+
+    Args:
+        work_queue: a :class:`WorkQueue` or a TFRT type string (``"s"``, ``"mstd:2"``, ...).
+        registry: the kernel registry; a new empty one if omitted.
+        diagnostic_handler: called with every emitted :class:`Diagnostic` (any thread).
+        allocator: the host allocator object (see ``pytfrt.host.allocator``), or ``None``.
+
+    Raises:
+        ValueError: for a bad work-queue type string.
+    """
+
+    def __init__(
+        self,
+        work_queue: WorkQueue | str = "s",
+        registry: KernelRegistry | None = None,
+        diagnostic_handler: DiagnosticHandler | None = None,
+        allocator: Any = None,
+    ) -> None:
+        self.work_queue = (
+            create_work_queue(work_queue) if isinstance(work_queue, str) else work_queue
+        )
+        self.registry = registry if registry is not None else KernelRegistry()
+        self.diagnostic_handler: DiagnosticHandler = diagnostic_handler or print_diagnostic
+        self.allocator = allocator
+        self._shared_lock = threading.Lock()
+        self._shared: dict[type, Any] = {}
+
+    # -- diagnostics ----------------------------------------------------------------------
+
+    def emit_error(self, diagnostic: Diagnostic) -> None:
+        """Send ``diagnostic`` to the diagnostic handler."""
+        self.diagnostic_handler(diagnostic)
+
+    # -- shared contexts ------------------------------------------------------------------
+
+    def get_or_create_shared_context(self, cls: Callable[[HostContext], T]) -> T:
+        """The one instance of ``cls`` for this host, created as ``cls(self)`` on first use."""
+        with self._shared_lock:
+            if cls not in self._shared:
+                self._shared[cls] = cls(self)  # type: ignore[index]
+            return self._shared[cls]  # type: ignore[no-any-return,index]
+
+    # -- work -----------------------------------------------------------------------------
+
+    def enqueue_work(self, fn: Callable[[], T]) -> AsyncValue[T]:
+        """Run ``fn`` as a task; the returned value gets its result, or its exception as error."""
+        result: AsyncValue[T] = make_unconstructed()
+        self.work_queue.add_task(lambda: _fill(result, fn))
+        return result
+
+    def enqueue_blocking_work(self, fn: Callable[[], T]) -> AsyncValue[T]:
+        """Run ``fn`` on the blocking pool; error ``Failed to enqueue blocking work.`` if refused."""
+        result: AsyncValue[T] = make_unconstructed()
+        if not self.work_queue.add_blocking_task(lambda: _fill(result, fn), allow_queuing=True):
+            result.set_error("Failed to enqueue blocking work.")
+        return result
+
+    def run_blocking_work(self, fn: Callable[[], None]) -> bool:
+        """Start ``fn`` on a blocking thread without queuing; False if none is free."""
+        return self.work_queue.add_blocking_task(fn, allow_queuing=False)
+
+    def await_values(self, values: Sequence[AsyncValue[Any]]) -> None:
+        """Block until every value is available (drives the ``s`` queue)."""
+        self.work_queue.await_values(values)
+
+    def quiesce(self) -> None:
+        """Block until no task is pending or running."""
+        self.work_queue.quiesce()
+
+    @staticmethod
+    def run_when_ready(values: Sequence[AsyncValue[Any]], callback: Callable[[], None]) -> None:
+        """Run ``callback`` once every value is available (see ``async_value.run_when_ready``)."""
+        av_mod.run_when_ready(values, callback)
+
+    @property
+    def num_worker_threads(self) -> int:
+        """The work queue's parallelism level."""
+        return self.work_queue.parallelism_level
+
+    def is_in_worker_thread(self) -> bool:
+        """True if called from a task of this host's work queue."""
+        return self.work_queue.is_in_worker_thread()
+
+    # -- contexts -------------------------------------------------------------------------
+
+    def new_request(self, resource_context: ResourceContext | None = None) -> RequestContext:
+        """A new RequestContext on this host."""
+        return RequestContext(self, resource_context)
+
+    def new_execution_context(
+        self, resource_context: ResourceContext | None = None
+    ) -> ExecutionContext:
+        """An ExecutionContext for a new request on this host."""
+        return ExecutionContext(self.new_request(resource_context))
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Finish queued work and stop the work queue's threads. Idempotent."""
+        self.work_queue.shutdown()
+
+    def __enter__(self) -> HostContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+def _fill(result: AsyncValue[T], fn: Callable[[], T]) -> None:
+    try:
+        value = fn()
+    except Exception as exc:  # noqa: BLE001 - becomes the error value
+        result.set_error(Status(str(exc) or type(exc).__name__))
+        return
+    if isinstance(value, Status):
+        result.set_error(value)
+    else:
+        result.emplace(value)

@@ -1,0 +1,337 @@
+"""Work queues: where kernels' tasks run (TFRT's ``ConcurrentWorkQueue``, spec 1.7).
+
+Two kinds, chosen by a string as TFRT's ``--work_queue_type`` flag does (:func:`create_work_queue`):
+
+* ``"s"`` -- :class:`SingleThreadedWorkQueue`. Spawns no thread. ``add_task`` only appends to one
+  FIFO; nothing runs until the host thread calls :meth:`WorkQueue.await_values` or
+  :meth:`WorkQueue.quiesce`, which run queued tasks on the calling thread in FIFO order (tasks
+  added while a batch runs go after the batch). ``await_values`` stops as soon as the awaited
+  values are available and puts the unprocessed rest back at the head. Deterministic.
+* ``"mstd"``, ``"mstd:N"``, ``"mstd:N,M"`` -- :class:`MultiThreadedWorkQueue` with N worker threads
+  for non-blocking work (default: the number of CPUs) and up to M threads for blocking work
+  (default 256), started on demand.
+
+Contract of every queue:
+* ``add_task`` / ``add_blocking_task`` may be called from any thread, including from tasks.
+* ``await_values`` and ``quiesce`` must be called from a non-worker thread; calling them from a
+  task raises :class:`WorkQueueError` (they would deadlock).
+* A task that raises does not kill the queue: the exception is reported through the queue's
+  ``on_task_error`` callback (by default printed to stderr with its traceback).
+* ``shutdown()`` stops worker threads after the queued work is done; it is idempotent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import traceback
+from collections import deque
+from collections.abc import Callable, Sequence
+from queue import SimpleQueue
+from typing import Any, Final
+
+from pytfrt.host.async_value import AsyncValue, run_when_ready
+from pytfrt.support.errors import PytfrtError
+
+Task = Callable[[], None]
+
+ACCEPTED_FORMS: Final = '"s", "mstd", "mstd:N" or "mstd:N,M" (N, M positive integers)'
+DEFAULT_BLOCKING_THREADS: Final = 256
+
+
+class WorkQueueError(PytfrtError):
+    """Misuse of a work queue (bad type string, awaiting from a worker thread, ...)."""
+
+
+def _default_task_error(exc: BaseException) -> None:
+    print("pytfrt: a task raised an exception:", file=sys.stderr)
+    traceback.print_exception(exc, file=sys.stderr)
+
+
+class WorkQueue:
+    """Interface of a work queue. See the module docstring for the contract."""
+
+    name: str = "work queue"
+
+    def __init__(self) -> None:
+        self.on_task_error: Callable[[BaseException], None] = _default_task_error
+
+    def add_task(self, task: Task) -> None:
+        """Queue non-blocking compute work."""
+        raise NotImplementedError
+
+    def add_blocking_task(self, task: Task, allow_queuing: bool = True) -> bool:
+        """Queue work that may block; returns False if the queue refuses it."""
+        raise NotImplementedError
+
+    def await_values(self, values: Sequence[AsyncValue[Any]]) -> None:
+        """Block the calling (non-worker) thread until every value is available."""
+        raise NotImplementedError
+
+    def quiesce(self) -> None:
+        """Block the calling (non-worker) thread until no task is pending or running."""
+        raise NotImplementedError
+
+    @property
+    def parallelism_level(self) -> int:
+        """How many tasks may run at once."""
+        raise NotImplementedError
+
+    def is_in_worker_thread(self) -> bool:
+        """True if the calling thread is running a task of this queue."""
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        """Stop the queue's threads (after finishing queued work). Idempotent."""
+
+    def _run(self, task: Task) -> None:
+        try:
+            task()
+        except BaseException as exc:  # noqa: BLE001 - reported, never lost
+            self.on_task_error(exc)
+
+
+class SingleThreadedWorkQueue(WorkQueue):
+    """The ``"s"`` queue: runs tasks only inside ``await_values``/``quiesce``, FIFO."""
+
+    name = "single-threaded"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._tasks: deque[Task] = deque()
+        self._running_depth = 0
+        self._driver: threading.Thread | None = None
+
+    def add_task(self, task: Task) -> None:
+        with self._lock:
+            self._tasks.append(task)
+
+    def add_blocking_task(self, task: Task, allow_queuing: bool = True) -> bool:
+        if not allow_queuing:
+            return False
+        self.add_task(task)
+        return True
+
+    @property
+    def parallelism_level(self) -> int:
+        return 1
+
+    def is_in_worker_thread(self) -> bool:
+        return self._running_depth > 0 and self._driver is threading.current_thread()
+
+    def _take_batch(self) -> list[Task]:
+        with self._lock:
+            batch = list(self._tasks)
+            self._tasks.clear()
+        return batch
+
+    def _check_not_worker(self, what: str) -> None:
+        if self.is_in_worker_thread():
+            raise WorkQueueError(f"{what} called from inside a task of the single-threaded queue")
+
+    def await_values(self, values: Sequence[AsyncValue[Any]]) -> None:
+        self._check_not_worker("await_values()")
+        self._drive(lambda: all(v.is_available() for v in values), "await_values()")
+
+    def quiesce(self) -> None:
+        self._check_not_worker("quiesce()")
+        self._drive(lambda: False, "quiesce()")
+
+    def _drive(self, done: Callable[[], bool], what: str) -> None:
+        self._driver = threading.current_thread()
+        while not done():
+            batch = self._take_batch()
+            if not batch:
+                if what == "quiesce()":
+                    return
+                raise WorkQueueError(
+                    "await_values(): the queue is empty but the awaited values are not "
+                    "available (nothing can make them available: deadlock)"
+                )
+            for index, task in enumerate(batch):
+                self._running_depth += 1
+                try:
+                    self._run(task)
+                finally:
+                    self._running_depth -= 1
+                if done():
+                    rest = batch[index + 1 :]
+                    with self._lock:
+                        self._tasks.extendleft(reversed(rest))
+                    return
+
+
+class _Stop:
+    """Sentinel that tells a worker thread to exit."""
+
+
+_STOP: Final = _Stop()
+
+
+class MultiThreadedWorkQueue(WorkQueue):
+    """The ``"mstd:N,M"`` queue: N workers for non-blocking tasks, up to M blocking threads.
+
+    Blocking threads are started on demand and exit after 5 s idle. A pending/running counter
+    under one condition variable backs ``quiesce``.
+    """
+
+    def __init__(self, num_threads: int | None = None, num_blocking_threads: int | None = None):
+        super().__init__()
+        self.num_threads = num_threads or os.cpu_count() or 1
+        self.num_blocking_threads = num_blocking_threads or DEFAULT_BLOCKING_THREADS
+        if self.num_threads < 1 or self.num_blocking_threads < 1:
+            raise WorkQueueError(f"work queue thread counts must be positive: {ACCEPTED_FORMS}")
+        self.name = (
+            f"Multi-threaded C++ work queue ({self.num_threads} threads, "
+            f"{self.num_blocking_threads} blocking threads)"
+        )
+        self._tasks: SimpleQueue[Task | _Stop] = SimpleQueue()
+        self._blocking: SimpleQueue[Task | _Stop] = SimpleQueue()
+        self._cond = threading.Condition(threading.Lock())
+        self._pending = 0  # tasks queued or running, both pools
+        self._idle_blocking = 0
+        self._blocking_threads = 0
+        self._local = threading.local()
+        self._closed = False
+        self._workers = [
+            threading.Thread(target=self._worker, name=f"pytfrt-worker-{i}", daemon=True)
+            for i in range(self.num_threads)
+        ]
+        for worker in self._workers:
+            worker.start()
+
+    @property
+    def parallelism_level(self) -> int:
+        return self.num_threads
+
+    def is_in_worker_thread(self) -> bool:
+        return getattr(self._local, "is_worker", False)
+
+    def add_task(self, task: Task) -> None:
+        with self._cond:
+            if self._closed:
+                raise WorkQueueError("add_task() on a work queue that was shut down")
+            self._pending += 1
+        self._tasks.put(task)
+
+    def add_blocking_task(self, task: Task, allow_queuing: bool = True) -> bool:
+        with self._cond:
+            if self._closed:
+                raise WorkQueueError("add_blocking_task() on a work queue that was shut down")
+            if self._idle_blocking == 0:
+                if self._blocking_threads >= self.num_blocking_threads and not allow_queuing:
+                    return False
+                if self._blocking_threads < self.num_blocking_threads:
+                    self._blocking_threads += 1
+                    threading.Thread(
+                        target=self._blocking_worker, name="pytfrt-blocking", daemon=True
+                    ).start()
+            else:
+                self._idle_blocking -= 1
+            self._pending += 1
+        self._blocking.put(task)
+        return True
+
+    def _finish_one(self) -> None:
+        with self._cond:
+            self._pending -= 1
+            if self._pending == 0:
+                self._cond.notify_all()
+
+    def _worker(self) -> None:
+        self._local.is_worker = True
+        get = self._tasks.get
+        while True:
+            task = get()
+            if task is _STOP:
+                return
+            self._run(task)  # type: ignore[arg-type]
+            self._finish_one()
+
+    def _blocking_worker(self) -> None:
+        self._local.is_worker = True
+        while True:
+            try:
+                task = self._blocking.get(timeout=5.0)
+            except Exception:  # queue.Empty: idle for too long
+                with self._cond:
+                    if self._idle_blocking > 0:
+                        self._idle_blocking -= 1
+                        self._blocking_threads -= 1
+                        return
+                continue
+            if task is _STOP:
+                return
+            self._run(task)  # type: ignore[arg-type]
+            with self._cond:
+                self._idle_blocking += 1
+            self._finish_one()
+
+    def await_values(self, values: Sequence[AsyncValue[Any]]) -> None:
+        if self.is_in_worker_thread():
+            raise WorkQueueError("await_values() called from a worker thread (would deadlock)")
+        pending = [v for v in values if not v.is_available()]
+        if not pending:
+            return
+        event = threading.Event()
+        run_when_ready(pending, event.set)
+        event.wait()
+
+    def quiesce(self) -> None:
+        if self.is_in_worker_thread():
+            raise WorkQueueError("quiesce() called from a worker thread (would deadlock)")
+        with self._cond:
+            while self._pending:
+                self._cond.wait()
+
+    def shutdown(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            blocking = self._blocking_threads
+        for _ in self._workers:
+            self._tasks.put(_STOP)
+        for _ in range(blocking):
+            self._blocking.put(_STOP)
+        current = threading.current_thread()
+        for worker in self._workers:
+            if worker is not current:
+                worker.join()
+
+
+def parse_work_queue_type(spec: str) -> tuple[str, tuple[int, ...]]:
+    """Split ``"mstd:2,8"`` into ``("mstd", (2, 8))``; raises ``ValueError`` on bad strings."""
+    name, _, args = spec.partition(":")
+    if name == "s":
+        if args or ":" in spec:
+            raise ValueError(
+                f"invalid work queue type {spec!r}: 's' takes no arguments; "
+                f"accepted forms: {ACCEPTED_FORMS}"
+            )
+        return ("s", ())
+    if name == "mstd":
+        if ":" not in spec:
+            return ("mstd", ())
+        parts = args.split(",")
+        if len(parts) > 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise ValueError(
+                f"invalid work queue type {spec!r}: Invalid argument for mstd work queue: "
+                f"{args!r}; accepted forms: {ACCEPTED_FORMS}"
+            )
+        return ("mstd", tuple(int(p) for p in parts))
+    raise ValueError(f"unknown work queue type {spec!r}; accepted forms: {ACCEPTED_FORMS}")
+
+
+def create_work_queue(spec: str) -> WorkQueue:
+    """Create a work queue from a TFRT type string (``s``, ``mstd``, ``mstd:N``, ``mstd:N,M``).
+
+    Raises:
+        ValueError: if the string is not one of the accepted forms.
+    """
+    name, numbers = parse_work_queue_type(spec)
+    if name == "s":
+        return SingleThreadedWorkQueue()
+    return MultiThreadedWorkQueue(*numbers)

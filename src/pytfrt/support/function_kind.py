@@ -1,0 +1,13 @@
+"""The kind of a function: BEF (async), native or sync (the BEF FunctionIndex kind byte)."""
+
+from __future__ import annotations
+
+import enum
+
+
+class FunctionKind(enum.IntEnum):
+    """How a function runs; the values are the BEF FunctionIndex kind bytes (spec 3.4)."""
+
+    BEF = 0
+    NATIVE = 1
+    SYNC = 2
