@@ -1,35 +1,48 @@
-"""The ``pytfrt`` umbrella command: ``pytfrt demo`` and, later, ``bench`` and ``profile``."""
+"""The ``pytfrt`` umbrella command: ``pytfrt demo``, ``pytfrt bench ...``, ``pytfrt profile``.
+
+Subcommands live in their own modules, imported only when chosen (start-up stays fast).  Each
+module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from pytfrt.host import HostContext, run_when_ready
-
-
-def _demo(args: argparse.Namespace) -> int:
-    """A small built-in program on the host runtime (until the XOR example lands)."""
-    with HostContext(args.work_queue) as host:
-        squares = [host.enqueue_work(lambda i=i: i * i) for i in range(10)]
-        done = host.enqueue_work(lambda: None)
-        run_when_ready(squares, lambda: done)
-        host.await_values(squares)
-        total = sum(v.get() for v in squares)
-        print(f"sum of squares 0..9 computed as 10 AsyncValue tasks on '{host.work_queue.name}': "
-              f"{total}")
-    return 0
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("pytfrt.tools.demo", "run the main demo (XOR training written in MLIR)"),
+    "bench": ("pytfrt.tools.bench", "run a benchmark harness (e.g. 'pytfrt bench nqueens')"),
+    "profile": ("pytfrt.tools.profile", "run a function N times and print a per-kernel profile"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pytfrt`` command."""
-    parser = argparse.ArgumentParser(prog="pytfrt", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the main demo")
-    demo.add_argument("--work_queue_type", dest="work_queue", default="mstd:2")
-    demo.set_defaults(func=_demo)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    usage = "pytfrt {" + ",".join(SUBCOMMANDS) + "} ..."
+    if not argv or argv[0] in ("-h", "--help"):
+        print(f"usage: {usage}\n\ncommands:")
+        for name, (_, help_text) in SUBCOMMANDS.items():
+            print(f"  {name:<10} {help_text}")
+        return 0 if argv else 2
+    command = argv[0]
+    if command not in SUBCOMMANDS:
+        print(f"pytfrt: unknown command '{command}' (choose from {', '.join(SUBCOMMANDS)})",
+              file=sys.stderr)
+        return 2
+    module_name, help_text = SUBCOMMANDS[command]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            print(f"pytfrt: '{command}' is not yet available in this version", file=sys.stderr)
+            return 1
+        raise
+    parser = argparse.ArgumentParser(prog=f"pytfrt {command}", description=help_text)
+    module.add_arguments(parser)
+    args = parser.parse_args(argv[1:])
+    return int(module.run(args))
 
 
 if __name__ == "__main__":
