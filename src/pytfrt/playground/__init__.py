@@ -1,0 +1,24 @@
+"""Kernels of the two original playground experiments (spec section 8).
+
+* :mod:`pytfrt.playground.mlp` -- ``sigmoid_inplace.f32`` and ``sigmoid_grad_inplace.f32``
+  used by the XOR MLP programs.
+* :mod:`pytfrt.playground.nqueens` -- ``nqueens.i32``, the thread-scheduling benchmark kernel.
+
+May import :mod:`pytfrt.host` and :mod:`pytfrt.tensor`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from pytfrt.host.registry import KernelRegistry
+
+_MODULES = ("pytfrt.playground.mlp", "pytfrt.playground.nqueens")
+
+
+def register(registry: KernelRegistry) -> None:
+    """Register every playground kernel module that is present."""
+    for name in _MODULES:
+        if importlib.util.find_spec(name) is not None:
+            registry.add_module(importlib.import_module(name))
