@@ -18,8 +18,9 @@ $(VENV)/.installed: $(VENV)/.created pyproject.toml
 	$(PIP) install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.created pyproject.toml
+$(VENV)/.installed-test: $(VENV)/.created pyproject.toml tests/plugins/pytfrt_example_plugin/pyproject.toml
 	$(PIP) install --quiet -e '.[test]'
+	$(PIP) install --quiet -e tests/plugins/pytfrt_example_plugin  # entry-point plugin fixture
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed  ## create .venv and install pytfrt

@@ -80,6 +80,8 @@ class Function:
         return_registers: the registers named by ``tfrt.return``.
         location: location of the ``func`` op, or of the op owning the region.
         cost_threshold / merge_inter_dependent_streams: stream-analysis options (spec 2.5).
+        root_stream_id: stream id of the pseudo kernel 0 (the root of stream analysis; the
+            stream that contains ``tfrt.return``), set by stream analysis and stored in BEF.
     """
 
     name: str
@@ -92,6 +94,7 @@ class Function:
     location: Location = UNKNOWN_LOC
     cost_threshold: int = -1
     merge_inter_dependent_streams: bool = False
+    root_stream_id: int = 0
     # derived (see finalize)
     use_counts: list[int] = field(default_factory=list, repr=False)
     used_by: list[list[list[int]]] = field(default_factory=list, repr=False)
@@ -163,6 +166,9 @@ class Program:
 
     functions: list[Function] = field(default_factory=list)
     compiled_modules: dict[str, str] = field(default_factory=dict)
+    #: True once stream ids are final (set by ``pytfrt.bef.streams.assign_stream_ids`` and by
+    #: ``read_bef``); ``write_bef`` runs stream analysis only while this is False.
+    streams_assigned: bool = False
 
     def function_index(self, name: str) -> int:
         """Index of the named function. Raises ``KeyError`` if there is none."""

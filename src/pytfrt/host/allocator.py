@@ -29,7 +29,12 @@ from pytfrt.support.errors import PytfrtError
 
 HOST_BUFFER_HEADER: Final = 64
 
-ALLOCATOR_TYPES: Final = ("malloc", "test_fixed_size_1k", "profiled_allocator", "leak_check_allocator")
+ALLOCATOR_TYPES: Final = (
+    "malloc",
+    "test_fixed_size_1k",
+    "profiled_allocator",
+    "leak_check_allocator",
+)
 
 
 class AllocationError(PytfrtError):

@@ -52,7 +52,7 @@ class HostContext:
         self.registry = registry if registry is not None else KernelRegistry()
         self.diagnostic_handler: DiagnosticHandler = diagnostic_handler or print_diagnostic
         self.allocator = allocator
-        self._shared_lock = threading.Lock()
+        self._shared_lock = threading.RLock()  # a shared context may create another
         self._shared: dict[type, Any] = {}
 
     # -- diagnostics ----------------------------------------------------------------------
@@ -64,7 +64,11 @@ class HostContext:
     # -- shared contexts ------------------------------------------------------------------
 
     def get_or_create_shared_context(self, cls: Callable[[HostContext], T]) -> T:
-        """The one instance of ``cls`` for this host, created as ``cls(self)`` on first use."""
+        """The one instance of ``cls`` for this host, created as ``cls(self)`` on first use.
+
+        Thread-safe: concurrent first calls create one instance; ``cls(self)`` may itself ask
+        for another shared context.
+        """
         with self._shared_lock:
             if cls not in self._shared:
                 self._shared[cls] = cls(self)  # type: ignore[index]
@@ -79,7 +83,10 @@ class HostContext:
         return result
 
     def enqueue_blocking_work(self, fn: Callable[[], T]) -> AsyncValue[T]:
-        """Run ``fn`` on the blocking pool; error ``Failed to enqueue blocking work.`` if refused."""
+        """Run ``fn`` on the blocking pool (error ``Failed to enqueue blocking work.`` if refused).
+
+        Like :meth:`enqueue_work`, the result gets ``fn``'s return value or its exception as error.
+        """
         result: AsyncValue[T] = make_unconstructed()
         if not self.work_queue.add_blocking_task(lambda: _fill(result, fn), allow_queuing=True):
             result.set_error("Failed to enqueue blocking work.")

@@ -210,6 +210,8 @@ class KernelFrame:
             if slot is None:
                 if error is None:
                     error = make_error(status)
+                else:
+                    error.add_ref()  # one reference per result slot
                 self.results[i] = error
             elif slot.is_unavailable():
                 slot.set_error(status)
@@ -240,6 +242,15 @@ class KernelSignature:
     def simple(self) -> bool:
         """True if every parameter is a plain argument payload (the fast path)."""
         return all(r is _Role.ARG for r in self.roles)
+
+    @property
+    def needs_context(self) -> bool:
+        """True if the kernel takes an ExecutionContext or a KernelFrame."""
+        return any(r in (_Role.EXEC_CTX, _Role.FRAME) for r in self.roles)
+
+
+ParamRole = _Role
+"""Public name of the parameter roles (for executors that generate call code from them)."""
 
 
 def _role_of(annotation: Any, kind: Any) -> _Role:

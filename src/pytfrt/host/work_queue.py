@@ -6,7 +6,10 @@ Two kinds, chosen by a string as TFRT's ``--work_queue_type`` flag does (:func:`
   FIFO; nothing runs until the host thread calls :meth:`WorkQueue.await_values` or
   :meth:`WorkQueue.quiesce`, which run queued tasks on the calling thread in FIFO order (tasks
   added while a batch runs go after the batch). ``await_values`` stops as soon as the awaited
-  values are available and puts the unprocessed rest back at the head. Deterministic.
+  values are available and puts the unprocessed rest back at the head. Deterministic. If the
+  queue runs dry while the values are still unavailable, ``await_values`` sleeps until another
+  thread adds a task or makes the values available; if no other thread is alive it raises
+  :class:`WorkQueueError` (a certain deadlock) instead of hanging.
 * ``"mstd"``, ``"mstd:N"``, ``"mstd:N,M"`` -- :class:`MultiThreadedWorkQueue` with N worker threads
   for non-blocking work (default: the number of CPUs) and up to M threads for blocking work
   (default 256), started on demand.
@@ -17,7 +20,9 @@ Contract of every queue:
   task raises :class:`WorkQueueError` (they would deadlock).
 * A task that raises does not kill the queue: the exception is reported through the queue's
   ``on_task_error`` callback (by default printed to stderr with its traceback).
-* ``shutdown()`` stops worker threads after the queued work is done; it is idempotent.
+* ``shutdown()`` first finishes the queued work (``quiesce``, unless called from a task), then
+  stops and joins the worker threads; it is idempotent, and adding a task afterwards raises
+  :class:`WorkQueueError`.
 """
 
 from __future__ import annotations
@@ -103,10 +108,17 @@ class SingleThreadedWorkQueue(WorkQueue):
         self._tasks: deque[Task] = deque()
         self._running_depth = 0
         self._driver: threading.Thread | None = None
+        self._sleeper: threading.Event | None = None  # set while await_values sleeps
+        self._closed = False
 
     def add_task(self, task: Task) -> None:
         with self._lock:
+            if self._closed:
+                raise WorkQueueError("add_task() on a work queue that was shut down")
             self._tasks.append(task)
+        sleeper = self._sleeper
+        if sleeper is not None:
+            sleeper.set()
 
     def add_blocking_task(self, task: Task, allow_queuing: bool = True) -> bool:
         if not allow_queuing:
@@ -133,23 +145,60 @@ class SingleThreadedWorkQueue(WorkQueue):
 
     def await_values(self, values: Sequence[AsyncValue[Any]]) -> None:
         self._check_not_worker("await_values()")
-        self._drive(lambda: all(v.is_available() for v in values), "await_values()")
+        self._drive(lambda: all(v.is_available() for v in values), "await_values()", values)
 
     def quiesce(self) -> None:
         self._check_not_worker("quiesce()")
-        self._drive(lambda: False, "quiesce()")
+        self._drive(lambda: False, "quiesce()", None)
 
-    def _drive(self, done: Callable[[], bool], what: str) -> None:
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        if not self.is_in_worker_thread():
+            self.quiesce()
+        with self._lock:
+            self._closed = True
+
+    def _sleep_until_work(self, event: threading.Event, done: Callable[[], bool]) -> None:
+        """The queue is dry but the awaited values are not available: wait for another thread.
+
+        ``event`` is set when a task is added or the awaited values become available.
+        """
+        self._sleeper = event
+        try:
+            while True:
+                event.clear()
+                with self._lock:
+                    if self._tasks:
+                        return
+                if done() or event.wait(0.05):
+                    return
+                if threading.active_count() == 1 and not done():
+                    raise WorkQueueError(
+                        "await_values(): the queue is empty but the awaited values are not "
+                        "available and no other thread can make them available (deadlock)"
+                    )
+        finally:
+            self._sleeper = None
+
+    def _drive(
+        self,
+        done: Callable[[], bool],
+        what: str,
+        values: Sequence[AsyncValue[Any]] | None = None,
+    ) -> None:
         self._driver = threading.current_thread()
+        event: threading.Event | None = None
         while not done():
             batch = self._take_batch()
             if not batch:
-                if what == "quiesce()":
+                if values is None:  # quiesce(): nothing left to run
                     return
-                raise WorkQueueError(
-                    "await_values(): the queue is empty but the awaited values are not "
-                    "available (nothing can make them available: deadlock)"
-                )
+                if event is None:
+                    event = threading.Event()
+                    run_when_ready(values, event.set)
+                self._sleep_until_work(event, done)
+                continue
             for index, task in enumerate(batch):
                 self._running_depth += 1
                 try:
@@ -193,6 +242,7 @@ class MultiThreadedWorkQueue(WorkQueue):
         self._pending = 0  # tasks queued or running, both pools
         self._idle_blocking = 0
         self._blocking_threads = 0
+        self._blocking_list: list[threading.Thread] = []  # started blocking threads (joined)
         self._local = threading.local()
         self._closed = False
         self._workers = [
@@ -225,9 +275,12 @@ class MultiThreadedWorkQueue(WorkQueue):
                     return False
                 if self._blocking_threads < self.num_blocking_threads:
                     self._blocking_threads += 1
-                    threading.Thread(
+                    thread = threading.Thread(
                         target=self._blocking_worker, name="pytfrt-blocking", daemon=True
-                    ).start()
+                    )
+                    self._blocking_list = [t for t in self._blocking_list if t.is_alive()]
+                    self._blocking_list.append(thread)
+                    thread.start()
             else:
                 self._idle_blocking -= 1
             self._pending += 1
@@ -287,19 +340,24 @@ class MultiThreadedWorkQueue(WorkQueue):
                 self._cond.wait()
 
     def shutdown(self) -> None:
+        if self._closed:
+            return
+        if not self.is_in_worker_thread():
+            self.quiesce()
         with self._cond:
             if self._closed:
                 return
             self._closed = True
             blocking = self._blocking_threads
+            threads = self._workers + self._blocking_list
         for _ in self._workers:
             self._tasks.put(_STOP)
         for _ in range(blocking):
             self._blocking.put(_STOP)
         current = threading.current_thread()
-        for worker in self._workers:
-            if worker is not current:
-                worker.join()
+        for thread in threads:
+            if thread is not current:
+                thread.join()
 
 
 def parse_work_queue_type(spec: str) -> tuple[str, tuple[int, ...]]:

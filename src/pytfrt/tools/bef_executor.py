@@ -1,14 +1,471 @@
-"""The ``bef_executor``  tool (placeholder until its issue lands)."""
+"""The ``bef_executor`` tool: run every function of a BEF (or MLIR) file (spec 6.1).
+
+Usage::
+
+    bef_executor [options] [<input: .bef | .mlir | - (stdin, the default)>]
+
+Options (LLVM style: one or two dashes, ``--flag=value`` or ``--flag value``):
+``--functions=f,g``, ``--test_init_function=name``, ``--work_queue_type=s|mstd[:N[,M]]``,
+``--host_allocator_type=malloc|test_fixed_size_1k|profiled_allocator|leak_check_allocator``,
+``--print_error_code``, ``--kernels=<module or file.py>`` (repeatable), ``--shared_libs=a,b``
+(Python kernel modules/files, like ``--kernels``), ``--enable_tracing``, ``--tracing_level=
+default|verbose|debug``.
+
+Run sequence (spec 6.1): print the allocator and work-queue ``Choosing ...`` lines, load the
+program (kernels resolved before anything runs), run the init function, then each function with
+``--- Running 'f':`` and a ``'f' returned ...`` line, each with a fresh ResourceContext and
+RequestContext; results are awaited, printed, then the queue is quiesced.
+
+Diagnostics go through an ``expected-error`` verifier (spec 5.1): each runtime diagnostic is
+``runtime error: <message>`` at its location; matching annotations in the source file consume
+it silently, others are printed to stderr and make the exit status 1; unmatched expectations
+of every file a diagnostic pointed into are reported at exit.
+
+Heavy modules (the MLIR front end, NumPy-based kernel libraries) are imported only when the
+input or its kernels need them, so a small ``.bef`` starts quickly.
+"""
 
 from __future__ import annotations
 
+import importlib
+import os
+import re
 import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytfrt.bef.program import Program
+    from pytfrt.host import AsyncValue, Diagnostic, HostContext
+
+PROG = "bef_executor"
+BEF_MAGIC = b"\x0b\xef"
+
+
+class UsageError(Exception):
+    """A command-line or input problem: one message, exit status 1."""
+
+
+@dataclass
+class Options:
+    """Parsed command line (see the module docstring)."""
+
+    input: str = "-"
+    functions: list[str] | None = None
+    test_init_function: str = ""
+    work_queue_type: str = "s"
+    host_allocator_type: str = "leak_check_allocator"
+    print_error_code: bool = False
+    kernels: list[str] = field(default_factory=list)
+    shared_libs: list[str] = field(default_factory=list)
+    enable_tracing: bool = False
+    tracing_level: str = "default"
+
+
+_VALUE_FLAGS = {
+    "functions", "test_init_function", "work_queue_type", "host_allocator_type", "kernels",
+    "shared_libs", "tracing_level",
+}
+_BOOL_FLAGS = {"print_error_code", "enable_tracing"}
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    """Parse LLVM-style options. Raises :class:`UsageError` with a one-line message."""
+    opts = Options()
+    positional: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg == "-" or not arg.startswith("-"):
+            positional.append(arg)
+            continue
+        if arg in ("-h", "--help", "-help"):
+            raise UsageError(__doc__.split("\n\n")[1].strip() if __doc__ else "usage")
+        name, eq, value = arg.lstrip("-").partition("=")
+        name = name.replace("-", "_")
+        if name in _BOOL_FLAGS:
+            if eq and value.lower() not in ("true", "false", "1", "0"):
+                raise UsageError(f"{PROG}: invalid boolean value '{value}' for option '{arg}'")
+            setattr(opts, name, not eq or value.lower() in ("true", "1"))
+            continue
+        if name not in _VALUE_FLAGS:
+            raise UsageError(f"{PROG}: Unknown command line argument '{arg}'.  "
+                             f"Try: '{PROG} --help'")
+        if not eq:
+            if i >= len(argv):
+                raise UsageError(f"{PROG}: option '{arg}' requires a value")
+            value = argv[i]
+            i += 1
+        if name == "functions":
+            opts.functions = [f for f in value.split(",") if f]
+        elif name == "kernels":
+            opts.kernels.append(value)
+        elif name == "shared_libs":
+            opts.shared_libs.extend(v for v in value.split(",") if v)
+        else:
+            setattr(opts, name, value)
+    if len(positional) > 1:
+        raise UsageError(f"{PROG}: too many positional arguments: {' '.join(positional)}")
+    if positional:
+        opts.input = positional[0]
+    return opts
+
+
+def _out(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+# -- input --------------------------------------------------------------------------------------
+
+
+def read_program(path: str) -> Program:
+    """Read a ``.bef`` file, or compile a ``.mlir`` file; ``-`` reads stdin (sniffing the magic).
+
+    Raises:
+        UsageError: unreadable file or invalid BEF/MLIR (the message says why).
+    """
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+            name = "<stdin>"
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            name = path
+    except OSError as exc:
+        raise UsageError(f"{PROG}: could not open input file '{path}': "
+                         f"{exc.strerror or exc}") from exc
+    if data[:2] == BEF_MAGIC or (path.endswith(".bef") and data):
+        from pytfrt.bef.format import BefError
+        from pytfrt.bef.reader import read_bef
+
+        try:
+            return read_bef(data)
+        except BefError as exc:
+            raise UsageError(f"{PROG}: {name}: {exc}") from exc
+    if not data:
+        raise UsageError(f"{PROG}: {name}: the input is empty")
+    return _compile_mlir(data, name)
+
+
+def _compile_mlir(data: bytes, name: str) -> Program:
+    try:
+        mlir = importlib.import_module("pytfrt.mlir")
+    except ImportError as exc:
+        raise UsageError(f"{PROG}: {name} is not a BEF file and the MLIR front end is not "
+                         f"available ({exc})") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{PROG}: {name} is neither a BEF file nor UTF-8 MLIR text") from exc
+    try:
+        program: Program = mlir.compile_mlir(text, name)
+    except mlir.MlirError as exc:
+        raise UsageError(str(exc).rstrip("\n")) from exc
+    if not program.streams_assigned:
+        from pytfrt.bef.streams import assign_stream_ids
+
+        assign_stream_ids(program)
+    return program
+
+
+# -- printing results ---------------------------------------------------------------------------
+
+
+def format_result(value: AsyncValue[Any], type_name: str, print_error_code: bool) -> str:
+    """One result as the driver prints it (spec 6.1)."""
+    if value.is_error():
+        status = value.error
+        if print_error_code:
+            return f"<<error: {status.message}, code: {status.code.name}>>"
+        return f"<<error: {status.message}>>"
+    payload = value.get()
+    if type_name == "i1":
+        return "1" if payload else "0"
+    if type_name in ("i32", "i64"):
+        return str(int(payload))
+    if type_name in ("f32", "f64"):
+        return f"{float(payload):e}"
+    return f"{type_name} value"
+
+
+# -- expected-error verification (spec 5.1) --------------------------------------------------
+
+_EXPECTED = re.compile(
+    r"expected-(error|note|remark|warning)(-re)? *(@([+-][0-9]+|above|below))? *\{\{(.*)\}\}"
+)
+
+
+@dataclass
+class Expectation:
+    """One ``expected-<kind> [@offset] {{text}}`` annotation."""
+
+    kind: str
+    text: str
+    line: int
+    annotation_line: int
+    annotation_col: int
+    matched: bool = False
+
+
+def parse_expectations(text: str) -> list[Expectation]:
+    """The annotations of a source file, with target lines resolved (``@+N``, ``@above`` ...)."""
+    out: list[Expectation] = []
+    below: list[Expectation] = []
+    last_plain = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        found = list(_EXPECTED.finditer(line))
+        if not found:
+            for e in below:
+                e.line = number
+            below.clear()
+            last_plain = number
+            continue
+        for m in found:
+            offset = m.group(4)
+            e = Expectation(m.group(1), m.group(5), number, number, m.start() + 1)
+            if offset == "above":
+                e.line = last_plain
+            elif offset == "below":
+                below.append(e)
+            elif offset:
+                e.line = number + int(offset)
+            out.append(e)
+    return out
+
+
+class DiagnosticVerifier:
+    """MLIR's ``SourceMgrDiagnosticVerifierHandler`` behaviour for runtime diagnostics.
+
+    :meth:`handle` is the HostContext's diagnostic handler (thread-safe); :meth:`finish`
+    reports expectations that were never produced and returns whether verification passed.
+    """
+
+    def __init__(self, report: Callable[[str], None]) -> None:
+        self._report = report
+        self._lock = threading.Lock()
+        self._files: dict[str, list[Expectation]] = {}
+        self.failed = False
+
+    def _expectations(self, path: str) -> list[Expectation]:
+        if path not in self._files:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    self._files[path] = parse_expectations(fh.read())
+            except OSError:
+                self._files[path] = []
+        return self._files[path]
+
+    def handle(self, diag: Diagnostic) -> None:
+        """Match one runtime diagnostic against the annotations of its source file."""
+        message = f"runtime error: {diag.message}"
+        flc = diag.location.file_line_col()
+        with self._lock:
+            if flc is not None:
+                path, line, col = flc
+                for e in self._expectations(path):
+                    if e.line == line and e.kind == "error" and e.text in message:
+                        e.matched = True
+                        return
+                where = f"{path}:{line}:{col}"
+            else:
+                where = f"loc({diag.location.opaque()})"
+            self.failed = True
+            self._report(f"{where}: error: unexpected error: {message}")
+
+    def finish(self) -> bool:
+        """Report unmatched expectations of every loaded file; True if all is verified."""
+        with self._lock:
+            for path, expectations in self._files.items():
+                for e in expectations:
+                    if not e.matched:
+                        self.failed = True
+                        self._report(
+                            f"{path}:{e.annotation_line}:{e.annotation_col}: error: "
+                            f'expected {e.kind} "{e.text}" was not produced'
+                        )
+            return not self.failed
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+class Driver:
+    """One ``bef_executor`` run: host, verifier and the function loop."""
+
+    def __init__(self, opts: Options) -> None:
+        self.opts = opts
+        self.verifier = DiagnosticVerifier(_err)
+        self.host: HostContext | None = None
+        self.allocator: Any = None
+
+    def setup(self) -> None:
+        """Allocator, work queue and host (prints the two ``Choosing`` lines)."""
+        from pytfrt.host.allocator import create_allocator
+        from pytfrt.host.host_context import HostContext
+        from pytfrt.host.registry import RegistryError, builtin_registry, load_kernels
+        from pytfrt.host.work_queue import create_work_queue
+
+        try:
+            self.allocator = create_allocator(self.opts.host_allocator_type)
+        except ValueError as exc:
+            raise UsageError(f"{PROG}: {exc}") from exc
+        _out(self.allocator.choosing_line)
+        try:
+            queue = create_work_queue(self.opts.work_queue_type)
+        except ValueError as exc:
+            raise UsageError(
+                f"{PROG}: couldn't create work queue type {self.opts.work_queue_type}"
+            ) from exc
+        _out(f"Choosing {queue.name} work queue.")
+        registry = builtin_registry()
+        for spec in self.opts.kernels:
+            try:
+                load_kernels(registry, spec)
+            except RegistryError as exc:
+                queue.shutdown()
+                raise UsageError(f"{PROG}: {exc}") from exc
+        for spec in self.opts.shared_libs:
+            try:
+                load_kernels(registry, spec)
+            except RegistryError as exc:
+                queue.shutdown()
+                raise UsageError(f"{PROG}: couldn't load library {exc}") from exc
+        self.host = HostContext(queue, registry, self.verifier.handle, self.allocator)
+        self.host.tracer = _make_tracer(self.opts)  # type: ignore[attr-defined]
+
+    def run(self, program: Program) -> None:
+        """Load ``program`` and run its functions (spec 6.1 step 5)."""
+        from pytfrt.executor import LoadError, load_program
+
+        host = self.host
+        assert host is not None
+        function_list = self._function_list(program)
+        try:
+            bef = load_program(program, host)
+        except LoadError:
+            return
+        init = self.opts.test_init_function
+        if init and bef.get_function(init) is not None:
+            self._run_one(bef.get_function(init))
+        for index in function_list:
+            fn = bef.functions[index]
+            if init and fn.name == init:
+                continue
+            if fn.num_arguments:
+                _out(f"--- Not running '{fn.name}' because it has arguments.")
+                continue
+            if not fn.name:
+                continue
+            self._run_one(fn)
+
+    def _function_list(self, program: Program) -> list[int]:
+        if self.opts.functions is None:
+            return list(range(len(program.functions)))
+        indices = []
+        for name in self.opts.functions:
+            try:
+                indices.append(program.function_index(name))
+            except KeyError:
+                raise UsageError(f"{PROG}: couldn't find function {name}") from None
+        return indices
+
+    def _run_one(self, fn: Any) -> None:
+        from pytfrt.host.execution_context import ExecutionContext, ResourceContext
+        from pytfrt.host.function import FunctionKind
+        from pytfrt.host.registry import KernelError
+
+        host = self.host
+        assert host is not None
+        _out(f"--- Running '{fn.name}':")
+        resources = ResourceContext()
+        ctx = ExecutionContext(host.new_request(resources))
+        tracer = getattr(host, "tracer", None)
+        if tracer is not None:
+            tracer.begin_scope(f"Function: {fn.name}", 0)
+        code = self.opts.print_error_code
+        if fn.kind is FunctionKind.SYNC:
+            try:
+                values = fn.execute_sync(ctx, [])
+            except KernelError as exc:
+                _out(f"'{fn.name}' returned <<error: {exc}>>")
+            else:
+                if values:
+                    from pytfrt.host.async_value import make_available
+
+                    shown = [format_result(make_available(v), t, code)
+                             for v, t in zip(values, fn.result_types, strict=True)]
+                    _out(f"'{fn.name}' returned {','.join(shown)}")
+        else:
+            results = fn.execute(ctx, [])
+            host.await_values(results)
+            if results:
+                shown = [format_result(r, t, code)
+                         for r, t in zip(results, fn.result_types, strict=True)]
+                _out(f"'{fn.name}' returned {','.join(shown)}")
+            host.quiesce()
+            for r in results:
+                r.drop_ref()
+        if tracer is not None:
+            tracer.end_scope()
+        resources.destroy()
+
+    def finish(self) -> int:
+        """Stop the queue, report unmatched expectations and the allocator; the exit status."""
+        status = 0 if self.verifier.finish() else 1
+        if self.host is not None:
+            self.host.shutdown()
+            tracer = getattr(self.host, "tracer", None)
+            if tracer is not None and hasattr(tracer, "flush"):
+                tracer.flush()
+        if self.allocator is not None:
+            if self.allocator.report_at_exit(sys.stdout):
+                status = 1
+        return status
+
+
+def _make_tracer(opts: Options) -> Any:
+    """The tracing sink for ``--enable_tracing``, or ``None`` (the tracing module is optional)."""
+    if not opts.enable_tracing:
+        return None
+    try:
+        tracing = importlib.import_module("pytfrt.tracing")
+    except ImportError:
+        return None
+    return tracing.create_tracer(opts.tracing_level)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print that the tool is not yet available and exit with status 1."""
-    print("bef_executor: not yet available in this version of pytfrt", file=sys.stderr)
-    return 1
+    """Run the tool; returns the process exit status."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        opts = parse_args(args)
+    except UsageError as exc:
+        _err(str(exc))
+        return 1
+    driver = Driver(opts)
+    try:
+        if opts.input != "-" and not os.path.exists(opts.input):
+            raise UsageError(f"{PROG}: could not open input file '{opts.input}': "
+                             "No such file or directory")
+        program = read_program(opts.input)
+        driver.setup()
+        driver.run(program)
+    except UsageError as exc:
+        _err(str(exc))
+        if driver.host is not None:
+            driver.host.shutdown()
+        return 1
+    return driver.finish()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,196 @@
+"""The sync executor: a straight-line interpreter for ``tfrt.sync`` functions (spec 2.6).
+
+A :class:`SyncBEFFunction` runs its kernels sequentially in program order on plain values (no
+AsyncValues, no scheduling).  Argument and result values belong to the caller; local registers
+are reset right after the kernel holding their last use.  The first kernel error stops the
+function and is returned to the caller (raised as :class:`KernelError` from
+:meth:`SyncBEFFunction.execute_sync`); it is never emitted as a diagnostic.
+
+Why code generation: the goal is a sync function within 3x of a plain Python loop calling the
+same functions (design.md).  A generic interpreter loop costs several times that per kernel, so
+at load time the function body is translated once into the equivalent straight-line Python
+function -- one local variable per register, one call per kernel with its parameters bound by
+the ``@kernel`` rules (spec 1.5), ``rN = None`` after a local's last use.  Kernels whose
+parameters cannot be bound statically go through :meth:`KernelEntry.call_sync`.
+:func:`generated_source` shows the text, for debugging.
+
+Thread-safety: each call has its own locals; one function may run on many threads at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pytfrt.executor.kernel_info import CHAIN_TYPE, FunctionInfo, KernelInfo
+from pytfrt.host.async_value import AsyncValue, make_available, make_error
+from pytfrt.host.execution_context import ExecutionContext
+from pytfrt.host.function import Function, FunctionKind
+from pytfrt.host.registry import KernelError, ParamRole
+from pytfrt.support.errors import Status
+
+_STATIC_ROLES = frozenset(
+    {
+        ParamRole.ARG,
+        ParamRole.VAR_ARGS,
+        ParamRole.ATTR,
+        ParamRole.ATTRS,
+        ParamRole.FUNC,
+        ParamRole.FUNCS,
+        ParamRole.EXEC_CTX,
+    }
+)
+
+
+class SyncBEFFunction(Function):
+    """A ``tfrt.sync`` BEF function (see the module docstring)."""
+
+    kind = FunctionKind.SYNC
+
+    def __init__(self, info: FunctionInfo, argument_types: Sequence[str],
+                 result_types: Sequence[str], register_types: Sequence[str] = ()) -> None:
+        self.info = info
+        self.name = info.name
+        self.argument_types = tuple(argument_types)
+        self.result_types = tuple(result_types)
+        self.source, self._run = _compile(info, list(register_types))
+
+    def execute_sync(self, exec_ctx: ExecutionContext, arguments: Sequence[Any]) -> list[Any]:
+        """Run on plain values; returns plain results.
+
+        Raises:
+            KernelError: the first kernel error (its message), not emitted (spec 2.6).
+            ValueError: for a wrong number of arguments.
+        """
+        if len(arguments) != self.info.num_arguments:
+            raise ValueError(
+                f"function '{self.name}' takes {self.info.num_arguments} arguments, "
+                f"got {len(arguments)}"
+            )
+        return self._run(arguments, exec_ctx)
+
+    def execute(
+        self, exec_ctx: ExecutionContext, arguments: Sequence[AsyncValue[Any]]
+    ) -> list[AsyncValue[Any]]:
+        """Run on available argument values; results are available values or one error.
+
+        An error argument makes every result that error; a kernel error makes every result an
+        error value with its message (not emitted).
+        """
+        n = len(self.result_types)
+        for a in arguments:
+            if a.is_error():
+                if n:
+                    a.add_ref(n)
+                return [a] * n
+        try:
+            values = self.execute_sync(exec_ctx, [a.get() for a in arguments])
+        except KernelError as exc:
+            error = make_error(Status(str(exc)))
+            if n > 1:
+                error.add_ref(n - 1)
+            return [error] * n
+        return [make_available(v) for v in values]
+
+
+def _fail(exc: Exception) -> KernelError:
+    """The function's error for a kernel exception (the message only)."""
+    if isinstance(exc, KernelError):
+        return exc
+    return KernelError(str(exc) or type(exc).__name__)
+
+
+def _check_count(out: list[Any], n: int, name: str) -> list[Any]:
+    if len(out) != n:
+        raise KernelError(f"kernel '{name}' returned {len(out)} results, expected {n}")
+    return out
+
+
+def _static_call(k: KernelInfo, i: int, register_types: list[str]) -> str | None:
+    """The call expression binding ``k``'s parameters statically, or ``None`` if not possible."""
+    sig = k.entry.signature  # type: ignore[union-attr]
+    if any(role not in _STATIC_ROLES for role in sig.roles) or k.num_results > 1:
+        return None
+    operands = list(k.operands)
+    if not sig.variadic and len(operands) != sig.num_args:
+        last = operands[-1] if operands else -1
+        chain = 0 <= last < len(register_types) and register_types[last] == CHAIN_TYPE
+        if len(operands) == sig.num_args + 1 and chain:
+            operands.pop()  # trailing chain rule
+        else:
+            return None
+    parts: list[str] = []
+    arg_i = attr_i = func_i = 0
+    for role in sig.roles:
+        if role is ParamRole.ARG:
+            if arg_i >= len(operands):
+                return None
+            parts.append(f"r{operands[arg_i]}")
+            arg_i += 1
+        elif role is ParamRole.VAR_ARGS:
+            parts.extend(f"r{r}" for r in operands[arg_i:])
+            arg_i = len(operands)
+        elif role is ParamRole.ATTR:
+            if attr_i >= len(k.attrs):
+                return None
+            parts.append(f"_a{i}[{attr_i}]")
+            attr_i += 1
+        elif role is ParamRole.ATTRS:
+            parts.append(f"list(_a{i}[{attr_i}:])")
+            attr_i = len(k.attrs)
+        elif role is ParamRole.FUNC:
+            if func_i >= len(k.function_ids):
+                return None
+            parts.append(f"_k{i}.funcs[{func_i}]")
+            func_i += 1
+        elif role is ParamRole.FUNCS:
+            parts.append(f"list(_k{i}.funcs[{func_i}:])")
+            func_i = len(k.function_ids)
+        else:  # EXEC_CTX
+            parts.append("ctx")
+    return f"_f{i}({', '.join(parts)})"
+
+
+def _compile(
+    info: FunctionInfo, register_types: list[str]
+) -> tuple[str, Callable[[Sequence[Any], ExecutionContext], list[Any]]]:
+    """Translate ``info`` into a straight-line Python function ``(args, ctx) -> results``."""
+    namespace: dict[str, Any] = {"_fail": _fail, "_check_count": _check_count}
+    body: list[str] = []
+    if info.num_arguments:
+        names = ", ".join(f"r{a}" for a in range(info.num_arguments))
+        body.append(f"{names}, = args")
+    for i, (k, release) in enumerate(zip(info.kernels[1:], info.release_after, strict=True)):
+        namespace[f"_f{i}"] = k.fn
+        namespace[f"_a{i}"] = k.attrs
+        namespace[f"_k{i}"] = k
+        call = _static_call(k, i, register_types)
+        targets = ", ".join(f"r{r}" for r in k.results)
+        if call is None:
+            namespace[f"_cs{i}"] = k.entry.call_sync  # type: ignore[union-attr]
+            values = ", ".join(f"r{r}" for r in k.operands)
+            call = f"_cs{i}([{values}], _a{i}, _k{i}.funcs, ctx)"
+            if k.results:
+                call = f"_check_count({call}, {k.num_results}, _k{i}.name)"
+                body.append(f"{targets}, = {call}")
+            else:
+                body.append(call)
+        elif k.results:
+            body.append(f"{targets} = {call}")
+        else:
+            body.append(call)
+        for r in release:
+            body.append(f"r{r} = None")
+    results = ", ".join(f"r{r}" for r in info.result_registers)
+    body.append(f"return [{results}]")
+    source = "def _run(args, ctx):\n    try:\n" + "".join(
+        f"        {line}\n" for line in body
+    ) + "    except Exception as exc:\n        raise _fail(exc) from None\n"
+    code = compile(source, f"<sync function '{info.name}'>", "exec")
+    exec(code, namespace)  # noqa: S102 - generated from the loaded program, see module doc
+    return source, namespace["_run"]
+
+
+def generated_source(function: SyncBEFFunction) -> str:
+    """The Python text a sync function was translated into (for debugging)."""
+    return function.source

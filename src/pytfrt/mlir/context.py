@@ -1,0 +1,50 @@
+"""The xDSL context with every TFRT dialect (built once per process, cloned per parse).
+
+Dialects: ``builtin`` and ``func`` (xDSL's), ``tfrt``, ``tfrt_test``, ``tfrt_dht``, ``ts``,
+``coo``, ``t``, ``tfrt_sht``, ``btf``, ``eigen``, ``vt``, ``tfrt_tutorial``, ``corert``,
+``test``, ``my``, ``ht``.  Unregistered ops are allowed (they run as kernels of the same name);
+``tfrt_opt`` rejects ops of unknown *dialects* itself unless ``--allow-unregistered-dialect``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from xdsl.context import Context
+
+_LOCK = threading.Lock()
+_BASE: Context | None = None
+
+#: Dialect names whose unknown ops are still accepted by ``tfrt_opt`` without the flag.
+KNOWN_DIALECTS = frozenset(
+    {
+        "builtin", "func", "tfrt", "tfrt_test", "tfrt_dht", "ts", "coo", "t", "tfrt_sht",
+        "btf", "eigen", "vt", "tfrt_tutorial", "corert", "test", "my", "ht",
+    }
+)  # fmt: skip
+
+
+def _build() -> Context:
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+
+    from pytfrt.mlir.dialect_corert import corert_dialect
+    from pytfrt.mlir.dialect_tensor import tensor_dialects
+    from pytfrt.mlir.dialect_test import tfrt_test_dialect
+    from pytfrt.mlir.dialect_tfrt import tfrt_dialect
+
+    ctx = Context(allow_unregistered=True)
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Func)
+    for dialect in [tfrt_dialect(), tfrt_test_dialect(), corert_dialect(), *tensor_dialects()]:
+        ctx.load_dialect(dialect)
+    return ctx
+
+
+def make_context() -> Context:
+    """A fresh context (a clone of the process-wide one); thread-safe."""
+    global _BASE
+    with _LOCK:
+        if _BASE is None:
+            _BASE = _build()
+        return _BASE.clone()

@@ -1,0 +1,179 @@
+"""The MLIR parser: xDSL's parser with source positions, 2020 aliases and fast paths.
+
+:class:`TfrtParser` subclasses xDSL's :class:`~xdsl.parser.Parser` and adds:
+
+* ``op_positions``: the character offset of every parsed op's first character (the result
+  list for ops with results, as MLIR's ``FileLineColLoc``), used for BEF locations and
+  diagnostics;
+* the 2020 spelling (spec 8.2) without rewriting the text, so every diagnostic points at the
+  original characters: op names ``hex.*`` -> ``tfrt.*``, ``dht.*`` -> ``tfrt_dht.*``, the bare
+  ``func`` keyword -> ``func.func``, types ``!hex.*`` -> ``!tfrt.*``;
+* MLIR's wording for undefined values and operand type mismatches;
+* caches for builtin and parameterless dialect types, and the fast lexer of
+  :mod:`pytfrt.mlir.lexer` (xDSL's lexer dominates the parse time of large functions).
+
+One parser per input; not thread-safe.  Errors are xDSL ``ParseError`` exceptions, converted
+to diagnostics by :mod:`pytfrt.mlir.diagnostics`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import LocationAttr, UnknownLoc
+from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
+from xdsl.parser import Parser
+from xdsl.parser.core import UnresolvedOperand
+from xdsl.parser.generic_parser import ParserState
+from xdsl.utils.exceptions import ParseError
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
+
+from pytfrt.mlir.lexer import FastMLIRLexer
+
+#: 2020 op-name prefixes and their later spelling (spec 8.2).
+OP_PREFIX_ALIASES = (("hex.", "tfrt."), ("dht.", "tfrt_dht."))
+#: 2020 type-name prefixes.
+TYPE_PREFIX_ALIASES = (("hex.", "tfrt."),)
+
+
+def canonical_op_name(name: str) -> str:
+    """Map a 2020 op name (``hex.add.i32``, ``dht.print_tensor``, ``func``) to today's."""
+    if name == "func":
+        return "func.func"
+    for old, new in OP_PREFIX_ALIASES:
+        if name.startswith(old):
+            return new + name[len(old) :]
+    return name
+
+
+def canonical_attr_name(name: str) -> str:
+    """Map a 2020 attribute name (``hex.sync``) to today's (``tfrt.sync``)."""
+    if name.startswith("hex."):
+        return "tfrt." + name[4:]
+    return name
+
+
+class TfrtParser(Parser):
+    """xDSL parser recording op positions and accepting the 2020 syntax."""
+
+    def __init__(self, ctx: Context, text: str, name: str = "<unknown>") -> None:
+        # Mirrors Parser.__init__ with the fast lexer.
+        Parser.__init__(self, ctx, "", name)
+        self._parser_state = ParserState(FastMLIRLexer(Input(text, name)))
+        self.ssa_values = dict()
+        self.blocks = dict()
+        self.forward_block_references = defaultdict(list)
+        self.forward_ssa_references = dict()
+        self.op_positions: dict[Operation, int] = {}
+        #: ops whose source says ``loc(unknown)`` (distinct from "no location written")
+        self.explicit_unknown: set[Operation] = set()
+        self._unknown_locs: dict[int, LocationAttr] = {}
+        self.forward_use_spans: dict[str, Span] = {}
+        self._int_float_types: dict[str, TypeAttribute | None] = {}
+        self._dialect_types: dict[str, TypeAttribute] = {}
+
+    # -- positions --------------------------------------------------------------------------
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        self.op_positions[op] = start
+        if id(op.location) in self._unknown_locs:
+            self.explicit_unknown.add(op)
+        return op
+
+    def parse_optional_location(self) -> LocationAttr | None:
+        loc = super().parse_optional_location()
+        if isinstance(loc, UnknownLoc):
+            loc = UnknownLoc()  # a fresh object: identity marks it as written in the source
+            self._unknown_locs[id(loc)] = loc
+        return loc
+
+    def parse_module(self, allow_implicit_module: bool = True):  # type: ignore[override]
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as err:
+            if err.msg.startswith("values used but not defined"):
+                self.check_undefined_values()
+            raise
+
+    # -- 2020 aliases -----------------------------------------------------------------------
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        return super()._get_op_by_name(canonical_op_name(name))
+
+    def parse_optional_type(self) -> TypeAttribute | None:
+        tok = self._current_token
+        if tok.kind != MLIRTokenKind.EXCLAMATION_IDENT:
+            return self._parse_optional_builtin_type()
+        self._consume_token()
+        name = tok.text[1:]
+        for old, new in TYPE_PREFIX_ALIASES:
+            if name.startswith(old):
+                name = new + name[len(old) :]
+        if "." not in name or self._current_token.kind == MLIRTokenKind.LESS:
+            return self._parse_extended_type_or_attribute(name, True)
+        cached = self._dialect_types.get(name)
+        if cached is None:
+            cached = self._parse_extended_type_or_attribute(name, True)
+            self._dialect_types[name] = cached
+        return cached
+
+    def _parse_optional_integer_or_float_type(self) -> TypeAttribute | None:
+        tok = self._current_token
+        if tok.kind != MLIRTokenKind.BARE_IDENT:
+            return None
+        text = tok.text
+        cache = self._int_float_types
+        if text in cache:
+            found = cache[text]
+            if found is not None:
+                self._consume_token()
+            return found
+        found = super()._parse_optional_integer_or_float_type()
+        cache[text] = found
+        return found
+
+    # -- MLIR's wording for value errors ----------------------------------------------------
+    def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:
+        name = operand.operand_name
+        values = self.ssa_values.get(name)
+        if values is None:
+            self.forward_use_spans.setdefault(name, operand.span)
+            return super().resolve_operand(operand, type)
+        if operand.index >= len(values):
+            self.raise_error(
+                f"result number {operand.index} of '%{name}' is out of range "
+                f"(it has {len(values)} results)",
+                operand.span,
+            )
+        resolved = values[operand.index]
+        if resolved.type != type:
+            self.raise_error(
+                f"use of value '{operand.span.text}' expects different type than prior "
+                f"uses: '{type_to_str(type)}' vs '{type_to_str(resolved.type)}'",
+                operand.span,
+            )
+        return resolved
+
+    def check_undefined_values(self) -> None:
+        """Raise MLIR's error for the first value used but never defined."""
+        if not self.forward_ssa_references:
+            return
+        spans = [
+            self.forward_use_spans[n]
+            for n in self.forward_ssa_references
+            if n in self.forward_use_spans
+        ]
+        if spans:
+            first = min(spans, key=lambda s: s.start)
+            raise ParseError(first, "use of undeclared SSA value name")
+        self.raise_error("use of undeclared SSA value name")
+
+
+def type_to_str(attr: Attribute) -> str:
+    """The printed MLIR form of a type or attribute."""
+    from pytfrt.mlir.printer import attr_to_str
+
+    return attr_to_str(attr)
+

@@ -1,0 +1,44 @@
+"""Host tensors: DType, shapes, DenseHostTensor (NumPy), string/COO/scalar tensors, BTF files.
+
+The ``ts``/``tfrt_dht``/``coo``/``tfrt_sht``/``btf`` kernels are in
+:mod:`pytfrt.tensor.kernels` (registered lazily by the built-in registry).
+Depends on :mod:`pytfrt.host`, :mod:`pytfrt.support`, NumPy and ml_dtypes only.
+"""
+
+from pytfrt.tensor.coo_host_tensor import CooHostTensor as CooHostTensor
+from pytfrt.tensor.dense_host_tensor import AllocationError as AllocationError
+from pytfrt.tensor.dense_host_tensor import DenseHostTensor as DenseHostTensor
+from pytfrt.tensor.dense_host_tensor import HostBuffer as HostBuffer
+from pytfrt.tensor.dense_host_tensor import allocate_dense as allocate_dense
+from pytfrt.tensor.dense_host_tensor import wrap_result as wrap_result
+from pytfrt.tensor.dtype import DType as DType
+from pytfrt.tensor.dtype import dtype_from_code as dtype_from_code
+from pytfrt.tensor.dtype import dtype_from_name as dtype_from_name
+from pytfrt.tensor.dtype import dtype_from_numpy as dtype_from_numpy
+from pytfrt.tensor.scalar_host_tensor import ScalarHostTensor as ScalarHostTensor
+from pytfrt.tensor.shape import FixedRankShape as FixedRankShape
+from pytfrt.tensor.shape import PartialTensorShape as PartialTensorShape
+from pytfrt.tensor.shape import ShapeError as ShapeError
+from pytfrt.tensor.shape import TensorMetadata as TensorMetadata
+from pytfrt.tensor.shape import TensorShape as TensorShape
+from pytfrt.tensor.string_host_tensor import StringHostTensor as StringHostTensor
+
+__all__ = [
+    "AllocationError",
+    "CooHostTensor",
+    "DType",
+    "DenseHostTensor",
+    "FixedRankShape",
+    "HostBuffer",
+    "PartialTensorShape",
+    "ScalarHostTensor",
+    "ShapeError",
+    "StringHostTensor",
+    "TensorMetadata",
+    "TensorShape",
+    "allocate_dense",
+    "dtype_from_code",
+    "dtype_from_name",
+    "dtype_from_numpy",
+    "wrap_result",
+]

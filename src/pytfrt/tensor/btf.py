@@ -1,0 +1,156 @@
+"""BTF (Binary Tensor Format) reading and writing (spec 3.12).
+
+Layout (all integers little-endian)::
+
+    u64 num_tensors
+    u64 offset[num_tensors]          -- byte offset of each tensor record
+    record: u64 rank, u8 dtype, u8 layout, 6 padding bytes, u64 dims[rank], raw data
+
+BTF dtype codes: 0 i8, 1 i16, 2 i32, 3 i64, 4 f32, 5 f64, 6 u8, 7 u16, 8 u32, 9 u64.
+Layouts: 0 row-major dense, 1 COO (not readable as a dense tensor).
+
+:func:`read_dense_tensor` raises :class:`BtfError` with TFRT's messages
+(``failed to open file <path> for reading``, ``invalid tensor index <i> to read tensor from path
+<p> which contains <n> tensors``, ``unexpected tensor dtype <d>. Expected dtype is <e>``,
+``unexpected tensor rank <r>. Expected rank is <e>``, ``unexpected tensor layout <l>``).
+:func:`write_btf` writes a file of dense tensors (used to generate test data).  Reading opens
+the file per call and is thread-safe.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+
+from pytfrt.support.errors import PytfrtError
+from pytfrt.tensor import dtype as dt
+from pytfrt.tensor.dense_host_tensor import DenseHostTensor
+from pytfrt.tensor.dtype import DType
+
+BTF_DTYPES: Final[tuple[DType, ...]] = (
+    dt.I8, dt.I16, dt.I32, dt.I64, dt.F32, dt.F64, dt.UI8, dt.UI16, dt.UI32, dt.UI64,
+)
+"""DType of each BTF dtype code (the index)."""
+
+_CODE_OF: Final = {d: i for i, d in enumerate(BTF_DTYPES)}
+
+LAYOUT_ROW_MAJOR: Final = 0
+LAYOUT_COO: Final = 1
+
+_HEADER = struct.Struct("<QBB6x")
+
+
+class BtfError(PytfrtError):
+    """A BTF file cannot be read as requested (message as TFRT words it)."""
+
+
+def read_dense_tensor(
+    path: str | Path,
+    index: int,
+    expected_dtype: DType | None = None,
+    expected_rank: int | None = None,
+) -> DenseHostTensor:
+    """Read dense tensor ``index`` of the BTF file ``path`` (an unaccounted tensor).
+
+    Args:
+        path: the file (relative paths are relative to the working directory).
+        index: which tensor (0-based).
+        expected_dtype: if given, the tensor's dtype must be this.
+        expected_rank: if given, the tensor's rank must be this.
+
+    Raises:
+        BtfError: with one of the messages in the module docstring, or for a truncated file.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        raise BtfError(f"failed to open file {path} for reading") from None
+    if len(data) < 8:
+        raise BtfError(f"failed to read the tensor count from file {path}")
+    (count,) = struct.unpack_from("<Q", data, 0)
+    if index < 0 or index >= count:
+        raise BtfError(
+            f"invalid tensor index {index} to read tensor from path {path} which contains "
+            f"{count} tensors"
+        )
+    if len(data) < 8 + 8 * count:
+        raise BtfError(f"failed to read the tensor offsets from file {path}")
+    (offset,) = struct.unpack_from("<Q", data, 8 + 8 * index)
+    if offset + _HEADER.size > len(data):
+        raise BtfError(f"failed to read the header of tensor {index} from file {path}")
+    rank, code, layout = _HEADER.unpack_from(data, offset)
+    if code >= len(BTF_DTYPES):
+        raise BtfError(f"unexpected tensor dtype {code} in file {path}")
+    dtype = BTF_DTYPES[code]
+    if expected_dtype is not None and dtype is not expected_dtype:
+        raise BtfError(
+            f"unexpected tensor dtype {dtype.name}. Expected dtype is {expected_dtype.name}"
+        )
+    if expected_rank is not None and rank != expected_rank:
+        raise BtfError(f"unexpected tensor rank {rank}. Expected rank is {expected_rank}")
+    if layout != LAYOUT_ROW_MAJOR:
+        raise BtfError(f"unexpected tensor layout {layout}")
+    pos = offset + _HEADER.size
+    if pos + 8 * rank > len(data):
+        raise BtfError(f"failed to read the shape of tensor {index} from file {path}")
+    dims = struct.unpack_from(f"<{rank}Q", data, pos)
+    pos += 8 * rank
+    n = 1
+    for d in dims:
+        n *= d
+    nbytes = n * dtype.itemsize
+    if pos + nbytes > len(data):
+        raise BtfError(f"failed to read the data of tensor {index} from file {path}")
+    array = np.frombuffer(data, dtype.np_dtype.newbyteorder("<"), n, pos).astype(
+        dtype.np_dtype, copy=True
+    )
+    return DenseHostTensor(dtype, array.reshape(dims))
+
+
+def encode_btf(tensors: Sequence[np.ndarray | DenseHostTensor]) -> bytes:
+    """The bytes of a BTF file holding ``tensors`` (row-major, in order).
+
+    Raises:
+        BtfError: for a dtype BTF cannot store.
+    """
+    arrays = [t.array if isinstance(t, DenseHostTensor) else np.asarray(t) for t in tensors]
+    records = []
+    for a in arrays:
+        try:
+            code = _CODE_OF[dt.dtype_from_numpy(a.dtype)]
+        except (KeyError, dt.DTypeError):
+            raise BtfError(f"BTF cannot store NumPy dtype {a.dtype}") from None
+        header = _HEADER.pack(a.ndim, code, LAYOUT_ROW_MAJOR)
+        dims = struct.pack(f"<{a.ndim}Q", *a.shape)
+        payload = np.ascontiguousarray(a, a.dtype.newbyteorder("<")).tobytes()
+        records.append(header + dims + payload)
+    out = bytearray(struct.pack("<Q", len(records)))
+    offset = 8 + 8 * len(records)
+    for r in records:
+        out += struct.pack("<Q", offset)
+        offset += len(r)
+    for r in records:
+        out += r
+    return bytes(out)
+
+
+def write_btf(path: str | Path, tensors: Sequence[np.ndarray | DenseHostTensor]) -> None:
+    """Write ``tensors`` to the BTF file ``path`` (see :func:`encode_btf`)."""
+    Path(path).write_bytes(encode_btf(tensors))
+
+
+def btf_dtype_code(dtype: DType) -> int:
+    """The BTF code of ``dtype``.
+
+    Raises:
+        BtfError: if BTF cannot store ``dtype``.
+    """
+    try:
+        return _CODE_OF[dtype]
+    except KeyError:
+        raise BtfError(f"BTF cannot store dtype {dtype.name}") from None

@@ -1,0 +1,258 @@
+"""DenseHostTensor (a NumPy array plus its TFRT dtype) and HostBuffer (raw bytes).
+
+A :class:`DenseHostTensor` (DHT) is TFRT's row-major host tensor.  Its storage is a NumPy
+array: :meth:`DenseHostTensor.from_numpy` wraps an array without copying and
+:meth:`DenseHostTensor.numpy` returns that same array, so kernels compute with NumPy directly
+on the tensor's memory (in-place kernels write into it).
+
+Allocator accounting (spec 1.11): a tensor created for a running program
+(:func:`allocate_dense`, used by every kernel that makes a new tensor) asks the HostContext's
+allocator for :func:`~pytfrt.host.allocator.host_buffer_size` bytes (``64 + nbytes``); a refusal
+raises :class:`AllocationError` (``Cannot allocate tensor``), which a kernel reports as its
+error.  The accounting is released once, by ``__tfrt_destroy__`` (called when the owning
+AsyncValue's reference count reaches zero) or, failing that, when the object is collected.
+Tensors made with :meth:`from_numpy` are not accounted.
+
+Thread-safety: a DHT's metadata is immutable; its data is not synchronised -- the dataflow
+program (chains) orders writers and readers, as in TFRT.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from pytfrt.host.allocator import host_buffer_size
+from pytfrt.support.errors import PytfrtError
+from pytfrt.tensor.dtype import DType, dtype_from_numpy
+from pytfrt.tensor.printing import format_dense
+from pytfrt.tensor.shape import ShapeError, TensorMetadata, TensorShape, format_dims
+
+
+class AllocationError(PytfrtError):
+    """The host allocator refused a tensor buffer (``Cannot allocate tensor``)."""
+
+
+_release_lock = threading.Lock()
+
+
+class _Accounting:
+    """One accounted allocation: released at most once."""
+
+    __slots__ = ("allocator", "nbytes")
+
+    def __init__(self, allocator: Any, nbytes: int) -> None:
+        self.allocator = allocator
+        self.nbytes = nbytes
+
+    def release(self) -> None:
+        with _release_lock:
+            allocator = self.allocator
+            self.allocator = None
+        if allocator is not None:
+            allocator.deallocate(self.nbytes)
+
+
+def _account(allocator: Any, nbytes: int) -> _Accounting | None:
+    """Ask ``allocator`` for a tensor buffer of ``nbytes`` data bytes.
+
+    Raises:
+        AllocationError: if the allocator refuses.
+    """
+    if allocator is None:
+        return None
+    size = host_buffer_size(nbytes)
+    if not allocator.allocate(size):
+        raise AllocationError("Cannot allocate tensor")
+    return _Accounting(allocator, size)
+
+
+class HostBuffer:
+    """A raw, byte-addressed host buffer (``!ht.host_buffer``): a flat uint8 NumPy array."""
+
+    __slots__ = ("data", "_acct", "__weakref__")
+
+    def __init__(self, data: np.ndarray, _acct: _Accounting | None = None) -> None:
+        self.data = data
+        self._acct = _acct
+
+    @classmethod
+    def allocate(cls, size: int, allocator: Any = None) -> HostBuffer:
+        """A zero-filled buffer of ``size`` bytes, accounted with ``allocator`` if given.
+
+        Raises:
+            AllocationError: if the allocator refuses.
+        """
+        acct = _account(allocator, size)
+        return cls(np.zeros(size, np.uint8), acct)
+
+    @property
+    def size(self) -> int:
+        """Size in bytes."""
+        return int(self.data.shape[0])
+
+    def slice(self, offset: int, size: int) -> HostBuffer:
+        """A buffer sharing bytes ``[offset, offset + size)`` of this one.
+
+        Raises:
+            ValueError: if the range does not fit.
+        """
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise ValueError(
+                f"buffer slice [{offset}, {offset + size}) out of range for a buffer of "
+                f"{self.size} bytes"
+            )
+        return HostBuffer(self.data[offset : offset + size])
+
+    def __tfrt_destroy__(self) -> None:
+        acct = self._acct
+        if acct is not None:
+            self._acct = None
+            acct.release()
+
+    def __del__(self) -> None:
+        if self._acct is not None:
+            self._acct.release()
+
+    def __str__(self) -> str:
+        return f"HostBuffer<pointer=0x{self.data.ctypes.data:x}, size={self.size}>"
+
+
+class DenseHostTensor:
+    """A dense row-major host tensor: TFRT dtype + NumPy array (shared, not copied)."""
+
+    __slots__ = ("dtype", "array", "_acct", "__weakref__")
+
+    def __init__(self, dtype: DType, array: np.ndarray, _acct: _Accounting | None = None) -> None:
+        """Wrap ``array`` (whose NumPy dtype must be ``dtype.np_dtype``) without copying."""
+        self.dtype = dtype
+        self.array = array
+        self._acct = _acct
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_numpy(cls, array: Any, dtype: DType | None = None) -> DenseHostTensor:
+        """Wrap an ndarray without copying (anything else is converted with ``np.asarray``).
+
+        ``dtype`` defaults to the TFRT dtype of the array's NumPy dtype; when given (e.g. a
+        quantized type over int8 storage) the storage must match.
+
+        Raises:
+            DTypeError: if the NumPy dtype has no TFRT equivalent.
+            ShapeError: if ``dtype`` does not match the array's storage.
+        """
+        arr = array if isinstance(array, np.ndarray) else np.asarray(array)
+        if dtype is None:
+            dtype = dtype_from_numpy(arr.dtype)
+        elif arr.dtype != dtype.np_dtype:
+            raise ShapeError(
+                f"array of NumPy dtype {arr.dtype} cannot hold TFRT dtype {dtype.name}"
+            )
+        return cls(dtype, arr)
+
+    @classmethod
+    def create(
+        cls, dtype: DType, dims: Iterable[int], allocator: Any = None
+    ) -> DenseHostTensor:
+        """A new zero-filled tensor, accounted with ``allocator`` (spec 1.11) if given.
+
+        Raises:
+            AllocationError: ``Cannot allocate tensor`` if the allocator refuses.
+            ShapeError: for a negative dimension.
+        """
+        shape = tuple(int(d) for d in dims)
+        for d in shape:
+            if d < 0:
+                raise ShapeError(f"invalid dimension {d} in shape {format_dims(shape)}")
+        array = np.zeros(shape, dtype.np_dtype)
+        return cls(dtype, array, _account(allocator, array.nbytes))
+
+    # -- metadata -------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> TensorShape:
+        """The shape (a new :class:`TensorShape` each call; use ``.array.shape`` in hot code)."""
+        return TensorShape._trusted(tuple(self.array.shape))
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The dimensions as a tuple."""
+        return tuple(self.array.shape)
+
+    @property
+    def rank(self) -> int:
+        """Number of dimensions."""
+        return self.array.ndim
+
+    @property
+    def num_elements(self) -> int:
+        """Number of elements."""
+        return int(self.array.size)
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the data in bytes."""
+        return int(self.array.nbytes)
+
+    @property
+    def metadata(self) -> TensorMetadata:
+        """dtype and shape."""
+        return TensorMetadata(self.dtype, self.shape)
+
+    def numpy(self) -> np.ndarray:
+        """The storage array itself (writes are visible in the tensor)."""
+        return self.array
+
+    def buffer(self) -> HostBuffer:
+        """The tensor's bytes as a :class:`HostBuffer` sharing the storage (C-contiguous)."""
+        arr = np.ascontiguousarray(self.array)
+        if arr is not self.array:
+            self.array = arr
+        return HostBuffer(arr.reshape(-1).view(np.uint8))
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    def __tfrt_destroy__(self) -> None:
+        """Release the allocator accounting (idempotent)."""
+        acct = self._acct
+        if acct is not None:
+            self._acct = None
+            acct.release()
+
+    def __del__(self) -> None:
+        if self._acct is not None:
+            self._acct.release()
+
+    # -- printing -------------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        return format_dense(self.dtype, self.array.shape, self.array)
+
+    def __repr__(self) -> str:
+        return f"DenseHostTensor({self.dtype.name}, {format_dims(self.array.shape)})"
+
+
+def allocate_dense(exec_ctx: Any, dtype: DType, dims: Iterable[int]) -> DenseHostTensor:
+    """A new zero-filled tensor accounted with ``exec_ctx``'s host allocator (if any).
+
+    The helper every kernel uses to make a new tensor.
+
+    Raises:
+        AllocationError: ``Cannot allocate tensor`` if the allocator refuses.
+    """
+    allocator = None if exec_ctx is None else exec_ctx.request_context.host.allocator
+    return DenseHostTensor.create(dtype, dims, allocator)
+
+
+def wrap_result(exec_ctx: Any, dtype: DType, array: np.ndarray) -> DenseHostTensor:
+    """Wrap a freshly computed array as a new tensor accounted like :func:`allocate_dense`.
+
+    Raises:
+        AllocationError: ``Cannot allocate tensor`` if the allocator refuses.
+    """
+    allocator = None if exec_ctx is None else exec_ctx.request_context.host.allocator
+    return DenseHostTensor(dtype, array, _account(allocator, array.nbytes))

@@ -1,0 +1,183 @@
+"""DType: TFRT's tensor element types, their BEF codes, printed names and NumPy dtypes.
+
+Every TFRT dtype is one immutable :class:`DType` singleton (compare with ``is`` or ``==``):
+
+======  ==========  ====  ==================  =================================
+name    MLIR name   code  NumPy dtype         notes
+======  ==========  ====  ==================  =================================
+u8      ui8         1     uint8
+u16     ui16        2     uint16
+u32     ui32        3     uint32
+u64     ui64        4     uint64
+i1      i1          5     bool_               printed 0/1; kernel suffix also ``bool``
+i8      i8          6     int8
+i16     i16         7     int16
+i32     i32         8     int32
+i64     i64         9     int64
+f32     f32         10    float32             printed ``%e``
+f64     f64         11    float64             printed ``%e``
+complex64  complex64  12  complex64           printed ``(<re>,<im>)``
+complex128 complex128 13  complex128
+f16     f16         14    float16             printed ``fp16(<bits>)``
+bf16    bf16        15    ml_dtypes.bfloat16  printed ``bf16(<bits>)``
+str     string      16    object (Python str) string tensors only
+resource            17    object
+variant             18    object
+qu8     qui8        19    uint8               quantized: storage type only
+qu16    qui16       20    uint16
+qi8     qi8         21    int8
+qi16    qi16        22    int16
+qi32    qi32        23    int32
+======  ==========  ====  ==================  =================================
+
+``name`` is what TFRT prints (``DenseHostTensor dtype = f32``); ``mlir_name`` is the MLIR type
+spelling used in kernel-name suffixes and attributes (``tfrt_dht.fill_tensor_with_constant.f32``).
+Look-ups: :func:`dtype_from_name` (either spelling, plus ``bool``), :func:`dtype_from_code`,
+:func:`dtype_from_numpy` (non-quantized types only).  All objects are immutable and thread-safe.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import ml_dtypes
+import numpy as np
+
+
+class DType:
+    """One TFRT element type (a singleton per type; see the module table)."""
+
+    __slots__ = ("name", "mlir_name", "code", "np_dtype", "kind", "__weakref__")
+
+    def __init__(self, name: str, mlir_name: str, code: int, np_dtype: Any, kind: str) -> None:
+        self.name: str = name
+        """Printed name (``f32``, ``u8``, ``str``, ``qi8``)."""
+        self.mlir_name: str = mlir_name
+        """MLIR type spelling (``f32``, ``ui8``, ``string``, ``qi8``)."""
+        self.code: int = code
+        """BEF DType code (spec 3.6)."""
+        self.np_dtype: np.dtype[Any] = np.dtype(np_dtype)
+        """NumPy storage dtype."""
+        self.kind: str = kind
+        """One of ``int``, ``uint``, ``bool``, ``float``, ``complex``, ``string``, ``quant``,
+        ``opaque``."""
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element in a host buffer (0 for string/opaque types)."""
+        if self.kind in ("string", "opaque"):
+            return 0
+        return int(self.np_dtype.itemsize)
+
+    @property
+    def is_float(self) -> bool:
+        """True for f16, bf16, f32, f64."""
+        return self.kind == "float"
+
+    @property
+    def is_integer(self) -> bool:
+        """True for signed/unsigned integer types (not i1, not quantized)."""
+        return self.kind in ("int", "uint")
+
+    def __repr__(self) -> str:
+        return f"DType({self.name})"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dtype_from_code, (self.code,))
+
+
+UI8: Final = DType("u8", "ui8", 1, np.uint8, "uint")
+UI16: Final = DType("u16", "ui16", 2, np.uint16, "uint")
+UI32: Final = DType("u32", "ui32", 3, np.uint32, "uint")
+UI64: Final = DType("u64", "ui64", 4, np.uint64, "uint")
+I1: Final = DType("i1", "i1", 5, np.bool_, "bool")
+I8: Final = DType("i8", "i8", 6, np.int8, "int")
+I16: Final = DType("i16", "i16", 7, np.int16, "int")
+I32: Final = DType("i32", "i32", 8, np.int32, "int")
+I64: Final = DType("i64", "i64", 9, np.int64, "int")
+F32: Final = DType("f32", "f32", 10, np.float32, "float")
+F64: Final = DType("f64", "f64", 11, np.float64, "float")
+COMPLEX64: Final = DType("complex64", "complex64", 12, np.complex64, "complex")
+COMPLEX128: Final = DType("complex128", "complex128", 13, np.complex128, "complex")
+F16: Final = DType("f16", "f16", 14, np.float16, "float")
+BF16: Final = DType("bf16", "bf16", 15, ml_dtypes.bfloat16, "float")
+STRING: Final = DType("str", "string", 16, object, "string")
+RESOURCE: Final = DType("resource", "resource", 17, object, "opaque")
+VARIANT: Final = DType("variant", "variant", 18, object, "opaque")
+QUI8: Final = DType("qu8", "qui8", 19, np.uint8, "quant")
+QUI16: Final = DType("qu16", "qui16", 20, np.uint16, "quant")
+QI8: Final = DType("qi8", "qi8", 21, np.int8, "quant")
+QI16: Final = DType("qi16", "qi16", 22, np.int16, "quant")
+QI32: Final = DType("qi32", "qi32", 23, np.int32, "quant")
+
+ALL_DTYPES: Final[tuple[DType, ...]] = (
+    UI8, UI16, UI32, UI64, I1, I8, I16, I32, I64, F32, F64, COMPLEX64, COMPLEX128, F16, BF16,
+    STRING, RESOURCE, VARIANT, QUI8, QUI16, QI8, QI16, QI32,
+)
+"""Every dtype, in code order (1..23)."""
+
+NUMERIC_DTYPES: Final[tuple[DType, ...]] = (
+    UI8, UI16, UI32, UI64, I1, I8, I16, I32, I64, F16, BF16, F32, F64, COMPLEX64, COMPLEX128,
+)
+"""The dtypes a DenseHostTensor kernel family is registered for."""
+
+_BY_CODE: Final = {d.code: d for d in ALL_DTYPES}
+_BY_NAME: dict[str, DType] = {}
+for _d in ALL_DTYPES:
+    _BY_NAME[_d.name] = _d
+    _BY_NAME[_d.mlir_name] = _d
+_BY_NAME["bool"] = I1
+_BY_NAME["ui1"] = I1
+_BY_NAME["quint8"] = QUI8
+_BY_NAME["quint16"] = QUI16
+_BY_NAME["qint8"] = QI8
+_BY_NAME["qint16"] = QI16
+_BY_NAME["qint32"] = QI32
+
+_BY_NUMPY: Final = {
+    d.np_dtype: d for d in ALL_DTYPES if d.kind not in ("quant", "opaque", "string")
+}
+
+
+class DTypeError(ValueError):
+    """An unknown dtype name, code or NumPy dtype."""
+
+
+def dtype_from_name(name: str) -> DType:
+    """The dtype printed or spelled ``name`` (``f32``, ``ui8``/``u8``, ``bool``/``i1``, ...).
+
+    Raises:
+        DTypeError: for an unknown name.
+    """
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise DTypeError(f"unknown dtype '{name}'") from None
+
+
+def dtype_from_code(code: int) -> DType:
+    """The dtype with BEF code ``code`` (1..23).
+
+    Raises:
+        DTypeError: for an unknown code.
+    """
+    try:
+        return _BY_CODE[code]
+    except KeyError:
+        raise DTypeError(f"unknown dtype code {code}") from None
+
+
+def dtype_from_numpy(np_dtype: Any) -> DType:
+    """The (non-quantized) dtype whose storage is ``np_dtype``.
+
+    Raises:
+        DTypeError: for a NumPy dtype TFRT has no type for (e.g. ``uint16`` is fine, ``<U5`` is
+            not).
+    """
+    try:
+        return _BY_NUMPY[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        raise DTypeError(f"no TFRT dtype for NumPy dtype {np_dtype!r}") from None

@@ -1,0 +1,26 @@
+"""Tensor kernel libraries: ``ts.*``, ``tfrt_dht.*``, ``coo.*``, ``tfrt_sht.*``, ``btf.*``.
+
+:func:`register` adds all of them to a registry; the built-in registry loads this module
+lazily for those name prefixes (``pytfrt.host.registry.BUILTIN_LIBRARIES``).  The CPU
+``tfrt_test.*`` tensor kernels live in :mod:`pytfrt.backends.cpu.kernels`.
+"""
+
+from __future__ import annotations
+
+from pytfrt.host.registry import KernelRegistry
+from pytfrt.tensor.kernels import (
+    btf_kernels,
+    coo_kernels,
+    dht_kernels,
+    shape_kernels,
+    sht_kernels,
+)
+
+
+def register(registry: KernelRegistry) -> None:
+    """Register every tensor kernel."""
+    shape_kernels.register(registry)
+    dht_kernels.register(registry)
+    coo_kernels.register(registry)
+    sht_kernels.register(registry)
+    btf_kernels.register(registry)

@@ -1,0 +1,119 @@
+"""``pytfrt bench <name>``: benchmark harnesses, one subcommand per benchmark.
+
+Each benchmark lives in its own module exposing ``add_arguments(parser)`` and
+``run(args) -> int``; :data:`BENCHMARKS` maps its name to that module (imported only to build
+the chosen command line), so adding a benchmark is one line here plus one module.  The helpers
+below are shared by the harnesses: machine description, medians, an aligned text table, and
+writing the JSON record.
+
+Conventions every harness follows (``docs/benchmarks.md``): compare against peers measured in
+the same run, report medians over repetitions, print a table, save JSON + a PNG plot under
+``benchmarks/results/``, and show progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import platform
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "nqueens": (
+        "pytfrt.tools.bench_nqueens",
+        "N-Queens task scheduling: AsyncValue runtime vs task-queue pool, ThreadPoolExecutor, "
+        "dask, C++",
+    ),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One sub-parser per benchmark, filled by that benchmark's module."""
+    sub = parser.add_subparsers(dest="benchmark", metavar="NAME", required=True)
+    for name, (module_name, help_text) in BENCHMARKS.items():
+        bench_parser = sub.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(module_name).add_arguments(bench_parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark chosen on the command line; returns the exit status."""
+    module_name, _ = BENCHMARKS[args.benchmark]
+    return int(importlib.import_module(module_name).run(args))
+
+
+# -- helpers shared by the harnesses ---------------------------------------------------------
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU count and model, Python and platform, and the date: the context of a figure."""
+    model = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": model,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of a non-empty sequence."""
+    return float(statistics.median(values))
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """An aligned plain-text table (numbers right-aligned, text left-aligned)."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    numeric = [
+        all(_is_number(r[i]) for r in rows if r[i] not in (None, "", "-"))
+        for i in range(len(headers))
+    ]
+
+    def line(row: Sequence[str]) -> str:
+        parts = [
+            cell.rjust(w) if num else cell.ljust(w)
+            for cell, w, num in zip(row, widths, numeric, strict=True)
+        ]
+        return "  ".join(parts).rstrip()
+
+    out = [line(cells[0]), "  ".join("-" * w for w in widths)]
+    out.extend(line(row) for row in cells[1:])
+    return "\n".join(out)
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, int | float):
+        return True
+    try:
+        float(str(value).rstrip("x"))
+    except ValueError:
+        return False
+    return True
+
+
+def write_json(path: Path, record: dict[str, Any]) -> None:
+    """Write ``record`` as indented JSON, creating the directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def progress(message: str, quiet: bool = False) -> None:
+    """Print a progress line to stderr (flushed) unless ``quiet``."""
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,210 @@
+"""The import rules of docs/layout.md, checked on the source with the ``ast`` module.
+
+Every module under ``src/pytfrt`` is parsed (not imported).  Each ``import``/``from ... import``
+anywhere in it -- module level, inside functions, under ``TYPE_CHECKING`` -- that names a
+``pytfrt`` package must name one the module's layer may use.  ``support`` may import only the
+standard library.  xDSL (the compiler front end) may be imported only by ``pytfrt.mlir``, and
+by ``pytfrt.tools`` inside functions, so running a ``.bef`` file never loads the compiler; a
+subprocess check confirms it for the runtime entry points.  Packages that do not exist yet are
+skipped.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PKG = SRC / "pytfrt"
+
+# layer -> the pytfrt layers it may import (its own layer is always allowed).
+ALLOWED: dict[str, set[str]] = {
+    "support": set(),
+    "host": {"support"},
+    "bef": {"support"},
+    "executor": {"host", "bef", "support"},
+    "kernels": {"host", "support"},
+    "tensor": {"host", "support"},
+    "backends": {"host", "tensor", "support"},
+    "playground": {"host", "tensor", "backends", "support"},
+    "core_runtime": {"host", "tensor", "backends", "executor", "bef", "support"},
+    "mlir": {"support", "bef"},
+}
+EVERYTHING = set(ALLOWED) | {"tools", "testing"}
+ALLOWED["tools"] = EVERYTHING
+ALLOWED["testing"] = EVERYTHING - {"tools"}
+ROOT = "<root>"  # pytfrt/__init__.py and other top-level modules
+ALLOWED[ROOT] = set()
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported module name, where it appears, and how it is executed."""
+
+    module: str
+    line: int
+    in_function: bool
+    type_checking_only: bool
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer_of(name: str) -> str:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and (PKG / parts[1]).is_dir() else ROOT
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(path: Path, name: str | None = None) -> list[Import]:
+    """Every import in ``path`` (module ``name``), relative imports resolved to absolute."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    name = name if name is not None else module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[Import] = []
+
+    def visit(node: ast.AST, in_function: bool, type_checking: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    found.append(Import(alias.name, child.lineno, in_function, type_checking))
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (child.level - 1)]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    target = child.module or ""
+                found.append(Import(target, child.lineno, in_function, type_checking))
+                if not child.module:  # "from . import x": x may be a submodule
+                    for alias in child.names:
+                        found.append(
+                            Import(f"{target}.{alias.name}", child.lineno, in_function,
+                                   type_checking)
+                        )
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                visit(child, True, type_checking)
+            elif isinstance(child, ast.If) and _is_type_checking(child.test):
+                for stmt in child.body:
+                    visit(ast.Module(body=[stmt], type_ignores=[]), in_function, True)
+                for stmt in child.orelse:
+                    visit(ast.Module(body=[stmt], type_ignores=[]), in_function, type_checking)
+            else:
+                visit(child, in_function, type_checking)
+
+    visit(tree, False, False)
+    return found
+
+
+def all_modules() -> list[Path]:
+    return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+MODULES = all_modules()
+
+
+def test_the_packages_of_the_layout_are_known() -> None:
+    existing = {p.name for p in PKG.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    unknown = existing - set(ALLOWED)
+    assert not unknown, f"packages missing from the layering table: {sorted(unknown)}"
+    assert {"support", "host"} <= existing
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[module_name(p) for p in MODULES])
+def test_module_imports_only_lower_layers(path: Path) -> None:
+    name = module_name(path)
+    layer = layer_of(name)
+    allowed = ALLOWED[layer] | {layer}
+    violations = []
+    for imp in imports_of(path):
+        if imp.module == "pytfrt" or imp.module.startswith("pytfrt."):
+            target = layer_of(imp.module)
+            if target != ROOT and target not in allowed:
+                violations.append(f"line {imp.line}: {layer} imports {imp.module}")
+        elif layer == "support":
+            top = imp.module.split(".")[0]
+            if top and top not in sys.stdlib_module_names and top != "__future__":
+                violations.append(f"line {imp.line}: support imports non-stdlib {imp.module}")
+    assert violations == [], f"{name} breaks the layering of docs/layout.md"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[module_name(p) for p in MODULES])
+def test_only_mlir_imports_xdsl(path: Path) -> None:
+    name = module_name(path)
+    layer = layer_of(name)
+    if layer == "mlir":
+        return
+    bad = []
+    for imp in imports_of(path):
+        if imp.module.split(".")[0] != "xdsl" or imp.type_checking_only:
+            continue
+        if layer == "tools" and imp.in_function:
+            continue  # tools may load the compiler on demand
+        bad.append(f"line {imp.line}: {imp.module}")
+    assert bad == [], f"{name} imports xDSL outside pytfrt.mlir"
+
+
+RUNTIME_ENTRY_POINTS = [
+    "pytfrt.host",
+    "pytfrt.bef",
+    "pytfrt.executor",
+    "pytfrt.kernels",
+    "pytfrt.tensor",
+    "pytfrt.tools.bef_executor",
+]
+
+
+def test_runtime_entry_points_do_not_load_xdsl() -> None:
+    import importlib.util
+
+    present = [m for m in RUNTIME_ENTRY_POINTS if importlib.util.find_spec(m) is not None]
+    code = (
+        "import importlib, sys\n"
+        f"for m in {present!r}:\n"
+        "    importlib.import_module(m)\n"
+        "print(sorted({k.split('.')[0] for k in sys.modules if k.split('.')[0] == 'xdsl'}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "[]", f"importing {present} loaded xDSL"
+
+
+def test_the_checker_sees_violations(tmp_path: Path) -> None:
+    # The AST walk must find imports in every position it claims to check.
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import xdsl.ir\n"
+        "if TYPE_CHECKING:\n"
+        "    from pytfrt.executor import x\n"
+        "def f():\n"
+        "    from pytfrt.mlir import y\n"
+        "    import numpy\n"
+        "from .registry import kernel\n"
+        "from .. import bef\n"
+    )
+    imports = imports_of(sample, "pytfrt.host.sample")
+    found = {(i.module, i.in_function, i.type_checking_only) for i in imports}
+    assert found >= {
+        ("xdsl.ir", False, False),
+        ("pytfrt.executor", False, True),
+        ("pytfrt.mlir", True, False),
+        ("numpy", True, False),
+        ("pytfrt.host.registry", False, False),
+        ("pytfrt.bef", False, False),
+    }
