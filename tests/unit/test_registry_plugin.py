@@ -47,10 +47,6 @@ def test_builtin_registry_finds_the_plugin_and_the_kernel_runs(x: int, expected:
     assert diagnostics.messages == []
 
 
-def test_builtin_registry_without_entry_points_does_not_see_the_plugin() -> None:
-    assert builtin_registry(entry_points=False).find("example.double.i32") is None
-
-
 def test_a_broken_entry_point_is_reported_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     broken = importlib.metadata.EntryPoint(
         name="broken", value="pytfrt_no_such_plugin_module:register", group=ENTRY_POINT_GROUP

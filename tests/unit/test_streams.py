@@ -66,7 +66,12 @@ def test_no_merge() -> None:
 def _cost_op(src: str, dst: str, cost: int, ident: int):  # type: ignore[no-untyped-def]
     from pytfrt.support.attributes import IntAttr
 
-    return ("tfrt_test.test_cost", [src], [dst], {"cost": cost, "attributes": [("id", IntAttr(ident))]})
+    return (
+        "tfrt_test.test_cost",
+        [src],
+        [dst],
+        {"cost": cost, "attributes": [("id", IntAttr(ident))]},
+    )
 
 
 def test_merge() -> None:
@@ -97,7 +102,12 @@ def test_merge_inter_dependent_streams_option() -> None:
         ("tfrt.merge.chains", ["ch3", "ch8"], ["ch9"]),
     ]
     fn = build_function(
-        "m", ["ch0"], ops, ["ch9"], types=types, cost_threshold=10,
+        "m",
+        ["ch0"],
+        ops,
+        ["ch9"],
+        types=types,
+        cost_threshold=10,
         merge_inter_dependent_streams=True,
     )
     a = analyze_streams(fn)

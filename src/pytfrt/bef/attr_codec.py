@@ -157,7 +157,9 @@ def _place(pos: int, align: int, phase: int) -> int:
     return pos + (phase - pos) % align
 
 
-def encode_attribute(attr: Attribute, module_ids: dict[str, int], modules: dict[str, str]) -> Encoded:
+def encode_attribute(
+    attr: Attribute, module_ids: dict[str, int], modules: dict[str, str]
+) -> Encoded:
     """Encode ``attr`` (spec 3.6).
 
     ``module_ids`` maps compiled-module names to compilation-unit ids and ``modules`` holds
@@ -288,7 +290,9 @@ class AttrDecoder:
         """Make the error for a problem at relative offset ``rel``."""
         return BefError(what, "Attributes", self.base + rel)
 
-    def decode(self, rel: int, code: int, limit: int | None = None, depth: int = 0) -> tuple[Attribute, int]:
+    def decode(
+        self, rel: int, code: int, limit: int | None = None, depth: int = 0
+    ) -> tuple[Attribute, int]:
         """Decode the attribute of type ``code`` at relative offset ``rel``.
 
         ``limit`` bounds the attribute's end (relative); returns ``(attribute, end)``.
@@ -472,7 +476,9 @@ class AttrDecoder:
             pos += length
         module = bytes(self.data[pos : pos + module_len]).decode("utf-8", "surrogateescape")
         known = self.modules.get(names[0])
-        if (known is not None and known != module) or self.module_ids.get(unit, names[0]) != names[0]:
+        if (known is not None and known != module) or self.module_ids.get(unit, names[0]) != names[
+            0
+        ]:
             raise self.fail("inconsistent compiled module in symbol reference", rel)
         self.modules[names[0]] = module
         self.module_ids[unit] = names[0]

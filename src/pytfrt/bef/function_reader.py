@@ -122,7 +122,11 @@ def read_function_record(
             used_by.append([u - 1 for u in users])
         if k == 0:
             pseudo_ok = (code, loc, n_args, n_attrs, n_funcs) == (
-                PSEUDO_KERNEL_CODE, PSEUDO_KERNEL_LOCATION, 0, 0, 0,
+                PSEUDO_KERNEL_CODE,
+                PSEUDO_KERNEL_LOCATION,
+                0,
+                0,
+                0,
             )
             if not pseudo_ok or result_regs != [nregs, *range(nargs)]:
                 raise c.fail("malformed pseudo kernel record", pos)

@@ -222,7 +222,9 @@ class _Reader:
                 names = attr_names[i][k] if attr_names else None
                 attributes: list[tuple[str, Attribute]] = []
                 for j, offset in enumerate(raw.attribute_offsets):
-                    value = raw_attrs[offset] if self.typed_attrs is None else self.typed_attrs[offset]
+                    value = (
+                        raw_attrs[offset] if self.typed_attrs is None else self.typed_attrs[offset]
+                    )
                     attributes.append((names[j] if names else f"attr{j}", value))
                 trailing = 0
                 for f in reversed(raw.functions):
@@ -281,7 +283,9 @@ class _Reader:
         return typed
 
     def _raw_attributes(self, records: dict[int, FunctionRecord]) -> dict[int, Attribute]:
-        offsets = sorted({o for rec in records.values() for k in rec.kernels for o in k.attribute_offsets})
+        offsets = sorted(
+            {o for rec in records.values() for k in rec.kernels for o in k.attribute_offsets}
+        )
         size = self.attr_decoder.end - self.attr_decoder.base
         raw: dict[int, Attribute] = {}
         for i, offset in enumerate(offsets):
@@ -305,8 +309,12 @@ class _Reader:
             if kind is not FunctionKind.NATIVE and offset >= fend - fstart:
                 raise c.fail(f"function record offset {offset} out of range", at)
             name = c.string(self.strings, "function name")
-            args = [self.type_names[c.index(ntypes, "type index")] for _ in range(c.count("argument"))]
-            results = [self.type_names[c.index(ntypes, "type index")] for _ in range(c.count("result"))]
+            args = [
+                self.type_names[c.index(ntypes, "type index")] for _ in range(c.count("argument"))
+            ]
+            results = [
+                self.type_names[c.index(ntypes, "type index")] for _ in range(c.count("result"))
+            ]
             entries.append((kind, name, args, results, offset))
         c.expect_end()
         names = [e[1] for e in entries if e[1]]
@@ -330,7 +338,10 @@ class _Reader:
             at = c.pos
             if c.vbr() != records[i].num_registers:
                 raise c.fail("register count does not match the function record", at)
-            result[i] = [self.type_names[c.index(ntypes, "type index")] for _ in range(records[i].num_registers)]
+            result[i] = [
+                self.type_names[c.index(ntypes, "type index")]
+                for _ in range(records[i].num_registers)
+            ]
         c.expect_end()
         return result
 
@@ -372,4 +383,3 @@ class _Reader:
                 raise BefError(
                     f"kernel {k + 1} used-by lists are inconsistent", "Functions", raw.record_start
                 )
-

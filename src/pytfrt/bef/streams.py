@@ -303,6 +303,10 @@ def _partition_tail(items: list[int], keep_front: Callable[[int], bool]) -> int:
         first += 1
 
 
+def _other_stream(streams: list[int], stream: int) -> Callable[[int], bool]:
+    return lambda k: streams[k] != stream
+
+
 def simulate_order(fn: Function) -> list[int]:
     """The order in which the executor runs the kernels of ``fn`` (spec 2.3 model).
 
@@ -327,7 +331,7 @@ def simulate_order(fn: Function) -> list[int]:
                 if not outline:
                     return
                 stream = streams[outline[0]]
-                cut = _partition_tail(outline, lambda k: streams[k] != stream)
+                cut = _partition_tail(outline, _other_stream(streams, stream))
                 inline.extend(outline[cut:])
                 del outline[cut:]
             if outline:

@@ -225,7 +225,9 @@ class _Writer:
             for kern in fn.kernels:
                 names += b"".join(vbr(self.string_offsets[n]) for n, _ in kern.attributes)
                 func_names += vbr(len(kern.function_attr_names))
-                func_names += b"".join(vbr(self.string_offsets[n]) for n in kern.function_attr_names)
+                func_names += b"".join(
+                    vbr(self.string_offsets[n]) for n in kern.function_attr_names
+                )
             registers += vbr(len(fn.register_types))
             registers += b"".join(vbr(self.type_ids[t]) for t in fn.register_types)
         _section(out, SectionId.ATTRIBUTE_NAMES, names)

@@ -42,7 +42,7 @@ from pytfrt.core_runtime.tensor_handle import TensorHandle
 from pytfrt.host.async_value import AsyncValue, Chain
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function
-from pytfrt.host.registry import KernelFrame, KernelRegistry, RemainingAttrs, kernel
+from pytfrt.host.registry import KernelFrame, KernelRegistry, RemainingAttrs, TypedAttr, kernel
 from pytfrt.tensor.dtype import STRING, dtype_from_name
 from pytfrt.tensor.string_host_tensor import StringHostTensor
 
@@ -50,8 +50,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _typed(fn: F) -> F:
-    """Ask for attribute objects (with their MLIR types) instead of plain values."""
-    fn.__pytfrt_raw_attrs__ = True  # type: ignore[attr-defined]
+    """Mark a kernel that takes typed attribute objects (via its ``TypedAttr`` parameter)."""
     return fn
 
 
@@ -142,9 +141,11 @@ def _as_handle(value: Any) -> TensorHandle:
 
 @_typed
 @kernel("corert.executeop")
-def executeop(frame: KernelFrame, attrs: RemainingAttrs, handler: OpHandler, *args: Any) -> None:
+def executeop(
+    frame: KernelFrame, first: TypedAttr, rest: RemainingAttrs, handler: OpHandler, *args: Any
+) -> None:
     """``%r = corert.executeop(%h) "op"(%a, ...) {attrs} : N``."""
-    op_name, op_attrs = op_name_and_attrs(attrs)
+    op_name, op_attrs = op_name_and_attrs([first, *rest])
     op = handler.make_op(op_name)
     _execute(frame, op, args, op_attrs, frame.num_results, None, 0)
 
@@ -153,13 +154,14 @@ def executeop(frame: KernelFrame, attrs: RemainingAttrs, handler: OpHandler, *ar
 @kernel("corert.executeop.seq")
 def executeop_seq(
     frame: KernelFrame,
-    attrs: RemainingAttrs,
+    first: TypedAttr,
+    rest: RemainingAttrs,
     handler: OpHandler,
     chain: AsyncValue[Any],
     *args: Any,
 ) -> None:
     """``%ch1, %r = corert.executeop.seq(%h, %ch0) "op"(%a) : N`` (op chain in and out)."""
-    op_name, op_attrs = op_name_and_attrs(attrs)
+    op_name, op_attrs = op_name_and_attrs([first, *rest])
     op = handler.make_op(op_name)
     out_chain = _execute(frame, op, args, op_attrs, frame.num_results - 1, chain, 1)
     if frame.results[0] is None:
@@ -174,11 +176,13 @@ def make_composite_op(fn: Function, exec_ctx: ExecutionContext) -> Any:
 
 @_typed
 @kernel("corert.execute_crt_op")
-def execute_crt_op(frame: KernelFrame, attrs: RemainingAttrs, op: Any, *args: Any) -> None:
+def execute_crt_op(
+    frame: KernelFrame, first: TypedAttr, rest: RemainingAttrs, op: Any, *args: Any
+) -> None:
     """``%r = "corert.execute_crt_op"(%op, %h...) {op_attrs = [], op_func_attrs = []}``."""
-    pairs = plain(attrs[0]) if attrs else ()
-    _execute(frame, op, args, attrs_from_pairs(attrs[0] if attrs else ()) if pairs else
-             OpAttrsRef(), frame.num_results, None, 0)
+    attrs = [first, *rest]
+    op_attrs = attrs_from_pairs(attrs[0] if attrs else (), attrs[1] if len(attrs) > 1 else ())
+    _execute(frame, op, args, op_attrs, frame.num_results, None, 0)
 
 
 # -- tensor handles ------------------------------------------------------------------------------
@@ -257,15 +261,16 @@ def tensorhandle_to_int32(frame: KernelFrame, handle: TensorHandle) -> None:
 
 @_typed
 @kernel("corert.const_dense_tensor")
-def const_dense_tensor(attrs: RemainingAttrs) -> TensorHandle:
+def const_dense_tensor(value: TypedAttr) -> TensorHandle:
     """A handle of the ``dense<...>`` attribute's tensor."""
-    return TensorHandle.from_tensor(dense_attr_to_array(plain(attrs[0])))
+    return TensorHandle.from_tensor(dense_attr_to_array(plain(value)))
 
 
 @_typed
 @kernel("corert.const_string_tensor")
-def const_string_tensor(attrs: RemainingAttrs) -> TensorHandle:
+def const_string_tensor(first: TypedAttr, rest: RemainingAttrs) -> TensorHandle:
     """``{shape = [2], value = ["a", "b"]}``; one value is broadcast to every element."""
+    attrs = [first, *rest]
     values = dict(zip(("shape", "value"), (plain(a) for a in attrs), strict=False))
     dims = tuple(int(d) for d in values.get("shape", ()))
     strings = values.get("value", ())
@@ -280,7 +285,8 @@ def _create_dense(dtype_name: str) -> Callable[..., TensorHandle]:
     dtype = dtype_from_name(dtype_name)
 
     @_typed
-    def create(attrs: RemainingAttrs) -> TensorHandle:
+    def create(first: TypedAttr, rest: RemainingAttrs) -> TensorHandle:
+        attrs = [first, *rest]
         values = dict(zip(("shape", "value"), (plain(a) for a in attrs), strict=False))
         dims = tuple(int(d) for d in values.get("shape", ()))
         flat = values.get("value", ())
@@ -314,9 +320,9 @@ def create_op_attrs() -> OpAttrs:
 
 def _op_attrs_setter(kind: str, array: bool) -> Callable[..., Chain]:
     @_typed
-    def setter(op_attrs: OpAttrs, attrs: RemainingAttrs) -> Chain:
-        key = str(plain(attrs[0]))
-        attr_type, is_array, value = typed_entry(attrs[1], kind)
+    def setter(op_attrs: OpAttrs, key_attr: TypedAttr, value_attr: TypedAttr) -> Chain:
+        key = str(plain(key_attr))
+        attr_type, is_array, value = typed_entry(value_attr, kind)
         op_attrs.set(key, value, attr_type, is_array or array)
         return Chain()
 

@@ -35,6 +35,7 @@ from typing import Any, Final
 
 from pytfrt.executor.kernel_info import (
     MODE_SIMPLE,
+    PLAIN_TYPES,
     MODE_SYNC,
     FunctionInfo,
     KernelInfo,
@@ -88,12 +89,13 @@ class _Invocation:
     """The state of one call of a BEF function (TFRT's ``BEFExecutor``)."""
 
     __slots__ = ("info", "kernels", "registers", "counts", "exec_ctx", "request", "lock",
-                 "tracer", "user_counts")
+                 "tracer", "user_counts", "elide")
 
     def __init__(self, info: FunctionInfo, exec_ctx: ExecutionContext) -> None:
         self.info = info
         self.kernels = info.kernels
         self.user_counts = info.user_counts
+        self.elide = info.elide
         self.registers: list[AsyncValue[Any] | None] = [None] * info.num_registers
         self.counts = [k.init_count for k in info.kernels]
         self.exec_ctx = exec_ctx
@@ -120,9 +122,11 @@ class _Invocation:
         inline: list[int] = []
         outline: list[int] = []
         self._decrement(pseudo.used_by[0], stream, inline, outline)
+        elide = self.elide
         for a, arg in enumerate(arguments):
             if pseudo.has_users[a + 1]:
-                arg.add_ref()
+                if arg._state < CONCRETE or not elide[a] or arg._value.__class__ not in PLAIN_TYPES:
+                    arg.add_ref()  # arguments are borrowed: the registers take their own refs
                 self._publish(a, arg, pseudo.used_by[a + 1], stream, inline, outline)
         self._process(stream, inline, outline)
         return results
@@ -134,7 +138,7 @@ class _Invocation:
         current = self.registers[reg]
         if current is None:
             uses = self.user_counts[reg]
-            if uses > 1:
+            if uses > 1 and (not self.elide[reg] or value._value.__class__ not in PLAIN_TYPES):
                 value.add_ref(uses - 1)
             self.registers[reg] = value
             return
@@ -192,6 +196,10 @@ class _Invocation:
                     stream: int) -> None:
         inline: list[int] = []
         outline: list[int] = []
+        if reg < self.info.num_arguments and self.elide[reg] and (
+            value._value.__class__ in PLAIN_TYPES
+        ):
+            value.drop_ref()  # a plain argument needs no references after all (see run)
         self._set_register(reg, value)
         self._decrement(users, stream, inline, outline)
         self._process(stream, inline, outline)
@@ -216,12 +224,17 @@ class _Invocation:
     # -- the scheduling loop ------------------------------------------------------------------
 
     def _process(self, stream: int, inline: list[int], outline: list[int]) -> None:
-        """TFRT's ``ProcessReadyKernels``: run ready kernels LIFO, enqueue other streams."""
+        """TFRT's ``ProcessReadyKernels``: run ready kernels LIFO, enqueue other streams.
+
+        The common steps are written out inline (this loop is the executor's hot path); the
+        rarer ones go through the helper methods above.
+        """
         kernels = self.kernels
         registers = self.registers
-        user_counts = self.user_counts
+        counts = self.counts
         request = self.request
         tracer = self.tracer
+        plain = PLAIN_TYPES
         while True:
             if not inline:
                 if not outline:
@@ -235,31 +248,75 @@ class _Invocation:
             for a in args:
                 if a._state == ERROR:  # type: ignore[union-attr]
                     error = a
-            if error is None:
-                if tracer is not None:
-                    tracer.begin_scope(k.name, TRACE_LEVEL_DEBUG)
-                results = self._call(k, args)  # type: ignore[arg-type]
-                if tracer is not None:
-                    tracer.end_scope()
-            else:
+            # 1. Run the kernel, or forward the error without running it (spec 2.4).
+            if error is not None:
                 results = [error] * k.num_results
                 if results:
                     error.add_ref(len(results))
+            elif tracer is not None:
+                tracer.begin_scope(k.name, TRACE_LEVEL_DEBUG)
+                results = self._call(k, args)  # type: ignore[arg-type]
+                tracer.end_scope()
+            elif k.mode == MODE_SIMPLE:
+                try:
+                    if k.trim:
+                        out = k.fn(*[a._value for a in args[: k.num_call_args]])  # type: ignore[index, misc, union-attr]
+                    else:
+                        out = k.fn(*[a._value for a in args])  # type: ignore[misc, union-attr]
+                except Exception as exc:  # noqa: BLE001 - every kernel error becomes a diagnostic
+                    results = self._report(k, args, _message(exc))  # type: ignore[arg-type]
+                else:
+                    if not k.num_results:
+                        results = []
+                    elif out.__class__ in plain:
+                        results = [make_available(out)]
+                    else:
+                        results = self._simple_result(k, args, out)  # type: ignore[arg-type]
+            else:
+                results = self._call(k, args)  # type: ignore[arg-type]
+            # 2. Release the arguments (a value dies right after its last consumer).
+            i = 0
             for a in args:
-                a.drop_ref()  # type: ignore[union-attr]
+                if not k.operand_elide[i] or a._value.__class__ not in plain:  # type: ignore[union-attr]
+                    a.drop_ref()  # type: ignore[union-attr]
+                i += 1
+            # 3. Publish the results and schedule the kernels that became ready.
             i = 0
             for value in results:
-                reg = k.results[i]
-                if user_counts[reg] == 0:
-                    value.drop_ref()
-                elif value._state >= CONCRETE:
-                    self._set_register(reg, value)
-                    users = k.used_by[i]
-                    if users:
-                        self._decrement(users, stream, inline, outline)
-                else:
-                    self._publish(reg, value, k.used_by[i], stream, inline, outline)
+                reg, users, uses, elide = k.result_info[i]
                 i += 1
+                if uses == 0:
+                    if not elide or value._value.__class__ not in plain:
+                        value.drop_ref()
+                    continue
+                if value._state < CONCRETE:
+                    self._publish(reg, value, users, stream, inline, outline)
+                    continue
+                if registers[reg] is None:
+                    if uses > 1 and (not elide or value._value.__class__ not in plain):
+                        value.add_ref(uses - 1)
+                    registers[reg] = value
+                else:
+                    self._set_register(reg, value)
+                for u in users:
+                    if counts[u] != 1:
+                        with self.lock:
+                            left = counts[u] - 1
+                            counts[u] = left
+                        if left:
+                            continue
+                    if kernels[u].stream == stream:
+                        inline.append(u)
+                    else:
+                        outline.append(u)
+
+    def _simple_result(self, k: KernelInfo, args: list[AsyncValue[Any]], out: Any
+                       ) -> list[AsyncValue[Any]]:
+        if isinstance(out, AsyncValue):
+            return [out]  # owned: a kernel returning an argument added a ref (spec 1.3)
+        if out is None:
+            return self._report(k, args, f"kernel '{k.name}' returned no value for its result")
+        return [make_available(out)]
 
     def _call(self, k: KernelInfo, args: list[AsyncValue[Any]]) -> list[AsyncValue[Any]]:
         """Call kernel ``k`` on available, non-error ``args``; returns its result values."""
@@ -270,11 +327,7 @@ class _Invocation:
                 return self._report(k, args, _message(exc))
             if k.num_results == 0:
                 return []
-            if isinstance(out, AsyncValue):
-                return [out]  # owned: a kernel returning an argument added a ref (spec 1.3)
-            if out is None:
-                return self._report(k, args, f"kernel '{k.name}' returned no value for its result")
-            return [make_available(out)]
+            return self._simple_result(k, args, out)
         if k.mode == MODE_SYNC:
             return self._call_sync_kernel(k, args)
         return self._call_frame(k, args)

@@ -16,11 +16,17 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pytfrt.bef.program import Function as ProgramFunction
+from pytfrt.host.async_value import Chain
 from pytfrt.host.function import Function
 from pytfrt.host.registry import KernelEntry, KernelKind
+from pytfrt.support.errors import Status
 from pytfrt.support.location import Location
 
 CHAIN_TYPE: Final = "!tfrt.chain"
+
+# Payload types without a ``__tfrt_destroy__`` hook: their reference counts are unobservable
+# when the AsyncValue never leaves the executor (see ``_elidable_registers``).
+PLAIN_TYPES: Final = frozenset({int, float, bool, str, type(None), Chain, Status})
 
 # How the async executor calls a kernel (chosen once per kernel at load time).
 MODE_SIMPLE: Final = 0  # every parameter is a plain argument payload: fn(*payloads)
@@ -66,6 +72,9 @@ class KernelInfo:
         "location",
         "needs_context",
         "num_results",
+        "operand_elide",
+        "result_info",
+        "trim",
     )
 
     def __init__(
@@ -99,8 +108,11 @@ class KernelInfo:
         self.needs_context = False
         self.mode = MODE_FRAME
         self.num_call_args = len(operands)
+        self.operand_elide: tuple[bool, ...] = ()
+        self.result_info: tuple[tuple[int, tuple[int, ...], int, bool], ...] = ()
         if entry is not None:
             self._choose_mode(entry, register_types)
+        self.trim = self.num_call_args != len(operands)
 
     def _choose_mode(self, entry: KernelEntry, register_types: list[str]) -> None:
         sig = entry.signature
@@ -139,6 +151,7 @@ class FunctionInfo:
             kernel uses + number of times returned + 1 (the executor's pin).
         pseudo_stream: the stream of the pseudo kernel (= the return op's stream).
         release_after: sync functions only: per body kernel, local registers to reset after it.
+        elide: per register, whether reference counting may be skipped for plain payloads.
     """
 
     name: str
@@ -150,6 +163,7 @@ class FunctionInfo:
     result_ref_counts: dict[int, int]
     pseudo_stream: int
     release_after: list[tuple[int, ...]]
+    elide: tuple[bool, ...]
 
 
 def build_function_info(
@@ -180,7 +194,10 @@ def build_function_info(
                 tuple(tuple(u + 1 for u in users) for users in fn.used_by[k]),
                 tuple(user_counts[r] > 0 for r in kern.results),
                 kern.stream_id,
-                tuple(value.value for _, value in kern.attributes),
+                tuple(
+                    value if entries[k].signature.raw_attributes else value.value
+                    for _, value in kern.attributes
+                ),
                 tuple(kern.functions),
                 kern.location,
                 types,
@@ -189,6 +206,13 @@ def build_function_info(
     returned: dict[int, int] = {}
     for r in fn.return_registers:
         returned[r] = returned.get(r, 0) + 1
+    elide = _elidable_registers(fn.num_registers, kernels, returned)
+    for k in kernels[1:]:
+        k.operand_elide = tuple(elide[r] for r in k.operands)
+        k.result_info = tuple(
+            (r, users, user_counts[r], elide[r])
+            for r, users in zip(k.results, k.used_by, strict=True)
+        )
     ref_counts = {r: user_counts[r] + 1 for r in returned}
     return FunctionInfo(
         name=fn.name,
@@ -200,7 +224,25 @@ def build_function_info(
         result_ref_counts=ref_counts,
         pseudo_stream=pseudo_stream,
         release_after=_release_points(fn),
+        elide=elide,
     )
+
+
+def _elidable_registers(
+    num_registers: int, kernels: list[KernelInfo], returned: dict[int, int]
+) -> tuple[bool, ...]:
+    """Registers whose AsyncValue never escapes the executor.
+
+    True when the register is not returned and every kernel using it receives payloads only
+    (simple or sync mode).  For such a register holding a payload without a destroy hook
+    (:data:`PLAIN_TYPES`), reference counting is unobservable, so the executor skips it.
+    """
+    ok = [r not in returned for r in range(num_registers)]
+    for k in kernels[1:]:
+        if k.mode == MODE_FRAME:
+            for r in k.operands:
+                ok[r] = False
+    return tuple(ok)
 
 
 def _release_points(fn: ProgramFunction) -> list[tuple[int, ...]]:

@@ -32,6 +32,7 @@ from pytfrt.host.registry import KernelRegistry as KernelRegistry
 from pytfrt.host.registry import RegistryError as RegistryError
 from pytfrt.host.registry import RemainingAttrs as RemainingAttrs
 from pytfrt.host.registry import RemainingFunctions as RemainingFunctions
+from pytfrt.host.registry import TypedAttr as TypedAttr
 from pytfrt.host.registry import kernel as kernel
 from pytfrt.host.work_queue import MultiThreadedWorkQueue as MultiThreadedWorkQueue
 from pytfrt.host.work_queue import SingleThreadedWorkQueue as SingleThreadedWorkQueue
@@ -64,6 +65,7 @@ __all__ = [
     "RequestContext",
     "ResourceContext",
     "SingleThreadedWorkQueue",
+    "TypedAttr",
     "WorkQueue",
     "WorkQueueError",
     "create_work_queue",

@@ -30,6 +30,8 @@ anything else (``int``, ``X``)       the payload of the next argument
 ``Attr[T]``                          the next attribute's plain value (attributes are in
                                      **name-sorted** order, ``_tfrt_cost`` dropped)
 ``RemainingAttrs``                   the list of remaining attribute values
+``TypedAttr``                        the next attribute as a typed ``Attribute`` object (then
+                                     every attribute of the kernel is passed as an object)
 ``Function``                         the next function (symbol refs, then regions)
 ``RemainingFunctions``               the list of remaining functions
 ``ExecutionContext``                 the execution context (request, queue, location)
@@ -80,6 +82,7 @@ from pytfrt.host.async_value import (
 from pytfrt.host.diagnostics import Diagnostic
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function
+from pytfrt.support.attributes import Attribute
 from pytfrt.support.errors import PytfrtError, Status
 from pytfrt.support.location import UNKNOWN_LOC, Location
 
@@ -101,6 +104,10 @@ class _RemainingFunctionsRole:
     """Marks a parameter that receives all remaining functions."""
 
 
+class _TypedAttrRole:
+    """Marks a parameter that receives the next attribute as a typed ``Attribute`` object."""
+
+
 Attr = Annotated[T, _AttrRole]
 """``Attr[int]``: the parameter receives the next attribute's value."""
 
@@ -109,6 +116,12 @@ RemainingAttrs = Annotated[list[Any], _RemainingAttrsRole]
 
 RemainingFunctions = Annotated[list[Function], _RemainingFunctionsRole]
 """The parameter receives the list of remaining functions."""
+
+TypedAttr = Annotated[Attribute, _TypedAttrRole]
+"""The parameter receives the next attribute as its typed :class:`Attribute` object (e.g.
+``IntAttr(1, "i32")``), for kernels that need the MLIR type and not only the value.  A kernel
+with a ``TypedAttr`` parameter receives *all* its attributes as objects (``raw_attributes``):
+its ``RemainingAttrs`` are objects too, and it should not mix in ``Attr[T]`` parameters."""
 
 
 class KernelError(PytfrtError):
@@ -237,6 +250,7 @@ class KernelSignature:
     roles: list[_Role]
     num_args: int  # fixed positional arguments (ARG + ARG_AV)
     variadic: bool  # takes remaining arguments
+    raw_attributes: bool = False  # attributes are passed as typed Attribute objects
 
     @property
     def simple(self) -> bool:
@@ -260,7 +274,7 @@ def _role_of(annotation: Any, kind: Any) -> _Role:
         return _Role.VAR_ARGS
     if typing.get_origin(annotation) is Annotated:
         extras = typing.get_args(annotation)[1:]
-        if _AttrRole in extras:
+        if _AttrRole in extras or _TypedAttrRole in extras:
             return _Role.ATTR
         if _RemainingAttrsRole in extras:
             return _Role.ATTRS
@@ -293,16 +307,20 @@ def analyze_signature(fn: Callable[..., Any]) -> KernelSignature:
             f"cannot resolve the annotations of kernel function {fn.__qualname__}: {exc}"
         ) from exc
     roles: list[_Role] = []
+    raw_attributes = False
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD):
             raise RegistryError(
                 f"kernel function {fn.__qualname__}: keyword-only parameter "
                 f"'{param.name}' cannot be bound"
             )
-        roles.append(_role_of(hints.get(param.name, Any), param.kind))
+        hint = hints.get(param.name, Any)
+        roles.append(_role_of(hint, param.kind))
+        if typing.get_origin(hint) is Annotated and _TypedAttrRole in typing.get_args(hint)[1:]:
+            raw_attributes = True
     num_args = sum(1 for r in roles if r in (_Role.ARG, _Role.ARG_AV))
     variadic = any(r in (_Role.VAR_ARGS, _Role.VAR_ARG_AVS) for r in roles)
-    return KernelSignature(roles, num_args, variadic)
+    return KernelSignature(roles, num_args, variadic, raw_attributes)
 
 
 @dataclass
@@ -603,7 +621,7 @@ BUILTIN_LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pytfrt.tensor.kernels", ("ts.", "tfrt_dht.", "coo.", "tfrt_sht.", "btf.", "tfrt_test.")),
     ("pytfrt.backends.cpu.kernels", ("eigen.", "tfrt_test.", "cpu.")),
     ("pytfrt.core_runtime.kernels", ("corert.", "tfrt_test.")),
-    ("pytfrt.playground", ("sigmoid_inplace.", "sigmoid_grad_inplace.", "nqueens.")),
+    ("pytfrt.playground", ("sigmoid_inplace.", "sigmoid_grad_inplace.", "nqueens.", "mlp.")),
 )
 
 

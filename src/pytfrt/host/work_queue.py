@@ -145,11 +145,23 @@ class SingleThreadedWorkQueue(WorkQueue):
 
     def await_values(self, values: Sequence[AsyncValue[Any]]) -> None:
         self._check_not_worker("await_values()")
-        self._drive(lambda: all(v.is_available() for v in values), "await_values()", values)
+        # Values never become unavailable again, so a cursor over the first unavailable one
+        # makes the check after every task amortised O(1) (awaiting n values stays O(n)).
+        cursor = 0
+        count = len(values)
+
+        def done() -> bool:
+            nonlocal cursor
+            while cursor < count and values[cursor].is_available():
+                cursor += 1
+            return cursor == count
+
+        if not done():
+            self._drive(done, values)
 
     def quiesce(self) -> None:
         self._check_not_worker("quiesce()")
-        self._drive(lambda: False, "quiesce()", None)
+        self._drive(_never, None)
 
     def shutdown(self) -> None:
         if self._closed:
@@ -173,7 +185,14 @@ class SingleThreadedWorkQueue(WorkQueue):
                         return
                 if done() or event.wait(0.05):
                     return
-                if threading.active_count() == 1 and not done():
+                if threading.active_count() == 1:
+                    # No other thread is left; one may have added a task or published a value
+                    # just before it exited, so look once more before declaring a deadlock.
+                    with self._lock:
+                        if self._tasks:
+                            return
+                    if done():
+                        return
                     raise WorkQueueError(
                         "await_values(): the queue is empty but the awaited values are not "
                         "available and no other thread can make them available (deadlock)"
@@ -181,12 +200,8 @@ class SingleThreadedWorkQueue(WorkQueue):
         finally:
             self._sleeper = None
 
-    def _drive(
-        self,
-        done: Callable[[], bool],
-        what: str,
-        values: Sequence[AsyncValue[Any]] | None = None,
-    ) -> None:
+    def _drive(self, done: Callable[[], bool], values: Sequence[AsyncValue[Any]] | None) -> None:
+        """Run batches of tasks until ``done()`` (await) or the queue is empty (quiesce)."""
         self._driver = threading.current_thread()
         event: threading.Event | None = None
         while not done():
@@ -207,9 +222,14 @@ class SingleThreadedWorkQueue(WorkQueue):
                     self._running_depth -= 1
                 if done():
                     rest = batch[index + 1 :]
-                    with self._lock:
-                        self._tasks.extendleft(reversed(rest))
+                    if rest:
+                        with self._lock:
+                            self._tasks.extendleft(reversed(rest))
                     return
+
+
+def _never() -> bool:
+    return False
 
 
 class _Stop:
@@ -238,7 +258,10 @@ class MultiThreadedWorkQueue(WorkQueue):
         )
         self._tasks: SimpleQueue[Task | _Stop] = SimpleQueue()
         self._blocking: SimpleQueue[Task | _Stop] = SimpleQueue()
-        self._cond = threading.Condition(threading.Lock())
+        # One lock guards the counters; ``_cond`` (on the same lock) backs ``quiesce``.  The hot
+        # paths take ``_mutex`` directly (a C-level lock) instead of the Python-level Condition.
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._pending = 0  # tasks queued or running, both pools
         self._idle_blocking = 0
         self._blocking_threads = 0
@@ -260,14 +283,14 @@ class MultiThreadedWorkQueue(WorkQueue):
         return getattr(self._local, "is_worker", False)
 
     def add_task(self, task: Task) -> None:
-        with self._cond:
+        with self._mutex:
             if self._closed:
                 raise WorkQueueError("add_task() on a work queue that was shut down")
             self._pending += 1
         self._tasks.put(task)
 
     def add_blocking_task(self, task: Task, allow_queuing: bool = True) -> bool:
-        with self._cond:
+        with self._mutex:
             if self._closed:
                 raise WorkQueueError("add_blocking_task() on a work queue that was shut down")
             if self._idle_blocking == 0:
@@ -288,7 +311,7 @@ class MultiThreadedWorkQueue(WorkQueue):
         return True
 
     def _finish_one(self) -> None:
-        with self._cond:
+        with self._mutex:
             self._pending -= 1
             if self._pending == 0:
                 self._cond.notify_all()
@@ -309,7 +332,7 @@ class MultiThreadedWorkQueue(WorkQueue):
             try:
                 task = self._blocking.get(timeout=5.0)
             except Exception:  # queue.Empty: idle for too long
-                with self._cond:
+                with self._mutex:
                     if self._idle_blocking > 0:
                         self._idle_blocking -= 1
                         self._blocking_threads -= 1
@@ -318,7 +341,7 @@ class MultiThreadedWorkQueue(WorkQueue):
             if task is _STOP:
                 return
             self._run(task)  # type: ignore[arg-type]
-            with self._cond:
+            with self._mutex:
                 self._idle_blocking += 1
             self._finish_one()
 
@@ -328,14 +351,16 @@ class MultiThreadedWorkQueue(WorkQueue):
         pending = [v for v in values if not v.is_available()]
         if not pending:
             return
-        event = threading.Event()
-        run_when_ready(pending, event.set)
-        event.wait()
+        # A plain lock as a one-shot latch: cheaper than an Event on both sides of the hand-off.
+        latch = threading.Lock()
+        latch.acquire()
+        run_when_ready(pending, latch.release)
+        latch.acquire()
 
     def quiesce(self) -> None:
         if self.is_in_worker_thread():
             raise WorkQueueError("quiesce() called from a worker thread (would deadlock)")
-        with self._cond:
+        with self._mutex:
             while self._pending:
                 self._cond.wait()
 
@@ -344,7 +369,7 @@ class MultiThreadedWorkQueue(WorkQueue):
             return
         if not self.is_in_worker_thread():
             self.quiesce()
-        with self._cond:
+        with self._mutex:
             if self._closed:
                 return
             self._closed = True

@@ -22,6 +22,8 @@ from pytfrt.mlir.ops_base import (
     TfrtOp,
     make_op_classes,
     parse_attr_dict,
+    parse_attr_dict_with_keyword,
+    print_attr_dict_with_keyword,
     parse_operand_list,
     parse_region_with_args,
     parse_types_after_colon,
@@ -96,7 +98,7 @@ class BenchmarkOp(TfrtOp):
         name = parser.parse_str_literal()
         operands, types = _parse_bench_args(parser)
         attrs = _parse_bench_keys(parser)
-        attrs.update(parse_attr_dict(parser))
+        attrs.update(parse_attr_dict_with_keyword(parser))
         attrs["name"] = StringAttr(name)
         values = resolve(parser, operands, types)
         body = parse_region_with_args(parser, operands, types)
@@ -113,7 +115,7 @@ class BenchmarkOp(TfrtOp):
         printer.print_string_literal(name.data if isinstance(name, StringAttr) else "")
         _print_bench_args(printer, self.operands)
         _print_bench_keys(printer, self.attributes)
-        print_attr_dict(printer, self.attributes, "name", *_BENCH_KEYS)
+        print_attr_dict_with_keyword(printer, self.attributes, "name", *_BENCH_KEYS)
         printer.print_string(" ")
         printer.print_region(self.regions[0], print_entry_block_args=False)
 

@@ -31,6 +31,8 @@ from pytfrt.mlir.ops_base import (
     expand,
     make_op_classes,
     parse_attr_dict,
+    parse_attr_dict_with_keyword,
+    print_attr_dict_with_keyword,
     parse_operand_list,
     parse_paren_operands,
     parse_region_with_args,
@@ -367,7 +369,7 @@ class RepeatI32Op(TfrtOp):
         operands = parse_operand_list(parser)
         if not operands:
             parser.raise_error("expected iteration count operand")
-        attrs = parse_attr_dict(parser)
+        attrs = parse_attr_dict_with_keyword(parser)
         types = parse_types_after_colon(parser) if len(operands) > 1 else []
         values = resolve(parser, operands, [IntegerType(32), *types])
         body = parse_region_with_args(parser, operands[1:], types)
@@ -378,7 +380,7 @@ class RepeatI32Op(TfrtOp):
 
     def print(self, printer: Printer) -> None:
         print_operand_list(printer, self.operands)
-        print_attr_dict(printer, self.attributes)
+        print_attr_dict_with_keyword(printer, self.attributes)
         if len(self.operands) > 1:
             printer.print_string(" : ")
             print_type_list(printer, [o.type for o in self.operands[1:]])
@@ -401,7 +403,7 @@ class ParallelForI32Op(TfrtOp):
         args = []
         while parser.parse_optional_punctuation(",") is not None:
             args.append(parser.parse_unresolved_operand())
-        attrs = parse_attr_dict(parser)
+        attrs = parse_attr_dict_with_keyword(parser)
         types = parse_types_after_colon(parser) if args else []
         i32 = IntegerType(32)
         values = resolve(parser, [start, end, block, *args], [i32, i32, i32, *types])
@@ -422,7 +424,7 @@ class ParallelForI32Op(TfrtOp):
         printer.print_operand(ops[1])
         printer.print_string(" fixed ")
         printer.print_list(ops[2:], printer.print_operand)
-        print_attr_dict(printer, self.attributes)
+        print_attr_dict_with_keyword(printer, self.attributes)
         if len(ops) > 3:
             printer.print_string(" : ")
             print_type_list(printer, [o.type for o in ops[3:]])

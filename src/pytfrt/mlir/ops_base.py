@@ -177,6 +177,18 @@ def parse_attr_dict(parser: Parser) -> dict[str, Attribute]:
     return parser.parse_optional_attr_dict()
 
 
+def parse_attr_dict_with_keyword(parser: Parser) -> dict[str, Attribute]:
+    """Optional ``attributes {name = value, ...}`` (before a region, where ``{`` is ambiguous)."""
+    found = parser.parse_optional_attr_dict_with_keyword()
+    return dict(found.data) if found is not None else {}
+
+
+def print_attr_dict_with_keyword(printer: Printer, attrs: dict[str, Attribute], *skip: str) -> None:
+    """`` attributes {a = 1}`` for the attributes not in ``skip``."""
+    rest = {k: attrs[k] for k in sorted(attrs) if k not in skip}
+    printer.print_op_attributes(rest, print_keyword=True)
+
+
 def parse_region_with_args(
     parser: Parser, operands: Sequence[UnresolvedOperand], types: Sequence[Attribute]
 ) -> Region:

@@ -19,13 +19,12 @@ program (chains) orders writers and readers, as in TFRT.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from pytfrt.host.allocator import host_buffer_size
+from pytfrt.host.allocator import HOST_BUFFER_HEADER
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor.dtype import DType, dtype_from_numpy
 from pytfrt.tensor.printing import format_dense
@@ -36,24 +35,21 @@ class AllocationError(PytfrtError):
     """The host allocator refused a tensor buffer (``Cannot allocate tensor``)."""
 
 
-_release_lock = threading.Lock()
-
-
 class _Accounting:
-    """One accounted allocation: released at most once."""
+    """One accounted allocation, released at most once (``list.pop`` is atomic)."""
 
-    __slots__ = ("allocator", "nbytes")
+    __slots__ = ("_token", "nbytes")
 
     def __init__(self, allocator: Any, nbytes: int) -> None:
-        self.allocator = allocator
+        self._token = [allocator]
         self.nbytes = nbytes
 
     def release(self) -> None:
-        with _release_lock:
-            allocator = self.allocator
-            self.allocator = None
-        if allocator is not None:
-            allocator.deallocate(self.nbytes)
+        try:
+            allocator = self._token.pop()
+        except IndexError:
+            return
+        allocator.deallocate(self.nbytes)
 
 
 def _account(allocator: Any, nbytes: int) -> _Accounting | None:
@@ -64,7 +60,7 @@ def _account(allocator: Any, nbytes: int) -> _Accounting | None:
     """
     if allocator is None:
         return None
-    size = host_buffer_size(nbytes)
+    size = nbytes + HOST_BUFFER_HEADER
     if not allocator.allocate(size):
         raise AllocationError("Cannot allocate tensor")
     return _Accounting(allocator, size)
@@ -110,7 +106,6 @@ class HostBuffer:
     def __tfrt_destroy__(self) -> None:
         acct = self._acct
         if acct is not None:
-            self._acct = None
             acct.release()
 
     def __del__(self) -> None:
@@ -220,7 +215,6 @@ class DenseHostTensor:
         """Release the allocator accounting (idempotent)."""
         acct = self._acct
         if acct is not None:
-            self._acct = None
             acct.release()
 
     def __del__(self) -> None:

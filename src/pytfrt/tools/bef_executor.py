@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -198,103 +196,19 @@ def format_result(value: AsyncValue[Any], type_name: str, print_error_code: bool
     return f"{type_name} value"
 
 
-# -- expected-error verification (spec 5.1) --------------------------------------------------
 
-_EXPECTED = re.compile(
-    r"expected-(error|note|remark|warning)(-re)? *(@([+-][0-9]+|above|below))? *\{\{(.*)\}\}"
-)
+def _runtime_diagnostic_handler(verifier: Any) -> Callable[[Diagnostic], None]:
+    """The HostContext diagnostic handler: ``runtime error: <msg>`` through the verifier."""
 
-
-@dataclass
-class Expectation:
-    """One ``expected-<kind> [@offset] {{text}}`` annotation."""
-
-    kind: str
-    text: str
-    line: int
-    annotation_line: int
-    annotation_col: int
-    matched: bool = False
-
-
-def parse_expectations(text: str) -> list[Expectation]:
-    """The annotations of a source file, with target lines resolved (``@+N``, ``@above`` ...)."""
-    out: list[Expectation] = []
-    below: list[Expectation] = []
-    last_plain = 0
-    for number, line in enumerate(text.splitlines(), start=1):
-        found = list(_EXPECTED.finditer(line))
-        if not found:
-            for e in below:
-                e.line = number
-            below.clear()
-            last_plain = number
-            continue
-        for m in found:
-            offset = m.group(4)
-            e = Expectation(m.group(1), m.group(5), number, number, m.start() + 1)
-            if offset == "above":
-                e.line = last_plain
-            elif offset == "below":
-                below.append(e)
-            elif offset:
-                e.line = number + int(offset)
-            out.append(e)
-    return out
-
-
-class DiagnosticVerifier:
-    """MLIR's ``SourceMgrDiagnosticVerifierHandler`` behaviour for runtime diagnostics.
-
-    :meth:`handle` is the HostContext's diagnostic handler (thread-safe); :meth:`finish`
-    reports expectations that were never produced and returns whether verification passed.
-    """
-
-    def __init__(self, report: Callable[[str], None]) -> None:
-        self._report = report
-        self._lock = threading.Lock()
-        self._files: dict[str, list[Expectation]] = {}
-        self.failed = False
-
-    def _expectations(self, path: str) -> list[Expectation]:
-        if path not in self._files:
-            try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    self._files[path] = parse_expectations(fh.read())
-            except OSError:
-                self._files[path] = []
-        return self._files[path]
-
-    def handle(self, diag: Diagnostic) -> None:
-        """Match one runtime diagnostic against the annotations of its source file."""
-        message = f"runtime error: {diag.message}"
+    def handle(diag: Diagnostic) -> None:
         flc = diag.location.file_line_col()
-        with self._lock:
-            if flc is not None:
-                path, line, col = flc
-                for e in self._expectations(path):
-                    if e.line == line and e.kind == "error" and e.text in message:
-                        e.matched = True
-                        return
-                where = f"{path}:{line}:{col}"
-            else:
-                where = f"loc({diag.location.opaque()})"
-            self.failed = True
-            self._report(f"{where}: error: unexpected error: {message}")
+        message = f"runtime error: {diag.message}"
+        if flc is None:
+            verifier.handle(f"loc({diag.location.opaque()})", 0, 0, "error", message)
+        else:
+            verifier.handle(flc[0], flc[1], flc[2], "error", message)
 
-    def finish(self) -> bool:
-        """Report unmatched expectations of every loaded file; True if all is verified."""
-        with self._lock:
-            for path, expectations in self._files.items():
-                for e in expectations:
-                    if not e.matched:
-                        self.failed = True
-                        self._report(
-                            f"{path}:{e.annotation_line}:{e.annotation_col}: error: "
-                            f'expected {e.kind} "{e.text}" was not produced'
-                        )
-            return not self.failed
-
+    return handle
 
 # -- the run ------------------------------------------------------------------------------------
 
@@ -304,7 +218,9 @@ class Driver:
 
     def __init__(self, opts: Options) -> None:
         self.opts = opts
-        self.verifier = DiagnosticVerifier(_err)
+        from pytfrt.support.diagnostic_verifier import DiagnosticVerifier
+
+        self.verifier = DiagnosticVerifier(sys.stderr)
         self.host: HostContext | None = None
         self.allocator: Any = None
 
@@ -340,7 +256,9 @@ class Driver:
             except RegistryError as exc:
                 queue.shutdown()
                 raise UsageError(f"{PROG}: couldn't load library {exc}") from exc
-        self.host = HostContext(queue, registry, self.verifier.handle, self.allocator)
+        self.host = HostContext(
+            queue, registry, _runtime_diagnostic_handler(self.verifier), self.allocator
+        )
         self.host.tracer = _make_tracer(self.opts)  # type: ignore[attr-defined]
 
     def run(self, program: Program) -> None:

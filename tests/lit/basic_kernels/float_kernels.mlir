@@ -111,10 +111,10 @@ func.func @f16_and_complex() {
   // The raw float16 bit pattern of 1.0 is 0x3C00.
   // CHECK-NEXT: f16 = 15360
   %ch1 = "tfrt.print.f16"(%h, %ch0) : (f16, !tfrt.chain) -> !tfrt.chain
-  %c = tfrt.constant.complex64 1.5, -2.0
+  %c = "tfrt.constant.complex64"() {real = 1.5 : f32, imaginary = -2.0 : f32} : () -> complex<f32>
   // CHECK-NEXT: complex64 = 1.500000+-2.000000i
   %ch2 = "tfrt.print.complex64"(%c, %ch1) : (complex<f32>, !tfrt.chain) -> !tfrt.chain
-  %d = tfrt.constant.complex128 0.25, 4.0
+  %d = "tfrt.constant.complex128"() {real = 0.25 : f64, imaginary = 4.0 : f64} : () -> complex<f64>
   // CHECK-NEXT: complex128 = 0.250000+4.000000i
   %ch3 = "tfrt.print.complex128"(%d, %ch2) : (complex<f64>, !tfrt.chain) -> !tfrt.chain
   tfrt.return

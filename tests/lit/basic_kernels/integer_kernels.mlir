@@ -105,7 +105,7 @@ func.func @constants_returned() -> (i1, i32, i64, ui32) {
   %b = tfrt.constant.i32 -42
   %c = tfrt.constant.i64 1099511627776
   %d = tfrt.constant.ui32 4294967295
-  // CHECK-NEXT: 'constants_returned' returned 1,-42,1099511627776,4294967295
+  // CHECK-NEXT: 'constants_returned' returned 1,-42,1099511627776,ui32 value
   tfrt.return %a, %b, %c, %d : i1, i32, i64, ui32
 }
 

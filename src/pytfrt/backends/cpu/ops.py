@@ -127,7 +127,7 @@ def broadcast_shape(bias: Sequence[int], target: Sequence[int]) -> Dims:
 def broadcast(bias: np.ndarray, target: Sequence[int]) -> np.ndarray:
     """A new array of shape ``target`` with ``bias``'s elements repeated along the last axis."""
     out = np.empty(tuple(target), bias.dtype)
-    out[...] = bias.reshape(-1)
+    out[...] = bias if bias.ndim == 1 else bias.reshape(-1)
     return out
 
 

@@ -1,0 +1,597 @@
+"""pytfrt.eager: NumPy-like eager execution over the core runtime (spec 1.12).
+
+Every function dispatches one core-runtime op on the CPU op handler and returns a
+:class:`Tensor` (a :class:`~pytfrt.core_runtime.TensorHandle` with NumPy conveniences) at once::
+
+    from pytfrt import eager as te
+    x = te.constant(np.ones((4, 2), np.float32))
+    y = te.sigmoid(te.matmul(x, te.constant(w)))
+    y.numpy()                     # waits for the value, converts (zero-copy)
+
+Errors:
+* metadata errors (shapes, dtypes, attributes) raise :class:`EagerOpError` **at the call**, with
+  the op name and the Python location of the call;
+* runtime errors (raised while computing, possibly later) surface at ``numpy()`` / ``__array__``
+  as :class:`EagerRuntimeError`, naming the op and the location of the call that created it;
+  errors propagate through chains of ops unchanged.
+
+Fast path: when an op's inputs are already-computed dense tensors and its cheap guard accepts
+them, the op runs inline: one dict-free closure call, the NumPy call, one object allocation --
+no AsyncValue, task, lock or metadata object.  Anything else (future inputs, NumPy/Python inputs,
+other dtypes, errors) takes the general core-runtime path, which checks metadata first.
+
+Zero-copy: ``constant(ndarray)`` wraps the array and ``numpy()`` returns the tensor's array
+itself; mutating either mutates the other.
+
+Process-global state (this module only): a default HostContext ("s" work queue unless
+:func:`configure` says otherwise), its CoreRuntime and CPU op handler, created on first use; and
+the current request (see :func:`request`).  Not thread-safe to reconfigure while ops run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from pytfrt.core_runtime.core_runtime import CoreRuntime
+from pytfrt.core_runtime.cpu_op_handler import CpuOpHandler
+from pytfrt.core_runtime.cpu_ops import cpu_op_registry
+from pytfrt.core_runtime.host_tensors import to_dense_array
+from pytfrt.core_runtime.op_attrs import EMPTY_ATTRS, OpAttrsRef, attrs_from_dict
+from pytfrt.core_runtime.op_handler import CoreRuntimeOp
+from pytfrt.core_runtime.op_registry import OpError
+from pytfrt.core_runtime.tensor_handle import CPU_DEVICE, TensorHandle
+from pytfrt.host.async_value import AsyncValue
+from pytfrt.host.diagnostics import DiagnosticCollector
+from pytfrt.host.execution_context import ExecutionContext, RequestContext
+from pytfrt.host.host_context import HostContext
+from pytfrt.support.errors import PytfrtError, Status
+from pytfrt.tensor.dtype import DType, dtype_from_name
+from pytfrt.tensor.string_host_tensor import StringHostTensor
+
+_ndarray = np.ndarray
+_new = object.__new__
+_THIS_FILE = os.path.normcase(__file__)
+_PKG_DIR = os.path.dirname(_THIS_FILE)
+
+
+class EagerOpError(PytfrtError):
+    """A metadata error, raised at the call site (message names the op and the location)."""
+
+
+class EagerRuntimeError(PytfrtError):
+    """An error computing a tensor, raised by ``numpy()`` (names the op and the call site)."""
+
+
+# -- the default runtime (process-global, created lazily) --------------------------------------
+
+
+class _Runtime:
+    """The default HostContext, CoreRuntime, CPU handler and execution context."""
+
+    def __init__(self, work_queue: str) -> None:
+        self.diagnostics = DiagnosticCollector()
+        self.host = HostContext(work_queue, diagnostic_handler=self.diagnostics)
+        self.core = CoreRuntime.of(self.host)
+        self.cpu = CpuOpHandler(cpu_op_registry())
+        self.core.register_op_handler("cpu", self.cpu)
+        self.exec_ctx = self.host.new_execution_context()
+        self.ops: dict[str, CoreRuntimeOp] = {}
+
+    def op(self, name: str) -> CoreRuntimeOp:
+        op = self.ops.get(name)
+        if op is None:
+            op = self.cpu.make_op(name)
+            self.ops[name] = op
+        return op
+
+
+_lock = threading.Lock()
+_runtime: _Runtime | None = None
+_work_queue = "s"
+
+
+def configure(work_queue: str = "s") -> None:
+    """Choose the default work queue (``"s"`` or ``"mstd:N"``); restarts the default runtime."""
+    global _runtime, _work_queue
+    with _lock:
+        if _runtime is not None:
+            _runtime.host.shutdown()
+        _runtime = None
+        _work_queue = work_queue
+
+
+def runtime() -> _Runtime:
+    """The default runtime (created on first use)."""
+    global _runtime
+    rt = _runtime
+    if rt is None:
+        with _lock:
+            if _runtime is None:
+                _runtime = _Runtime(_work_queue)
+            rt = _runtime
+    return rt
+
+
+def core_runtime() -> CoreRuntime:
+    """The default CoreRuntime (to register other op handlers or run ops by name)."""
+    return runtime().core
+
+
+@contextmanager
+def request() -> Iterator[RequestContext]:
+    """Run the ops of the ``with`` body in a new request; ``cancel()`` it to cancel them.
+
+    Ops not yet started when the request is cancelled produce ``Cancelled`` tensors.
+    """
+    rt = runtime()
+    saved = rt.exec_ctx
+    ctx = rt.host.new_execution_context()
+    rt.exec_ctx = ctx
+    try:
+        yield ctx.request_context
+    finally:
+        rt.exec_ctx = saved
+
+
+# -- Tensor --------------------------------------------------------------------------------------
+
+
+class Tensor(TensorHandle):
+    """An eager tensor: a TensorHandle plus ``numpy()``, ``__array__`` and operators."""
+
+    __slots__ = ()
+
+    def numpy(self) -> np.ndarray:
+        """Wait for the tensor and return it as an ndarray (zero-copy for dense tensors).
+
+        Raises:
+            EagerRuntimeError: if computing the tensor failed.
+        """
+        t = self._t
+        if t is None:
+            t = self._wait()
+        if type(t) is _ndarray:
+            return t
+        if isinstance(t, StringHostTensor):
+            return t.array  # type: ignore[no-any-return]
+        return to_dense_array(t)
+
+    def _wait(self) -> Any:
+        av = self._av
+        assert av is not None
+        if av.is_unavailable():
+            runtime().host.await_values([av])
+        if av.is_error():
+            raise EagerRuntimeError(av.error.message)
+        return av.get()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.numpy()
+        if dtype is not None and a.dtype != dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    def block_until_ready(self) -> Tensor:
+        """Wait until the tensor exists (errors are raised by :meth:`numpy`)."""
+        if not self.is_available():
+            runtime().host.await_values([self.tensor_av])
+        return self
+
+    @property
+    def ndim(self) -> int:
+        """Rank (from the metadata; waits only if the metadata is not known)."""
+        return len(self.shape)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The dimensions (metadata; waits if not known yet)."""
+        t = self._t
+        if type(t) is _ndarray:
+            return t.shape  # type: ignore[no-any-return]
+        if not self.is_metadata_available():
+            self.block_until_ready()
+        return self.metadata.shape.dims
+
+    def __repr__(self) -> str:
+        return f"<pytfrt.eager.Tensor {self.format()}>"
+
+    def __add__(self, other: Any) -> Tensor:
+        return add(self, other)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return subtract(self, other)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return multiply(self, other)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return divide(self, other)
+
+    def __matmul__(self, other: Any) -> Tensor:
+        return matmul(self, other)
+
+    def __neg__(self) -> Tensor:
+        return neg(self)
+
+
+def _wrap(array: np.ndarray) -> Tensor:
+    h: Tensor = _new(Tensor)
+    h._t = array
+    h._av = None
+    h._md = None
+    h._device = CPU_DEVICE
+    return h
+
+
+def constant(value: Any, dtype: DType | str | Any = None) -> Tensor:
+    """A tensor holding ``value`` (an ndarray is wrapped without copying).
+
+    ``dtype`` may be a pytfrt DType, a TFRT dtype name (``"f32"``, ``"bf16"``) or a NumPy dtype.
+    Strings (or arrays of them) become string tensors.
+    """
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, TensorHandle):
+        return _adopt(value)
+    np_dtype = None
+    if dtype is not None:
+        np_dtype = (dtype_from_name(dtype) if isinstance(dtype, str) else dtype)
+        np_dtype = np_dtype.np_dtype if isinstance(np_dtype, DType) else np.dtype(np_dtype)
+    array = np.asarray(value, dtype=np_dtype)
+    if array.dtype.kind in "US" or (array.dtype == object and array.size
+                                    and isinstance(array.reshape(-1)[0], str)):
+        return _from_tensor(StringHostTensor.create(array.shape, array.reshape(-1).tolist()))
+    return _wrap(array)
+
+
+def _from_tensor(tensor: Any) -> Tensor:
+    h: Tensor = _new(Tensor)
+    h._t = tensor
+    h._av = None
+    h._md = None
+    h._device = CPU_DEVICE
+    return h
+
+
+def _adopt(handle: TensorHandle) -> Tensor:
+    if isinstance(handle, Tensor):
+        return handle
+    h: Tensor = _new(Tensor)
+    h._t = handle._t
+    h._av = handle._av
+    h._md = handle._md
+    h._device = handle._device
+    return h
+
+
+# -- the general path ------------------------------------------------------------------------------
+
+
+def _call_site() -> str:
+    """``file:line`` of the first frame outside pytfrt (the user's call)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = os.path.normcase(frame.f_code.co_filename)
+        if not name.startswith(_PKG_DIR):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "<unknown>"
+
+
+def _as_tensor(value: Any, like: Any = None) -> TensorHandle:
+    if isinstance(value, TensorHandle):
+        return value
+    if like is not None and not isinstance(value, np.ndarray) and np.ndim(value) == 0:
+        try:
+            return constant(np.asarray(value, dtype=like.metadata.dtype.np_dtype))
+        except Exception:  # noqa: BLE001 - fall back to NumPy's own typing
+            pass
+    return constant(value)
+
+
+def _annotate(result: TensorHandle, arg_errors: set[int], where: str) -> Tensor:
+    """A Tensor whose *new* errors name the op and the call site (propagated ones unchanged)."""
+
+    def describe(status: Status) -> Status:
+        if id(status) in arg_errors:
+            return status
+        return Status(f"{status.message} ({where})", status.code)
+
+    if result.is_available():
+        err = result.error
+        if err is None:
+            return _adopt(result)
+        return _adopt(TensorHandle.from_error(describe(err)))
+    av: AsyncValue[Any] = AsyncValue()
+    src = result.tensor_av
+
+    def done() -> None:
+        if src.is_error():
+            av.set_error(describe(src.error))
+        else:
+            av.emplace(src.get())
+
+    src.and_then(done)
+    return _adopt(TensorHandle(result._md, av))
+
+
+def execute(
+    op_name: str, *args: Any, num_results: int | None = None, **attrs: Any
+) -> Any:
+    """Run any CPU op by name: ``execute("tfrt_test.reshape", x, shape=[2, 4])``.
+
+    Returns one Tensor, or a tuple of them for ops with several results.
+
+    Raises:
+        EagerOpError: unknown op or metadata error, with the call site.
+    """
+    return _dispatch(op_name, args, attrs_from_dict(attrs) if attrs else EMPTY_ATTRS,
+                     num_results)
+
+
+def _dispatch(
+    op_name: str, args: Sequence[Any], attrs: OpAttrsRef, num_results: int | None = None
+) -> Any:
+    rt = runtime()
+    try:
+        op = rt.op(op_name)
+        record = getattr(op, "record", None)
+        n = num_results if num_results is not None else (record.num_results if record else 1)
+        first = next((a for a in args if isinstance(a, TensorHandle)), None)
+        handles = [_as_tensor(a, first) for a in args]
+        results, _ = op(rt.exec_ctx, handles, attrs, n)
+    except (OpError, ValueError, TypeError) as exc:
+        raise EagerOpError(f"{op_name}: {exc} (called at {_call_site()})") from None
+    arg_errors = {id(h.error) for h in handles if h.error is not None}
+    where = f"in op {op_name} called at {_call_site()}"
+    out = [_annotate(h, arg_errors, where) for h in results]
+    if n == 1:
+        return out[0]
+    return tuple(out)
+
+
+# -- op functions (generated: each tries the record's fast path, then the general path) -------
+
+
+def _unary(op_name: str, doc: str) -> Callable[[Any], Tensor]:
+    record = cpu_op_registry().get(op_name)
+    assert record is not None
+    fast = record.fast
+
+    if fast is None:
+
+        def op(x: Any) -> Tensor:
+            return _dispatch(op_name, (x,), EMPTY_ATTRS)  # type: ignore[no-any-return]
+
+    else:
+
+        def op(x: Any) -> Tensor:
+            try:
+                r = fast(x._t)
+                if r is not None:
+                    h: Tensor = _new(Tensor)
+                    h._t = r
+                    h._av = None
+                    h._md = None
+                    h._device = CPU_DEVICE
+                    return h
+            except Exception:  # noqa: BLE001, S110 - any surprise: the general path decides
+                pass
+            return _dispatch(op_name, (x,), EMPTY_ATTRS)  # type: ignore[no-any-return]
+
+    op.__name__ = op.__qualname__ = op_name.rsplit(".", 1)[-1]
+    op.__doc__ = doc
+    return op
+
+
+def _binary(op_name: str, doc: str) -> Callable[[Any, Any], Tensor]:
+    record = cpu_op_registry().get(op_name)
+    assert record is not None
+    fast = record.fast
+
+    if fast is None:
+
+        def op(x: Any, y: Any) -> Tensor:
+            return _dispatch(op_name, (x, y), EMPTY_ATTRS)  # type: ignore[no-any-return]
+
+    else:
+
+        def op(x: Any, y: Any) -> Tensor:
+            try:
+                r = fast(x._t, y._t)
+                if r is not None:
+                    h: Tensor = _new(Tensor)
+                    h._t = r
+                    h._av = None
+                    h._md = None
+                    h._device = CPU_DEVICE
+                    return h
+            except Exception:  # noqa: BLE001, S110 - any surprise: the general path decides
+                pass
+            return _dispatch(op_name, (x, y), EMPTY_ATTRS)  # type: ignore[no-any-return]
+
+    op.__name__ = op.__qualname__ = op_name.rsplit(".", 1)[-1]
+    op.__doc__ = doc
+    return op
+
+
+add = _binary("tfrt_test.add", "Elementwise ``x + y`` (equal dtypes, NumPy broadcasting).")
+subtract = _binary("tfrt_test.subtract", "Elementwise ``x - y``.")
+multiply = _binary("tfrt_test.multiply", "Elementwise ``x * y``.")
+divide = _binary("tfrt_test.divide", "Elementwise ``x / y`` (floor division for integers).")
+maximum = _binary("tfrt_test.maximum", "Elementwise maximum.")
+minimum = _binary("tfrt_test.minimum", "Elementwise minimum.")
+equal = _binary("tfrt_test.equal", "1 where ``x == y`` else 0, in the inputs' dtype.")
+relu = _unary("tfrt_test.relu", "``max(x, 0)``.")
+sigmoid = _unary("tfrt_test.sigmoid", "``1 / (1 + exp(-x))`` (floating point only).")
+tanh = _unary("tfrt_test.tanh", "Hyperbolic tangent (floating point only).")
+exp = _unary("tfrt_test.exp", "``e ** x`` (floating point only).")
+log = _unary("tfrt_test.log", "Natural logarithm (floating point only).")
+sqrt = _unary("tfrt_test.sqrt", "Square root (floating point only).")
+neg = _unary("tfrt_test.neg", "``-x``.")
+abs = _unary("tfrt_test.abs", "``|x|``.")  # noqa: A001 - NumPy's name
+square = _unary("tfrt_test.square", "``x * x``.")
+
+
+def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False) -> Tensor:
+    """Matrix product of two rank-2 tensors of one dtype (optionally transposed)."""
+    if not transpose_a and not transpose_b:
+        try:
+            x = a._t
+            y = b._t
+            if x.dtype is y.dtype and x.ndim == 2 and y.ndim == 2 and x.dtype.kind in "fiu":
+                h: Tensor = _new(Tensor)
+                h._t = x @ y
+                h._av = None
+                h._md = None
+                h._device = CPU_DEVICE
+                return h
+        except Exception:  # noqa: BLE001, S110 - the general path reports errors
+            pass
+        attrs = EMPTY_ATTRS
+    else:
+        attrs = attrs_from_dict({"transpose_a": transpose_a, "transpose_b": transpose_b})
+    return _dispatch("tfrt_test.matmul", (a, b), attrs)  # type: ignore[no-any-return]
+
+
+def _axis_attrs(axis: Any, keepdims: bool) -> OpAttrsRef:
+    attrs: dict[str, Any] = {}
+    if axis is not None:
+        attrs["axis"] = list(axis) if isinstance(axis, (tuple, list)) else int(axis)
+    if keepdims:
+        attrs["keepdims"] = True
+    return attrs_from_dict(attrs)
+
+
+def reduce_mean(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Mean over ``axis`` (an int, a sequence, or ``None`` for all axes); floats only."""
+    return _dispatch("tfrt_test.reduce_mean", (x,), _axis_attrs(axis, keepdims))  # type: ignore[no-any-return]
+
+
+def reduce_sum(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Sum over ``axis`` (all axes if ``None``)."""
+    return _dispatch("tfrt_test.reduce_sum", (x,), _axis_attrs(axis, keepdims))  # type: ignore[no-any-return]
+
+
+def reduce_max(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Maximum over ``axis`` (all axes if ``None``)."""
+    return _dispatch("tfrt_test.reduce_max", (x,), _axis_attrs(axis, keepdims))  # type: ignore[no-any-return]
+
+
+def reduce_min(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Minimum over ``axis`` (all axes if ``None``)."""
+    return _dispatch("tfrt_test.reduce_min", (x,), _axis_attrs(axis, keepdims))  # type: ignore[no-any-return]
+
+
+def argmax(x: Any, axis: int = 0) -> Tensor:
+    """Index of the maximum along ``axis`` (i32)."""
+    return _dispatch("tfrt_test.argmax", (x,), attrs_from_dict({"axis": int(axis)}))  # type: ignore[no-any-return]
+
+
+def softmax(x: Any, axis: int = -1) -> Tensor:
+    """Softmax along ``axis`` (floating point only; max-subtracted, so stable)."""
+    attrs = EMPTY_ATTRS if axis == -1 else attrs_from_dict({"axis": int(axis)})
+    return _dispatch("tfrt_test.softmax", (x,), attrs)  # type: ignore[no-any-return]
+
+
+def cast(x: Any, dtype: DType | str) -> Tensor:
+    """``x`` converted to ``dtype`` (a DType or name such as ``"f16"``, ``"bf16"``)."""
+    name = dtype.name if isinstance(dtype, DType) else str(dtype)
+    return _dispatch("tfrt_test.cast", (x,), attrs_from_dict({"type": name}))  # type: ignore[no-any-return]
+
+
+def reshape(x: Any, shape: Sequence[int]) -> Tensor:
+    """``x`` with a new shape (one ``-1`` allowed); a view when possible."""
+    return _dispatch("tfrt_test.reshape", (x,), attrs_from_dict({"shape": list(shape)}))  # type: ignore[no-any-return]
+
+
+def transpose(x: Any, perm: Sequence[int] | None = None) -> Tensor:
+    """``x`` with permuted axes (reversed if ``perm`` is ``None``)."""
+    attrs = EMPTY_ATTRS if perm is None else attrs_from_dict({"perm": list(perm)})
+    return _dispatch("tfrt_test.transpose", (x,), attrs)  # type: ignore[no-any-return]
+
+
+def expand_dims(x: Any, axis: int) -> Tensor:
+    """``x`` with a new axis of size 1 at ``axis``."""
+    return _dispatch("tfrt_test.expand_dims", (x,), attrs_from_dict({"axis": int(axis)}))  # type: ignore[no-any-return]
+
+
+def squeeze(x: Any, axis: Any = None) -> Tensor:
+    """``x`` without the size-1 axes (all, or those in ``axis``)."""
+    attrs = EMPTY_ATTRS if axis is None else _axis_attrs(axis, False)
+    return _dispatch("tfrt_test.squeeze", (x,), attrs)  # type: ignore[no-any-return]
+
+
+def concat(xs: Sequence[Any], axis: int = 0) -> Tensor:
+    """Concatenation of ``xs`` along ``axis``."""
+    return _dispatch("tfrt_test.concat", tuple(xs), attrs_from_dict({"axis": int(axis)}))  # type: ignore[no-any-return]
+
+
+def broadcast_to(x: Any, shape: Sequence[int]) -> Tensor:
+    """``x`` broadcast to ``shape`` (a new contiguous tensor)."""
+    return _dispatch("tfrt_test.broadcast_to", (x,), attrs_from_dict({"shape": list(shape)}))  # type: ignore[no-any-return]
+
+
+def async_copy(x: Any) -> Tensor:
+    """A copy of ``x`` made by a task on the work queue (a future tensor; for testing)."""
+    return _dispatch("tfrt_test.async.noop", (x,), EMPTY_ATTRS)  # type: ignore[no-any-return]
+
+
+def wait(tensors: Sequence[TensorHandle]) -> None:
+    """Block until every tensor in ``tensors`` is available."""
+    pending = [t.tensor_av for t in tensors if not t.is_available()]
+    if pending:
+        runtime().host.await_values(pending)
+
+
+__all__ = [
+    "EagerOpError",
+    "EagerRuntimeError",
+    "ExecutionContext",
+    "Tensor",
+    "abs",
+    "add",
+    "argmax",
+    "async_copy",
+    "broadcast_to",
+    "cast",
+    "concat",
+    "configure",
+    "constant",
+    "core_runtime",
+    "divide",
+    "equal",
+    "execute",
+    "exp",
+    "expand_dims",
+    "log",
+    "matmul",
+    "maximum",
+    "minimum",
+    "multiply",
+    "neg",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_sum",
+    "relu",
+    "request",
+    "reshape",
+    "runtime",
+    "sigmoid",
+    "softmax",
+    "sqrt",
+    "square",
+    "squeeze",
+    "subtract",
+    "tanh",
+    "transpose",
+    "wait",
+]

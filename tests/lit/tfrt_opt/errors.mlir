@@ -1,0 +1,55 @@
+// RUN: tfrt_opt -split-input-file -verify-diagnostics %s
+// no_bef_translation
+
+func.func @wrong_count() -> i32 {
+  // expected-error @+1 {{'tfrt.return' op has 0 operands, but enclosing function returns 1}}
+  tfrt.return
+}
+
+// -----
+
+func.func @wrong_type(%x: f32) -> i32 {
+  // expected-error @+1 {{type of return operand 0 ('f32') doesn't match function result type ('i32')}}
+  tfrt.return %x : f32
+}
+
+// -----
+
+func.func @cost() {
+  %c = tfrt.constant.i32 1
+  // expected-error @+1 {{op cost value must be larger than 0}}
+  %t = tfrt_test.test_cost %c {id = 0 : i64, _tfrt_cost = 0 : i64} : i32
+  tfrt.return
+}
+
+// -----
+
+func.func @shape() {
+  // expected-error @+1 {{'ts.build_shape' op result #0 must be !ts.shape type}}
+  %s = "ts.build_shape"() {value = [1 : i64]} : () -> i32
+  tfrt.return
+}
+
+// -----
+
+func.func @undefined() {
+  // expected-error @+1 {{use of undeclared SSA value name}}
+  %y = tfrt.add.i32 %nope, %nope
+  tfrt.return
+}
+
+// -----
+
+func.func @call() {
+  // expected-error @+1 {{'missing_callee' does not reference a valid function}}
+  tfrt.call @missing_callee() : () -> ()
+  tfrt.return
+}
+
+// -----
+
+func.func @mismatch(%x: i32) {
+  // expected-error @+1 {{use of value '%x' expects different type than prior uses: 'f32' vs 'i32'}}
+  %y = tfrt.add.f32 %x, %x
+  tfrt.return
+}
