@@ -497,8 +497,18 @@ def argmax(x: Any, axis: int = 0) -> Tensor:
 
 def softmax(x: Any, axis: int = -1) -> Tensor:
     """Softmax along ``axis`` (floating point only; max-subtracted, so stable)."""
+    if axis == -1:
+        try:
+            r = _softmax_fast(x._t)
+            if r is not None:
+                return _wrap(r)
+        except Exception:  # noqa: BLE001, S110 - the general path reports errors
+            pass
     attrs = EMPTY_ATTRS if axis == -1 else attrs_from_dict({"axis": int(axis)})
     return _dispatch("tfrt_test.softmax", (x,), attrs)  # type: ignore[no-any-return]
+
+
+_softmax_fast = cpu_op_registry().get("tfrt_test.softmax").fast  # type: ignore[union-attr]
 
 
 def cast(x: Any, dtype: DType | str) -> Tensor:

@@ -15,11 +15,12 @@ import sys
 import lit.formats
 
 config.name = "pytfrt"
-config.test_format = lit.formats.ShTest(execute_external=False)
+config.test_source_root = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(os.path.dirname(config.test_source_root))
+# Every test runs from the repository root (as TFRT's do), so program paths are root-relative.
+config.test_format = lit.formats.ShTest(execute_external=False, preamble_commands=[f"cd {REPO_ROOT}"])
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["Inputs", "lit.cfg.py"]
-config.test_source_root = os.path.dirname(__file__)
-REPO_ROOT = os.path.dirname(os.path.dirname(config.test_source_root))
 config.test_exec_root = os.path.join(REPO_ROOT, "build", "lit")
 
 bin_dir = os.path.dirname(sys.executable)
@@ -33,6 +34,23 @@ filecheck = shutil.which("filecheck", path=config.environment["PATH"]) or "filec
 config.substitutions.append(("FileCheck", filecheck))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%repo", REPO_ROOT))
+
+
+def _newest_mtime(*dirs: str) -> float:
+    """The newest modification time of the ``.py`` files under ``dirs``."""
+    newest = 0.0
+    for top in dirs:
+        for dirpath, _, files in os.walk(top):
+            for name in files:
+                if name.endswith(".py"):
+                    newest = max(newest, os.path.getmtime(os.path.join(dirpath, name)))
+    return newest
+
+
+# A cached .bef is stale if the compiler (front end or BEF writer) changed after it was written.
+COMPILER_MTIME = _newest_mtime(
+    os.path.join(REPO_ROOT, "src", "pytfrt", "mlir"), os.path.join(REPO_ROOT, "src", "pytfrt", "bef")
+)
 
 
 def _translate_all() -> None:
@@ -52,7 +70,9 @@ def _translate_all() -> None:
             with open(src, encoding="utf-8") as fh:
                 if "no_bef_translation" in fh.read():
                     continue
-            if os.path.exists(dst) and os.path.getmtime(dst) >= os.path.getmtime(src):
+            if os.path.exists(dst) and os.path.getmtime(dst) >= max(
+                os.path.getmtime(src), COMPILER_MTIME
+            ):
                 continue
             rel = os.path.relpath(src, REPO_ROOT)
             try:

@@ -142,7 +142,7 @@ def locations() -> st.SearchStrategy[Location]:
     return st.recursive(
         st.one_of(st.just(UNKNOWN_LOC), flc),
         lambda inner: st.one_of(
-            st.builds(NameLoc, st.text(max_size=5), inner),
+            st.builds(NameLoc, st.text(st.characters(blacklist_characters="\0"), max_size=5), inner),
             st.builds(CallSiteLoc, inner, inner),
             st.lists(inner, max_size=3).map(lambda ls: FusedLoc(tuple(ls))),
         ),
@@ -151,7 +151,7 @@ def locations() -> st.SearchStrategy[Location]:
 
 
 @st.composite
-def _function(draw: st.DrawFn, name: str, callable_count: int, kind: FunctionKind) -> Function:
+def _function(draw: st.DrawFn, name: str, callees: list[int], kind: FunctionKind) -> Function:
     nargs = draw(st.integers(0, 3))
     register_types = [draw(st.sampled_from(TYPES)) for _ in range(nargs)]
     kernels = []
@@ -164,9 +164,7 @@ def _function(draw: st.DrawFn, name: str, callable_count: int, kind: FunctionKin
             draw(st.sets(st.sampled_from(["value", "id", "b", "a_1", "zz"]), max_size=3))
         )
         attrs = [(n, draw(attributes())) for n in names]
-        refs = (
-            draw(st.lists(st.integers(0, callable_count - 1), max_size=2)) if callable_count else []
-        )
+        refs = draw(st.lists(st.sampled_from(callees), max_size=2)) if callees else []
         kernels.append(
             Kernel(
                 draw(st.sampled_from(["tfrt.add.i32", "k.op", "tfrt.merge.chains", "x.y.z"])),
@@ -202,15 +200,16 @@ def programs(draw: st.DrawFn) -> Program:
         functions.append(Function("native", FunctionKind.NATIVE, ["i32"], ["i32"]))
     for i in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from([FunctionKind.BEF, FunctionKind.SYNC]))
+        callees = [j for j, f in enumerate(functions) if f.name]
         if draw(st.booleans()):  # a region body used by a kernel of the next function
-            body = draw(_function("", len(functions), FunctionKind.BEF))
+            body = draw(_function("", callees, FunctionKind.BEF))
             functions.append(body)
-            fn = draw(_function(f"f{i}", len(functions) - 1, kind))
+            fn = draw(_function(f"f{i}", callees, kind))
             fn.kernels.append(
                 Kernel("tfrt.repeat.i32", [], [], functions=[len(functions) - 1], num_regions=1)
             )
         else:
-            fn = draw(_function(f"f{i}", len(functions), kind))
+            fn = draw(_function(f"f{i}", callees, kind))
         functions.append(fn)
     return Program(functions).finalize()
 

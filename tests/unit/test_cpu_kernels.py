@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from op_records import OP_RECORDS, OpRecord, record_cases
 from tensor_harness import registry, run
@@ -19,6 +19,7 @@ from pytfrt.tensor.dtype import DType
     record_cases(),
     ids=[r.kernel_name(d) for r, d in record_cases()],
 )
+@settings(max_examples=20)
 @given(data=st.data())
 def test_kernel_matches_numpy(record: OpRecord, dtype: DType, data: st.DataObject) -> None:
     shapes = data.draw(record.shapes, label="shapes")

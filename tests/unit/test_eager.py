@@ -232,7 +232,7 @@ def test_string_tensors() -> None:
     s = te.constant(["a", "bc"])
     assert "StringHostTensor shape = [2]" in s.format()
     assert list(s.numpy()) == ["a", "bc"]
-    with pytest.raises(te.EagerOpError, match="StringHostTensor"):
+    with pytest.raises(te.EagerOpError, match="does not support dtype str"):
         te.relu(s)
 
 
@@ -241,8 +241,7 @@ def test_python_scalars_and_arrays_as_inputs() -> None:
     np.testing.assert_allclose(te.add(x, 1).numpy(), [2.0, 3.0])
     np.testing.assert_allclose(te.multiply(np.float32(2), x).numpy(), [2.0, 4.0])
     np.testing.assert_allclose((x + x).numpy(), [2.0, 4.0])
-    np.testing.assert_allclose((x @ te.reshape(x, [2, 1]).numpy().reshape(2)).numpy()
-                               if False else te.concat([x, x]).numpy(), [1, 2, 1, 2])
+    np.testing.assert_allclose(te.concat([x, x]).numpy(), [1, 2, 1, 2])
 
 
 def test_argmax_and_squeeze() -> None:

@@ -73,7 +73,9 @@ def test_div_i64_truncates_toward_zero(a: int, b: int) -> None:
     assert integer.div_i64(a, b) == (q, r)
 
 
-@pytest.mark.parametrize("a,b,q,r", [(7, 2, 3, 1), (-7, 2, -3, -1), (7, -2, -3, 1), (-7, -2, 3, -1)])
+@pytest.mark.parametrize(
+    "a,b,q,r", [(7, 2, 3, 1), (-7, 2, -3, -1), (7, -2, -3, 1), (-7, -2, 3, -1)]
+)
 def test_div_i32_sign_table(a: int, b: int, q: int, r: int) -> None:
     assert integer.div_i32(a, b) == (q, r)
 

@@ -130,7 +130,11 @@ func.func @m(%i: i32) -> i32 {
 }
 """
     prog = compile_mlir(text, "k.mlir")
-    assert [f.kind for f in prog.functions] == [FunctionKind.NATIVE, FunctionKind.SYNC, FunctionKind.BEF]
+    assert [f.kind for f in prog.functions] == [
+        FunctionKind.NATIVE,
+        FunctionKind.SYNC,
+        FunctionKind.BEF,
+    ]
     call, case = prog.get("m").kernels
     assert call.functions == [1] and call.function_attr_names == ["callee"]
     assert case.functions == [1, 0] and case.function_attr_names == ["branches"]
@@ -153,7 +157,11 @@ def test_playground_programs_parse_in_2020_syntax() -> None:
     ]  # fmt: skip
     assert fn.kernels[3].location == FileLineColLoc("nqueens.mlir", 6, 3)
     xor = compile_mlir((DATA / "mlp_xor.mlir").read_text(), "mlp_xor.mlir")
-    assert [f.name for f in xor.functions] == ["test_sigmoid", "test_sigmoid_gradient", "xor_inference"]
+    assert [f.name for f in xor.functions] == [
+        "test_sigmoid",
+        "test_sigmoid_gradient",
+        "xor_inference",
+    ]
     merge = next(k for k in xor.get("xor_inference").kernels if k.name == "tfrt.merge.chains")
     assert len(merge.operands) == 6
     assert "tfrt_dht.print_tensor" in [k.name for k in xor.get("test_sigmoid").kernels]
@@ -162,36 +170,71 @@ def test_playground_programs_parse_in_2020_syntax() -> None:
 @pytest.mark.parametrize(
     ("text", "message", "line", "col"),
     [
-        ("func.func @f() {\n  %x = tfrt.new.chain\n}\n", "all functions need to have a tfrt.return", 2, 3),
+        (
+            "func.func @f() {\n  %x = tfrt.new.chain\n}\n",
+            "all functions need to have a tfrt.return",
+            2,
+            3,
+        ),
         ("func.func @f()\n", "external functions are not allowed", 1, 1),
         (
             'func.func @f() {\n  "x.y"() {fn = @missing_callee} : () -> ()\n  tfrt.return\n}\n',
-            "function @missing_callee not defined", 2, 3,
+            "function @missing_callee not defined",
+            2,
+            3,
         ),
         (
             "func.func @f(%a: i32) -> i32 attributes {tfrt.sync} {\n  tfrt.return %a : i32\n}\n",
-            "return value 0 is an argument in a sync function", 2, 3,
+            "return value 0 is an argument in a sync function",
+            2,
+            3,
         ),
         (
             "func.func @f() -> i32 {\n  %a = tfrt.constant.i32 1\n  tfrt.return %a : i32\n"
             "  %b = tfrt.constant.i32 1\n  tfrt.return %b : i32\n}\n",
-            "return op must be at the end of its block", 3, 3,
+            "return op must be at the end of its block",
+            3,
+            3,
         ),
         (
             "func.func @f() {\n  %a = tfrt.constant.i32 1\n  tfrt.repeat.i32 %a {\n"
             "    %c = tfrt.add.i32 %a, %a\n    tfrt.return\n  }\n  tfrt.return\n}\n",
-            "BEF executor only supports references to kernels within the current region", 4, 5,
+            "BEF executor only supports references to kernels within the current region",
+            4,
+            5,
         ),
-        ("func.func @f() {\n  tfrt.call @missing_callee() : () -> ()\n  tfrt.return\n}\n",
-         "'missing_callee' does not reference a valid function", 2, 3),
-        ("func.func @f() {\n  %x = tfrt.add.i32 %y, %y\n  tfrt.return\n}\n",
-         "use of undeclared SSA value name", 2, 21),
-        ("func.func @f() -> i32 {\n  tfrt.return\n}\n",
-         "has 0 operands, but enclosing function returns 1", 2, 3),
-        ("func.func @f() {\n  %a = tfrt.constant.i32 1\n  %b = tfrt_test.test_cost %a {_tfrt_cost = 0 : i64} : i32\n  tfrt.return\n}\n",
-         "op cost value must be larger than 0", 3, 3),
-        ('func.func @f() {\n  %s = "ts.build_shape"() {value = [1 : i64]} : () -> i32\n  tfrt.return\n}\n',
-         "'ts.build_shape' op result #0 must be !ts.shape type", 2, 3),
+        (
+            "func.func @f() {\n  tfrt.call @missing_callee() : () -> ()\n  tfrt.return\n}\n",
+            "'missing_callee' does not reference a valid function",
+            2,
+            3,
+        ),
+        (
+            "func.func @f() {\n  %x = tfrt.add.i32 %y, %y\n  tfrt.return\n}\n",
+            "use of undeclared SSA value name",
+            2,
+            21,
+        ),
+        (
+            "func.func @f() -> i32 {\n  tfrt.return\n}\n",
+            "has 0 operands, but enclosing function returns 1",
+            2,
+            3,
+        ),
+        (
+            "func.func @f() {\n  %a = tfrt.constant.i32 1\n"
+            "  %b = tfrt_test.test_cost %a {_tfrt_cost = 0 : i64} : i32\n  tfrt.return\n}\n",
+            "op cost value must be larger than 0",
+            3,
+            3,
+        ),
+        (
+            'func.func @f() {\n  %s = "ts.build_shape"() {value = [1 : i64]} : () -> i32\n'
+            "  tfrt.return\n}\n",
+            "'ts.build_shape' op result #0 must be !ts.shape type",
+            2,
+            3,
+        ),
         ("func.func @f() {\n  %a = tfrt.constant.i32 1 +\n}\n", "", 2, 28),
     ],
 )

@@ -65,7 +65,8 @@ def test_create_fill_set_equal_for_every_dtype(dtype: dt.DType) -> None:
             chain=False).value()
     assert t.dtype is dtype and t.array.shape == (2, 3)
     one = True if dtype is dt.I1 else 1
-    assert run(f"tfrt_dht.fill_tensor_with_constant.{dtype.mlir_name}", [t], [one]).diagnostics == []
+    fill = run(f"tfrt_dht.fill_tensor_with_constant.{dtype.mlir_name}", [t], [one])
+    assert fill.diagnostics == []
     assert np.all(t.array == dtype.np_dtype.type(one))
     vals = tuple(bool(i % 2) if dtype is dt.I1 else i for i in range(6))
     run(f"tfrt_dht.set_tensor_with_constant_values.{dtype.mlir_name}", [t], [vals])

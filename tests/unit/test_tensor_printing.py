@@ -42,14 +42,18 @@ def test_truncation_after_16_values() -> None:
 
 
 def test_rank0_and_empty() -> None:
-    assert str(dht(2.0, dt.F32)) == "DenseHostTensor dtype = f32, shape = [], values = [2.000000e+00]"
+    assert str(dht(2.0, dt.F32)) == (
+        "DenseHostTensor dtype = f32, shape = [], values = [2.000000e+00]"
+    )
     assert str(dht(np.zeros(0), dt.I32)) == "DenseHostTensor dtype = i32, shape = [0], values = []"
 
 
 def test_f16_bf16_print_raw_bits() -> None:
     t = dht([1.0, -2.0], dt.F16)
     bits = np.array([1.0, -2.0], np.float16).view(np.uint16).tolist()
-    assert str(t) == f"DenseHostTensor dtype = f16, shape = [2], values = [fp16({bits[0]}), fp16({bits[1]})]"
+    assert str(t) == (
+        f"DenseHostTensor dtype = f16, shape = [2], values = [fp16({bits[0]}), fp16({bits[1]})]"
+    )
     assert bits == [15360, 49152]
     b = dht([1.0], dt.BF16)
     assert str(b) == "DenseHostTensor dtype = bf16, shape = [1], values = [bf16(16256)]"
@@ -79,7 +83,10 @@ def test_float_format_matches_c_printf(values: list[float]) -> None:
 
 
 def test_dtype_names_codes_and_numpy() -> None:
-    names = "u8 u16 u32 u64 i1 i8 i16 i32 i64 bf16 f16 f32 f64 str complex64 complex128 qu8 qu16 qi8 qi16 qi32"
+    names = (
+        "u8 u16 u32 u64 i1 i8 i16 i32 i64 bf16 f16 f32 f64 str complex64 complex128 "
+        "qu8 qu16 qi8 qi16 qi32"
+    )
     for name in names.split():
         d = dt.dtype_from_name(name)
         assert d.name == name

@@ -37,6 +37,7 @@ class RawKernel:
     stream_id: int
     used_by: list[list[int]]
     record_start: int
+    num_regions: int | None = None
 
 
 @dataclass

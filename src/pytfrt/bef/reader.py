@@ -226,11 +226,13 @@ class _Reader:
                         raw_attrs[offset] if self.typed_attrs is None else self.typed_attrs[offset]
                     )
                     attributes.append((names[j] if names else f"attr{j}", value))
-                trailing = 0
-                for f in reversed(raw.functions):
-                    if index[f][1]:
-                        break
-                    trailing += 1
+                trailing = raw.num_regions
+                if trailing is None:  # no FunctionAttrNames: regions are the anonymous tail
+                    trailing = 0
+                    for f in reversed(raw.functions):
+                        if index[f][1]:
+                            break
+                        trailing += 1
                 fn.kernels.append(
                     Kernel(
                         raw.name,
@@ -359,10 +361,16 @@ class _Reader:
             at = c.pos
             if c.vbr() != len(rec.kernels) + 1:
                 raise c.fail("kernel count does not match the function record", at)
-            if counted and c.vbr() != 0:
+            if counted and (c.vbr(), c.vbr()) != (0, 0):
                 raise c.fail("the pseudo kernel has no function attributes", at)
             per_kernel = []
             for raw in rec.kernels:
+                if counted:
+                    at = c.pos
+                    regions = c.vbr()
+                    if regions > len(raw.functions):
+                        raise c.fail(f"region count {regions} exceeds the kernel's functions", at)
+                    raw.num_regions = regions
                 n = c.count("name") if counted else len(raw.attribute_offsets)
                 per_kernel.append([c.string(self.strings, "attribute name") for _ in range(n)])
             result[i] = per_kernel

@@ -221,10 +221,10 @@ class _Writer:
         registers = bytearray(vbr(len(self.bodies)))
         for fn in self.bodies:
             names += vbr(len(fn.kernels) + 1)
-            func_names += vbr(len(fn.kernels) + 1) + vbr(0)
+            func_names += vbr(len(fn.kernels) + 1) + vbr(0) + vbr(0)
             for kern in fn.kernels:
                 names += b"".join(vbr(self.string_offsets[n]) for n, _ in kern.attributes)
-                func_names += vbr(len(kern.function_attr_names))
+                func_names += vbr(kern.num_regions) + vbr(len(kern.function_attr_names))
                 func_names += b"".join(
                     vbr(self.string_offsets[n]) for n in kern.function_attr_names
                 )

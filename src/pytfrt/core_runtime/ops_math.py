@@ -283,6 +283,12 @@ def _sigmoid_ufunc(a: Any) -> Any:
     return fn(a)
 
 
+def _fast_softmax(a: Any) -> Any:
+    if a.dtype.kind == "f" and a.dtype.itemsize >= 4 and a.ndim >= 1:
+        return softmax(a, -1)
+    return None
+
+
 # -- registration ------------------------------------------------------------------------------
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -407,7 +413,8 @@ def register(ops: OpRegistry) -> None:
                          unary_metadata(name, float_only=True), pure, fast=fast))
     for name, ufn in _UNARY.items():
         ops.add(OpRecord(name, _unary_dispatch(ufn, False), unary_metadata(name), pure))
-    ops.add(OpRecord("tfrt_test.softmax", _softmax, _softmax_metadata, pure))
+    ops.add(OpRecord("tfrt_test.softmax", _softmax, _softmax_metadata, pure,
+                     fast=_fast_softmax))
     ops.add(OpRecord("tfrt_test.reduce_mean", _reduce(np.mean, mean=True),
                      reduce_metadata("tfrt_test.reduce_mean", float_only=True), pure))
     ops.add(OpRecord("tfrt_test.reduce_sum", _reduce(np.sum),

@@ -207,11 +207,11 @@ def build_function_info(
     for r in fn.return_registers:
         returned[r] = returned.get(r, 0) + 1
     elide = _elidable_registers(fn.num_registers, kernels, returned)
-    for k in kernels[1:]:
-        k.operand_elide = tuple(elide[r] for r in k.operands)
-        k.result_info = tuple(
+    for info in kernels[1:]:
+        info.operand_elide = tuple(elide[r] for r in info.operands)
+        info.result_info = tuple(
             (r, users, user_counts[r], elide[r])
-            for r, users in zip(k.results, k.used_by, strict=True)
+            for r, users in zip(info.results, info.used_by, strict=True)
         )
     ref_counts = {r: user_counts[r] + 1 for r in returned}
     return FunctionInfo(

@@ -505,6 +505,8 @@ class KernelRegistry:
         self._kernels: dict[str, KernelEntry] = {}
         self._types: dict[str, str] = {}
         self._lazy: list[tuple[str, tuple[str, ...]]] = []
+        self.load_errors: list[str] = []
+        """Lazy libraries that failed to load, as ``module: error`` strings."""
 
     def add_lazy_library(self, module_name: str, prefixes: Sequence[str] = ()) -> None:
         """Register the kernels of ``module_name`` on first need (keeps start-up fast).
@@ -526,7 +528,12 @@ class KernelRegistry:
             for lib in matching:
                 self._lazy.remove(lib)
             for module_name, _ in matching:
-                self.add_module(importlib.import_module(module_name))
+                # A broken library must not hide the kernels of the others: record the failure
+                # and report it only if a kernel stays unknown.
+                try:
+                    self.add_module(importlib.import_module(module_name))
+                except Exception as exc:  # noqa: BLE001 - kept for the unknown-kernel error
+                    self.load_errors.append(f"{module_name}: {type(exc).__name__}: {exc}")
 
     def add_kernel(
         self, name: str, fn: Callable[..., Any], kind: KernelKind = KernelKind.ASYNC
@@ -581,6 +588,12 @@ class KernelRegistry:
         """
         entry = self.find(name)
         if entry is None:
+            if self.load_errors:
+                raise RegistryError(
+                    f"unknown kernel name '{name}' (kernel libraries that failed to load: "
+                    + "; ".join(self.load_errors)
+                    + ")"
+                )
             raise RegistryError(f"unknown kernel name '{name}'")
         return entry
 

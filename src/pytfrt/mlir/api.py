@@ -35,7 +35,9 @@ class ParsedModule:
     positions: dict[Operation, int] = field(default_factory=dict)
     explicit_unknown: set[Operation] = field(default_factory=set)
 
-    def diagnostic(self, op: Operation | None, message: str, severity: str = "error") -> MlirDiagnostic:
+    def diagnostic(
+        self, op: Operation | None, message: str, severity: str = "error"
+    ) -> MlirDiagnostic:
         """A diagnostic at ``op`` (or without position)."""
         pos = self.positions.get(op, -1) if op is not None else -1
         if pos < 0:
@@ -66,16 +68,17 @@ def parse_source(text: str, filename: str) -> ParsedModule:
 def verify_module(parsed: ParsedModule) -> None:
     """Run the verifiers; raises :class:`MlirError` with every failure."""
     diags: list[MlirDiagnostic] = []
-    symbols = {
-        op.sym_name.data for op in parsed.module.walk() if isinstance(op, FuncOp)
-    }
+    symbols = {op.sym_name.data for op in parsed.module.walk() if isinstance(op, FuncOp)}
     for op in parsed.module.walk():
         if isinstance(op, b.UnregisteredOp):
             continue
         try:
             if isinstance(op, CallOp):
                 callee = op.attributes.get("callee")
-                if isinstance(callee, b.SymbolRefAttr) and callee.root_reference.data not in symbols:
+                if (
+                    isinstance(callee, b.SymbolRefAttr)
+                    and callee.root_reference.data not in symbols
+                ):
                     diags.append(
                         parsed.diagnostic(
                             op,

@@ -36,7 +36,7 @@ class UnsupportedAttribute(Exception):
     """The attribute has no BEF encoding."""
 
 
-_FLOAT_NAMES = {
+_FLOAT_NAMES: dict[type, str] = {
     b.Float16Type: "f16",
     b.BFloat16Type: "bf16",
     b.Float32Type: "f32",
@@ -93,7 +93,7 @@ def dense_bytes(attr: b.DenseIntOrFPElementsAttr) -> pa.DenseAttr:
     count = 1
     for d in shape:
         count *= d
-    values = list(attr.get_values())  # type: ignore[call-overload]
+    values: list = list(attr.get_values())  # type: ignore[call-overload]
     if len(values) == 1 and count != 1:
         values = values * count
     if dtype in ("complex64", "complex128"):
@@ -115,7 +115,9 @@ def dense_bytes(attr: b.DenseIntOrFPElementsAttr) -> pa.DenseAttr:
     return pa.DenseAttr(dtype, shape, data)
 
 
-def convert_attribute(attr: XAttr, compiled: set[str] | frozenset[str] = frozenset()) -> pa.Attribute:
+def convert_attribute(
+    attr: XAttr, compiled: set[str] | frozenset[str] = frozenset()
+) -> pa.Attribute:
     """Convert one attribute value; raises :class:`UnsupportedAttribute`."""
     if isinstance(attr, b.IntegerAttr):
         name = int_type_name(attr.type)
@@ -170,7 +172,8 @@ def convert_location(loc: XAttr) -> pl.Location:
     if isinstance(loc, b.NameLoc):
         child = loc.location
         return pl.NameLoc(
-            loc.desc.data, pl.UNKNOWN_LOC if isinstance(child, b.NoneAttr) else convert_location(child)
+            loc.desc.data,
+            pl.UNKNOWN_LOC if isinstance(child, b.NoneAttr) else convert_location(child),
         )
     if isinstance(loc, b.CallSiteLoc):
         return pl.CallSiteLoc(convert_location(loc.callee), convert_location(loc.caller))

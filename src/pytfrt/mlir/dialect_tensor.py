@@ -27,7 +27,9 @@ def _dht_specs() -> list[OpSpec]:
     for t in DHT_DTYPES:
         for r in range(6):
             rows.append(
-                OpSpec(f"tfrt_dht.create_uninitialized_tensor.{t}.{r}", "attr", (), (TENSOR,), "shape")
+                OpSpec(
+                    f"tfrt_dht.create_uninitialized_tensor.{t}.{r}", "attr", (), (TENSOR,), "shape"
+                )
             )
         rows.append(
             OpSpec(f"tfrt_dht.fill_tensor_with_constant.{t}", "attr", (TENSOR, CHAIN), (CHAIN,))
@@ -71,13 +73,19 @@ def _coo_specs() -> list[OpSpec]:
     for t in ("f32", "i32"):
         for r in range(4):
             rows.append(
-                OpSpec(f"coo.convert_dht_to_coo.{t}.{r}", "simple", (TENSOR, CHAIN), (TENSOR, CHAIN))
+                OpSpec(
+                    f"coo.convert_dht_to_coo.{t}.{r}", "simple", (TENSOR, CHAIN), (TENSOR, CHAIN)
+                )
             )
             rows.append(
-                OpSpec(f"coo.convert_coo_to_dht.{t}.{r}", "simple", (TENSOR, CHAIN), (TENSOR, CHAIN))
+                OpSpec(
+                    f"coo.convert_coo_to_dht.{t}.{r}", "simple", (TENSOR, CHAIN), (TENSOR, CHAIN)
+                )
             )
             rows.append(
-                OpSpec(f"coo.tensor_equal.{t}.{r}", "simple", (TENSOR, TENSOR, CHAIN), ("i1", CHAIN))
+                OpSpec(
+                    f"coo.tensor_equal.{t}.{r}", "simple", (TENSOR, TENSOR, CHAIN), ("i1", CHAIN)
+                )
             )
     return rows
 

@@ -32,13 +32,13 @@ from pytfrt.mlir.ops_base import (
     make_op_classes,
     parse_attr_dict,
     parse_attr_dict_with_keyword,
-    print_attr_dict_with_keyword,
     parse_operand_list,
     parse_paren_operands,
     parse_region_with_args,
     parse_type_list,
     parse_types_after_colon,
     print_attr_dict,
+    print_attr_dict_with_keyword,
     print_operand_list,
     print_type_list,
     resolve,
@@ -73,7 +73,9 @@ def _fn_type(parser: Parser) -> FunctionType:
     return parser.parse_function_type()
 
 
-def _print_fn_type(printer: Printer, inputs: Sequence[Attribute], outputs: Sequence[Attribute]) -> None:
+def _print_fn_type(
+    printer: Printer, inputs: Sequence[Attribute], outputs: Sequence[Attribute]
+) -> None:
     printer.print_string(" : ")
     printer.print_attribute(FunctionType.from_lists(list(inputs), list(outputs)))
 
@@ -251,9 +253,9 @@ class CondOp(TfrtOp):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.operands[0])
-        printer.print_string(
-            f" @{_sym(self.attributes.get('a_true_fn'))} @{_sym(self.attributes.get('b_false_fn'))} ("
-        )
+        true_fn = _sym(self.attributes.get("a_true_fn"))
+        false_fn = _sym(self.attributes.get("b_false_fn"))
+        printer.print_string(f" @{true_fn} @{false_fn} (")
         printer.print_list(self.operands[1:], printer.print_operand)
         printer.print_string(")")
         print_attr_dict(printer, self.attributes, "a_true_fn", "b_false_fn")
@@ -499,7 +501,7 @@ def tfrt_dialect() -> Dialect:
 
     ops = make_op_classes(_specs()) + SPECIAL_OPS
     types = [cls for name, cls in TYPE_CLASSES.items() if name.startswith("tfrt.")]
-    return Dialect("tfrt", ops, types)
+    return Dialect("tfrt", ops, list(types))  # type: ignore[arg-type]
 
 
 __all__ = ["tfrt_dialect", "expand"]

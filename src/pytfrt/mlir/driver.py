@@ -89,5 +89,8 @@ def read_input(path: str, binary: bool = False) -> str | bytes:
     """Read a file (``-`` = stdin). Raises OSError."""
     if path == "-":
         return sys.stdin.buffer.read() if binary else sys.stdin.read()
-    with open(path, "rb" if binary else "r", **({} if binary else {"encoding": "utf-8"})) as fh:
+    if binary:
+        with open(path, "rb") as fh:
+            return fh.read()
+    with open(path, encoding="utf-8") as fh:
         return fh.read()

@@ -272,8 +272,7 @@ class _Lowerer:
             isinstance(value, b.ArrayAttr)
             and value.data
             and all(
-                isinstance(e, b.SymbolRefAttr) and not e.nested_references.data
-                for e in value.data
+                isinstance(e, b.SymbolRefAttr) and not e.nested_references.data for e in value.data
             )
         ):
             out = []

@@ -88,8 +88,7 @@ def check_results(op: Operation, expected: Sequence[str]) -> None:
     for i, (res, want) in enumerate(zip(op.results, expected, strict=True)):
         if res.type != make_type(want):
             raise VerifyException(
-                f"'{op.name}' op result #{i} must be {want} type, but got "
-                f"'{type_str(res.type)}'"
+                f"'{op.name}' op result #{i} must be {want} type, but got '{type_str(res.type)}'"
             )
 
 
@@ -98,14 +97,11 @@ def check_operands(op: Operation, expected: Sequence[str]) -> None:
     n = len(op.operands)
     chain = make_type(CHAIN)
     if n != len(expected) and not (n == len(expected) + 1 and op.operands[-1].type == chain):
-        raise VerifyException(
-            f"'{op.name}' op requires {len(expected)} operands, but found {n}"
-        )
+        raise VerifyException(f"'{op.name}' op requires {len(expected)} operands, but found {n}")
     for i, (val, want) in enumerate(zip(op.operands, expected, strict=False)):
         if val.type != make_type(want):
             raise VerifyException(
-                f"'{op.name}' op operand #{i} must be {want} type, but got "
-                f"'{type_str(val.type)}'"
+                f"'{op.name}' op operand #{i} must be {want} type, but got '{type_str(val.type)}'"
             )
 
 
@@ -118,7 +114,9 @@ def type_str(attr: Attribute) -> str:
 
 # -- parsing helpers ------------------------------------------------------------------------
 def parse_operand_list(parser: Parser) -> list[UnresolvedOperand]:
-    """``%a, %b, ...`` (possibly empty), undelimited."""
+    """``%a, %b, ...`` (possibly empty), undelimited; stops before a next op's ``%r =``."""
+    if getattr(parser, "at_result_definition", lambda: False)():
+        return []
     first = parser.parse_optional_unresolved_operand()
     if first is None:
         return []
@@ -151,9 +149,7 @@ def resolve(
     """Resolve operands against types, with MLIR's count error at the first operand."""
     if len(operands) != len(types):
         at = operands[0].span if operands else None
-        parser.raise_error(
-            f"{len(operands)} operands present, but expected {len(types)}", at
-        )
+        parser.raise_error(f"{len(operands)} operands present, but expected {len(types)}", at)
     return [parser.resolve_operand(o, t) for o, t in zip(operands, types, strict=True)]
 
 
@@ -214,7 +210,7 @@ def parse_value_of_type(parser: Parser, type_: Attribute) -> Attribute:
             return IntegerAttr(int(b), type_)
         return IntegerAttr(parser.parse_integer(allow_boolean=False), type_)
     num = parser.parse_number()
-    return FloatAttr(float(num), type_)  # type: ignore[arg-type]
+    return FloatAttr(float(num), type_)  # type: ignore[arg-type,call-overload]
 
 
 # -- printing helpers -----------------------------------------------------------------------

@@ -18,6 +18,7 @@ to diagnostics by :mod:`pytfrt.mlir.diagnostics`.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from xdsl.context import Context
@@ -31,6 +32,8 @@ from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from pytfrt.mlir.lexer import FastMLIRLexer
+
+_RESULT_DEF = re.compile(r"\s*(?::\s*[0-9]+\s*)?(?:,\s*%[^\s,=:]+\s*(?::\s*[0-9]+\s*)?)*=(?!=)")
 
 #: 2020 op-name prefixes and their later spelling (spec 8.2).
 OP_PREFIX_ALIASES = (("hex.", "tfrt."), ("dht.", "tfrt_dht."))
@@ -91,12 +94,23 @@ class TfrtParser(Parser):
         return loc
 
     def parse_module(self, allow_implicit_module: bool = True):  # type: ignore[override]
+        if self._current_token.kind == MLIRTokenKind.EOF:
+            from xdsl.dialects.builtin import ModuleOp
+
+            return ModuleOp([])  # an empty file is an empty module, as in MLIR
         try:
             return super().parse_module(allow_implicit_module)
         except ParseError as err:
             if err.msg.startswith("values used but not defined"):
                 self.check_undefined_values()
             raise
+
+    def at_result_definition(self) -> bool:
+        """Whether the current ``%x`` token starts the next op's result list (``%x =``)."""
+        tok = self._current_token
+        if tok.kind != MLIRTokenKind.PERCENT_IDENT:
+            return False
+        return _RESULT_DEF.match(self.lexer.input.content, tok.span.end) is not None
 
     # -- 2020 aliases -----------------------------------------------------------------------
     def _get_op_by_name(self, name: str) -> type[Operation]:
@@ -135,7 +149,7 @@ class TfrtParser(Parser):
         return found
 
     # -- MLIR's wording for value errors ----------------------------------------------------
-    def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:
+    def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:  # type: ignore[override]
         name = operand.operand_name
         values = self.ssa_values.get(name)
         if values is None:
@@ -176,4 +190,3 @@ def type_to_str(attr: Attribute) -> str:
     from pytfrt.mlir.printer import attr_to_str
 
     return attr_to_str(attr)
-

@@ -96,9 +96,7 @@ class CorertShapeAttr(Data[tuple[int, ...] | None]):
         if self.data is None:
             printer.print_string("<*>")
         else:
-            printer.print_string(
-                "<" + "x".join("?" if d < 0 else str(d) for d in self.data) + ">"
-            )
+            printer.print_string("<" + "x".join("?" if d < 0 else str(d) for d in self.data) + ">")
 
 
 _SIMPLE: dict[str, Attribute] = {
@@ -112,7 +110,7 @@ _CACHE: dict[str, Attribute] = {}
 
 
 def make_type(text: str) -> Attribute:
-    """Build a type from its printed form (``i32``, ``ui64``, ``f32``, ``complex<f64>``, ``!t.tensor``)."""
+    """Build a type from its printed form (``i32``, ``f32``, ``complex<f64>``, ``!t.tensor``)."""
     found = _CACHE.get(text)
     if found is not None:
         return found
@@ -121,7 +119,7 @@ def make_type(text: str) -> Attribute:
     elif text.startswith("!"):
         found = TYPE_CLASSES[text[1:]]()
     elif text.startswith("complex<") and text.endswith(">"):
-        found = ComplexType(make_type(text[8:-1]))  # type: ignore[arg-type]
+        found = ComplexType(make_type(text[8:-1]))  # type: ignore[arg-type,type-var]
     elif text.startswith("ui"):
         found = IntegerType(int(text[2:]), Signedness.UNSIGNED)
     elif text.startswith("si"):

@@ -3,7 +3,11 @@
 The ``ts``/``tfrt_dht``/``coo``/``tfrt_sht``/``btf`` kernels are in
 :mod:`pytfrt.tensor.kernels` (registered lazily by the built-in registry).
 Depends on :mod:`pytfrt.host`, :mod:`pytfrt.support`, NumPy and ml_dtypes only.
+Floating-point ``RuntimeWarning``s raised from this package's modules (e.g. comparing tensors
+holding ``inf``) are ignored: IEEE results are the intended semantics.
 """
+
+import warnings
 
 from pytfrt.tensor.coo_host_tensor import CooHostTensor as CooHostTensor
 from pytfrt.tensor.dense_host_tensor import AllocationError as AllocationError
@@ -22,6 +26,8 @@ from pytfrt.tensor.shape import ShapeError as ShapeError
 from pytfrt.tensor.shape import TensorMetadata as TensorMetadata
 from pytfrt.tensor.shape import TensorShape as TensorShape
 from pytfrt.tensor.string_host_tensor import StringHostTensor as StringHostTensor
+
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"pytfrt\.tensor(\.|$)")
 
 __all__ = [
     "AllocationError",

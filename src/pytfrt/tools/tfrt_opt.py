@@ -52,7 +52,10 @@ def _stream_remarks(parsed) -> list:  # type: ignore[no-untyped-def]
     from pytfrt.mlir.lowering import lower_module_with_ops
 
     program, function_ops = lower_module_with_ops(
-        parsed.module, parsed.source.name, parsed.positions, parsed.source,
+        parsed.module,
+        parsed.source.name,
+        parsed.positions,
+        parsed.source,
         parsed.explicit_unknown,
     )
     diags = []

@@ -121,8 +121,10 @@ def _bef_to_mlir(args: argparse.Namespace) -> int:
         return 1
     text = disasm.program_to_mlir(program)
     if getattr(program, "missing_optional_sections", False) or not _has_optional(data):
-        print("warning: Missing AttributeTypes, AttributeNames or RegisterTypes sections.",
-              file=sys.stderr)
+        print(
+            "warning: Missing AttributeTypes, AttributeNames or RegisterTypes sections.",
+            file=sys.stderr,
+        )
     if not args.mlir_print_op_generic:
         from pytfrt.mlir.api import parse_source
         from pytfrt.mlir.diagnostics import MlirError

@@ -7,4 +7,12 @@
   ``tfrt_test.*`` tensor kernels (loaded lazily by the built-in registry).
 
 Depends on :mod:`pytfrt.host` and :mod:`pytfrt.tensor` (+ NumPy).
+
+Floating-point overflow, invalid operations and division by zero follow IEEE semantics silently
+(``inf``/``nan``), as TFRT's kernels do: NumPy's ``RuntimeWarning`` is ignored for warnings
+raised from this package's modules only (a module-scoped warnings filter, idempotent).
 """
+
+import warnings
+
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"pytfrt\.backends\.cpu(\.|$)")
