@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         line = ", ".join(f"{fw} {t:.3f} ({t / ref:.2f}x)" for fw, t in res.items())
         print(f"  {op:8s} {line}")
     print("MLP 784-512-512-10 forward, us/pass (ratio to NumPy)")
-    for batch, n in ((1, max(number // 20, 100)), (256, max(number // 400, 20))):
+    for batch, n in ((1, max(number // 20, 100)), (256, max(number // 2000, 5))):
         res = measure(mlp_cases(peers, batch), n, repeats)
         results["mlp_us"][str(batch)] = res
         ref = res["numpy"]

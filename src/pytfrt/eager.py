@@ -240,9 +240,9 @@ def constant(value: Any, dtype: DType | str | Any = None) -> Tensor:
         return value
     if isinstance(value, TensorHandle):
         return _adopt(value)
-    np_dtype = None
+    np_dtype: Any = None
     if dtype is not None:
-        np_dtype = (dtype_from_name(dtype) if isinstance(dtype, str) else dtype)
+        np_dtype = dtype_from_name(dtype) if isinstance(dtype, str) else dtype
         np_dtype = np_dtype.np_dtype if isinstance(np_dtype, DType) else np.dtype(np_dtype)
     array = np.asarray(value, dtype=np_dtype)
     if array.dtype.kind in "US" or (array.dtype == object and array.size
@@ -508,7 +508,7 @@ def softmax(x: Any, axis: int = -1) -> Tensor:
     return _dispatch("tfrt_test.softmax", (x,), attrs)  # type: ignore[no-any-return]
 
 
-_softmax_fast = cpu_op_registry().get("tfrt_test.softmax").fast  # type: ignore[union-attr]
+_softmax_fast: Callable[..., Any] = cpu_op_registry().get("tfrt_test.softmax").fast  # type: ignore[union-attr,assignment]
 
 
 def cast(x: Any, dtype: DType | str) -> Tensor:

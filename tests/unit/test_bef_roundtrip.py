@@ -142,7 +142,7 @@ def locations() -> st.SearchStrategy[Location]:
     return st.recursive(
         st.one_of(st.just(UNKNOWN_LOC), flc),
         lambda inner: st.one_of(
-            st.builds(NameLoc, st.text(st.characters(blacklist_characters="\0"), max_size=5), inner),
+            st.builds(NameLoc, st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), max_size=5), inner),
             st.builds(CallSiteLoc, inner, inner),
             st.lists(inner, max_size=3).map(lambda ls: FusedLoc(tuple(ls))),
         ),

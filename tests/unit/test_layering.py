@@ -40,6 +40,9 @@ ALLOWED["tools"] = EVERYTHING
 ALLOWED["testing"] = EVERYTHING - {"tools"}
 ROOT = "<root>"  # pytfrt/__init__.py and other top-level modules
 ALLOWED[ROOT] = set()
+# Top-level modules that are layers of their own: pytfrt.eager is the eager API over core_runtime.
+MODULE_LAYERS = {"pytfrt.eager": "eager"}
+ALLOWED["eager"] = ALLOWED["core_runtime"] | {"core_runtime"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ def module_name(path: Path) -> str:
 
 
 def layer_of(name: str) -> str:
+    if name in MODULE_LAYERS:
+        return MODULE_LAYERS[name]
     parts = name.split(".")
     return parts[1] if len(parts) > 1 and (PKG / parts[1]).is_dir() else ROOT
 

@@ -211,3 +211,21 @@ def test_many_concurrent_runs(queue: str, numba_solver: Any) -> None:
         results = [schedule_nqueens(host, n, 3, numba_solver) for n in (8, 9, 10, 8, 9, 10)]
         host.await_values(results)
         assert [r.get() for r in results] == [92, 352, 724, 92, 352, 724]
+
+
+def test_numba_solver_without_a_writable_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A read-only checkout with no user cache: numba refuses cache=True with RuntimeError
+    # ("cannot cache function ... no locator available"); the solver compiles without it.
+    numba = pytest.importorskip("numba")
+    from pytfrt.playground import nqueens_solvers
+
+    real_njit = numba.njit
+
+    def njit_without_cache(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("cache"):
+            raise RuntimeError("cannot cache function: no locator available")
+        return real_njit(*args, **kwargs)
+
+    monkeypatch.setattr(numba, "njit", njit_without_cache)
+    solver = nqueens_solvers._compile_numba()
+    assert solver(8, ()) == 92

@@ -32,7 +32,9 @@ def solver() -> Any:
 
 
 def _cases(max_n: int = 12) -> list[tuple[int, int]]:
-    return [(n, levels) for n in range(1, max_n + 1) for levels in sorted({0, min(n, 2), min(n, 3)})]
+    return [
+        (n, levels) for n in range(1, max_n + 1) for levels in sorted({0, min(n, 2), min(n, 3)})
+    ]
 
 
 def test_single(solver: Any) -> None:

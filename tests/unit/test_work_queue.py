@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -11,7 +13,6 @@ from pytfrt.host import (
     AsyncValue,
     MultiThreadedWorkQueue,
     SingleThreadedWorkQueue,
-    WorkQueueError,
     create_work_queue,
     make_unconstructed,
 )
@@ -107,11 +108,20 @@ def test_s_properties() -> None:
 
 
 def test_s_await_with_nothing_to_run_and_no_other_thread_raises() -> None:
-    if threading.active_count() != 1:
-        pytest.skip("another thread is alive in this process; the deadlock is undetectable")
-    q = SingleThreadedWorkQueue()
-    with pytest.raises(WorkQueueError, match="deadlock"):
-        q.await_values([make_unconstructed()])
+    # In a fresh interpreter, so that no thread left by another test keeps the await waiting.
+    code = (
+        "from pytfrt.host import SingleThreadedWorkQueue, WorkQueueError, make_unconstructed\n"
+        "q = SingleThreadedWorkQueue()\n"
+        "try:\n"
+        "    q.await_values([make_unconstructed()])\n"
+        "except WorkQueueError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert "no other thread can make them available (deadlock)" in out.stdout
 
 
 def test_s_await_wakes_for_a_task_added_by_another_thread() -> None:

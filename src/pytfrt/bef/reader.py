@@ -230,9 +230,16 @@ class _Reader:
                 if trailing is None:  # no FunctionAttrNames: regions are the anonymous tail
                     trailing = 0
                     for f in reversed(raw.functions):
-                        if index[f][1]:
+                        if index[f][1] or f >= i:
                             break
                         trailing += 1
+                for f in raw.functions[len(raw.functions) - trailing :]:
+                    if f >= i or index[f][1] or index[f][0] is FunctionKind.NATIVE:
+                        raise BefError(
+                            f"kernel region function {f} must be an earlier anonymous function",
+                            "Functions",
+                            raw.record_start,
+                        )
                 fn.kernels.append(
                     Kernel(
                         raw.name,

@@ -66,6 +66,7 @@ class _Writer:
         self.module_ids = {name: i for i, name in enumerate(program.compiled_modules)}
         for fn in self.bodies:
             self._check_registers(fn)
+        self._check_regions()
         self.kernel_codes = {name: i for i, name in enumerate(program.kernel_names())}
         self.type_ids: dict[str, int] = {}
         for fn in program.functions:
@@ -87,6 +88,19 @@ class _Writer:
                 f"expected {expected} (arguments plus kernel results)",
                 fn.location,
             )
+
+    def _check_regions(self) -> None:
+        functions = self.program.functions
+        for i, fn in enumerate(functions):
+            for kern in fn.kernels:
+                for f in kern.functions[len(kern.functions) - kern.num_regions :]:
+                    body = functions[f]
+                    if f >= i or body.name or body.kind is FunctionKind.NATIVE:
+                        raise BefWriteError(
+                            f"region of {kern.name} must be an anonymous function collected "
+                            "before the function that contains it",
+                            kern.location,
+                        )
 
     def _strings(self) -> tuple[dict[str, int], bytes]:
         names: set[str] = set(self.kernel_codes) | set(self.type_ids)

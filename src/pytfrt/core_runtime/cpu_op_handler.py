@@ -162,7 +162,9 @@ def dispatch_cpu_op(
     """
     out_md = run_metadata(record, args, attrs, num_results)
     side_effects = not (record.flags & OpFlags.NO_SIDE_EFFECTS)
-    waits = [h._av for h in args if h._t is None and h._av.is_unavailable()]  # type: ignore[union-attr]
+    waits: list[AsyncValue[Any]] = [
+        h._av for h in args if h._t is None and h._av is not None and h._av.is_unavailable()
+    ]
     if side_effects and chain is not None and chain.is_unavailable():
         waits.append(chain)
     location = exec_ctx.location if exec_ctx is not None else None

@@ -101,7 +101,7 @@ def typed_entry(value: Any, kind: str | None = None) -> Entry:
     if isinstance(value, AggregateAttr):
         elems = value.elements
         if elems and all(isinstance(e, (IntAttr, FloatAttr)) for e in elems):
-            types = {e.type for e in elems}  # type: ignore[union-attr]
+            types = {e.type for e in elems if isinstance(e, (IntAttr, FloatAttr))}
             if len(types) == 1:
                 return attr_type_from_mlir(types.pop()), True, value.value
         return OpAttrType.AGGREGATE, False, _aggregate(elems)
@@ -131,8 +131,8 @@ def attrs_from_pairs(pairs: Any, func_pairs: Any = ()) -> OpAttrsRef:
     for raw, is_func in ((pairs, False), (func_pairs, True)):
         items = raw.elements if isinstance(raw, (AggregateAttr, ArrayAttr)) else raw or ()
         for pair in items:
-            elems = pair.elements if isinstance(pair, (AggregateAttr, ArrayAttr)) else pair
-            key, value = elems
+            elems: Any = pair.elements if isinstance(pair, (AggregateAttr, ArrayAttr)) else pair
+            key, value = tuple(elems)
             name = str(plain(key))
             if is_func:
                 values[name] = str(plain(value)).lstrip("@")

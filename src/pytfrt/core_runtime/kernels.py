@@ -24,13 +24,6 @@ import numpy as np
 from pytfrt.core_runtime import kernels_control
 from pytfrt.core_runtime.core_runtime import CoreRuntime, handle_from_av
 from pytfrt.core_runtime.host_tensors import as_dht, format_tensor, metadata_of
-from pytfrt.core_runtime.op_attrs import (
-    OpAttrs,
-    OpAttrsRef,
-    OpAttrType,
-)
-from pytfrt.core_runtime.op_handler import LoggingOpHandler, NullOpHandler, OpHandler
-from pytfrt.core_runtime.op_registry import OpError
 from pytfrt.core_runtime.kernel_attrs import (
     attrs_from_pairs,
     dense_attr_to_array,
@@ -38,6 +31,13 @@ from pytfrt.core_runtime.kernel_attrs import (
     plain,
     typed_entry,
 )
+from pytfrt.core_runtime.op_attrs import (
+    OpAttrs,
+    OpAttrsRef,
+    OpAttrType,
+)
+from pytfrt.core_runtime.op_handler import LoggingOpHandler, NullOpHandler, OpHandler
+from pytfrt.core_runtime.op_registry import OpError
 from pytfrt.core_runtime.tensor_handle import TensorHandle
 from pytfrt.host.async_value import AsyncValue, Chain
 from pytfrt.host.execution_context import ExecutionContext

@@ -124,11 +124,14 @@ class _WhileLoop:
             pred_av = cond_out[1] if len(cond_out) > 1 else cond_out[0]
             pred = self._ready_pred(pred_av)
             if pred is None:
-                pred_av.and_then(lambda: self._resume(values, pred_av))
+                self._wait_then_resume(values, pred_av)
                 return
             if not self._step(values, pred):
                 return
             values = self.body_fn.execute(self.exec_ctx, values)
+
+    def _wait_then_resume(self, values: list[AsyncValue[Any]], pred_av: AsyncValue[Any]) -> None:
+        pred_av.and_then(lambda: self._resume(values, pred_av))
 
     def _ready_pred(self, pred_av: AsyncValue[Any]) -> TensorHandle | None:
         if pred_av.is_unavailable():

@@ -277,10 +277,7 @@ def _fast_sigmoid(a: Any) -> Any:
 
 
 def _sigmoid_ufunc(a: Any) -> Any:
-    global _sigmoid_ufunc
-    fn = sigmoid_ufunc()
-    _sigmoid_ufunc = fn  # later calls skip this indirection
-    return fn(a)
+    return sigmoid_ufunc()(a)
 
 
 def _fast_softmax(a: Any) -> Any:

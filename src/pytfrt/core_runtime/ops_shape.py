@@ -43,7 +43,7 @@ def reshape_dims(dims: Sequence[int], target: Sequence[int]) -> tuple[int, ...]:
     if len(unknown) > 1 or any(d < -1 for d in target):
         raise OpError(f"reshape target {format_dims(target)} is invalid")
     if unknown:
-        known = _num_elements(d for d in target if d != -1)
+        known = _num_elements([d for d in target if d != -1])
         if known == 0 or n % known:
             raise OpError(
                 f"reshape cannot reshape a tensor of shape {format_dims(dims)} into "

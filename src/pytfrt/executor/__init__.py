@@ -5,10 +5,12 @@
 * :class:`SyncBEFFunction` -- ``tfrt.sync`` functions, a straight-line interpreter.
 * :class:`NativeFunction` / :class:`NativeRegistry` -- ``tfrt.native`` declarations.
 
-Tracing hook: if the HostContext has a ``tracer`` attribute that is not ``None``, the async
-executor calls ``tracer.begin_scope(kernel_name, level)`` / ``tracer.end_scope()`` around every
-kernel (``level`` 2 = debug).  One attribute check per invocation, one ``is None`` test per
-kernel when tracing is off.
+Tracing hook: if the HostContext has a ``tracer`` attribute that is not ``None``, each call
+asks it for a per-call tracer (``tracer.bind_invocation(info)``, see
+:mod:`pytfrt.host.tracing`) and, when that is not ``None``, calls ``begin_kernel(k, args)`` /
+``end_kernel(results)`` around every kernel, ``skip_kernel(k, error)`` for kernels that
+forward an error, ``value_ready(reg)`` when an async value arrives.  One attribute check per
+invocation, one ``is None`` test per kernel when tracing is off.
 
 Depends on :mod:`pytfrt.host` and :mod:`pytfrt.bef` only.
 """

@@ -35,8 +35,8 @@ from typing import Any, Final
 
 from pytfrt.executor.kernel_info import (
     MODE_SIMPLE,
-    PLAIN_TYPES,
     MODE_SYNC,
+    PLAIN_TYPES,
     FunctionInfo,
     KernelInfo,
 )
@@ -102,6 +102,8 @@ class _Invocation:
         self.request = exec_ctx.request_context
         self.lock = threading.Lock()
         self.tracer = getattr(exec_ctx.request_context.host, "tracer", None)
+        if self.tracer is not None:  # per-call tracer (pytfrt.host.tracing), None if off
+            self.tracer = self.tracer.bind_invocation(info)
 
     # -- entry point --------------------------------------------------------------------------
 
@@ -196,6 +198,8 @@ class _Invocation:
                     stream: int) -> None:
         inline: list[int] = []
         outline: list[int] = []
+        if self.tracer is not None:
+            self.tracer.value_ready(reg)
         if reg < self.info.num_arguments and self.elide[reg] and (
             value._value.__class__ in PLAIN_TYPES
         ):
@@ -253,10 +257,12 @@ class _Invocation:
                 results = [error] * k.num_results
                 if results:
                     error.add_ref(len(results))
+                if tracer is not None:
+                    tracer.skip_kernel(k, error)
             elif tracer is not None:
-                tracer.begin_scope(k.name, TRACE_LEVEL_DEBUG)
+                tracer.begin_kernel(k, args)
                 results = self._call(k, args)  # type: ignore[arg-type]
-                tracer.end_scope()
+                tracer.end_kernel(results)
             elif k.mode == MODE_SIMPLE:
                 try:
                     if k.trim:

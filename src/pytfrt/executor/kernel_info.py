@@ -233,14 +233,17 @@ def _elidable_registers(
 ) -> tuple[bool, ...]:
     """Registers whose AsyncValue never escapes the executor.
 
-    True when the register is not returned and every kernel using it receives payloads only
-    (simple or sync mode).  For such a register holding a payload without a destroy hook
-    (:data:`PLAIN_TYPES`), reference counting is unobservable, so the executor skips it.
+    True when the register is not returned, every kernel using it receives payloads only
+    (simple or sync mode) and its producer is not a frame kernel (whose result may be shared).
+    For such a register holding a payload without a destroy hook (:data:`PLAIN_TYPES`),
+    reference counting is unobservable, so the executor skips it.
     """
     ok = [r not in returned for r in range(num_registers)]
     for k in kernels[1:]:
         if k.mode == MODE_FRAME:
-            for r in k.operands:
+            # Its operands may be inspected or aliased; its results may be shared values whose
+            # transferred reference must be dropped again.
+            for r in (*k.operands, *k.results):
                 ok[r] = False
     return tuple(ok)
 

@@ -54,6 +54,8 @@ class HostContext:
         self.allocator = allocator
         self._shared_lock = threading.RLock()  # a shared context may create another
         self._shared: dict[type, Any] = {}
+        self.tracer: Any = None
+        """A :class:`pytfrt.host.tracing.Tracer` while tracing, else ``None`` (the default)."""
 
     # -- diagnostics ----------------------------------------------------------------------
 
@@ -79,6 +81,8 @@ class HostContext:
     def enqueue_work(self, fn: Callable[[], T]) -> AsyncValue[T]:
         """Run ``fn`` as a task; the returned value gets its result, or its exception as error."""
         result: AsyncValue[T] = make_unconstructed()
+        if self.tracer is not None:
+            fn = self.tracer.wrap_task(fn)
         self.work_queue.add_task(lambda: _fill(result, fn))
         return result
 
@@ -88,6 +92,8 @@ class HostContext:
         Like :meth:`enqueue_work`, the result gets ``fn``'s return value or its exception as error.
         """
         result: AsyncValue[T] = make_unconstructed()
+        if self.tracer is not None:
+            fn = self.tracer.wrap_task(fn)
         if not self.work_queue.add_blocking_task(lambda: _fill(result, fn), allow_queuing=True):
             result.set_error("Failed to enqueue blocking work.")
         return result

@@ -631,7 +631,9 @@ class KernelRegistry:
 BUILTIN_LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pytfrt.kernels.basic", ("tfrt.",)),
     ("pytfrt.kernels.test_kernels", ("tfrt_test.", "vt.", "tfrt_tutorial.")),
-    ("pytfrt.tensor.kernels", ("ts.", "tfrt_dht.", "coo.", "tfrt_sht.", "btf.", "tfrt_test.")),
+    ("pytfrt.tensor.kernels", (
+        "ts.", "tfrt_dht.", "tfrt_dht_sync.", "coo.", "tfrt_sht.", "tfrt_sht_sync.", "btf.", "tfrt_test.",
+    )),
     ("pytfrt.backends.cpu.kernels", ("eigen.", "tfrt_test.", "cpu.")),
     ("pytfrt.core_runtime.kernels", ("corert.", "tfrt_test.")),
     ("pytfrt.playground", ("sigmoid_inplace.", "sigmoid_grad_inplace.", "nqueens.", "mlp.")),
@@ -645,11 +647,23 @@ def builtin_registry(entry_points: bool = True) -> KernelRegistry:
     """
     registry = KernelRegistry()
     for module_name, prefixes in BUILTIN_LIBRARIES:
-        if importlib.util.find_spec(module_name) is not None:
+        if _module_exists(module_name):
             registry.add_lazy_library(module_name, prefixes)
     if entry_points:
         load_entry_point_kernels(registry)
     return registry
+
+
+def _module_exists(module_name: str) -> bool:
+    """Whether a ``pytfrt.*`` module exists, without importing its parent packages.
+
+    (``importlib.util.find_spec`` imports the parents, which would load NumPy at start-up.)
+    """
+    parts = module_name.split(".")
+    if parts[0] != "pytfrt":
+        return importlib.util.find_spec(module_name) is not None
+    base = Path(__file__).resolve().parent.parent.joinpath(*parts[1:])
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
 def load_entry_point_kernels(registry: KernelRegistry) -> list[str]:

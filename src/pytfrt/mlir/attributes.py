@@ -181,4 +181,5 @@ def convert_location(loc: XAttr) -> pl.Location:
         locs = loc.locations
         items = locs.data if isinstance(locs, b.ArrayAttr) else ()
         return pl.FusedLoc(tuple(convert_location(x) for x in items))
-    return pl.UNKNOWN_LOC
+    # a fresh object per op: each op has its own location record in BEF (spec 3.7)
+    return pl.UnknownLoc()

@@ -9,7 +9,7 @@ Options (LLVM style: one or two dashes, ``--flag=value`` or ``--flag value``):
 ``--host_allocator_type=malloc|test_fixed_size_1k|profiled_allocator|leak_check_allocator``,
 ``--print_error_code``, ``--kernels=<module or file.py>`` (repeatable), ``--shared_libs=a,b``
 (Python kernel modules/files, like ``--kernels``), ``--enable_tracing``, ``--tracing_level=
-default|verbose|debug``.
+default|verbose|debug``, ``--trace_file=out.json`` (Chrome/Perfetto trace-event JSON).
 
 Run sequence (spec 6.1): print the allocator and work-queue ``Choosing ...`` lines, load the
 program (kernels resolved before anything runs), run the init function, then each function with
@@ -60,11 +60,12 @@ class Options:
     shared_libs: list[str] = field(default_factory=list)
     enable_tracing: bool = False
     tracing_level: str = "default"
+    trace_file: str = ""
 
 
 _VALUE_FLAGS = {
     "functions", "test_init_function", "work_queue_type", "host_allocator_type", "kernels",
-    "shared_libs", "tracing_level",
+    "shared_libs", "tracing_level", "trace_file",
 }
 _BOOL_FLAGS = {"print_error_code", "enable_tracing"}
 
@@ -272,6 +273,9 @@ class Driver:
             bef = load_program(program, host)
         except LoadError:
             return
+        tracer = getattr(host, "tracer", None)
+        if tracer is not None:
+            tracer.begin_scope("Bef Executor", 0)
         init = self.opts.test_init_function
         if init and bef.get_function(init) is not None:
             self._run_one(bef.get_function(init))
@@ -285,6 +289,8 @@ class Driver:
             if not fn.name:
                 continue
             self._run_one(fn)
+        if tracer is not None:
+            tracer.end_scope()
 
     def _function_list(self, program: Program) -> list[int]:
         if self.opts.functions is None:
@@ -353,13 +359,17 @@ class Driver:
 
 def _make_tracer(opts: Options) -> Any:
     """The tracing sink for ``--enable_tracing``, or ``None`` (the tracing module is optional)."""
-    if not opts.enable_tracing:
+    if not opts.enable_tracing and not opts.trace_file:
         return None
     try:
         tracing = importlib.import_module("pytfrt.tracing")
     except ImportError:
         return None
-    return tracing.create_tracer(opts.tracing_level)
+    try:
+        return tracing.create_tracer(opts.tracing_level, opts.trace_file or None,
+                                     text=opts.enable_tracing, process_name=PROG)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"{PROG}: {exc}") from exc
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -222,6 +222,26 @@ class _Runners:
             raise ValueError(f"unknown variant {variant!r}")
         return count, tasks, time.perf_counter() - start
 
+    def time_noop(self, variant: str, threads: int, n: int, levels: int) -> float:
+        """Seconds for the task tree of ``(n, levels)`` with a no-op solver: pure scheduling."""
+        from pytfrt.host.host_context import HostContext
+        from pytfrt.playground.nqueens import schedule_nqueens
+
+        solver, self.solver = self.solver, _noop_solver
+        try:
+            if variant not in ("runtime", "runtime-s"):
+                return self.time_one(variant, n, threads, levels)[2]
+            queue = "s" if variant == "runtime-s" else f"mstd:{threads}"
+            host = self._hosts.get(queue)
+            if host is None:
+                host = self._hosts[queue] = HostContext(queue, self.registry)
+            start = time.perf_counter()
+            result = schedule_nqueens(host, n, levels, _noop_solver)
+            host.await_values([result])
+            return time.perf_counter() - start
+        finally:
+            self.solver = solver
+
     def _time_runtime(self, queue: str, n: int, levels: int) -> tuple[int, int, float]:
         from pytfrt.host.async_value import make_available
         from pytfrt.host.host_context import HostContext
@@ -256,6 +276,31 @@ class _Runners:
             pool.close()
         for executor in self._executors.values():
             executor.shutdown()
+
+
+def _noop_solver(n: int, placement: tuple[int, ...]) -> int:
+    return 1
+
+
+NOOP_N, NOOP_LEVELS = 12, 4  # 4,959 tasks
+
+
+def _noop_overheads(runners: _Runners, args: argparse.Namespace, variants: list[str]) -> list[Any]:
+    """Scheduling cost per task of each Python variant, measured with a no-op solver."""
+    from pytfrt.playground.nqueens_solvers import count_tasks
+
+    tasks = count_tasks(NOOP_N, NOOP_LEVELS)
+    out = []
+    for variant in [v for v in PYTHON_VARIANTS if v in variants]:
+        for threads in [1] if variant == "runtime-s" else args.threads:
+            times = [
+                runners.time_noop(variant, threads, NOOP_N, NOOP_LEVELS)
+                for _ in range(max(3, args.repetitions))
+            ]
+            us = median(times) / tasks * 1e6
+            out.append({"variant": variant, "threads": threads, "tasks": tasks, "us_per_task": us})
+            progress(f"no-op solver: {variant} T={threads}: {us:.2f} us/task", args.quiet)
+    return out
 
 
 def _configurations(
@@ -404,14 +449,26 @@ def _plot(rows: list[Row], path: Path, plot_levels: int, solver: str) -> None:
         else:
             continue
         series.setdefault(label, []).append(r)
-    for label, points in series.items():
+    colors = plt.get_cmap("tab20").colors  # type: ignore[attr-defined]
+    for index, (label, points) in enumerate(series.items()):
         points.sort(key=lambda r: r.n)
+        color = colors[index % len(colors)]
         style = "--" if label.startswith("native") else "-"
         ax_time.plot(
-            [p.n for p in points], [p.median_s for p in points], style, marker="o", label=label
+            [p.n for p in points],
+            [p.median_s for p in points],
+            style,
+            marker="o",
+            label=label,
+            color=color,
         )
         ax_speed.plot(
-            [p.n for p in points], [p.speedup or 0 for p in points], style, marker="o", label=label
+            [p.n for p in points],
+            [p.speedup or 0 for p in points],
+            style,
+            marker="o",
+            label=label,
+            color=color,
         )
     ax_time.set_yscale("log")
     ax_time.set_xlabel("n")
@@ -524,6 +581,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for v in variants:  # warm up threads, imports and caches on a tiny board
             runners.time_one(v, 6, max(args.threads), min(2, min(args.levels)))
+        noop = _noop_overheads(runners, args, variants)
         rows = [Row(*config) for config in configs]
         failed = _measure(runners, rows, args.repetitions, args.quiet)
     finally:
@@ -534,6 +592,10 @@ def run(args: argparse.Namespace) -> int:
     _fill_derived(rows)
     goals = _goals(rows)
     print(_table(rows))
+    if noop:
+        print(f"\nscheduling cost per task, no-op solver (n = {NOOP_N}, levels = {NOOP_LEVELS}):")
+        for entry in noop:
+            print(f"  {entry['variant']:<10} T={entry['threads']}: {entry['us_per_task']:.2f} us")
     if goals:
         print("\ngoals (n = 13, 14):")
         for g in goals:
@@ -557,6 +619,7 @@ def run(args: argparse.Namespace) -> int:
         },
         "rows": [asdict(r) for r in rows],
         "goals": goals,
+        "noop_overhead": noop,
     }
     json_path = args.output_dir / f"{args.name}.json"
     write_json(json_path, record)

@@ -1,4 +1,4 @@
-// RUN: cd %repo && bef_executor %s.bef 2>&1 | FileCheck %s
+// RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
 // eigen.matmul / tfrt_test.matmul against expected products stored in Inputs/matmul.btf
 // (written by tests/lit/tensor/Inputs/make_inputs.py), non-finite prints and shape errors.

@@ -1,4 +1,4 @@
-// RUN: cd %repo && bef_executor %s.bef | FileCheck %s
+// RUN: bef_executor %s.bef | FileCheck %s
 
 // The MNIST kernels on small tensors (spec 4.7, 7.2).
 

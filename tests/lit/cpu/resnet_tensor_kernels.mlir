@@ -1,4 +1,4 @@
-// RUN: cd %repo && bef_executor %s.bef 2>&1 | FileCheck %s
+// RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
 // ResNet kernels (spec 4.7, 7.3): flatten, max pooling against Inputs/max_pool.btf, errors.
 

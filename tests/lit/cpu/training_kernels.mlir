@@ -1,4 +1,4 @@
-// RUN: cd %repo && bef_executor %s.bef | FileCheck %s
+// RUN: bef_executor %s.bef | FileCheck %s
 
 // The MNIST-training kernels (spec 7.1) on tiny tensors.
 

@@ -1,4 +1,4 @@
-// RUN: cd %repo && bef_executor %s.bef | FileCheck %s
+// RUN: bef_executor %s.bef | FileCheck %s
 
 // COO tensors (spec 4.6): conversion with TFRT's quirky index rows, printing (extra empty
 // line), round trip and equality.

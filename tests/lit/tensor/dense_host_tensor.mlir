@@ -1,4 +1,4 @@
-// RUN: cd %repo && bef_executor %s.bef 2>&1 | FileCheck %s
+// RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
 // DenseHostTensor kernels and print formats (spec 4.1, 4.6).
 

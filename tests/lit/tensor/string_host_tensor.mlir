@@ -1,4 +1,4 @@
-// RUN: cd %repo && bef_executor %s.bef | FileCheck %s
+// RUN: bef_executor %s.bef | FileCheck %s
 
 // CHECK-LABEL: --- Running 'basic'
 func.func @basic() {

@@ -1,4 +1,4 @@
-// RUN: cd %repo && bef_executor %s.bef 2>&1 | FileCheck %s
+// RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
 // Shapes (spec 4.5): build, print, compare, partial and fixed-rank shapes, and the errors of
 // ts.to_shape (matched expected-errors print nothing).

@@ -1,0 +1,181 @@
+"""XOR training throughput: the MLIR program through pytfrt vs NumPy and PyTorch, in one run.
+
+Variants (all the same 2-2-1 sigmoid MLP, full batch of 4, MSE, plain SGD, float32):
+
+* ``pytfrt s`` / ``pytfrt mstd:2`` -- ``examples/mlp_xor/xor_training.mlir`` compiled once, then
+  the ``xor_training`` function executed (load and compile time excluded); ~55 kernels a step.
+* ``numpy loop`` -- a hand-written NumPy loop of the same maths.
+* ``torch eager`` -- PyTorch eager with autograd (``loss.backward()`` + in-place updates), if
+  torch is installed (``pip install torch==2.13.0``).
+
+Prints a table (steps/s, us/step, ratio to the NumPy loop), writes
+``benchmarks/results/xor.json`` and ``benchmarks/results/xor.png``.
+
+Usage: ``python benchmarks/xor.py [--steps 2000] [--repeats 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+PROGRAM = REPO / "examples" / "mlp_xor" / "xor_training.mlir"
+RESULTS = REPO / "benchmarks" / "results"
+
+X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32)
+Y = np.array([[0], [1], [1], [0]], np.float32)
+WH = np.array([[0.27, -0.46], [-0.92, -0.97]], np.float32)
+WO = np.array([[0.63], [0.83]], np.float32)
+
+
+def pytfrt_runner(queue: str, steps: int) -> Callable[[], float]:
+    """Compile the program once; the returned callable runs it and returns the seconds taken."""
+    from pytfrt.executor import load_program
+    from pytfrt.host import HostContext, ResourceContext
+    from pytfrt.host.registry import builtin_registry
+    from pytfrt.mlir import compile_mlir
+
+    text = PROGRAM.read_text().replace(
+        "%steps = tfrt.constant.i32 2000", f"%steps = tfrt.constant.i32 {steps}"
+    )
+    host = HostContext(queue, builtin_registry())
+    bef = load_program(compile_mlir(text, str(PROGRAM)), host)
+    fn = bef.get_function("xor_training")
+    assert fn is not None
+
+    def run() -> float:
+        ctx = host.new_execution_context(ResourceContext())
+        with contextlib.redirect_stdout(io.StringIO()):
+            start = time.perf_counter()
+            results = fn.execute(ctx, [])
+            host.await_values(results)
+            host.quiesce()
+            elapsed = time.perf_counter() - start
+        assert not results[0].is_error(), results[0]
+        return elapsed
+
+    return run
+
+
+def numpy_runner(steps: int) -> Callable[[], float]:
+    """The same training as a NumPy loop."""
+
+    def sigmoid(x: np.ndarray) -> np.ndarray:
+        return np.float32(1) / (np.float32(1) + np.exp(-x))
+
+    def run() -> float:
+        wh, wo = WH.copy(), WO.copy()
+        bh, bo = np.zeros(2, np.float32), np.zeros(1, np.float32)
+        lr = np.float32(8.0)
+        start = time.perf_counter()
+        for _ in range(steps):
+            h = sigmoid(X @ wh + bh)
+            o = sigmoid(h @ wo + bo)
+            dz_o = (o - Y) * o * (np.float32(1) - o)
+            dh = dz_o @ wo.T
+            wo -= lr / 4 * (h.T @ dz_o)
+            bo -= lr * dz_o.mean(axis=0)
+            dz_h = dh * h * (np.float32(1) - h)
+            wh -= lr / 4 * (X.T @ dz_h)
+            bh -= lr * dz_h.mean(axis=0)
+        return time.perf_counter() - start
+
+    return run
+
+
+def torch_runner(steps: int) -> Callable[[], float] | None:
+    """The same training in PyTorch eager with autograd (None if torch is missing)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+
+    def run() -> float:
+        x, y = torch.from_numpy(X), torch.from_numpy(Y)
+        wh = torch.tensor(WH, requires_grad=True)
+        wo = torch.tensor(WO, requires_grad=True)
+        bh = torch.zeros(2, requires_grad=True)
+        bo = torch.zeros(1, requires_grad=True)
+        # With loss = sum((o - y)^2) every gradient is 2 * (the batch sum the others use), and
+        # the others' updates (lr/4 * sum for weights, lr * mean for biases, lr = 8) are also
+        # 2 * sum: so a plain `p -= p.grad` is the same update.
+        start = time.perf_counter()
+        for _ in range(steps):
+            h = torch.sigmoid(x @ wh + bh)
+            o = torch.sigmoid(h @ wo + bo)
+            loss = ((o - y) ** 2).sum()
+            loss.backward()
+            with torch.no_grad():
+                for p in (wh, wo, bh, bo):
+                    assert p.grad is not None
+                    p -= p.grad
+                    p.grad.zero_()
+        return time.perf_counter() - start
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    variants: dict[str, Callable[[], float]] = {
+        "numpy loop": numpy_runner(args.steps),
+        "pytfrt s": pytfrt_runner("s", args.steps),
+        "pytfrt mstd:2": pytfrt_runner("mstd:2", args.steps),
+    }
+    torch_run = torch_runner(args.steps)
+    if torch_run is not None:
+        variants["torch eager"] = torch_run
+    else:
+        print("note: torch not installed, skipping the PyTorch variant")
+
+    rows = []
+    for name, run in variants.items():
+        run()  # warm-up
+        times = [run() for _ in range(args.repeats)]
+        median = statistics.median(times)
+        rows.append({"variant": name, "seconds": median, "us_per_step": median / args.steps * 1e6,
+                     "steps_per_s": args.steps / median})
+    base = next(r for r in rows if r["variant"] == "numpy loop")["us_per_step"]
+    print(f"XOR training, {args.steps} steps, median of {args.repeats}")
+    print(f"{'variant':<16}{'steps/s':>12}{'us/step':>12}{'x numpy':>10}")
+    for r in rows:
+        r["ratio_vs_numpy"] = r["us_per_step"] / base
+        print(f"{r['variant']:<16}{r['steps_per_s']:>12.0f}{r['us_per_step']:>12.1f}"
+              f"{r['ratio_vs_numpy']:>10.1f}")
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    meta = {"steps": args.steps, "repeats": args.repeats, "machine": platform.machine(),
+            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
+    (RESULTS / "xor.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.barh([r["variant"] for r in rows], [r["us_per_step"] for r in rows])
+    ax.set_xscale("log")
+    ax.set_xlabel("microseconds per training step (log)")
+    ax.set_title("XOR MLP training step")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "xor.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main()
