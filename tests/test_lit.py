@@ -39,7 +39,7 @@ def lit_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[boo
         env=env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1400,
     )
     results: dict[str, tuple[bool, str]] = {}
     if not xml.exists():
@@ -60,6 +60,8 @@ def lit_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[boo
     return results
 
 
+# The first test also runs the session fixture (the whole lit suite): allow for it.
+@pytest.mark.timeout(1500)
 @pytest.mark.parametrize("lit_file", _lit_files())
 def test_lit(lit_file: str, lit_results: dict[str, tuple[bool, str]]) -> None:
     if lit_file not in lit_results:

@@ -9,15 +9,15 @@ Result timing of ``corert.executeop`` (spec 1.12): each result register is made 
 when the tensor inside the handle exists; an error tensor makes the register that error, with no
 further diagnostic.  Metadata and dispatch errors are emitted at the kernel's location.
 
-Attributes: kernels marked with ``_typed`` ask the executor for the attribute objects themselves
-(``__pytfrt_raw_attrs__``) because OpAttrs keep MLIR types (``i32`` vs ``i64``); they also accept
-the plain values, typing them by inference.
+Attributes: kernels that build OpAttrs or tensors from attributes take a ``TypedAttr`` parameter,
+so the executor passes the attribute objects (OpAttrs keep MLIR types: ``i32`` vs ``i64``); they
+also accept plain values, typing them by inference.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -45,13 +45,6 @@ from pytfrt.host.function import Function
 from pytfrt.host.registry import KernelFrame, KernelRegistry, RemainingAttrs, TypedAttr, kernel
 from pytfrt.tensor.dtype import STRING, dtype_from_name
 from pytfrt.tensor.string_host_tensor import StringHostTensor
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _typed(fn: F) -> F:
-    """Mark a kernel that takes typed attribute objects (via its ``TypedAttr`` parameter)."""
-    return fn
 
 
 def _runtime(exec_ctx: ExecutionContext) -> CoreRuntime:
@@ -139,7 +132,6 @@ def _as_handle(value: Any) -> TensorHandle:
     return TensorHandle.from_tensor(value)
 
 
-@_typed
 @kernel("corert.executeop")
 def executeop(
     frame: KernelFrame, first: TypedAttr, rest: RemainingAttrs, handler: OpHandler, *args: Any
@@ -150,7 +142,6 @@ def executeop(
     _execute(frame, op, args, op_attrs, frame.num_results, None, 0)
 
 
-@_typed
 @kernel("corert.executeop.seq")
 def executeop_seq(
     frame: KernelFrame,
@@ -174,7 +165,6 @@ def make_composite_op(fn: Function, exec_ctx: ExecutionContext) -> Any:
     return _runtime(exec_ctx).make_composite_op(fn)
 
 
-@_typed
 @kernel("corert.execute_crt_op")
 def execute_crt_op(
     frame: KernelFrame, first: TypedAttr, rest: RemainingAttrs, op: Any, *args: Any
@@ -259,14 +249,12 @@ def tensorhandle_to_int32(frame: KernelFrame, handle: TensorHandle) -> None:
 # -- constant tensors ----------------------------------------------------------------------------
 
 
-@_typed
 @kernel("corert.const_dense_tensor")
 def const_dense_tensor(value: TypedAttr) -> TensorHandle:
     """A handle of the ``dense<...>`` attribute's tensor."""
     return TensorHandle.from_tensor(dense_attr_to_array(plain(value)))
 
 
-@_typed
 @kernel("corert.const_string_tensor")
 def const_string_tensor(first: TypedAttr, rest: RemainingAttrs) -> TensorHandle:
     """``{shape = [2], value = ["a", "b"]}``; one value is broadcast to every element."""
@@ -284,7 +272,6 @@ def const_string_tensor(first: TypedAttr, rest: RemainingAttrs) -> TensorHandle:
 def _create_dense(dtype_name: str) -> Callable[..., TensorHandle]:
     dtype = dtype_from_name(dtype_name)
 
-    @_typed
     def create(first: TypedAttr, rest: RemainingAttrs) -> TensorHandle:
         attrs = [first, *rest]
         values = dict(zip(("shape", "value"), (plain(a) for a in attrs), strict=False))
@@ -319,7 +306,6 @@ def create_op_attrs() -> OpAttrs:
 
 
 def _op_attrs_setter(kind: str, array: bool) -> Callable[..., Chain]:
-    @_typed
     def setter(op_attrs: OpAttrs, key_attr: TypedAttr, value_attr: TypedAttr) -> Chain:
         key = str(plain(key_attr))
         attr_type, is_array, value = typed_entry(value_attr, kind)
