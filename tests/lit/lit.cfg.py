@@ -32,6 +32,9 @@ config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 
 filecheck = shutil.which("filecheck", path=config.environment["PATH"]) or "filecheck"
 config.substitutions.append(("FileCheck", filecheck))
+# TFRT's reduced/tracing builds of the driver are the same tool in pytfrt.
+config.substitutions.append(("bef_executor_lite", "bef_executor"))
+config.substitutions.append(("bef_executor_debug_tracing", "bef_executor"))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%repo", REPO_ROOT))
 

@@ -550,11 +550,6 @@ def test_load_kernels_errors_are_clear(tmp_path: Path) -> None:
         load_kernels(registry, str(empty))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="registry bug: load_kernels treats any existing path as a file, so a package "
-    "directory in the working directory cannot be loaded by its module name",
-)
 def test_load_kernels_module_name_that_is_also_a_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -606,13 +601,6 @@ def test_lazy_unknown_name_loads_everything_then_fails(lazy_libraries: list[str]
     assert len(registry) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="registry bug: KernelRegistry.find() skips the lazy load when another thread has "
-    "already taken the library off the pending list but not finished importing it, so "
-    "concurrent first lookups fail with 'unknown kernel name' (find() should wait on the "
-    "load lock before giving up)",
-)
 def test_lazy_library_is_loaded_once_under_concurrent_lookups(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -297,7 +297,7 @@ class AttrDecoder:
 
         ``limit`` bounds the attribute's end (relative); returns ``(attribute, end)``.
         """
-        end = (self.end - self.base) if limit is None else limit
+        end = self.end - self.base if limit is None else min(limit, self.end - self.base)
         if depth > MAX_NESTING:
             raise self.fail("attributes nested too deeply", rel)
         if not 0 <= rel < end:
@@ -443,7 +443,7 @@ class AttrDecoder:
             if not previous_end < off < size:
                 raise self.fail(f"aggregate element {i} offset {off} out of order or range", rel)
             code = self.data[self.base + rel + off - 1]
-            elem_limit = (offsets[i + 1] - 1) if i + 1 < n else size
+            elem_limit = min(offsets[i + 1] - 1, size) if i + 1 < n else size
             elem, elem_end = self.decode(rel + off, code, rel + elem_limit, depth + 1)
             elements.append(elem)
             previous_end = elem_end - rel

@@ -600,12 +600,18 @@ class KernelRegistry:
     def find(self, name: str) -> KernelEntry | None:
         """The kernel named ``name`` (loading lazy libraries as needed), or ``None``."""
         entry = self._kernels.get(name)
-        if entry is None and self._lazy:
-            self._load_lazy(name)
+        if entry is not None:
+            return entry
+        # A miss waits for any library load in progress on another thread (the lock), then
+        # loads the matching libraries, then all of them.
+        with self._load_lock:
             entry = self._kernels.get(name)
             if entry is None and self._lazy:
-                self._load_lazy(None)
+                self._load_lazy(name)
                 entry = self._kernels.get(name)
+                if entry is None and self._lazy:
+                    self._load_lazy(None)
+                    entry = self._kernels.get(name)
         return entry
 
     def __contains__(self, name: object) -> bool:
@@ -695,7 +701,7 @@ def load_kernels(registry: KernelRegistry, spec: str) -> ModuleType:
     """
     path = Path(spec)
     try:
-        if spec.endswith(".py") or path.exists():
+        if spec.endswith(".py") or path.is_file():
             if not path.is_file():
                 raise RegistryError(f"kernel file '{spec}' does not exist")
             mod_name = f"pytfrt_user_kernels_{path.stem}_{abs(hash(str(path.resolve())))}"
