@@ -147,19 +147,32 @@ def main() -> None:
         run()  # warm-up
         times = [run() for _ in range(args.repeats)]
         median = statistics.median(times)
-        rows.append({"variant": name, "seconds": median, "us_per_step": median / args.steps * 1e6,
-                     "steps_per_s": args.steps / median})
+        rows.append(
+            {
+                "variant": name,
+                "seconds": median,
+                "us_per_step": median / args.steps * 1e6,
+                "steps_per_s": args.steps / median,
+            }
+        )
     base = next(r for r in rows if r["variant"] == "numpy loop")["us_per_step"]
     print(f"XOR training, {args.steps} steps, median of {args.repeats}")
     print(f"{'variant':<16}{'steps/s':>12}{'us/step':>12}{'x numpy':>10}")
     for r in rows:
         r["ratio_vs_numpy"] = r["us_per_step"] / base
-        print(f"{r['variant']:<16}{r['steps_per_s']:>12.0f}{r['us_per_step']:>12.1f}"
-              f"{r['ratio_vs_numpy']:>10.1f}")
+        print(
+            f"{r['variant']:<16}{r['steps_per_s']:>12.0f}{r['us_per_step']:>12.1f}"
+            f"{r['ratio_vs_numpy']:>10.1f}"
+        )
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    meta = {"steps": args.steps, "repeats": args.repeats, "machine": platform.machine(),
-            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
+    meta = {
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
     (RESULTS / "xor.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     try:
         import matplotlib

@@ -68,7 +68,9 @@ def test_lit(lit_file: str, lit_results: dict[str, tuple[bool, str]]) -> None:
         # names with dots in directories are ambiguous in xunit output: match on suffix
         matches = [k for k in lit_results if k.endswith(Path(lit_file).name)]
         assert matches, f"lit did not report {lit_file}"
-        key = next((k for k in matches if k.replace("/", ".") == lit_file.replace("/", ".")), matches[0])
+        key = next(
+            (k for k in matches if k.replace("/", ".") == lit_file.replace("/", ".")), matches[0]
+        )
     else:
         key = lit_file
     ok, text = lit_results[key]

@@ -18,7 +18,9 @@ config.name = "pytfrt"
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(config.test_source_root))
 # Every test runs from the repository root (as TFRT's do), so program paths are root-relative.
-config.test_format = lit.formats.ShTest(execute_external=False, preamble_commands=[f"cd {REPO_ROOT}"])
+config.test_format = lit.formats.ShTest(
+    execute_external=False, preamble_commands=[f"cd {REPO_ROOT}"]
+)
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["Inputs", "lit.cfg.py"]
 config.test_exec_root = os.path.join(REPO_ROOT, "build", "lit")
@@ -52,7 +54,8 @@ def _newest_mtime(*dirs: str) -> float:
 
 # A cached .bef is stale if the compiler (front end or BEF writer) changed after it was written.
 COMPILER_MTIME = _newest_mtime(
-    os.path.join(REPO_ROOT, "src", "pytfrt", "mlir"), os.path.join(REPO_ROOT, "src", "pytfrt", "bef")
+    os.path.join(REPO_ROOT, "src", "pytfrt", "mlir"),
+    os.path.join(REPO_ROOT, "src", "pytfrt", "bef"),
 )
 
 

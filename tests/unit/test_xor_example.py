@@ -50,10 +50,12 @@ def numpy_training(steps: int, every: int = 200) -> tuple[list[tuple[int, float]
     return losses, _sigmoid(h @ wo + bo).ravel()
 
 
-def _run(program: Path, tmp_path: Path, steps: int, capsys: pytest.CaptureFixture[str],
-         queue: str = "s") -> str:
-    text = program.read_text().replace("%steps = tfrt.constant.i32 2000",
-                                       f"%steps = tfrt.constant.i32 {steps}")
+def _run(
+    program: Path, tmp_path: Path, steps: int, capsys: pytest.CaptureFixture[str], queue: str = "s"
+) -> str:
+    text = program.read_text().replace(
+        "%steps = tfrt.constant.i32 2000", f"%steps = tfrt.constant.i32 {steps}"
+    )
     text = text.replace("%steps = hex.constant.i32 2000", f"%steps = hex.constant.i32 {steps}")
     src = tmp_path / program.name
     src.write_text(text)
@@ -90,7 +92,9 @@ def test_training_matches_numpy_and_learns_xor(
     assert ((predictions > 0.5) == Y.ravel().astype(bool)).all()
 
 
-def test_training_on_multithreaded_queue(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_training_on_multithreaded_queue(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = _run(EXAMPLES / "xor_training.mlir", tmp_path, 200, capsys, queue="mstd:2")
     _, predictions, _ = _parse(out)
     _, ref_predictions = numpy_training(200)

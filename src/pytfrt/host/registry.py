@@ -637,9 +637,10 @@ class KernelRegistry:
 BUILTIN_LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pytfrt.kernels.basic", ("tfrt.",)),
     ("pytfrt.kernels.test_kernels", ("tfrt_test.", "vt.", "tfrt_tutorial.")),
-    ("pytfrt.tensor.kernels", (
-        "ts.", "tfrt_dht.", "tfrt_dht_sync.", "coo.", "tfrt_sht.", "tfrt_sht_sync.", "btf.", "tfrt_test.",
-    )),
+    (
+        "pytfrt.tensor.kernels",
+        ("ts.", "tfrt_dht.", "tfrt_dht_sync.", "coo.", "tfrt_sht.", "tfrt_sht_sync.", "btf."),
+    ),
     ("pytfrt.backends.cpu.kernels", ("eigen.", "tfrt_test.", "cpu.")),
     ("pytfrt.core_runtime.kernels", ("corert.", "tfrt_test.")),
     ("pytfrt.playground", ("sigmoid_inplace.", "sigmoid_grad_inplace.", "nqueens.", "mlp.")),
@@ -716,6 +717,8 @@ def load_kernels(registry: KernelRegistry, spec: str) -> ModuleType:
     except RegistryError:
         raise
     except Exception as exc:  # noqa: BLE001 - re-raised with context
-        raise RegistryError(f"cannot load kernels from '{spec}': {type(exc).__name__}: {exc}") from exc
+        raise RegistryError(
+            f"cannot load kernels from '{spec}': {type(exc).__name__}: {exc}"
+        ) from exc
     registry.add_module(module)
     return module

@@ -23,7 +23,9 @@ DEFAULT_PROGRAM = REPO_ROOT / "examples" / "mlp_xor" / "xor_training.mlir"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the demo's options."""
     parser.add_argument(
-        "--program", default=str(DEFAULT_PROGRAM), help="the MLIR program to run (default: %(default)s)"
+        "--program",
+        default=str(DEFAULT_PROGRAM),
+        help="the MLIR program to run (default: %(default)s)",
     )
     parser.add_argument("--function", default="xor_training", help="the function to run")
     parser.add_argument(
