@@ -142,12 +142,23 @@ def locations() -> st.SearchStrategy[Location]:
     return st.recursive(
         st.one_of(st.just(UNKNOWN_LOC), flc),
         lambda inner: st.one_of(
-            st.builds(NameLoc, st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), max_size=5), inner),
+            st.builds(
+                NameLoc,
+                st.text(
+                    st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+                    max_size=5,
+                ),
+                inner,
+            ),
             st.builds(CallSiteLoc, inner, inner),
             st.lists(inner, max_size=3).map(lambda ls: FusedLoc(tuple(ls))),
         ),
         max_leaves=4,
     )
+
+
+ATTRIBUTES = attributes()
+LOCATIONS = locations()
 
 
 @st.composite
@@ -163,7 +174,7 @@ def _function(draw: st.DrawFn, name: str, callees: list[int], kind: FunctionKind
         names = sorted(
             draw(st.sets(st.sampled_from(["value", "id", "b", "a_1", "zz"]), max_size=3))
         )
-        attrs = [(n, draw(attributes())) for n in names]
+        attrs = [(n, draw(ATTRIBUTES)) for n in names]
         refs = draw(st.lists(st.sampled_from(callees), max_size=2)) if callees else []
         kernels.append(
             Kernel(
@@ -172,7 +183,7 @@ def _function(draw: st.DrawFn, name: str, callees: list[int], kind: FunctionKind
                 results,
                 attrs,
                 refs,
-                draw(locations()),
+                draw(LOCATIONS),
                 cost=draw(st.one_of(st.none(), st.integers(1, 20))),
                 function_attr_names=[f"fn{i}" for i in range(len(refs))],
             )
@@ -187,7 +198,7 @@ def _function(draw: st.DrawFn, name: str, callees: list[int], kind: FunctionKind
         register_types,
         kernels,
         returns,
-        draw(locations()),
+        draw(LOCATIONS),
         cost_threshold=draw(st.sampled_from([-1, 1, 5, 20])),
     )
 
@@ -409,7 +420,7 @@ def _check_loads_or_bef_error(data: bytes) -> None:
 
 @st.composite
 def mutated(draw: st.DrawFn) -> bytes:
-    if draw(st.integers(0, 3)) == 0:
+    if draw(st.integers(0, 9)) == 0:
         data = write_bef(draw(programs()), optional_sections=draw(st.booleans()))
     else:
         data = draw(st.sampled_from(_SAMPLES))

@@ -212,7 +212,9 @@ def decode_vbr(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     is longer than 10 bytes (more than 64 bits); callers turn that into a :class:`BefError`.
     """
     value = 0
-    limit = min(end, pos + 10)
+    limit = pos + 10
+    if limit > end:
+        limit = end
     while pos < limit:
         byte = data[pos]
         pos += 1

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pytfrt.bef.format import BefError, decode_vbr, encode_vbr
 from pytfrt.support.location import (
-    UNKNOWN_LOC,
     CallSiteLoc,
     FileLineColLoc,
     FusedLoc,
@@ -102,7 +101,7 @@ class LocationDecoder:
         if loc is not None:
             return loc
         if offset >= 0xF0000000:
-            return UNKNOWN_LOC
+            return UnknownLoc()  # a distinct identity per op, as TFRT's virtual offsets
         raise BefError(f"location offset {offset} is not a location record", section, at)
 
     def _fail(self, what: str, pos: int) -> BefError:
@@ -129,7 +128,7 @@ class LocationDecoder:
         kind = self.data[pos]
         pos += 1
         if kind == 0:
-            return UNKNOWN_LOC, pos
+            return UnknownLoc(), pos  # each record is its own location (spec 3.7)
         if kind == 1:
             file, pos = self._string(pos)
             line, pos = self._vbr(pos)

@@ -54,11 +54,15 @@ class Cursor:
     def vbr(self) -> int:
         """Read one VBR integer."""
         pos = self.pos
-        if pos < self.end:
+        if pos + 1 < self.end:
             byte = self.data[pos]
             if byte < 0x80:
                 self.pos = pos + 1
                 return byte
+            second = self.data[pos + 1]
+            if second < 0x80:
+                self.pos = pos + 2
+                return ((byte & 0x7F) << 7) | second
         try:
             value, self.pos = decode_vbr(self.data, pos, self.end)
         except IndexError:

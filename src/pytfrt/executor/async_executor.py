@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from functools import partial
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, Final
 
 from pytfrt.executor.kernel_info import (
-    MODE_SIMPLE,
+    MODE_STATIC,
     MODE_SYNC,
-    PLAIN_TYPES,
     FunctionInfo,
     KernelInfo,
 )
@@ -44,17 +46,26 @@ from pytfrt.host.async_value import (
     CONCRETE,
     ERROR,
     AsyncValue,
+    Chain,
     IndirectAsyncValue,
     make_available,
 )
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function, FunctionKind
 from pytfrt.host.registry import KernelFrame
+from pytfrt.support.errors import Status
 
 MAX_NESTED_CONTINUATIONS: Final = 100
 TRACE_LEVEL_DEBUG: Final = 2
 
 _tls = threading.local()
+_new_object: Final = object.__new__
+_copy = itemgetter(slice(None))  # t[:]: a fresh copy of a list, the tuple itself for a tuple
+
+# Classes of kernel return values known to be plain payloads (not AsyncValues, not None): the
+# hot loop wraps them in a new available value without further checks.  Filled as they are
+# seen; set.add is atomic, and a class can never be both a payload and an AsyncValue.
+_PAYLOAD_CLASSES: set[type] = {int, float, bool, str, Chain, Status}
 
 
 class BEFFunction(Function):
@@ -86,24 +97,52 @@ class BEFFunction(Function):
 
 
 class _Invocation:
-    """The state of one call of a BEF function (TFRT's ``BEFExecutor``)."""
+    """The state of one call of a BEF function (TFRT's ``BEFExecutor``).
 
-    __slots__ = ("info", "kernels", "registers", "counts", "exec_ctx", "request", "lock",
-                 "tracer", "user_counts", "elide")
+    ``counts[k]`` is kernel ``k``'s ready counter as a list of tokens (a copy of
+    ``FunctionInfo.count_templates[k]``): each producer of an operand pops one token, and the
+    one that pops the bottom ``True`` token makes the kernel ready -- a decrement-and-test in
+    one atomic step, safe when producers run on several threads.  Single-operand kernels have
+    ``()``: their only producer makes them ready at once.
+
+    ``errors`` becomes true once an error value is stored in a register; until then the hot
+    loop does not look at the operands' states (a kernel only reads registers stored before
+    its last operand's producer made it ready, so the flag is always up to date).
+    """
+
+    __slots__ = ("info", "kernels", "streams", "registers", "counts", "exec_ctx", "request",
+                 "tracer", "user_counts", "counted", "unboxed", "errors")
 
     def __init__(self, info: FunctionInfo, exec_ctx: ExecutionContext) -> None:
         self.info = info
         self.kernels = info.kernels
+        self.streams = info.streams
         self.user_counts = info.user_counts
-        self.elide = info.elide
+        self.counted = info.counted
+        self.unboxed = info.unboxed
         self.registers: list[AsyncValue[Any] | None] = [None] * info.num_registers
-        self.counts = [k.init_count for k in info.kernels]
+        self.counts: list[Any] = list(map(_copy, info.count_templates))
         self.exec_ctx = exec_ctx
         self.request = exec_ctx.request_context
-        self.lock = threading.Lock()
-        self.tracer = getattr(exec_ctx.request_context.host, "tracer", None)
+        self.errors = False
+        self.tracer = getattr(self.request.host, "tracer", None)
         if self.tracer is not None:  # per-call tracer (pytfrt.host.tracing), None if off
             self.tracer = self.tracer.bind_invocation(info)
+
+    def kernel_context(self, k: KernelInfo) -> ExecutionContext:
+        """The execution context kernel ``k`` receives: this call's, located at ``k``.
+
+        Contexts are immutable, so the last one made for ``k`` is kept on ``k`` and reused
+        while the parent context is the same object (a region body or callee run repeatedly
+        by one kernel gets the same parent every time).
+        """
+        ctx = self.exec_ctx
+        cache = k.ctx_cache
+        if cache[0] is ctx:
+            return cache[1]  # type: ignore[no-any-return]
+        located = ExecutionContext(ctx.request_context, ctx.work_queue, k.location)
+        k.ctx_cache = (ctx, located)
+        return located
 
     # -- entry point --------------------------------------------------------------------------
 
@@ -115,7 +154,7 @@ class _Invocation:
             value = registers[r]
             if value is None:
                 value = IndirectAsyncValue()
-                value._refs = info.result_ref_counts[r]
+                value.add_ref(info.result_ref_counts[r] - 1)
                 registers[r] = value
             results.append(value)
         # The pseudo kernel: publish the zero-operand users, then the arguments.
@@ -124,10 +163,10 @@ class _Invocation:
         inline: list[int] = []
         outline: list[int] = []
         self._decrement(pseudo.used_by[0], stream, inline, outline)
-        elide = self.elide
+        counted = self.counted
         for a, arg in enumerate(arguments):
             if pseudo.has_users[a + 1]:
-                if arg._state < CONCRETE or not elide[a] or arg._value.__class__ not in PLAIN_TYPES:
+                if counted[a]:
                     arg.add_ref()  # arguments are borrowed: the registers take their own refs
                 self._publish(a, arg, pseudo.used_by[a + 1], stream, inline, outline)
         self._process(stream, inline, outline)
@@ -136,16 +175,21 @@ class _Invocation:
     # -- register and queue helpers -------------------------------------------------------------
 
     def _set_register(self, reg: int, value: AsyncValue[Any]) -> None:
-        """Store ``value`` (carrying one reference) in ``reg`` (TFRT's ``SetRegisterValue``)."""
+        """Store available ``value`` (carrying one reference) in ``reg`` (``SetRegisterValue``)."""
+        if value._state == ERROR:
+            self.errors = True
         current = self.registers[reg]
+        if self.unboxed[reg]:
+            self.registers[reg] = value._value if value._state == CONCRETE else value
+            return
         if current is None:
             uses = self.user_counts[reg]
-            if uses > 1 and (not self.elide[reg] or value._value.__class__ not in PLAIN_TYPES):
+            if uses > 1 and self.counted[reg]:
                 value.add_ref(uses - 1)
             self.registers[reg] = value
             return
         # A function result: forward the caller's IndirectAsyncValue and drop the pin.
-        if current._refs > 1:
+        if current.ref_count > 1:
             current.drop_ref()
             current.forward_to(value)  # type: ignore[attr-defined]
         else:
@@ -156,15 +200,12 @@ class _Invocation:
                    outline: list[int]) -> None:
         """Decrement the ready count of ``users``; ready ones go to ``inline``/``outline``."""
         counts = self.counts
-        kernels = self.kernels
+        streams = self.streams
         for u in users:
-            if counts[u] != 1:
-                with self.lock:
-                    left = counts[u] - 1
-                    counts[u] = left
-                if left:
-                    continue
-            if kernels[u].stream == stream:
+            c = counts[u]
+            if c and not c.pop():
+                continue
+            if streams[u] == stream:
                 inline.append(u)
             else:
                 outline.append(u)
@@ -177,7 +218,7 @@ class _Invocation:
             if users:
                 self._decrement(users, stream, inline, outline)
         elif not users:
-            self._set_register(reg, value)
+            self._set_register(reg, value)  # a function result: forward the caller's value
         else:
             value.and_then(lambda: self._resume(reg, value, users, stream))
 
@@ -200,29 +241,18 @@ class _Invocation:
         outline: list[int] = []
         if self.tracer is not None:
             self.tracer.value_ready(reg)
-        if reg < self.info.num_arguments and self.elide[reg] and (
-            value._value.__class__ in PLAIN_TYPES
-        ):
-            value.drop_ref()  # a plain argument needs no references after all (see run)
         self._set_register(reg, value)
         self._decrement(users, stream, inline, outline)
         self._process(stream, inline, outline)
 
     def _enqueue_outline(self, outline: list[int]) -> None:
         """Sort ``outline`` by stream id and enqueue one task per stream (spec 2.3)."""
-        kernels = self.kernels
-        outline.sort(key=lambda k: kernels[k].stream)
-        queue = self.exec_ctx.queue
-        start = 0
-        n = len(outline)
-        while start < n:
-            stream = kernels[outline[start]].stream
-            end = start + 1
-            while end < n and kernels[outline[end]].stream == stream:
-                end += 1
-            group = outline[start:end]
-            queue.add_task(lambda s=stream, g=group: self._process(s, g, []))  # type: ignore[misc]
-            start = end
+        stream_of = self.streams.__getitem__
+        outline.sort(key=stream_of)  # stable, as libstdc++'s insertion sort for small inputs
+        add_task = self.exec_ctx.queue.add_task
+        process = self._process
+        for stream, group in groupby(outline, stream_of):
+            add_task(partial(process, stream, list(group), []))
         outline.clear()
 
     # -- the scheduling loop ------------------------------------------------------------------
@@ -230,15 +260,17 @@ class _Invocation:
     def _process(self, stream: int, inline: list[int], outline: list[int]) -> None:
         """TFRT's ``ProcessReadyKernels``: run ready kernels LIFO, enqueue other streams.
 
-        The common steps are written out inline (this loop is the executor's hot path); the
-        rarer ones go through the helper methods above.
+        The common case is written out inline (this loop is the executor's hot path): a
+        static-mode kernel, no error so far, no tracer, an available result.  Everything else
+        goes through :meth:`_run_general` and :meth:`_publish`.
         """
         kernels = self.kernels
+        streams = self.streams
         registers = self.registers
         counts = self.counts
         request = self.request
-        tracer = self.tracer
-        plain = PLAIN_TYPES
+        slow = self.tracer is not None
+        payload_classes = _PAYLOAD_CLASSES
         while True:
             if not inline:
                 if not outline:
@@ -247,107 +279,144 @@ class _Invocation:
             if outline:
                 self._enqueue_outline(outline)
             k = kernels[inline.pop()]
-            args = [registers[r] for r in k.operands]
-            error = request._cancel_value
-            for a in args:
-                if a._state == ERROR:  # type: ignore[union-attr]
-                    error = a
-            # 1. Run the kernel, or forward the error without running it (spec 2.4).
-            if error is not None:
-                results = [error] * k.num_results
-                if results:
-                    error.add_ref(len(results))
-                if tracer is not None:
-                    tracer.skip_kernel(k, error)
-            elif tracer is not None:
-                tracer.begin_kernel(k, args)
-                results = self._call(k, args)  # type: ignore[arg-type]
-                tracer.end_kernel(results)
-            elif k.mode == MODE_SIMPLE:
-                try:
-                    if k.trim:
-                        out = k.fn(*[a._value for a in args[: k.num_call_args]])  # type: ignore[index, misc, union-attr]
-                    else:
-                        out = k.fn(*[a._value for a in args])  # type: ignore[misc, union-attr]
-                except Exception as exc:  # noqa: BLE001 - every kernel error becomes a diagnostic
-                    results = self._report(k, args, _message(exc))  # type: ignore[arg-type]
-                else:
-                    if not k.num_results:
-                        results = []
-                    elif out.__class__ in plain:
-                        results = [make_available(out)]
-                    else:
-                        results = self._simple_result(k, args, out)  # type: ignore[arg-type]
+            # 1. Run the kernel (spec 2.4).
+            call = k.call
+            if call is None or slow or self.errors or request._cancel_value is not None:
+                results = self._run_general(k)
             else:
-                results = self._call(k, args)  # type: ignore[arg-type]
+                try:
+                    out = call(registers, self)
+                except Exception as exc:  # noqa: BLE001 - every kernel error becomes a diagnostic
+                    results = self._report(k, _message(exc))
+                else:
+                    if k.num_results == 1 and out.__class__ in payload_classes:
+                        # The fast path: one result, a plain payload.
+                        for r in k.release:
+                            registers[r].drop_ref()  # type: ignore[union-attr]
+                        reg, users, uses, counted, unboxed = k.result_info[0]
+                        if unboxed:
+                            registers[reg] = out
+                        else:
+                            value = _new_object(AsyncValue)  # make_available(out), inlined
+                            value._state = CONCRETE
+                            value._value = out
+                            value._waiters = []
+                            value._refs = [True]
+                            if not uses:
+                                if counted:
+                                    value.drop_ref()
+                                continue
+                            if registers[reg] is None:
+                                if counted and uses > 1:
+                                    value.add_ref(uses - 1)
+                                registers[reg] = value
+                            else:
+                                self._set_register(reg, value)
+                        for u in users:
+                            c = counts[u]
+                            if c and not c.pop():
+                                continue
+                            if streams[u] == stream:
+                                inline.append(u)
+                            else:
+                                outline.append(u)
+                        continue
+                    results = self._results_of(k, out)
             # 2. Release the arguments (a value dies right after its last consumer).
-            i = 0
-            for a in args:
-                if not k.operand_elide[i] or a._value.__class__ not in plain:  # type: ignore[union-attr]
-                    a.drop_ref()  # type: ignore[union-attr]
-                i += 1
+            for r in k.release:
+                registers[r].drop_ref()  # type: ignore[union-attr]
             # 3. Publish the results and schedule the kernels that became ready.
             i = 0
             for value in results:
-                reg, users, uses, elide = k.result_info[i]
+                reg, users, uses, counted, unboxed = k.result_info[i]
                 i += 1
-                if uses == 0:
-                    if not elide or value._value.__class__ not in plain:
+                if not uses:
+                    if counted:
                         value.drop_ref()
-                    continue
-                if value._state < CONCRETE:
+                elif value._state != CONCRETE:
                     self._publish(reg, value, users, stream, inline, outline)
-                    continue
-                if registers[reg] is None:
-                    if uses > 1 and (not elide or value._value.__class__ not in plain):
-                        value.add_ref(uses - 1)
-                    registers[reg] = value
                 else:
-                    self._set_register(reg, value)
-                for u in users:
-                    if counts[u] != 1:
-                        with self.lock:
-                            left = counts[u] - 1
-                            counts[u] = left
-                        if left:
-                            continue
-                    if kernels[u].stream == stream:
-                        inline.append(u)
+                    if unboxed:
+                        registers[reg] = value._value
+                    elif registers[reg] is None:
+                        if counted and uses > 1:
+                            value.add_ref(uses - 1)
+                        registers[reg] = value
                     else:
-                        outline.append(u)
+                        self._set_register(reg, value)
+                    for u in users:
+                        c = counts[u]
+                        if c and not c.pop():
+                            continue
+                        if streams[u] == stream:
+                            inline.append(u)
+                        else:
+                            outline.append(u)
 
-    def _simple_result(self, k: KernelInfo, args: list[AsyncValue[Any]], out: Any
-                       ) -> list[AsyncValue[Any]]:
-        if isinstance(out, AsyncValue):
-            return [out]  # owned: a kernel returning an argument added a ref (spec 1.3)
+    def _run_general(self, k: KernelInfo) -> list[AsyncValue[Any]]:
+        """Run ``k`` or forward an error operand or the cancellation (spec 2.4)."""
+        # Unboxed registers (static-mode consumers only) hold a bare payload or an error value.
+        args: list[Any] = [self.registers[r] for r in k.operands]
+        error = self.request._cancel_value
+        if self.errors:
+            for a in args:
+                if isinstance(a, AsyncValue) and a._state == ERROR:  # the last error wins
+                    error = a
+        tracer = self.tracer
+        if error is not None:
+            # Every result is the error, one reference per counted result slot.
+            refs = sum(1 for info in k.result_info if info[3])
+            if refs:
+                error.add_ref(refs)
+            if tracer is not None:
+                tracer.skip_kernel(k, error)
+            return [error] * k.num_results
+        if tracer is not None:
+            tracer.begin_kernel(
+                k, [a if isinstance(a, AsyncValue) else make_available(a) for a in args]
+            )
+            results = self._call(k, args)
+            tracer.end_kernel(results)
+            return results
+        return self._call(k, args)
+
+    def _results_of(self, k: KernelInfo, out: Any) -> list[AsyncValue[Any]]:
+        """The result values for a static-mode kernel's return value (``store_results``)."""
+        n = k.num_results
+        if n == 1:
+            if isinstance(out, AsyncValue):
+                return [out]  # owned: a kernel returning an argument added a ref (spec 1.3)
+            if out is None:
+                return self._report(k, f"kernel '{k.name}' returned no value for its result")
+            _PAYLOAD_CLASSES.add(out.__class__)
+            return [make_available(out)]
+        if n == 0:
+            return []
         if out is None:
-            return self._report(k, args, f"kernel '{k.name}' returned no value for its result")
-        return [make_available(out)]
+            return self._report(k, f"kernel '{k.name}' did not set all of its {n} results")
+        if not isinstance(out, tuple) or len(out) != n:
+            return self._report(k, f"kernel '{k.name}' must return {n} results")
+        return [v if isinstance(v, AsyncValue) else make_available(v) for v in out]
 
     def _call(self, k: KernelInfo, args: list[AsyncValue[Any]]) -> list[AsyncValue[Any]]:
         """Call kernel ``k`` on available, non-error ``args``; returns its result values."""
-        if k.mode == MODE_SIMPLE:
+        if k.mode == MODE_STATIC:
             try:
-                out = k.fn(*[a._value for a in args[: k.num_call_args]])  # type: ignore[misc]
+                out = k.call(self.registers, self)
             except Exception as exc:  # noqa: BLE001 - every kernel error becomes a diagnostic
-                return self._report(k, args, _message(exc))
-            if k.num_results == 0:
-                return []
-            return self._simple_result(k, args, out)
+                return self._report(k, _message(exc))
+            return self._results_of(k, out)
         if k.mode == MODE_SYNC:
             return self._call_sync_kernel(k, args)
         return self._call_frame(k, args)
 
-    def _make_frame(self, k: KernelInfo, args: list[AsyncValue[Any]]) -> KernelFrame:
-        ctx = self.exec_ctx
-        if k.needs_context:
-            ctx = ExecutionContext(ctx.request_context, ctx.work_queue, k.location)
+    def _make_frame(self, k: KernelInfo, args: Sequence[AsyncValue[Any]]) -> KernelFrame:
+        ctx = self.kernel_context(k) if k.needs_context else self.exec_ctx
         return KernelFrame(args, k.attrs, k.funcs, k.num_results, ctx, k.location, k.name)
 
-    def _report(self, k: KernelInfo, args: list[AsyncValue[Any]], message: str
-                ) -> list[AsyncValue[Any]]:
+    def _report(self, k: KernelInfo, message: str) -> list[AsyncValue[Any]]:
         """Emit ``message`` at ``k``'s location; every result becomes that error."""
-        frame = self._make_frame(k, args)
+        frame = self._make_frame(k, ())
         frame.report_error(message)
         return frame.results  # type: ignore[return-value]
 
@@ -367,11 +436,9 @@ class _Invocation:
                 [a._value for a in args], k.attrs, k.funcs, self.exec_ctx
             )
         except Exception as exc:  # noqa: BLE001 - every kernel error becomes a diagnostic
-            return self._report(k, args, _message(exc))
+            return self._report(k, _message(exc))
         if len(values) != k.num_results:
-            return self._report(
-                k, args, f"kernel '{k.name}' must return {k.num_results} results"
-            )
+            return self._report(k, f"kernel '{k.name}' must return {k.num_results} results")
         return [make_available(v) for v in values]
 
 

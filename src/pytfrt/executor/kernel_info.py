@@ -16,20 +16,21 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pytfrt.bef.program import Function as ProgramFunction
-from pytfrt.host.async_value import Chain
+from pytfrt.executor.call_plan import CHAIN_TYPE, Constant, Slot, instantiate, plan_slots
 from pytfrt.host.function import Function
 from pytfrt.host.registry import KernelEntry, KernelKind
-from pytfrt.support.errors import Status
 from pytfrt.support.location import Location
 
-CHAIN_TYPE: Final = "!tfrt.chain"
-
-# Payload types without a ``__tfrt_destroy__`` hook: their reference counts are unobservable
-# when the AsyncValue never leaves the executor (see ``_elidable_registers``).
-PLAIN_TYPES: Final = frozenset({int, float, bool, str, type(None), Chain, Status})
+# Register types whose payloads are plain Python scalars or the Chain: no ``__tfrt_destroy__``
+# hook, so reference counts of such registers are unobservable inside the executor (see
+# ``_counted_registers``).
+PLAIN_REGISTER_TYPES: Final = frozenset(
+    {"i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "index",
+     "f16", "bf16", "f32", "f64", CHAIN_TYPE}
+)
 
 # How the async executor calls a kernel (chosen once per kernel at load time).
-MODE_SIMPLE: Final = 0  # every parameter is a plain argument payload: fn(*payloads)
+MODE_STATIC: Final = 0  # a generated call function binds every parameter (call_plan)
 MODE_FRAME: Final = 1  # general binding through a KernelFrame (entry.invoke)
 MODE_SYNC: Final = 2  # a sync kernel used in an async function: entry.call_sync
 
@@ -40,9 +41,10 @@ class KernelInfo:
     Attributes:
         name: kernel name (MLIR op name).
         entry: the registry entry (``None`` for the pseudo kernel).
-        fn: the kernel's Python function (``entry.fn``), for the simple mode.
-        mode: ``MODE_SIMPLE``, ``MODE_FRAME`` or ``MODE_SYNC``.
-        num_call_args: payloads passed in simple mode (drops an ignored trailing chain).
+        fn: the kernel's Python function (``entry.fn``).
+        mode: ``MODE_STATIC``, ``MODE_FRAME`` or ``MODE_SYNC``.
+        call: static mode: the generated ``call(registers, invocation)`` (set by
+            :func:`link_functions`), else ``None``.
         operands / results: register indices.
         used_by: per result, the kernel ids using it (MLIR use-list order).
         has_users: per result, whether the register has any use (kernels or return).
@@ -52,6 +54,12 @@ class KernelInfo:
         function_ids: indices into ``Program.functions``; ``funcs`` their Function objects.
         location: the op's location.
         needs_context: the kernel takes an ExecutionContext or a KernelFrame.
+        release: operand registers whose reference the kernel drops after running (the
+            reference-counted ones, in operand order; a register used twice appears twice).
+        result_info: per result ``(register, used_by, use count, reference-counted,
+            unboxed)`` (see ``FunctionInfo``).
+        ctx_cache: ``(parent context, located context)`` of the last call (see
+            ``_Invocation.kernel_context``).
     """
 
     __slots__ = (
@@ -59,7 +67,9 @@ class KernelInfo:
         "entry",
         "fn",
         "mode",
-        "num_call_args",
+        "call",
+        "slots",
+        "constants",
         "operands",
         "results",
         "used_by",
@@ -72,9 +82,10 @@ class KernelInfo:
         "location",
         "needs_context",
         "num_results",
-        "operand_elide",
+        "takes_values",
+        "release",
         "result_info",
-        "trim",
+        "ctx_cache",
     )
 
     def __init__(
@@ -107,27 +118,29 @@ class KernelInfo:
         self.location = location
         self.needs_context = False
         self.mode = MODE_FRAME
-        self.num_call_args = len(operands)
-        self.operand_elide: tuple[bool, ...] = ()
-        self.result_info: tuple[tuple[int, tuple[int, ...], int, bool], ...] = ()
+        self.call: Any = None
+        self.slots: list[Slot] = []
+        self.constants: list[Constant] = []
+        # Whether the kernel sees only payloads of its operands (never their AsyncValues).
+        self.takes_values = False
+        self.release: tuple[int, ...] = ()
+        self.result_info: tuple[tuple[int, tuple[int, ...], int, bool, bool], ...] = ()
+        self.ctx_cache: tuple[Any, Any] = (None, None)
         if entry is not None:
             self._choose_mode(entry, register_types)
-        self.trim = self.num_call_args != len(operands)
 
     def _choose_mode(self, entry: KernelEntry, register_types: list[str]) -> None:
-        sig = entry.signature
-        self.needs_context = sig.needs_context
+        self.needs_context = entry.signature.needs_context
         if entry.kind is KernelKind.SYNC:
             self.mode = MODE_SYNC
+            self.takes_values = True
             return
-        n = len(self.operands)
-        if not sig.simple or self.num_results > 1:
-            return
-        if n == sig.num_args:
-            self.mode = MODE_SIMPLE
-        elif n == sig.num_args + 1 and _type_of(register_types, self.operands[-1]) == CHAIN_TYPE:
-            self.mode = MODE_SIMPLE  # trailing chain rule, decided once
-            self.num_call_args = n - 1
+        plan = plan_slots(entry, self.operands, len(self.attrs), len(self.function_ids),
+                          register_types)
+        if plan is not None:
+            self.mode = MODE_STATIC
+            self.slots, self.constants = plan
+            self.takes_values = all(kind != "a" for kind, _ in self.slots)
 
     def __repr__(self) -> str:
         return f"<KernelInfo {self.name} stream={self.stream}>"
@@ -146,12 +159,19 @@ class FunctionInfo:
         num_arguments / num_registers: counts.
         user_counts: uses per register (return uses included).
         kernels: kernel infos by kernel id (index 0 is the pseudo kernel).
+        streams: stream id by kernel id.
         result_registers: the registers named by the return op.
         result_ref_counts: per result register, the refcount of its IndirectAsyncValue:
             kernel uses + number of times returned + 1 (the executor's pin).
         pseudo_stream: the stream of the pseudo kernel (= the return op's stream).
         release_after: sync functions only: per body kernel, local registers to reset after it.
-        elide: per register, whether reference counting may be skipped for plain payloads.
+        counted: per register, whether its value's references are counted (see
+            ``_counted_registers``).
+        unboxed: per register, whether it holds the bare payload instead of an AsyncValue
+            (see ``_unboxed_registers``).
+        count_templates: per kernel id, the initial ready-count tokens: ``()`` for a kernel
+            that is ready at its first (only) decrement, else a list of ``n`` tokens whose
+            bottom one is ``True`` (copied per call; see ``_Invocation``).
     """
 
     name: str
@@ -159,11 +179,14 @@ class FunctionInfo:
     num_registers: int
     user_counts: tuple[int, ...]
     kernels: list[KernelInfo]
+    streams: tuple[int, ...]
     result_registers: tuple[int, ...]
     result_ref_counts: dict[int, int]
     pseudo_stream: int
     release_after: list[tuple[int, ...]]
-    elide: tuple[bool, ...]
+    counted: tuple[bool, ...]
+    unboxed: tuple[bool, ...]
+    count_templates: tuple[Any, ...]
 
 
 def build_function_info(
@@ -171,7 +194,8 @@ def build_function_info(
 ) -> FunctionInfo:
     """Precompute the executable form of ``fn``; ``entries[k]`` is kernel ``k``'s entry.
 
-    ``fn`` must be finalized (``use_counts``/``used_by`` filled).
+    ``fn`` must be finalized (``use_counts``/``used_by`` filled).  Function references are
+    resolved later, by :func:`link_functions`.
     """
     user_counts = tuple(fn.use_counts)
     types = fn.register_types
@@ -206,13 +230,16 @@ def build_function_info(
     returned: dict[int, int] = {}
     for r in fn.return_registers:
         returned[r] = returned.get(r, 0) + 1
-    elide = _elidable_registers(fn.num_registers, kernels, returned)
+    counted = _counted_registers(fn.num_registers, types, kernels, returned)
+    unboxed = _unboxed_registers(fn.num_registers, kernels, counted)
     for info in kernels[1:]:
-        info.operand_elide = tuple(elide[r] for r in info.operands)
+        info.release = tuple(r for r in info.operands if counted[r])
         info.result_info = tuple(
-            (r, users, user_counts[r], elide[r])
+            (r, users, user_counts[r], counted[r], unboxed[r])
             for r, users in zip(info.results, info.used_by, strict=True)
         )
+        info.slots = [("p", i) if kind == "v" and unboxed[i] else (kind, i)
+                      for kind, i in info.slots]
     ref_counts = {r: user_counts[r] + 1 for r in returned}
     return FunctionInfo(
         name=fn.name,
@@ -220,30 +247,74 @@ def build_function_info(
         num_registers=fn.num_registers,
         user_counts=user_counts,
         kernels=kernels,
+        streams=tuple(k.stream for k in kernels),
         result_registers=tuple(fn.return_registers),
         result_ref_counts=ref_counts,
         pseudo_stream=pseudo_stream,
         release_after=_release_points(fn),
-        elide=elide,
+        counted=counted,
+        unboxed=unboxed,
+        count_templates=tuple(
+            () if k.init_count == 1 else [True] + [False] * (k.init_count - 1)
+            for k in kernels
+        ),
     )
 
 
-def _elidable_registers(
-    num_registers: int, kernels: list[KernelInfo], returned: dict[int, int]
-) -> tuple[bool, ...]:
-    """Registers whose AsyncValue never escapes the executor.
+def link_functions(info: FunctionInfo, functions: list[Function]) -> None:
+    """Resolve ``info``'s function references against the loaded ``functions``, then make
+    the call functions of its static-mode kernels (their constants include functions)."""
+    for k in info.kernels[1:]:
+        k.funcs = [functions[i] for i in k.function_ids]
+        if k.mode == MODE_STATIC:
+            k.call = instantiate(k.fn, k.slots, k.constants, k.attrs, k.funcs, k)  # type: ignore[arg-type]
 
-    True when the register is not returned, every kernel using it receives payloads only
-    (simple or sync mode) and its producer is not a frame kernel (whose result may be shared).
-    For such a register holding a payload without a destroy hook (:data:`PLAIN_TYPES`),
-    reference counting is unobservable, so the executor skips it.
+
+def _counted_registers(
+    num_registers: int, types: list[str], kernels: list[KernelInfo], returned: dict[int, int]
+) -> tuple[bool, ...]:
+    """Per register, whether the executor counts the references of its value.
+
+    A register is *not* counted when its value can never be observed through its reference
+    count: its type is a plain scalar or the chain (:data:`PLAIN_REGISTER_TYPES`, payloads
+    without a destroy hook), it is not returned to the caller, every kernel using it receives
+    its payload only (never the AsyncValue or a KernelFrame), and its producer is not a
+    frame kernel (whose result may be a value shared with someone who counts).  Arguments are
+    borrowed from the caller: a counted argument takes its own references, an uncounted one
+    none.
     """
-    ok = [r not in returned for r in range(num_registers)]
+    ok = [
+        r not in returned and _type_of(types, r) in PLAIN_REGISTER_TYPES
+        for r in range(num_registers)
+    ]
     for k in kernels[1:]:
+        if not k.takes_values:
+            for r in k.operands:
+                ok[r] = False
         if k.mode == MODE_FRAME:
-            # Its operands may be inspected or aliased; its results may be shared values whose
-            # transferred reference must be dropped again.
-            for r in (*k.operands, *k.results):
+            for r in k.results:
+                ok[r] = False
+    return tuple(not e for e in ok)
+
+
+def _unboxed_registers(
+    num_registers: int, kernels: list[KernelInfo], counted: tuple[bool, ...]
+) -> tuple[bool, ...]:
+    """Registers that hold their bare payload (an int, a float, the Chain), not an AsyncValue.
+
+    True for an uncounted register produced and consumed only by static-mode kernels (which
+    read payloads through their generated call functions): nothing else ever sees it, so the
+    executor need not allocate an AsyncValue for it.  If such a register receives an error,
+    it holds the error AsyncValue instead (and the invocation's ``errors`` flag is set).
+    """
+    ok = [False] * num_registers
+    for k in kernels[1:]:
+        if k.mode == MODE_STATIC:
+            for r in k.results:
+                ok[r] = not counted[r]
+    for k in kernels[1:]:
+        if k.mode != MODE_STATIC:
+            for r in k.operands:
                 ok[r] = False
     return tuple(ok)
 

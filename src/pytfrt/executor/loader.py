@@ -19,7 +19,7 @@ from __future__ import annotations
 from pytfrt.bef.program import Function as ProgramFunction
 from pytfrt.bef.program import Program
 from pytfrt.executor.async_executor import BEFFunction
-from pytfrt.executor.kernel_info import FunctionInfo, build_function_info
+from pytfrt.executor.kernel_info import FunctionInfo, build_function_info, link_functions
 from pytfrt.executor.native import NativeFunction, NativeRegistry, test_native_registry
 from pytfrt.executor.sync_executor import SyncBEFFunction
 from pytfrt.host.diagnostics import Diagnostic
@@ -102,10 +102,8 @@ def load_program(
             functions.append(BEFFunction(info, fn.argument_types, fn.result_types))
     # Resolve function references (kernels look them up at call time, so order is free).
     for maybe_info in infos:
-        if maybe_info is None:
-            continue
-        for k in maybe_info.kernels[1:]:
-            k.funcs = [functions[i] for i in k.function_ids]
+        if maybe_info is not None:
+            link_functions(maybe_info, functions)
     return BEFFile(program, functions)
 
 

@@ -71,7 +71,7 @@ class AsyncValue(Generic[T]):
         self._state: int = UNCONSTRUCTED
         self._value: Any = None
         self._waiters: list[Callable[[], None]] = []
-        self._refs = 1
+        self._refs: list[bool] = [True]  # reference tokens, see add_ref
 
     # -- state queries (lock-free: a terminal state never changes once observed) ------------
 
@@ -203,21 +203,36 @@ class AsyncValue(Generic[T]):
 
     # -- reference counting -------------------------------------------------------------------
 
+    # The count is a list of tokens, one per reference: the bottom one is ``True``, every
+    # added one ``False``.  ``append``/``extend`` add references and ``pop()`` drops one, each a
+    # single atomic step, so the decrement-and-test needs no lock: exactly one ``pop()`` -- the
+    # one that drops the last reference -- receives the ``True`` token.
+
     def add_ref(self, count: int = 1) -> AsyncValue[T]:
         """Add ``count`` references; returns ``self`` for chaining."""
-        with _ref_lock(self):
-            self._refs += count
+        if count == 1:
+            self._refs.append(False)
+        elif count > 0:
+            self._refs.extend([False] * count)
         return self
 
     def drop_ref(self, count: int = 1) -> None:
         """Drop ``count`` references; at zero the payload's ``__tfrt_destroy__`` hook runs."""
-        with _ref_lock(self):
-            self._refs -= count
-            refs = self._refs
-        if refs == 0:
+        refs = self._refs
+        try:
+            if count == 1:
+                last = refs.pop()
+            else:
+                if count > len(refs):
+                    raise IndexError
+                last = False
+                for _ in range(count):
+                    if refs.pop():
+                        last = True
+        except IndexError:
+            raise AsyncValueError("AsyncValue reference count dropped below zero") from None
+        if last:
             self._destroy()
-        elif refs < 0:
-            raise AsyncValueError("AsyncValue reference count dropped below zero")
 
     def _destroy(self) -> None:
         if self._state in (CONCRETE, CONSTRUCTED):
@@ -228,11 +243,11 @@ class AsyncValue(Generic[T]):
     @property
     def ref_count(self) -> int:
         """The current explicit reference count (for tests and ``is_unique``)."""
-        return self._refs
+        return len(self._refs)
 
     def is_unique(self) -> bool:
         """True if exactly one reference is held and the value is not indirect."""
-        return self._refs == 1
+        return len(self._refs) == 1
 
     def __repr__(self) -> str:
         if self._state == CONCRETE:
@@ -246,7 +261,7 @@ _REF_LOCKS: Final = [threading.Lock() for _ in range(64)]
 
 
 def _ref_lock(value: object) -> threading.Lock:
-    """The striped lock guarding ``value``'s reference count (a decrement-and-test)."""
+    """A striped lock for ``value`` (guards the one-time ``forward_to`` check)."""
     return _REF_LOCKS[(id(value) >> 4) & 63]
 
 
@@ -346,11 +361,21 @@ CHAIN: Final = Chain()
 
 
 def make_available(value: T) -> AsyncValue[T]:
-    """A CONCRETE value holding ``value`` (``MakeAvailableAsyncValueRef``)."""
-    av: AsyncValue[T] = AsyncValue()
-    av._value = value
+    """A CONCRETE value holding ``value`` (``MakeAvailableAsyncValueRef``).
+
+    On the executor's hot path (one per kernel result), so it fills the slots itself instead
+    of running ``AsyncValue.__init__`` and then changing them: keep it in step with
+    ``__init__`` (a unit test compares the two).
+    """
+    av: AsyncValue[T] = _new_object(AsyncValue)
     av._state = CONCRETE
+    av._value = value
+    av._waiters = []
+    av._refs = [True]
     return av
+
+
+_new_object: Final = object.__new__
 
 
 def make_unconstructed() -> AsyncValue[Any]:

@@ -245,22 +245,23 @@ class _Role(enum.Enum):
 
 @dataclass
 class KernelSignature:
-    """How a kernel's parameters map onto a frame (computed once at registration)."""
+    """How a kernel's parameters map onto a frame (computed once at registration).
+
+    ``simple`` (every parameter is a plain argument payload: the fast path) and
+    ``needs_context`` (the kernel takes an ExecutionContext or a KernelFrame) are derived from
+    ``roles`` when the signature is made; treat a signature as immutable.
+    """
 
     roles: list[_Role]
     num_args: int  # fixed positional arguments (ARG + ARG_AV)
     variadic: bool  # takes remaining arguments
     raw_attributes: bool = False  # attributes are passed as typed Attribute objects
+    simple: bool = field(init=False)
+    needs_context: bool = field(init=False)
 
-    @property
-    def simple(self) -> bool:
-        """True if every parameter is a plain argument payload (the fast path)."""
-        return all(r is _Role.ARG for r in self.roles)
-
-    @property
-    def needs_context(self) -> bool:
-        """True if the kernel takes an ExecutionContext or a KernelFrame."""
-        return any(r in (_Role.EXEC_CTX, _Role.FRAME) for r in self.roles)
+    def __post_init__(self) -> None:
+        self.simple = all(r is _Role.ARG for r in self.roles)
+        self.needs_context = any(r in (_Role.EXEC_CTX, _Role.FRAME) for r in self.roles)
 
 
 ParamRole = _Role

@@ -127,12 +127,16 @@ class Trace:
 class _Open:
     """A scope or kernel call whose end has not been seen yet (walk state)."""
 
-    __slots__ = ("record", "keep", "child_time")
+    __slots__ = ("record", "keep", "child_time", "parent", "depth")
 
-    def __init__(self, record: tuple[Any, ...], keep: bool) -> None:
+    def __init__(self, record: tuple[Any, ...], keep: bool, stack: list[_Open]) -> None:
         self.record = record
         self.keep = keep
         self.child_time = 0
+        top = stack[-1] if stack else None
+        self.parent = top if top is None or top.keep else top.parent
+        """The innermost kept open slice around this one (O(1) nesting bookkeeping)."""
+        self.depth = 0 if self.parent is None else self.parent.depth + 1
 
 
 def build_trace(tracer: Tracer) -> Trace:
@@ -155,7 +159,7 @@ def build_trace(tracer: Tracer) -> Trace:
             kind = rec[0]
             if kind == BEGIN or kind == KERNEL:
                 keep = kind == KERNEL or rec[3] <= level
-                stack.append(_Open(rec, keep))
+                stack.append(_Open(rec, keep, stack))
                 if keep and (kind == BEGIN or level >= TracingLevel.DEBUG):
                     name = rec[2] if kind == BEGIN else rec[3].name
                     lines.append((rec[1], f"Scope:{name}"))
@@ -171,16 +175,15 @@ def build_trace(tracer: Tracer) -> Trace:
                     lines.append((rec[1], f"Event:error: {begin[3].name}"))
                 if not is_kernel or level >= TracingLevel.DEBUG:
                     lines.append((rec[1], "End Scope"))
-                kept_parents = [o for o in stack if o.keep]
-                if kept_parents:
-                    kept_parents[-1].child_time += rec[1] - begin[1]
+                if top.parent is not None:
+                    top.parent.child_time += rec[1] - begin[1]
                 sl = Slice(
                     name=begin[3].name if is_kernel else begin[2],
                     category=KERNEL_CATEGORY if is_kernel else SCOPE_CATEGORY,
                     tid=buf.tid,
                     start=begin[1] - origin,
                     end=rec[1] - origin,
-                    depth=len(kept_parents),
+                    depth=top.depth,
                     child_time=top.child_time,
                 )
                 if is_kernel:

@@ -56,6 +56,7 @@ def _ts_specs() -> list[OpSpec]:
         OpSpec("ts.build_unranked_partial_shape", "simple", (), (PSHAPE,)),
         OpSpec("ts.equal_shape", "simple", (SHAPE, SHAPE), ("i1",)),
         OpSpec("ts.get_num_elements", "simple", (SHAPE,), ("i64",)),
+        OpSpec("ts.get_dimension", "simple", (SHAPE, "i32"), ("i64",)),
         OpSpec("ts.print_shape", "simple", (SHAPE, CHAIN), (CHAIN,)),
         OpSpec("ts.print_partial_shape", "simple", (PSHAPE, CHAIN), (CHAIN,)),
         OpSpec("ts.to_shape", "simple", (PSHAPE,), (SHAPE,)),

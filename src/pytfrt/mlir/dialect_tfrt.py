@@ -74,10 +74,29 @@ def _fn_type(parser: Parser) -> FunctionType:
 
 
 def _print_fn_type(
-    printer: Printer, inputs: Sequence[Attribute], outputs: Sequence[Attribute]
+    printer: Printer,
+    inputs: Sequence[Attribute],
+    outputs: Sequence[Attribute],
+    paren_results: bool = False,
 ) -> None:
+    """Print `` : (ins) -> outs``; with ``paren_results`` the results are always parenthesised
+    (TFRT's printers of if/cond/case/while/once write ``-> (i32)``, tfrt.call prints a plain
+    function type ``-> i32``)."""
     printer.print_string(" : ")
-    printer.print_attribute(FunctionType.from_lists(list(inputs), list(outputs)))
+    if not paren_results:
+        printer.print_attribute(FunctionType.from_lists(list(inputs), list(outputs)))
+        return
+    printer.print_string("(")
+    for i, t in enumerate(inputs):
+        if i:
+            printer.print_string(", ")
+        printer.print_attribute(t)
+    printer.print_string(") -> (")
+    for i, t in enumerate(outputs):
+        if i:
+            printer.print_string(", ")
+        printer.print_attribute(t)
+    printer.print_string(")")
 
 
 def _sym(attr: Attribute | None) -> str:
@@ -118,8 +137,8 @@ class ReturnOp(TfrtOp):
         for i, (val, want) in enumerate(zip(self.operands, results, strict=True)):
             if val.type != want:
                 raise VerifyException(
-                    f"'tfrt.return' op type of return operand {i} ('{type_str(val.type)}') "
-                    f"doesn't match function result type ('{type_str(want)}')"
+                    f"type of return operand {i} ({type_str(val.type)}) "
+                    f"doesn't match function result type ({type_str(want)})"
                 )
 
 
@@ -196,7 +215,7 @@ class IfOp(TfrtOp):
             other = parse_region_with_args(parser, operands[1:], ins)
         else:
             if ft.outputs.data:
-                parser.raise_error("expected 'else' region for a tfrt.if with results")
+                parser.raise_error("expected 'else' in 'tfrt.if' with result values")
             other = _empty_return_region(ins)
         return cls.create(
             operands=values,
@@ -211,13 +230,12 @@ class IfOp(TfrtOp):
     def print(self, printer: Printer) -> None:
         print_operand_list(printer, self.operands)
         print_attr_dict(printer, self.attributes)
-        _print_fn_type(printer, [o.type for o in self.operands[1:]], self.result_types)
+        _print_fn_type(printer, [o.type for o in self.operands[1:]], self.result_types, True)
         printer.print_string(" ")
         printer.print_region(self.regions[0], print_entry_block_args=False)
-        else_ops = list(self.regions[1].block.ops) if self.regions[1].blocks else []
-        if self.results or not (len(else_ops) == 1 and not else_ops[0].operands):
-            printer.print_string(" else ")
-            printer.print_region(self.regions[1], print_entry_block_args=False)
+        # TFRT's printer always writes the else region (a defaulted one is `tfrt.return`).
+        printer.print_string(" else ")
+        printer.print_region(self.regions[1], print_entry_block_args=False)
 
 
 def _empty_return_region(arg_types: Sequence[Attribute]):
@@ -259,7 +277,7 @@ class CondOp(TfrtOp):
         printer.print_list(self.operands[1:], printer.print_operand)
         printer.print_string(")")
         print_attr_dict(printer, self.attributes, "a_true_fn", "b_false_fn")
-        _print_fn_type(printer, [o.type for o in self.operands[1:]], self.result_types)
+        _print_fn_type(printer, [o.type for o in self.operands[1:]], self.result_types, True)
 
 
 class CaseOp(TfrtOp):
@@ -293,7 +311,7 @@ class CaseOp(TfrtOp):
         printer.print_list(self.operands[1:], printer.print_operand)
         printer.print_string(")")
         print_attr_dict(printer, self.attributes, "branches")
-        _print_fn_type(printer, [o.type for o in self.operands[1:]], self.result_types)
+        _print_fn_type(printer, [o.type for o in self.operands[1:]], self.result_types, True)
 
 
 class WhileOp(TfrtOp):
@@ -331,7 +349,7 @@ class WhileOp(TfrtOp):
         n = iters.value.data if isinstance(iters, IntegerAttr) else 1
         printer.print_string(f") parallel_iterations({n})")
         print_attr_dict(printer, self.attributes, "body_fn", "parallel_iterations")
-        _print_fn_type(printer, [o.type for o in self.operands[1:]], self.result_types)
+        _print_fn_type(printer, [o.type for o in self.operands[1:]], self.result_types, True)
 
 
 class OnceOp(TfrtOp):
@@ -358,7 +376,7 @@ class OnceOp(TfrtOp):
         printer.print_list(self.operands, printer.print_operand)
         printer.print_string(")")
         print_attr_dict(printer, self.attributes, "function")
-        _print_fn_type(printer, [o.type for o in self.operands], self.result_types)
+        _print_fn_type(printer, [o.type for o in self.operands], self.result_types, True)
 
 
 class RepeatI32Op(TfrtOp):

@@ -10,8 +10,9 @@ Output is the module in custom syntax (``func.func``, ``%0``/``%arg0`` names); w
 ``--split-input-file`` the chunks' outputs are separated by ``// -----``.
 ``-tfrt-print-stream`` emits, for every op of every function body, the remark
 ``stream id: <id>, stream cost: <cost>, parent stream: <pid>[, child streams: [..]]``
-(spec 2.5).  ``-canonicalize`` and ``-inline`` are accepted and do nothing (no rewrites are
-implemented).  Without ``--allow-unregistered-dialect`` ops of unknown dialects are rejected;
+(spec 2.5).  ``-inline`` inlines calls to functions with bodies and drops unreferenced private
+functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonicalization
+(:mod:`pytfrt.mlir.passes`); ``-inline`` runs before ``-canonicalize`` when both are given.  Without ``--allow-unregistered-dialect`` ops of unknown dialects are rejected;
 unknown ops of TFRT's dialects are accepted in generic form.  Flags take one or two dashes.
 Exit status 1 on any failure.
 """
@@ -42,8 +43,8 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-unregistered-dialect", action="store_true", help="accept unknown dialects"
     )
     p.add_argument("--tfrt-print-stream", action="store_true", help="print stream analysis")
-    p.add_argument("--canonicalize", action="store_true", help="accepted; no-op in pytfrt")
-    p.add_argument("--inline", action="store_true", help="accepted; no-op in pytfrt")
+    p.add_argument("--canonicalize", action="store_true", help="canonicalize merge.chains")
+    p.add_argument("--inline", action="store_true", help="inline calls to function bodies")
     return p
 
 
@@ -82,6 +83,13 @@ def _process(chunk: str, name: str, args: argparse.Namespace, sink) -> str | Non
         verify_module(parsed)
         if args.tfrt_print_stream:
             sink.emit(_stream_remarks(parsed))
+        if args.inline or args.canonicalize:
+            from pytfrt.mlir.passes import canonicalize, inline_calls
+
+            if args.inline:
+                inline_calls(parsed.module)
+            if args.canonicalize:
+                canonicalize(parsed.module)
     except MlirError as err:
         sink.error(err)
         return None

@@ -12,7 +12,7 @@ func.func @add(%a: i32, %b: i32) -> i32 {
 func.func @control(%c: i1, %x: i32) -> i32 {
   // CHECK-NEXT: %0 = tfrt.call @add(%arg1, %arg1) : (i32, i32) -> i32
   %y = tfrt.call @add(%x, %x) : (i32, i32) -> i32
-  // CHECK-NEXT: %1 = tfrt.if %arg0, %0 : (i32) -> i32 {
+  // CHECK-NEXT: %1 = tfrt.if %arg0, %0 : (i32) -> (i32) {
   // CHECK-NEXT:   tfrt.return %0 : i32
   // CHECK-NEXT: } else {
   // CHECK-NEXT:   %2 = tfrt.add.i32 %0, %0

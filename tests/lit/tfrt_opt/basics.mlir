@@ -21,7 +21,7 @@ func.func @basics(%x: i32) -> (i32, !tfrt.chain) {
   %ch2 = tfrt.merge.chains %ch1, %q : !tfrt.chain, i32
   // CHECK-NEXT: %8 = tfrt.call @callee(%4) : (i32) -> i32
   %z = tfrt.call @callee(%y) : (i32) -> i32
-  // CHECK-NEXT: %9 = tfrt.if %3, %8 : (i32) -> i32 {
+  // CHECK-NEXT: %9 = tfrt.if %3, %8 : (i32) -> (i32) {
   // CHECK-NEXT:   %12 = tfrt.add.i32 %8, %8
   // CHECK-NEXT:   tfrt.return %12 : i32
   // CHECK-NEXT: } else {
@@ -49,15 +49,15 @@ func.func @basics(%x: i32) -> (i32, !tfrt.chain) {
 
 // CHECK-LABEL: func.func @callee(%arg0: i32) -> i32
 func.func @callee(%x: i32) -> i32 {
-  // CHECK: %1 = tfrt.while %{{.*}} @body(%arg0) parallel_iterations(2) : (i32) -> i32
+  // CHECK: %1 = tfrt.while %{{.*}} @body(%arg0) parallel_iterations(2) : (i32) -> (i32)
   %c = tfrt.constant.i1 0
   %r = tfrt.while %c @body(%x) parallel_iterations(2) : (i32) -> (i32)
-  // CHECK: tfrt.cond %{{.*}} @callee @callee (%arg0) : (i32) -> i32
+  // CHECK: tfrt.cond %{{.*}} @callee @callee (%arg0) : (i32) -> (i32)
   %s = tfrt.cond %c @callee @callee (%x) : (i32) -> (i32)
-  // CHECK: tfrt.case %{{.*}} [@callee, @callee] (%arg0) : (i32) -> i32
+  // CHECK: tfrt.case %{{.*}} [@callee, @callee] (%arg0) : (i32) -> (i32)
   %i = tfrt.constant.i32 0
   %t = tfrt.case %i [@callee, @callee] (%x) : (i32) -> (i32)
-  // CHECK: tfrt.once @callee(%arg0) : (i32) -> i32
+  // CHECK: tfrt.once @callee(%arg0) : (i32) -> (i32)
   %o = tfrt.once @callee(%x) : (i32) -> (i32)
   tfrt.return %r : i32
 }

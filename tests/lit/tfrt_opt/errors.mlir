@@ -9,7 +9,7 @@ func.func @wrong_count() -> i32 {
 // -----
 
 func.func @wrong_type(%x: f32) -> i32 {
-  // expected-error @+1 {{type of return operand 0 ('f32') doesn't match function result type ('i32')}}
+  // expected-error @+1 {{type of return operand 0 (f32) doesn't match function result type (i32)}}
   tfrt.return %x : f32
 }
 

@@ -1,0 +1,183 @@
+// RUN: bef_executor_lite %s.bef | FileCheck %s --dump-input=fail
+
+// Reconstruction of TFRT's mlir_tests/bef_executor/lifetimes.mlir (spec 5.2, class H+O): the
+// exact construction / move / destruction order of `vt.value`s, which depends on stream analysis
+// (module `tfrt.cost_threshold = 1`), the LIFO inline queue, stream-sorted tasks and values dying
+// right after their last user (spec 2.2, 2.3 worked example 2).
+
+module attributes {tfrt.cost_threshold = 1 : i64} {
+
+// CHECK-LABEL: --- Running 'test_linear'
+func.func @test_linear() {
+  %ch0 = tfrt.new.chain
+
+  %a = "vt.constant"() {value = 1 : i32} : () -> !vt.value
+  %b = "vt.constant"() {value = 2 : i32} : () -> !vt.value
+  %c = "vt.add"(%a, %b) : (!vt.value, !vt.value) -> !vt.value
+  %ch1 = "vt.print"(%c, %ch0) : (!vt.value, !tfrt.chain) -> (!tfrt.chain)
+
+  %d = "vt.constant"() {value = 4 : i32} : () -> !vt.value
+  %e = "vt.constant"() {value = 5 : i32} : () -> !vt.value
+
+  // CHECK-NEXT: constructed vt.value(5)
+  // CHECK-NEXT: move constructed vt.value(5)
+  // CHECK-NEXT: destroyed vt.value(5)
+  // CHECK-NEXT: constructed vt.value(4)
+  // CHECK-NEXT: move constructed vt.value(4)
+  // CHECK-NEXT: destroyed vt.value(4)
+  // CHECK-NEXT: constructed vt.value(1)
+  // CHECK-NEXT: move constructed vt.value(1)
+  // CHECK-NEXT: constructed vt.value(2)
+  // CHECK-NEXT: move constructed vt.value(2)
+  // CHECK-NEXT: constructed vt.value(3)
+  // CHECK-NEXT: move constructed vt.value(3)
+  // CHECK-NEXT: destroyed vt.value(1)
+  // CHECK-NEXT: destroyed vt.value(2)
+  // CHECK-NEXT: print vt_value(3)
+  // CHECK-NEXT: destroyed vt.value(3)
+  tfrt.return
+}
+
+// CHECK-LABEL: --- Not running 'print_and_return' because it has arguments
+func.func @print_and_return(%v: !vt.value, %ch0: !tfrt.chain) -> (!vt.value, !tfrt.chain) {
+  %ch1 = "vt.print"(%v, %ch0) : (!vt.value, !tfrt.chain) -> (!tfrt.chain)
+  tfrt.return %v, %ch1 : !vt.value, !tfrt.chain
+}
+
+// CHECK-LABEL: --- Running 'test_call'
+// CHECK-NEXT: constructed vt.value(1)
+// CHECK-NEXT: move constructed vt.value(1)
+// CHECK-NEXT: print vt_value(1)
+// CHECK-NEXT: print vt_value(1)
+// CHECK-NEXT: destroyed vt.value(1)
+// CHECK-NEXT: 'test_call' returned !tfrt.chain value
+func.func @test_call() -> !tfrt.chain {
+  %ch0 = tfrt.new.chain
+  %a = "vt.constant"() {value = 1 : i32} : () -> !vt.value
+  %b, %ch1 = tfrt.call @print_and_return(%a, %ch0) : (!vt.value, !tfrt.chain) -> (!vt.value, !tfrt.chain)
+  %ch2 = "vt.print"(%b, %ch1) : (!vt.value, !tfrt.chain) -> (!tfrt.chain)
+  tfrt.return %ch2 : !tfrt.chain
+}
+
+// CHECK-LABEL: --- Running 'test_share_to_two'
+// CHECK-NEXT: constructed vt.value(1)
+// CHECK-NEXT: move constructed vt.value(1)
+// CHECK-NEXT: print vt_value(1)
+// CHECK-NEXT: print vt_value(1)
+// CHECK-NEXT: destroyed vt.value(1)
+// CHECK-NEXT: 'test_share_to_two' returned !tfrt.chain value
+func.func @test_share_to_two() -> !tfrt.chain {
+  %ch0 = tfrt.new.chain
+  %a = "vt.constant"() {value = 1 : i32} : () -> !vt.value
+  %b, %c = "tfrt_test.share_to_two"(%a) : (!vt.value) -> (!vt.value, !vt.value)
+  %ch1 = "vt.print"(%b, %ch0) : (!vt.value, !tfrt.chain) -> (!tfrt.chain)
+  %ch2 = "vt.print"(%c, %ch1) : (!vt.value, !tfrt.chain) -> (!tfrt.chain)
+  tfrt.return %ch2 : !tfrt.chain
+}
+
+// CHECK-LABEL: --- Running 'test_return_value'
+// CHECK-NEXT: constructed vt.value(1)
+// CHECK-NEXT: move constructed vt.value(1)
+// CHECK-NEXT: constructed vt.value(2)
+// CHECK-NEXT: move constructed vt.value(2)
+// CHECK-NEXT: constructed vt.value(3)
+// CHECK-NEXT: move constructed vt.value(3)
+// CHECK-NEXT: destroyed vt.value(1)
+// CHECK-NEXT: destroyed vt.value(2)
+// CHECK-NEXT: 'test_return_value' returned !vt.value value
+// CHECK-NEXT: destroyed vt.value(3)
+func.func @test_return_value() -> !vt.value {
+  %a = "vt.constant"() {value = 1 : i32} : () -> !vt.value
+  %b = "vt.constant"() {value = 2 : i32} : () -> !vt.value
+  %c = "vt.add"(%a, %b) : (!vt.value, !vt.value) -> !vt.value
+  tfrt.return %c : !vt.value
+}
+
+// CHECK-LABEL: --- Running 'test_repeat0'
+// CHECK-NEXT: constructed vt.value(1)
+// CHECK-NEXT: move constructed vt.value(1)
+// CHECK-NEXT: print vt_value(1)
+// CHECK-NEXT: destroyed vt.value(1)
+// CHECK-NEXT: 'test_repeat0' returned !tfrt.chain value
+func.func @test_repeat0() -> !tfrt.chain {
+  %ch0 = tfrt.new.chain
+  %n = tfrt.constant.i32 0
+  %a = "vt.constant"() {value = 1 : i32} : () -> !vt.value
+  %b = tfrt.repeat.i32 %n, %a : !vt.value {
+    %one = "vt.constant"() {value = 1 : i32} : () -> !vt.value
+    %c = "vt.add"(%a, %one) : (!vt.value, !vt.value) -> !vt.value
+    tfrt.return %c : !vt.value
+  }
+  %ch1 = "vt.print"(%b, %ch0) : (!vt.value, !tfrt.chain) -> (!tfrt.chain)
+  tfrt.return %ch1 : !tfrt.chain
+}
+
+// CHECK-LABEL: --- Running 'test_repeat1'
+// CHECK-NEXT: constructed vt.value(1)
+// CHECK-NEXT: move constructed vt.value(1)
+// CHECK-NEXT: constructed vt.value(1)
+// CHECK-NEXT: move constructed vt.value(1)
+// CHECK-NEXT: constructed vt.value(2)
+// CHECK-NEXT: move constructed vt.value(2)
+// CHECK-NEXT: destroyed vt.value(1)
+// CHECK-NEXT: destroyed vt.value(1)
+// CHECK-NEXT: print vt_value(2)
+// CHECK-NEXT: destroyed vt.value(2)
+// CHECK-NEXT: 'test_repeat1' returned !tfrt.chain value
+func.func @test_repeat1() -> !tfrt.chain {
+  %ch0 = tfrt.new.chain
+  %n = tfrt.constant.i32 1
+  %a = "vt.constant"() {value = 1 : i32} : () -> !vt.value
+  %b = tfrt.repeat.i32 %n, %a : !vt.value {
+    %one = "vt.constant"() {value = 1 : i32} : () -> !vt.value
+    %c = "vt.add"(%a, %one) : (!vt.value, !vt.value) -> !vt.value
+    tfrt.return %c : !vt.value
+  }
+  %ch1 = "vt.print"(%b, %ch0) : (!vt.value, !tfrt.chain) -> (!tfrt.chain)
+  tfrt.return %ch1 : !tfrt.chain
+}
+
+// CHECK-LABEL: --- Running 'test_repeat2'
+// CHECK-NEXT: constructed vt.value(1)
+// CHECK-NEXT: move constructed vt.value(1)
+// CHECK-NEXT: constructed vt.value(1)
+// CHECK-NEXT: move constructed vt.value(1)
+// CHECK-NEXT: constructed vt.value(2)
+// CHECK-NEXT: move constructed vt.value(2)
+// CHECK-NEXT: destroyed vt.value(1)
+// CHECK-NEXT: constructed vt.value(1)
+// CHECK-NEXT: move constructed vt.value(1)
+// CHECK-NEXT: constructed vt.value(3)
+// CHECK-NEXT: move constructed vt.value(3)
+// CHECK-NEXT: destroyed vt.value(1)
+// CHECK-NEXT: destroyed vt.value(2)
+// CHECK-NEXT: destroyed vt.value(1)
+// CHECK-NEXT: print vt_value(3)
+// CHECK-NEXT: destroyed vt.value(3)
+// CHECK-NEXT: 'test_repeat2' returned !tfrt.chain value
+func.func @test_repeat2() -> !tfrt.chain {
+  %ch0 = tfrt.new.chain
+  %n = tfrt.constant.i32 2
+  %a = "vt.constant"() {value = 1 : i32} : () -> !vt.value
+  %b = tfrt.repeat.i32 %n, %a : !vt.value {
+    %one = "vt.constant"() {value = 1 : i32} : () -> !vt.value
+    %c = "vt.add"(%a, %one) : (!vt.value, !vt.value) -> !vt.value
+    tfrt.return %c : !vt.value
+  }
+  %ch1 = "vt.print"(%b, %ch0) : (!vt.value, !tfrt.chain) -> (!tfrt.chain)
+  tfrt.return %ch1 : !tfrt.chain
+}
+
+// CHECK-LABEL: --- Running 'test_print_hello_unused'
+// CHECK-NEXT: hello host executor!
+// CHECK-NEXT: constructed vt.value(7)
+// CHECK-NEXT: move constructed vt.value(7)
+// CHECK-NEXT: destroyed vt.value(7)
+func.func @test_print_hello_unused() {
+  %ch0 = tfrt.new.chain
+  %a = "vt.constant"() {value = 7 : i32} : () -> !vt.value
+  %ch1 = "tfrt_test.print_hello"(%ch0) : (!tfrt.chain) -> !tfrt.chain
+  tfrt.return
+}
+
+}

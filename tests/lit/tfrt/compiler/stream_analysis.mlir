@@ -1,0 +1,78 @@
+// RUN: tfrt_opt -tfrt-print-stream -verify-diagnostics %s
+// no_bef_translation
+
+// Reconstruction of TFRT's mlir_tests/compiler/stream_analysis.mlir (spec 2.5, 5.2): the stream
+// id, stream cost, parent stream and child streams of every op, printed as remarks.
+
+func.func @stream() -> i32 attributes {tfrt.cost_threshold = 4 : i64} {
+  // expected-remark @+1 {{stream id: 0, stream cost: 17, parent stream: -1}}
+  %c0 = tfrt.constant.i32 0
+  // expected-remark @+1 {{stream id: 0, stream cost: 17, parent stream: -1}}
+  %c1 = tfrt_test.test_cost %c0 {id = 1 : i64, _tfrt_cost = 3 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 17, parent stream: -1}}
+  %c2 = tfrt_test.test_cost %c0 {id = 2 : i64, _tfrt_cost = 3 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 17, parent stream: -1}}
+  %c3 = tfrt_test.test_cost %c1 {id = 3 : i64, _tfrt_cost = 1 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 17, parent stream: -1}}
+  %c4 = tfrt.add.i32 %c2, %c3
+  // expected-remark @+1 {{stream id: 0, stream cost: 17, parent stream: -1}}
+  tfrt.return %c4 : i32
+}
+
+func.func @no_merge() -> (i32, i32) attributes {tfrt.cost_threshold = 2 : i64} {
+  // expected-remark @+1 {{stream id: 0, stream cost: 9, parent stream: -1, child streams: [1]}}
+  %c0 = tfrt.constant.i32 0
+  // expected-remark @+1 {{stream id: 0, stream cost: 9, parent stream: -1}}
+  %c1 = tfrt_test.test_cost %c0 {id = 1 : i64, _tfrt_cost = 5 : i64} : i32
+  // expected-remark @+1 {{stream id: 1, stream cost: 5, parent stream: 0}}
+  %c2 = tfrt_test.test_cost %c0 {id = 2 : i64, _tfrt_cost = 5 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 9, parent stream: -1}}
+  tfrt.return %c1, %c2 : i32, i32
+}
+
+func.func @merge() -> !tfrt.chain attributes {tfrt.cost_threshold = 100 : i64} {
+  // expected-remark @+1 {{stream id: 3, stream cost: 100, parent stream: 0}}
+  %ch0 = tfrt.new.chain
+  // expected-remark @+1 {{stream id: 0, stream cost: 109, parent stream: -1}}
+  %c0 = tfrt.constant.i32 0
+  // expected-remark @+1 {{stream id: 0, stream cost: 109, parent stream: -1}}
+  %c1 = tfrt_test.test_cost %c0 {id = 1 : i64, _tfrt_cost = 2 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 109, parent stream: -1}}
+  %c2 = tfrt_test.test_cost %c0 {id = 2 : i64, _tfrt_cost = 2 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 109, parent stream: -1}}
+  %c3 = tfrt_test.test_cost %c0 {id = 3 : i64, _tfrt_cost = 2 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 109, parent stream: -1}}
+  %ch1 = tfrt.merge.chains %ch0, %c1, %c2, %c3 : !tfrt.chain, i32, i32, i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 109, parent stream: -1}}
+  tfrt.return %ch1 : !tfrt.chain
+}
+
+func.func @auto_threshold() -> i32 {
+  // expected-remark @+1 {{stream id: 0, stream cost: 14, parent stream: -1, child streams: [1]}}
+  %c0 = tfrt.constant.i32 0
+  // expected-remark @+1 {{stream id: 0, stream cost: 14, parent stream: -1}}
+  %c1 = tfrt_test.test_cost %c0 {id = 1 : i64, _tfrt_cost = 10 : i64} : i32
+  // expected-remark @+1 {{stream id: 1, stream cost: 2, parent stream: 0}}
+  %c2 = tfrt_test.test_cost %c0 {id = 2 : i64, _tfrt_cost = 1 : i64} : i32
+  // expected-remark @+1 {{stream id: 1, stream cost: 2, parent stream: 0}}
+  %c3 = tfrt_test.test_cost %c2 {id = 3 : i64, _tfrt_cost = 1 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 14, parent stream: -1}}
+  %c4 = tfrt.add.i32 %c1, %c3
+  // expected-remark @+1 {{stream id: 0, stream cost: 14, parent stream: -1}}
+  tfrt.return %c4 : i32
+}
+
+func.func @merge_inter_dependent_streams() -> i32 attributes {tfrt.cost_threshold = 10 : i64, tfrt.merge_inter_dependent_streams = true} {
+  // expected-remark @+1 {{stream id: 0, stream cost: 28, parent stream: -1}}
+  %c0 = tfrt.constant.i32 0
+  // expected-remark @+1 {{stream id: 0, stream cost: 28, parent stream: -1}}
+  %c1 = tfrt_test.test_cost %c0 {id = 1 : i64, _tfrt_cost = 2 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 28, parent stream: -1}}
+  %c2 = tfrt_test.test_cost %c0 {id = 2 : i64, _tfrt_cost = 2 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 28, parent stream: -1}}
+  %c3 = tfrt.add.i32 %c1, %c2
+  // expected-remark @+1 {{stream id: 0, stream cost: 28, parent stream: -1}}
+  %c4 = tfrt_test.test_cost %c3 {id = 4 : i64, _tfrt_cost = 2 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 28, parent stream: -1}}
+  tfrt.return %c4 : i32
+}

@@ -1,0 +1,16 @@
+// RUN: cat %s.bef > /dev/null
+
+// Reconstruction of TFRT's mlir_tests/mlir_to_bef/basics.mlir (spec 3.9, 5.2): translation of
+// unregistered ops with attributes, arguments and a call succeeds.
+
+func.func @basic(%x: i32) -> i32 {
+  %a = "simple.kernel"(%x) {value = 42 : i32, str = "hello", arr = [1 : i32, 2 : i32]} : (i32) -> i32
+  %b = "simple.kernel"(%a, %x) : (i32, i32) -> i32
+  tfrt.return %b : i32
+}
+
+func.func @caller() -> i32 {
+  %c = tfrt.constant.i32 1
+  %r = tfrt.call @basic(%c) : (i32) -> i32
+  tfrt.return %r : i32
+}

@@ -1,0 +1,12 @@
+// RUN: bef_executor %s.bef | FileCheck %s --dump-input=fail
+
+// Reconstruction of TFRT's mlir_tests/tensor/string_host_tensor.mlir (spec 5.2, 4.6).
+
+// CHECK-LABEL: --- Running 'basic'
+func.func @basic() -> !tfrt.chain {
+  %ch0 = tfrt.new.chain
+  %a = "tfrt_sht.create_tensor"() {shape = [2], values = ["string", "tensor"]} : () -> !t.tensor
+  // CHECK-NEXT: StringHostTensor shape = [2], values = ["string", "tensor"]
+  %ch1 = tfrt_dht.print_tensor %a, %ch0
+  tfrt.return %ch1 : !tfrt.chain
+}
