@@ -41,6 +41,19 @@ from pytfrt.kernels.test_kernels.async_kernels import sum_i32
 from pytfrt.support.attributes import IntAttr
 from pytfrt.support.function_kind import FunctionKind
 
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo (``platform.processor()`` is often empty)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -222,7 +235,7 @@ def main() -> None:
     for note in notes:
         print("note:", note)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    meta = {"n": n, "repeat": repeat, "nproc": os.cpu_count(), "machine": platform.processor(),
+    meta = {"n": n, "repeat": repeat, "nproc": os.cpu_count(), "machine": cpu_model(),
             "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
             "startup_s": startup, "notes": notes, "rows": rows}
     (RESULTS / "executor.json").write_text(json.dumps(meta, indent=2))

@@ -3,7 +3,8 @@
 Variants (all the same 2-2-1 sigmoid MLP, full batch of 4, MSE, plain SGD, float32):
 
 * ``pytfrt s`` / ``pytfrt mstd:2`` -- ``examples/mlp_xor/xor_training.mlir`` compiled once, then
-  the ``xor_training`` function executed (load and compile time excluded); ~55 kernels a step.
+  the ``xor_training`` function executed (load and compile time excluded); per step ~55 kernels
+  in three function invocations (the loop body, ``tfrt.call @mlp_forward``, a ``tfrt.if`` branch).
 * ``numpy loop`` -- a hand-written NumPy loop of the same maths.
 * ``torch eager`` -- PyTorch eager with autograd (``loss.backward()`` + in-place updates), if
   torch is installed (``pip install torch==2.13.0``).
@@ -20,6 +21,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import platform
 import statistics
 import time
@@ -30,6 +32,20 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM = REPO / "examples" / "mlp_xor" / "xor_training.mlir"
+
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo (``platform.processor()`` is often empty)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 RESULTS = REPO / "benchmarks" / "results"
 
 X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32)
@@ -99,6 +115,9 @@ def torch_runner(steps: int) -> Callable[[], float] | None:
         import torch
     except ImportError:
         return None
+    # One intra-op thread: the tensors are tiny, and idle OpenMP workers spinning after each op
+    # would steal the CPU from the variants interleaved with this one on a 2-core machine.
+    torch.set_num_threads(1)
 
     def run() -> float:
         x, y = torch.from_numpy(X), torch.from_numpy(Y)
@@ -142,27 +161,36 @@ def main() -> None:
     else:
         print("note: torch not installed, skipping the PyTorch variant")
 
-    rows = []
-    for name, run in variants.items():
+    # Interleave the variants inside every repetition, so machine load hits them alike.
+    for run in variants.values():
         run()  # warm-up
-        times = [run() for _ in range(args.repeats)]
-        median = statistics.median(times)
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(args.repeats):
+        for name, run in variants.items():
+            times[name].append(run())
+    rows = []
+    for name in variants:
+        median = statistics.median(times[name])
         rows.append(
             {
                 "variant": name,
                 "seconds": median,
+                "best_seconds": min(times[name]),
                 "us_per_step": median / args.steps * 1e6,
                 "steps_per_s": args.steps / median,
             }
         )
     base = next(r for r in rows if r["variant"] == "numpy loop")["us_per_step"]
-    print(f"XOR training, {args.steps} steps, median of {args.repeats}")
-    print(f"{'variant':<16}{'steps/s':>12}{'us/step':>12}{'x numpy':>10}")
+    torch_row = next((r for r in rows if r["variant"] == "torch eager"), None)
+    print(f"XOR training, {args.steps} steps, median of {args.repeats} (interleaved)")
+    print(f"{'variant':<16}{'steps/s':>12}{'us/step':>12}{'x numpy':>10}{'x torch':>10}")
     for r in rows:
         r["ratio_vs_numpy"] = r["us_per_step"] / base
+        if torch_row is not None:
+            r["ratio_vs_torch"] = r["us_per_step"] / torch_row["us_per_step"]
         print(
             f"{r['variant']:<16}{r['steps_per_s']:>12.0f}{r['us_per_step']:>12.1f}"
-            f"{r['ratio_vs_numpy']:>10.1f}"
+            f"{r['ratio_vs_numpy']:>10.1f}{r.get('ratio_vs_torch', float('nan')):>10.2f}"
         )
 
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -170,6 +198,8 @@ def main() -> None:
         "steps": args.steps,
         "repeats": args.repeats,
         "machine": platform.machine(),
+        "cpu": cpu_model(),
+        "nproc": os.cpu_count(),
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%d"),
     }

@@ -116,6 +116,7 @@ def test_bench_harness_small_run(tmp_path: Path, capsys: pytest.CaptureFixture[s
         [
             "bench", "nqueens", "--n", "5-7", "--threads", "1,2", "--levels", "1,2",
             "--repetitions", "2", "--no-native", "--output-dir", str(tmp_path), "--quiet",
+            "--skip-noop",
         ]
     )  # fmt: skip
     out = capsys.readouterr().out
@@ -132,6 +133,25 @@ def test_bench_harness_small_run(tmp_path: Path, capsys: pytest.CaptureFixture[s
         if row["variant"] != "single":
             assert row["tasks"] == count_tasks(row["n"], row["levels"])
     assert "overhead us/task" in out and "runtime" in out
+
+
+def test_bench_harness_noop_overhead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = pytfrt_main(
+        [
+            "bench", "nqueens", "--n", "6", "--threads", "2", "--levels", "2", "-r", "1",
+            "--variants", "single,runtime,taskpool", "--output-dir", str(tmp_path), "--no-plot",
+            "--quiet",
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert status == 0, out
+    noop = json.loads((tmp_path / "nqueens.json").read_text())["noop_overhead"]
+    assert [(e["variant"], e["threads"], e["tasks"]) for e in noop] == [
+        ("runtime", 2, count_tasks(12, 4)),
+        ("taskpool", 2, count_tasks(12, 4)),
+    ]
+    assert all(e["us_per_task"] > 0 for e in noop)
+    assert "scheduling cost per task, no-op solver" in out
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")

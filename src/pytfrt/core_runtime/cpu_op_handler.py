@@ -108,6 +108,11 @@ class CpuOp(CoreRuntimeOp):
         chain: AsyncValue[Any] | None = None,
         emit_errors: bool = False,
     ) -> OpResult:
+        tracer = exec_ctx.host.tracer if exec_ctx is not None else None
+        if tracer is not None:  # op scopes (spec 5.2 tracing/core_runtime), see host.tracing
+            with tracer.scope(f"{self.name}#op_handler={getattr(self.handler, 'name', '')}#", 1):
+                return dispatch_cpu_op(tracer.trace_op_record(self.record), exec_ctx, args,
+                                       attrs, num_results, chain, emit_errors)
         return dispatch_cpu_op(
             self.record, exec_ctx, args, attrs, num_results, chain, emit_errors
         )

@@ -23,8 +23,17 @@ Reference counts (spec 2.2): a register's value holds exactly one reference per 
 consumer drops its reference right after it ran, so payload ``__tfrt_destroy__`` hooks fire
 right after the last consumer.
 
-Thread-safety: ready counters of multi-operand kernels are decremented under the invocation's
-lock; single-operand counters are decremented by exactly one producer, so need none.
+The fast path (decided per kernel and per register at load time, see
+:mod:`pytfrt.executor.kernel_info` and :mod:`pytfrt.executor.call_plan`): a kernel whose
+parameters bind without a KernelFrame is called through a generated function that reads its
+operands straight from the registers; a register of a scalar or chain type that only such
+kernels read is *unboxed* -- it holds the bare payload, no AsyncValue is made for it, and its
+reference count (unobservable: no destroy hook, never seen as an AsyncValue) is not kept.
+Everything observable -- order, strictness, errors, destroy hooks, ``is_unique`` of values a
+kernel can see -- is as described above.
+
+Thread-safety: ready counters are lists of tokens popped by the producers (one atomic step,
+see :class:`_Invocation`); the per-kernel context cache is a tuple replaced atomically.
 """
 
 from __future__ import annotations
@@ -120,7 +129,8 @@ class _Invocation:
         self.user_counts = info.user_counts
         self.counted = info.counted
         self.unboxed = info.unboxed
-        self.registers: list[AsyncValue[Any] | None] = [None] * info.num_registers
+        # An AsyncValue per register, or the bare payload of an unboxed one (None: not set yet).
+        self.registers: list[Any] = [None] * info.num_registers
         self.counts: list[Any] = list(map(_copy, info.count_templates))
         self.exec_ctx = exec_ctx
         self.request = exec_ctx.request_context
@@ -139,7 +149,7 @@ class _Invocation:
         ctx = self.exec_ctx
         cache = k.ctx_cache
         if cache[0] is ctx:
-            return cache[1]  # type: ignore[no-any-return]
+            return cache[1]
         located = ExecutionContext(ctx.request_context, ctx.work_queue, k.location)
         k.ctx_cache = (ctx, located)
         return located
@@ -191,9 +201,9 @@ class _Invocation:
         # A function result: forward the caller's IndirectAsyncValue and drop the pin.
         if current.ref_count > 1:
             current.drop_ref()
-            current.forward_to(value)  # type: ignore[attr-defined]
+            current.forward_to(value)
         else:
-            current.forward_to(value)  # type: ignore[attr-defined]
+            current.forward_to(value)
             current.drop_ref()
 
     def _decrement(self, users: Sequence[int], stream: int, inline: list[int],
@@ -292,7 +302,7 @@ class _Invocation:
                     if k.num_results == 1 and out.__class__ in payload_classes:
                         # The fast path: one result, a plain payload.
                         for r in k.release:
-                            registers[r].drop_ref()  # type: ignore[union-attr]
+                            registers[r].drop_ref()
                         reg, users, uses, counted, unboxed = k.result_info[0]
                         if unboxed:
                             registers[reg] = out
@@ -324,7 +334,7 @@ class _Invocation:
                     results = self._results_of(k, out)
             # 2. Release the arguments (a value dies right after its last consumer).
             for r in k.release:
-                registers[r].drop_ref()  # type: ignore[union-attr]
+                registers[r].drop_ref()
             # 3. Publish the results and schedule the kernels that became ready.
             i = 0
             for value in results:

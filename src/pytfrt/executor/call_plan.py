@@ -158,4 +158,4 @@ def _compile_factory(shape: str) -> Callable[..., Callable[[list[Any], Any], Any
     )
     namespace: dict[str, Any] = {}
     exec(compile(source, f"<kernel call {shape or 'none'}>", "exec"), namespace)  # noqa: S102
-    return namespace["make"]  # type: ignore[no-any-return]
+    return namespace["make"]

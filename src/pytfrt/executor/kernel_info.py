@@ -60,6 +60,9 @@ class KernelInfo:
             unboxed)`` (see ``FunctionInfo``).
         ctx_cache: ``(parent context, located context)`` of the last call (see
             ``_Invocation.kernel_context``).
+        slots / constants: static mode: the binding plan (:func:`call_plan.plan_slots`).
+        takes_values: the kernel receives only payloads of its operands (static mode without
+            ``AsyncValue`` parameters, or a sync kernel).
     """
 
     __slots__ = (

@@ -129,14 +129,18 @@ class _Open:
 
     __slots__ = ("record", "keep", "child_time", "parent", "depth")
 
+    parent: _Open | None
+    depth: int
+
     def __init__(self, record: tuple[Any, ...], keep: bool, stack: list[_Open]) -> None:
         self.record = record
         self.keep = keep
         self.child_time = 0
         top = stack[-1] if stack else None
-        self.parent = top if top is None or top.keep else top.parent
+        parent: _Open | None = top if top is None or top.keep else top.parent
+        self.parent = parent
         """The innermost kept open slice around this one (O(1) nesting bookkeeping)."""
-        self.depth = 0 if self.parent is None else self.parent.depth + 1
+        self.depth = 0 if parent is None else parent.depth + 1
 
 
 def build_trace(tracer: Tracer) -> Trace:
@@ -315,8 +319,8 @@ class ChromeTraceSink:
     def write(self, trace: Trace) -> None:
         """Write ``chrome_trace(trace)`` as JSON."""
         with open(self.path, "w", encoding="utf-8") as fh:
-            json.dump(chrome_trace(trace), fh, separators=(",", ":"))
-            fh.write("\n")
+            # json.dumps uses the C encoder (json.dump to a file does not): ~10x faster.
+            fh.write(json.dumps(chrome_trace(trace), separators=(",", ":")) + "\n")
 
 
 def _us(ns: int) -> float:

@@ -260,6 +260,25 @@ class Tracer:
 
         return task
 
+    def trace_op_record(self, record: Any) -> Any:
+        """A copy of a core-runtime op record whose metadata and dispatch functions run in
+        ``RunMetadataFunction`` / ``RunDispatch: <op>`` debug scopes (TFRT's names).
+
+        ``record`` is a dataclass with ``name``, ``metadata`` (or ``None``) and ``dispatch``
+        fields (``pytfrt.core_runtime.op_registry.OpRecord``); the CPU op handler calls this
+        per dispatch while tracing.
+        """
+        import dataclasses
+
+        metadata = record.metadata
+        return dataclasses.replace(
+            record,
+            metadata=None if metadata is None else self.wrap(
+                metadata, "RunMetadataFunction", TracingLevel.DEBUG),
+            dispatch=self.wrap(record.dispatch, f"RunDispatch: {record.name}",
+                               TracingLevel.DEBUG),
+        )
+
     # -- executor hooks -----------------------------------------------------------------------
 
     def bind_invocation(self, info: _FunctionLike) -> InvocationTracer | None:

@@ -120,6 +120,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--name", default="nqueens", help="file stem of the outputs")
     parser.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
+    parser.add_argument(
+        "--skip-noop",
+        action="store_true",
+        help="skip measuring the scheduling cost per task with a no-op solver",
+    )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
 
@@ -581,7 +586,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for v in variants:  # warm up threads, imports and caches on a tiny board
             runners.time_one(v, 6, max(args.threads), min(2, min(args.levels)))
-        noop = _noop_overheads(runners, args, variants)
+        noop = [] if args.skip_noop else _noop_overheads(runners, args, variants)
         rows = [Row(*config) for config in configs]
         failed = _measure(runners, rows, args.repetitions, args.quiet)
     finally:

@@ -12,7 +12,8 @@ Output is the module in custom syntax (``func.func``, ``%0``/``%arg0`` names); w
 ``stream id: <id>, stream cost: <cost>, parent stream: <pid>[, child streams: [..]]``
 (spec 2.5).  ``-inline`` inlines calls to functions with bodies and drops unreferenced private
 functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonicalization
-(:mod:`pytfrt.mlir.passes`); ``-inline`` runs before ``-canonicalize`` when both are given.  Without ``--allow-unregistered-dialect`` ops of unknown dialects are rejected;
+(:mod:`pytfrt.mlir.passes`); ``-inline`` runs before ``-canonicalize`` when both are given.
+Without ``--allow-unregistered-dialect`` ops of unknown dialects are rejected;
 unknown ops of TFRT's dialects are accepted in generic form.  Flags take one or two dashes.
 Exit status 1 on any failure.
 """

@@ -14,14 +14,28 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from pytfrt.host.async_value import CHAIN, Chain
 from pytfrt.host.registry import Attr, KernelError, KernelKind, KernelRegistry, kernel
 from pytfrt.kernels.common import I64_MIN, print_line
 
-F32 = np.float32
-_F16 = np.float16
+# NumPy is imported on first use (``_load_numpy``), so that a program without float kernels
+# starts without it (it is most of ``bef_executor``'s start-up time).
+np: Any = None
+F32: Any = None  # numpy.float32
+_F16: Any = None  # numpy.float16
+_F32_INF: Any = None
+_F32_NEG_INF: Any = None
+
+
+def _load_numpy() -> None:
+    global np, F32, _F16, _F32_INF, _F32_NEG_INF
+    import numpy
+
+    F32 = numpy.float32
+    _F16 = numpy.float16
+    _F32_INF = F32(numpy.inf)
+    _F32_NEG_INF = F32(-numpy.inf)
+    np = numpy  # last: ``np is not None`` means everything above is set
 
 
 def bfloat16(value: float) -> Any:
@@ -36,6 +50,8 @@ def bfloat16(value: float) -> Any:
 
 def constant_f16(value: Attr[float]) -> Any:
     """``tfrt.constant.f16``."""
+    if np is None:
+        _load_numpy()
     return _F16(value)
 
 
@@ -66,6 +82,8 @@ FLOAT_CONSTANTS: dict[str, Callable[..., Any]] = {
 @kernel("tfrt.constant.complex64")
 def constant_complex64(imaginary: Attr[float], real: Attr[float]) -> Any:
     """``tfrt.constant.complex64 <real>, <imaginary>``."""
+    if np is None:
+        _load_numpy()
     return np.complex64(complex(real, imaginary))
 
 
@@ -81,12 +99,12 @@ def constant_complex128(imaginary: Attr[float], real: Attr[float]) -> complex:
 # avoids NumPy's overflow warnings: values past the float32 overflow threshold become +-inf.
 
 _F32_OVERFLOW = float.fromhex("0x1.ffffffp+127")  # FLT_MAX + half an ulp: rounds to inf
-_F32_INF = F32(np.inf)
-_F32_NEG_INF = F32(-np.inf)
 
 
 def to_f32(x: float) -> Any:
     """``x`` rounded to float32 (to nearest even), without overflow warnings."""
+    if np is None:
+        _load_numpy()
     if -_F32_OVERFLOW < x < _F32_OVERFLOW:
         return F32(x)
     if x != x:
@@ -153,6 +171,8 @@ def float_to_i64(value: float) -> int:
 @kernel("tfrt.cast.i64_to_f32")
 def cast_i64_to_f32(value: int) -> Any:
     """int64 -> float32 with one rounding (not via double)."""
+    if np is None:
+        _load_numpy()
     return np.int64(value).astype(np.float32)
 
 
@@ -190,6 +210,8 @@ def print_f64(value: float) -> Chain:
 
 def f16_bits(value: Any) -> int:
     """The raw 16-bit pattern of ``value`` as a float16."""
+    if np is None:
+        _load_numpy()
     return int(np.asarray(value, dtype=np.float16).view(np.uint16))
 
 

@@ -71,9 +71,9 @@ func.func @divide_by_zero() -> (f32, f64) {
   %zero = tfrt.constant.f32 0.0
   %one64 = tfrt.constant.f64 1.0
   %zero64 = tfrt.constant.f64 0.0
-  // CHECK-NEXT: {{.*}}runtime error: Divide by zero
+  // expected-error @+1 {{runtime error: Divide by zero}}
   %x = "tfrt.div.f32"(%one, %zero) : (f32, f32) -> f32
-  // CHECK-NEXT: {{.*}}runtime error: Divide by zero
+  // expected-error @+1 {{runtime error: Divide by zero}}
   %y = "tfrt.div.f64"(%one64, %zero64) : (f64, f64) -> f64
   // CHECK-NEXT: 'divide_by_zero' returned <<error: Divide by zero>>,<<error: Divide by zero>>
   tfrt.return %x, %y : f32, f64

@@ -1,0 +1,52 @@
+// Core runtime op dispatch scopes (spec 5.2 tracing/core_runtime): each corert.executeop
+// kernel opens `<op>#op_handler=<handler>#`, inside it `RunMetadataFunction` and
+// `RunDispatch: <op>`.
+// RUN: bef_executor --enable_tracing --tracing_level=debug --test_init_function=register_op_handlers_cpu %s.bef | FileCheck %s --dump-input=fail
+
+// CHECK: Scope:Function: register_op_handlers_cpu
+func.func @register_op_handlers_cpu() {
+  // CHECK-NEXT: Scope:corert.create_null_op_handler
+  // CHECK-NEXT: End Scope
+  %null = "corert.create_null_op_handler"() : () -> !corert.ophandler
+  // CHECK-NEXT: Scope:corert.create_cpu_op_handler
+  // CHECK-NEXT: End Scope
+  %cpu = "corert.create_cpu_op_handler"(%null) : (!corert.ophandler) -> !corert.ophandler
+  // CHECK-NEXT: Scope:corert.register_op_handler
+  // CHECK-NEXT: End Scope
+  corert.register_op_handler %cpu "cpu"
+  tfrt.return
+}
+
+// CHECK: Scope:Function: basic_test_matmul_f32
+func.func @basic_test_matmul_f32() -> !tfrt.chain {
+  // CHECK: Scope:tfrt.new.chain
+  %ch0 = tfrt.new.chain
+  // CHECK: Scope:corert.get_op_handler
+  %cpu = corert.get_op_handler %ch0 "cpu"
+
+  // CHECK: Scope:corert.executeop
+  // CHECK-NEXT: Scope:tfrt_test.create_dense_tensor#op_handler=cpu#
+  // CHECK-NEXT: Scope:RunMetadataFunction
+  // CHECK-NEXT: End Scope
+  // CHECK-NEXT: Scope:RunDispatch: tfrt_test.create_dense_tensor
+  // CHECK-NEXT: End Scope
+  // CHECK-NEXT: End Scope
+  // CHECK-NEXT: End Scope
+  %a = corert.executeop(%cpu)
+    "tfrt_test.create_dense_tensor"() { shape = [1, 4], values = [1.0 : f32] } : 1
+
+  // CHECK: Scope:corert.executeop
+  // CHECK-NEXT: Scope:tfrt_test.create_dense_tensor#op_handler=cpu#
+  %b = corert.executeop(%cpu)
+    "tfrt_test.create_dense_tensor"() { shape = [4, 1], values = [1.0 : f32] } : 1
+
+  // CHECK: Scope:corert.executeop
+  // CHECK-NEXT: Scope:tfrt_test.matmul#op_handler=cpu#
+  // CHECK-NEXT: Scope:RunMetadataFunction
+  // CHECK-NEXT: End Scope
+  // CHECK-NEXT: Scope:RunDispatch: tfrt_test.matmul
+  %r = corert.executeop(%cpu) "tfrt_test.matmul"(%a, %b)
+    {transpose_a = false, transpose_b = false} : 1 loc("MyScope/MyMatmul")
+
+  tfrt.return %ch0 : !tfrt.chain
+}
