@@ -168,19 +168,23 @@ class MergeChainsOp(TfrtOp):
             print_type_list(printer, [o.type for o in self.operands])
 
 
-class CallOp(TfrtOp):
-    """``%r = tfrt.call @f(%a) : (i32) -> i32``."""
+class _SymbolCallOp(TfrtOp):
+    """Shared syntax of ``<op> @f(%a) : (i32) -> <results>`` (``tfrt.call``, ``tfrt.once``).
 
-    name = "tfrt.call"
+    Subclasses name the attribute holding the symbol and whether results print in parentheses.
+    """
+
+    symbol_attr = "callee"
+    paren_results = False
 
     @classmethod
-    def parse(cls, parser: Parser) -> CallOp:
+    def parse(cls, parser: Parser) -> _SymbolCallOp:
         callee = parser.parse_symbol_name()
         operands = parse_paren_operands(parser)
         attrs = parse_attr_dict(parser)
         parser.parse_punctuation(":")
         ft = _fn_type(parser)
-        attrs["callee"] = SymbolRefAttr(callee)
+        attrs[cls.symbol_attr] = SymbolRefAttr(callee)
         return cls.create(
             operands=resolve(parser, operands, ft.inputs.data),
             result_types=ft.outputs.data,
@@ -188,11 +192,19 @@ class CallOp(TfrtOp):
         )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" @{_sym(self.attributes.get('callee'))}(")
+        printer.print_string(f" @{_sym(self.attributes.get(self.symbol_attr))}(")
         printer.print_list(self.operands, printer.print_operand)
         printer.print_string(")")
-        print_attr_dict(printer, self.attributes, "callee")
-        _print_fn_type(printer, [o.type for o in self.operands], self.result_types)
+        print_attr_dict(printer, self.attributes, self.symbol_attr)
+        _print_fn_type(
+            printer, [o.type for o in self.operands], self.result_types, self.paren_results
+        )
+
+
+class CallOp(_SymbolCallOp):
+    """``%r = tfrt.call @f(%a) : (i32) -> i32``."""
+
+    name = "tfrt.call"
 
 
 class IfOp(TfrtOp):
@@ -352,31 +364,12 @@ class WhileOp(TfrtOp):
         _print_fn_type(printer, [o.type for o in self.operands[1:]], self.result_types, True)
 
 
-class OnceOp(TfrtOp):
+class OnceOp(_SymbolCallOp):
     """``%r = tfrt.once @f(%a) : (i32) -> (i32)``."""
 
     name = "tfrt.once"
-
-    @classmethod
-    def parse(cls, parser: Parser) -> OnceOp:
-        fn = parser.parse_symbol_name()
-        operands = parse_paren_operands(parser)
-        attrs = parse_attr_dict(parser)
-        parser.parse_punctuation(":")
-        ft = _fn_type(parser)
-        attrs["function"] = SymbolRefAttr(fn)
-        return cls.create(
-            operands=resolve(parser, operands, ft.inputs.data),
-            result_types=ft.outputs.data,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" @{_sym(self.attributes.get('function'))}(")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_string(")")
-        print_attr_dict(printer, self.attributes, "function")
-        _print_fn_type(printer, [o.type for o in self.operands], self.result_types, True)
+    symbol_attr = "function"
+    paren_results = True
 
 
 class RepeatI32Op(TfrtOp):
