@@ -1,7 +1,5 @@
-// Runs from the MLIR source: translating corert.cond/corert.while to BEF currently fails in the
-// BEF writer ("region count exceeds the kernel's functions", reported to the BEF helper).
+// RUN: bef_executor --test_init_function=register_op_handlers_cpu %s.bef | FileCheck %s
 // RUN: bef_executor --test_init_function=register_op_handlers_cpu %s | FileCheck %s
-// no_bef_translation
 
 func.func @register_op_handlers_cpu() {
   %null = "corert.create_null_op_handler"() : () -> !corert.ophandler
