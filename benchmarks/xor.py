@@ -58,7 +58,7 @@ def pytfrt_runner(queue: str, steps: int) -> Callable[[], float]:
     """Compile the program once; the returned callable runs it and returns the seconds taken."""
     from pytfrt.executor import load_program
     from pytfrt.host import HostContext, ResourceContext
-    from pytfrt.host.registry import builtin_registry
+    from pytfrt.host.kernel_libraries import builtin_registry
     from pytfrt.mlir import compile_mlir
 
     text = PROGRAM.read_text().replace(

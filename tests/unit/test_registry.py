@@ -32,7 +32,7 @@ from pytfrt.host import (
     make_error,
     make_unconstructed,
 )
-from pytfrt.host.registry import load_kernels
+from pytfrt.host.kernel_libraries import load_kernels
 from pytfrt.support.errors import ErrorCode, Status
 from pytfrt.support.location import FileLineColLoc
 

@@ -11,13 +11,12 @@ import importlib.metadata
 import pytest
 
 from pytfrt.host import DiagnosticCollector, HostContext, KernelFrame, make_available
-from pytfrt.host.registry import (
+from pytfrt.host.kernel_libraries import (
     ENTRY_POINT_GROUP,
-    KernelRegistry,
-    RegistryError,
     builtin_registry,
     load_entry_point_kernels,
 )
+from pytfrt.host.registry import KernelRegistry, RegistryError
 
 
 def test_the_example_plugin_is_installed() -> None:

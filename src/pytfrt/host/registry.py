@@ -17,7 +17,7 @@ unit-tested directly.  Nothing is registered at import time: a module exposes
 ``register(registry)``, and ``KernelRegistry.add_module(module)`` calls it (or, if the module has
 none, adds every decorated function in it).  Third-party packages plug in through the entry
 point group ``pytfrt.kernels`` (each entry point names a ``register(registry)`` callable); the
-tools also accept ``--kernels file_or_module.py``.
+tools also accept ``--kernels file_or_module.py`` (both in :mod:`pytfrt.host.kernel_libraries`).
 
 Parameters are bound by their annotation, left to right (spec 1.5):
 
@@ -59,15 +59,11 @@ from __future__ import annotations
 
 import enum
 import importlib
-import importlib.metadata
-import importlib.util
 import inspect
-import sys
 import threading
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any, TypeVar
 
@@ -88,8 +84,6 @@ from pytfrt.support.location import UNKNOWN_LOC, Location
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
-
-ENTRY_POINT_GROUP = "pytfrt.kernels"
 
 
 class _AttrRole:
@@ -631,95 +625,3 @@ class KernelRegistry:
         """Return the canonical (interned) copy of a type name."""
         with self._lock:
             return self._types.setdefault(name, name)
-
-
-# The built-in kernel libraries, by module path and kernel-name prefixes.  Modules are named
-# as strings so this layer imports none of them; each exposes ``register(registry)``.
-BUILTIN_LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("pytfrt.kernels.basic", ("tfrt.",)),
-    ("pytfrt.kernels.test_kernels", ("tfrt_test.", "vt.", "tfrt_tutorial.")),
-    (
-        "pytfrt.tensor.kernels",
-        ("ts.", "tfrt_dht.", "tfrt_dht_sync.", "coo.", "tfrt_sht.", "tfrt_sht_sync.", "btf."),
-    ),
-    ("pytfrt.backends.cpu.kernels", ("eigen.", "tfrt_test.", "cpu.")),
-    ("pytfrt.core_runtime.kernels", ("corert.", "tfrt_test.")),
-    ("pytfrt.playground", ("sigmoid_inplace.", "sigmoid_grad_inplace.", "nqueens.", "mlp.")),
-)
-
-
-def builtin_registry(entry_points: bool = True) -> KernelRegistry:
-    """A registry with every built-in library registered lazily (plus entry-point plugins).
-
-    Libraries whose module does not exist (not built yet) are skipped.
-    """
-    registry = KernelRegistry()
-    for module_name, prefixes in BUILTIN_LIBRARIES:
-        if _module_exists(module_name):
-            registry.add_lazy_library(module_name, prefixes)
-    if entry_points:
-        load_entry_point_kernels(registry)
-    return registry
-
-
-def _module_exists(module_name: str) -> bool:
-    """Whether a ``pytfrt.*`` module exists, without importing its parent packages.
-
-    (``importlib.util.find_spec`` imports the parents, which would load NumPy at start-up.)
-    """
-    parts = module_name.split(".")
-    if parts[0] != "pytfrt":
-        return importlib.util.find_spec(module_name) is not None
-    base = Path(__file__).resolve().parent.parent.joinpath(*parts[1:])
-    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
-
-
-def load_entry_point_kernels(registry: KernelRegistry) -> list[str]:
-    """Call every ``register`` callable of the ``pytfrt.kernels`` entry-point group.
-
-    Returns the names of the entry points loaded.
-
-    Raises:
-        RegistryError: if an entry point cannot be loaded (the error names it).
-    """
-    loaded = []
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            register = ep.load()
-            register(registry)
-        except RegistryError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - re-raised with context
-            raise RegistryError(f"cannot load kernels from entry point '{ep.name}': {exc}") from exc
-        loaded.append(ep.name)
-    return loaded
-
-
-def load_kernels(registry: KernelRegistry, spec: str) -> ModuleType:
-    """Load extra kernels from a ``.py`` file path or an importable module name.
-
-    Raises:
-        RegistryError: if the file or module cannot be loaded, with the reason.
-    """
-    path = Path(spec)
-    try:
-        if spec.endswith(".py") or path.is_file():
-            if not path.is_file():
-                raise RegistryError(f"kernel file '{spec}' does not exist")
-            mod_name = f"pytfrt_user_kernels_{path.stem}_{abs(hash(str(path.resolve())))}"
-            module_spec = importlib.util.spec_from_file_location(mod_name, path)
-            if module_spec is None or module_spec.loader is None:
-                raise RegistryError(f"cannot load kernel file '{spec}'")
-            module = importlib.util.module_from_spec(module_spec)
-            sys.modules[mod_name] = module
-            module_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(spec)
-    except RegistryError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - re-raised with context
-        raise RegistryError(
-            f"cannot load kernels from '{spec}': {type(exc).__name__}: {exc}"
-        ) from exc
-    registry.add_module(module)
-    return module

@@ -229,7 +229,8 @@ class Driver:
         """Allocator, work queue and host (prints the two ``Choosing`` lines)."""
         from pytfrt.host.allocator import create_allocator
         from pytfrt.host.host_context import HostContext
-        from pytfrt.host.registry import RegistryError, builtin_registry, load_kernels
+        from pytfrt.host.kernel_libraries import builtin_registry, load_kernels
+        from pytfrt.host.registry import RegistryError
         from pytfrt.host.work_queue import create_work_queue
 
         try:

@@ -178,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the profile (see the module docstring); returns the exit status."""
     from pytfrt.executor import LoadError, load_program
     from pytfrt.host import ExecutionContext, HostContext, ResourceContext
-    from pytfrt.host.registry import RegistryError, builtin_registry, load_kernels
+    from pytfrt.host.kernel_libraries import builtin_registry, load_kernels
+    from pytfrt.host.registry import RegistryError
     from pytfrt.host.tracing import Tracer
     from pytfrt.tools.bef_executor import UsageError, read_program
 
