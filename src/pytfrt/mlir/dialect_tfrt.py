@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import traits_def
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
@@ -401,6 +401,27 @@ class RepeatI32Op(TfrtOp):
         printer.print_region(self.regions[0], print_entry_block_args=False)
 
 
+def _parse_range_header(
+    parser: Parser,
+) -> tuple[UnresolvedOperand, UnresolvedOperand, UnresolvedOperand]:
+    """``%start to %end fixed %block`` of ``tfrt.parallel_for/parallel_call.i32``."""
+    start = parser.parse_unresolved_operand()
+    parser.parse_keyword("to")
+    end = parser.parse_unresolved_operand()
+    parser.parse_keyword("fixed")
+    return start, end, parser.parse_unresolved_operand()
+
+
+def _print_range_header(printer: Printer, ops: Sequence[SSAValue]) -> None:
+    """Print `` %start to %end fixed %block`` (the first three operands)."""
+    printer.print_string(" ")
+    printer.print_operand(ops[0])
+    printer.print_string(" to ")
+    printer.print_operand(ops[1])
+    printer.print_string(" fixed ")
+    printer.print_operand(ops[2])
+
+
 class ParallelForI32Op(TfrtOp):
     """``%d = tfrt.parallel_for.i32 %s to %e fixed %b, %x : T { ... }`` (region args s, e, x)."""
 
@@ -408,11 +429,7 @@ class ParallelForI32Op(TfrtOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ParallelForI32Op:
-        start = parser.parse_unresolved_operand()
-        parser.parse_keyword("to")
-        end = parser.parse_unresolved_operand()
-        parser.parse_keyword("fixed")
-        block = parser.parse_unresolved_operand()
+        start, end, block = _parse_range_header(parser)
         args = []
         while parser.parse_optional_punctuation(",") is not None:
             args.append(parser.parse_unresolved_operand())
@@ -431,12 +448,10 @@ class ParallelForI32Op(TfrtOp):
 
     def print(self, printer: Printer) -> None:
         ops = self.operands
-        printer.print_string(" ")
-        printer.print_operand(ops[0])
-        printer.print_string(" to ")
-        printer.print_operand(ops[1])
-        printer.print_string(" fixed ")
-        printer.print_list(ops[2:], printer.print_operand)
+        _print_range_header(printer, ops)
+        for arg in ops[3:]:
+            printer.print_string(", ")
+            printer.print_operand(arg)
         print_attr_dict_with_keyword(printer, self.attributes)
         if len(ops) > 3:
             printer.print_string(" : ")
@@ -452,11 +467,7 @@ class ParallelCallI32Op(TfrtOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ParallelCallI32Op:
-        start = parser.parse_unresolved_operand()
-        parser.parse_keyword("to")
-        end = parser.parse_unresolved_operand()
-        parser.parse_keyword("fixed")
-        block = parser.parse_unresolved_operand()
+        start, end, block = _parse_range_header(parser)
         callee = parser.parse_symbol_name()
         args = parse_paren_operands(parser)
         attrs = parse_attr_dict(parser)
@@ -471,12 +482,7 @@ class ParallelCallI32Op(TfrtOp):
 
     def print(self, printer: Printer) -> None:
         ops = self.operands
-        printer.print_string(" ")
-        printer.print_operand(ops[0])
-        printer.print_string(" to ")
-        printer.print_operand(ops[1])
-        printer.print_string(" fixed ")
-        printer.print_operand(ops[2])
+        _print_range_header(printer, ops)
         printer.print_string(f" @{_sym(self.attributes.get('callee'))}(")
         printer.print_list(ops[3:], printer.print_operand)
         printer.print_string(")")
