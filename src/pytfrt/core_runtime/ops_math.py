@@ -69,6 +69,20 @@ def binary_metadata(op: str) -> Callable[[Sequence[TensorMetadata], OpAttrsRef],
     return metadata
 
 
+def _single_numeric_argument(
+    short: str, args: Sequence[TensorMetadata], float_only: bool
+) -> TensorMetadata:
+    """The one argument of a unary op or reduction, if its dtype is allowed; else ``OpError``."""
+    if len(args) != 1:
+        raise OpError(f"{short} takes 1 argument, got {len(args)}")
+    a = args[0]
+    if float_only and not _is_float(a.dtype):
+        raise OpError(f"{short} requires a floating-point tensor, got {a.dtype}")
+    if not _is_numeric(a.dtype):
+        raise OpError(f"{short} does not support dtype {a.dtype}")
+    return a
+
+
 def unary_metadata(
     op: str, float_only: bool = False
 ) -> Callable[[Sequence[TensorMetadata], OpAttrsRef], TensorMetadata]:
@@ -76,13 +90,7 @@ def unary_metadata(
     short = _short(op)
 
     def metadata(args: Sequence[TensorMetadata], attrs: OpAttrsRef) -> TensorMetadata:
-        if len(args) != 1:
-            raise OpError(f"{short} takes 1 argument, got {len(args)}")
-        a = args[0]
-        if float_only and not _is_float(a.dtype):
-            raise OpError(f"{short} requires a floating-point tensor, got {a.dtype}")
-        if not _is_numeric(a.dtype):
-            raise OpError(f"{short} does not support dtype {a.dtype}")
+        a = _single_numeric_argument(short, args, float_only)
         return a
 
     return metadata
@@ -134,13 +142,7 @@ def reduce_metadata(
     short = _short(op)
 
     def metadata(args: Sequence[TensorMetadata], attrs: OpAttrsRef) -> TensorMetadata:
-        if len(args) != 1:
-            raise OpError(f"{short} takes 1 argument, got {len(args)}")
-        a = args[0]
-        if float_only and not _is_float(a.dtype):
-            raise OpError(f"{short} requires a floating-point tensor, got {a.dtype}")
-        if not _is_numeric(a.dtype):
-            raise OpError(f"{short} does not support dtype {a.dtype}")
+        a = _single_numeric_argument(short, args, float_only)
         dims = a.shape.dims
         if single_axis and isinstance(attrs.get("axis"), tuple):
             raise OpError(f"{short} takes a single axis")
