@@ -42,6 +42,10 @@ ALLOWED["eager"] = ALLOWED["core_runtime"] | {"core_runtime"}
 EVERYTHING = set(ALLOWED) | {"tools", "testing"}
 ALLOWED["tools"] = EVERYTHING
 ALLOWED["testing"] = EVERYTHING - {"tools"}
+# The model server sits on top of the runtime and the compiler (it compiles SavedModel/ONNX
+# versions on load); only tools import it.
+ALLOWED["serving"] = (EVERYTHING - {"tools", "testing"}) | {"compiler"}
+ALLOWED["tools"] = EVERYTHING | {"serving"}
 # Other top-level modules (``pytfrt.tracing``) are user-facing facades over the runtime layers:
 # any runtime layer, but not tools or testing.  ``pytfrt/__init__.py`` itself imports no layer,
 # so ``import pytfrt`` stays cheap.
