@@ -46,6 +46,10 @@ ALLOWED["testing"] = EVERYTHING - {"tools"}
 # versions on load); only tools import it.
 ALLOWED["serving"] = (EVERYTHING - {"tools", "testing"}) | {"compiler"}
 ALLOWED["tools"] = EVERYTHING | {"serving"}
+# The distributed runtime on Ray runs programs and compiled models on Ray actors; only tools
+# import it, and it is the only package that imports Ray (lazily, see the test below).
+ALLOWED["distributed"] = (EVERYTHING - {"tools", "testing"}) | {"compiler"}
+ALLOWED["tools"] = ALLOWED["tools"] | {"distributed"}
 # Other top-level modules (``pytfrt.tracing``) are user-facing facades over the runtime layers:
 # any runtime layer, but not tools or testing.  ``pytfrt/__init__.py`` itself imports no layer,
 # so ``import pytfrt`` stays cheap.
@@ -169,6 +173,20 @@ def test_only_mlir_imports_xdsl(path: Path) -> None:
             continue  # tools may load the compiler on demand
         bad.append(f"line {imp.line}: {imp.module}")
     assert bad == [], f"{name} imports xDSL outside pytfrt.mlir"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[module_name(p) for p in MODULES])
+def test_only_distributed_imports_ray_and_only_lazily(path: Path) -> None:
+    # Ray is the optional extra pytfrt[ray]: importing any pytfrt module must not load it.
+    name = module_name(path)
+    bad = [
+        f"line {imp.line}: {imp.module}"
+        for imp in imports_of(path)
+        if imp.module.split(".")[0] == "ray"
+        and not imp.type_checking_only
+        and (layer_of(name) != "distributed" or not imp.in_function)
+    ]
+    assert bad == [], f"{name} imports Ray outside functions of pytfrt.distributed"
 
 
 RUNTIME_ENTRY_POINTS = [
