@@ -12,7 +12,9 @@ vector (other streams).  When ``inline`` runs dry the queue switches to the stre
 ``outline[0]`` (libstdc++ ``std::partition`` emulated); remaining outline kernels are sorted by
 stream id and enqueued as one work-queue task per stream.  A result that is not available yet
 resumes its users through ``and_then`` in a new queue of the producer's stream, inline unless
-100 continuations are already nested on the thread (then it is enqueued).
+``MAX_NESTING`` levels (invocations, continuations, waiter cascades) are already active on the
+thread: then it is deferred to the outermost level (:func:`pytfrt.host.async_value.run_nested`),
+and so is a function invocation, so call chains and loops of any length run in constant stack.
 
 Strictness and errors (spec 2.4, 1.9): a kernel runs only when all its operands are available.
 If one is an error (or the request is cancelled) it is not called: every result is the last
@@ -38,7 +40,6 @@ see :class:`_Invocation`); the per-kernel context cache is a tuple replaced atom
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from functools import partial
 from itertools import groupby
@@ -54,20 +55,21 @@ from pytfrt.executor.kernel_info import (
 from pytfrt.host.async_value import (
     CONCRETE,
     ERROR,
+    MAX_NESTING,
     AsyncValue,
     Chain,
     IndirectAsyncValue,
     make_available,
+    nesting_depth,
+    run_nested,
 )
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function, FunctionKind
 from pytfrt.host.registry import KernelFrame
 from pytfrt.support.errors import Status
 
-MAX_NESTED_CONTINUATIONS: Final = 100
 TRACE_LEVEL_DEBUG: Final = 2
 
-_tls = threading.local()
 _new_object: Final = object.__new__
 _copy = itemgetter(slice(None))  # t[:]: a fresh copy of a list, the tuple itself for a tuple
 
@@ -167,7 +169,24 @@ class _Invocation:
                 value.add_ref(info.result_ref_counts[r] - 1)
                 registers[r] = value
             results.append(value)
-        # The pseudo kernel: publish the zero-operand users, then the arguments.
+        if nesting_depth() >= MAX_NESTING:
+            # Too deep on this thread: start later at a shallow depth (see run_nested); the
+            # borrowed arguments are kept alive until then.
+            kept = [a.add_ref() for a in arguments]
+            run_nested(partial(self._start_owned, kept))
+        else:
+            run_nested(partial(self._start, arguments))
+        return results
+
+    def _start_owned(self, arguments: list[AsyncValue[Any]]) -> None:
+        try:
+            self._start(arguments)
+        finally:
+            for a in arguments:
+                a.drop_ref()
+
+    def _start(self, arguments: Sequence[AsyncValue[Any]]) -> None:
+        """Publish the pseudo kernel's results (the arguments) and run what became ready."""
         pseudo = self.kernels[0]
         stream = pseudo.stream
         inline: list[int] = []
@@ -180,7 +199,6 @@ class _Invocation:
                     arg.add_ref()  # arguments are borrowed: the registers take their own refs
                 self._publish(a, arg, pseudo.used_by[a + 1], stream, inline, outline)
         self._process(stream, inline, outline)
-        return results
 
     # -- register and queue helpers -------------------------------------------------------------
 
@@ -234,16 +252,13 @@ class _Invocation:
 
     def _resume(self, reg: int, value: AsyncValue[Any], users: Sequence[int],
                 stream: int) -> None:
-        """Continuation: ``value`` became available; run its users in a new queue."""
-        depth = getattr(_tls, "depth", 0)
-        if depth >= MAX_NESTED_CONTINUATIONS:
-            self.exec_ctx.queue.add_task(lambda: self._resume_now(reg, value, users, stream))
-            return
-        _tls.depth = depth + 1
-        try:
-            self._resume_now(reg, value, users, stream)
-        finally:
-            _tls.depth = depth
+        """Continuation: ``value`` became available; run its users in a new queue.
+
+        One :func:`run_nested` level: beyond ``MAX_NESTING`` levels on this thread it is
+        deferred to the outermost level (TFRT enqueues it beyond 100 nested continuations;
+        Python frames are costlier, so the bound is lower and the deferral stays on the thread).
+        """
+        run_nested(partial(self._resume_now, reg, value, users, stream))
 
     def _resume_now(self, reg: int, value: AsyncValue[Any], users: Sequence[int],
                     stream: int) -> None:

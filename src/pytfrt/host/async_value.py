@@ -20,6 +20,12 @@ Guarantees:
 * A waiter cannot tell CONCRETE from ERROR except by asking the value.
 * Waiter exceptions are not swallowed silently: they propagate to the thread that published
   the value after all other waiters have run (the first one is re-raised).
+* Bounded stack: waiters that make further values available nest on the thread's stack.  Once
+  :data:`MAX_NESTING` such levels (counted together with the executor's nested invocations and
+  continuations, see :func:`run_nested`) are active on a thread, further work is deferred to
+  the outermost level, which runs it before it returns.  Chains of any length (indirect values
+  forwarded to indirect values, continuations resuming continuations) therefore run in
+  constant Python stack.
 
 Reference counting is explicit, as in TFRT, because it is observable (values die right after
 their last consumer, ``is_unique``): a value starts with one reference; ``add_ref``/``drop_ref``
@@ -31,6 +37,7 @@ and ``is_unique``.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Generic, TypeVar
 
@@ -44,6 +51,72 @@ CONCRETE: Final = 2
 ERROR: Final = 3
 
 _STATE_NAMES: Final = ("unconstructed", "constructed", "concrete", "error")
+
+MAX_NESTING: Final = 32
+"""How many :func:`run_nested` levels may be active on one thread before work is deferred.
+
+Each level costs about a dozen Python frames (an executor invocation, a continuation, a waiter
+cascade), so 32 levels stay far below Python's default recursion limit of 1000."""
+
+
+class _Nesting(threading.local):
+    """Per-thread trampoline state: the active level count and the deferred work."""
+
+    depth = 0
+    deferred: deque[Callable[[], None]] | None = None
+
+
+_nesting: Final = _Nesting()
+
+
+def run_nested(fn: Callable[[], None]) -> None:
+    """Run ``fn()`` now, or -- if :data:`MAX_NESTING` levels are active on this thread -- defer it.
+
+    Deferred work runs on the same thread, in FIFO order, just before the outermost active
+    level returns, each item at a shallow depth again (so it may nest and defer in turn).  This
+    is the trampoline that keeps arbitrarily long dependency chains in constant stack.  An
+    exception raised by ``fn`` (or deferred work) propagates to the caller of the outermost
+    level, after every deferred item has run (the first one is re-raised).
+    """
+    state = _nesting
+    depth = state.depth
+    if depth >= MAX_NESTING:
+        deferred = state.deferred
+        if deferred is None:
+            deferred = state.deferred = deque()
+        deferred.append(fn)
+        return
+    state.depth = depth + 1
+    try:
+        fn()
+    finally:
+        state.depth = depth
+        if depth == 0 and state.deferred:
+            _drain(state)
+
+
+def _drain(state: _Nesting) -> None:
+    """Run the deferred work of this thread (called by the outermost level only)."""
+    deferred = state.deferred
+    assert deferred is not None
+    first_exc: BaseException | None = None
+    while deferred:
+        fn = deferred.popleft()
+        state.depth = 1
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            if first_exc is None:
+                first_exc = exc
+        finally:
+            state.depth = 0
+    if first_exc is not None:
+        raise first_exc
+
+
+def nesting_depth() -> int:
+    """The number of :func:`run_nested` levels active on the calling thread (for tests)."""
+    return _nesting.depth
 
 
 class AsyncValueError(PytfrtError):
@@ -172,6 +245,10 @@ class AsyncValue(Generic[T]):
             self._run_waiters()
 
     def _run_waiters(self) -> None:
+        """Run the waiters as one :func:`run_nested` level (see the module docstring)."""
+        run_nested(self._run_waiters_now)
+
+    def _run_waiters_now(self) -> None:
         """Pop and run waiters until none is left (LIFO); re-raise the first exception."""
         waiters = self._waiters
         first_exc: BaseException | None = None

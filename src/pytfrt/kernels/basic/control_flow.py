@@ -17,6 +17,7 @@ still accept an unavailable one (results become IndirectAsyncValues resolved lat
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -319,34 +320,41 @@ def _repeat_block(
     passed: AVs,
     results: list[IndirectAsyncValue[Any]],
 ) -> None:
-    """Run iterations ``start`` .. ``start + block_size - 1``; continue via ``and_then`` on the
-    first loop-carried value.  ``passed`` is borrowed at iteration 0 and owned afterwards."""
-    end = min(start + block_size, count)
-    outs: AVs = []
+    """Run iterations from ``start`` in blocks of ``block_size``; between blocks continue at
+    once if the first loop-carried value is available, else via its ``and_then`` (so the loop
+    is iterative: no Python stack grows with the count).  ``passed`` is borrowed at iteration
+    0 and owned afterwards."""
     request = exec_ctx.request_context
-    for i in range(start, end):
-        cancel = request.cancel_value
-        if cancel is not None:
+    while True:
+        end = min(start + block_size, count)
+        outs: AVs = []
+        for i in range(start, end):
+            cancel = request.cancel_value
+            if cancel is not None:
+                if i > 0:
+                    for value in passed:
+                        value.drop_ref()
+                for result in results:
+                    result.forward_to(cancel.add_ref())
+                return
+            outs = body.execute(exec_ctx, passed)
             if i > 0:
                 for value in passed:
                     value.drop_ref()
-            for result in results:
-                result.forward_to(cancel.add_ref())
+            if i + 1 != count:
+                passed = outs
+        if end >= count:
+            for result, out in zip(results, outs, strict=True):
+                result.forward_to(out)
             return
-        outs = body.execute(exec_ctx, passed)
-        if i > 0:
-            for value in passed:
-                value.drop_ref()
-        if i + 1 != count:
-            passed = outs
-    if end >= count:
-        for result, out in zip(results, outs, strict=True):
-            result.forward_to(out)
-        return
-    carried = passed
-    carried[0].and_then(
-        lambda: _repeat_block(exec_ctx, body, end, block_size, count, carried, results)
-    )
+        if not passed[0].is_available():
+            passed[0].and_then(
+                functools.partial(
+                    _repeat_block, exec_ctx, body, end, block_size, count, passed, results
+                )
+            )
+            return
+        start = end
 
 
 def _repeat_start(
