@@ -1,0 +1,131 @@
+"""The fused epilogue: ``y = act(y + bias + residual)`` in one pass, compiled with Numba.
+
+Private helper of :mod:`pytfrt.backends.cpu.activations`, :mod:`~pytfrt.backends.cpu.conv` and
+:mod:`~pytfrt.backends.cpu.gemm`.  The kernel works on a C-contiguous 2-D view ``(M, K)`` of
+the output, ``bias`` along ``K`` and ``residual`` of the same ``(M, K)`` shape; an absent
+operand is passed as an empty array.  Compiled with ``nogil=True, cache=True`` (the first
+call per dtype compiles, later processes load the cache).  Thread-safe: it writes only ``y``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from pytfrt.backends.cpu.ops import OpError
+
+ACTIVATION_CODES: dict[str, int] = {
+    "none": 0,
+    "relu": 1,
+    "relu6": 2,
+    "leaky_relu": 3,
+    "sigmoid": 4,
+    "tanh": 5,
+    "silu": 6,
+    "gelu": 7,
+    "gelu_tanh": 8,
+    "hard_swish": 9,
+}
+"""Activation name -> the code the compiled kernel switches on."""
+
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+_GELU_TANH_C = math.sqrt(2.0 / math.pi)
+
+
+def activation_code(op: str, activation: str) -> int:
+    """The kernel code of ``activation``; :class:`OpError` naming the choices if unknown."""
+    code = ACTIVATION_CODES.get(activation)
+    if code is None:
+        raise OpError(
+            f"{op}: unknown activation {activation!r}; expected one of "
+            f"{', '.join(ACTIVATION_CODES)}"
+        )
+    return code
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _sigmoid(v: float) -> float:
+    if v >= 0:
+        return 1.0 / (1.0 + math.exp(-v))
+    t = math.exp(v)
+    return t / (1.0 + t)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _act(v: float, act: int, alpha: float) -> float:
+    if act == 1:
+        return v if v > 0 else 0.0
+    if act == 2:
+        return min(max(v, 0.0), 6.0)
+    if act == 3:
+        return v if v >= 0 else alpha * v
+    if act == 4:
+        return _sigmoid(v)
+    if act == 5:
+        return math.tanh(v)
+    if act == 6:
+        return v * _sigmoid(v)
+    if act == 7:
+        return 0.5 * v * (1.0 + math.erf(v * _SQRT_HALF))
+    if act == 8:
+        return 0.5 * v * (1.0 + math.tanh(_GELU_TANH_C * (v + 0.044715 * v * v * v)))
+    if act == 9:
+        return v * min(max(v + 3.0, 0.0), 6.0) / 6.0
+    return v
+
+
+@numba.njit(nogil=True, cache=True)
+def _epilogue_2d(y, bias, res, act, alpha):  # type: ignore[no-untyped-def]
+    m, k = y.shape
+    has_bias = bias.shape[0] > 0
+    has_res = res.shape[0] > 0
+    if act == 0:
+        if has_bias and has_res:
+            for i in range(m):
+                for j in range(k):
+                    y[i, j] += bias[j] + res[i, j]
+        elif has_bias:
+            for i in range(m):
+                for j in range(k):
+                    y[i, j] += bias[j]
+        elif has_res:
+            for i in range(m):
+                for j in range(k):
+                    y[i, j] += res[i, j]
+        return
+    if act == 1:
+        # The ResNet case, kept branch-free so LLVM vectorises it.
+        for i in range(m):
+            for j in range(k):
+                v = y[i, j]
+                if has_bias:
+                    v += bias[j]
+                if has_res:
+                    v += res[i, j]
+                y[i, j] = max(v, 0)
+        return
+    for i in range(m):
+        for j in range(k):
+            v = y[i, j]
+            if has_bias:
+                v += bias[j]
+            if has_res:
+                v += res[i, j]
+            y[i, j] = _act(v, act, alpha)
+
+
+def epilogue_2d(
+    y: np.ndarray, bias: np.ndarray | None, residual: np.ndarray | None, code: int, alpha: float
+) -> None:
+    """``y[i, j] = act(y[i, j] + bias[j] + residual[i, j])`` in place.
+
+    ``y`` is C-contiguous 2-D float; ``bias`` (``(K,)``) and ``residual`` (``(M, K)``, any
+    strides) are optional and of ``y``'s dtype (callers check shapes and cast).
+    """
+    if code == 0 and bias is None and residual is None:
+        return
+    b = bias if bias is not None else np.empty(0, dtype=y.dtype)
+    r = residual if residual is not None else np.empty((0, 0), dtype=y.dtype)
+    _epilogue_2d(y, b, r, code, float(alpha))

@@ -1,0 +1,560 @@
+"""2-D convolution: planned forward pass with a fused epilogue, transpose and gradients.
+
+The compute functions of the graph dialect's ``conv2d`` (plain and fused), ``conv2d_transpose``,
+``conv2d_backprop_input`` and ``conv2d_backprop_filter`` (``docs/graph_dialect.md``).
+
+Layouts: ``"NHWC"`` inputs with ``HWIO`` filters (``[kh, kw, cin / groups, cout]``) and
+``"NCHW"`` inputs with ``OIHW`` filters (``[cout, cin / groups, kh, kw]``).  ``strides`` and
+``dilations`` are ``(h, w)``; ``pads`` is ``(top, bottom, left, right)``; ``groups`` divides
+``cin`` and ``cout`` (depthwise: ``groups == cin``).  The operation is cross-correlation, as in
+TensorFlow, ONNX and PyTorch.
+
+Usage: :func:`plan_conv2d` does all weight-dependent work once (validation, packing the filter
+into the layout the chosen algorithm wants, the epilogue's bias and activation); :func:`conv2d`
+then runs the plan on any input with the right channel count.  How each algorithm works and
+when it is chosen: ``docs/kernels.md``.
+
+Thread-safety: a :class:`ConvPlan` is immutable after :func:`plan_conv2d`; :func:`conv2d` may
+run one plan from several threads at once (scratch space is per call or per thread).  Errors:
+:class:`pytfrt.backends.cpu.ops.OpError` naming the op and what does not fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytfrt.backends.cpu import _conv_gemm as cg
+from pytfrt.backends.cpu._geometry import (
+    check_layout,
+    check_out,
+    check_rank4,
+    from_nhwc_shape,
+    nhwc_shape,
+    out_size,
+    pair,
+    quad,
+    to_nhwc,
+)
+from pytfrt.backends.cpu.activations import check_activation
+from pytfrt.backends.cpu.gemm import apply_epilogue
+from pytfrt.backends.cpu.ops import OpError
+
+FLOAT_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+@dataclass(frozen=True, eq=False)
+class ConvPlan:
+    """A convolution with its filter prepared (by :func:`plan_conv2d`, run by :func:`conv2d`)."""
+
+    layout: str
+    """``"NHWC"`` or ``"NCHW"``."""
+    strides: tuple[int, int]
+    dilations: tuple[int, int]
+    pads: tuple[int, int, int, int]
+    """``(top, bottom, left, right)``."""
+    groups: int
+    kh: int
+    kw: int
+    cin: int
+    cout: int
+    dtype: np.dtype
+    algorithm: str
+    """``"gemm"`` (im2col + GEMM, or one GEMM for a 1x1 stride-1 conv) or ``"depthwise"``."""
+    weights: np.ndarray
+    """The prepared filter: ``(groups, kh*kw*cin_g, cout_g)`` for ``gemm``; ``(kh, kw, cin, m)``
+    for ``depthwise``."""
+    bias: np.ndarray | None
+    activation: str
+    alpha: float
+    act_code: int
+
+    @property
+    def geometry(self) -> cg.Geometry:
+        """``(kh, kw, sh, sw, dh, dw, pt, pb, pl, pr)``."""
+        return (self.kh, self.kw, *self.strides, *self.dilations, *self.pads)
+
+    def output_shape(self, x_shape: Sequence[int]) -> tuple[int, int, int, int]:
+        """The output shape for an input shape (in the plan's layout)."""
+        n, h, w, c = nhwc_shape(x_shape, self.layout)
+        if c != self.cin:
+            raise OpError(
+                f"conv2d: input has {c} channels but the filter expects {self.cin} "
+                f"(input shape {list(x_shape)}, layout {self.layout})"
+            )
+        oh = out_size(h, self.kh, self.strides[0], self.dilations[0], *self.pads[:2])
+        ow = out_size(w, self.kw, self.strides[1], self.dilations[1], *self.pads[2:])
+        assert oh is not None and ow is not None
+        if oh <= 0 or ow <= 0:
+            raise OpError(
+                f"conv2d: input {list(x_shape)} is smaller than the {self.kh}x{self.kw} window "
+                f"(dilations {list(self.dilations)}, pads {list(self.pads)})"
+            )
+        return from_nhwc_shape(n, oh, ow, self.cout, self.layout)
+
+
+def _filter_dims(op: str, w_shape: Sequence[int], layout: str) -> tuple[int, int, int, int]:
+    """``(kh, kw, cin_per_group, cout)`` of a filter shape in the layout's filter format."""
+    if len(w_shape) != 4:
+        raise OpError(f"{op}: filter must be rank 4, got shape {list(w_shape)}")
+    if layout == "NHWC":
+        kh, kw, ci, co = w_shape
+    else:
+        co, ci, kh, kw = w_shape
+    if min(kh, kw, ci, co) <= 0:
+        raise OpError(f"{op}: filter dimensions must be positive, got {list(w_shape)}")
+    return int(kh), int(kw), int(ci), int(co)
+
+
+def _hwio(w: np.ndarray, layout: str) -> np.ndarray:
+    return w if layout == "NHWC" else w.transpose(2, 3, 1, 0)
+
+
+def conv2d_output_shape(
+    x_shape: Sequence[int | None],
+    w_shape: Sequence[int],
+    *,
+    layout: str,
+    strides: Sequence[int] = (1, 1),
+    dilations: Sequence[int] = (1, 1),
+    pads: Sequence[int] | None = None,
+) -> tuple[int | None, ...]:
+    """The output shape of a convolution; ``None`` (unknown) input dims give ``None``.
+
+    Raises:
+        OpError: bad attributes or ranks, or an input smaller than the window.
+    """
+    op = "conv2d"
+    check_layout(op, layout)
+    sh, sw = pair(op, "strides", strides)
+    dh, dw = pair(op, "dilations", dilations)
+    pt, pb, pl, pr = quad(op, pads)
+    if len(x_shape) != 4:
+        raise OpError(f"{op}: input must be rank 4, got shape {list(x_shape)}")
+    kh, kw, _, co = _filter_dims(op, w_shape, layout)
+    n, h, w, _ = nhwc_shape(list(x_shape), layout)  # type: ignore[arg-type]
+    oh = out_size(h, kh, sh, dh, pt, pb)
+    ow = out_size(w, kw, sw, dw, pl, pr)
+    if (oh is not None and oh <= 0) or (ow is not None and ow <= 0):
+        raise OpError(f"{op}: input {list(x_shape)} is smaller than the {kh}x{kw} window")
+    return from_nhwc_shape(n, oh, ow, co, layout)  # type: ignore[arg-type]
+
+
+def same_pads(
+    x_shape: Sequence[int],
+    w_shape: Sequence[int],
+    *,
+    layout: str,
+    strides: Sequence[int] = (1, 1),
+    dilations: Sequence[int] = (1, 1),
+) -> tuple[int, int, int, int]:
+    """TensorFlow's ``SAME`` padding as explicit ``(top, bottom, left, right)`` pads.
+
+    Output ``ceil(in / stride)``; the total padding is split with the extra row/column at the
+    end (bottom/right), as TensorFlow does.
+    """
+    op = "conv2d"
+    check_layout(op, layout)
+    sh, sw = pair(op, "strides", strides)
+    dh, dw = pair(op, "dilations", dilations)
+    kh, kw, _, _ = _filter_dims(op, w_shape, layout)
+    _, h, w, _ = nhwc_shape(x_shape, layout)
+    res: list[int] = []
+    for size, k, s, d in ((h, kh, sh, dh), (w, kw, sw, dw)):
+        total = max((-(-size // s) - 1) * s + d * (k - 1) + 1 - size, 0)
+        res += [total // 2, total - total // 2]
+    return res[0], res[1], res[2], res[3]
+
+
+def plan_conv2d(
+    w: np.ndarray,
+    *,
+    layout: str,
+    strides: Sequence[int] = (1, 1),
+    dilations: Sequence[int] = (1, 1),
+    pads: Sequence[int] | None = None,
+    groups: int = 1,
+    bias: np.ndarray | None = None,
+    activation: str = "none",
+    alpha: float = 0.0,
+) -> ConvPlan:
+    """Prepare a convolution with filter ``w`` (and its fused epilogue) for :func:`conv2d`.
+
+    Args:
+        w: the filter, ``HWIO`` for ``NHWC``, ``OIHW`` for ``NCHW``; float16/32/64.  It is
+            copied into the plan (later changes to ``w`` do not affect it).
+        layout, strides, dilations, pads, groups: see the module docstring.
+        bias: optional 1-D of length ``cout``, added per output channel.
+        activation, alpha: applied last (:mod:`pytfrt.backends.cpu.activations`).
+
+    Raises:
+        OpError: bad attributes, a filter that does not fit ``groups``, a bias of the wrong
+            shape or dtype, an unknown activation.
+    """
+    op = "conv2d"
+    check_layout(op, layout)
+    if not isinstance(w, np.ndarray):
+        raise OpError(f"{op}: filter must be an ndarray, got {type(w).__name__}")
+    if w.dtype not in FLOAT_DTYPES:
+        raise OpError(f"{op}: filter dtype must be float16, float32 or float64, got {w.dtype}")
+    kh, kw, cig, cout = _filter_dims(op, w.shape, layout)
+    if not isinstance(groups, int | np.integer) or groups < 1 or cout % groups:
+        raise OpError(
+            f"{op}: groups ({groups}) must be a positive divisor of the output channels ({cout})"
+        )
+    groups = int(groups)
+    sh, sw = pair(op, "strides", strides)
+    dh, dw = pair(op, "dilations", dilations)
+    pt, pb, pl, pr = quad(op, pads)
+    code = check_activation(
+        op, activation, np.dtype(np.float32) if w.dtype == np.float16 else w.dtype
+    )
+    if bias is not None:
+        bias = np.asarray(bias)
+        if bias.shape != (cout,) or bias.dtype != w.dtype:
+            raise OpError(
+                f"{op}: bias must have shape [{cout}] and dtype {w.dtype}, got "
+                f"{list(bias.shape)} {bias.dtype}"
+            )
+        bias = bias.copy()
+    hwio = _hwio(w, layout)
+    cin = cig * groups
+    kg = cout // groups
+    if cig == 1 and groups == cin and groups > 1:
+        algorithm = "depthwise"
+        weights = np.array(hwio.reshape(kh, kw, cin, kg), order="C", copy=True)
+    else:
+        algorithm = "gemm"
+        weights = np.array(cg.group_matrices(hwio, groups), order="C", copy=True)
+    weights.flags.writeable = False
+    return ConvPlan(
+        layout=layout,
+        strides=(sh, sw),
+        dilations=(dh, dw),
+        pads=(pt, pb, pl, pr),
+        groups=groups,
+        kh=kh,
+        kw=kw,
+        cin=cin,
+        cout=cout,
+        dtype=w.dtype,
+        algorithm=algorithm,
+        weights=weights,
+        bias=bias,
+        activation=activation,
+        alpha=float(alpha),
+        act_code=code,
+    )
+
+
+def conv2d(
+    plan: ConvPlan,
+    x: np.ndarray,
+    residual: np.ndarray | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """``activation(conv(x, w) + bias + residual)`` for a :func:`plan_conv2d` plan.
+
+    Args:
+        plan: the prepared convolution.
+        x: rank-4 input in the plan's layout, of the filter's dtype.
+        residual: optional, exactly the output's shape and dtype.
+        out: optional result buffer of the output's shape and dtype (written and returned).
+
+    Raises:
+        OpError: wrong rank, channel count or dtype; an input smaller than the window; a
+            residual or ``out`` of the wrong shape or dtype.
+    """
+    op = "conv2d"
+    check_rank4(op, x)
+    if x.dtype != plan.dtype:
+        raise OpError(f"{op}: input dtype {x.dtype} differs from the filter dtype {plan.dtype}")
+    shape = plan.output_shape(x.shape)
+    if residual is not None:
+        check_rank4(op, residual, "residual")
+        if residual.shape != shape or residual.dtype != plan.dtype:
+            raise OpError(
+                f"{op}: residual must have the output shape {list(shape)} and dtype "
+                f"{plan.dtype}, got {list(residual.shape)} {residual.dtype}"
+            )
+    check_out(op, out, shape, plan.dtype)
+    n, oh, ow, cout = nhwc_shape(shape, plan.layout)
+    direct = plan.layout == "NHWC" and out is not None and out.flags.c_contiguous
+    y = out if direct else np.empty((n, oh, ow, cout), dtype=plan.dtype)
+    assert y is not None
+    xn = to_nhwc(x, plan.layout)
+    if plan.algorithm == "depthwise":
+        cg.depthwise_forward(xn, plan.weights, plan.geometry, y)
+    else:
+        cg.conv_forward(np.ascontiguousarray(xn), plan.weights, plan.geometry, y)
+    res = None if residual is None else to_nhwc(residual, plan.layout)
+    _epilogue(y, plan, res)
+    if plan.layout == "NHWC":
+        if out is not None and y is not out:
+            out[...] = y
+            return out
+        return y
+    if out is None:
+        return np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+    out[...] = y.transpose(0, 3, 1, 2)
+    return out
+
+
+def _epilogue(y: np.ndarray, plan: ConvPlan, residual: np.ndarray | None) -> None:
+    if plan.dtype == np.float16:  # Numba has no float16: apply in float32 and round once
+        if plan.act_code == 0 and plan.bias is None and residual is None:
+            return
+        y32 = y.astype(np.float32)
+        apply_epilogue(
+            y32,
+            None if plan.bias is None else plan.bias.astype(np.float32),
+            None if residual is None else residual.astype(np.float32),
+            plan.act_code,
+            plan.alpha,
+        )
+        y[...] = y32
+        return
+    apply_epilogue(y, plan.bias, residual, plan.act_code, plan.alpha)
+
+
+# -- transpose and gradients -----------------------------------------------------------------
+
+
+def _attrs(
+    op: str,
+    layout: str,
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int] | None,
+    groups: int,
+) -> tuple[int, int, int, int, int, int, int, int]:
+    check_layout(op, layout)
+    sh, sw = pair(op, "strides", strides)
+    dh, dw = pair(op, "dilations", dilations)
+    pt, pb, pl, pr = quad(op, pads)
+    if not isinstance(groups, int | np.integer) or groups < 1:
+        raise OpError(f"{op}: groups must be a positive integer, got {groups!r}")
+    return sh, sw, dh, dw, pt, pb, pl, pr
+
+
+def _shape4(op: str, name: str, shape: Sequence[int] | np.ndarray) -> tuple[int, int, int, int]:
+    vals = [int(v) for v in np.asarray(shape).reshape(-1)]
+    if len(vals) != 4 or min(vals) < 0:
+        raise OpError(f"{op}: {name} must be four non-negative sizes, got {vals}")
+    return vals[0], vals[1], vals[2], vals[3]
+
+
+def conv2d_backprop_input(
+    input_shape: Sequence[int] | np.ndarray,
+    w: np.ndarray,
+    dy: np.ndarray,
+    *,
+    layout: str,
+    strides: Sequence[int] = (1, 1),
+    dilations: Sequence[int] = (1, 1),
+    pads: Sequence[int] | None = None,
+    groups: int = 1,
+) -> np.ndarray:
+    """The gradient of ``conv2d(x, w)`` with respect to ``x`` (of shape ``input_shape``).
+
+    ``dy`` has the convolution's output shape for ``input_shape``.
+
+    Raises:
+        OpError: shapes that do not fit each other or the attributes.
+    """
+    op = "conv2d_backprop_input"
+    sh, sw, dh, dw, pt, pb, pl, pr = _attrs(op, layout, strides, dilations, pads, groups)
+    in_shape = _shape4(op, "input_shape", input_shape)
+    check_rank4(op, w, "filter")
+    check_rank4(op, dy, "dy")
+    if w.dtype != dy.dtype:
+        raise OpError(f"{op}: filter dtype {w.dtype} differs from dy dtype {dy.dtype}")
+    kh, kw, cig, cout = _filter_dims(op, w.shape, layout)
+    n, h, wd, cin = nhwc_shape(in_shape, layout)
+    if cin != cig * groups or cout % groups:
+        raise OpError(
+            f"{op}: filter {list(w.shape)} with groups={groups} does not fit input shape "
+            f"{list(in_shape)}"
+        )
+    expected = conv2d_output_shape(
+        in_shape, w.shape, layout=layout, strides=(sh, sw), dilations=(dh, dw), pads=pads
+    )
+    if dy.shape != expected:
+        raise OpError(
+            f"{op}: dy has shape {list(dy.shape)} but the convolution of {list(in_shape)} "
+            f"gives {list(expected)}"
+        )
+    hwio = _hwio(w, layout)
+    w_mat = cg.group_matrices(hwio, groups)
+    geo = (kh, kw, sh, sw, dh, dw, pt, pb, pl, pr)
+    dx = cg.conv_backprop_input(
+        np.ascontiguousarray(to_nhwc(dy, layout)), w_mat, geo, (n, h, wd, cin)
+    )
+    return np.ascontiguousarray(dx if layout == "NHWC" else dx.transpose(0, 3, 1, 2))
+
+
+def conv2d_backprop_filter(
+    x: np.ndarray,
+    filter_shape: Sequence[int] | np.ndarray,
+    dy: np.ndarray,
+    *,
+    layout: str,
+    strides: Sequence[int] = (1, 1),
+    dilations: Sequence[int] = (1, 1),
+    pads: Sequence[int] | None = None,
+    groups: int = 1,
+) -> np.ndarray:
+    """The gradient of ``conv2d(x, w)`` with respect to ``w`` (of shape ``filter_shape``).
+
+    Raises:
+        OpError: shapes that do not fit each other or the attributes.
+    """
+    op = "conv2d_backprop_filter"
+    sh, sw, dh, dw, pt, pb, pl, pr = _attrs(op, layout, strides, dilations, pads, groups)
+    f_shape = _shape4(op, "filter_shape", filter_shape)
+    check_rank4(op, x)
+    check_rank4(op, dy, "dy")
+    if x.dtype != dy.dtype:
+        raise OpError(f"{op}: input dtype {x.dtype} differs from dy dtype {dy.dtype}")
+    kh, kw, cig, cout = _filter_dims(op, f_shape, layout)
+    _, _, _, cin = nhwc_shape(x.shape, layout)
+    if cin != cig * groups or cout % groups:
+        raise OpError(
+            f"{op}: filter shape {list(f_shape)} with groups={groups} does not fit input "
+            f"shape {list(x.shape)}"
+        )
+    expected = conv2d_output_shape(
+        x.shape, f_shape, layout=layout, strides=(sh, sw), dilations=(dh, dw), pads=pads
+    )
+    if dy.shape != expected:
+        raise OpError(
+            f"{op}: dy has shape {list(dy.shape)} but the convolution of {list(x.shape)} "
+            f"gives {list(expected)}"
+        )
+    geo = (kh, kw, sh, sw, dh, dw, pt, pb, pl, pr)
+    dw_hwio = cg.conv_backprop_filter(
+        np.ascontiguousarray(to_nhwc(x, layout)),
+        np.ascontiguousarray(to_nhwc(dy, layout)),
+        geo,
+        groups,
+    )
+    return dw_hwio if layout == "NHWC" else np.ascontiguousarray(dw_hwio.transpose(3, 2, 0, 1))
+
+
+def conv2d_transpose_output_shape(
+    x_shape: Sequence[int | None],
+    w_shape: Sequence[int],
+    *,
+    layout: str,
+    strides: Sequence[int] = (1, 1),
+    dilations: Sequence[int] = (1, 1),
+    pads: Sequence[int] | None = None,
+    groups: int = 1,
+    output_padding: Sequence[int] = (0, 0),
+) -> tuple[int | None, ...]:
+    """The output shape of :func:`conv2d_transpose` (``None`` input dims give ``None``).
+
+    Spatial size ``(in - 1) * stride - pad_begin - pad_end + dilation * (k - 1) + 1 +
+    output_padding``; channels ``groups * <filter's output channels per group>``.
+    """
+    op = "conv2d_transpose"
+    sh, sw, dh, dw, pt, pb, pl, pr = _attrs(op, layout, strides, dilations, pads, groups)
+    oph, opw = pair(op, "output_padding", output_padding, minimum=0)
+    if oph >= sh or opw >= sw:
+        raise OpError(
+            f"{op}: output_padding {[oph, opw]} must be smaller than the strides {[sh, sw]}"
+        )
+    if len(x_shape) != 4:
+        raise OpError(f"{op}: input must be rank 4, got shape {list(x_shape)}")
+    # The transpose's filter is the forward convolution's filter (HWIO / OIHW), whose
+    # "input channels" are the transpose's output channels per group.
+    kh, kw, co_g, ci = _filter_dims(op, w_shape, layout)
+    n, h, w, c = nhwc_shape(list(x_shape), layout)  # type: ignore[arg-type]
+    if c is not None and c != ci:
+        raise OpError(f"{op}: input has {c} channels but the filter expects {ci}")
+    if ci % groups:
+        raise OpError(f"{op}: groups ({groups}) must divide the input channels ({ci})")
+
+    def size(v: int | None, k: int, s: int, d: int, p0: int, p1: int, op_: int) -> int | None:
+        return None if v is None else (v - 1) * s - p0 - p1 + d * (k - 1) + 1 + op_
+
+    oh = size(h, kh, sh, dh, pt, pb, oph)
+    ow = size(w, kw, sw, dw, pl, pr, opw)
+    if (oh is not None and oh <= 0) or (ow is not None and ow <= 0):
+        raise OpError(f"{op}: the pads {list((pt, pb, pl, pr))} leave an empty output")
+    return from_nhwc_shape(n, oh, ow, co_g * groups, layout)  # type: ignore[arg-type]
+
+
+def conv2d_transpose(
+    x: np.ndarray,
+    w: np.ndarray,
+    *,
+    layout: str,
+    strides: Sequence[int] = (1, 1),
+    dilations: Sequence[int] = (1, 1),
+    pads: Sequence[int] | None = None,
+    groups: int = 1,
+    output_padding: Sequence[int] = (0, 0),
+    bias: np.ndarray | None = None,
+    activation: str = "none",
+    alpha: float = 0.0,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Transposed ("de-") convolution: the input gradient of the matching forward conv.
+
+    The filter is ``HWOI`` for ``NHWC`` (TensorFlow's ``[kh, kw, cout / groups, cin]``) and
+    ``IOHW`` for ``NCHW`` (ONNX's ``[cin, cout / groups, kh, kw]``).  ``output_padding`` adds
+    rows/columns at the bottom/right (ONNX's attribute; TF's explicit output shape maps to it).
+
+    Raises:
+        OpError: bad attributes, ranks, dtypes or shapes.
+    """
+    op = "conv2d_transpose"
+    check_rank4(op, x)
+    check_rank4(op, w, "filter")
+    if x.dtype != w.dtype or w.dtype not in FLOAT_DTYPES:
+        raise OpError(f"{op}: input and filter must have one float dtype, got {x.dtype}, {w.dtype}")
+    shape = conv2d_transpose_output_shape(
+        x.shape,
+        w.shape,
+        layout=layout,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        groups=groups,
+        output_padding=output_padding,
+    )
+    int_shape = tuple(int(d) for d in shape)  # type: ignore[arg-type]
+    code = check_activation(
+        op, activation, np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
+    )
+    cout = int_shape[3] if layout == "NHWC" else int_shape[1]
+    if bias is not None and (np.shape(bias) != (cout,) or np.asarray(bias).dtype != x.dtype):
+        raise OpError(f"{op}: bias must have shape [{cout}] and dtype {x.dtype}")
+    check_out(op, out, int_shape, x.dtype)
+    y = conv2d_backprop_input(
+        int_shape,
+        w,
+        x,
+        layout=layout,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        groups=groups,
+    )
+    if bias is not None or code:
+        yn = np.ascontiguousarray(to_nhwc(y, layout))
+        b = None if bias is None else np.asarray(bias)
+        if y.dtype == np.float16:
+            y32 = yn.astype(np.float32)
+            apply_epilogue(y32, None if b is None else b.astype(np.float32), None, code, alpha)
+            yn = y32.astype(np.float16)
+        else:
+            apply_epilogue(yn, b, None, code, alpha)
+        y = yn if layout == "NHWC" else np.ascontiguousarray(yn.transpose(0, 3, 1, 2))
+    if out is not None:
+        out[...] = y
+        return out
+    return y

@@ -1,0 +1,121 @@
+"""pytfrt.backends.cpu.gemm.matmul against NumPy (float64) with a NumPy epilogue."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from cpu_refs import activation_refs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytfrt.backends.cpu import gemm
+from pytfrt.backends.cpu.ops import OpError
+
+ACTS = activation_refs(0.1)
+
+
+@st.composite
+def matmul_cases(draw):
+    m, k, n = (draw(st.integers(1, 7)) for _ in range(3))
+    batch_a = draw(st.sampled_from([(), (3,), (1,), (2, 3), (2, 1)]))
+    batch_b = draw(st.sampled_from([(), (3,), (1,), (1, 3), (2, 3)]))
+    vec_a = draw(st.booleans()) and draw(st.booleans())
+    vec_b = draw(st.booleans()) and draw(st.booleans())
+    ta = not vec_a and draw(st.booleans())
+    tb = not vec_b and draw(st.booleans())
+    return dict(
+        a=(k,) if vec_a else (*batch_a, *((k, m) if ta else (m, k))),
+        b=(k,) if vec_b else (*batch_b, *((n, k) if tb else (k, n))),
+        ta=ta,
+        tb=tb,
+        act=draw(st.sampled_from(sorted(ACTS))),
+        bias=draw(st.booleans()),
+        res=draw(st.booleans()),
+        dtype=draw(st.sampled_from([np.float32, np.float64])),
+        seed=draw(st.integers(0, 2**31 - 1)),
+    )
+
+
+@given(matmul_cases())
+def test_matmul_matches_numpy(case):
+    rng = np.random.default_rng(case["seed"])
+    dt = case["dtype"]
+    a = rng.standard_normal(case["a"]).astype(dt)
+    b = rng.standard_normal(case["b"]).astype(dt)
+    a_op = a.swapaxes(-1, -2) if case["ta"] else a
+    b_op = b.swapaxes(-1, -2) if case["tb"] else b
+    ref = np.matmul(a_op.astype(np.float64), b_op.astype(np.float64))
+    last = ref.shape[-1] if ref.ndim else 1
+    bias = rng.standard_normal(last).astype(dt) if case["bias"] and ref.ndim else None
+    res = rng.standard_normal(ref.shape).astype(dt) if case["res"] else None
+    expected = ref + (0 if bias is None else bias) + (0 if res is None else res)
+    expected = ACTS[case["act"]](torch.from_numpy(np.asarray(expected))).numpy()
+    got = gemm.matmul(
+        a,
+        b,
+        transpose_a=case["ta"],
+        transpose_b=case["tb"],
+        bias=bias,
+        residual=res,
+        activation=case["act"],
+        alpha=0.1,
+    )
+    assert got.shape == expected.shape and got.dtype == dt
+    tol = 1e-4 if dt == np.float32 else 1e-10
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
+    if got.ndim:
+        out = np.empty(got.shape, dt)
+        again = gemm.matmul(
+            a,
+            b,
+            transpose_a=case["ta"],
+            transpose_b=case["tb"],
+            bias=bias,
+            residual=res,
+            activation=case["act"],
+            alpha=0.1,
+            out=out,
+        )
+        assert again is out
+        np.testing.assert_array_equal(out, got)
+
+
+def test_broadcast_residual_and_noncontiguous_out():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 5)).astype(np.float32)
+    b = rng.standard_normal((5, 6)).astype(np.float32)
+    res = rng.standard_normal((1, 6)).astype(np.float32)
+    big = np.zeros((4, 12), np.float32)
+    out = big[:, ::2]
+    gemm.matmul(a, b, residual=res, activation="relu", out=out)
+    np.testing.assert_allclose(out, np.maximum(a @ b + res, 0), rtol=1e-5, atol=1e-5)
+    assert not big[:, 1::2].any()
+
+
+def test_integer_matmul_without_activation():
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    b = np.arange(12, dtype=np.int32).reshape(3, 4)
+    np.testing.assert_array_equal(gemm.matmul(a, b, bias=np.ones(4, np.int32)), a @ b + 1)
+    with pytest.raises(OpError, match="float"):
+        gemm.matmul(a, b, activation="relu")
+
+
+def test_errors():
+    a = np.ones((2, 3), np.float32)
+    with pytest.raises(OpError, match="inner dimensions"):
+        gemm.matmul(a, a)
+    with pytest.raises(OpError, match="dtypes differ"):
+        gemm.matmul(a, np.ones((3, 2)))
+    with pytest.raises(OpError, match="batch dimensions"):
+        gemm.matmul(np.ones((2, 2, 3), np.float32), np.ones((3, 3, 4), np.float32))
+    with pytest.raises(OpError, match="transpose_a"):
+        gemm.matmul(np.ones(3, np.float32), a.T, transpose_a=True)
+    with pytest.raises(OpError, match="bias"):
+        gemm.matmul(a, a.T, bias=np.ones(3, np.float32))
+    with pytest.raises(OpError, match="residual"):
+        gemm.matmul(a, a.T, residual=np.ones((3, 2), np.float32))
+    with pytest.raises(OpError, match="out"):
+        gemm.matmul(a, a.T, out=np.ones((2, 3), np.float32))
+    with pytest.raises(OpError, match="rank >= 1"):
+        gemm.matmul(np.ones((), np.float32), a)

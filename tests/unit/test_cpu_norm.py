@@ -1,0 +1,98 @@
+"""pytfrt.backends.cpu.norm against torch.nn.functional (float64 references)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from pytfrt.backends.cpu import norm
+from pytfrt.backends.cpu.ops import OpError
+
+
+@given(
+    hnp.arrays(
+        np.float32,
+        hnp.array_shapes(min_dims=1, max_dims=4, max_side=6),
+        elements=st.floats(-50, 50, width=32),
+    ),
+    st.integers(-4, 3),
+)
+def test_softmax_and_log_softmax_match_torch(x, axis):
+    if not -x.ndim <= axis < x.ndim:
+        with pytest.raises(OpError, match="axis"):
+            norm.softmax(x, axis)
+        return
+    t = torch.from_numpy(x.astype(np.float64))
+    np.testing.assert_allclose(
+        norm.softmax(x, axis), F.softmax(t, axis).numpy(), rtol=2e-6, atol=1e-7
+    )
+    np.testing.assert_allclose(
+        norm.log_softmax(x, axis), F.log_softmax(t, axis).numpy(), rtol=2e-6, atol=2e-5
+    )
+
+
+def test_softmax_in_place_and_large_values():
+    x = np.array([[1000.0, 1000.0], [-1000.0, 0.0]], np.float32)
+    assert norm.softmax(x, 1, out=x) is x
+    np.testing.assert_allclose(x, [[0.5, 0.5], [0.0, 1.0]])
+
+
+@pytest.mark.parametrize("axis", [-1, -2, 1])
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, False)])
+def test_layer_norm_matches_torch(axis, affine):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((2, 3, 4, 5)) * 3 + 1).astype(np.float32)
+    tail = x.shape[axis:]
+    gamma = rng.standard_normal(tail).astype(np.float32) if affine[0] else None
+    beta = rng.standard_normal(tail).astype(np.float32) if affine[1] else None
+    ref = F.layer_norm(
+        torch.from_numpy(x.astype(np.float64)),
+        tail,
+        None if gamma is None else torch.from_numpy(gamma.astype(np.float64)),
+        None if beta is None else torch.from_numpy(beta.astype(np.float64)),
+        eps=1e-5,
+    ).numpy()
+    got = norm.layer_norm(x, gamma, beta, axis=axis, epsilon=1e-5)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((2, 4, 4, 3), -1), ((2, 3, 4, 4), 1), ((5, 3), 1)])
+def test_batch_norm_matches_torch(shape, axis):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(np.float32)
+    c = shape[axis]
+    scale, offset, mean = (rng.standard_normal(c).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.1, 2.0, c).astype(np.float32)
+    xt = torch.from_numpy(np.moveaxis(x, axis, 1).astype(np.float64))
+    ref = F.batch_norm(
+        xt,
+        *(torch.from_numpy(a.astype(np.float64)) for a in (mean, var, scale, offset)),
+        training=False,
+        eps=1e-3,
+    ).numpy()
+    ref = np.moveaxis(ref, 1, axis)
+    out = np.empty_like(x)
+    assert norm.batch_norm(x, scale, offset, mean, var, epsilon=1e-3, axis=axis, out=out) is out
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    half = norm.batch_norm(x.astype(np.float16), scale, offset, mean, var, epsilon=1e-3, axis=axis)
+    assert half.dtype == np.float16
+    np.testing.assert_allclose(half, ref, rtol=2e-2, atol=2e-2)
+
+
+def test_errors():
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(OpError, match="float"):
+        norm.softmax(np.ones(3, np.int32))
+    with pytest.raises(OpError, match="gamma"):
+        norm.layer_norm(x, np.ones(2, np.float32), None, axis=-1)
+    with pytest.raises(OpError, match="variance"):
+        one = np.ones(3, np.float32)
+        norm.batch_norm(x, one, one, one, np.ones(2, np.float32), axis=1)
+    with pytest.raises(OpError, match="out"):
+        norm.softmax(x, out=np.empty((3, 2), np.float32))
