@@ -1,4 +1,5 @@
-"""The ``pytfrt`` umbrella command: ``pytfrt demo``, ``pytfrt bench ...``, ``pytfrt profile``.
+"""The ``pytfrt`` umbrella command: ``pytfrt demo``, ``pytfrt bench ...``, ``pytfrt profile``,
+``pytfrt serve``.
 
 Subcommands live in their own modules, imported only when chosen (start-up stays fast).  Each
 module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
@@ -14,6 +15,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("pytfrt.tools.demo", "run the main demo (XOR training written in MLIR)"),
     "bench": ("pytfrt.tools.bench", "run a benchmark harness (e.g. 'pytfrt bench nqueens')"),
     "profile": ("pytfrt.tools.profile", "run a function N times and print a per-kernel profile"),
+    "serve": ("pytfrt.tools.serve_cmd", "serve models over TensorFlow Serving's REST API"),
 }
 
 

@@ -1,0 +1,224 @@
+"""The ASGI application: TensorFlow Serving's REST API and its Prometheus endpoint.
+
+Routes (paths are matched case-insensitively, as TF Serving does):
+
+================================================================  ===========================
+``POST /v1/models/{name}[/versions/{v}|/labels/{l}]:predict``     row or columnar predict
+``GET  /v1/models/{name}[/versions/{v}|/labels/{l}]``             version status
+``GET  /v1/models/{name}[/versions/{v}|/labels/{l}]/metadata``    signature def
+``GET  /monitoring/prometheus/metrics``                           metrics (text format 0.0.4)
+================================================================  ===========================
+
+Every error is ``{"error": "<message>"}`` with TF Serving's HTTP status for its code (see
+:mod:`pytfrt.serving.errors`); a body over ``max_request_bytes`` is refused with 413 before it
+is read in full.  Nothing raised while handling a request escapes as a traceback.
+
+Threading: the app runs on the event loop and does only I/O and routing there.  A predict
+request pins its model version, then becomes runtime work on the host's work queue -- decode
+and validate the JSON, run the model (through the batcher when batching is on), encode the
+response -- whose final AsyncValue the handler awaits through :func:`bridge.wrap_future`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Final
+
+from pytfrt.host import AsyncValue, HostContext
+from pytfrt.serving.bridge import chain, error_status, submit, then, wrap_future
+from pytfrt.serving.errors import ServingError, invalid
+from pytfrt.serving.json_codec import decode_predict_request, encode_predict_response
+from pytfrt.serving.metrics import ServingMetrics
+from pytfrt.serving.model_manager import LoadedVersion, ModelManager
+from pytfrt.support.errors import ErrorCode
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+METRICS_PATH: Final = "/monitoring/prometheus/metrics"
+DEFAULT_MAX_REQUEST_BYTES: Final = 64 * 1024 * 1024
+
+_MODEL_PATH: Final = re.compile(
+    r"/v1/models/(?P<name>[^/:]+)"
+    r"(?:/versions/(?P<version>[^/:]+)|/labels/(?P<label>[^/:]+))?"
+    r"(?::(?P<method>[A-Za-z]+)|/(?P<metadata>metadata))?",
+    re.IGNORECASE,
+)
+_JSON_HEADERS: Final = [(b"content-type", b"application/json")]
+
+
+class PayloadTooLarge(ServingError):
+    """A request body over the configured limit (HTTP 413)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the request body exceeds the limit of {limit} bytes "
+                         "(--max_request_bytes)", ErrorCode.RESOURCE_EXHAUSTED)
+
+    @property
+    def http_status(self) -> int:
+        return 413
+
+
+class ServingApp:
+    """The ASGI callable (see the module docstring).
+
+    Args:
+        manager: resolves model names and versions.
+        host: whose work queue runs request work.
+        metrics: the server's metrics.
+        max_request_bytes: the largest request body accepted.
+    """
+
+    def __init__(self, manager: ModelManager, host: HostContext, metrics: ServingMetrics,
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+        self.manager = manager
+        self.host = host
+        self.metrics = metrics
+        self.max_request_bytes = max_request_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            status, headers, body = await self._handle(scope, receive)
+        except ServingError as exc:
+            status, headers, body = exc.http_status, _JSON_HEADERS, _error_body(exc.message)
+        except Exception as exc:  # noqa: BLE001 - never a traceback to the client
+            message = error_status(exc).message
+            status, headers, body = 500, _JSON_HEADERS, _error_body(message)
+        await send({
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, (b"content-length", str(len(body)).encode("ascii"))],
+        })
+        await send({"type": "http.response.body", "body": body})
+
+    async def _handle(self, scope: Scope, receive: Receive) -> tuple[int, list[Any], bytes]:
+        method: str = scope["method"]
+        path: str = scope["path"]
+        if path == METRICS_PATH:
+            if method != "GET":
+                raise invalid(f"Malformed request: {method} {path}")
+            text = self.metrics.render().encode("utf-8")
+            return 200, [(b"content-type", b"text/plain; version=0.0.4")], text
+        match = _MODEL_PATH.fullmatch(path)
+        if match is None:
+            if path.lower().startswith("/v1/"):
+                raise invalid(f"Malformed request: {method} {path}")
+            raise ServingError(f"no such endpoint: {method} {path}", ErrorCode.NOT_FOUND)
+        name = match["name"]
+        version = _version(match["version"])
+        label = match["label"]
+        api = (match["method"] or "").lower()
+        if method == "POST" and api:
+            if api in ("classify", "regress"):
+                raise ServingError(f"the {api} API is not supported by pytfrt serve; use "
+                                   ":predict", ErrorCode.UNIMPLEMENTED)
+            if api != "predict":
+                raise invalid(f"Malformed request: {method} {path}")
+            body = await self._read_body(scope, receive)
+            return await self._predict(name, version, label, body)
+        if method == "GET" and not api:
+            if match["metadata"]:
+                return 200, _JSON_HEADERS, _json(self.manager.metadata(name, version, label))
+            return 200, _JSON_HEADERS, _json(self.manager.status(name, version, label))
+        raise invalid(f"Malformed request: {method} {path}")
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        limit = self.max_request_bytes
+        for key, value in scope.get("headers", []):
+            if key == b"content-length":
+                try:
+                    if int(value) > limit:
+                        raise PayloadTooLarge(limit)
+                except ValueError:
+                    raise invalid("bad Content-Length header") from None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ServingError("the client disconnected", ErrorCode.CANCELLED)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(limit)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _predict(self, name: str, version: int | None, label: str | None,
+                       body: bytes) -> tuple[int, list[Any], bytes]:
+        started = time.perf_counter()
+        code = ErrorCode.OK
+        try:
+            lv = self.manager.acquire(name, version, label)
+        except ServingError as exc:
+            self._count(name, exc.code, started)
+            raise
+        try:
+            result = self._predict_work(lv, body)
+        except BaseException:
+            self.manager.release(lv)
+            raise
+        # The version stays pinned until the runtime work is done, even if this handler is
+        # cancelled first (so a hot swap never closes a model under a running request).
+        result.and_then(lambda: self.manager.release(lv))
+        try:
+            response = await wrap_future(result, asyncio.get_running_loop())
+        except ServingError as exc:
+            code = exc.code
+            raise
+        finally:
+            self._count(name, code, started)
+        return 200, _JSON_HEADERS, response
+
+    def _predict_work(self, lv: LoadedVersion, body: bytes) -> AsyncValue[bytes]:
+        signature = lv.signature
+
+        def decode_and_run() -> AsyncValue[bytes]:
+            request = decode_predict_request(body, signature)
+            outputs = lv.predict_async(request.inputs)
+            return then(outputs, lambda arrays: encode_predict_response(request.format, arrays))
+
+        return chain(submit(self.host, decode_and_run), lambda inner: inner)
+
+    def _count(self, name: str, code: ErrorCode, started: float) -> None:
+        self.metrics.request_count.inc(name, code.name)
+        self.metrics.request_latency.observe((time.perf_counter() - started) * 1e6, name,
+                                             "predict", "REST")
+
+
+def _version(text: str | None) -> int | None:
+    if text is None:
+        return None
+    if not text.isdigit():
+        raise invalid(f"Failed to convert version: {text} to numeric")
+    return int(text)
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, indent=1).encode("utf-8")
+
+
+def _error_body(message: str) -> bytes:
+    return json.dumps({"error": message}).encode("utf-8")
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -1,0 +1,100 @@
+"""Running the server: the runtime, the model manager and the ASGI app on uvicorn.
+
+:func:`run_server` is what ``pytfrt serve`` calls.  It creates the :class:`HostContext` (the
+``--work_queue_type`` work queue every request runs on), loads the initial model versions,
+binds the listening socket itself (so ``--rest_api_port=0`` picks a free port, printed on
+stdout as ``Exporting HTTP/REST API at:HOST:PORT ...``), and serves with uvicorn until SIGTERM
+or SIGINT.
+
+Why uvicorn: it is the reference ASGI server (the interface every Python web framework speaks,
+so the app stays a plain callable with no framework underneath), it runs one asyncio event loop
+-- the loop the runtime's AsyncValues are bridged into -- and it implements graceful shutdown:
+on SIGTERM it stops accepting connections, lets every in-flight request finish (up to
+``graceful_shutdown_seconds``) and only then returns.  After that the model manager unloads the
+models, the work queue is drained and the process exits with status 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Final
+
+from pytfrt.host import HostContext
+from pytfrt.serving.app import DEFAULT_MAX_REQUEST_BYTES, ServingApp
+from pytfrt.serving.config import BatchingParameters, ModelConfig
+from pytfrt.serving.metrics import ServingMetrics
+from pytfrt.serving.model_manager import ModelManager
+
+GRACEFUL_SHUTDOWN_SECONDS: Final = 60.0
+
+
+@dataclass
+class ServerOptions:
+    """Everything ``pytfrt serve`` is configured with (its flags, parsed)."""
+
+    models: list[ModelConfig]
+    backend: str = "pytfrt"
+    rest_api_host: str = "127.0.0.1"
+    rest_api_port: int = 8501
+    work_queue_type: str = "mstd"
+    batching: BatchingParameters | None = None
+    poll_seconds: float = 1.0
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    cache_dir: Path | None = None
+    graceful_shutdown_seconds: float = GRACEFUL_SHUTDOWN_SECONDS
+
+
+class _Terminated(Exception):
+    """SIGTERM/SIGINT arrived before the HTTP server started (while models were loading)."""
+
+
+def run_server(options: ServerOptions) -> int:
+    """Serve until SIGTERM/SIGINT; returns the process exit status (0 after a clean drain)."""
+    import uvicorn
+
+    serving = {"started": False}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        # Before uvicorn runs: abort start-up.  After it returns: uvicorn re-raises the signal
+        # it handled, which lands here and is ignored (the drain is already done).
+        if not serving["started"]:
+            raise _Terminated()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    host = HostContext(options.work_queue_type)
+    metrics = ServingMetrics()
+    manager = ModelManager(options.models, options.backend, host, metrics, options.batching,
+                           options.cache_dir)
+    sock: socket.socket | None = None
+    try:
+        manager.start(options.poll_seconds)
+        sock = socket.create_server((options.rest_api_host, options.rest_api_port), backlog=2048)
+        bound_host, bound_port = sock.getsockname()[:2]
+        app = ServingApp(manager, host, metrics, options.max_request_bytes)
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="on", http="h11",
+            loop="asyncio", timeout_graceful_shutdown=int(options.graceful_shutdown_seconds),
+        )
+        server = uvicorn.Server(config)
+        print(f"Exporting HTTP/REST API at:{bound_host}:{bound_port} ...", flush=True)
+        serving["started"] = True
+        server.run(sockets=[sock])
+        print("pytfrt serve: drained in-flight requests, shutting down", file=sys.stderr,
+              flush=True)
+        return 0
+    except _Terminated:
+        print("pytfrt serve: terminated during start-up", file=sys.stderr, flush=True)
+        return 0
+    finally:
+        serving["started"] = True  # a late signal during clean-up is ignored
+        if sock is not None:
+            sock.close()
+        manager.stop()
+        host.shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
