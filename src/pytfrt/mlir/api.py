@@ -48,7 +48,10 @@ class ParsedModule:
 def parse_source(text: str, filename: str) -> ParsedModule:
     """Parse MLIR text (unregistered ops allowed). Raises :class:`MlirError`."""
     source = SourceFile(filename, text)
-    parser = TfrtParser(make_context(), text, filename)
+    try:
+        parser = TfrtParser(make_context(), text, filename)  # lexes the first token
+    except ParseError as err:
+        raise MlirError([source.diagnostic(err.span.start, err.msg)], source) from None
     try:
         module = parser.parse_module()
     except ParseError as err:

@@ -69,7 +69,16 @@ def render(diag: MlirDiagnostic, source: SourceFile | None = None) -> str:
     if source is None:
         return head
     text = source.line_text(diag.line)
-    return head + text + "\n" + " " * (diag.col - 1) + "^\n"
+    col = diag.col
+    if len(text) > MAX_SNIPPET:  # a window around the column, never megabytes of one line
+        start = max(0, min(col - 1 - MAX_SNIPPET // 2, len(text) - MAX_SNIPPET))
+        text = text[start : start + MAX_SNIPPET]
+        col -= start
+    return head + text + "\n" + " " * (col - 1) + "^\n"
+
+
+MAX_SNIPPET = 160
+"""The longest source excerpt a rendered diagnostic shows (characters of the line)."""
 
 
 class MlirError(PytfrtError):
