@@ -115,8 +115,8 @@ def load_servable(backend: str, version_dir: Path, host: HostContext,
     fmt, path = detect_format(version_dir)
     if platform is not None and platform != fmt:
         raise LoadError(f"{version_dir} holds a {fmt} model but model_platform is {platform!r}")
-    module = importlib.import_module(BACKENDS[backend])
     try:
+        module = importlib.import_module(BACKENDS[backend])
         servable: Servable = module.load(path, fmt, host, cache_dir)
     except ServingError:
         raise

@@ -1,0 +1,110 @@
+"""The ``pytfrt`` backend (the default): models run as pytfrt ``CompiledModel``s.
+
+A version directory holding a compiled model (``model.bef`` + ``manifest.json``, written by
+``CompiledModel.save``) is loaded with ``pytfrt.load`` -- no TensorFlow, ONNX or compiler
+needed.  A SavedModel or ``.onnx`` version is compiled on load with ``pytfrt.compile`` and the
+result saved in the compile cache under the SHA-256 of the version's files (and pytfrt's
+version), so a restart or another server loads it without compiling again.  The cache entry is
+written to a temporary directory and renamed into place, so concurrent servers never see a
+half-written one.
+
+Requests call ``CompiledModel.call_async`` (thread-safe; each call gets its own request
+context), whose AsyncValue the HTTP layer awaits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytfrt.host import AsyncValue, HostContext
+from pytfrt.serving.bridge import then
+from pytfrt.serving.servable import COMPILED, Arrays, LoadError, Servable
+from pytfrt.serving.signature import ServingSignature
+
+
+def content_hash(path: Path) -> str:
+    """SHA-256 over every file under ``path`` (a file or a directory): names and bytes."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        rel = file.name if file == path else file.relative_to(path).as_posix()
+        digest.update(rel.encode("utf-8") + b"\0")
+        with open(file, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def compile_cached(path: Path, fmt: str, cache_dir: Path | None) -> Any:
+    """The ``CompiledModel`` for a SavedModel directory or ``.onnx`` file, via the cache."""
+    import pytfrt
+
+    version = getattr(pytfrt, "__version__", "0")
+    if cache_dir is None:
+        return pytfrt.compile(str(path))
+    key = hashlib.sha256(f"{version}\0{fmt}\0{content_hash(path)}".encode()).hexdigest()[:32]
+    entry = cache_dir / key
+    if (entry / "manifest.json").is_file():
+        return pytfrt.load(str(entry))
+    model = pytfrt.compile(str(path))
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=cache_dir))
+    try:
+        model.save(str(staging / "model"))
+        try:
+            os.replace(staging / "model", entry)
+        except OSError:  # another server stored the same entry first: keep theirs
+            pass
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return model
+
+
+def _as_outputs(result: Any, names: list[str]) -> Arrays:
+    if isinstance(result, dict):
+        return {name: np.asarray(result[name]) for name in names}
+    if isinstance(result, tuple | list):
+        if len(result) != len(names):
+            raise LoadError(f"the model returned {len(result)} values for {len(names)} outputs")
+        return {name: np.asarray(value) for name, value in zip(names, result, strict=True)}
+    return {names[0]: np.asarray(result)}
+
+
+class PytfrtServable(Servable):
+    """A ``CompiledModel``; requests are ``call_async`` calls."""
+
+    def __init__(self, model: Any, description: str) -> None:
+        self._model = model
+        self.signature = ServingSignature.from_specs(model.signature.inputs,
+                                                     model.signature.outputs)
+        self._output_names = self.signature.output_names
+        self.description = description
+
+    def predict_async(self, inputs: Arrays) -> AsyncValue[Arrays]:
+        names = self._output_names
+        return then(self._model.call_async(**inputs), lambda result: _as_outputs(result, names))
+
+    def close(self) -> None:
+        self._model = None
+
+
+def load(path: Path, fmt: str, host: HostContext, cache_dir: Path | None) -> Servable:
+    """Load a compiled model, or compile a SavedModel / ONNX model (through the cache)."""
+    try:
+        import pytfrt.model  # noqa: F401 - the runtime side of CompiledModel
+    except ImportError as exc:
+        raise LoadError(f"the pytfrt backend needs pytfrt.model ({exc})") from None
+    import pytfrt
+
+    if fmt == COMPILED:
+        return PytfrtServable(pytfrt.load(str(path)), "pytfrt compiled model")
+    model = compile_cached(path, fmt, cache_dir)
+    return PytfrtServable(model, f"pytfrt, compiled from {fmt}")

@@ -1,0 +1,123 @@
+"""Fixtures of the serving tests: small models exported once per session.
+
+Models (session-scoped, in one tmp dir; TensorFlow is imported once, by the ``tf`` fixture):
+
+* ``keras_mlp``: a Keras MLP ``x[?,8] -> output_0[?,4]`` exported as SavedModel versions 1 and
+  2 (different weights), with the Keras models kept as oracles;
+* ``string_model``: a ``tf.Module`` SavedModel taking strings (``text``) and returning their
+  lengths and the strings back (``echo_bytes``, a ``_bytes`` output);
+* ``two_input_model``: a SavedModel ``(a[?,3], b[?]) -> (sum[?,3], scale[?])``;
+* ``onnx_mlp``: an ONNX model ``x[N,8] -> y[N,4]`` (MatMul, Add, Relu) made with onnx.helper.
+
+``server_factory`` starts servers (:class:`serving_helpers.ServerProcess`) stopped after the test.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from serving_helpers import KerasMLP, OnnxMLP, ServerProcess
+
+
+@pytest.fixture(scope="session")
+def tf() -> Any:
+    """TensorFlow, imported once per session."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return pytest.importorskip("tensorflow")
+
+
+@pytest.fixture(scope="session")
+def serving_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("serving")
+
+
+def _keras_mlp(tf: Any, seed: int) -> Any:
+    keras = tf.keras
+    keras.utils.set_random_seed(seed)
+    inp = keras.Input((8,), name="x")
+    hidden = keras.layers.Dense(16, activation="relu")(inp)
+    out = keras.layers.Dense(4)(hidden)
+    return keras.Model(inp, out)
+
+
+@pytest.fixture(scope="session")
+def keras_mlp(tf: Any, serving_dir: Path) -> KerasMLP:
+    base = serving_dir / "mlp_tf"
+    models = {1: _keras_mlp(tf, 1), 2: _keras_mlp(tf, 2)}
+    models[1].export(str(base / "1"), verbose=False)
+    v2 = serving_dir / "mlp_tf_v2"
+    models[2].export(str(v2), verbose=False)
+    return KerasMLP(base, v2, models)
+
+
+@pytest.fixture(scope="session")
+def string_model(tf: Any, serving_dir: Path) -> Path:
+    class Strings(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        def serve(self, text: Any) -> dict[str, Any]:
+            return {"length": tf.strings.length(text), "echo_bytes": text}
+
+    module = Strings()
+    base = serving_dir / "strings"
+    tf.saved_model.save(module, str(base / "1"), signatures={"serving_default": module.serve})
+    return base
+
+
+@pytest.fixture(scope="session")
+def two_input_model(tf: Any, serving_dir: Path) -> Path:
+    class TwoInputs(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="a"),
+                                      tf.TensorSpec([None], tf.int32, name="b")])
+        def serve(self, a: Any, b: Any) -> dict[str, Any]:
+            return {"sum": a + tf.cast(b, tf.float32)[:, None], "scale": b * 2}
+
+    module = TwoInputs()
+    base = serving_dir / "two_inputs"
+    tf.saved_model.save(module, str(base / "1"), signatures={"serving_default": module.serve})
+    return base
+
+
+@pytest.fixture(scope="session")
+def onnx_mlp(serving_dir: Path) -> OnnxMLP:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["t"]),
+         helper.make_node("Add", ["t", "b"], ["u"]),
+         helper.make_node("Relu", ["u"], ["y"])],
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    base = serving_dir / "mlp_onnx"
+    (base / "1").mkdir(parents=True)
+    path = base / "1" / "model.onnx"
+    onnx.save(model, str(path))
+    return OnnxMLP(base, path)
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[Any]:
+    """Start servers with ``server_factory(*flags)``; all are stopped after the test."""
+    started: list[ServerProcess] = []
+
+    def start(*flags: str) -> ServerProcess:
+        server = ServerProcess(*flags, log_dir=tmp_path)
+        started.append(server)
+        return server.start()
+
+    yield start
+    for server in started:
+        server.stop()
