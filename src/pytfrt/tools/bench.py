@@ -31,6 +31,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "N-Queens task scheduling: AsyncValue runtime vs task-queue pool, ThreadPoolExecutor, "
         "dask, C++",
     ),
+    "models": (
+        "pytfrt.tools.bench_models",
+        "Model zoo (ResNet-50, MobileNetV3, EfficientNet-B0, Transformer, Keras ResNet50): "
+        "pytfrt vs ONNX Runtime, tf.function, TF eager, PyTorch eager",
+    ),
 }
 
 

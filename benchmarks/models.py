@@ -1,0 +1,729 @@
+"""Model benchmark: the zoo through pytfrt vs ONNX Runtime, tf.function, TF eager, PyTorch eager.
+
+For each model of the zoo (``benchmarks/zoo.py``: ResNet-50, MobileNetV3-small,
+EfficientNet-B0, a 2-layer BERT-base-width Transformer encoder at sequence 128, and Keras'
+ResNet50 converted by tf2onnx) and each batch size, it measures the latency of one call in
+every framework that can run the model, interleaved repetition by repetition (the machine is
+shared: peers are compared within one run, never across runs):
+
+============  ================================================================================
+peer          what runs
+============  ================================================================================
+pytfrt        ``pytfrt.compile(model.onnx)`` (the ONNX front end, default pipeline)
+onnxruntime   ``onnxruntime.InferenceSession`` on the same file (CPU provider)
+torch         the ``torch.nn.Module`` the file was exported from, ``torch.inference_mode``
+tf.function   the Keras model under ``tf.function`` (Keras models only)
+tf-eager      the Keras model called eagerly (Keras models only)
+============  ================================================================================
+
+Every peer's output is checked against ONNX Runtime (relative error, max over outputs) before
+timing.  Models of ``benchmarks/tf_models.py`` (the TF front end's test models) are added when
+that module exists, compiled by ``pytfrt.compile`` from the Keras model.  Options add a
+steady-state memory check (RSS over N calls, in a subprocess that imports only pytfrt) and a
+per-op-type profile of pytfrt's time.  Prints a table, writes ``models.json`` and ``models.png``
+into the output directory.
+
+Run: ``pytfrt bench models`` or ``.venv/bin/python benchmarks/models.py`` (``--help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import zoo  # noqa: E402  (benchmarks/zoo.py; the name 'benchmarks' is taken by xDSL)
+
+from pytfrt.tools.bench import (  # noqa: E402
+    format_table,
+    machine_info,
+    progress,
+    write_json,
+)
+
+PEERS = ("pytfrt", "onnxruntime", "torch", "tf.function", "tf-eager")
+DEFAULT_MODELS = (
+    "resnet50",
+    "mobilenet_v3_small",
+    "efficientnet_b0",
+    "transformer",
+    "keras_resnet50",
+)
+TOLERANCE = 1e-4
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command-line options (shared by ``pytfrt bench models`` and the script)."""
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=list(DEFAULT_MODELS),
+        help=f"zoo models (default: all of {', '.join(DEFAULT_MODELS)}), "
+        "plus tf:<name> for benchmarks/tf_models.py models",
+    )
+    parser.add_argument("--batches", nargs="+", type=int, default=[1, 8])
+    parser.add_argument("--seq", type=int, default=128, help="transformer sequence length")
+    parser.add_argument("--transformer-batches", nargs="+", type=int, default=[1])
+    parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=PEERS)
+    parser.add_argument("--repeats", type=int, default=15, help="timed calls per peer")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="intra-op threads for every peer (pytfrt: its BLAS)",
+    )
+    parser.add_argument(
+        "--small", action="store_true", help="the zoo's small configurations (a smoke run)"
+    )
+    parser.add_argument("--zoo-dir", default=os.environ.get("PYTFRT_ZOO_DIR", "/tmp/pytfrt-zoo"))
+    parser.add_argument("--out", default=str(HERE / "results"))
+    parser.add_argument("--name", default="models", help="result file stem")
+    parser.add_argument(
+        "--memory",
+        type=int,
+        default=0,
+        metavar="CALLS",
+        help="also measure pytfrt's RSS over CALLS calls (ResNet-50, batch 1)",
+    )
+    parser.add_argument("--memory-model", default="resnet50")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile pytfrt's time per op type (first model, batch 1)",
+    )
+    parser.add_argument(
+        "--no-tf-models", action="store_true", help="skip benchmarks/tf_models.py even if present"
+    )
+    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument(
+        "--memory-child",
+        nargs=4,
+        metavar=("PATH", "INPUT", "SHAPE", "CALLS"),
+        help=argparse.SUPPRESS,
+    )
+
+
+# -- peers ---------------------------------------------------------------------------------
+
+
+def _pytfrt_runner(zm: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    import pytfrt
+
+    model = pytfrt.compile(zm.keras if zm.source == "tf" else zm.path)
+
+    def call(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        out = model(**feeds) if zm.source != "tf" else model(*feeds.values())
+        return _as_list(out)
+
+    return call
+
+
+def _as_list(out: Any) -> list[np.ndarray]:
+    if isinstance(out, dict):
+        return [np.asarray(v) for v in out.values()]
+    if isinstance(out, tuple | list):
+        return [np.asarray(v) for v in out]
+    return [np.asarray(out)]
+
+
+def _ort_runner(zm: Any, threads: int) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    # Idle ORT threads spin by default, stealing the cores from the peer timed next.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(str(zm.path), opts, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+
+    def call(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return list(sess.run(None, {n: feeds[n] for n in names}))
+
+    return call
+
+
+def _torch_runner(zm: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    import torch
+
+    module = zm.torch_module
+
+    def call(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        with torch.inference_mode():
+            out = module(*[torch.from_numpy(v) for v in feeds.values()])
+        return [out.numpy()]
+
+    return call
+
+
+def _tf_runners(zm: Any) -> dict[str, Callable[[dict[str, np.ndarray]], list[np.ndarray]]]:
+    import tensorflow as tf
+
+    keras_model = zm.keras
+    spec = [tf.TensorSpec((None, *v[0][1:]), getattr(tf, v[1])) for v in zm.inputs.values()]
+
+    @tf.function(input_signature=spec)  # type: ignore[misc]
+    def graph_fn(*xs: Any) -> Any:
+        return keras_model(*xs, training=False)
+
+    def as_np(out: Any) -> list[np.ndarray]:
+        if isinstance(out, dict):
+            return [np.asarray(v) for v in out.values()]
+        if isinstance(out, tuple | list):
+            return [np.asarray(v) for v in out]
+        return [out.numpy()]
+
+    return {
+        "tf.function": lambda feeds: as_np(graph_fn(*feeds.values())),
+        "tf-eager": lambda feeds: as_np(keras_model(*feeds.values(), training=False)),
+    }
+
+
+# -- models --------------------------------------------------------------------------------
+
+
+def _with_keras(zm: Any) -> Any:
+    """Attach the Keras model a ``keras_resnet50`` file was converted from (same seed)."""
+    import tensorflow as tf
+
+    tf.keras.utils.set_random_seed(zoo.SEED)
+    image = zm.config["image"]
+    zm.keras = tf.keras.applications.ResNet50(weights=None, input_shape=(image, image, 3))
+    return zm
+
+
+def _tf_models(small: bool) -> list[Any]:
+    """Models of ``benchmarks/tf_models.py`` (the TF helper's), as zoo-like records."""
+    if not (HERE / "tf_models.py").exists():
+        return []
+    import tf_models  # noqa: F401  (optional module of the TF front end)
+
+    builders = getattr(tf_models, "MODELS", None)
+    out = []
+    if isinstance(builders, dict):
+        for name, build in builders.items():
+            try:
+                model = build()
+            except Exception as exc:  # a missing optional piece: skip with a note
+                progress(f"tf_models.{name}: skipped ({exc})")
+                continue
+            shape = tuple(model.inputs[0].shape)
+            rec = zoo.ZooModel(
+                f"tf:{name}",
+                Path("-"),
+                {"x": ((None, *shape[1:]), "float32")},
+                {},
+                _keras_inputs(shape),
+                None,
+                "tf",
+            )
+            rec.keras = model
+            out.append(rec)
+    return out
+
+
+def _keras_inputs(shape: tuple[Any, ...]) -> Callable[..., dict[str, np.ndarray]]:
+    def make(batch: int = 1, seq: int | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return {"x": rng.standard_normal((batch, *shape[1:]), dtype=np.float32)}
+
+    return make
+
+
+# -- timing --------------------------------------------------------------------------------
+
+
+def _time_interleaved(
+    runners: dict[str, Callable[[dict[str, np.ndarray]], Any]],
+    feeds: dict[str, np.ndarray],
+    repeats: int,
+    warmup: int,
+) -> dict[str, list[float]]:
+    names = list(runners)
+    for _ in range(warmup):
+        for n in names:
+            runners[n](feeds)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    gc_on = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(repeats):
+            order = names[r % len(names) :] + names[: r % len(names)]
+            for n in order:
+                t0 = time.perf_counter()
+                runners[n](feeds)
+                times[n].append(time.perf_counter() - t0)
+    finally:
+        if gc_on:
+            gc.enable()
+    return times
+
+
+def _stats(ts: list[float]) -> dict[str, float]:
+    a = np.asarray(ts) * 1e3
+    return {
+        "median_ms": float(np.median(a)),
+        "p90_ms": float(np.percentile(a, 90)),
+        "min_ms": float(a.min()),
+    }
+
+
+def _set_threads(threads: int, peers: list[str]) -> None:
+    if "torch" in peers:
+        import torch
+
+        torch.set_num_threads(threads)
+    if "tf.function" in peers or "tf-eager" in peers:
+        try:
+            import tensorflow as tf
+
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except (ImportError, RuntimeError):
+            pass
+
+
+# -- memory (subprocess: only pytfrt is imported) ------------------------------------------
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm", encoding="ascii") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def memory_child(path: str, input_name: str, shape: str, calls: int) -> dict[str, Any]:
+    """In a fresh process: RSS before compile, after compile, over ``calls`` calls."""
+    import pytfrt
+
+    dims = tuple(int(d) for d in shape.split("x"))
+    base = _rss_bytes()
+    model = pytfrt.compile(path)
+    compiled = _rss_bytes()
+    x = np.random.default_rng(0).standard_normal(dims, dtype=np.float32)
+    samples = []
+    peak = compiled
+    for i in range(calls):
+        model(**{input_name: x})
+        rss = _rss_bytes()
+        peak = max(peak, rss)
+        if i in (0, 9, 99) or (i + 1) % max(1, calls // 10) == 0:
+            samples.append((i + 1, rss))
+    return {
+        "rss_before_compile": base,
+        "rss_after_compile": compiled,
+        "rss_samples": samples,
+        "rss_peak_calls": peak,
+        "ru_maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+
+
+def _memory(zm: Any, calls: int, quiet: bool) -> dict[str, Any]:
+    import onnx
+    from onnx import numpy_helper, shape_inference
+
+    name, (shape, _dtype) = next(iter(zm.inputs.items()))
+    dims = [1 if d is None else d for d in shape]
+    progress(f"memory: {zm.name} batch 1, {calls} calls (subprocess)", quiet)
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--memory-child",
+        str(zm.path),
+        name,
+        "x".join(map(str, dims)),
+        str(calls),
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        return {"error": res.stderr[-2000:]}
+    rec = json.loads(res.stdout.strip().splitlines()[-1])
+    proto = onnx.load(str(zm.path))
+    weights = sum(numpy_helper.to_array(t).nbytes for t in proto.graph.initializer)
+    # Largest activation set: max over nodes of the bytes of their non-constant inputs + outputs.
+    for d, v in zip(proto.graph.input[0].type.tensor_type.shape.dim, dims, strict=True):
+        d.Clear()
+        d.dim_value = v
+    inferred = shape_inference.infer_shapes(proto)
+    sizes: dict[str, int] = {}
+    for vi in (
+        list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)
+    ):
+        tt = vi.type.tensor_type
+        if tt.HasField("shape") and all(x.HasField("dim_value") for x in tt.shape.dim):
+            n = int(np.prod([x.dim_value for x in tt.shape.dim], dtype=np.int64))
+            sizes[vi.name] = n * 4
+    inits = {t.name for t in proto.graph.initializer}
+    largest = max(
+        (
+            sum(sizes.get(n, 0) for n in list(nd.input) + list(nd.output) if n and n not in inits)
+            for nd in inferred.graph.node
+        ),
+        default=0,
+    )
+    samples = rec["rss_samples"]
+    after_warm = next((r for i, r in samples if i >= 100), samples[0][1])
+    final = samples[-1][1]
+    rec.update(
+        {
+            "weights_bytes": weights,
+            "largest_activation_set_bytes": largest,
+            "growth_after_100_calls_bytes": final - after_warm,
+            "peak_over_baseline_bytes": rec["rss_peak_calls"] - rec["rss_before_compile"],
+            "bound_bytes": 2 * weights + largest,
+        }
+    )
+    rec["peak_within_bound"] = rec["peak_over_baseline_bytes"] < rec["bound_bytes"]
+    return rec
+
+
+# -- profile -------------------------------------------------------------------------------
+
+
+def _profile(zm: Any, feeds: dict[str, np.ndarray], calls: int = 10) -> dict[str, Any]:
+    """pytfrt's time per op type: the compute functions wrapped with timers before compiling."""
+    import pytfrt
+
+    try:
+        from pytfrt.backends.cpu import graph_kernels
+    except ImportError as exc:
+        return {"error": f"no runtime op table: {exc}"}
+    table = getattr(graph_kernels, "GRAPH_OPS", None)
+    if not isinstance(table, dict):
+        return {"error": "graph_kernels.GRAPH_OPS not found"}
+    totals: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    originals = dict(table)
+
+    def wrap(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*a: Any, **k: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                totals[key] += time.perf_counter() - t0
+                counts[key] += 1
+
+        return timed
+
+    for key, fn in originals.items():
+        if callable(fn):
+            table[key] = wrap(key, fn)
+    try:
+        model = pytfrt.compile(zm.path)
+        model(**feeds)
+        totals.clear()
+        counts.clear()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            model(**feeds)
+        wall = (time.perf_counter() - t0) / calls
+    finally:
+        table.clear()
+        table.update(originals)
+    per = {
+        k: {"ms_per_call": totals[k] / calls * 1e3, "calls_per_call": counts[k] / calls}
+        for k in sorted(totals, key=lambda k: -totals[k])
+    }
+    accounted = sum(totals.values()) / calls
+    return {
+        "model": zm.name,
+        "wall_ms": wall * 1e3,
+        "in_ops_ms": accounted * 1e3,
+        "outside_ops_ms": (wall - accounted) * 1e3,
+        "per_op": per,
+    }
+
+
+# -- main ----------------------------------------------------------------------------------
+
+
+def _load_models(args: argparse.Namespace) -> list[Any]:
+    out = []
+    for name in args.models:
+        if name.startswith("tf:"):
+            continue
+        progress(f"export {name}{' (small)' if args.small else ''}", args.quiet)
+        try:
+            zm = zoo.export(name, args.zoo_dir, small=args.small, with_torch="torch" in args.peers)
+        except RuntimeError as exc:
+            progress(f"{name}: skipped ({exc})", args.quiet)
+            continue
+        if zm.source == "keras" and ({"tf.function", "tf-eager"} & set(args.peers)):
+            _with_keras(zm)
+        out.append(zm)
+    if not args.no_tf_models and any(p.startswith("tf") for p in args.peers):
+        wanted = {n[3:] for n in args.models if n.startswith("tf:")}
+        for rec in _tf_models(args.small):
+            if not wanted or rec.name[3:] in wanted:
+                out.append(rec)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark; returns the exit status (1 if a peer disagrees with the oracle)."""
+    if args.memory_child:
+        path, name, shape, calls = args.memory_child
+        print(json.dumps(memory_child(path, name, shape, int(calls))))
+        return 0
+    peers = list(args.peers)
+    _set_threads(args.threads, peers)
+    models = _load_models(args)
+    rows: list[dict[str, Any]] = []
+    failed = False
+    for zm in models:
+        sizes = (
+            [
+                {"batch": b, "seq": args.seq if not args.small else None}
+                for b in args.transformer_batches
+            ]
+            if zm.name == "transformer"
+            else [{"batch": b} for b in args.batches]
+        )
+        runners: dict[str, Callable[[dict[str, np.ndarray]], Any]] = {}
+        if "pytfrt" in peers:
+            t0 = time.perf_counter()
+            try:
+                runners["pytfrt"] = _pytfrt_runner(zm)
+            except Exception as exc:  # report and go on with the other peers
+                progress(f"{zm.name}: pytfrt failed to compile: {type(exc).__name__}: {exc}")
+                failed = True
+            compile_s = time.perf_counter() - t0
+        if "onnxruntime" in peers and zm.source != "tf":
+            runners["onnxruntime"] = _ort_runner(zm, args.threads)
+        if "torch" in peers and zm.torch_module is not None:
+            runners["torch"] = _torch_runner(zm)
+        if getattr(zm, "keras", None) is not None:
+            for k, fn in _tf_runners(zm).items():
+                if k in peers:
+                    runners[k] = fn
+        oracle = (
+            "onnxruntime"
+            if "onnxruntime" in runners
+            else next((p for p in ("tf.function", "tf-eager") if p in runners), None)
+        )
+        for kw in sizes:
+            feeds = zm.make_inputs(**kw)
+            label = f"{zm.name} b{kw['batch']}" + (f" s{kw['seq']}" if kw.get("seq") else "")
+            progress(f"{label}: {', '.join(runners)}", args.quiet)
+            errors: dict[str, float] = {}
+            if oracle is not None:
+                want = runners[oracle](feeds)
+                for p, fn in list(runners.items()):
+                    try:
+                        got = fn(feeds)
+                        errors[p] = max(
+                            zoo.relative_error(g, w) for g, w in zip(got, want, strict=True)
+                        )
+                    except Exception as exc:
+                        progress(f"{label}: {p} failed: {type(exc).__name__}: {exc}")
+                        errors[p] = float("nan")
+            ok = {p: fn for p, fn in runners.items() if errors.get(p, 0.0) == errors.get(p, 0.0)}
+            bad = [p for p, e in errors.items() if not e <= TOLERANCE]
+            if bad:
+                progress(
+                    f"{label}: disagree with {oracle}: "
+                    + ", ".join(f"{p} {errors[p]:.2g}" for p in bad)
+                )
+                failed = failed or "pytfrt" in bad
+            times = _time_interleaved(ok, feeds, args.repeats, args.warmup)
+            row = {
+                "model": zm.name,
+                **kw,
+                "oracle": oracle,
+                "peers": {p: {**_stats(ts), "rel_error": errors.get(p)} for p, ts in times.items()},
+            }
+            if "pytfrt" in runners:
+                row["pytfrt_compile_s"] = compile_s
+            rows.append(row)
+    record: dict[str, Any] = {
+        "benchmark": "models",
+        "command": " ".join(sys.argv),
+        "machine": machine_info(),
+        "threads": args.threads,
+        "repeats": args.repeats,
+        "small": args.small,
+        "rows": rows,
+        "goals": _goals(rows),
+    }
+    if args.profile and models:
+        zm = next((m for m in models if m.name == "resnet50"), models[0])
+        record["profile"] = _profile(zm, zm.make_inputs(batch=1))
+    if args.memory:
+        zm = next((m for m in models if m.name == args.memory_model), None)
+        if zm is None:
+            zm = zoo.export(args.memory_model, args.zoo_dir, small=args.small, with_torch=False)
+        record["memory"] = _memory(zm, args.memory, args.quiet)
+    _print(record)
+    out = Path(args.out)
+    write_json(out / f"{args.name}.json", record)
+    _plot(record, out / f"{args.name}.png")
+    progress(f"wrote {out / (args.name + '.json')} and .png", args.quiet)
+    return 1 if failed else 0
+
+
+def _ratio(
+    rows: list[dict[str, Any]], model: str, batch: int, peer: str, ref_model: str | None = None
+) -> float | None:
+    def get(m: str, p: str) -> float | None:
+        for r in rows:
+            if r["model"] == m and r["batch"] == batch and p in r["peers"]:
+                return float(r["peers"][p]["median_ms"])
+        return None
+
+    a, b = get(model, "pytfrt"), get(ref_model or model, peer)
+    return None if a is None or b is None else a / b
+
+
+def _goals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The brief's latency goals, evaluated on this run's medians."""
+    spec = [
+        (
+            "ResNet-50 b1 pytfrt / tf.function (Keras ResNet50)",
+            "resnet50",
+            1,
+            "tf.function",
+            "keras_resnet50",
+            0.72,
+        ),
+        ("ResNet-50 b1 pytfrt / onnxruntime (stretch)", "resnet50", 1, "onnxruntime", None, 1.0),
+        (
+            "ResNet-50 b8 pytfrt / tf.function (Keras ResNet50)",
+            "resnet50",
+            8,
+            "tf.function",
+            "keras_resnet50",
+            0.8,
+        ),
+        ("Transformer b1 s128 pytfrt / torch eager", "transformer", 1, "torch", None, 1.0),
+        ("Keras ResNet50 b1 pytfrt / tf.function", "keras_resnet50", 1, "tf.function", None, 0.72),
+    ]
+    out = []
+    for label, m, b, peer, ref, goal in spec:
+        r = _ratio(rows, m, b, peer, ref)
+        out.append(
+            {"goal": label, "ratio": r, "target": goal, "met": None if r is None else r <= goal}
+        )
+    return out
+
+
+def _print(record: dict[str, Any]) -> None:
+    headers = ["model", "batch", "peer", "median ms", "p90 ms", "x onnxruntime", "rel err"]
+    table = []
+    for r in record["rows"]:
+        ort_ms = r["peers"].get("onnxruntime", {}).get("median_ms")
+        size = str(r["batch"]) + (f" s{r['seq']}" if r.get("seq") else "")
+        for p in PEERS:
+            if p not in r["peers"]:
+                continue
+            s = r["peers"][p]
+            ratio = f"{s['median_ms'] / ort_ms:.2f}x" if ort_ms else "-"
+            err = s.get("rel_error")
+            table.append(
+                [
+                    r["model"],
+                    size,
+                    p,
+                    f"{s['median_ms']:.2f}",
+                    f"{s['p90_ms']:.2f}",
+                    ratio,
+                    "-" if err is None else f"{err:.1e}",
+                ]
+            )
+    print(format_table(headers, table))
+    print()
+    for g in record["goals"]:
+        if g["ratio"] is not None:
+            verdict = "met" if g["met"] else "NOT met"
+            print(f"{g['goal']}: {g['ratio']:.2f}x (goal <= {g['target']}x): {verdict}")
+    prof = record.get("profile")
+    if prof and "per_op" in prof:
+        print(
+            f"\npytfrt profile, {prof['model']} b1: {prof['wall_ms']:.1f} ms per call, "
+            f"{prof['in_ops_ms']:.1f} ms in op compute functions, "
+            f"{prof['outside_ops_ms']:.1f} ms outside"
+        )
+        rows = [
+            [
+                k,
+                f"{v['ms_per_call']:.2f}",
+                f"{v['calls_per_call']:.0f}",
+                f"{100 * v['ms_per_call'] / prof['wall_ms']:.1f}%",
+            ]
+            for k, v in list(prof["per_op"].items())[:15]
+        ]
+        print(format_table(["op", "ms/call", "calls", "share"], rows))
+    mem = record.get("memory")
+    if mem and "error" not in mem:
+        mb = 1 / 2**20
+        print(
+            f"\nmemory ({record.get('memory_model', 'resnet50')} b1): weights "
+            f"{mem['weights_bytes'] * mb:.1f} MB, largest activation set "
+            f"{mem['largest_activation_set_bytes'] * mb:.1f} MB; RSS growth from call 100 to "
+            f"the last: {mem['growth_after_100_calls_bytes'] * mb:.1f} MB; peak RSS over the "
+            f"pre-compile baseline {mem['peak_over_baseline_bytes'] * mb:.1f} MB "
+            f"(bound 2 x weights + activations = {mem['bound_bytes'] * mb:.1f} MB)"
+        )
+    elif mem:
+        print("\nmemory: child failed:", mem["error"][-500:])
+
+
+def _plot(record: dict[str, Any], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    rows = record["rows"]
+    if not rows:
+        return
+    labels = [
+        f"{r['model']}\nb{r['batch']}" + (f" s{r['seq']}" if r.get("seq") else "") for r in rows
+    ]
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(rows)), 4.5))
+    width = 0.8 / len(PEERS)
+    for i, p in enumerate(PEERS):
+        vals = [r["peers"].get(p, {}).get("median_ms", np.nan) for r in rows]
+        if all(np.isnan(v) for v in vals):
+            continue
+        ax.bar(np.arange(len(rows)) + (i - len(PEERS) / 2 + 0.5) * width, vals, width, label=p)
+    ax.set_xticks(np.arange(len(rows)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("median latency (ms, log)")
+    ax.set_title(
+        f"pytfrt bench models ({record['machine']['nproc']} cores, {record['threads']} threads)"
+    )
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
