@@ -1,0 +1,350 @@
+"""Compute functions of the graph dialect's gradient ops (catalogue family ``grad``).
+
+Operands positional, attributes keyword-only (the runtime table's convention, see
+:mod:`pytfrt.backends.cpu.graph_kernels`). Activation, bias, normalisation and cross-entropy
+gradients are NumPy here; convolution and pooling gradients call
+:mod:`pytfrt.backends.cpu.conv` and :mod:`pytfrt.backends.cpu.pooling`. Results keep the
+operands' float dtype. Pure functions: thread-safe.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from pytfrt.backends.cpu.ops import OpError
+
+GRAPH_OPS: dict[str, Callable[..., Any]] = {}
+"""Op name -> compute function."""
+
+
+def _register(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        GRAPH_OPS[name] = fn
+        return fn
+
+    return mark
+
+
+def _same(op: str, a: np.ndarray, b: np.ndarray) -> None:
+    if a.shape != b.shape:
+        raise OpError(f"{op}: operand shapes differ: {list(a.shape)} vs {list(b.shape)}")
+
+
+@_register("relu_grad")
+def relu_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``dy`` where ``x > 0``, else 0 (TF's ``ReluGrad(gradients, features)``)."""
+    _same("relu_grad", dy, x)
+    return np.where(x > 0, dy, np.zeros((), dy.dtype))
+
+
+@_register("relu6_grad")
+def relu6_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``dy`` where ``0 < x < 6``, else 0."""
+    _same("relu6_grad", dy, x)
+    return np.where((x > 0) & (x < 6), dy, np.zeros((), dy.dtype))
+
+
+@_register("sigmoid_grad")
+def sigmoid_grad(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """``dy * y * (1 - y)`` for ``y = sigmoid(x)``."""
+    _same("sigmoid_grad", y, dy)
+    return dy * (y * (1 - y))
+
+
+@_register("tanh_grad")
+def tanh_grad(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """``dy * (1 - y**2)`` for ``y = tanh(x)``."""
+    _same("tanh_grad", y, dy)
+    return dy * (1 - y * y)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+@_register("gelu_grad")
+def gelu_grad(dy: np.ndarray, x: np.ndarray, *, approximate: bool) -> np.ndarray:
+    """The derivative of GELU at ``x`` times ``dy`` (erf form, or the tanh approximation)."""
+    _same("gelu_grad", dy, x)
+    xd = x.astype(np.float64)
+    if approximate:
+        inner = _SQRT_2_OVER_PI * (xd + 0.044715 * xd**3)
+        t = np.tanh(inner)
+        d = 0.5 * (1 + t) + 0.5 * xd * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * xd**2)
+    else:
+        from pytfrt.backends.cpu.array_ops import GRAPH_OPS as ARRAY_OPS
+
+        cdf = 0.5 * (1 + ARRAY_OPS["erf"](xd / math.sqrt(2.0)))
+        pdf = np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi)
+        d = cdf + xd * pdf
+    return (dy * d.astype(dy.dtype)).astype(dy.dtype)
+
+
+@_register("bias_add_grad")
+def bias_add_grad(dy: np.ndarray, *, layout: str) -> np.ndarray:
+    """The sum of ``dy`` over every axis but the channel axis (last for NHWC, 1 for NCHW)."""
+    if dy.ndim < 1 or (layout == "NCHW" and dy.ndim < 2):
+        raise OpError(f"bias_add_grad: dy of rank {dy.ndim} has no {layout} channel axis")
+    channel = dy.ndim - 1 if layout == "NHWC" else 1
+    axes = tuple(a for a in range(dy.ndim) if a != channel)
+    return np.asarray(dy.sum(axis=axes, dtype=dy.dtype))
+
+
+def _softmax_parts(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if logits.ndim != 2:
+        raise OpError(f"cross entropy: logits must be 2-D, got shape {list(logits.shape)}")
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_z = np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    log_p = shifted - log_z
+    return log_p, np.exp(log_p)
+
+
+@_register("softmax_cross_entropy")
+def softmax_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(per-row loss ``-sum(labels * log_softmax(logits))``, ``softmax(logits) - labels``)."""
+    _same("softmax_cross_entropy", logits, labels)
+    log_p, p = _softmax_parts(logits)
+    loss = -(labels * log_p).sum(axis=1)
+    return loss.astype(logits.dtype), (p - labels).astype(logits.dtype)
+
+
+@_register("sparse_softmax_cross_entropy")
+def sparse_softmax_cross_entropy(
+    logits: np.ndarray, labels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`softmax_cross_entropy` with integer class labels (one per row).
+
+    Raises:
+        OpError: a label outside ``[0, classes)``.
+    """
+    log_p, p = _softmax_parts(logits)
+    if labels.shape != logits.shape[:1]:
+        raise OpError(
+            f"sparse_softmax_cross_entropy: labels shape {list(labels.shape)} does not match "
+            f"logits {list(logits.shape)}"
+        )
+    classes = logits.shape[1]
+    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+        raise OpError(f"sparse_softmax_cross_entropy: labels must be in [0, {classes})")
+    rows = np.arange(logits.shape[0])
+    idx = labels.astype(np.int64)
+    loss = -log_p[rows, idx]
+    grad = p.copy()
+    grad[rows, idx] -= 1
+    return loss.astype(logits.dtype), grad.astype(logits.dtype)
+
+
+def _channel_view(op: str, x: np.ndarray, axis: int) -> tuple[int, tuple[int, ...], list[int]]:
+    if not -x.ndim <= axis < x.ndim:
+        raise OpError(f"{op}: axis {axis} out of range for rank {x.ndim}")
+    axis %= x.ndim
+    reduce_axes = tuple(a for a in range(x.ndim) if a != axis)
+    bshape = [1] * x.ndim
+    bshape[axis] = x.shape[axis]
+    return axis, reduce_axes, bshape
+
+
+@_register("batch_norm_grad")
+def batch_norm_grad(
+    dy: np.ndarray,
+    x: np.ndarray,
+    scale: np.ndarray,
+    mean: np.ndarray,
+    variance: np.ndarray,
+    *,
+    epsilon: float,
+    axis: int,
+    is_training: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dx, dscale, doffset) of batch norm over all axes but ``axis``.
+
+    ``mean``/``variance`` are the batch statistics (training) or the moving ones (inference,
+    where they are constants of the forward pass).
+    """
+    _same("batch_norm_grad", dy, x)
+    _, axes, bshape = _channel_view("batch_norm_grad", x, axis)
+    dt = x.dtype
+    inv = (1.0 / np.sqrt(variance.astype(np.float64) + epsilon)).reshape(bshape)
+    xhat = (x - mean.reshape(bshape)) * inv
+    dyd = dy.astype(np.float64)
+    doffset = dyd.sum(axis=axes)
+    dscale = (dyd * xhat).sum(axis=axes)
+    g = scale.astype(np.float64).reshape(bshape) * inv
+    if is_training:
+        n = x.size // x.shape[axis % x.ndim]
+        dx = g * (dyd - doffset.reshape(bshape) / n - xhat * dscale.reshape(bshape) / n)
+    else:
+        dx = g * dyd
+    return dx.astype(dt), dscale.astype(dt), doffset.astype(dt)
+
+
+@_register("layer_norm_grad")
+def layer_norm_grad(
+    dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, *, axis: int, epsilon: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dx, dgamma, dbeta) of layer norm over axes ``axis..rank-1``."""
+    _same("layer_norm_grad", dy, x)
+    if not -x.ndim <= axis < x.ndim:
+        raise OpError(f"layer_norm_grad: axis {axis} out of range for rank {x.ndim}")
+    axis %= x.ndim
+    norm_axes = tuple(range(axis, x.ndim))
+    lead_axes = tuple(range(axis))
+    xd = x.astype(np.float64)
+    mu = xd.mean(axis=norm_axes, keepdims=True)
+    inv = 1.0 / np.sqrt(((xd - mu) ** 2).mean(axis=norm_axes, keepdims=True) + epsilon)
+    xhat = (xd - mu) * inv
+    dyd = dy.astype(np.float64)
+    dgamma = (dyd * xhat).sum(axis=lead_axes)
+    dbeta = dyd.sum(axis=lead_axes)
+    g = dyd * gamma.astype(np.float64)
+    dx = inv * (
+        g
+        - g.mean(axis=norm_axes, keepdims=True)
+        - xhat * (g * xhat).mean(axis=norm_axes, keepdims=True)
+    )
+    return dx.astype(x.dtype), dgamma.astype(gamma.dtype), dbeta.astype(gamma.dtype)
+
+
+@_register("broadcast_gradient_args")
+def broadcast_gradient_args(s0: np.ndarray, s1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TF's ``BroadcastGradientArgs``: the axes each operand's gradient is summed over.
+
+    Raises:
+        OpError: shapes that do not broadcast.
+    """
+    a = [int(v) for v in s0.reshape(-1)]
+    b = [int(v) for v in s1.reshape(-1)]
+    rank = max(len(a), len(b))
+    a = [1] * (rank - len(a)) + a
+    b = [1] * (rank - len(b)) + b
+    r0: list[int] = []
+    r1: list[int] = []
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if x != y and x != 1 and y != 1:
+            raise OpError(f"broadcast_gradient_args: incompatible shapes {a} and {b}")
+        if x == 1 and y == 1:
+            r0.append(i)
+            r1.append(i)
+        elif x == 1:
+            r0.append(i)
+        elif y == 1:
+            r1.append(i)
+    return np.asarray(r0, dtype=s0.dtype), np.asarray(r1, dtype=s0.dtype)
+
+
+@_register("conv2d_backprop_input")
+def conv2d_backprop_input(
+    input_shape: np.ndarray,
+    w: np.ndarray,
+    dy: np.ndarray,
+    *,
+    layout: str,
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+    groups: int,
+    static_shape: Sequence[int],
+) -> np.ndarray:
+    """The gradient of ``conv2d`` with respect to its input (``conv.conv2d_backprop_input``)."""
+    from pytfrt.backends.cpu import conv
+
+    return conv.conv2d_backprop_input(
+        input_shape,
+        w,
+        dy,
+        layout=layout,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        groups=groups,
+    )
+
+
+@_register("conv2d_backprop_filter")
+def conv2d_backprop_filter(
+    x: np.ndarray,
+    filter_shape: np.ndarray,
+    dy: np.ndarray,
+    *,
+    layout: str,
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+    groups: int,
+    static_shape: Sequence[int],
+) -> np.ndarray:
+    """The gradient of ``conv2d`` with respect to its filter (``conv.conv2d_backprop_filter``)."""
+    from pytfrt.backends.cpu import conv
+
+    return conv.conv2d_backprop_filter(
+        x,
+        filter_shape,
+        dy,
+        layout=layout,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        groups=groups,
+    )
+
+
+@_register("max_pool2d_grad")
+def max_pool2d_grad(
+    x: np.ndarray,
+    y: np.ndarray,
+    dy: np.ndarray,
+    *,
+    layout: str,
+    ksize: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    ceil_mode: bool,
+) -> np.ndarray:
+    """The gradient of ``max_pool2d`` (``pooling.max_pool2d_grad``: the first maximum wins)."""
+    from pytfrt.backends.cpu import pooling
+
+    return pooling.max_pool2d_grad(
+        x,
+        y,
+        dy,
+        layout=layout,
+        ksize=ksize,
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        ceil_mode=ceil_mode,
+    )
+
+
+@_register("avg_pool2d_grad")
+def avg_pool2d_grad(
+    input_shape: np.ndarray,
+    dy: np.ndarray,
+    *,
+    layout: str,
+    ksize: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    static_shape: Sequence[int],
+) -> np.ndarray:
+    """The gradient of ``avg_pool2d`` (``pooling.avg_pool2d_grad``)."""
+    from pytfrt.backends.cpu import pooling
+
+    return pooling.avg_pool2d_grad(
+        input_shape,
+        dy,
+        layout=layout,
+        ksize=ksize,
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        ceil_mode=ceil_mode,
+        count_include_pad=count_include_pad,
+    )

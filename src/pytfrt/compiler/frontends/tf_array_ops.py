@@ -1,0 +1,365 @@
+"""TF shape and data-movement ops -> graph dialect ops.
+
+Shape operands that :mod:`.tf_fold` knows at import time become attributes (``reshape
+{shape}``, ``slice {starts...}``); a reshape target with one unknown dimension keeps a ``-1``;
+otherwise the shape is passed as a runtime operand. ``StridedSlice`` is decoded into one
+``slice`` plus ``squeeze``/``expand_dims`` for its shrink and new-axis masks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytfrt.compiler.frontends.tf_fold import strided_slice_index
+from pytfrt.compiler.frontends.tf_registry import tf_op
+from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr, tf_dtype_name
+
+_BIG = 2**62
+"""Slice bound meaning "to the end" (clamped, as ONNX's slice)."""
+
+
+@tf_op(
+    "Reshape",
+    tg="`reshape`",
+    note="static target (one `-1`) when known, else a runtime shape operand",
+)
+def _reshape(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, shape = ins
+    dims = shape.known_vector()
+    if dims is not None:
+        unknown = sum(1 for d in dims if d is None or d < 0)
+        if unknown <= 1:
+            return [cx.reshape(x, [-1 if d is None or d < 0 else d for d in dims])]
+    return [cx.op("reshape", [x, cx.as_i64(shape)])]
+
+
+@tf_op("Transpose", tg="`transpose`", note="constant permutation")
+def _transpose(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [cx.transpose(ins[0], cx.ints(ins[1], "perm"))]
+
+
+@tf_op("ConcatV2", "Concat", tg="`concat`", note="constant axis")
+def _concat(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    if node.op == "Concat":
+        axis_tv, vals = ins[0], ins[1:]
+    else:
+        axis_tv, vals = ins[-1], ins[:-1]
+    (axis,) = cx.ints(axis_tv, "axis")
+    rank = vals[0].rank
+    if rank:
+        axis %= rank
+    if len(vals) == 1:
+        return [vals[0]]
+    return [cx.op("concat", vals, axis=axis)]
+
+
+@tf_op("Pack", tg="`expand_dims`, `concat`")
+def _pack(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    axis = int(attr(node, "axis", 0))
+    rank = ins[0].rank
+    if axis < 0 and rank is not None:
+        axis += rank + 1
+    parts = [cx.op("expand_dims", [x], axis=axis) for x in ins]
+    return [parts[0] if len(parts) == 1 else cx.op("concat", parts, axis=axis)]
+
+
+@tf_op("Unpack", tg="`split`, `squeeze`")
+def _unpack(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x = ins[0]
+    axis = int(attr(node, "axis", 0))
+    num = int(attr(node, "num"))
+    if x.rank is not None:
+        axis %= x.rank
+    parts = cx.ops("split", [x], num, axis=axis, sizes=[1] * num) if num > 1 else [x]
+    return [cx.op("squeeze", [p], axes=[axis]) for p in parts]
+
+
+@tf_op("Split", tg="`split`", note="constant axis")
+def _split(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    axis_tv, x = ins
+    (axis,) = cx.ints(axis_tv, "axis")
+    n = int(attr(node, "num_split"))
+    if x.rank is not None:
+        axis %= x.rank
+    size = x.shape[axis] if x.shape is not None else None
+    if size is None:
+        raise ConversionError("Split needs a static size along the split axis")
+    if n == 1:
+        return [x]
+    return cx.ops("split", [x], n, axis=axis, sizes=[size // n] * n)
+
+
+@tf_op("SplitV", tg="`split`", note="constant sizes and axis (one `-1` size allowed)")
+def _split_v(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, sizes_tv, axis_tv = ins
+    (axis,) = cx.ints(axis_tv, "axis")
+    sizes = cx.ints(sizes_tv, "size_splits")
+    if x.rank is not None:
+        axis %= x.rank
+    if -1 in sizes:
+        total = x.shape[axis] if x.shape is not None else None
+        if total is None:
+            raise ConversionError("SplitV with a -1 size needs a static split axis")
+        sizes[sizes.index(-1)] = total - sum(s for s in sizes if s != -1)
+    if len(sizes) == 1:
+        return [x]
+    return cx.ops("split", [x], len(sizes), axis=axis, sizes=sizes)
+
+
+def apply_index(cx: Any, x: TV, index: tuple[Any, ...]) -> TV:
+    """``x[index]`` (a NumPy basic index: ints, slices, ``None``, ``Ellipsis``) as tg ops."""
+    if x.rank is None:
+        raise ConversionError("slicing needs a known rank")
+    consuming = sum(1 for e in index if e is not None and e is not Ellipsis)
+    expanded: list[Any] = []
+    for e in index:
+        if e is Ellipsis:
+            expanded += [slice(None)] * (x.rank - consuming)
+        else:
+            expanded.append(e)
+    if Ellipsis not in index:
+        expanded += [slice(None)] * (x.rank - consuming)
+    starts: list[int] = []
+    ends: list[int] = []
+    axes: list[int] = []
+    steps: list[int] = []
+    shrink: list[int] = []
+    new_axes: list[int] = []
+    in_axis = out_axis = 0
+    for e in expanded:
+        if e is None:
+            new_axes.append(out_axis)
+            out_axis += 1
+            continue
+        if isinstance(e, int):
+            starts.append(e)
+            ends.append(_BIG if e == -1 else e + 1)
+            axes.append(in_axis)
+            steps.append(1)
+            shrink.append(in_axis)
+        else:
+            step = 1 if e.step is None else int(e.step)
+            if step == 0:
+                raise ConversionError("slice step 0")
+            full = e.start in (None, 0) and e.stop is None and step == 1
+            if not full:
+                starts.append(e.start if e.start is not None else (0 if step > 0 else _BIG))
+                ends.append(e.stop if e.stop is not None else (_BIG if step > 0 else -_BIG))
+                axes.append(in_axis)
+                steps.append(step)
+            out_axis += 1
+        in_axis += 1
+    y = x
+    if axes:
+        y = cx.op("slice", [y], starts=starts, ends=ends, axes=axes, steps=steps)
+    if shrink:
+        y = cx.op("squeeze", [y], axes=shrink)
+    for a in new_axes:
+        y = cx.op("expand_dims", [y], axis=a)
+    return y
+
+
+@tf_op(
+    "StridedSlice",
+    tg="`slice`, `squeeze`, `expand_dims`",
+    note="constant begin/end/strides; all masks",
+)
+def _strided_slice(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x = ins[0]
+    b, e, s = (cx.ints(t, "strided slice bounds") for t in ins[1:])
+    return [apply_index(cx, x, strided_slice_index(node, b, e, s))]
+
+
+@tf_op("Slice", tg="`slice`", note="constant begin and size")
+def _slice(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x = ins[0]
+    begin = cx.ints(ins[1], "begin")
+    size = cx.ints(ins[2], "size")
+    index = tuple(slice(b, None if n < 0 else b + n) for b, n in zip(begin, size, strict=True))
+    return [apply_index(cx, x, index)]
+
+
+@tf_op("Pad", "PadV2", "MirrorPad", tg="`pad`", note="constant paddings; MirrorPad REFLECT only")
+def _pad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, p = ins[0], ins[1]
+    flat = cx.ints(p, "paddings")
+    pads = flat[0::2] + flat[1::2]
+    mode, value = "constant", 0.0
+    if node.op == "MirrorPad":
+        if attr(node, "mode") != "REFLECT":
+            raise ConversionError(f"MirrorPad mode {attr(node, 'mode')} is not supported")
+        mode = "reflect"
+    elif node.op == "PadV2":
+        if ins[2].const is None:
+            raise ConversionError("PadV2 needs a constant padding value")
+        value = float(ins[2].const)
+    if not any(pads):
+        return [x]
+    return [cx.op("pad", [x], pads=pads, mode=mode, value=value)]
+
+
+@tf_op("GatherV2", "Gather", tg="`gather`", note="constant axis")
+def _gather(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, idx = ins[0], ins[1]
+    axis = cx.ints(ins[2], "axis")[0] if node.op == "GatherV2" else 0
+    if x.rank is not None:
+        axis %= x.rank
+    bd = int(attr(node, "batch_dims", 0))
+    if bd < 0 and idx.rank is not None:
+        bd += idx.rank
+    return [cx.op("gather", [x, idx], axis=axis, batch_dims=bd)]
+
+
+@tf_op("GatherNd", tg="`gather_nd`")
+def _gather_nd(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [cx.op("gather_nd", ins)]
+
+
+@tf_op("ScatterNd", tg="`scatter_nd`")
+def _scatter_nd(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    idx, upd, shape = ins
+    return [cx.op("scatter_nd", [idx, upd, cx.as_i64(shape)])]
+
+
+@tf_op("Tile", tg="`tile`")
+def _tile(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, m = ins
+    if m.const is not None:
+        mult = cx.ints(m, "multiples")
+        if all(v == 1 for v in mult):
+            return [x]
+        return [cx.op("tile", [x], multiples=mult)]
+    return [cx.op("tile", [x, cx.as_i64(m)])]
+
+
+@tf_op("BroadcastTo", tg="`broadcast_to`")
+def _broadcast_to(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, shape = ins
+    dims = shape.known_vector()
+    if (
+        dims is not None
+        and x.shape is not None
+        and tuple(dims) == tuple(x.shape)
+        and None not in dims
+    ):
+        return [x]
+    return [cx.op("broadcast_to", [x, cx.as_i64(shape)])]
+
+
+@tf_op("Fill", tg="`fill`")
+def _fill(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    shape, value = ins
+    return [cx.op("fill", [cx.as_i64(shape), value])]
+
+
+@tf_op("ZerosLike", "OnesLike", tg="`shape`, `fill`")
+def _zeros_like(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x = ins[0]
+    shape = cx.op("shape", [x], out_type="i64")
+    return [cx.op("fill", [shape, cx.scalar(0 if node.op == "ZerosLike" else 1, x.dtype)])]
+
+
+@tf_op("ExpandDims", tg="`expand_dims`", note="constant axis")
+def _expand_dims(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, axis_tv = ins
+    (axis,) = cx.ints(axis_tv, "axis")
+    if axis < 0:
+        if x.rank is None:
+            raise ConversionError("ExpandDims with a negative axis needs a known rank")
+        axis += x.rank + 1
+    return [cx.op("expand_dims", [x], axis=axis)]
+
+
+@tf_op("Squeeze", tg="`squeeze`")
+def _squeeze(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x = ins[0]
+    dims = [int(d) for d in attr(node, "squeeze_dims", [])]
+    if x.rank is None:
+        raise ConversionError("Squeeze needs a known rank")
+    if not dims:
+        if x.shape is None or None in x.shape:
+            raise ConversionError("Squeeze without axes needs a static shape")
+        dims = [i for i, d in enumerate(x.shape) if d == 1]
+    if not dims:
+        return [x]
+    return [cx.op("squeeze", [x], axes=sorted(d % x.rank for d in dims))]
+
+
+@tf_op("Shape", tg="`shape` (folded when static)")
+def _shape(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [cx.op("shape", ins, out_type=tf_dtype_name(attr(node, "out_type", 3)))]
+
+
+@tf_op("ShapeN", tg="`shape` (folded when static)")
+def _shape_n(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    out = tf_dtype_name(attr(node, "out_type", 3))
+    return [cx.op("shape", [x], out_type=out) for x in ins]
+
+
+@tf_op("Size", tg="`size` (folded when static)")
+def _size(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    y = cx.op("size", ins)
+    want = tf_dtype_name(attr(node, "out_type", 3))
+    return [y if y.dtype == want else cx.op("cast", [y], to=want)]
+
+
+@tf_op("Rank", tg="(constant)", note="needs a known rank")
+def _rank(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    raise ConversionError("Rank of a tensor of unknown rank")
+
+
+@tf_op("Range", tg="`range`")
+def _range(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [cx.op("range", ins)]
+
+
+@tf_op("OneHot", tg="`one_hot`")
+def _one_hot(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [cx.op("one_hot", ins, axis=int(attr(node, "axis", -1)))]
+
+
+@tf_op("Where", tg="`where`", note="one operand (indices of true elements)")
+def _where(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [cx.op("where", ins)]
+
+
+@tf_op("TopKV2", tg="`top_k`")
+def _top_k(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    vals, idx = cx.ops("top_k", ins, 2, sorted=bool(attr(node, "sorted", True)))
+    return [vals, idx]
+
+
+@tf_op("DepthToSpace", "SpaceToDepth", tg="`depth_to_space` / `space_to_depth`")
+def _depth_to_space(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    op = "depth_to_space" if node.op == "DepthToSpace" else "space_to_depth"
+    return [
+        cx.op(
+            op,
+            ins,
+            block_size=int(attr(node, "block_size")),
+            layout=attr(node, "data_format", "NHWC"),
+        )
+    ]
+
+
+@tf_op(
+    "Identity",
+    "StopGradient",
+    "Snapshot",
+    "PreventGradient",
+    "EnsureShape",
+    tg="(none)",
+    note="pass-through",
+)
+def _identity(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [ins[0]]
+
+
+@tf_op("IdentityN", tg="(none)", note="pass-through")
+def _identity_n(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return list(ins)
+
+
+@tf_op("CheckNumerics", tg="(none)", note="pass-through (no check)")
+def _check_numerics(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [ins[0]]

@@ -1,0 +1,233 @@
+"""Catalogue family: gradient ops (TF's own gradient ops, and what reverse-mode autodiff emits).
+
+Operand orders follow TF's ops (``relu_grad(dy, x)`` like ``ReluGrad(gradients, features)``,
+``sigmoid_grad(y, dy)`` like ``SigmoidGrad(y, dy)``). Compute functions are in
+:mod:`pytfrt.backends.cpu.grad_ops` (convolution and pooling gradients reuse
+:mod:`pytfrt.backends.cpu.conv` and :mod:`pytfrt.backends.cpu.pooling`).
+
+Ops whose first operand is a *shape* (``conv2d_backprop_input``, ``avg_pool2d_grad``) infer
+their result from it when it is a constant; otherwise from the implicit ``static_shape``
+attribute (``-1`` for dynamic dimensions), which a front end sets from what it knows.
+``batch_norm_grad`` has three results (dx, dscale, doffset), ``layer_norm_grad`` three (dx,
+dgamma, dbeta), the cross-entropy ops two (loss per row, dlogits), ``broadcast_gradient_args``
+two (the reduction axes of each operand).
+"""
+
+from __future__ import annotations
+
+from pytfrt.compiler.ops.base import (
+    REQUIRED,
+    AttrSpec,
+    InferContext,
+    const_ints,
+    define,
+    norm_axis,
+    same_dtype,
+)
+from pytfrt.compiler.types import FLOAT_DTYPES, INT_DTYPES, TType
+
+_LAYOUT = AttrSpec("str", REQUIRED, choices=("NHWC", "NCHW"))
+_CONV = {
+    "layout": _LAYOUT,
+    "strides": AttrSpec("ints", (1, 1)),
+    "dilations": AttrSpec("ints", (1, 1)),
+    "pads": AttrSpec("ints", (0, 0, 0, 0)),
+    "groups": AttrSpec("int", 1),
+}
+_POOL = {
+    "layout": _LAYOUT,
+    "ksize": AttrSpec("ints"),
+    "strides": AttrSpec("ints", (1, 1)),
+    "pads": AttrSpec("ints", (0, 0, 0, 0)),
+    "dilations": AttrSpec("ints", (1, 1)),
+    "ceil_mode": AttrSpec("bool", False),
+}
+_HINT = {"static_shape": AttrSpec("ints", (), implicit=True)}
+
+
+def _float(ctx: InferContext, t: TType, what: str) -> None:
+    if t.dtype not in FLOAT_DTYPES:
+        raise ctx.error(f"{what} must be floating point, got {t.dtype}")
+
+
+def _like_first_float(ctx: InferContext) -> list[TType]:
+    """Elementwise gradients: the result has the type of operand 0 (both operands float)."""
+    if len(ctx.inputs) != 2:
+        raise ctx.error(f"takes 2 operands, got {len(ctx.inputs)}")
+    dtype = same_dtype(ctx)
+    _float(ctx, ctx.inputs[0], "operands")
+    a, b = ctx.inputs
+    shape = a.shape if a.static or b.shape is None else b.shape
+    return [TType(dtype, shape)]
+
+
+def _shape_operand(ctx: InferContext, i: int, dtype: str, rank: int) -> TType:
+    """A result whose shape is given by operand ``i`` (a shape) or the ``static_shape`` hint."""
+    dims = const_ints(ctx, i)
+    if dims is not None:
+        if len(dims) != rank:
+            raise ctx.error(f"the shape operand must have {rank} entries, got {list(dims)}")
+        return TType(dtype, tuple(dims))
+    hint = ctx.attrs.get("static_shape") or ()
+    if hint:
+        if len(hint) != rank:
+            raise ctx.error(f"static_shape must have {rank} entries, got {list(hint)}")
+        return TType(dtype, tuple(None if d < 0 else d for d in hint))
+    return TType(dtype, (None,) * rank)
+
+
+def _conv_backprop_input(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) != 3:
+        raise ctx.error("takes 3 operands (input_shape, w, dy)")
+    _, w, dy = ctx.inputs
+    dtype = same_dtype(ctx, [1, 2])
+    _float(ctx, dy, "dy")
+    return [_shape_operand(ctx, 0, dtype, 4)]
+
+
+def _conv_backprop_filter(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) != 3:
+        raise ctx.error("takes 3 operands (x, filter_shape, dy)")
+    x, _, dy = ctx.inputs
+    dtype = same_dtype(ctx, [0, 2])
+    _float(ctx, dy, "dy")
+    return [_shape_operand(ctx, 1, dtype, 4)]
+
+
+def _max_pool_grad(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) != 3:
+        raise ctx.error("takes 3 operands (x, y, dy)")
+    same_dtype(ctx)
+    _float(ctx, ctx.inputs[0], "x")
+    return [ctx.inputs[0]]
+
+
+def _avg_pool_grad(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) != 2:
+        raise ctx.error("takes 2 operands (input_shape, dy)")
+    dy = ctx.inputs[1]
+    _float(ctx, dy, "dy")
+    return [_shape_operand(ctx, 0, dy.dtype, 4)]
+
+
+def _batch_norm_grad(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) != 5:
+        raise ctx.error("takes 5 operands (dy, x, scale, mean, variance)")
+    dy, x, scale = ctx.inputs[:3]
+    same_dtype(ctx, [0, 1])
+    _float(ctx, x, "x")
+    norm_axis(ctx, ctx.attrs["axis"], x.rank)
+    return [x if x.shape is not None else dy, scale, scale]
+
+
+def _layer_norm_grad(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) != 3:
+        raise ctx.error("takes 3 operands (dy, x, gamma)")
+    dy, x, gamma = ctx.inputs
+    same_dtype(ctx)
+    _float(ctx, x, "x")
+    norm_axis(ctx, ctx.attrs["axis"], x.rank)
+    return [x, gamma, gamma]
+
+
+def _cross_entropy(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) != 2:
+        raise ctx.error("takes 2 operands (logits, labels)")
+    logits, labels = ctx.inputs
+    _float(ctx, logits, "logits")
+    if logits.rank not in (None, 2):
+        raise ctx.error(f"logits must be 2-D [batch, classes], got {logits}")
+    if ctx.op == "sparse_softmax_cross_entropy":
+        if labels.dtype not in INT_DTYPES:
+            raise ctx.error(f"labels must be integers, got {labels.dtype}")
+    elif labels.dtype != logits.dtype:
+        raise ctx.error(f"labels must be {logits.dtype}, got {labels.dtype}")
+    rows = None if logits.shape is None else logits.shape[:1]
+    return [TType(logits.dtype, rows), logits]
+
+
+def _bias_add_grad(ctx: InferContext) -> list[TType]:
+    (dy,) = ctx.inputs
+    _float(ctx, dy, "dy")
+    if dy.shape is None:
+        return [TType(dy.dtype, (None,))]
+    if len(dy.shape) < 2 and ctx.attrs["layout"] == "NCHW":
+        raise ctx.error(f"NCHW needs rank >= 2, got {dy}")
+    channel = dy.shape[-1] if ctx.attrs["layout"] == "NHWC" else dy.shape[1]
+    return [TType(dy.dtype, (channel,))]
+
+
+def _broadcast_gradient_args(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) != 2:
+        raise ctx.error("takes 2 operands (s0, s1)")
+    dtype = same_dtype(ctx)
+    if dtype not in ("i32", "i64"):
+        raise ctx.error(f"shapes must be i32 or i64, got {dtype}")
+    return [TType(dtype, (None,)), TType(dtype, (None,))]
+
+
+for _name in ("relu_grad", "relu6_grad"):
+    define(_name, ("dy", "x"), _like_first_float, family="grad")
+for _name in ("sigmoid_grad", "tanh_grad"):
+    define(_name, ("y", "dy"), _like_first_float, family="grad")
+define(
+    "gelu_grad",
+    ("dy", "x"),
+    _like_first_float,
+    {"approximate": AttrSpec("bool", False)},
+    family="grad",
+)
+define(
+    "conv2d_backprop_input",
+    ("input_shape", "w", "dy"),
+    _conv_backprop_input,
+    {**_CONV, **_HINT},
+    family="grad",
+)
+define(
+    "conv2d_backprop_filter",
+    ("x", "filter_shape", "dy"),
+    _conv_backprop_filter,
+    {**_CONV, **_HINT},
+    family="grad",
+)
+define("max_pool2d_grad", ("x", "y", "dy"), _max_pool_grad, dict(_POOL), family="grad")
+define(
+    "avg_pool2d_grad",
+    ("input_shape", "dy"),
+    _avg_pool_grad,
+    {**_POOL, "count_include_pad": AttrSpec("bool", False), **_HINT},
+    family="grad",
+)
+define(
+    "batch_norm_grad",
+    ("dy", "x", "scale", "mean", "variance"),
+    _batch_norm_grad,
+    {
+        "epsilon": AttrSpec("float", 1e-3),
+        "axis": AttrSpec("int", -1),
+        "is_training": AttrSpec("bool", True),
+    },
+    family="grad",
+    num_results=3,
+)
+define(
+    "layer_norm_grad",
+    ("dy", "x", "gamma"),
+    _layer_norm_grad,
+    {"axis": AttrSpec("int", -1), "epsilon": AttrSpec("float", 1e-5)},
+    family="grad",
+    num_results=3,
+)
+for _name in ("softmax_cross_entropy", "sparse_softmax_cross_entropy"):
+    define(_name, ("logits", "labels"), _cross_entropy, family="grad", num_results=2)
+define(
+    "bias_add_grad",
+    ("dy",),
+    _bias_add_grad,
+    {"layout": AttrSpec("str", "NHWC", choices=("NHWC", "NCHW"))},
+    family="grad",
+)
+define(
+    "broadcast_gradient_args", ("s0", "s1"), _broadcast_gradient_args, family="grad", num_results=2
+)
