@@ -173,12 +173,15 @@ class ServingApp:
         # The version stays pinned until the runtime work is done, even if this handler is
         # cancelled first (so a hot swap never closes a model under a running request).
         result.and_then(lambda: self.manager.release(lv))
+        in_flight = self.metrics.in_flight
+        in_flight.inc(name)
         try:
             response = await wrap_future(result, asyncio.get_running_loop())
         except ServingError as exc:
             code = exc.code
             raise
         finally:
+            in_flight.inc(name, amount=-1)
             self._count(name, code, started)
         return 200, _JSON_HEADERS, response
 

@@ -13,6 +13,8 @@ metric                                            type       labels
 ``:tensorflow:serving:batching:batch_delay_us``   histogram  ``model_name`` (queueing, us)
 ``:tensorflow:serving:batching:merged_request_count``  counter  ``model_name`` (requests per batch,
                                                              summed)
+``:pytfrt:serving:requests_in_flight``            gauge      ``model_name`` (received, not
+                                                             yet answered)
 ``process_resident_memory_bytes``                 gauge      (none)
 ================================================  =========  ===================================
 
@@ -66,7 +68,7 @@ class Counter:
         self._lock = threading.Lock()
 
     def inc(self, *label_values: str, amount: float = 1.0) -> None:
-        """Add ``amount`` (>= 0) to the counter of these label values (in ``label_names`` order)."""
+        """Add ``amount`` to the value of these label values (in ``label_names`` order)."""
         key = tuple(zip(self.label_names, label_values, strict=True))
         with self._lock:
             self._values[key] = self._values.get(key, 0.0) + amount
@@ -81,6 +83,12 @@ class Counter:
         with self._lock:
             items = sorted(self._values.items())
         return [f"{self.name}{_label_text(k)} {_number(v)}" for k, v in items]
+
+
+class Gauge(Counter):
+    """A value per label set that goes up and down (``inc`` with a negative amount)."""
+
+    kind = "gauge"
 
 
 class Histogram:
@@ -156,9 +164,12 @@ class ServingMetrics:
         self.merged_requests = Counter(
             ":tensorflow:serving:batching:merged_request_count",
             "Requests that ran as part of a batch (summed over batches).", ("model_name",))
+        self.in_flight = Gauge(
+            ":pytfrt:serving:requests_in_flight",
+            "Predict requests received and not yet answered.", ("model_name",))
         self._metrics: list[Counter | Histogram] = [
             self.request_count, self.request_latency, self.batch_size, self.batch_delay,
-            self.merged_requests,
+            self.merged_requests, self.in_flight,
         ]
 
     def render(self) -> str:

@@ -19,9 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from serving_helpers import KerasMLP, OnnxMLP, ServerProcess
+from serving_helpers import KerasMLP, OnnxMLP, ServerProcess, make_onnx_mlp
 
 
 @pytest.fixture(scope="session")
@@ -84,28 +83,9 @@ def two_input_model(tf: Any, serving_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def onnx_mlp(serving_dir: Path) -> OnnxMLP:
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(0)
-    w = rng.standard_normal((8, 4)).astype(np.float32)
-    b = rng.standard_normal(4).astype(np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["t"]),
-         helper.make_node("Add", ["t", "b"], ["u"]),
-         helper.make_node("Relu", ["u"], ["y"])],
-        "mlp",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
-        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+    pytest.importorskip("onnx")
     base = serving_dir / "mlp_onnx"
-    (base / "1").mkdir(parents=True)
-    path = base / "1" / "model.onnx"
-    onnx.save(model, str(path))
-    return OnnxMLP(base, path)
+    return OnnxMLP(base, make_onnx_mlp(base / "1" / "model.onnx", seed=0))
 
 
 @pytest.fixture

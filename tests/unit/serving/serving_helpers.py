@@ -122,6 +122,30 @@ class OnnxMLP:
     path: Path
 
 
+def make_onnx_mlp(path: Path, seed: int) -> Path:
+    """Write an ONNX MLP ``x[N,8] -> y[N,4]`` (MatMul, Add, Relu; weights from ``seed``)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((8, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["t"]),
+         helper.make_node("Add", ["t", "b"], ["u"]),
+         helper.make_node("Relu", ["u"], ["y"])],
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+    return path
+
+
 def ort_run(path: Path, x: np.ndarray) -> np.ndarray:
     """The oracle: the ONNX model run directly in ONNX Runtime."""
     import onnxruntime as ort
