@@ -1,0 +1,237 @@
+"""DataParallel: synchronous data-parallel SGD of a compiled train step over a Cluster.
+
+::
+
+    dp = DataParallel(train_step, cluster, params={"w": w0, "b": b0}, learning_rate=0.1)
+    for x, y in batches:
+        loss = dp.step(x, y)          # shards the batch, all-reduces gradients, updates replicas
+    weights = dp.variables            # {"w": ..., "b": ...}
+
+The train step is anything :meth:`Cluster.load` accepts (or a handle it returned): a
+``.bef``/``.mlir`` program, a saved ``CompiledModel`` directory or a ``CompiledModel``.  It is
+called as ``f(*params, *batch_shard)`` and must return ``(loss, *grads)``, one gradient per
+parameter with the parameter's shape, where ``loss`` is the *mean* over the shard's examples
+(the usual reduction).
+
+One step, for ``N`` workers and a batch of ``B`` examples split into shards of ``B_i``
+(``numpy.array_split`` along axis 0):
+
+1. worker ``i`` runs the train step on its shard with its replica of the parameters, scales
+   the gradients by ``B_i / B``, flattens them into one vector and splits it into ``N`` chunks;
+2. worker ``c`` sums chunk ``c`` of every worker (reduce-scatter through the object store);
+3. every worker reads the ``N`` summed chunks and applies ``p -= learning_rate * g`` to its
+   replica.
+
+The summed, weighted gradient is exactly the full-batch gradient of the mean loss, so ``N``
+workers follow the same trajectory as one process on the full batch (up to floating-point
+summation order).  The returned loss is the full-batch mean.  The driver sends only the batch
+shards and receives one float per worker per step.
+
+Faults: if a worker is lost, :meth:`step` raises :class:`WorkerLost` (no hang:
+``timeout``, default the cluster's ``default_timeout``); :meth:`resume` restarts the lost
+workers and puts every replica back at the last step that completed on all workers (a
+surviving replica keeps its previous parameters for this; if none survives, the variables of the
+last :meth:`checkpoint`, initially the starting parameters).  Then training continues.
+
+Thread-safety: one DataParallel is driven by one thread at a time.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from pytfrt.distributed.cluster import Cluster, ProgramHandle
+from pytfrt.distributed.errors import ClusterError, WorkerLost
+from pytfrt.distributed.futures import RemoteFuture
+
+_KEYS = itertools.count()
+
+
+class DataParallel:
+    """Data-parallel training of ``train_step`` on every worker of ``cluster``.
+
+    Args:
+        train_step: a program/model for :meth:`Cluster.load`, or a loaded ProgramHandle.
+        cluster: the cluster.
+        params: the initial parameters, ``{name: array}`` (in the train step's argument order)
+            or a sequence (named ``param_0``...).  Float arrays.
+        learning_rate: the SGD step size.
+        function: the train step's function name (default: ``main`` or the only one).
+
+    Raises:
+        ClusterError: no parameters, non-float parameters, unknown function.
+    """
+
+    def __init__(
+        self,
+        train_step: Any,
+        cluster: Cluster,
+        params: Mapping[str, Any] | Sequence[Any],
+        *,
+        learning_rate: float = 0.01,
+        function: str | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.handle = train_step if isinstance(train_step, ProgramHandle) else cluster.load(
+            train_step, name="train_step"
+        )
+        self.function = function if function is not None else self.handle.default_function()
+        if self.function not in self.handle.functions:
+            raise ClusterError(f"the train step has no function '{self.function}'")
+        items = list(params.items()) if isinstance(params, Mapping) else [
+            (f"param_{i}", p) for i, p in enumerate(params)
+        ]
+        if not items:
+            raise ClusterError("DataParallel needs at least one parameter")
+        self.names = [name for name, _ in items]
+        arrays = [np.array(p, copy=True) for _, p in items]
+        for name, arr in zip(self.names, arrays, strict=True):
+            if arr.dtype.kind != "f":
+                raise ClusterError(f"parameter '{name}' is {arr.dtype}, not a float array")
+        expected = self.handle.functions[self.function]
+        if expected != 1 + len(arrays):
+            raise ClusterError(
+                f"the train step returns {expected} values; DataParallel expects the loss and "
+                f"one gradient per parameter ({1 + len(arrays)})"
+            )
+        self.learning_rate = float(learning_rate)
+        self.key = f"dp{next(_KEYS)}"
+        self.steps_done = 0
+        self._checkpoint = (0, arrays)
+        self._broken: WorkerLost | None = None
+        self._init_replicas(arrays, 0)
+
+    # -- training -----------------------------------------------------------------------------
+
+    def step(self, *batch: Any, timeout: float | None = None) -> float:
+        """One synchronous SGD step on ``batch`` (arrays sharing axis 0); the full-batch loss.
+
+        Raises:
+            WorkerLost: a worker died during the step (call :meth:`resume`, then continue).
+            RemoteError: the train step failed on a worker.
+            ValueError: the batch is empty, inconsistent, or smaller than the worker count.
+            TimeoutError: no result within ``timeout`` while every worker is alive.
+        """
+        if self._broken is not None:
+            raise ClusterError(
+                f"a worker was lost during step {self.steps_done + 1} ({self._broken}); call "
+                "resume() first"
+            )
+        n = self.cluster.num_workers
+        shards = self._shard(batch, n)
+        total = sum(len(s[0]) for s in shards)
+        slots = [self.cluster._slot(i) for i in range(n)]  # noqa: SLF001 - same package
+        for s in slots:
+            if not s.alive:
+                self._broken = WorkerLost(s.index, s.detail)
+                raise self._broken
+        grads = [
+            s.actor.dp_grad.options(num_returns=n + 1).remote(
+                self.key, self.handle.id, self.function, len(self.names),
+                len(shard[0]) / total, n, *shard,
+            )
+            for s, shard in zip(slots, shards, strict=True)
+        ]
+        reduced = [
+            slots[c].actor.reduce.remote("sum", 0, *[g[1 + c] for g in grads])
+            for c in range(n)
+        ]
+        applied = [s.actor.dp_apply.remote(self.key, self.learning_rate, *reduced) for s in slots]
+        losses = [g[0] for g in grads]
+        waited = RemoteFuture(self.cluster, [*applied, *losses], "tuple", range(n))
+        try:
+            values = waited.result(timeout if timeout is not None else self.cluster.default_timeout)
+        except WorkerLost as exc:
+            self._broken = exc
+            raise
+        self.steps_done += 1
+        return float(sum(values[n:]))
+
+    @staticmethod
+    def _shard(batch: Sequence[Any], n: int) -> list[list[np.ndarray]]:
+        if not batch:
+            raise ValueError("step() needs at least one batch array")
+        arrays = [np.asarray(b) for b in batch]
+        size = len(arrays[0]) if arrays[0].ndim else 0
+        for i, a in enumerate(arrays):
+            if a.ndim == 0 or len(a) != size:
+                raise ValueError(
+                    f"batch array {i} has shape {a.shape}; every batch array needs the same "
+                    f"first dimension ({size})"
+                )
+        if size < n:
+            raise ValueError(f"a batch of {size} examples cannot be split over {n} workers")
+        split = [np.array_split(a, n, axis=0) for a in arrays]
+        return [[s[i] for s in split] for i in range(n)]
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def variables(self) -> dict[str, np.ndarray]:
+        """The current parameters (copies), from the first live replica."""
+        step, params = self._fetch(self.steps_done)
+        return dict(zip(self.names, (np.array(p, copy=True) for p in params), strict=True))
+
+    def checkpoint(self) -> None:
+        """Keep the current parameters on the driver (used if every replica is lost)."""
+        step, params = self._fetch(self.steps_done)
+        self._checkpoint = (step, [np.array(p, copy=True) for p in params])
+
+    def resume(self, timeout: float | None = None) -> int:
+        """Restart lost workers and reset every replica to the last completed step.
+
+        Returns the step training resumes from (``steps_done``).
+
+        Raises:
+            ClusterError: a worker could not be restarted.
+        """
+        n = self.cluster.num_workers
+        lost = []
+        for i in range(n):
+            try:
+                self.cluster.worker_pid(i, timeout=timeout or 30.0)
+            except WorkerLost:
+                lost.append(i)
+        try:
+            step, params = self._fetch(self.steps_done, skip=lost)
+        except (WorkerLost, ClusterError):
+            step, params = self._checkpoint
+        for i in lost:
+            self.cluster.restart_worker(i, timeout)
+        self._init_replicas(params, step)
+        self.steps_done = step
+        self._broken = None
+        return step
+
+    def _fetch(self, step: int, skip: Sequence[int] = ()) -> tuple[int, list[np.ndarray]]:
+        """The parameters at ``step`` from the first replica that has them."""
+        last: Exception | None = None
+        for i in range(self.cluster.num_workers):
+            if i in skip or not self.cluster.alive(i):
+                continue
+            slot = self.cluster._slot(i)  # noqa: SLF001 - same package
+            fut = RemoteFuture(self.cluster, [slot.actor.dp_get.remote(self.key, step)],
+                               "single", [i])
+            try:
+                got_step, params = fut.result(self.cluster.default_timeout)
+            except Exception as exc:  # noqa: BLE001 - try the next replica
+                last = exc
+                continue
+            return int(got_step), list(params)
+        raise ClusterError(f"no live replica holds the parameters of step {step}: {last}")
+
+    def _init_replicas(self, params: Sequence[np.ndarray], step: int) -> None:
+        from pytfrt.distributed.cluster import import_ray
+
+        shared = import_ray().put(list(params))  # one copy in the object store for all replicas
+        refs = [
+            self.cluster._slot(i).actor.dp_init.remote(self.key, shared, step)  # noqa: SLF001
+            for i in range(self.cluster.num_workers)
+        ]
+        RemoteFuture(self.cluster, refs, "tuple", range(self.cluster.num_workers)).result(
+            self.cluster.default_timeout
+        )
