@@ -9,7 +9,9 @@ written to a temporary directory and renamed into place, so concurrent servers n
 half-written one.
 
 Requests call ``CompiledModel.call_async`` (thread-safe; each call gets its own request
-context), whose AsyncValue the HTTP layer awaits.
+context), which runs the call on the model's HostContext -- ``pytfrt.model.default_host()``,
+which the server also uses for its own request work when this backend is chosen, so there is
+one runtime and one work queue (:func:`pytfrt.serving.server.make_host`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +30,8 @@ import numpy as np
 
 from pytfrt.host import AsyncValue, HostContext
 from pytfrt.serving.bridge import then
-from pytfrt.serving.servable import COMPILED, Arrays, LoadError, Servable
-from pytfrt.serving.signature import ServingSignature
+from pytfrt.serving.servable import COMPILED, SAVED_MODEL, Arrays, LoadError, Servable
+from pytfrt.serving.signature import DEFAULT_SIGNATURE, ServingSignature
 
 
 def content_hash(path: Path) -> str:
@@ -43,18 +48,34 @@ def content_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def compile_cached(path: Path, fmt: str, cache_dir: Path | None) -> Any:
-    """The ``CompiledModel`` for a SavedModel directory or ``.onnx`` file, via the cache."""
+def compile_cached(path: Path, fmt: str, cache_dir: Path | None,
+                   log: Callable[[str], None] | None = None) -> Any:
+    """The ``CompiledModel`` for a SavedModel directory or ``.onnx`` file, via the cache.
+
+    A cache entry that cannot be loaded is compiled again; a model that cannot be saved is
+    served without being cached (both are reported through ``log``).
+    """
     import pytfrt
 
-    version = getattr(pytfrt, "__version__", "0")
+    say = log or (lambda line: None)
+    signature = DEFAULT_SIGNATURE if fmt == SAVED_MODEL else None
     if cache_dir is None:
-        return pytfrt.compile(str(path))
+        return pytfrt.compile(str(path), signature=signature)
+    version = getattr(pytfrt, "__version__", "0")
     key = hashlib.sha256(f"{version}\0{fmt}\0{content_hash(path)}".encode()).hexdigest()[:32]
     entry = cache_dir / key
     if (entry / "manifest.json").is_file():
-        return pytfrt.load(str(entry))
-    model = pytfrt.compile(str(path))
+        try:
+            model = pytfrt.load(str(entry))
+        except Exception as exc:  # noqa: BLE001 - a damaged entry is compiled again
+            say(f"pytfrt serve: compile cache entry {entry} cannot be loaded ({exc}); "
+                "compiling again")
+        else:
+            say(f"pytfrt serve: {path} loaded from the compile cache ({entry})")
+            return model
+    started = time.perf_counter()
+    model = pytfrt.compile(str(path), signature=signature)
+    say(f"pytfrt serve: compiled {path} in {time.perf_counter() - started:.2f} s")
     cache_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=cache_dir))
     try:
@@ -63,6 +84,8 @@ def compile_cached(path: Path, fmt: str, cache_dir: Path | None) -> Any:
             os.replace(staging / "model", entry)
         except OSError:  # another server stored the same entry first: keep theirs
             pass
+    except Exception as exc:  # noqa: BLE001 - serving does not depend on the cache
+        say(f"pytfrt serve: the compiled model is not cached ({type(exc).__name__}: {exc})")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return model
@@ -106,5 +129,6 @@ def load(path: Path, fmt: str, host: HostContext, cache_dir: Path | None) -> Ser
 
     if fmt == COMPILED:
         return PytfrtServable(pytfrt.load(str(path)), "pytfrt compiled model")
-    model = compile_cached(path, fmt, cache_dir)
+    model = compile_cached(path, fmt, cache_dir,
+                           lambda line: print(line, file=sys.stderr, flush=True))
     return PytfrtServable(model, f"pytfrt, compiled from {fmt}")

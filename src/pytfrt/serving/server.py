@@ -16,6 +16,7 @@ models, the work queue is drained and the process exits with status 0.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -49,6 +50,21 @@ class ServerOptions:
     graceful_shutdown_seconds: float = GRACEFUL_SHUTDOWN_SECONDS
 
 
+def make_host(backend: str, work_queue_type: str) -> HostContext:
+    """The runtime requests run on: a ``work_queue_type`` queue.
+
+    For the pytfrt backend it is ``pytfrt.model.default_host()`` -- the host compiled models
+    run their calls on -- configured with ``work_queue_type``, so request work and model work
+    share one queue.  The baselines get a HostContext of their own.
+    """
+    if backend != "pytfrt":
+        return HostContext(work_queue_type)
+    os.environ["PYTFRT_MODEL_QUEUE"] = work_queue_type
+    from pytfrt.model import default_host
+
+    return default_host()
+
+
 class _Terminated(Exception):
     """SIGTERM/SIGINT arrived before the HTTP server started (while models were loading)."""
 
@@ -66,7 +82,7 @@ def run_server(options: ServerOptions) -> int:
             raise _Terminated()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    host = HostContext(options.work_queue_type)
+    host = make_host(options.backend, options.work_queue_type)
     metrics = ServingMetrics()
     manager = ModelManager(options.models, options.backend, host, metrics, options.batching,
                            options.cache_dir)
