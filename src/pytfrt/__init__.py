@@ -13,7 +13,28 @@ Layout, in pipeline order (see ``docs/layout.md``):
 * :mod:`pytfrt.mlir` -- the MLIR front end on xDSL (the only layer that imports xDSL).
 * :mod:`pytfrt.tools` -- ``bef_executor``, ``tfrt_translate``, ``tfrt_opt``, ``pytfrt``.
 
-Importing :mod:`pytfrt` imports nothing heavy and changes no global state.
+* :mod:`pytfrt.compiler` -- the graph dialect, its passes and lowering; :mod:`pytfrt.model` --
+  ``CompiledModel``.
+
+Importing :mod:`pytfrt` imports nothing heavy and changes no global state:
+:func:`compile`, :func:`load` and :class:`CompiledModel` are imported on first use.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "compile": ("pytfrt.compiler.api", "compile"),
+    "load": ("pytfrt.model", "load"),
+    "CompiledModel": ("pytfrt.model", "CompiledModel"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'pytfrt' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(target[0]), target[1])

@@ -37,6 +37,7 @@ BUILTIN_LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pytfrt.backends.cpu.kernels", ("eigen.", "tfrt_test.", "cpu.")),
     ("pytfrt.core_runtime.kernels", ("corert.", "tfrt_test.")),
     ("pytfrt.playground", ("sigmoid_inplace.", "sigmoid_grad_inplace.", "nqueens.", "mlp.")),
+    ("pytfrt.backends.cpu.graph_kernels", ("tg.",)),
     ("pytfrt.distributed.kernels", ("tfrt_dist.",)),
 )
 

@@ -2,7 +2,9 @@
 
 Dialects: ``builtin`` and ``func`` (xDSL's), ``tfrt``, ``tfrt_test``, ``tfrt_dht``, ``ts``,
 ``coo``, ``t``, ``tfrt_sht``, ``btf``, ``eigen``, ``vt``, ``tfrt_tutorial``, ``corert``,
-``test``, ``my``, ``ht``.  Unregistered ops are allowed (they run as kernels of the same name);
+``test``, ``my``, ``ht``, and the dialects of :data:`EXTRA_DIALECTS` (named by module so this
+layer imports none of them: ``tg``, the compiler's graph dialect).  Unregistered ops are
+allowed (they run as kernels of the same name);
 ``tfrt_opt`` rejects ops of unknown *dialects* itself unless ``--allow-unregistered-dialect``.
 """
 
@@ -19,9 +21,13 @@ _BASE: Context | None = None
 KNOWN_DIALECTS = frozenset(
     {
         "builtin", "func", "tfrt", "tfrt_test", "tfrt_dht", "ts", "coo", "t", "tfrt_sht",
-        "btf", "eigen", "vt", "tfrt_tutorial", "corert", "test", "my", "ht",
+        "btf", "eigen", "vt", "tfrt_tutorial", "corert", "test", "my", "ht", "tg",
     }
 )  # fmt: skip
+
+
+#: ``(module, factory)`` of dialects defined above this layer, loaded when they exist.
+EXTRA_DIALECTS: tuple[tuple[str, str], ...] = (("pytfrt.compiler.dialect", "tg_dialect"),)
 
 
 def _build() -> Context:
@@ -38,6 +44,16 @@ def _build() -> Context:
     ctx.load_dialect(Func)
     for dialect in [tfrt_dialect(), tfrt_test_dialect(), corert_dialect(), *tensor_dialects()]:
         ctx.load_dialect(dialect)
+    import importlib
+
+    for module_name, factory in EXTRA_DIALECTS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        ctx.load_dialect(getattr(module, factory)())
     return ctx
 
 

@@ -1,0 +1,284 @@
+"""Compute functions of the graph dialect's data-movement ops (reshape, transpose, concat, ...).
+
+Same conventions as :mod:`pytfrt.backends.cpu.array_ops`: operands positional, attributes
+keyword-only (named as in ``docs/graph_dialect.md``), new arrays returned; :data:`GRAPH_OPS`
+maps op names to the functions.  Results never alias an operand (a reshape copies only when
+NumPy must; callers never write into results in place unless the buffer planner proved it
+safe).  Pure functions: thread-safe.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pytfrt.backends.cpu.op_table import OpTable
+from pytfrt.backends.cpu.ops import OpError
+
+GRAPH_OPS = OpTable()
+"""Op name -> compute function (see the module docstring)."""
+
+
+def _ints(t: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(v) for v in np.asarray(t).reshape(-1))
+
+
+@GRAPH_OPS.op("reshape")
+def reshape(x: np.ndarray, *shape_t: np.ndarray, shape: tuple[int, ...],
+            copy_zero: bool) -> np.ndarray:
+    """``x`` with a new shape (from the operand if given, else the attribute; one -1)."""
+    dims = list(_ints(shape_t[0]) if shape_t else shape)
+    if copy_zero:
+        dims = [x.shape[i] if d == 0 and i < x.ndim else d for i, d in enumerate(dims)]
+    try:
+        return x.reshape(dims)
+    except ValueError:
+        raise OpError(f"reshape: cannot reshape {list(x.shape)} to {dims}") from None
+
+
+@GRAPH_OPS.op("transpose")
+def transpose(x: np.ndarray, *, perm: tuple[int, ...]) -> np.ndarray:
+    """The axes permuted (a contiguous copy)."""
+    return np.ascontiguousarray(np.transpose(x, perm))
+
+
+@GRAPH_OPS.op("concat")
+def concat(*xs: np.ndarray, axis: int) -> np.ndarray:
+    """The operands joined along ``axis``."""
+    return np.concatenate(xs, axis=axis)
+
+
+@GRAPH_OPS.op("split")
+def split(x: np.ndarray, *, axis: int, sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """``x`` cut along ``axis`` into pieces of ``sizes`` (one may be -1)."""
+    dim = x.shape[axis]
+    sz = list(sizes)
+    if -1 in sz:
+        sz[sz.index(-1)] = dim - sum(s for s in sz if s != -1)
+    if sum(sz) != dim or any(s < 0 for s in sz):
+        raise OpError(f"split: sizes {list(sizes)} do not fit dimension {dim}")
+    bounds = np.cumsum(sz)[:-1]
+    return tuple(np.ascontiguousarray(p) for p in np.split(x, bounds, axis=axis))
+
+
+@GRAPH_OPS.op("slice")
+def slice_(x: np.ndarray, *operands: np.ndarray, starts: tuple[int, ...], ends: tuple[int, ...],
+           axes: tuple[int, ...], steps: tuple[int, ...]) -> np.ndarray:
+    """ONNX ``Slice``: per axis ``x[start:end:step]``, clamped; tensor operands win."""
+    if operands:
+        starts, ends = _ints(operands[0]), _ints(operands[1])
+        axes = _ints(operands[2]) if len(operands) > 2 else ()
+        steps = _ints(operands[3]) if len(operands) > 3 else ()
+    axes = axes or tuple(range(len(starts)))
+    steps = steps or (1,) * len(starts)
+    idx: list[slice] = [slice(None)] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
+        if st == 0:
+            raise OpError("slice: a step must not be 0")
+        idx[a] = slice(*slice(s, e, st).indices(x.shape[a]))
+    return np.ascontiguousarray(x[tuple(idx)])
+
+
+@GRAPH_OPS.op("pad")
+def pad(x: np.ndarray, *pads_t: np.ndarray, pads: tuple[int, ...], mode: str,
+        value: float) -> np.ndarray:
+    """``x`` padded by ``pads`` (all befores, then all afters); negative pads crop."""
+    p = _ints(pads_t[0]) if pads_t else pads
+    r = x.ndim
+    if len(p) != 2 * r:
+        raise OpError(f"pad: pads must have {2 * r} entries, got {len(p)}")
+    crop = [slice(max(-p[i], 0), x.shape[i] - max(-p[i + r], 0)) for i in range(r)]
+    x = x[tuple(crop)]
+    width = [(max(p[i], 0), max(p[i + r], 0)) for i in range(r)]
+    if mode == "constant":
+        return np.pad(x, width, mode="constant", constant_values=x.dtype.type(value))
+    return np.pad(x, width, mode="reflect" if mode == "reflect" else "edge")
+
+
+def _check_indices(idx: np.ndarray, dim: int, op: str) -> np.ndarray:
+    if idx.size and (idx.min() < -dim or idx.max() >= dim):
+        raise OpError(f"{op}: indices out of range [{-dim}, {dim})")
+    return np.where(idx < 0, idx + dim, idx)
+
+
+@GRAPH_OPS.op("gather")
+def gather(x: np.ndarray, indices: np.ndarray, *, axis: int, batch_dims: int) -> np.ndarray:
+    """``take`` along ``axis`` with ``batch_dims`` leading batch dimensions."""
+    axis = axis % x.ndim
+    idx = _check_indices(indices, x.shape[axis], "gather")
+    if batch_dims == 0:
+        return np.take(x, idx, axis=axis)
+    batch = x.shape[:batch_dims]
+    out = [gather(x[b], idx[b], axis=axis - batch_dims, batch_dims=0) for b in np.ndindex(batch)]
+    return np.stack(out).reshape(batch + out[0].shape) if out else np.zeros((0,), x.dtype)
+
+
+@GRAPH_OPS.op("gather_nd")
+def gather_nd(x: np.ndarray, indices: np.ndarray, *, batch_dims: int) -> np.ndarray:
+    """TF ``GatherNd`` / ONNX ``GatherND``."""
+    if batch_dims:
+        batch = x.shape[:batch_dims]
+        out = [gather_nd(x[b], indices[b], batch_dims=0) for b in np.ndindex(batch)]
+        return np.stack(out).reshape(batch + out[0].shape)
+    k = indices.shape[-1]
+    flat = indices.reshape(-1, k)
+    for j in range(k):
+        flat[:, j] = _check_indices(flat[:, j], x.shape[j], "gather_nd")
+    res = x[tuple(flat.T)]
+    return np.ascontiguousarray(res.reshape(indices.shape[:-1] + x.shape[k:]))
+
+
+@GRAPH_OPS.op("scatter_nd")
+def scatter_nd(data: np.ndarray, indices: np.ndarray, updates: np.ndarray) -> np.ndarray:
+    """A copy of ``data`` with ``updates`` written at ``indices`` (ONNX ``ScatterND``)."""
+    out = data.copy()
+    k = indices.shape[-1]
+    flat = indices.reshape(-1, k)
+    upd = updates.reshape((flat.shape[0],) + data.shape[k:])
+    for j in range(k):
+        flat[:, j] = _check_indices(flat[:, j], data.shape[j], "scatter_nd")
+    out[tuple(flat.T)] = upd
+    return out
+
+
+@GRAPH_OPS.op("tile")
+def tile(x: np.ndarray, *mult_t: np.ndarray, multiples: tuple[int, ...]) -> np.ndarray:
+    """``x`` repeated ``multiples`` times per axis."""
+    m = _ints(mult_t[0]) if mult_t else multiples
+    if len(m) != x.ndim:
+        raise OpError(f"tile: multiples {list(m)} do not match rank {x.ndim}")
+    return np.tile(x, m)
+
+
+@GRAPH_OPS.op("broadcast_to")
+def broadcast_to(x: np.ndarray, shape: np.ndarray) -> np.ndarray:
+    """``x`` broadcast to ``shape`` (NumPy rules, the result a real array)."""
+    target = _ints(shape)
+    try:
+        out_shape = np.broadcast_shapes(x.shape, target)
+    except ValueError:
+        raise OpError(f"broadcast_to: {list(x.shape)} does not broadcast to {list(target)}") \
+            from None
+    return np.array(np.broadcast_to(x, out_shape))
+
+
+@GRAPH_OPS.op("expand_dims")
+def expand_dims(x: np.ndarray, *, axis: int) -> np.ndarray:
+    """``x`` with a new size-1 axis at ``axis``."""
+    return np.expand_dims(x, axis)
+
+
+@GRAPH_OPS.op("squeeze")
+def squeeze(x: np.ndarray, *, axes: tuple[int, ...]) -> np.ndarray:
+    """``x`` without the size-1 ``axes`` (all of them if empty)."""
+    try:
+        return np.squeeze(x, axis=tuple(axes) if axes else None)
+    except ValueError:
+        raise OpError(f"squeeze: cannot squeeze axes {list(axes)} of {list(x.shape)}") from None
+
+
+def _index_dtype(name: str) -> Any:
+    return np.int32 if name == "i32" else np.int64
+
+
+@GRAPH_OPS.op("shape")
+def shape(x: np.ndarray, *, out_type: str) -> np.ndarray:
+    """The shape of ``x`` as a 1-D tensor."""
+    return np.array(x.shape, dtype=_index_dtype(out_type))
+
+
+@GRAPH_OPS.op("size")
+def size(x: np.ndarray, *, out_type: str) -> np.ndarray:
+    """The number of elements of ``x`` as a scalar."""
+    return np.array(x.size, dtype=_index_dtype(out_type))
+
+
+@GRAPH_OPS.op("fill")
+def fill(shape: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """A tensor of ``shape`` filled with the scalar ``value``."""
+    dims = _ints(shape)
+    if any(d < 0 for d in dims):
+        raise OpError(f"fill: negative dimension in {list(dims)}")
+    return np.full(dims, value.reshape(()), dtype=value.dtype)
+
+
+@GRAPH_OPS.op("range")
+def range_(start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """``arange(start, limit, delta)`` in the operands' element type."""
+    d = delta.reshape(()).item()
+    if d == 0:
+        raise OpError("range: delta must not be 0")
+    return np.arange(start.reshape(()).item(), limit.reshape(()).item(), d, dtype=start.dtype)
+
+
+@GRAPH_OPS.op("one_hot")
+def one_hot(indices: np.ndarray, depth: np.ndarray, on: np.ndarray, off: np.ndarray, *,
+            axis: int) -> np.ndarray:
+    """One-hot vectors of length ``depth`` along ``axis`` (out-of-range indices are all off)."""
+    d = int(np.asarray(depth).reshape(-1)[0])
+    idx = indices.astype(np.int64)
+    hot = idx[..., None] == np.arange(d)
+    out = np.where(hot, on.reshape(()), off.reshape(()))
+    axis = axis % out.ndim
+    return np.ascontiguousarray(np.moveaxis(out, -1, axis)).astype(on.dtype, copy=False)
+
+
+@GRAPH_OPS.op("where")
+def where(cond: np.ndarray) -> np.ndarray:
+    """Indices of the true elements, one row per element (TF ``Where``)."""
+    return np.ascontiguousarray(np.argwhere(cond).astype(np.int64))
+
+
+@GRAPH_OPS.op("top_k")
+def top_k(x: np.ndarray, k: np.ndarray, *, sorted: bool,  # noqa: A002 - op attribute
+          index_type: str) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest values of the last axis and their indices (ties: lower index first)."""
+    kk = int(np.asarray(k).reshape(-1)[0])
+    if not 0 <= kk <= x.shape[-1]:
+        raise OpError(f"top_k: k = {kk} is out of range for a last dimension of {x.shape[-1]}")
+    order = np.argsort(-x if x.dtype.kind != "b" else ~x, axis=-1, kind="stable")[..., :kk]
+    vals = np.take_along_axis(x, order, axis=-1)
+    return np.ascontiguousarray(vals), order.astype(_index_dtype(index_type))
+
+
+def _to_nhwc(x: np.ndarray, layout: str) -> np.ndarray:
+    return x if layout == "NHWC" else np.transpose(x, (0, 2, 3, 1))
+
+
+def _from_nhwc(x: np.ndarray, layout: str) -> np.ndarray:
+    return np.ascontiguousarray(x if layout == "NHWC" else np.transpose(x, (0, 3, 1, 2)))
+
+
+@GRAPH_OPS.op("depth_to_space")
+def depth_to_space(x: np.ndarray, *, block_size: int, layout: str, mode: str) -> np.ndarray:
+    """TF ``DepthToSpace`` (``DCR``) or ONNX's ``CRD`` mode."""
+    b = block_size
+    y = _to_nhwc(x, layout)
+    n, h, w, c = y.shape
+    if c % (b * b):
+        raise OpError(f"depth_to_space: {c} channels are not divisible by {b * b}")
+    oc = c // (b * b)
+    if mode == "DCR":
+        y = y.reshape(n, h, w, b, b, oc).transpose(0, 1, 3, 2, 4, 5)
+    else:
+        y = y.reshape(n, h, w, oc, b, b).transpose(0, 1, 4, 2, 5, 3)
+    return _from_nhwc(y.reshape(n, h * b, w * b, oc), layout)
+
+
+@GRAPH_OPS.op("space_to_depth")
+def space_to_depth(x: np.ndarray, *, block_size: int, layout: str, mode: str) -> np.ndarray:
+    """TF ``SpaceToDepth`` (the inverse of ``DCR`` depth_to_space)."""
+    b = block_size
+    y = _to_nhwc(x, layout)
+    n, h, w, c = y.shape
+    if h % b or w % b:
+        raise OpError(f"space_to_depth: {h}x{w} is not divisible by {b}")
+    y = y.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
+    return _from_nhwc(y.reshape(n, h // b, w // b, b * b * c), layout)
+
+
+@GRAPH_OPS.op("identity_n")
+def identity_n(*xs: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Copies of the operands."""
+    return tuple(x.copy() for x in xs)

@@ -1,0 +1,147 @@
+"""The ``tg.*`` runtime kernels: one sync kernel per graph-dialect op, made from its compute
+function.
+
+The lowering (``pytfrt.compiler.lowering``) emits one kernel ``tg.<op>`` per op, with the
+op's operands and *all* its attributes (name-sorted, as BEF orders them).  This module turns
+each compute function of :data:`GRAPH_OPS` -- operands positional, attributes keyword-only,
+NumPy in and out -- into a kernel on :class:`~pytfrt.tensor.DenseHostTensor` values whose
+parameters the ``@kernel`` binding rules map statically (plain arguments, then ``Attr``
+parameters in name order), so the sync executor calls it directly::
+
+    def tg_softmax(x, axis: Attr[Any]):
+        return _wrap(_f(x.array, axis=axis))
+
+Kernels take and return DenseHostTensors so ``tg`` programs interoperate with the other
+tensor kernels (``tfrt_dht.*``) and print in ``bef_executor``; the math is the compute layer's,
+shared with constant folding.  Compute functions may mark operands that are not tensors
+(``fn.opaque_operands``, e.g. a prepared conv plan) and results that are not arrays
+(``fn.opaque_result``).
+
+The runtime table :data:`GRAPH_OPS` is the union of the ``GRAPH_OPS`` dicts of
+:data:`COMPUTE_MODULES` (missing modules are skipped), built on first use under a lock.
+Kernels are sync (``tfrt.sync`` functions); they also run in async functions.  Thread-safe.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import keyword
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pytfrt.host.registry import Attr, KernelRegistry
+from pytfrt.tensor.dense_host_tensor import DenseHostTensor
+from pytfrt.tensor.dtype import dtype_from_numpy
+
+COMPUTE_MODULES: tuple[str, ...] = (
+    "pytfrt.backends.cpu.array_ops",
+    "pytfrt.backends.cpu.data_ops",
+    "pytfrt.backends.cpu.graph_nn",
+    "pytfrt.backends.cpu.graph_state",
+    "pytfrt.backends.cpu.grad_ops",
+    "pytfrt.backends.cpu.onnx_ops",
+)
+"""Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
+
+_LOCK = threading.Lock()
+_TABLE: dict[str, Callable[..., Any]] | None = None
+
+
+def graph_ops() -> dict[str, Callable[..., Any]]:
+    """The runtime table: op name (without ``tg.``) -> compute function (built once)."""
+    global _TABLE
+    with _LOCK:
+        if _TABLE is None:
+            table: dict[str, Callable[..., Any]] = {}
+            for name in COMPUTE_MODULES:
+                try:
+                    module = importlib.import_module(name)
+                except ModuleNotFoundError as exc:
+                    if exc.name != name:
+                        raise
+                    continue
+                table.update(getattr(module, "GRAPH_OPS", {}))
+            _TABLE = table
+        return _TABLE
+
+
+_DTYPES: dict[np.dtype, Any] = {}
+_ATTR: Any = Attr[Any]  # type: ignore[misc]
+
+
+def to_tensor(value: Any) -> DenseHostTensor:
+    """Wrap a compute result (an ndarray or NumPy scalar) as a DenseHostTensor, no copy."""
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)
+    dt = _DTYPES.get(value.dtype)
+    if dt is None:
+        dt = _DTYPES[value.dtype] = dtype_from_numpy(value.dtype)
+    return DenseHostTensor(dt, value)
+
+
+def _wrap(value: Any) -> Any:
+    if type(value) is tuple:
+        return tuple(to_tensor(v) for v in value)
+    return to_tensor(value)
+
+
+def _unwrap(value: Any) -> Any:
+    return value.array if type(value) is DenseHostTensor else value
+
+
+def make_kernel(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The kernel of op ``op`` for compute function ``fn`` (see the module docstring).
+
+    Raises:
+        TypeError: if ``fn`` has ``**kwargs`` or a keyword-only parameter with no name.
+    """
+    sig = inspect.signature(fn)
+    fixed: list[str] = []
+    variadic = False
+    attrs: list[str] = []
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            variadic = True
+        elif p.kind is p.KEYWORD_ONLY:
+            attrs.append(p.name)
+        elif p.kind is p.VAR_KEYWORD:
+            raise TypeError(f"compute function of tg.{op} must not take **kwargs")
+        else:
+            fixed.append(p.name)
+    attrs.sort()
+    opaque: frozenset[int] = getattr(fn, "opaque_operands", frozenset())
+    params = [f"p_{a}" for a in attrs]
+    kwargs = ", ".join(
+        f"**{{{a!r}: p_{a}}}" if keyword.iskeyword(a) else f"{a}=p_{a}" for a in attrs
+    )
+    if variadic or any(p.default is not p.empty for p in sig.parameters.values()
+                       if p.kind is p.POSITIONAL_OR_KEYWORD):
+        head = ", ".join([*params, "*args"])
+        call_args = "*[_u(a) for a in args]"
+    else:
+        names = [f"a{i}" for i in range(len(fixed))]
+        head = ", ".join(names + params)
+        call_args = ", ".join(n if i in opaque else f"{n}.array" for i, n in enumerate(names))
+    if variadic and opaque:  # opaque operands with variadic tensors: unwrap each
+        call_args = "*[_u(a) for a in args]"
+    joined = ", ".join(x for x in (call_args, kwargs) if x)
+    wrap = "" if getattr(fn, "opaque_result", False) else "_wrap"
+    kname = "tg_" + op.replace(".", "_")
+    source = f"def {kname}({head}):\n    return {wrap}(_f({joined}))\n"
+    namespace: dict[str, Any] = {"_f": fn, "_wrap": _wrap, "_u": _unwrap}
+    exec(compile(source, f"<tg.{op} kernel>", "exec"), namespace)  # noqa: S102 - generated
+    kern = namespace[kname]
+    kern.__annotations__ = {p: _ATTR for p in params}
+    kern.__doc__ = f"Kernel tg.{op}: calls {fn.__module__}.{fn.__qualname__}."
+    kern.__pytfrt_source__ = source
+    return kern  # type: ignore[no-any-return]
+
+
+def register(registry: KernelRegistry) -> None:
+    """Register ``tg.<op>`` for every op of the runtime table (sync kernels)."""
+    for op, fn in graph_ops().items():
+        registry.add_sync_kernel(f"tg.{op}", make_kernel(op, fn))

@@ -1,0 +1,236 @@
+"""Compute functions of the graph dialect's nn ops, adapting the CPU kernels' API to the
+catalogue's (operands positional, attributes keyword-only, see ``docs/graph_dialect.md``).
+
+The math lives in :mod:`~pytfrt.backends.cpu.gemm`, :mod:`~pytfrt.backends.cpu.conv`,
+:mod:`~pytfrt.backends.cpu.pooling` and :mod:`~pytfrt.backends.cpu.norm` (imported on first
+use); this module only maps attributes, the optional fused-epilogue operands
+(``epilogue_operands = [bias?, residual?]``) and run-time ``SAME`` padding.  ``conv2d`` is split
+into ``conv2d.prepare`` (filter + bias -> plan, once at load) and ``conv2d`` (x, plan,
+residual?).  Pure functions (plans are immutable): thread-safe.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pytfrt.backends.cpu.op_table import OpTable
+from pytfrt.backends.cpu.ops import OpError
+
+GRAPH_OPS = OpTable()
+"""Op name -> compute function (see the module docstring)."""
+
+
+def _epilogue(extra: tuple[np.ndarray, ...], flags: tuple[int, ...], op: str
+              ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if len(extra) != sum(flags):
+        raise OpError(f"{op}: expected {sum(flags)} epilogue operands, got {len(extra)}")
+    i = 0
+    bias = residual = None
+    if flags[0]:
+        bias = extra[0]
+        i = 1
+    if flags[1]:
+        residual = extra[i]
+    return bias, residual
+
+
+@GRAPH_OPS.op("matmul")
+def matmul(a: np.ndarray, b: np.ndarray, *extra: np.ndarray, transpose_a: bool,
+           transpose_b: bool, activation: str, alpha: float,
+           epilogue_operands: tuple[int, ...]) -> np.ndarray:
+    """``activation(op(a) @ op(b) + bias + residual)`` (gemm.matmul)."""
+    if not extra and activation == "none" and not transpose_a and not transpose_b:
+        if a.dtype != b.dtype:
+            raise OpError(f"matmul: operand dtypes differ: {a.dtype} and {b.dtype}")
+        if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]:
+            return a @ b  # the common case, without the general entry's checks
+    from pytfrt.backends.cpu.gemm import matmul as gemm_matmul
+
+    bias, residual = _epilogue(extra, epilogue_operands, "matmul")
+    return gemm_matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b, bias=bias,
+                       residual=residual, activation=activation, alpha=alpha)
+
+
+def _same_pads(x_shape: tuple[int, ...], k: tuple[int, int], layout: str,
+               strides: tuple[int, ...], dilations: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """TF's SAME padding for the input's spatial size (conv.same_pads on a window of ``k``)."""
+    from pytfrt.backends.cpu.conv import same_pads
+
+    w_shape = (k[0], k[1], 1, 1) if layout == "NHWC" else (1, 1, k[0], k[1])
+    return same_pads(x_shape, w_shape, layout=layout, strides=strides, dilations=dilations)
+
+
+class _DeferredConv:
+    """A conv plan whose pads depend on the input size (``padding = "SAME"``, dynamic dims):
+    one plan per input spatial size, made on first use and cached."""
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> None:
+        self.w, self.bias, self.attrs = w, bias, attrs
+        self.plans: dict[tuple[int, ...], Any] = {}
+
+    def plan_for(self, x: np.ndarray) -> Any:
+        key = x.shape[1:]
+        plan = self.plans.get(key)
+        if plan is None:
+            from pytfrt.backends.cpu.conv import plan_conv2d
+
+            a = self.attrs
+            kh, kw = (self.w.shape[0], self.w.shape[1]) if a["layout"] == "NHWC" else (
+                self.w.shape[2], self.w.shape[3])
+            pads = _same_pads(x.shape, (kh, kw), a["layout"], a["strides"], a["dilations"])
+            plan = plan_conv2d(self.w, layout=a["layout"], strides=a["strides"],
+                               dilations=a["dilations"], pads=pads, groups=a["groups"],
+                               bias=self.bias, activation=a["activation"], alpha=a["alpha"])
+            self.plans[key] = plan  # a benign race: two threads may both build one
+        return plan
+
+
+@GRAPH_OPS.op("conv2d.prepare")
+def conv2d_prepare(w: np.ndarray, *extra: np.ndarray, layout: str, strides: tuple[int, ...],
+                   pads: tuple[int, ...], padding: str, dilations: tuple[int, ...], groups: int,
+                   activation: str, alpha: float, epilogue_operands: tuple[int, ...]) -> Any:
+    """The weight-dependent plan of a conv2d (filter, bias?), made once at load."""
+    from pytfrt.backends.cpu.conv import plan_conv2d
+
+    bias = extra[0] if epilogue_operands[0] and extra else None
+    if padding == "SAME":
+        return _DeferredConv(w, bias, dict(layout=layout, strides=strides, dilations=dilations,
+                                           groups=groups, activation=activation, alpha=alpha))
+    return plan_conv2d(w, layout=layout, strides=strides, dilations=dilations, pads=pads,
+                       groups=groups, bias=bias, activation=activation, alpha=alpha)
+
+
+conv2d_prepare.opaque_result = True  # type: ignore[attr-defined]
+
+
+@GRAPH_OPS.op("conv2d")
+def conv2d(x: np.ndarray, plan: Any, *residual: np.ndarray) -> np.ndarray:
+    """``activation(conv(x, w) + bias + residual)`` with a prepared plan."""
+    from pytfrt.backends.cpu.conv import conv2d as conv_run
+
+    if isinstance(plan, _DeferredConv):
+        plan = plan.plan_for(x)
+    return conv_run(plan, x, residual[0] if residual else None)
+
+
+conv2d.opaque_operands = frozenset({1})  # type: ignore[attr-defined]
+
+
+@GRAPH_OPS.op("conv2d_transpose")
+def conv2d_transpose(x: np.ndarray, w: np.ndarray, *, layout: str, strides: tuple[int, ...],
+                     pads: tuple[int, ...], dilations: tuple[int, ...], groups: int,
+                     output_padding: tuple[int, ...]) -> np.ndarray:
+    """Transposed convolution (conv.conv2d_transpose)."""
+    from pytfrt.backends.cpu.conv import conv2d_transpose as impl
+
+    return impl(x, w, layout=layout, strides=strides, dilations=dilations, pads=pads,
+                groups=groups, output_padding=output_padding)
+
+
+@GRAPH_OPS.op("batch_norm")
+def batch_norm(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: np.ndarray,
+               variance: np.ndarray, *, epsilon: float, axis: int) -> np.ndarray:
+    """Inference batch normalisation (norm.batch_norm)."""
+    from pytfrt.backends.cpu.norm import batch_norm as impl
+
+    return impl(x, scale, offset, mean, variance, epsilon=epsilon, axis=axis)
+
+
+@GRAPH_OPS.op("layer_norm")
+def layer_norm(x: np.ndarray, *params: np.ndarray, axis: int, epsilon: float, has_gamma: bool,
+               has_beta: bool) -> np.ndarray:
+    """Layer normalisation over ``axis..rank-1`` (norm.layer_norm)."""
+    from pytfrt.backends.cpu.norm import layer_norm as impl
+
+    gamma = params[0] if has_gamma else None
+    beta = params[int(has_gamma)] if has_beta else None
+    return impl(x, gamma, beta, axis=axis, epsilon=epsilon)
+
+
+@GRAPH_OPS.op("softmax")
+def softmax(x: np.ndarray, *, axis: int) -> np.ndarray:
+    """Softmax along ``axis`` (norm.softmax)."""
+    from pytfrt.backends.cpu.norm import softmax as impl
+
+    return impl(x, axis)
+
+
+@GRAPH_OPS.op("log_softmax")
+def log_softmax(x: np.ndarray, *, axis: int) -> np.ndarray:
+    """Log-softmax along ``axis`` (norm.log_softmax)."""
+    from pytfrt.backends.cpu.norm import log_softmax as impl
+
+    return impl(x, axis)
+
+
+@GRAPH_OPS.op("l2_normalize")
+def l2_normalize(x: np.ndarray, *, axis: tuple[int, ...], epsilon: float) -> np.ndarray:
+    """``x / sqrt(max(sum(x**2, axis), epsilon))`` (TF ``l2_normalize``)."""
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    ss = np.sum(np.square(x, dtype=acc), axis=tuple(axis), keepdims=True)
+    return (x / np.sqrt(np.maximum(ss, epsilon))).astype(x.dtype, copy=False)
+
+
+@GRAPH_OPS.op("lrn")
+def lrn(x: np.ndarray, *, depth_radius: int, bias: float, alpha: float, beta: float,
+        axis: int) -> np.ndarray:
+    """Local response normalisation across ``axis`` (TF's formula)."""
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    y = np.moveaxis(x.astype(acc), axis, -1)
+    sq = np.square(y)
+    c = y.shape[-1]
+    csum = np.concatenate([np.zeros(sq.shape[:-1] + (1,), acc), np.cumsum(sq, axis=-1)], -1)
+    lo = np.clip(np.arange(c) - depth_radius, 0, c)
+    hi = np.clip(np.arange(c) + depth_radius + 1, 0, c)
+    window = csum[..., hi] - csum[..., lo]
+    out = y / np.power(bias + alpha * window, beta)
+    return np.ascontiguousarray(np.moveaxis(out, -1, axis)).astype(x.dtype, copy=False)
+
+
+def _pool_pads(x: np.ndarray, ksize: tuple[int, ...], layout: str, strides: tuple[int, ...],
+               dilations: tuple[int, ...], pads: tuple[int, ...], padding: str) -> Any:
+    if padding == "SAME":
+        return _same_pads(x.shape, (ksize[0], ksize[1]), layout, strides, dilations)
+    return pads
+
+
+@GRAPH_OPS.op("max_pool2d")
+def max_pool2d(x: np.ndarray, *, layout: str, ksize: tuple[int, ...], strides: tuple[int, ...],
+               pads: tuple[int, ...], padding: str, dilations: tuple[int, ...],
+               count_include_pad: bool, ceil_mode: bool) -> np.ndarray:
+    """Windowed maximum (pooling.max_pool2d)."""
+    from pytfrt.backends.cpu.pooling import max_pool2d as impl
+
+    p = _pool_pads(x, ksize, layout, strides, dilations, pads, padding)
+    return impl(x, layout=layout, ksize=ksize, strides=strides, pads=p, dilations=dilations,
+                ceil_mode=ceil_mode)
+
+
+@GRAPH_OPS.op("avg_pool2d")
+def avg_pool2d(x: np.ndarray, *, layout: str, ksize: tuple[int, ...], strides: tuple[int, ...],
+               pads: tuple[int, ...], padding: str, dilations: tuple[int, ...],
+               count_include_pad: bool, ceil_mode: bool) -> np.ndarray:
+    """Windowed mean (pooling.avg_pool2d)."""
+    from pytfrt.backends.cpu.pooling import avg_pool2d as impl
+
+    p = _pool_pads(x, ksize, layout, strides, dilations, pads, padding)
+    return impl(x, layout=layout, ksize=ksize, strides=strides, pads=p, dilations=dilations,
+                ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+
+
+@GRAPH_OPS.op("global_avg_pool")
+def global_avg_pool(x: np.ndarray, *, layout: str) -> np.ndarray:
+    """Mean over the spatial dims, kept as size 1 (pooling.global_avg_pool)."""
+    from pytfrt.backends.cpu.pooling import global_avg_pool as impl
+
+    return impl(x, layout=layout)
+
+
+@GRAPH_OPS.op("global_max_pool")
+def global_max_pool(x: np.ndarray, *, layout: str) -> np.ndarray:
+    """Maximum over the spatial dims, kept as size 1 (pooling.global_max_pool)."""
+    from pytfrt.backends.cpu.pooling import global_max_pool as impl
+
+    return impl(x, layout=layout)

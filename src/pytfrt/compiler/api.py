@@ -1,0 +1,110 @@
+"""``pytfrt.compile``: any supported source model -> :class:`~pytfrt.model.CompiledModel`.
+
+Dispatch on the object:
+
+* a :class:`~pytfrt.compiler.builder.GraphModule` -- as is;
+* an ``onnx.ModelProto``, or a path ending in ``.onnx`` -- the ONNX front end
+  (``pytfrt.compiler.frontends.onnx.import_onnx``);
+* a ``tf.function``, a Keras model, a SavedModel directory or a ``.keras``/``.h5`` file -- the
+  TensorFlow front end (``pytfrt.compiler.frontends.tf.import_tf``);
+* a ``.mlir`` file of the graph dialect -- parsed (weights zero-filled).
+
+Then the default pass pipeline (when present) and the lowering.  Front ends are imported
+lazily, so ``import pytfrt`` never loads TensorFlow or ONNX.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pytfrt.compiler.builder import GraphModule
+from pytfrt.compiler.errors import GraphError
+from pytfrt.model import CompiledModel
+
+
+def to_graph(obj: Any, input_signature: Any = None, *, signature: str | None = None
+             ) -> GraphModule:
+    """The graph module of a source model (see the module docstring).
+
+    Raises:
+        GraphError: for an object of no known kind.
+        UnsupportedOpError: (from a front end) for a source op the dialect cannot express.
+    """
+    if isinstance(obj, GraphModule):
+        return obj
+    if isinstance(obj, str | os.PathLike):
+        path = Path(obj)
+        suffix = path.suffix.lower()
+        if suffix == ".onnx":
+            from pytfrt.compiler.frontends.onnx import import_onnx  # type: ignore[import-not-found]
+
+            return import_onnx(obj, input_signature)  # type: ignore[no-any-return]
+        if suffix == ".mlir":
+            return parse_graph(path.read_text(), str(path))
+        if path.is_dir() or suffix in (".keras", ".h5"):
+            from pytfrt.compiler.frontends.tf import import_tf  # type: ignore[import-not-found]
+
+            return import_tf(obj, input_signature, signature=signature)  # type: ignore[no-any-return]
+        raise GraphError(f"cannot compile '{obj}': expected a SavedModel directory, a .keras/.h5 "
+                         "file, an .onnx file or a .mlir file of the graph dialect")
+    mod = type(obj).__module__ or ""
+    if mod.startswith("onnx"):
+        from pytfrt.compiler.frontends.onnx import import_onnx
+
+        return import_onnx(obj, input_signature)  # type: ignore[no-any-return]
+    if mod.startswith(("tensorflow", "keras", "tf_keras")) or hasattr(obj, "get_concrete_function"):
+        from pytfrt.compiler.frontends.tf import import_tf
+
+        return import_tf(obj, input_signature, signature=signature)  # type: ignore[no-any-return]
+    raise GraphError(f"cannot compile an object of type {type(obj).__module__}."
+                     f"{type(obj).__qualname__}")
+
+
+def parse_graph(text: str, filename: str = "<string>") -> GraphModule:
+    """A GraphModule from the MLIR text of a graph-dialect module (no weights).
+
+    Raises:
+        pytfrt.mlir.MlirError: for a parse or verification error.
+    """
+    from pytfrt.compiler.builder import signature_of
+    from pytfrt.mlir.api import parse_source, verify_module
+
+    parsed = parse_source(text, filename)
+    verify_module(parsed)
+    return GraphModule(parsed.module, {}, signature_of(parsed.module))
+
+
+def compile_module(gm: GraphModule, *, optimize: bool = True) -> CompiledModel:
+    """Optimise (the default pipeline, if ``optimize``) and lower ``gm``; a CompiledModel."""
+    from pytfrt.compiler.lowering import lower
+
+    if optimize:
+        try:
+            from pytfrt.compiler.passes import default_pipeline
+        except ImportError:
+            pass
+        else:
+            gm = default_pipeline(gm)
+    low = lower(gm)
+    return CompiledModel(low.program, [low.weights[n] for n in low.init_inputs], low.signature,
+                         low.num_resources, low.init_inputs, low.variables)
+
+
+def compile(obj: Any, input_signature: Any = None, *, signature: str | None = None,  # noqa: A001
+            optimize: bool = True) -> CompiledModel:
+    """Compile a model (see the module docstring) into a :class:`CompiledModel`.
+
+    Args:
+        obj: the source model.
+        input_signature: input specs for sources without fixed ones (e.g. a ``tf.function``
+            without an input signature); passed to the front end.
+        signature: the SavedModel signature key (TensorFlow front end).
+        optimize: run the default pass pipeline.
+
+    Raises:
+        GraphError / UnsupportedOpError: the model cannot be expressed or is malformed.
+    """
+    return compile_module(to_graph(obj, input_signature, signature=signature),
+                          optimize=optimize)

@@ -1,0 +1,35 @@
+"""The compiler's exceptions: a bad graph (:class:`GraphError`) and an unsupported source op.
+
+Both are ``PytfrtError`` and ``ValueError`` subclasses so callers can catch either.
+"""
+
+from __future__ import annotations
+
+from pytfrt.support.errors import PytfrtError
+
+
+class GraphError(PytfrtError, ValueError):
+    """An op of the graph dialect got a bad attribute, operand or type (the message names it)."""
+
+
+class UnsupportedOpError(GraphError):
+    """A front end met a source op it cannot express in the graph dialect.
+
+    Attributes:
+        op_type: the source op type (``"Conv3D"``, ``"NonMaxSuppression"``).
+        node: the node name in the source graph.
+        where: the source (a file, or the Python frame that created the node).
+    """
+
+    def __init__(self, op_type: str, node: str = "", where: str = "", detail: str = "") -> None:
+        self.op_type = op_type
+        self.node = node
+        self.where = where
+        msg = f"unsupported op '{op_type}'"
+        if node:
+            msg += f" (node '{node}')"
+        if where:
+            msg += f" in {where}"
+        if detail:
+            msg += f": {detail}"
+        super().__init__(msg)

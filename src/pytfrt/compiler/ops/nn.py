@@ -1,0 +1,314 @@
+"""Catalogue family: linear algebra and neural-network ops (matmul, conv, norms, pooling).
+
+Layouts are explicit attributes (``NHWC`` with ``HWIO`` filters, ``NCHW`` with ``OIHW``).
+``matmul`` and ``conv2d`` carry the fused-epilogue attributes (``activation``, ``alpha``,
+``epilogue_operands``) implicitly: front ends never set them, ``-tg-fuse-epilogue`` does.
+``conv2d`` has a load-time ``prepare`` step (the weight-dependent plan of
+``pytfrt.backends.cpu.conv``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytfrt.backends.cpu._geometry import out_size
+from pytfrt.compiler.ops.base import (
+    REQUIRED,
+    AttrSpec,
+    InferContext,
+    broadcast_shapes,
+    define,
+    norm_axis,
+    same_dtype,
+)
+from pytfrt.compiler.types import FLOAT_DTYPES, TType
+
+LAYOUTS = ("NHWC", "NCHW")
+ACTIVATIONS = ("none", "relu", "relu6", "silu", "gelu", "gelu_tanh", "sigmoid", "tanh",
+               "leaky_relu", "hard_swish")
+
+
+def _epilogue_attrs() -> dict[str, AttrSpec]:
+    return {
+        "activation": AttrSpec("str", "none", implicit=True, choices=ACTIVATIONS),
+        "alpha": AttrSpec("float", 0.0, implicit=True),
+        "epilogue_operands": AttrSpec("ints", (0, 0), implicit=True),
+    }
+
+
+def _check_epilogue(ctx: InferContext, base: int, out: TType) -> None:
+    flags = ctx.attrs["epilogue_operands"]
+    if len(flags) != 2 or any(f not in (0, 1) for f in flags):
+        raise ctx.error(f"epilogue_operands must be two 0/1 flags, got {list(flags)}")
+    if len(ctx.inputs) != base + sum(flags):
+        raise ctx.error(
+            f"takes {base + sum(flags)} operands with epilogue_operands = {list(flags)}, "
+            f"got {len(ctx.inputs)}"
+        )
+    i = base
+    if flags[0]:
+        bias = ctx.inputs[i]
+        i += 1
+        if bias.rank is not None and bias.rank > 1:
+            raise ctx.error(f"the bias must be 1-D, got {bias}")
+    if flags[1]:
+        res = ctx.inputs[i]
+        broadcast_shapes(ctx, res.shape, out.shape)
+    if ctx.attrs["activation"] != "none" and out.dtype not in FLOAT_DTYPES:
+        raise ctx.error(f"an activation needs a floating-point result, got {out.dtype}")
+
+
+def _matmul(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) < 2:
+        raise ctx.error("takes at least 2 operands")
+    a, b = ctx.inputs[0], ctx.inputs[1]
+    dtype = same_dtype(ctx, [0, 1])
+    out = TType(dtype, _matmul_shape(ctx, a.shape, b.shape))
+    _check_epilogue(ctx, 2, out)
+    return [out]
+
+
+def _matmul_shape(ctx: InferContext, sa: Any, sb: Any) -> Any:
+    if sa is None or sb is None:
+        return None
+    if len(sa) == 0 or len(sb) == 0:
+        raise ctx.error("operands must have rank >= 1")
+    sa, sb = list(sa), list(sb)
+    for s, flag in ((sa, "transpose_a"), (sb, "transpose_b")):
+        if ctx.attrs[flag]:
+            if len(s) < 2:
+                raise ctx.error(f"{flag} needs rank >= 2")
+            s[-1], s[-2] = s[-2], s[-1]
+    va, vb = len(sa) == 1, len(sb) == 1
+    if va:
+        sa = [1, *sa]
+    if vb:
+        sb = [*sb, 1]
+    k1, k2 = sa[-1], sb[-2]
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise ctx.error(f"contraction dimensions differ: {k1} and {k2}")
+    batch = broadcast_shapes(ctx, tuple(sa[:-2]), tuple(sb[:-2]))
+    shape = [*batch, sa[-2], sb[-1]]
+    if va:
+        shape.pop(-2)
+    if vb:
+        shape.pop(-1)
+    return tuple(shape)
+
+
+def _window_out(size: int | None, k: int, s: int, d: int, p0: int, p1: int, ceil: bool = False,
+                same: bool = False) -> int | None:
+    """Output length along one dim (the CPU kernels' rule; ``SAME``: ``ceil(size / s)``)."""
+    if size is not None and same:
+        return -(-size // s)
+    out = out_size(size, k, s, d, p0, p1, ceil=ceil)
+    return None if out is None else max(out, 0)
+
+
+def _spatial(ctx: InferContext, x: TType) -> tuple[int, int, int]:
+    """(H axis, W axis, C axis) of ``x`` for the op's layout."""
+    if x.rank is not None and x.rank != 4:
+        raise ctx.error(f"the input must have rank 4, got {x}")
+    return (1, 2, 3) if ctx.attrs["layout"] == "NHWC" else (2, 3, 1)
+
+
+def _pair(ctx: InferContext, name: str, n: int = 2) -> tuple[int, ...]:
+    v = ctx.attrs[name]
+    if len(v) != n or any(e < (0 if name in ("pads", "output_padding") else 1) for e in v):
+        raise ctx.error(f"{name} must be {n} {'non-negative' if name == 'pads' else 'positive'} "
+                        f"integers, got {list(v)}")
+    return tuple(v)
+
+
+def _conv2d(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) < 2:
+        raise ctx.error("takes at least 2 operands (x, w)")
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    dtype = same_dtype(ctx, [0, 1])
+    if dtype not in FLOAT_DTYPES:
+        raise ctx.error(f"operands must be floating point, got {dtype}")
+    h_ax, w_ax, c_ax = _spatial(ctx, x)
+    if w.rank is not None and w.rank != 4:
+        raise ctx.error(f"the filter must have rank 4, got {w}")
+    strides, dil = _pair(ctx, "strides"), _pair(ctx, "dilations")
+    pads = _pair(ctx, "pads", 4)
+    groups = ctx.attrs["groups"]
+    if groups < 1:
+        raise ctx.error(f"groups must be >= 1, got {groups}")
+    nhwc = ctx.attrs["layout"] == "NHWC"
+    if w.shape is not None:
+        kh, kw, cin_g, cout = (w.shape if nhwc else (w.shape[2], w.shape[3], w.shape[1],
+                                                     w.shape[0]))
+    else:
+        kh = kw = cin_g = cout = None
+    if x.shape is None:
+        return [TType(dtype, None)]
+    cin = x.shape[c_ax]
+    if cin is not None and cin_g is not None and cin != cin_g * groups:
+        raise ctx.error(f"input channels {cin} do not match filter channels {cin_g} x groups "
+                        f"{groups}")
+    if cout is not None and cout % groups:
+        raise ctx.error(f"output channels {cout} are not divisible by groups {groups}")
+    same = ctx.attrs["padding"] == "SAME"
+    oh = None if kh is None else _window_out(x.shape[h_ax], kh, strides[0], dil[0], pads[0],
+                                             pads[1], same=same)
+    ow = None if kw is None else _window_out(x.shape[w_ax], kw, strides[1], dil[1], pads[2],
+                                             pads[3], same=same)
+    shape = (x.shape[0], oh, ow, cout) if nhwc else (x.shape[0], cout, oh, ow)
+    if any(d == 0 for d in (oh, ow)):
+        raise ctx.error(f"the window does not fit the input {x}")
+    out = TType(dtype, shape)
+    _check_epilogue(ctx, 2, out)
+    return [out]
+
+
+def _conv_split(attrs: dict[str, Any], n: int) -> tuple[list[int], list[int]]:
+    """conv2d: the prepare step takes the filter (and bias); the run step x (and residual)."""
+    flags = attrs.get("epilogue_operands", (0, 0))
+    prep, run = [1], [0]
+    i = 2
+    if flags[0]:
+        prep.append(i)
+        i += 1
+    if flags[1]:
+        run.append(i)
+    return prep, run
+
+
+def _conv2d_transpose(ctx: InferContext) -> list[TType]:
+    x, w = ctx.inputs
+    dtype = same_dtype(ctx)
+    h_ax, w_ax, c_ax = _spatial(ctx, x)
+    strides, dil = _pair(ctx, "strides"), _pair(ctx, "dilations")
+    pads, opad = _pair(ctx, "pads", 4), _pair(ctx, "output_padding")
+    groups = ctx.attrs["groups"]
+    nhwc = ctx.attrs["layout"] == "NHWC"
+    if w.shape is None or x.shape is None:
+        return [TType(dtype, None)]
+    if nhwc:  # HWOI
+        kh, kw, cout_g, cin = w.shape
+    else:  # IOHW
+        cin, cout_g, kh, kw = w.shape
+    if x.shape[c_ax] is not None and cin is not None and x.shape[c_ax] != cin:
+        raise ctx.error(f"input channels {x.shape[c_ax]} do not match the filter's {cin}")
+    cout = None if cout_g is None else cout_g * groups
+
+    def size(i: int | None, k: int | None, s: int, d: int, p0: int, p1: int, op: int) -> Any:
+        if i is None or k is None:
+            return None
+        return (i - 1) * s - p0 - p1 + d * (k - 1) + op + 1
+
+    oh = size(x.shape[h_ax], kh, strides[0], dil[0], pads[0], pads[1], opad[0])
+    ow = size(x.shape[w_ax], kw, strides[1], dil[1], pads[2], pads[3], opad[1])
+    shape = (x.shape[0], oh, ow, cout) if nhwc else (x.shape[0], cout, oh, ow)
+    return [TType(dtype, shape)]
+
+
+def _float_same(ctx: InferContext) -> list[TType]:
+    x = ctx.inputs[0]
+    if x.dtype not in FLOAT_DTYPES:
+        raise ctx.error(f"the input must be floating point, got {x.dtype}")
+    same_dtype(ctx)
+    return [x]
+
+
+def _axis_op(ctx: InferContext) -> list[TType]:
+    x = ctx.inputs[0]
+    norm_axis(ctx, ctx.attrs["axis"], x.rank)
+    return _float_same(ctx)
+
+
+def _batch_norm(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) != 5:
+        raise ctx.error(f"takes 5 operands (x, scale, offset, mean, variance), got "
+                        f"{len(ctx.inputs)}")
+    x = ctx.inputs[0]
+    axis = norm_axis(ctx, ctx.attrs["axis"], x.rank)
+    c = None if x.shape is None else x.shape[axis]
+    for t in ctx.inputs[1:]:
+        if t.shape is not None and (len(t.shape) != 1 or (c is not None and t.shape[0]
+                                                          not in (None, c))):
+            raise ctx.error(f"scale/offset/mean/variance must be 1-D of size {c}, got {t}")
+    return _float_same(ctx)
+
+
+def _layer_norm(ctx: InferContext) -> list[TType]:
+    n = 1 + int(ctx.attrs["has_gamma"]) + int(ctx.attrs["has_beta"])
+    if len(ctx.inputs) != n:
+        raise ctx.error(f"takes {n} operands with has_gamma/has_beta, got {len(ctx.inputs)}")
+    return _axis_op(ctx)
+
+
+def _l2_normalize(ctx: InferContext) -> list[TType]:
+    x = ctx.inputs[0]
+    for a in ctx.attrs["axis"]:
+        norm_axis(ctx, a, x.rank)
+    return _float_same(ctx)
+
+
+def _pool(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    h_ax, w_ax, _ = _spatial(ctx, x)
+    k, s, pads = _pair(ctx, "ksize"), _pair(ctx, "strides"), _pair(ctx, "pads", 4)
+    d = _pair(ctx, "dilations")
+    if x.shape is None:
+        return [x]
+    ceil, same = ctx.attrs["ceil_mode"], ctx.attrs["padding"] == "SAME"
+    oh = _window_out(x.shape[h_ax], k[0], s[0], d[0], pads[0], pads[1], ceil, same)
+    ow = _window_out(x.shape[w_ax], k[1], s[1], d[1], pads[2], pads[3], ceil, same)
+    if oh == 0 or ow == 0:
+        raise ctx.error(f"the window does not fit the input {x}")
+    shape = list(x.shape)
+    shape[h_ax], shape[w_ax] = oh, ow
+    return [TType(x.dtype, tuple(shape))]
+
+
+def _global_pool(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    h_ax, w_ax, _ = _spatial(ctx, x)
+    if x.shape is None:
+        return [x]
+    shape = list(x.shape)
+    shape[h_ax] = shape[w_ax] = 1
+    return [TType(x.dtype, tuple(shape))]
+
+
+_LAYOUT = AttrSpec("str", REQUIRED, choices=LAYOUTS)
+_WINDOW = {
+    "layout": _LAYOUT,
+    "strides": AttrSpec("ints", (1, 1)),
+    "pads": AttrSpec("ints", (0, 0, 0, 0)),
+    "padding": AttrSpec("str", "", implicit=True, choices=("", "SAME", "VALID")),
+}
+
+define("matmul", ("a", "b", "extra*"), _matmul,
+       {"transpose_a": AttrSpec("bool", False), "transpose_b": AttrSpec("bool", False),
+        **_epilogue_attrs()}, family="nn")
+define("conv2d", ("x", "w", "extra*"), _conv2d,
+       {**_WINDOW, "dilations": AttrSpec("ints", (1, 1)), "groups": AttrSpec("int", 1),
+        **_epilogue_attrs()},
+       family="nn", prepare="conv2d.prepare", prepare_operands=_conv_split)
+define("conv2d_transpose", ("x", "w"), _conv2d_transpose,
+       {"layout": _LAYOUT, "strides": AttrSpec("ints", (1, 1)),
+        "pads": AttrSpec("ints", (0, 0, 0, 0)), "dilations": AttrSpec("ints", (1, 1)),
+        "groups": AttrSpec("int", 1), "output_padding": AttrSpec("ints", (0, 0))}, family="nn")
+define("batch_norm", ("x", "scale", "offset", "mean", "variance"), _batch_norm,
+       {"epsilon": AttrSpec("float", 1e-3), "axis": AttrSpec("int", -1)}, family="nn")
+define("layer_norm", ("x", "gamma?", "beta?"), _layer_norm,
+       {"axis": AttrSpec("int", -1), "epsilon": AttrSpec("float", 1e-5),
+        "has_gamma": AttrSpec("bool", True), "has_beta": AttrSpec("bool", True)}, family="nn")
+define("softmax", ("x",), _axis_op, {"axis": AttrSpec("int", -1)}, family="nn")
+define("log_softmax", ("x",), _axis_op, {"axis": AttrSpec("int", -1)}, family="nn")
+define("l2_normalize", ("x",), _l2_normalize,
+       {"axis": AttrSpec("ints", (-1,)), "epsilon": AttrSpec("float", 1e-12)}, family="nn")
+define("lrn", ("x",), _axis_op,
+       {"depth_radius": AttrSpec("int", 5), "bias": AttrSpec("float", 1.0),
+        "alpha": AttrSpec("float", 1.0), "beta": AttrSpec("float", 0.5),
+        "axis": AttrSpec("int", -1)}, family="nn")
+for _name in ("max_pool2d", "avg_pool2d"):
+    define(_name, ("x",), _pool,
+           {**_WINDOW, "ksize": AttrSpec("ints"), "dilations": AttrSpec("ints", (1, 1)),
+            "count_include_pad": AttrSpec("bool", False),
+            "ceil_mode": AttrSpec("bool", False)}, family="nn")
+for _name in ("global_avg_pool", "global_max_pool"):
+    define(_name, ("x",), _global_pool, {"layout": _LAYOUT}, family="nn")
