@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -150,6 +151,7 @@ class CompiledModel:
             raise ModelError("the program has no @tg_init or @main function")
         self._resource_context = ResourceContext()
         self._ctx = ExecutionContext(RequestContext(self.host, self._resource_context))
+        self._num_resources = num_resources
         self._resources = self._run_init(init, num_resources)
         self._main = main
         self._sync = main if isinstance(main, SyncBEFFunction) else None
@@ -249,6 +251,14 @@ class CompiledModel:
 
         return self.host.enqueue_work(work)
 
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Save to the directory ``path``: ``model.bef``, ``weights.btf``, ``manifest.json``.
+
+        Raises:
+            ModelError: if a file cannot be written.
+        """
+        save_model(self, path)
+
     # -- introspection --------------------------------------------------------------------------
     @property
     def variables(self) -> dict[str, np.ndarray]:
@@ -280,11 +290,172 @@ def _packer(signature: Signature) -> Callable[[list[Any]], Any]:
     return lambda out: tuple(o.array for o in out)
 
 
-def load(path: str | os.PathLike[str]) -> CompiledModel:
-    """Load a model saved with :meth:`CompiledModel.save`.
+FORMAT = "pytfrt.compiled_model"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+PROGRAM_FILE = "model.bef"
+WEIGHTS_FILE = "weights.btf"
+
+# BTF stores these dtypes' bits in an unsigned type of the same size (the manifest keeps the
+# real dtype).
+_BTF_STORAGE = {"float16": np.uint16, "bfloat16": np.uint16, "bool": np.uint8}
+
+
+def save_model(model: CompiledModel, path: str | os.PathLike[str]) -> None:
+    """Write ``model`` to the directory ``path`` (created if missing).
+
+    Files: ``model.bef`` (the program, an ordinary BEF file), ``weights.btf`` (``@tg_init``'s
+    arguments, in order, TFRT's BTF format) and ``manifest.json`` (format and version,
+    signature, weight names and dtypes, resource count, variables).
 
     Raises:
-        ModelError: if ``path`` is not a saved model directory (or is damaged).
+        ModelError: if a file cannot be written.
     """
-    raise ModelError("loading saved models is not available yet")
+    import json
 
+    from pytfrt.bef.writer import write_bef
+    from pytfrt.tensor.btf import encode_btf
+
+    d = Path(path)
+    stored = []
+    entries = []
+    for name, w in zip(model.weight_names, model._weights, strict=True):
+        arr = np.ascontiguousarray(w)
+        storage = _BTF_STORAGE.get(arr.dtype.name)
+        stored.append(arr.view(storage) if storage is not None else arr)
+        entries.append({"name": name, "dtype": arr.dtype.name, "shape": list(arr.shape)})
+    manifest = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "program": PROGRAM_FILE,
+        "weights_file": WEIGHTS_FILE,
+        "signature": model.signature.to_json(),
+        "weights": entries,
+        "num_resources": model._num_resources,
+        "variables": list(model._variables),
+    }
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / PROGRAM_FILE).write_bytes(write_bef(model.program))
+        (d / WEIGHTS_FILE).write_bytes(encode_btf(stored))
+        (d / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    except OSError as exc:
+        raise ModelError(f"cannot save the model to '{d}': {exc.strerror or exc}") from None
+
+
+def map_btf(path: Path) -> list[np.ndarray]:
+    """The dense tensors of a BTF file as read-only arrays over a memory map of it (no copy
+    when the data is aligned for its dtype; a copy otherwise).
+
+    Raises:
+        ModelError: for a truncated or malformed file.
+    """
+    import mmap
+    import struct
+
+    from pytfrt.tensor.btf import BTF_DTYPES, LAYOUT_ROW_MAJOR
+
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        buf: Any = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+
+    def bad(what: str) -> ModelError:
+        return ModelError(f"'{path}' is not a valid BTF weights file: {what}")
+
+    if size < 8:
+        raise bad("no tensor count")
+    (count,) = struct.unpack_from("<Q", buf, 0)
+    if 8 + 8 * count > size:
+        raise bad("truncated offset table")
+    out = []
+    for i in range(count):
+        (off,) = struct.unpack_from("<Q", buf, 8 + 8 * i)
+        if off + 16 > size:
+            raise bad(f"tensor {i} header out of range")
+        rank, code, layout = struct.unpack_from("<QBB6x", buf, off)
+        if layout != LAYOUT_ROW_MAJOR or code >= len(BTF_DTYPES) or rank > 32:
+            raise bad(f"tensor {i} has an unsupported header")
+        dims = struct.unpack_from(f"<{rank}Q", buf, off + 16)
+        pos = off + 16 + 8 * rank
+        dtype = np.dtype(BTF_DTYPES[code].np_dtype).newbyteorder("<")
+        n = int(np.prod(dims, dtype=np.int64)) if dims else 1
+        if pos + n * dtype.itemsize > size:
+            raise bad(f"tensor {i} data out of range")
+        arr = np.frombuffer(buf, dtype, n, pos).reshape(dims)
+        if pos % dtype.itemsize:
+            arr = arr.copy()
+        out.append(arr)
+    return out
+
+
+def load(path: str | os.PathLike[str], host: HostContext | None = None) -> CompiledModel:
+    """Load a model saved with :meth:`CompiledModel.save` (weights memory-mapped, not copied).
+
+    Raises:
+        ModelError: if ``path`` is not a saved model directory, is of another format or
+            version, or a file is missing or damaged (the message says which).
+    """
+    import json
+
+    from pytfrt.bef.reader import read_bef
+
+    d = Path(path)
+    if not d.is_dir():
+        raise ModelError(f"'{d}' is not a saved model directory (no such directory)")
+    try:
+        manifest = json.loads((d / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise ModelError(f"'{d}' is not a saved model directory (no {MANIFEST})") from None
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"'{d / MANIFEST}' cannot be read: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ModelError(f"'{d}' is not a pytfrt saved model ({MANIFEST} has no format "
+                         f"'{FORMAT}')")
+    if manifest.get("version") != FORMAT_VERSION:
+        raise ModelError(f"'{d}' has format version {manifest.get('version')!r}; this pytfrt "
+                         f"reads version {FORMAT_VERSION}")
+    try:
+        signature = Signature.from_json(manifest["signature"])
+        entries = list(manifest["weights"])
+        num_resources = int(manifest["num_resources"])
+        variables = [str(v) for v in manifest.get("variables", [])]
+        program_file = d / str(manifest.get("program", PROGRAM_FILE))
+        weights_file = d / str(manifest.get("weights_file", WEIGHTS_FILE))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelError(f"'{d / MANIFEST}' is malformed: {exc}") from None
+    try:
+        program = read_bef(program_file.read_bytes())
+    except OSError as exc:
+        raise ModelError(f"cannot read '{program_file}': {exc.strerror or exc}") from None
+    except PytfrtError as exc:
+        raise ModelError(f"'{program_file}' is not a valid BEF file: {exc}") from None
+    try:
+        stored = map_btf(weights_file) if entries else []
+    except OSError as exc:
+        raise ModelError(f"cannot read '{weights_file}': {exc.strerror or exc}") from None
+    if len(stored) != len(entries):
+        raise ModelError(f"'{weights_file}' holds {len(stored)} tensors, the manifest lists "
+                         f"{len(entries)}")
+    weights = []
+    for e, arr in zip(entries, stored, strict=True):
+        try:
+            want = np.dtype(_dtype_by_name(str(e["dtype"])))
+            shape = tuple(int(x) for x in e["shape"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"'{d / MANIFEST}': bad weight entry {e!r}: {exc}") from None
+        if arr.dtype != want:
+            arr = arr.view(want)
+        if arr.shape != shape:
+            raise ModelError(f"weight '{e.get('name')}' has shape {list(arr.shape)} in "
+                             f"'{weights_file}', the manifest says {list(shape)}")
+        weights.append(arr)
+    return CompiledModel(program, weights, signature, num_resources,
+                         [str(e["name"]) for e in entries], variables, host)
+
+
+def _dtype_by_name(name: str) -> Any:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return np.dtype(name)
