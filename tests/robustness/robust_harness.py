@@ -16,6 +16,7 @@ from typing import Any
 from pytfrt.bef.streams import assign_stream_ids
 from pytfrt.executor import load_program
 from pytfrt.host import DiagnosticCollector, HostContext, kernel
+from pytfrt.host.file_access import DataDirectories
 from pytfrt.host.kernel_libraries import builtin_registry
 
 QUEUES = ("s", "mstd:2", "mstd:1,2")
@@ -31,7 +32,7 @@ class Run:
 
 def run_mlir(text: str, queue: str = "s", function: str = "main",
              extra_kernels: tuple[Callable[..., Any], ...] = (),
-             timeout: float | None = None) -> Run:
+             timeout: float | None = None, data_dirs: list[str] | None = None) -> Run:
     """Compile, load and run ``function`` of ``text``.
 
     Results are payloads, or ``"<<error: message>>"`` for error values."""
@@ -44,7 +45,8 @@ def run_mlir(text: str, queue: str = "s", function: str = "main",
     if extra_kernels:
         registry.add(*extra_kernels)
     diags = DiagnosticCollector()
-    with HostContext(queue, registry, diags) as host:
+    dirs = DataDirectories(data_dirs) if data_dirs is not None else None
+    with HostContext(queue, registry, diags, data_dirs=dirs) as host:
         bef = load_program(program, host)
         fn = bef.get_function(function)
         assert fn is not None
@@ -142,5 +144,19 @@ func.func @main() -> i32 {{
     tfrt.return %y : i32
   }}
   tfrt.return %r : i32
+}}
+"""
+
+
+def read_btf(path: str, dtype: str = "i32", rank: int = 1, index: int = 0) -> str:
+    """A program whose ``main`` reads tensor ``index`` of ``path`` and returns its chain."""
+    return f"""
+func.func @main() -> !tfrt.chain {{
+  %ch0 = tfrt.new.chain
+  %path = "tfrt_test.get_string"() {{ value = "{path}" }} : () -> !tfrt.string
+  %i = tfrt.constant.i32 {index}
+  %t = "btf.read_dense_tensor.{dtype}.{rank}"(%path, %i) : (!tfrt.string, i32) -> (!t.tensor)
+  %ch1 = tfrt_dht.print_tensor %t, %ch0
+  tfrt.return %ch1 : !tfrt.chain
 }}
 """

@@ -74,18 +74,25 @@ def test_errors(tmp_path: Path) -> None:
         read_dense_tensor(trunc, 0)
 
 
-def test_read_kernel_and_emitted_errors(tmp_path: Path) -> None:
+def test_read_kernel_and_emitted_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the host's default data directory is the working directory
     path = tmp_path / "k.btf"
     write_btf(path, [np.array([[1, 2], [3, 4]], np.int32), np.arange(5, dtype=np.int32),
                      np.zeros(0, np.int32)])
     out = run("btf.read_dense_tensor.i32.2", [str(path), 0], chain=False)
     assert out.diagnostics == []
     assert str(out.value()) == "DenseHostTensor dtype = i32, shape = [2, 2], values = [1, 2, 3, 4]"
-    out = run("btf.read_dense_tensor.i32.1", [str(path), 2], chain=False)
+    out = run("btf.read_dense_tensor.i32.1", ["k.btf", 2], chain=False)
     assert str(out.value()).endswith("shape = [0], values = []")
-    bad = run("btf.read_dense_tensor.i32.2", ["/tmp/invalid_path", 0], chain=False)
-    assert bad.diagnostics == ["failed to open file /tmp/invalid_path for reading"]
-    assert bad.error() == "failed to open file /tmp/invalid_path for reading"
+    missing = str(tmp_path / "invalid_path")
+    bad = run("btf.read_dense_tensor.i32.2", [missing, 0], chain=False)
+    assert bad.diagnostics == [f"failed to open file {missing} for reading"]
+    assert bad.error() == f"failed to open file {missing} for reading"
+    outside = run("btf.read_dense_tensor.i32.2", ["/tmp/invalid_path", 0], chain=False)
+    assert outside.error() == (
+        "failed to open file /tmp/invalid_path for reading: the file is not under a data "
+        "directory (allow its directory with bef_executor --data_dir)"
+    )
     wrong = run("btf.read_dense_tensor.f32.2", [str(path), 0], chain=False)
     assert wrong.diagnostics == ["unexpected tensor dtype i32. Expected dtype is f32"]
 

@@ -1,9 +1,10 @@
 """HostContext: the runtime instance every kernel runs in (spec 1.6).
 
 A HostContext owns the work queue, the kernel registry, the diagnostic handler, the host
-allocator and the shared contexts (one instance per type, created lazily).  It is explicit, never
-global: create one per executor instance or test, and call :meth:`HostContext.shutdown` (or use
-it as a context manager) to stop its threads.
+allocator, the data directories kernels may read files from (docs/security.md) and the shared
+contexts (one instance per type, created lazily).  It is explicit, never global: create one per
+executor instance or test, and call :meth:`HostContext.shutdown` (or use it as a context
+manager) to stop its threads.
 
 Thread-safety: every method may be called from any thread, except :meth:`await_values` and
 :meth:`quiesce`, which must be called from a non-worker thread.
@@ -19,6 +20,7 @@ from pytfrt.host import async_value as av_mod
 from pytfrt.host.async_value import AsyncValue, make_unconstructed
 from pytfrt.host.diagnostics import Diagnostic, DiagnosticHandler, print_diagnostic
 from pytfrt.host.execution_context import ExecutionContext, RequestContext, ResourceContext
+from pytfrt.host.file_access import DataDirectories
 from pytfrt.host.registry import KernelRegistry
 from pytfrt.host.work_queue import WorkQueue, create_work_queue
 from pytfrt.support.errors import Status
@@ -34,6 +36,8 @@ class HostContext:
         registry: the kernel registry; a new empty one if omitted.
         diagnostic_handler: called with every emitted :class:`Diagnostic` (any thread).
         allocator: the host allocator object (see ``pytfrt.host.allocator``), or ``None``.
+        data_dirs: where kernels may read files (:class:`DataDirectories`); by default the
+            working directory at creation (docs/security.md).
 
     Raises:
         ValueError: for a bad work-queue type string.
@@ -45,6 +49,7 @@ class HostContext:
         registry: KernelRegistry | None = None,
         diagnostic_handler: DiagnosticHandler | None = None,
         allocator: Any = None,
+        data_dirs: DataDirectories | None = None,
     ) -> None:
         self.work_queue = (
             create_work_queue(work_queue) if isinstance(work_queue, str) else work_queue
@@ -52,6 +57,7 @@ class HostContext:
         self.registry = registry if registry is not None else KernelRegistry()
         self.diagnostic_handler: DiagnosticHandler = diagnostic_handler or print_diagnostic
         self.allocator = allocator
+        self.data_dirs = data_dirs if data_dirs is not None else DataDirectories.default()
         self._shared_lock = threading.RLock()  # a shared context may create another
         self._shared: dict[type, Any] = {}
         self.tracer: Any = None

@@ -12,7 +12,9 @@ Layouts: 0 row-major dense, 1 COO (not readable as a dense tensor).
 :func:`read_dense_tensor` raises :class:`BtfError` with TFRT's messages
 (``failed to open file <path> for reading``, ``invalid tensor index <i> to read tensor from path
 <p> which contains <n> tensors``, ``unexpected tensor dtype <d>. Expected dtype is <e>``,
-``unexpected tensor rank <r>. Expected rank is <e>``, ``unexpected tensor layout <l>``).
+``unexpected tensor rank <r>. Expected rank is <e>``, ``unexpected tensor layout <l>``), and
+files are opened through :class:`pytfrt.host.file_access.DataDirectories` (regular files under
+the allowed directories only; docs/security.md).
 :func:`write_btf` writes a file of dense tensors (used to generate test data).  Reading opens
 the file per call and is thread-safe.
 """
@@ -26,6 +28,7 @@ from typing import Final
 
 import numpy as np
 
+from pytfrt.host.file_access import UNRESTRICTED, DataDirectories, FileAccessError, RegularFile
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor import dtype as dt
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
@@ -42,6 +45,8 @@ LAYOUT_ROW_MAJOR: Final = 0
 LAYOUT_COO: Final = 1
 
 _HEADER = struct.Struct("<QBB6x")
+MAX_RANK: Final = 32
+"""Ranks above this are treated as a corrupt header (TFRT's tensors have rank <= 5 here)."""
 
 
 class BtfError(PytfrtError):
@@ -53,39 +58,59 @@ def read_dense_tensor(
     index: int,
     expected_dtype: DType | None = None,
     expected_rank: int | None = None,
+    data_dirs: DataDirectories = UNRESTRICTED,
 ) -> DenseHostTensor:
     """Read dense tensor ``index`` of the BTF file ``path`` (an unaccounted tensor).
+
+    Only the byte ranges the file's own header validates against the file size are read, so a
+    corrupt or hostile file cannot make this allocate more than the file holds; error messages
+    never quote the file's bytes (an implausible count, rank or dtype code is reported as a
+    corrupt file, not echoed).
 
     Args:
         path: the file (relative paths are relative to the working directory).
         index: which tensor (0-based).
         expected_dtype: if given, the tensor's dtype must be this.
         expected_rank: if given, the tensor's rank must be this.
+        data_dirs: where the file may be (kernels pass their host's data directories).
 
     Raises:
-        BtfError: with one of the messages in the module docstring, or for a truncated file.
+        BtfError: with one of the messages in the module docstring, for a corrupt or truncated
+            file, or a file the policy refuses (outside ``data_dirs``, not a regular file).
     """
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        raise BtfError(f"failed to open file {path} for reading") from None
-    if len(data) < 8:
+        fh = data_dirs.open(path, f"failed to open file {path} for reading")
+    except FileAccessError as exc:
+        raise BtfError(str(exc)) from None
+    with fh:
+        try:
+            return _read_tensor(fh, index, expected_dtype, expected_rank)
+        except FileAccessError as exc:
+            raise BtfError(str(exc)) from None
+
+
+def _read_tensor(fh: RegularFile, index: int, expected_dtype: DType | None,
+                 expected_rank: int | None) -> DenseHostTensor:
+    path = fh.path
+    if fh.size < 8:
         raise BtfError(f"failed to read the tensor count from file {path}")
-    (count,) = struct.unpack_from("<Q", data, 0)
+    (count,) = struct.unpack("<Q", fh.read(0, 8))
+    if count > (fh.size - 8) // 8:
+        raise BtfError(f"file {path} is not a BTF file (its tensor count exceeds its size)")
     if index < 0 or index >= count:
         raise BtfError(
             f"invalid tensor index {index} to read tensor from path {path} which contains "
             f"{count} tensors"
         )
-    if len(data) < 8 + 8 * count:
-        raise BtfError(f"failed to read the tensor offsets from file {path}")
-    (offset,) = struct.unpack_from("<Q", data, 8 + 8 * index)
-    if offset + _HEADER.size > len(data):
+    (offset,) = struct.unpack("<Q", fh.read(8 + 8 * index, 8))
+    if offset + _HEADER.size > fh.size:
         raise BtfError(f"failed to read the header of tensor {index} from file {path}")
-    rank, code, layout = _HEADER.unpack_from(data, offset)
+    rank, code, layout = _HEADER.unpack(fh.read(offset, _HEADER.size))
+    pos = offset + _HEADER.size
+    if rank > MAX_RANK or pos + 8 * rank > fh.size:
+        raise BtfError(f"failed to read the shape of tensor {index} from file {path}")
     if code >= len(BTF_DTYPES):
-        raise BtfError(f"unexpected tensor dtype {code} in file {path}")
+        raise BtfError(f"unexpected tensor dtype code in file {path} (not a BTF dtype)")
     dtype = BTF_DTYPES[code]
     if expected_dtype is not None and dtype is not expected_dtype:
         raise BtfError(
@@ -94,19 +119,19 @@ def read_dense_tensor(
     if expected_rank is not None and rank != expected_rank:
         raise BtfError(f"unexpected tensor rank {rank}. Expected rank is {expected_rank}")
     if layout != LAYOUT_ROW_MAJOR:
-        raise BtfError(f"unexpected tensor layout {layout}")
-    pos = offset + _HEADER.size
-    if pos + 8 * rank > len(data):
-        raise BtfError(f"failed to read the shape of tensor {index} from file {path}")
-    dims = struct.unpack_from(f"<{rank}Q", data, pos)
+        raise BtfError(
+            f"unexpected tensor layout {layout}" if layout <= LAYOUT_COO
+            else f"unexpected tensor layout code in file {path}"
+        )
+    dims = struct.unpack(f"<{rank}Q", fh.read(pos, 8 * rank))
     pos += 8 * rank
     n = 1
     for d in dims:
         n *= d
     nbytes = n * dtype.itemsize
-    if pos + nbytes > len(data):
+    if pos + nbytes > fh.size:  # checked before anything of that size is allocated
         raise BtfError(f"failed to read the data of tensor {index} from file {path}")
-    array = np.frombuffer(data, dtype.np_dtype.newbyteorder("<"), n, pos).astype(
+    array = np.frombuffer(fh.read(pos, nbytes), dtype.np_dtype.newbyteorder("<"), n).astype(
         dtype.np_dtype, copy=True
     )
     return DenseHostTensor(dtype, array.reshape(dims))

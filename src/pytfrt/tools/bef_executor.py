@@ -9,7 +9,13 @@ Options (LLVM style: one or two dashes, ``--flag=value`` or ``--flag value``):
 ``--host_allocator_type=malloc|test_fixed_size_1k|profiled_allocator|leak_check_allocator``,
 ``--print_error_code``, ``--kernels=<module or file.py>`` (repeatable), ``--shared_libs=a,b``
 (Python kernel modules/files, like ``--kernels``), ``--enable_tracing``, ``--tracing_level=
-default|verbose|debug``, ``--trace_file=out.json`` (Chrome/Perfetto trace-event JSON).
+default|verbose|debug``, ``--trace_file=out.json`` (Chrome/Perfetto trace-event JSON),
+``--data_dir=<dir>`` (repeatable: the directories kernels may read files from; by default the
+working directory and the program's own directory, see docs/security.md).
+
+``--kernels`` and ``--shared_libs`` run the named Python code with your privileges, like any
+plugin: load only code you trust.  The program itself cannot reach files outside the data
+directories.
 
 Run sequence (spec 6.1): print the allocator and work-queue ``Choosing ...`` lines, load the
 program (kernels resolved before anything runs), run the init function, then each function with
@@ -61,11 +67,12 @@ class Options:
     enable_tracing: bool = False
     tracing_level: str = "default"
     trace_file: str = ""
+    data_dirs: list[str] = field(default_factory=list)
 
 
 _VALUE_FLAGS = {
     "functions", "test_init_function", "work_queue_type", "host_allocator_type", "kernels",
-    "shared_libs", "tracing_level", "trace_file",
+    "shared_libs", "tracing_level", "trace_file", "data_dir",
 }
 _BOOL_FLAGS = {"print_error_code", "enable_tracing"}
 
@@ -102,6 +109,10 @@ def parse_args(argv: Sequence[str]) -> Options:
             opts.functions = [f for f in value.split(",") if f]
         elif name == "kernels":
             opts.kernels.append(value)
+        elif name == "data_dir":
+            if not os.path.isdir(value):
+                raise UsageError(f"{PROG}: --data_dir '{value}' is not a directory")
+            opts.data_dirs.append(value)
         elif name == "shared_libs":
             opts.shared_libs.extend(v for v in value.split(",") if v)
         else:
@@ -228,6 +239,7 @@ class Driver:
     def setup(self) -> None:
         """Allocator, work queue and host (prints the two ``Choosing`` lines)."""
         from pytfrt.host.allocator import create_allocator
+        from pytfrt.host.file_access import DataDirectories
         from pytfrt.host.host_context import HostContext
         from pytfrt.host.kernel_libraries import builtin_registry, load_kernels
         from pytfrt.host.registry import RegistryError
@@ -258,8 +270,11 @@ class Driver:
             except RegistryError as exc:
                 queue.shutdown()
                 raise UsageError(f"{PROG}: couldn't load library {exc}") from exc
+        data_dirs = (DataDirectories(self.opts.data_dirs) if self.opts.data_dirs
+                     else DataDirectories.default(self.opts.input))
         self.host = HostContext(
-            queue, registry, _runtime_diagnostic_handler(self.verifier), self.allocator
+            queue, registry, _runtime_diagnostic_handler(self.verifier), self.allocator,
+            data_dirs,
         )
         self.host.tracer = _make_tracer(self.opts)  # type: ignore[attr-defined]
 

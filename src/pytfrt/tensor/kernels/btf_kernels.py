@@ -3,8 +3,9 @@
 The read runs as blocking work (``HostContext.enqueue_blocking_work``); the result is an
 unavailable value filled when the read finishes.  Errors (``failed to open file <path> for
 reading``, bad index, dtype, rank or layout) are **emitted** as diagnostics at the kernel's
-location and become the result's error.  T in i8 i16 i32 i64 f32 f64 ui8 ui16 ui32 ui64,
-R in 0..5.
+location and become the result's error.  Files are read only under the host's data
+directories (``HostContext.data_dirs``, ``bef_executor --data_dir``; docs/security.md).
+T in i8 i16 i32 i64 f32 f64 ui8 ui16 ui32 ui64, R in 0..5.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def _read(dtype: DType, rank: int) -> Callable[..., Any]:
 
         def work() -> None:
             try:
-                t = read_dense_tensor(file, int(index), dtype, rank)
+                t = read_dense_tensor(file, int(index), dtype, rank, exec_ctx.host.data_dirs)
                 t = wrap_result(exec_ctx, t.dtype, t.array)
             except (BtfError, AllocationError) as exc:
                 frame.report_error(str(exc))

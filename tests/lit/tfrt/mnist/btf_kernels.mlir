@@ -1,4 +1,6 @@
-// RUN: bef_executor %s.bef 2>&1 | FileCheck %s --dump-input=fail
+// RUN: bef_executor --data_dir=. --data_dir=/tmp %s.bef 2>&1 | FileCheck %s --dump-input=fail
+// (--data_dir: the data file is under the working directory; /tmp/invalid_path is allowed
+// so that the missing file gives TFRT's own message; see docs/security.md.)
 
 // Reconstruction of TFRT's backends/cpu/mlir_tests/mnist/btf_kernels.mlir (spec 5.3, 3.12):
 // reading i32 tensors (including an empty [0] tensor) from a BTF file, and the invalid-path error.
