@@ -14,6 +14,7 @@ Pure functions; thread-safe.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +58,12 @@ def _all_const(ins: list[TV]) -> bool:
     return all(tv.const is not None for tv in ins)
 
 
+def _k(tv: TV) -> np.ndarray:
+    """The constant of ``tv`` (callers checked it is one)."""
+    assert tv.const is not None
+    return tv.const
+
+
 def _c(array: Any, dtype: Any = None) -> TV:
     return TV(const=np.asarray(array, dtype=dtype))
 
@@ -95,7 +102,7 @@ def _size(node: Any, ins: list[TV]) -> Folded:
     shape = ins[0].shape
     if shape is None or any(d is None for d in shape):
         return None
-    return [_c(int(np.prod(shape, dtype=np.int64)), tg_to_np(_out_dtype(node)))]
+    return [_c(math.prod(int(d or 0) for d in shape), tg_to_np(_out_dtype(node)))]
 
 
 @_folder("Rank")
@@ -183,17 +190,13 @@ def _gather(node: Any, ins: list[TV]) -> Folded:
     x = _vector(ins[0])
     if x is None or not _all_const(ins[1:]) or int(attr(node, "batch_dims", 0)) != 0:
         return None
-    return [
-        _from_object(
-            np.take(x, np.asarray(ins[1].const), axis=int(ins[2].const)), ins[0].dtype or "i32"
-        )
-    ]
+    return [_from_object(np.take(x, _k(ins[1]), axis=int(_k(ins[2]))), ins[0].dtype or "i32")]
 
 
 @_folder("Pack")
 def _pack(node: Any, ins: list[TV]) -> Folded:
     if _all_const(ins):
-        return [_c(np.stack([t.const for t in ins], axis=int(attr(node, "axis", 0))))]
+        return [_c(np.stack([_k(t) for t in ins], axis=int(attr(node, "axis", 0))))]
     parts = [_vector(t) for t in ins]
     if any(p is None or p.ndim != 0 for p in parts) or int(attr(node, "axis", 0)) != 0:
         return None
@@ -303,14 +306,22 @@ def _axes(tv: TV) -> tuple[int, ...] | None:
     return tuple(int(a) for a in np.asarray(tv.const).reshape(-1))
 
 
-@_folder("Prod", "Sum", "Max", "Min")
+_REDUCERS: dict[str, Callable[..., Any]] = {
+    "Prod": np.prod,
+    "Sum": np.sum,
+    "Max": np.max,
+    "Min": np.min,
+}
+
+
+@_folder(*_REDUCERS)
 def _reduce(node: Any, ins: list[TV]) -> Folded:
     x, axes_tv = ins
     axes = _axes(axes_tv)
     if axes is None:
         return None
     keep = bool(attr(node, "keep_dims", False))
-    fn = {"Prod": np.prod, "Sum": np.sum, "Max": np.max, "Min": np.min}[node.op]
+    fn = _REDUCERS[node.op]
     if x.const is None:
         return None
     return [_c(np.asarray(fn(x.const, axis=axes, keepdims=keep)).astype(x.const.dtype))]
@@ -360,7 +371,7 @@ def _fill(node: Any, ins: list[TV]) -> Folded:
 def _range(node: Any, ins: list[TV]) -> Folded:
     if not _all_const(ins):
         return None
-    start, limit, delta = (t.const for t in ins)
+    start, limit, delta = (_k(t).item() for t in ins)
     dtype = tg_to_np(tf_dtype_name(attr(node, "Tidx", 3)))
     return [_c(np.arange(start, limit, delta).astype(dtype))]
 
@@ -369,7 +380,7 @@ def _range(node: Any, ins: list[TV]) -> Folded:
 def _transpose(node: Any, ins: list[TV]) -> Folded:
     if not _all_const(ins):
         return None
-    return [_c(np.transpose(ins[0].const, [int(p) for p in np.asarray(ins[1].const).reshape(-1)]))]
+    return [_c(np.transpose(_k(ins[0]), [int(p) for p in _k(ins[1]).reshape(-1)]))]
 
 
 @_folder("ZerosLike", "OnesLike")

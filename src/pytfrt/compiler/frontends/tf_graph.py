@@ -380,15 +380,13 @@ class FunctionContext:
                     self.node = saved
             return cache[0]
 
+        def thunk(i: int) -> Callable[[], Any]:
+            return lambda: self.val(run()[i])
+
         out: list[TV] = []
         for i, tv in enumerate(folded):
             if tv.partial is not None and tv.const is None:
-                tv = TV(
-                    partial=tv.partial,
-                    dtype=tv.dtype,
-                    shape=tv.shape,
-                    thunk=lambda i=i: self.val(run()[i]),
-                )
+                tv = TV(partial=tv.partial, dtype=tv.dtype, shape=tv.shape, thunk=thunk(i))
             out.append(tv)
         return out
 

@@ -362,7 +362,7 @@ def depthwise_filter(cx: Any, w: TV) -> TV:
     """TF's depthwise filter ``[kh, kw, cin, m]`` as the grouped ``[kh, kw, 1, cin*m]``."""
     if w.shape is None or any(d is None for d in w.shape):
         raise ConversionError("the depthwise filter's shape must be static")
-    kh, kw, cin, m = (int(d) for d in w.shape)
+    kh, kw, cin, m = (int(d or 0) for d in w.shape)
     if w.const is not None:
         return cx.const(w.const.reshape(kh, kw, 1, cin * m), name=cx.weight_name(w))
     return cx.reshape(w, [kh, kw, 1, cin * m])
@@ -378,7 +378,7 @@ def _depthwise(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     fmt = _check_fmt(node)
     attrs = conv_attrs(node, x, filter_hw(w, node))
     x = _to_nhwc(cx, x, fmt)
-    cin = int(w.shape[2]) if w.shape else 0
+    cin = int(w.shape[2] or 0) if w.shape else 0
     y = cx.op("conv2d", [x, depthwise_filter(cx, w)], groups=cin, **attrs)
     return [_from_nhwc(cx, y, fmt)]
 
@@ -451,7 +451,7 @@ def _fused_batch_norm(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
         ],
     )
     if x.shape is not None and all(x.shape[a] is not None for a in axes):
-        n = math.prod(int(x.shape[a]) for a in axes)  # type: ignore[misc]
+        n = math.prod(int(x.shape[a] or 0) for a in axes)
         unbiased = cx.op("mul", [bvar, cx.scalar(n / max(n - 1, 1), "f32")])
     else:
         raise ConversionError("training-mode batch norm needs static N, H, W")

@@ -88,8 +88,22 @@ def ops_markdown() -> str:
         "Generated from `pytfrt.compiler.frontends.tf_registry.TF_OPS` "
         "(`python -m pytfrt.compiler.frontends.tf_registry`); "
         "`tests/unit/frontends/test_tf_ops_doc.py` checks that this section matches the table.",
+        "",
         f"{len(table)} TF op types are supported. Any other op raises `UnsupportedOpError` at "
-        "compile time, naming the op type, the node and where it came from.",
+        "compile time, naming the op type, the node and where it came from (the Python frame "
+        "that created it, or the library function and the SavedModel). Only nodes that feed an "
+        "output or write a variable are translated. General limits:",
+        "",
+        "* numeric tensors only (no strings, complex numbers or ragged/sparse tensors);",
+        "* operands that TF passes as tensors but the graph dialect takes as attributes (axes, "
+        "permutations, paddings, slice bounds, ksize) must be known at import time: constants, "
+        "or shape arithmetic the importer evaluates (`Shape`, `StridedSlice`, `Pack`, "
+        "`BroadcastGradientArgs`... on static or partly static shapes);",
+        "* dynamic dimensions (a `None` batch) stay dynamic; a reshape target with one unknown "
+        "dimension becomes a `-1`, with more it is computed at run time;",
+        "* variables must be captured from outside the function; they are frozen into weights "
+        "unless the function writes one, then all become the model's variables;",
+        "* no random-number ops (Keras `Dropout` is fine at inference, not in a train step).",
     ]
     for family, title in _FAMILY_TITLES.items():
         entries = sorted((op for op in table.values() if op.family == family), key=lambda o: o.name)
@@ -108,4 +122,7 @@ def ops_markdown() -> str:
 
 
 if __name__ == "__main__":
-    print(ops_markdown(), end="")
+    # Run as a script this module is ``__main__``; the table lives in the imported module.
+    from pytfrt.compiler.frontends import tf_registry
+
+    print(tf_registry.ops_markdown(), end="")
