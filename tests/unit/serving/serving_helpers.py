@@ -1,19 +1,14 @@
 """Helpers of the serving tests: a real server in a subprocess, metric parsing, oracles.
 
-:class:`ServerProcess` starts ``pytfrt serve`` as a subprocess on a free loopback port
-(``--rest_api_port=0``; the port is read from the ``Exporting HTTP/REST API at:...`` line) and
-stops it with SIGTERM.  Network traffic goes to 127.0.0.1 only.
+:class:`ServerProcess` is :class:`pytfrt.serving.loadgen.ServerProcess` (``pytfrt serve`` as a
+subprocess on a free 127.0.0.1 port, stopped with SIGTERM) with a log directory and a metrics
+getter.  Network traffic goes to 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import shutil
-import signal
-import subprocess
-import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,75 +17,18 @@ from typing import Any
 import httpx
 import numpy as np
 
-START_TIMEOUT = 120.0
+from pytfrt.serving import loadgen
 
 
-class ServerProcess:
-    """``pytfrt serve`` in a subprocess; ``url`` is its base URL once :meth:`start` returns."""
+class ServerProcess(loadgen.ServerProcess):
+    """``pytfrt serve`` in a subprocess on a free loopback port, logging into ``log_dir``."""
 
     def __init__(self, *flags: str, log_dir: Path) -> None:
-        self.flags = list(flags)
-        self.log_path = log_dir / f"server-{os.getpid()}-{time.monotonic_ns()}.log"
-        self.proc: subprocess.Popen[str] | None = None
-        self.url = ""
-        self._lines: queue.Queue[str | None] = queue.Queue()
+        super().__init__(*flags, log_path=log_dir / f"server-{time.monotonic_ns()}.log")
 
-    def start(self) -> ServerProcess:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve", "--rest_api_port=0",
-             *self.flags],
-            stdout=subprocess.PIPE, stderr=self._log, text=True, env=env,
-        )
-        threading.Thread(target=self._pump, daemon=True).start()
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                line = self._lines.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            if line is None:
-                break
-            if line.startswith("Exporting HTTP/REST API at:"):
-                address = line.split("at:", 1)[1].split()[0]
-                self.url = f"http://{address}"
-                return self
-        code = self.proc.poll()
-        self.stop()
-        raise RuntimeError(f"server did not start (exit {code}):\n{self.log()}")
-
-    def _pump(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8") if self.log_path.exists() else ""
-
-    def terminate(self) -> None:
-        """Send SIGTERM (returns at once)."""
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-
-    def wait(self, timeout: float = 60.0) -> int:
-        assert self.proc is not None
-        return self.proc.wait(timeout=timeout)
-
-    def stop(self) -> int | None:
-        """SIGTERM, then wait; returns the exit status (kills after 60 s)."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-        return self.proc.returncode
+    def start(self, timeout: float = 120.0) -> ServerProcess:
+        super().start(timeout)
+        return self
 
     def metrics(self) -> str:
         return httpx.get(f"{self.url}/monitoring/prometheus/metrics", timeout=30).text
