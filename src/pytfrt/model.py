@@ -160,6 +160,8 @@ class CompiledModel:
         self._n_inputs = len(self._checks)
         self._input_index = {s.name: i for i, s in enumerate(signature.inputs)}
         self._pack = _packer(signature)
+        # calls that update variables run one at a time, in the order they take the lock
+        self._lock: threading.Lock | None = threading.Lock() if self._variables else None
 
     def _run_init(self, init: Any, num_resources: int) -> list[Any]:
         args = [make_available(DenseHostTensor(dtype_from_numpy(w.dtype), w))
@@ -171,9 +173,10 @@ class CompiledModel:
             if r.is_error():
                 raise ModelError(f"model initialisation failed: {r.error.message}")
             out.append(r.get())
-        if len(out) != num_resources:
-            raise ModelError(f"@tg_init returned {len(out)} resources, expected {num_resources}")
-        return out
+        if len(out) < num_resources:
+            raise ModelError(f"@tg_init returned {len(out)} values, expected at least "
+                             f"{num_resources} resources")
+        return out[:num_resources]
 
     # -- calling ------------------------------------------------------------------------------
     def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
@@ -214,6 +217,9 @@ class CompiledModel:
             ModelError: a kernel failed.
         """
         values = self._arguments(args, kwargs)
+        if self._lock is not None:
+            with self._lock:
+                return self._pack(self._execute(values))
         run = self._run
         if run is None:
             return self._pack(self._call_async_values(values))
@@ -222,6 +228,14 @@ class CompiledModel:
         except KernelError as exc:
             raise ModelError(str(exc)) from None
         return self._pack(out)
+
+    def _execute(self, values: list[Any]) -> list[Any]:
+        if self._run is None:
+            return self._call_async_values(values)
+        try:
+            return self._run(self._ctx, values)
+        except KernelError as exc:
+            raise ModelError(str(exc)) from None
 
     def _call_async_values(self, values: list[Any]) -> list[Any]:
         results = self._main.execute(self._ctx, [make_available(v) for v in values])
@@ -242,12 +256,10 @@ class CompiledModel:
         values = self._arguments(args, kwargs)
 
         def work() -> Any:
-            if self._run is None:
-                return self._pack(self._call_async_values(values))
-            try:
-                return self._pack(self._run(self._ctx, values))
-            except KernelError as exc:
-                raise ModelError(str(exc)) from None
+            if self._lock is not None:
+                with self._lock:
+                    return self._pack(self._execute(values))
+            return self._pack(self._execute(values))
 
         return self.host.enqueue_work(work)
 
@@ -262,8 +274,12 @@ class CompiledModel:
     # -- introspection --------------------------------------------------------------------------
     @property
     def variables(self) -> dict[str, np.ndarray]:
-        """The model's variables (copies), by name."""
-        return {}
+        """The model's variables (copies of their current values), by name."""
+        if not self._variables:
+            return {}
+        from pytfrt.backends.cpu.graph_state import variable_values
+
+        return variable_values(self._ctx, self._variables)
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{s.name}: {np.dtype(s.dtype)}{_fmt(s.shape)}"
@@ -302,7 +318,8 @@ _BTF_STORAGE = {"float16": np.uint16, "bfloat16": np.uint16, "bool": np.uint8}
 
 
 def save_model(model: CompiledModel, path: str | os.PathLike[str]) -> None:
-    """Write ``model`` to the directory ``path`` (created if missing).
+    """Write ``model`` to the directory ``path`` (created if missing); variables are saved
+    with their current values.
 
     Files: ``model.bef`` (the program, an ordinary BEF file), ``weights.btf`` (``@tg_init``'s
     arguments, in order, TFRT's BTF format) and ``manifest.json`` (format and version,
@@ -319,7 +336,9 @@ def save_model(model: CompiledModel, path: str | os.PathLike[str]) -> None:
     d = Path(path)
     stored = []
     entries = []
+    current = model.variables
     for name, w in zip(model.weight_names, model._weights, strict=True):
+        w = current.get(name, w)
         arr = np.ascontiguousarray(w)
         storage = _BTF_STORAGE.get(arr.dtype.name)
         stored.append(arr.view(storage) if storage is not None else arr)

@@ -41,7 +41,6 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.array_ops",
     "pytfrt.backends.cpu.data_ops",
     "pytfrt.backends.cpu.graph_nn",
-    "pytfrt.backends.cpu.graph_state",
     "pytfrt.backends.cpu.grad_ops",
     "pytfrt.backends.cpu.onnx_ops",
 )
@@ -142,6 +141,10 @@ def make_kernel(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def register(registry: KernelRegistry) -> None:
-    """Register ``tg.<op>`` for every op of the runtime table (sync kernels)."""
+    """Register ``tg.<op>`` for every op of the runtime table (sync kernels), and the
+    variable and control-flow glue kernels of :mod:`pytfrt.backends.cpu.graph_state`."""
+    from pytfrt.backends.cpu.graph_state import KERNELS
+
     for op, fn in graph_ops().items():
         registry.add_sync_kernel(f"tg.{op}", make_kernel(op, fn))
+    registry.add(*KERNELS)
