@@ -36,6 +36,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "Model zoo (ResNet-50, MobileNetV3, EfficientNet-B0, Transformer, Keras ResNet50): "
         "pytfrt vs ONNX Runtime, tf.function, TF eager, PyTorch eager",
     ),
+    "serve": (
+        "pytfrt.tools.bench_serve",
+        "pytfrt serve under closed-loop HTTP load: pytfrt vs TensorFlow and ONNX Runtime "
+        "backends (ResNet-50, MLP), soak with memory",
+    ),
 }
 
 
@@ -122,3 +127,24 @@ def progress(message: str, quiet: bool = False) -> None:
     """Print a progress line to stderr (flushed) unless ``quiet``."""
     if not quiet:
         print(message, file=sys.stderr, flush=True)
+
+
+def load_harness(filename: str) -> Any:
+    """The module ``benchmarks/<filename>`` of the source tree, or ``None`` outside a checkout.
+
+    Harnesses live in ``benchmarks/`` (not part of the installed package); their ``pytfrt
+    bench`` subcommands load them by path with this function (cached in ``sys.modules``).
+    """
+    import importlib.util
+
+    name = "pytfrt_bench_" + Path(filename).stem
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / filename
+    spec = importlib.util.spec_from_file_location(name, path) if path.is_file() else None
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
