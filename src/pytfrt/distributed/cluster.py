@@ -558,12 +558,8 @@ def _make_payload(program: Any, name: str | None) -> ProgramPayload:
 
     if isinstance(program, Program):
         return ProgramPayload("bef", name or "program", bef=write_bef(program))
-    if hasattr(program, "save") and hasattr(program, "signature"):  # a CompiledModel
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="pytfrt-model-") as tmp:
-            program.save(tmp)
-            return _model_payload(Path(tmp), name or "model")
+    if hasattr(program, "signature") and hasattr(program, "program"):  # a CompiledModel
+        return _compiled_model_payload(program, name or "model")
     if isinstance(program, str | os.PathLike):
         path = Path(program)
         if path.is_dir():
@@ -584,6 +580,29 @@ def _make_payload(program: Any, name: str | None) -> ProgramPayload:
         f"cannot load a {type(program).__name__}: expected a .bef/.mlir path, a saved model "
         "directory, a CompiledModel or a pytfrt.bef.Program"
     )
+
+
+def _compiled_model_payload(model: Any, name: str) -> ProgramPayload:
+    """A CompiledModel as its saved files (``model.save``), or as its parts if it cannot be
+    saved (the worker rebuilds it with the same constructor ``pytfrt.compile`` uses)."""
+    import tempfile
+
+    from pytfrt.bef.writer import write_bef
+
+    save = getattr(model, "save", None)
+    if save is not None:
+        with tempfile.TemporaryDirectory(prefix="pytfrt-model-") as tmp:
+            save(tmp)
+            return _model_payload(Path(tmp), name)
+    parts = {
+        "bef": write_bef(model.program),
+        "weights": list(model._weights),  # noqa: SLF001 - the constructor's own arguments
+        "signature": model.signature,
+        "num_resources": len(model._resources),  # noqa: SLF001
+        "weight_names": list(model.weight_names),
+        "variables": list(model._variables),  # noqa: SLF001
+    }
+    return ProgramPayload("compiled", name, model_parts=parts)
 
 
 def _model_payload(directory: Path, name: str) -> ProgramPayload:
