@@ -77,7 +77,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "plus tf:<name> for benchmarks/tf_models.py models",
     )
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 8])
-    parser.add_argument("--seq", type=int, default=128, help="transformer sequence length")
     parser.add_argument("--transformer-batches", nargs="+", type=int, default=[1])
     parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=PEERS)
     parser.add_argument("--repeats", type=int, default=15, help="timed calls per peer")
@@ -489,10 +488,7 @@ def run(args: argparse.Namespace) -> int:
     failed = False
     for zm in models:
         sizes = (
-            [
-                {"batch": b, "seq": args.seq if not args.small else None}
-                for b in args.transformer_batches
-            ]
+            [{"batch": b} for b in args.transformer_batches]
             if zm.name == "transformer"
             else [{"batch": b} for b in args.batches]
         )
@@ -520,7 +516,8 @@ def run(args: argparse.Namespace) -> int:
         )
         for kw in sizes:
             feeds = zm.make_inputs(**kw)
-            label = f"{zm.name} b{kw['batch']}" + (f" s{kw['seq']}" if kw.get("seq") else "")
+            seq = zm.config.get("seq")
+            label = f"{zm.name} b{kw['batch']}" + (f" s{seq}" if seq else "")
             progress(f"{label}: {', '.join(runners)}", args.quiet)
             errors: dict[str, float] = {}
             if oracle is not None:
@@ -546,6 +543,7 @@ def run(args: argparse.Namespace) -> int:
             row = {
                 "model": zm.name,
                 **kw,
+                "seq": seq,
                 "oracle": oracle,
                 "peers": {p: {**_stats(ts), "rel_error": errors.get(p)} for p, ts in times.items()},
             }

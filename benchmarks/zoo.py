@@ -14,11 +14,12 @@ name                   what
 ``mobilenet_v3_small`` MobileNetV3-small (squeeze-excite, hard-swish), NCHW 224x224
 ``efficientnet_b0``    EfficientNet-B0 (MBConv, SiLU, squeeze-excite), NCHW 224x224
 ``transformer``        token embedding + learned positions + ``nn.TransformerEncoder``
-                       (2 layers, BERT-base width: d=768, 12 heads, ff=3072), ids ``[batch, seq]``
+                       (2 layers, BERT-base width: d=768, 12 heads, ff=3072), ids ``[batch, 128]``
 ``keras_resnet50``     ``keras.applications.ResNet50`` (NHWC) through tf2onnx
 =====================  ==================================================================
 
-The batch dimension (and the sequence for the transformer) is dynamic in every exported file.
+The batch dimension is dynamic in every exported file (the transformer's sequence length is
+fixed at export: PyTorch's TorchScript exporter bakes it into ``nn.MultiheadAttention``).
 BatchNorm running statistics are randomised so batch norm is not the identity.
 
 Use :func:`export` (cached: a file already exported with the same configuration is reused)::
@@ -430,7 +431,7 @@ def _export_keras_resnet50(cfg: dict[str, Any], path: Path) -> None:
 
 def _key(name: str, cfg: dict[str, Any]) -> str:
     blob = json.dumps(
-        {"name": name, "cfg": cfg, "opset": OPSET, "seed": SEED, "v": 2}, sort_keys=True
+        {"name": name, "cfg": cfg, "opset": OPSET, "seed": SEED, "v": 3}, sort_keys=True
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -468,16 +469,22 @@ def export(
     if name == "transformer":
         seq = cfg["seq"]
 
-        def make_ids(batch: int = 1, seq: int | None = seq, seed: int = 0) -> dict[str, np.ndarray]:
+        def make_ids(
+            batch: int = 1, seq: int | None = None, seed: int = 0
+        ) -> dict[str, np.ndarray]:
+            if seq is not None and seq != cfg["seq"]:
+                raise ValueError(
+                    f"the transformer is exported for sequence {cfg['seq']}, not {seq}"
+                )
             rng = np.random.default_rng(seed)
-            return {
-                "ids": rng.integers(0, cfg["vocab"], (batch, seq or cfg["seq"]), dtype=np.int64)
-            }
+            return {"ids": rng.integers(0, cfg["vocab"], (batch, cfg["seq"]), dtype=np.int64)}
 
         if not path.exists():
-            example = (torch.from_numpy(make_ids(2, seq)["ids"]),)
-            _export_torch(module, example, path, ["ids"], {"ids": {0: "batch", 1: "seq"}})
-        return ZooModel(name, path, {"ids": ((None, None), "int64")}, cfg, make_ids, module)
+            example = (torch.from_numpy(make_ids(2)["ids"]),)
+            # Only the batch is dynamic: the TorchScript exporter bakes the example's sequence
+            # length into nn.MultiheadAttention's reshapes.
+            _export_torch(module, example, path, ["ids"], {"ids": {0: "batch"}})
+        return ZooModel(name, path, {"ids": ((None, seq), "int64")}, cfg, make_ids, module)
     image = cfg["image"]
     make = _image_inputs(image)
     if not path.exists():

@@ -1,0 +1,1455 @@
+"""The ONNX op mapping: one handler per ONNX op type, emitting ``tg`` catalogue ops.
+
+:data:`ONNX_OPS` maps each supported ONNX op type (default domain, opsets 13 and later) to its
+handler; ``docs/ops.md`` (section "ONNX") is generated from it by :func:`ops_markdown` (a test
+checks that they agree).  A handler receives the :class:`OnnxGraphImporter` (the import state)
+and the ``NodeProto``; it returns one entry per node output: a ``tg`` ``Value``, or a NumPy
+array when the output is known at import time.
+
+Conventions: ONNX inputs that the catalogue takes as attributes (axes, perms, pads, ...) must be
+known at import time (initializers, ``Constant`` nodes or static shape arithmetic); otherwise the
+handler raises ``UnsupportedOpError`` saying which input must be constant.  Inputs that the
+catalogue can take as tensors (``Reshape``'s shape, ``Slice``'s bounds, ``Tile``'s repeats,
+``Expand``'s shape) use the attribute form when known and the tensor-operand form otherwise, so
+dynamic shapes run at run time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import numpy as np
+
+from pytfrt.compiler.frontends.onnx import (
+    _NO_FOLD,
+    FOLD_LIMIT,
+    OnnxImportError,
+    _default_opset,
+    tg_dtype,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import onnx
+
+    from pytfrt.compiler.builder import FunctionBuilder, GraphModule, Value
+
+Out = Any  # a tg Value or a NumPy array (known at import time)
+Handler = Callable[["OnnxGraphImporter", Any], list[Out]]
+
+ONNX_OPS: dict[str, Handler] = {}
+"""ONNX op type -> handler (the single source of the supported-op list)."""
+
+_NOTES: dict[str, str] = {}
+"""ONNX op type -> what the mapping emits / its limits (shown in ``docs/ops.md``)."""
+
+
+def onnx_op(*op_types: str, note: str = "") -> Callable[[Handler], Handler]:
+    """Register a handler for ``op_types`` (with a one-line note for the docs)."""
+
+    def register(fn: Handler) -> Handler:
+        for t in op_types:
+            if t in ONNX_OPS:
+                raise ValueError(f"ONNX op {t} mapped twice")
+            ONNX_OPS[t] = fn
+            if note:
+                _NOTES[t] = note
+        return fn
+
+    return register
+
+
+class OnnxGraphImporter:
+    """The state of one import: ONNX value name -> ``tg`` Value or known array.
+
+    Not thread-safe; one instance per import.
+    """
+
+    def __init__(self, model: onnx.ModelProto, origin: str) -> None:
+        self.model = model
+        self.origin = origin
+        self.opset = _default_opset(model)
+        self.graph = model.graph
+        self.values: dict[str, Value] = {}
+        self.known: dict[str, np.ndarray] = {}
+        self.fn: FunctionBuilder | None = None
+        self._const_names: set[str] = set()
+        self._node: Any = None
+
+    # -- entry ------------------------------------------------------------------------------
+
+    def run(self, input_shapes: Any = None) -> GraphModule:
+        from onnx import numpy_helper
+
+        from pytfrt.compiler.builder import GraphBuilder
+
+        g = self.graph
+        for init in g.initializer:
+            self.known[init.name] = numpy_helper.to_array(init)
+        for init in g.sparse_initializer:
+            self._fail_graph(f"sparse initializer {init.values.name!r} is not supported")
+        inputs = [i for i in g.input if i.name not in self.known]
+        specs = self._input_specs(inputs, input_shapes)
+        gb = GraphBuilder()
+        self.fn = fn = gb.function("main", inputs=specs)
+        for spec, arg in zip(specs, fn.arguments, strict=True):
+            self.values[spec[0]] = arg
+        for node in g.node:
+            self._import_node(node)
+        outs: list[Value] = []
+        names: list[str] = []
+        for o in g.output:
+            v = self.value(o.name)
+            if any(v is p for p in outs) or any(v is a for a in fn.arguments):
+                v = fn.op("identity", [v], loc=o.name)
+            outs.append(v)
+            names.append(o.name)
+        fn.returns(outs, names=names)
+        return gb.finish()
+
+    def _input_specs(self, inputs: Sequence[Any], input_shapes: Any) -> list[tuple[str, Any, str]]:
+        fixed: dict[str, Sequence[int | None]] = {}
+        if input_shapes is not None:
+            if isinstance(input_shapes, Mapping):
+                fixed = dict(input_shapes)
+                unknown = set(fixed) - {i.name for i in inputs}
+                if unknown:
+                    raise OnnxImportError(
+                        f"{self.origin}: input_shapes names unknown inputs {sorted(unknown)}; "
+                        f"the model's inputs: {[i.name for i in inputs]}"
+                    )
+            else:
+                seq = list(input_shapes)
+                if len(seq) != len(inputs):
+                    raise OnnxImportError(
+                        f"{self.origin}: {len(seq)} input shapes given for {len(inputs)} inputs"
+                    )
+                for i, s in zip(inputs, seq, strict=True):
+                    fixed[i.name] = getattr(s, "shape", s)
+        specs = []
+        for i in inputs:
+            tt = i.type.tensor_type
+            if not i.type.HasField("tensor_type"):
+                self._fail_graph(f"input {i.name!r} is not a tensor (sequences/maps unsupported)")
+            dtype = tg_dtype(tt.elem_type, where=f"{self.origin}: input {i.name!r}: ")
+            shape: tuple[int | None, ...] | None
+            if tt.HasField("shape"):
+                shape = tuple(
+                    d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim
+                )
+            else:
+                shape = None
+            if i.name in fixed:
+                want = tuple(None if d is None else int(d) for d in fixed[i.name])
+                if shape is not None:
+                    if len(want) != len(shape):
+                        raise OnnxImportError(
+                            f"{self.origin}: input {i.name!r} has rank {len(shape)}, "
+                            f"input_shapes gives {list(want)}"
+                        )
+                    for a, b in zip(shape, want, strict=True):
+                        if a is not None and b is not None and a != b:
+                            raise OnnxImportError(
+                                f"{self.origin}: input {i.name!r} has shape {list(shape)}, "
+                                f"input_shapes gives {list(want)}"
+                            )
+                    shape = tuple(
+                        b if b is not None else a for a, b in zip(shape, want, strict=True)
+                    )
+                else:
+                    shape = want
+            specs.append((i.name, shape, dtype))
+        return specs
+
+    # -- per node ---------------------------------------------------------------------------
+
+    def _import_node(self, node: Any) -> None:
+        self._node = node
+        domain = node.domain or ""
+        if domain not in ("", "ai.onnx"):
+            self.unsupported(node, f"custom domain {domain!r}")
+        present = [n for n in node.input if n]
+        if (
+            node.op_type not in _NO_FOLD
+            and present
+            and all(n in self.known for n in present)
+            and sum(self.known[n].size for n in present) <= FOLD_LIMIT
+            and node.op_type not in ("If", "Loop", "Scan")
+        ):
+            results = self._evaluate(node)
+            if results is not None:
+                self._bind(node, results)
+                return
+        if not present and node.op_type not in ONNX_OPS and node.op_type not in _NO_FOLD:
+            results = self._evaluate(node)  # e.g. constant generators without inputs
+            if results is not None:
+                self._bind(node, results)
+                return
+        handler = ONNX_OPS.get(node.op_type)
+        if handler is None:
+            self.unsupported(node)
+        outs = handler(self, node)
+        self._bind(node, outs)
+
+    def _bind(self, node: Any, outs: Sequence[Out]) -> None:
+        for name, out in zip(node.output, outs, strict=False):
+            if not name:
+                continue
+            if isinstance(out, np.ndarray | np.generic):
+                self.known[name] = np.asarray(out)
+                self.values.pop(name, None)
+            else:
+                self.values[name] = out
+
+    def _evaluate(self, node: Any) -> list[np.ndarray] | None:
+        """Run ``node`` on its known inputs with ONNX's reference implementation."""
+        from onnx.reference import ReferenceEvaluator
+
+        try:
+            ev = ReferenceEvaluator(node, opsets={"": self.opset})
+            feeds = {n: self.known[n] for n in node.input if n}
+            res = ev.run(None, feeds)
+        except Exception:
+            return None
+        return [np.asarray(r) for r in res]
+
+    # -- helpers for handlers ---------------------------------------------------------------
+
+    @property
+    def f(self) -> FunctionBuilder:
+        assert self.fn is not None
+        return self.fn
+
+    def has(self, node: Any, i: int) -> bool:
+        """Whether optional input ``i`` is present."""
+        return len(node.input) > i and bool(node.input[i])
+
+    def known_input(self, node: Any, i: int) -> np.ndarray | None:
+        """Input ``i``'s value if known at import time, else ``None``."""
+        if not self.has(node, i):
+            return None
+        return self.known.get(node.input[i])
+
+    def const_input(self, node: Any, i: int, what: str) -> np.ndarray:
+        """Input ``i``'s value, which must be known at import time (else UnsupportedOpError)."""
+        v = self.known_input(node, i)
+        if v is None:
+            self.unsupported(node, f"input {i} ({what}) must be a constant")
+        return v
+
+    def input(self, node: Any, i: int) -> Value:
+        """Input ``i`` as a ``tg`` Value (a known array becomes a ``tg.constant``)."""
+        if not self.has(node, i):
+            self.unsupported(node, f"missing input {i}")
+        return self.value(node.input[i])
+
+    def value(self, name: str) -> Value:
+        v = self.values.get(name)
+        if v is not None:
+            return v
+        if name in self.known:
+            v = self.constant(self.known[name], name)
+            self.values[name] = v
+            return v
+        raise OnnxImportError(f"{self.origin}: value {name!r} is used before it is defined")
+
+    def constant(self, array: Any, hint: str = "const") -> Value:
+        """A ``tg.constant`` of ``array`` (unique name derived from ``hint``)."""
+        from pytfrt.compiler.frontends.onnx import materialize
+
+        name = hint
+        k = 1
+        while name in self._const_names:
+            k += 1
+            name = f"{hint}#{k}"
+        self._const_names.add(name)
+        return materialize(self.f, np.asarray(array), name)
+
+    def scalar(self, value: float, like: Value, hint: str = "scalar") -> Value:
+        """A rank-0 constant of ``like``'s element type."""
+        return self.constant(np.asarray(value, dtype=_np_dtype(like.dtype)), hint)
+
+    def op(self, name: str, operands: Sequence[Value], node: Any = None, **attrs: Any) -> Any:
+        """Emit catalogue op ``name`` located at ``node`` (default: the node being imported)."""
+        node = node if node is not None else self._node
+        loc = (node.name or f"{node.op_type}:{node.output[0]}") if node is not None else None
+        return self.f.op(name, list(operands), loc=loc, **attrs)
+
+    def attrs(self, node: Any) -> dict[str, Any]:
+        from onnx import helper
+
+        if isinstance(node, _AttrNode):
+            return dict(node.overrides)
+        out = {}
+        for a in node.attribute:
+            v = helper.get_attribute_value(a)
+            if isinstance(v, bytes):
+                v = v.decode()
+            out[a.name] = v
+        return out
+
+    def unsupported(self, node: Any, reason: str = "") -> NoReturn:
+        from pytfrt.compiler.errors import UnsupportedOpError
+
+        name = node.name or (node.output[0] if node.output else "")
+        op_type = node.op_type if not node.domain else f"{node.domain}.{node.op_type}"
+        raise UnsupportedOpError(op_type, name, self.origin, reason)
+
+    def _fail_graph(self, message: str) -> NoReturn:
+        raise OnnxImportError(f"{self.origin}: {message}")
+
+    def used_outputs(self, node: Any) -> list[int]:
+        """Indices of ``node``'s outputs that some node or graph output consumes."""
+        names = {n for nd in self.graph.node for n in nd.input} | {
+            o.name for o in self.graph.output
+        }
+        return [i for i, o in enumerate(node.output) if o and o in names]
+
+
+def _np_dtype(tg: str) -> Any:
+    from pytfrt.compiler.types import np_dtype
+
+    return np_dtype(tg)
+
+
+def _is_float(v: Value) -> bool:
+    return v.dtype in ("f16", "bf16", "f32", "f64")
+
+
+def _rank(ctx: OnnxGraphImporter, v: Value) -> int:
+    return len(_dims(ctx, v))
+
+
+def _axis(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+def _ints(a: Any) -> list[int]:
+    return [int(x) for x in np.asarray(a).reshape(-1)]
+
+
+def _dims(ctx: OnnxGraphImporter, v: Value) -> tuple[int | None, ...]:
+    """``v``'s shape (``None`` for dynamic dims); its rank must be known."""
+    if v.shape is None:
+        ctx.unsupported(ctx._node, "needs an input of known rank")
+    return v.shape
+
+
+def _static_shape(v: Value) -> tuple[int, ...] | None:
+    """``v``'s shape if every dim is static, else ``None``."""
+    if v.shape is None or any(d is None for d in v.shape):
+        return None
+    return tuple(int(d) for d in v.shape if d is not None)
+
+
+# -- elementwise --------------------------------------------------------------------------
+
+_UNARY = {
+    "Neg": "neg",
+    "Abs": "abs",
+    "Exp": "exp",
+    "Log": "log",
+    "Sqrt": "sqrt",
+    "Reciprocal": "reciprocal",
+    "Sign": "sign",
+    "Floor": "floor",
+    "Ceil": "ceil",
+    "Round": "round",
+    "Tanh": "tanh",
+    "Sigmoid": "sigmoid",
+    "Relu": "relu",
+    "Softplus": "softplus",
+    "Softsign": "softsign",
+    "Erf": "erf",
+    "Sin": "sin",
+    "Cos": "cos",
+    "Tan": "tan",
+    "Not": "logical_not",
+    "IsNaN": "is_nan",
+    "HardSwish": "hard_swish",
+}
+_BINARY = {
+    "Add": "add",
+    "Sub": "sub",
+    "Mul": "mul",
+    "Pow": "pow",
+    "Equal": "equal",
+    "Less": "less",
+    "LessOrEqual": "less_equal",
+    "Greater": "greater",
+    "GreaterOrEqual": "greater_equal",
+    "And": "logical_and",
+    "Or": "logical_or",
+    "Xor": "logical_xor",
+    "BitwiseAnd": "bitwise_and",
+    "BitwiseOr": "bitwise_or",
+}
+
+
+def _unary(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op(_UNARY[node.op_type], [ctx.input(node, 0)])]
+
+
+def _binary(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op(_BINARY[node.op_type], [ctx.input(node, 0), ctx.input(node, 1)])]
+
+
+for _t in _UNARY:
+    onnx_op(_t, note=f"`{_UNARY[_t]}`")(_unary)
+for _t in _BINARY:
+    onnx_op(_t, note=f"`{_BINARY[_t]}`")(_binary)
+
+
+@onnx_op("Div", note="`div`; integer operands: truncating division (as ONNX Runtime)")
+def _div(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a, b = ctx.input(node, 0), ctx.input(node, 1)
+    if _is_float(a):
+        return [ctx.op("div", [a, b])]
+    # ONNX integer Div truncates toward zero: sign(a)*sign(b) * (|a| // |b|).
+    q = ctx.op("floor_div", [ctx.op("abs", [a]), ctx.op("abs", [b])])
+    s = ctx.op("mul", [ctx.op("sign", [a]), ctx.op("sign", [b])])
+    return [ctx.op("mul", [s, q])]
+
+
+@onnx_op("Mod", note="`floor_mod` (`fmod = 0`)")
+def _mod(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    if ctx.attrs(node).get("fmod", 0):
+        ctx.unsupported(node, "fmod = 1")
+    return [ctx.op("floor_mod", [ctx.input(node, 0), ctx.input(node, 1)])]
+
+
+def _variadic(tg: str) -> Handler:
+    def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+        vals = [ctx.input(node, i) for i in range(len(node.input)) if ctx.has(node, i)]
+        acc = vals[0]
+        for v in vals[1:]:
+            acc = ctx.op(tg, [acc, v])
+        if node.op_type == "Mean":
+            acc = ctx.op("div", [acc, ctx.scalar(len(vals), acc)])
+        elif len(vals) == 1:
+            acc = ctx.op("identity", [acc])
+        return [acc]
+
+    return handler
+
+
+onnx_op("Max", note="`maximum` (variadic: a chain)")(_variadic("maximum"))
+onnx_op("Min", note="`minimum` (variadic: a chain)")(_variadic("minimum"))
+onnx_op("Sum", note="`add` (variadic: a chain)")(_variadic("add"))
+onnx_op("Mean", note="`add` chain, `div`")(_variadic("add"))
+
+
+@onnx_op("IsInf", note="`is_inf` (`detect_negative`/`detect_positive` via `select`)")
+def _isinf(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    inf = ctx.op("is_inf", [x])
+    neg, pos = a.get("detect_negative", 1), a.get("detect_positive", 1)
+    if neg and pos:
+        return [inf]
+    zero = ctx.scalar(0, x)
+    side = ctx.op("less" if neg else "greater", [x, zero])
+    return [ctx.op("logical_and", [inf, side])]
+
+
+@onnx_op("Identity", note="forwarded (no op)")
+def _identity(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    k = ctx.known_input(node, 0)
+    return [k if k is not None else ctx.input(node, 0)]
+
+
+@onnx_op("Dropout", note="identity (inference); the mask output is unsupported")
+def _dropout(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    if 1 in ctx.used_outputs(node):
+        ctx.unsupported(node, "the mask output is used")
+    return [ctx.input(node, 0)]
+
+
+@onnx_op("LeakyRelu", note="`leaky_relu {alpha}`")
+def _leaky(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    alpha = float(ctx.attrs(node).get("alpha", 0.01))
+    return [ctx.op("leaky_relu", [ctx.input(node, 0)], alpha=alpha)]
+
+
+@onnx_op("HardSigmoid", note="`hard_sigmoid {alpha, beta}`")
+def _hard_sigmoid(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    return [
+        ctx.op(
+            "hard_sigmoid",
+            [ctx.input(node, 0)],
+            alpha=float(a.get("alpha", 0.2)),
+            beta=float(a.get("beta", 0.5)),
+        )
+    ]
+
+
+@onnx_op("Elu", note="`elu` (`alpha = 1`), else `select(x > 0, x, alpha * expm1(x))`")
+def _elu(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    alpha = float(ctx.attrs(node).get("alpha", 1.0))
+    if alpha == 1.0:
+        return [ctx.op("elu", [x])]
+    neg = ctx.op("mul", [ctx.op("expm1", [x]), ctx.scalar(alpha, x)])
+    return [ctx.op("select", [ctx.op("greater", [x, ctx.scalar(0, x)]), x, neg])]
+
+
+@onnx_op("Selu", note="`selu` (default `alpha`/`gamma`), else composed")
+def _selu(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    alpha = float(a.get("alpha", 1.67326319217681884765625))
+    gamma = float(a.get("gamma", 1.05070102214813232421875))
+    if math.isclose(alpha, 1.6732632423543772, rel_tol=1e-6) and math.isclose(
+        gamma, 1.0507009873554805, rel_tol=1e-6
+    ):
+        return [ctx.op("selu", [x])]
+    neg = ctx.op("mul", [ctx.op("expm1", [x]), ctx.scalar(alpha, x)])
+    y = ctx.op("select", [ctx.op("greater", [x, ctx.scalar(0, x)]), x, neg])
+    return [ctx.op("mul", [y, ctx.scalar(gamma, x)])]
+
+
+@onnx_op("Celu", note="`max(0,x) + min(0, alpha * expm1(x / alpha))`")
+def _celu(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    alpha = float(ctx.attrs(node).get("alpha", 1.0))
+    e = ctx.op(
+        "mul", [ctx.op("expm1", [ctx.op("div", [x, ctx.scalar(alpha, x)])]), ctx.scalar(alpha, x)]
+    )
+    zero = ctx.scalar(0, x)
+    return [ctx.op("add", [ctx.op("maximum", [x, zero]), ctx.op("minimum", [e, zero])])]
+
+
+@onnx_op("ThresholdedRelu", note="`select(x > alpha, x, 0)`")
+def _thresholded_relu(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    alpha = float(ctx.attrs(node).get("alpha", 1.0))
+    cond = ctx.op("greater", [x, ctx.scalar(alpha, x)])
+    return [ctx.op("select", [cond, x, ctx.scalar(0, x)])]
+
+
+@onnx_op("PRelu", note="`select(x > 0, x, slope * x)`")
+def _prelu(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x, slope = ctx.input(node, 0), ctx.input(node, 1)
+    cond = ctx.op("greater", [x, ctx.scalar(0, x)])
+    return [ctx.op("select", [cond, x, ctx.op("mul", [x, slope])])]
+
+
+@onnx_op("Mish", note="`x * tanh(softplus(x))`")
+def _mish(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    return [ctx.op("mul", [x, ctx.op("tanh", [ctx.op("softplus", [x])])])]
+
+
+@onnx_op("Gelu", note="`gelu {approximate}` (opset 20)")
+def _gelu(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    approx = ctx.attrs(node).get("approximate", "none")
+    return [ctx.op("gelu", [ctx.input(node, 0)], approximate=approx == "tanh")]
+
+
+@onnx_op(
+    "Clip", note="`relu` / `relu6` / `clip {min, max}`; non-constant bounds: `maximum`/`minimum`"
+)
+def _clip(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    lo_k, hi_k = ctx.known_input(node, 1), ctx.known_input(node, 2)
+    lo_dyn = ctx.has(node, 1) and lo_k is None
+    hi_dyn = ctx.has(node, 2) and hi_k is None
+    if lo_dyn or hi_dyn:
+        y = x
+        if ctx.has(node, 1):
+            y = ctx.op("maximum", [y, ctx.input(node, 1)])
+        if ctx.has(node, 2):
+            y = ctx.op("minimum", [y, ctx.input(node, 2)])
+        return [y]
+    lo = float(lo_k) if lo_k is not None else -math.inf
+    hi = float(hi_k) if hi_k is not None else math.inf
+    if _is_float(x) and lo == 0.0 and hi == math.inf:
+        return [ctx.op("relu", [x])]
+    if _is_float(x) and lo == 0.0 and hi == 6.0:
+        return [ctx.op("relu6", [x])]
+    if not _is_float(x):
+        y = x
+        if lo_k is not None:
+            y = ctx.op("maximum", [y, ctx.input(node, 1)])
+        if hi_k is not None:
+            y = ctx.op("minimum", [y, ctx.input(node, 2)])
+        return [y if y is not x else ctx.op("identity", [x])]
+    return [ctx.op("clip", [x], min=lo, max=hi)]
+
+
+@onnx_op("Cast", note="`cast {to}`")
+def _cast(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    to = tg_dtype(int(ctx.attrs(node)["to"]), where=f"{ctx.origin}: node {node.name!r}: ")
+    x = ctx.input(node, 0)
+    if x.dtype == to:
+        return [x]
+    return [ctx.op("cast", [x], to=to)]
+
+
+@onnx_op("CastLike", note="`cast {to}` (the second input's type)")
+def _cast_like(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x, like = ctx.input(node, 0), ctx.input(node, 1)
+    return [x if x.dtype == like.dtype else ctx.op("cast", [x], to=like.dtype)]
+
+
+@onnx_op("Where", note="`select`")
+def _where(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op("select", [ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2)])]
+
+
+# -- linear algebra, convolution, pooling, normalisation ---------------------------------
+
+
+@onnx_op("MatMul", note="`matmul`")
+def _matmul(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [
+        ctx.op(
+            "matmul", [ctx.input(node, 0), ctx.input(node, 1)], transpose_a=False, transpose_b=False
+        )
+    ]
+
+
+@onnx_op("Gemm", note="`matmul {transpose_a, transpose_b}` (+ `mul` by alpha/beta, `add` C)")
+def _gemm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
+    y = ctx.op(
+        "matmul",
+        [ctx.input(node, 0), ctx.input(node, 1)],
+        transpose_a=bool(a.get("transA", 0)),
+        transpose_b=bool(a.get("transB", 0)),
+    )
+    if alpha != 1.0:
+        y = ctx.op("mul", [y, ctx.scalar(alpha, y)])
+    if ctx.has(node, 2) and beta != 0.0:
+        ck = ctx.known_input(node, 2)
+        if ck is not None:
+            c = ctx.constant((ck * beta).astype(ck.dtype) if beta != 1.0 else ck, node.input[2])
+        else:
+            c = ctx.input(node, 2)
+            if beta != 1.0:
+                c = ctx.op("mul", [c, ctx.scalar(beta, c)])
+        y = ctx.op("add", [y, c])
+    return [y]
+
+
+def _same_pads(in_size: int, k: int, s: int, d: int, upper: bool) -> tuple[int, int]:
+    out = -(-in_size // s)
+    total = max(0, (out - 1) * s + (k - 1) * d + 1 - in_size)
+    small = total // 2
+    return (small, total - small) if upper else (total - small, small)
+
+
+def _spatial_pads(
+    ctx: OnnxGraphImporter,
+    node: Any,
+    x: Value,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> tuple[list[int] | None, str | None]:
+    """``(pads as (top, bottom, left, right), None)`` or ``(None, "SAME")`` (dynamic SAME)."""
+    a = ctx.attrs(node)
+    auto = a.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        p = [int(v) for v in a.get("pads", [0] * 4)]
+        return [p[0], p[2], p[1], p[3]], None
+    if auto == "VALID":
+        return [0, 0, 0, 0], None
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        ctx.unsupported(node, f"auto_pad {auto!r}")
+    spatial = [d for d in (x.shape or (None,) * 4)[2:] if d is not None]
+    if len(spatial) != 2:
+        if auto == "SAME_UPPER":
+            return None, "SAME"
+        ctx.unsupported(node, "auto_pad SAME_LOWER with dynamic spatial dimensions")
+    (t, b), (l_, r) = (
+        _same_pads(spatial[i], kernel[i], strides[i], dilations[i], auto == "SAME_UPPER")
+        for i in range(2)
+    )
+    return [t, b, l_, r], None
+
+
+def _bias_nchw(ctx: OnnxGraphImporter, node: Any, y: Value, i: int) -> Value:
+    """``y + bias`` for a per-channel bias on NCHW (reshaped to ``[C, 1, 1]``)."""
+    bk = ctx.known_input(node, i)
+    if bk is not None:
+        b = ctx.constant(bk.reshape(-1, 1, 1), node.input[i])
+    else:
+        b = ctx.op("reshape", [ctx.input(node, i)], shape=[-1, 1, 1])
+    return ctx.op("add", [y, b])
+
+
+def _expand_1d(ctx: OnnxGraphImporter, node: Any) -> tuple[Value, Value]:
+    """A 1-D conv/pool's input (and weight) lifted to 2-D by an H axis of 1."""
+    x = ctx.op("expand_dims", [ctx.input(node, 0)], axis=2)
+    if ctx.has(node, 1):
+        wk = ctx.known_input(node, 1)
+        w = (
+            ctx.constant(wk[:, :, None, :], node.input[1])
+            if wk is not None
+            else ctx.op("expand_dims", [ctx.input(node, 1)], axis=2)
+        )
+        return x, w
+    return x, x
+
+
+def _lift_1d_attrs(node: Any, ctx: OnnxGraphImporter) -> dict[str, Any]:
+    a = ctx.attrs(node)
+    out = dict(a)
+    for key, one in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
+        if key in a:
+            out[key] = [one] + list(a[key])
+    if "pads" in a:
+        p = list(a["pads"])
+        out["pads"] = [0, p[0], 0, p[1]]
+    return out
+
+
+@onnx_op("Conv", note="`conv2d {layout = NCHW}` (+ `add` of the bias); 1-D via an H axis of 1")
+def _conv(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    attrs = ctx.attrs(node)
+    if rank == 3:
+        x, w = _expand_1d(ctx, node)
+        attrs = _lift_1d_attrs(node, ctx)
+    elif rank == 4:
+        w = ctx.input(node, 1)
+    else:
+        ctx.unsupported(node, f"{rank - 2}-D convolution")
+    if w.shape is None or None in w.shape[2:]:
+        ctx.unsupported(node, "the filter's spatial size must be static")
+    kernel = [int(k) for k in attrs.get("kernel_shape", list(w.shape[2:]))]
+    strides = [int(s) for s in attrs.get("strides", [1, 1])]
+    dilations = [int(d) for d in attrs.get("dilations", [1, 1])]
+    tmp = _AttrNode(node, attrs)
+    pads, padding = _spatial_pads(ctx, tmp, x, kernel, strides, dilations)
+    kw: dict[str, Any] = {
+        "layout": "NCHW",
+        "strides": strides,
+        "dilations": dilations,
+        "groups": int(attrs.get("group", 1)),
+    }
+    if padding is not None:
+        kw["padding"] = padding
+    else:
+        kw["pads"] = pads
+    y = ctx.op("conv2d", [x, w], **kw)
+    if ctx.has(node, 2):
+        y = _bias_nchw(ctx, node, y, 2)
+    if rank == 3:
+        y = ctx.op("squeeze", [y], axes=[2])
+    return [y]
+
+
+class _AttrNode:
+    """A node view with overridden attributes (1-D ops lifted to 2-D)."""
+
+    def __init__(self, node: Any, attrs: dict[str, Any]) -> None:
+        self.overrides = attrs
+        self.op_type, self.name, self.input, self.output = (
+            node.op_type,
+            node.name,
+            node.input,
+            node.output,
+        )
+        self.domain = node.domain
+        self.attribute: list[Any] = []
+
+
+@onnx_op("ConvTranspose", note="`conv2d_transpose {layout = NCHW}` (filter IOHW) + bias `add`")
+def _conv_transpose(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x, w = ctx.input(node, 0), ctx.input(node, 1)
+    if _rank(ctx, x) != 4:
+        ctx.unsupported(node, "only 2-D transposed convolution")
+    a = ctx.attrs(node)
+    if "output_shape" in a:
+        ctx.unsupported(node, "the output_shape attribute (give pads instead)")
+    auto = a.get("auto_pad", "NOTSET")
+    if auto not in ("NOTSET", "", "VALID"):
+        ctx.unsupported(node, f"auto_pad {auto!r}")
+    p = [int(v) for v in a.get("pads", [0] * 4)] if auto in ("NOTSET", "") else [0] * 4
+    y = ctx.op(
+        "conv2d_transpose",
+        [x, w],
+        layout="NCHW",
+        strides=[int(s) for s in a.get("strides", [1, 1])],
+        dilations=[int(d) for d in a.get("dilations", [1, 1])],
+        pads=[p[0], p[2], p[1], p[3]],
+        groups=int(a.get("group", 1)),
+        output_padding=[int(o) for o in a.get("output_padding", [0, 0])],
+    )
+    if ctx.has(node, 2):
+        y = _bias_nchw(ctx, node, y, 2)
+    return [y]
+
+
+def _pool(tg: str) -> Handler:
+    def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+        x = ctx.input(node, 0)
+        rank = _rank(ctx, x)
+        attrs = ctx.attrs(node)
+        if rank == 3:
+            x = ctx.op("expand_dims", [x], axis=2)
+            attrs = _lift_1d_attrs(node, ctx)
+        elif rank != 4:
+            ctx.unsupported(node, f"{rank - 2}-D pooling")
+        if len(node.output) > 1 and 1 in ctx.used_outputs(node):
+            ctx.unsupported(node, "the Indices output")
+        if any(int(d) != 1 for d in attrs.get("dilations", [1, 1])):
+            ctx.unsupported(node, "dilated pooling")
+        if int(attrs.get("storage_order", 0)) != 0:
+            ctx.unsupported(node, "storage_order = 1")
+        kernel = [int(k) for k in attrs["kernel_shape"]]
+        strides = [int(s) for s in attrs.get("strides", [1, 1])]
+        pads, padding = _spatial_pads(ctx, _AttrNode(node, attrs), x, kernel, strides, [1, 1])
+        if padding is not None:
+            ctx.unsupported(node, "auto_pad SAME with dynamic spatial dimensions")
+        kw: dict[str, Any] = {
+            "layout": "NCHW",
+            "ksize": kernel,
+            "strides": strides,
+            "pads": pads,
+            "ceil_mode": bool(attrs.get("ceil_mode", 0)),
+        }
+        if tg == "avg_pool2d":
+            kw["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
+        y = ctx.op(tg, [x], **kw)
+        if rank == 3:
+            y = ctx.op("squeeze", [y], axes=[2])
+        return [y]
+
+    return handler
+
+
+onnx_op("MaxPool", note="`max_pool2d {layout = NCHW}` (1-D via an H axis of 1)")(
+    _pool("max_pool2d")
+)
+onnx_op("AveragePool", note="`avg_pool2d {layout = NCHW}` (1-D via an H axis of 1)")(
+    _pool("avg_pool2d")
+)
+
+
+def _global_pool(tg: str, reduce: str) -> Handler:
+    def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+        x = ctx.input(node, 0)
+        rank = _rank(ctx, x)
+        if rank == 4:
+            return [ctx.op(tg, [x], layout="NCHW")]
+        return [ctx.op(reduce, [x], axes=list(range(2, rank)), keepdims=True)]
+
+    return handler
+
+
+onnx_op("GlobalAveragePool", note="`global_avg_pool {layout = NCHW}` (other ranks: `reduce_mean`)")(
+    _global_pool("global_avg_pool", "reduce_mean")
+)
+onnx_op("GlobalMaxPool", note="`global_max_pool {layout = NCHW}` (other ranks: `reduce_max`)")(
+    _global_pool("global_max_pool", "reduce_max")
+)
+
+
+@onnx_op("BatchNormalization", note="`batch_norm {axis = 1}` (inference mode only)")
+def _batch_norm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    if a.get("training_mode", 0) or len(ctx.used_outputs(node)) > 1:
+        ctx.unsupported(node, "training mode")
+    ops = [ctx.input(node, i) for i in range(5)]
+    return [ctx.op("batch_norm", ops, epsilon=float(a.get("epsilon", 1e-5)), axis=1)]
+
+
+@onnx_op(
+    "LayerNormalization", note="`layer_norm {axis, epsilon}` (Mean/InvStdDev outputs unsupported)"
+)
+def _layer_norm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    if len(ctx.used_outputs(node)) > 1 or (
+        ctx.used_outputs(node) and ctx.used_outputs(node)[0] != 0
+    ):
+        ctx.unsupported(node, "the Mean / InvStdDev outputs")
+    axis = _axis(int(a.get("axis", -1)), _rank(ctx, x))
+    ops = [x, ctx.input(node, 1)]
+    has_beta = ctx.has(node, 2)
+    if has_beta:
+        ops.append(ctx.input(node, 2))
+    return [
+        ctx.op(
+            "layer_norm",
+            ops,
+            axis=axis,
+            epsilon=float(a.get("epsilon", 1e-5)),
+            has_gamma=True,
+            has_beta=has_beta,
+        )
+    ]
+
+
+@onnx_op("InstanceNormalization", note="`reduce_mean`/`squared_difference`/`rsqrt` composition")
+def _instance_norm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    eps = float(ctx.attrs(node).get("epsilon", 1e-5))
+    axes = list(range(2, rank))
+    mean = ctx.op("reduce_mean", [x], axes=axes, keepdims=True)
+    var = ctx.op("reduce_mean", [ctx.op("squared_difference", [x, mean])], axes=axes, keepdims=True)
+    inv = ctx.op("rsqrt", [ctx.op("add", [var, ctx.scalar(eps, x)])])
+    y = ctx.op("mul", [ctx.op("sub", [x, mean]), inv])
+    shape = [-1] + [1] * (rank - 2)
+    scale = _per_channel(ctx, node, 1, shape)
+    bias = _per_channel(ctx, node, 2, shape)
+    return [ctx.op("add", [ctx.op("mul", [y, scale]), bias])]
+
+
+def _per_channel(ctx: OnnxGraphImporter, node: Any, i: int, shape: list[int]) -> Value:
+    k = ctx.known_input(node, i)
+    if k is not None:
+        return ctx.constant(k.reshape(shape), node.input[i])
+    return ctx.op("reshape", [ctx.input(node, i)], shape=shape)
+
+
+def _softmax(tg: str) -> Handler:
+    def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+        x = ctx.input(node, 0)
+        axis = _axis(int(ctx.attrs(node).get("axis", -1)), _rank(ctx, x))
+        return [ctx.op(tg, [x], axis=axis)]
+
+    return handler
+
+
+onnx_op("Softmax", note="`softmax {axis}`")(_softmax("softmax"))
+onnx_op("LogSoftmax", note="`log_softmax {axis}`")(_softmax("log_softmax"))
+
+
+# -- reductions ---------------------------------------------------------------------------
+
+_REDUCE = {
+    "ReduceSum": "reduce_sum",
+    "ReduceMean": "reduce_mean",
+    "ReduceMax": "reduce_max",
+    "ReduceMin": "reduce_min",
+    "ReduceProd": "reduce_prod",
+    "ReduceL1": "reduce_sum",
+    "ReduceL2": "reduce_sum",
+    "ReduceSumSquare": "reduce_sum",
+    "ReduceLogSum": "reduce_sum",
+    "ReduceLogSumExp": "reduce_sum",
+}
+
+
+def _reduce_axes(ctx: OnnxGraphImporter, node: Any, x: Value) -> list[int] | None:
+    """The normalised axes, or ``None`` for "no reduction" (``noop_with_empty_axes``)."""
+    a = ctx.attrs(node)
+    if "axes" in a:
+        axes = [int(v) for v in a["axes"]]
+    elif ctx.has(node, 1):
+        axes = _ints(ctx.const_input(node, 1, "axes"))
+    else:
+        axes = []
+    if not axes:
+        if a.get("noop_with_empty_axes", 0):
+            return None
+        return list(range(_rank(ctx, x)))
+    rank = _rank(ctx, x)
+    return sorted(_axis(v, rank) for v in axes)
+
+
+def _reduce(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    axes = _reduce_axes(ctx, node, x)
+    if axes is None:
+        return [ctx.op("identity", [x])]
+    keep = bool(ctx.attrs(node).get("keepdims", 1))
+    t = node.op_type
+    if t == "ReduceLogSumExp":
+        m = ctx.op("reduce_max", [x], axes=axes, keepdims=True)
+        s = ctx.op("reduce_sum", [ctx.op("exp", [ctx.op("sub", [x, m])])], axes=axes, keepdims=True)
+        y = ctx.op("add", [ctx.op("log", [s]), m])
+        return [y if keep else ctx.op("squeeze", [y], axes=axes)]
+    if t == "ReduceL1":
+        x = ctx.op("abs", [x])
+    elif t in ("ReduceL2", "ReduceSumSquare"):
+        x = ctx.op("square", [x])
+    y = ctx.op(_REDUCE[t], [x], axes=axes, keepdims=keep)
+    if t == "ReduceL2":
+        y = ctx.op("sqrt", [y])
+    elif t == "ReduceLogSum":
+        y = ctx.op("log", [y])
+    return [y]
+
+
+for _t in _REDUCE:
+    onnx_op(
+        _t,
+        note=f"`{_REDUCE[_t]} {{axes, keepdims}}`"
+        + (
+            ""
+            if _t in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd")
+            else " composed"
+        ),
+    )(_reduce)
+
+
+def _arg(tg: str) -> Handler:
+    def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+        a = ctx.attrs(node)
+        if a.get("select_last_index", 0):
+            ctx.unsupported(node, "select_last_index = 1")
+        x = ctx.input(node, 0)
+        axis = _axis(int(a.get("axis", 0)), _rank(ctx, x))
+        return [ctx.op(tg, [x], axis=axis, keepdims=bool(a.get("keepdims", 1)), output_type="i64")]
+
+    return handler
+
+
+onnx_op("ArgMax", note="`argmax {axis, keepdims}`")(_arg("argmax"))
+onnx_op("ArgMin", note="`argmin {axis, keepdims}`")(_arg("argmin"))
+
+
+@onnx_op("CumSum", note="`cumsum {axis, exclusive, reverse}`")
+def _cumsum(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    axis = _axis(int(ctx.const_input(node, 1, "axis").reshape(-1)[0]), _rank(ctx, x))
+    return [
+        ctx.op(
+            "cumsum",
+            [x],
+            axis=axis,
+            exclusive=bool(a.get("exclusive", 0)),
+            reverse=bool(a.get("reverse", 0)),
+        )
+    ]
+
+
+# -- shapes and data movement -------------------------------------------------------------
+
+
+def _shape_of(ctx: OnnxGraphImporter, x: Value) -> Value:
+    return ctx.op("shape", [x], out_type="i64")
+
+
+@onnx_op("Shape", note="known when the input's shape is static; else `shape` (+ `slice`)")
+def _shape(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    a = ctx.attrs(node)
+    start, end = a.get("start"), a.get("end")
+    static = _static_shape(x)
+    if static is not None:
+        return [np.asarray(static, dtype=np.int64)[slice(start, end)]]
+    s = _shape_of(ctx, x)
+    if start is None and end is None:
+        return [s]
+    dims = _dims(ctx, x)
+    rank = len(dims)
+    lo = _axis(int(start or 0), rank)
+    hi = rank if end is None else min(rank, _axis(int(end), rank))
+    if all(d is not None for d in dims[lo:hi]):
+        return [np.asarray(dims[lo:hi], dtype=np.int64)]
+    return [ctx.op("slice", [s], starts=[lo], ends=[hi], axes=[0], steps=[1])]
+
+
+@onnx_op("Size", note="known when static; else `size`")
+def _size(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    static = _static_shape(x)
+    if static is not None:
+        return [np.asarray(int(np.prod(static)), dtype=np.int64)]
+    return [ctx.op("size", [x], out_type="i64")]
+
+
+@onnx_op(
+    "Reshape",
+    note="`reshape {shape, copy_zero}`; a shape computed at run time: `reshape(x, shape)`",
+)
+def _reshape(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    copy_zero = not ctx.attrs(node).get("allowzero", 0)
+    k = ctx.known_input(node, 1)
+    if k is not None:
+        target = _ints(k)
+        if copy_zero and 0 in target and x.shape is not None:
+            # Resolve ONNX's "0 = copy the input dim" here where the dim is static; one
+            # unknown copied dim becomes -1, several are read at run time.
+            xs = x.shape
+            target = [
+                d if t == 0 and i < len(xs) and (d := xs[i]) is not None else t
+                for i, t in enumerate(target)
+            ]
+            if target.count(0) == 1 and -1 not in target:
+                target = [-1 if t == 0 else t for t in target]
+            elif 0 in target:
+                # Several unknown dims: the target shape is built at run time.
+                sx = _shape_of(ctx, x)
+                parts = [
+                    ctx.op("slice", [sx], starts=[i], ends=[i + 1], axes=[0], steps=[1])
+                    if t == 0
+                    else ctx.constant(np.asarray([t], np.int64))
+                    for i, t in enumerate(target)
+                ]
+                return [ctx.op("reshape", [x, ctx.op("concat", parts, axis=0)])]
+        return [ctx.op("reshape", [x], shape=target)]
+    return [ctx.op("reshape", [x, ctx.input(node, 1)], copy_zero=copy_zero)]
+
+
+@onnx_op("Flatten", note="`reshape` to 2-D")
+def _flatten(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    axis = _axis(int(ctx.attrs(node).get("axis", 1)), rank)
+    dims = _dims(ctx, x)
+    head, tail = dims[:axis], dims[axis:]
+    if None not in tail:
+        return [ctx.op("reshape", [x], shape=[-1, math.prod(d or 1 for d in tail)])]
+    if None not in head:
+        return [ctx.op("reshape", [x], shape=[math.prod(d or 1 for d in head), -1])]
+    s = _shape_of(ctx, x)
+    lead = ctx.op(
+        "reduce_prod",
+        [ctx.op("slice", [s], starts=[0], ends=[axis], axes=[0], steps=[1])],
+        axes=[0],
+        keepdims=True,
+    )
+    minus = ctx.constant(np.asarray([-1], np.int64), f"{node.output[0]}/minus1")
+    return [ctx.op("reshape", [x, ctx.op("concat", [lead, minus], axis=0)])]
+
+
+@onnx_op("Transpose", note="`transpose {perm}`")
+def _transpose(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    perm = ctx.attrs(node).get("perm")
+    if perm is None:
+        perm = list(reversed(range(_rank(ctx, x))))
+    return [ctx.op("transpose", [x], perm=[int(p) for p in perm])]
+
+
+@onnx_op("Concat", note="`concat {axis}`")
+def _concat(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    vals = [ctx.input(node, i) for i in range(len(node.input)) if ctx.has(node, i)]
+    axis = int(ctx.attrs(node)["axis"])
+    rank = next((len(v.shape) for v in vals if v.shape is not None), None)
+    if rank is None:
+        ctx.unsupported(node, "inputs of unknown rank")
+    return [ctx.op("concat", vals, axis=_axis(axis, rank))]
+
+
+@onnx_op("Split", note="`split {axis, sizes}` (`split` input constant, or `num_outputs`)")
+def _split(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    a = ctx.attrs(node)
+    axis = _axis(int(a.get("axis", 0)), _rank(ctx, x))
+    n = len(node.output)
+    if ctx.has(node, 1):
+        sizes = _ints(ctx.const_input(node, 1, "split"))
+    elif "split" in a:
+        sizes = [int(s) for s in a["split"]]
+    else:
+        dim = _dims(ctx, x)[axis]
+        if dim is None:
+            ctx.unsupported(node, "an even split of a dynamic dimension")
+        n = int(a.get("num_outputs", n))
+        chunk = -(-int(dim) // n)
+        sizes = [chunk] * (n - 1) + [int(dim) - chunk * (n - 1)]
+    res = ctx.op("split", [x], axis=axis, sizes=sizes, n_results=len(sizes))
+    return list(res) if isinstance(res, list | tuple) else [res]
+
+
+@onnx_op(
+    "Slice",
+    note="`slice {starts, ends, axes, steps}`; bounds computed at run time: the tensor form",
+)
+def _slice(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    known = [ctx.known_input(node, i) for i in range(1, 5)]
+    starts_k, ends_k, axes_k, steps_k = known
+    if axes_k is None and ctx.has(node, 3):
+        ctx.unsupported(node, "input 3 (axes) must be a constant")
+    if steps_k is None and ctx.has(node, 4):
+        ctx.unsupported(node, "input 4 (steps) must be a constant")
+    n = None
+    for k in (starts_k, ends_k):
+        if k is not None:
+            n = k.size
+    if n is None:
+        s_in = ctx.input(node, 1)
+        n = s_in.shape[0] if s_in.shape else None
+        if n is None:
+            ctx.unsupported(node, "bounds of unknown length")
+    axes = [_axis(v, rank) for v in _ints(axes_k)] if axes_k is not None else list(range(n))
+    steps = _ints(steps_k) if steps_k is not None else [1] * len(axes)
+    if starts_k is not None and ends_k is not None:
+        return [
+            ctx.op(
+                "slice",
+                [x],
+                starts=_clamp64(starts_k),
+                ends=_clamp64(ends_k),
+                axes=axes,
+                steps=steps,
+            )
+        ]
+    starts = ctx.input(node, 1)
+    ends = ctx.input(node, 2)
+    if starts.dtype != "i64":
+        starts = ctx.op("cast", [starts], to="i64")
+    if ends.dtype != "i64":
+        ends = ctx.op("cast", [ends], to="i64")
+    axes_v = ctx.constant(np.asarray(axes, np.int64), f"{node.output[0]}/axes")
+    steps_v = ctx.constant(np.asarray(steps, np.int64), f"{node.output[0]}/steps")
+    return [ctx.op("slice", [x, starts, ends, axes_v, steps_v])]
+
+
+def _clamp64(a: np.ndarray) -> list[int]:
+    lim = np.iinfo(np.int64)
+    return [int(max(lim.min, min(lim.max, int(v)))) for v in np.asarray(a).reshape(-1)]
+
+
+@onnx_op("Pad", note="`pad {pads, mode, value}` or `pad(x, pads)` (modes constant, reflect, edge)")
+def _pad(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    mode = ctx.attrs(node).get("mode", "constant")
+    if mode not in ("constant", "reflect", "edge"):
+        ctx.unsupported(node, f"mode {mode!r}")
+    pk = ctx.known_input(node, 1)
+    if pk is None:
+        if ctx.has(node, 3):
+            ctx.unsupported(node, "computed pads together with axes")
+        value = 0.0
+        if ctx.has(node, 2):
+            value = float(ctx.const_input(node, 2, "constant_value").reshape(-1)[0])
+        return [ctx.op("pad", [x, ctx.input(node, 1)], mode=mode, value=value)]
+    pads = _ints(pk)
+    if ctx.has(node, 3):
+        axes = [_axis(v, rank) for v in _ints(ctx.const_input(node, 3, "axes"))]
+        full = [0] * (2 * rank)
+        for j, ax in enumerate(axes):
+            full[ax] = pads[j]
+            full[rank + ax] = pads[len(axes) + j]
+        pads = full
+    value = 0.0
+    if ctx.has(node, 2):
+        value = float(ctx.const_input(node, 2, "constant_value").reshape(-1)[0])
+    return [ctx.op("pad", [x], pads=pads, mode=mode, value=value)]
+
+
+@onnx_op("Gather", note="`gather {axis}` (constant negative indices normalised)")
+def _gather(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    axis = _axis(int(ctx.attrs(node).get("axis", 0)), _rank(ctx, x))
+    ik = ctx.known_input(node, 1)
+    if ik is not None and (ik < 0).any():
+        dim = _dims(ctx, x)[axis]
+        if dim is None:
+            ctx.unsupported(node, "negative indices into a dynamic dimension")
+        ik = np.where(ik < 0, ik + dim, ik)
+        idx = ctx.constant(ik, f"{node.input[1]}/normalised")
+    else:
+        idx = ctx.input(node, 1)
+    return [ctx.op("gather", [x, idx], axis=axis, batch_dims=0)]
+
+
+@onnx_op("GatherND", note="`gather_nd {batch_dims}`")
+def _gather_nd(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    bd = int(ctx.attrs(node).get("batch_dims", 0))
+    return [ctx.op("gather_nd", [ctx.input(node, 0), ctx.input(node, 1)], batch_dims=bd)]
+
+
+@onnx_op("Unsqueeze", note="`expand_dims` per axis")
+def _unsqueeze(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    a = ctx.attrs(node)
+    axes = [int(v) for v in a["axes"]] if "axes" in a else _ints(ctx.const_input(node, 1, "axes"))
+    out_rank = _rank(ctx, x) + len(axes)
+    y = x
+    for ax in sorted(_axis(v, out_rank) for v in axes):
+        y = ctx.op("expand_dims", [y], axis=ax)
+    return [y]
+
+
+@onnx_op("Squeeze", note="`squeeze {axes}`")
+def _squeeze(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    a = ctx.attrs(node)
+    if "axes" in a:
+        axes = [int(v) for v in a["axes"]]
+    elif ctx.has(node, 1):
+        axes = _ints(ctx.const_input(node, 1, "axes"))
+    else:
+        dims = _dims(ctx, x)
+        if None in dims:
+            ctx.unsupported(node, "squeezing all unit dims of a dynamically shaped input")
+        axes = [i for i, d in enumerate(dims) if d == 1]
+    return [ctx.op("squeeze", [x], axes=sorted(_axis(v, rank) for v in axes))]
+
+
+@onnx_op("Tile", note="`tile {multiples}` or `tile(x, multiples)`")
+def _tile(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    k = ctx.known_input(node, 1)
+    if k is not None:
+        return [ctx.op("tile", [x], multiples=_ints(k))]
+    return [ctx.op("tile", [x, ctx.input(node, 1)])]
+
+
+@onnx_op("Expand", note="`broadcast_to` (static result shape) or `add` of `fill(shape, 0)`")
+def _expand(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    k = ctx.known_input(node, 1)
+    static = _static_shape(x)
+    if k is not None and static is not None:
+        target = np.broadcast_shapes(static, tuple(_ints(k)))
+        if tuple(target) == static:
+            return [x]
+        shape = ctx.constant(np.asarray(target, np.int64), f"{node.output[0]}/shape")
+        return [ctx.op("broadcast_to", [x, shape])]
+    # Bidirectional broadcast at run time: x + zeros(shape) (logical_or for booleans).
+    zeros = ctx.op(
+        "fill",
+        [
+            ctx.input(node, 1),
+            ctx.constant(np.zeros((), _np_dtype(x.dtype)), f"{node.output[0]}/zero"),
+        ],
+    )
+    return [ctx.op("logical_or" if x.dtype == "i1" else "add", [x, zeros])]
+
+
+@onnx_op("ConstantOfShape", note="`fill(shape, value)` (known shape: a constant)")
+def _constant_of_shape(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    from onnx import numpy_helper
+
+    a = [x for x in node.attribute if x.name == "value"]
+    value = numpy_helper.to_array(a[0].t).reshape(()) if a else np.zeros((), np.float32)
+    return [ctx.op("fill", [ctx.input(node, 0), ctx.constant(value, f"{node.output[0]}/value")])]
+
+
+@onnx_op("Range", note="`range(start, limit, delta)`")
+def _range(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op("range", [ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2)])]
+
+
+@onnx_op("OneHot", note="`one_hot(indices, depth, on, off) {axis}`")
+def _one_hot(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    vk = ctx.const_input(node, 2, "values")
+    idx = ctx.input(node, 0)
+    axis = int(ctx.attrs(node).get("axis", -1))
+    off = ctx.constant(vk.reshape(-1)[0], f"{node.output[0]}/off")
+    on = ctx.constant(vk.reshape(-1)[1], f"{node.output[0]}/on")
+    return [ctx.op("one_hot", [idx, ctx.input(node, 1), on, off], axis=axis)]
+
+
+@onnx_op("NonZero", note="`where` + `transpose` (ONNX gives `[rank, n]`)")
+def _nonzero(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    w = ctx.op("where", [ctx.input(node, 0)])
+    return [ctx.op("transpose", [w], perm=[1, 0])]
+
+
+@onnx_op("TopK", note="`top_k(x, k)` (other axes via `transpose`; `largest = 0` via `neg`)")
+def _top_k(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    axis = _axis(int(a.get("axis", -1)), rank)
+    largest = bool(a.get("largest", 1))
+    k = ctx.input(node, 1)
+    if k.shape and len(k.shape) == 1:
+        k = ctx.op("reshape", [k], shape=[])
+    if axis != rank - 1:
+        perm = list(range(rank))
+        perm[axis], perm[-1] = perm[-1], perm[axis]
+        x = ctx.op("transpose", [x], perm=perm)
+    if not largest:
+        x = ctx.op("neg", [x])
+    vals, idx = ctx.op("top_k", [x, k], sorted=bool(a.get("sorted", 1)), n_results=2)
+    if not largest:
+        vals = ctx.op("neg", [vals])
+    if idx.dtype != "i64":
+        idx = ctx.op("cast", [idx], to="i64")
+    if axis != rank - 1:
+        vals = ctx.op("transpose", [vals], perm=perm)
+        idx = ctx.op("transpose", [idx], perm=perm)
+    return [vals, idx]
+
+
+@onnx_op("DepthToSpace", note="`depth_to_space {block_size, layout = NCHW, mode}` (DCR, CRD)")
+def _depth_to_space(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    return [
+        ctx.op(
+            "depth_to_space",
+            [ctx.input(node, 0)],
+            block_size=int(a["blocksize"]),
+            layout="NCHW",
+            mode=a.get("mode", "DCR"),
+        )
+    ]
+
+
+@onnx_op("SpaceToDepth", note="`space_to_depth {block_size, layout = NCHW}`")
+def _space_to_depth(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    return [
+        ctx.op(
+            "space_to_depth", [ctx.input(node, 0)], block_size=int(a["blocksize"]), layout="NCHW"
+        )
+    ]
+
+
+@onnx_op("LRN", note="`lrn {axis = 1}` (odd `size`; TF's `alpha` = ONNX's `alpha / size`)")
+def _lrn(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    size = int(a["size"])
+    if size % 2 == 0:
+        ctx.unsupported(node, "an even window size")
+    return [
+        ctx.op(
+            "lrn",
+            [ctx.input(node, 0)],
+            depth_radius=(size - 1) // 2,
+            bias=float(a.get("bias", 1.0)),
+            alpha=float(a.get("alpha", 1e-4)) / size,
+            beta=float(a.get("beta", 0.75)),
+            axis=1,
+        )
+    ]
+
+
+@onnx_op("Constant", note="a known value (import-time constant)")
+def _constant(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    res = ctx._evaluate(node)
+    if res is None:
+        ctx.unsupported(node, "this form of Constant")
+    return res
+
+
+def supported_ops() -> list[str]:
+    """The supported ONNX op types, sorted."""
+    return sorted(ONNX_OPS)
+
+
+def ops_markdown() -> str:
+    """The "ONNX" section of ``docs/ops.md`` (generated from :data:`ONNX_OPS`)."""
+    lines = [
+        "## ONNX",
+        "",
+        "Generated from `pytfrt.compiler.frontends.onnx_mapping.ONNX_OPS` by",
+        "`ops_markdown()` (a test checks that this section and the table agree). Default domain,",
+        "opsets 13 and later (older models are upgraded with ONNX's version converter). A node",
+        "whose inputs are all known at import time is evaluated then (with `onnx.reference`),",
+        "whatever its type; every other node needs a row here, else the import raises",
+        "`UnsupportedOpError`.",
+        "",
+        "| ONNX op | emits |",
+        "| --- | --- |",
+    ]
+    for t in supported_ops():
+        lines.append(f"| `{t}` | {_NOTES.get(t, '')} |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["ONNX_OPS", "OnnxGraphImporter", "ops_markdown", "supported_ops"]

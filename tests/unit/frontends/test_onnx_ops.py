@@ -1,0 +1,638 @@
+"""The ONNX front end, op by op: one-node models imported by pytfrt vs ONNX Runtime.
+
+Each case builds a model of one node with ``onnx.helper`` and checks that ``pytfrt.compile``
+gives ONNX Runtime's result (same shape and dtype, values to a relative 1e-5, 1e-4 for the
+transcendental ones).  Also: dynamic shape subgraphs at two input sizes, Hypothesis over
+broadcasting and reductions, the errors (unsupported op, bad file), and that ``docs/ops.md``'s
+ONNX section is the mapping table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx_zoo import (  # noqa: E402
+    feeds_of,
+    max_rel_error,
+    one_node_model,
+    run_ort,
+    run_pytfrt,
+)
+
+RNG = np.random.default_rng(1234)
+
+
+def f32(*shape: int, lo: float = -2.0, hi: float = 2.0) -> np.ndarray:
+    return RNG.uniform(lo, hi, shape).astype(np.float32)
+
+
+def i64(*v: int) -> np.ndarray:
+    return np.asarray(v, dtype=np.int64)
+
+
+def check(
+    op_type: str,
+    inputs: dict[str, Any],
+    *,
+    consts: dict[str, np.ndarray] | None = None,
+    n_outputs: int = 1,
+    dynamic: tuple[str, ...] = (),
+    opset: int = 17,
+    tol: float = 1e-5,
+    **attrs: Any,
+) -> None:
+    """Compare pytfrt with ONNX Runtime on a one-node model (consts become initializers)."""
+    consts = dict(consts or {})
+    all_inputs = {k: None if v is None else np.asarray(v) for k, v in inputs.items()}
+    for k, v in consts.items():
+        all_inputs.setdefault(k, v)
+    model = one_node_model(
+        op_type, all_inputs, n_outputs, initializers=consts, dynamic=dynamic, opset=opset, **attrs
+    )
+    feeds = feeds_of(model, all_inputs)
+    want = run_ort(model, feeds)
+    got = run_pytfrt(model, feeds)
+    err = max_rel_error(got, want)
+    assert err <= tol, f"{op_type}: relative error {err:.3g} > {tol}"
+
+
+UNARY = [
+    "Neg", "Abs", "Exp", "Sign", "Floor", "Ceil", "Round", "Tanh", "Sigmoid", "Relu",
+    "Softplus", "Softsign", "Erf", "Sin", "Cos", "Tan", "HardSwish",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_unary(op: str) -> None:
+    check(op, {"x": f32(3, 4)}, tol=1e-4)
+
+
+@pytest.mark.parametrize("op", ["Log", "Sqrt", "Reciprocal"])
+def test_unary_positive(op: str) -> None:
+    check(op, {"x": f32(3, 4, lo=0.1, hi=3.0)}, tol=1e-4)
+
+
+def test_isnan_isinf_not() -> None:
+    x = np.array([1.0, np.nan, np.inf, -np.inf, 0.0], np.float32)
+    check("IsNaN", {"x": x})
+    check("IsInf", {"x": x})
+    check("IsInf", {"x": x}, detect_negative=0)
+    check("IsInf", {"x": x}, detect_positive=0)
+    check("Not", {"x": np.array([True, False, True])})
+
+
+@pytest.mark.parametrize(
+    "op", ["Add", "Sub", "Mul", "Div", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"]
+)
+def test_binary_broadcast(op: str) -> None:
+    check(op, {"a": f32(2, 3, 4), "b": f32(3, 1, lo=0.5, hi=2.0)})
+
+
+def test_pow_and_logical() -> None:
+    check("Pow", {"a": f32(2, 3, lo=0.5, hi=2.0), "b": f32(3)}, tol=1e-4)
+    a, b = RNG.random((3, 4)) > 0.5, RNG.random((4,)) > 0.5
+    for op in ("And", "Or", "Xor"):
+        check(op, {"a": a, "b": b})
+    ia, ib = RNG.integers(0, 100, (3, 4), dtype=np.int32), RNG.integers(0, 100, (4,), np.int32)
+    check("BitwiseAnd", {"a": ia, "b": ib}, opset=18)
+    check("BitwiseOr", {"a": ia, "b": ib}, opset=18)
+
+
+def test_integer_div_and_mod() -> None:
+    a = np.array([7, -7, 7, -7, 0, 9], np.int64)
+    b = np.array([2, 2, -2, -2, 3, 4], np.int64)
+    check("Div", {"a": a, "b": b})
+    check("Mod", {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("op", ["Max", "Min", "Sum", "Mean"])
+def test_variadic(op: str) -> None:
+    check(op, {"a": f32(2, 3), "b": f32(3), "c": f32(1, 3)})
+    check(op, {"a": f32(2, 3)})
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs"),
+    [
+        ("LeakyRelu", {"alpha": 0.1}),
+        ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}),
+        ("Elu", {}),
+        ("Elu", {"alpha": 0.5}),
+        ("Selu", {}),
+        ("Selu", {"alpha": 1.5, "gamma": 1.1}),
+        ("Celu", {"alpha": 0.7}),
+        ("ThresholdedRelu", {"alpha": 0.5}),
+        ("Mish", {}),
+    ],
+)
+def test_activations(op: str, attrs: dict[str, Any]) -> None:
+    check(op, {"x": f32(4, 5)}, opset=18, tol=1e-4, **attrs)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_opset20(approximate: str) -> None:
+    check("Gelu", {"x": f32(4, 5)}, opset=20, tol=1e-4, approximate=approximate)
+
+
+def test_prelu() -> None:
+    check("PRelu", {"x": f32(2, 3, 4, 4), "s": f32(3, 1, 1)}, consts={"s": f32(3, 1, 1)})
+
+
+@pytest.mark.parametrize(
+    "bounds", [(0.0, None), (0.0, 6.0), (-0.5, 0.5), (None, 1.0), (None, None)]
+)
+def test_clip(bounds: tuple[float | None, float | None]) -> None:
+    lo, hi = bounds
+    consts = {}
+    inputs: dict[str, Any] = {"x": f32(3, 4, lo=-8, hi=8)}
+    inputs["lo"] = None if lo is None else np.float32(lo)
+    inputs["hi"] = None if hi is None else np.float32(hi)
+    for k in ("lo", "hi"):
+        if inputs[k] is not None:
+            consts[k] = np.asarray(inputs[k], np.float32)
+    check("Clip", inputs, consts=consts)
+
+
+def test_clip_dynamic_bounds_and_integers() -> None:
+    check("Clip", {"x": f32(3, 4), "lo": np.float32(-0.5), "hi": np.float32(0.7)})
+    x = np.arange(-5, 5, dtype=np.int64)
+    check(
+        "Clip",
+        {"x": x, "lo": np.int64(-2), "hi": np.int64(3)},
+        consts={"lo": np.asarray(-2, np.int64), "hi": np.asarray(3, np.int64)},
+    )
+
+
+def test_cast_where() -> None:
+    check("Cast", {"x": f32(3, 4, lo=-100, hi=100)}, to=7)
+    check("Cast", {"x": np.arange(6, dtype=np.int64)}, to=1)
+    check("CastLike", {"x": np.arange(6, dtype=np.int32), "like": f32(1)})
+    check("Where", {"c": RNG.random((3, 4)) > 0.5, "a": f32(3, 4), "b": f32(4)})
+
+
+def test_matmul_gemm() -> None:
+    check("MatMul", {"a": f32(2, 1, 3, 4), "b": f32(3, 4, 5)})
+    check("MatMul", {"a": f32(4), "b": f32(4, 5)})
+    w = f32(6, 4)
+    check("Gemm", {"a": f32(3, 4), "w": w, "c": f32(6)}, consts={"w": w, "c": f32(6)}, transB=1)
+    check("Gemm", {"a": f32(4, 3), "b": f32(4, 5), "c": f32(3, 5)}, transA=1, alpha=0.5, beta=2.0)
+    check("Gemm", {"a": f32(3, 4), "b": f32(4, 5)})
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"pads": [1, 1, 1, 1]},
+        {"pads": [0, 1, 2, 1], "strides": [2, 1]},
+        {"dilations": [2, 2], "pads": [2, 2, 2, 2]},
+        {"auto_pad": "SAME_UPPER", "strides": [2, 2]},
+        {"auto_pad": "SAME_LOWER", "strides": [2, 2]},
+        {"auto_pad": "VALID"},
+    ],
+)
+def test_conv(attrs: dict[str, Any]) -> None:
+    w, b = f32(6, 4, 3, 3), f32(6)
+    check(
+        "Conv", {"x": f32(2, 4, 9, 8), "w": w, "b": b}, consts={"w": w, "b": b}, tol=1e-4, **attrs
+    )
+
+
+def test_conv_groups_depthwise_1d_dynamic_batch() -> None:
+    w = f32(6, 2, 3, 3)
+    check(
+        "Conv",
+        {"x": f32(2, 4, 7, 7), "w": w},
+        consts={"w": w},
+        group=2,
+        pads=[1, 1, 1, 1],
+        tol=1e-4,
+    )
+    w = f32(4, 1, 5, 5)
+    check(
+        "Conv",
+        {"x": f32(1, 4, 9, 9), "w": w},
+        consts={"w": w},
+        group=4,
+        pads=[2, 2, 2, 2],
+        strides=[2, 2],
+        tol=1e-4,
+    )
+    w = f32(5, 3, 3)
+    check(
+        "Conv",
+        {"x": f32(2, 3, 10), "w": w, "b": f32(5)},
+        consts={"w": w, "b": f32(5)},
+        pads=[1, 0],
+        strides=[2],
+        tol=1e-4,
+    )
+    w = f32(4, 3, 3, 3)
+    check("Conv", {"x": f32(3, 3, 6, 6), "w": w}, consts={"w": w}, dynamic=("x",), tol=1e-4)
+
+
+def test_conv_transpose() -> None:
+    w = f32(4, 3, 3, 3)
+    check(
+        "ConvTranspose",
+        {"x": f32(2, 4, 5, 5), "w": w, "b": f32(3)},
+        consts={"w": w, "b": f32(3)},
+        strides=[2, 2],
+        pads=[1, 1, 1, 1],
+        output_padding=[1, 1],
+        tol=1e-4,
+    )
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs"),
+    [
+        ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        ("MaxPool", {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+        ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+        ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}),
+        ("AveragePool", {"kernel_shape": [2, 3], "strides": [2, 1], "auto_pad": "SAME_UPPER"}),
+    ],
+)
+def test_pools(op: str, attrs: dict[str, Any]) -> None:
+    check(op, {"x": f32(2, 3, 7, 9)}, **attrs)
+
+
+def test_pool_1d_and_global() -> None:
+    check("MaxPool", {"x": f32(2, 3, 11)}, kernel_shape=[3], strides=[2])
+    check("GlobalAveragePool", {"x": f32(2, 3, 5, 6)})
+    check("GlobalMaxPool", {"x": f32(2, 3, 5, 6)})
+    check("GlobalAveragePool", {"x": f32(2, 3, 7)})
+
+
+def test_normalisations() -> None:
+    c = 5
+    bn = {"s": f32(c, lo=0.5), "b": f32(c), "m": f32(c), "v": f32(c, lo=0.5, hi=2.0)}
+    check("BatchNormalization", {"x": f32(2, c, 4, 4), **bn}, consts=bn, epsilon=1e-3, tol=1e-4)
+    g, b = f32(6), f32(6)
+    check(
+        "LayerNormalization", {"x": f32(2, 3, 6), "g": g, "b": b}, consts={"g": g, "b": b}, tol=1e-4
+    )
+    g2 = f32(3, 6)
+    check("LayerNormalization", {"x": f32(2, 3, 6), "g": g2}, consts={"g": g2}, axis=-2, tol=1e-4)
+    s, b = f32(3), f32(3)
+    check(
+        "InstanceNormalization",
+        {"x": f32(2, 3, 4, 5), "s": s, "b": b},
+        consts={"s": s, "b": b},
+        tol=1e-4,
+    )
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("axis", [-1, 1, 0])
+def test_softmax(op: str, axis: int) -> None:
+    check(op, {"x": f32(3, 4, 5)}, axis=axis, tol=1e-4)
+
+
+REDUCE = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+          "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"]  # fmt: skip
+
+
+@pytest.mark.parametrize("op", REDUCE)
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reductions(op: str, keepdims: int) -> None:
+    x = f32(3, 4, 5, lo=0.5, hi=1.5)
+    axes = i64(0, -1)
+    check(op, {"x": x, "axes": axes}, consts={"axes": axes}, keepdims=keepdims, opset=18, tol=1e-4)
+    check(op, {"x": x}, keepdims=keepdims, opset=18, tol=1e-4)
+
+
+def test_reduce_opset13_attribute_axes_and_noop() -> None:
+    x = f32(3, 4, 5)
+    check("ReduceMean", {"x": x}, axes=[1], keepdims=1, opset=13)
+    check("ReduceSum", {"x": x}, noop_with_empty_axes=1, opset=13)
+
+
+def test_arg_cumsum() -> None:
+    x = f32(3, 4, 5)
+    check("ArgMax", {"x": x}, axis=1, keepdims=0)
+    check("ArgMin", {"x": x}, axis=-1)
+    ax = np.asarray(1, np.int64)
+    check("CumSum", {"x": x, "ax": ax}, consts={"ax": ax})
+    check("CumSum", {"x": x, "ax": ax}, consts={"ax": ax}, exclusive=1, reverse=1)
+
+
+def test_shape_ops_static() -> None:
+    x = f32(2, 3, 4)
+    for shape in (i64(0, -1), i64(4, 0, 2), i64(-1), i64(2, 12)):
+        check("Reshape", {"x": x, "s": shape}, consts={"s": shape})
+    check("Flatten", {"x": x}, axis=2)
+    check("Flatten", {"x": x}, axis=0)
+    check("Transpose", {"x": x}, perm=[2, 0, 1])
+    check("Transpose", {"x": x})
+    check("Concat", {"a": x, "b": f32(2, 1, 4)}, axis=-2)
+    sp = i64(1, 3)
+    check("Split", {"x": x, "sp": sp}, consts={"sp": sp}, n_outputs=2, axis=2)
+    check("Split", {"x": f32(2, 7)}, n_outputs=3, axis=1, num_outputs=3, opset=18)
+    check("Unsqueeze", {"x": x, "a": i64(0, -1)}, consts={"a": i64(0, -1)})
+    check("Squeeze", {"x": f32(2, 1, 3, 1), "a": i64(-1)}, consts={"a": i64(-1)})
+    check("Squeeze", {"x": f32(2, 1, 3, 1)})
+    check("Tile", {"x": x, "r": i64(1, 2, 3)}, consts={"r": i64(1, 2, 3)})
+    check("Expand", {"x": f32(3, 1), "s": i64(2, 1, 4)}, consts={"s": i64(2, 1, 4)})
+    check("Shape", {"x": x}, start=1)
+    check("Size", {"x": x})
+
+
+@pytest.mark.parametrize(
+    ("starts", "ends", "axes", "steps"),
+    [
+        ((1,), (3,), (1,), None),
+        ((0, -3), (2, 100), (0, 2), None),
+        ((-1,), (-100,), (2,), (-2,)),
+        ((0, 1), (10, 4), None, (2, 1)),
+    ],
+)
+def test_slice(starts: Any, ends: Any, axes: Any, steps: Any) -> None:
+    x = f32(4, 5, 6)
+    consts = {"s": i64(*starts), "e": i64(*ends)}
+    inputs: dict[str, Any] = {"x": x, "s": consts["s"], "e": consts["e"]}
+    if axes is not None:
+        consts["a"] = i64(*axes)
+        inputs["a"] = consts["a"]
+    if steps is not None:
+        if axes is None:
+            inputs["a"] = None
+        consts["st"] = i64(*steps)
+        inputs["st"] = consts["st"]
+    check("Slice", inputs, consts=consts)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad(mode: str) -> None:
+    p = i64(0, 1, 2, 0, 2, 1)
+    inputs: dict[str, Any] = {"x": f32(2, 4, 5), "p": p}
+    consts: dict[str, np.ndarray] = {"p": p}
+    if mode == "constant":
+        inputs["v"] = consts["v"] = np.asarray(1.5, np.float32)
+    check("Pad", inputs, consts=consts, mode=mode)
+
+
+def test_gather_family() -> None:
+    x = f32(5, 4, 3)
+    idx = np.array([[0, -1], [2, 4]], np.int64)
+    check("Gather", {"x": x, "i": idx}, consts={"i": idx}, axis=0)
+    check("Gather", {"x": x, "i": np.array([2, 0], np.int64)}, axis=1)
+    nd = np.array([[0, 1], [4, 3]], np.int64)
+    check("GatherND", {"x": x, "i": nd})
+
+
+def test_generators() -> None:
+    check("Range", {"a": np.float32(1.0), "b": np.float32(7.0), "c": np.float32(1.5)})
+    check("Range", {"a": np.int64(10), "b": np.int64(0), "c": np.int64(-3)})
+    v = np.array([0.0, 2.0], np.float32)
+    check(
+        "OneHot",
+        {"i": np.array([[1, 4], [0, 2]], np.int64), "d": np.int64(5), "v": v},
+        consts={"v": v},
+        axis=1,
+    )
+    check("NonZero", {"x": np.array([[1, 0, 2], [0, 3, 0]], np.float32)})
+
+
+@pytest.mark.parametrize(("axis", "largest"), [(-1, 1), (0, 1), (1, 0)])
+def test_top_k(axis: int, largest: int) -> None:
+    x = RNG.permutation(60).reshape(3, 4, 5).astype(np.float32)
+    check("TopK", {"x": x, "k": i64(2)}, n_outputs=2, axis=axis, largest=largest)
+
+
+def test_space_depth_lrn_dropout_identity() -> None:
+    check("DepthToSpace", {"x": f32(1, 8, 2, 3)}, blocksize=2)
+    check("DepthToSpace", {"x": f32(1, 8, 2, 3)}, blocksize=2, mode="CRD")
+    check("SpaceToDepth", {"x": f32(1, 2, 4, 6)}, blocksize=2)
+    check("LRN", {"x": f32(2, 6, 3, 3)}, size=3, alpha=0.01, beta=0.75, bias=1.5, tol=1e-4)
+    check("Dropout", {"x": f32(3, 4)})
+    check("Identity", {"x": f32(3, 4)})
+
+
+# -- shape subgraphs: static (folded at import) and dynamic (run at run time) -------------
+
+
+def _flatten_heads_model() -> Any:
+    """``x [batch, seq, 8] -> reshape to [batch, seq, 2, 4]`` via a Shape/Gather/Concat subgraph,
+    then ``ConstantOfShape(Shape(x))`` added, then ``Expand`` to the input's shape."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+        helper.make_node("Gather", ["s", "i1"], ["t"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+        helper.make_node("Unsqueeze", ["t", "ax0"], ["t1"]),
+        helper.make_node("Concat", ["b1", "t1", "heads"], ["shape4"], axis=0),
+        helper.make_node("Reshape", ["x", "shape4"], ["y"]),
+        helper.make_node("Shape", ["y"], ["ys"]),
+        helper.make_node(
+            "ConstantOfShape",
+            ["ys"],
+            ["ones"],
+            value=numpy_helper.from_array(np.array([1.0], np.float32)),
+        ),
+        helper.make_node("Add", ["y", "ones"], ["z"]),
+        helper.make_node("Shape", ["x"], ["xs"]),
+        helper.make_node("Slice", ["xs", "zero1", "two1"], ["bt"]),
+        helper.make_node("Concat", ["bt", "eight"], ["flat_shape"], axis=0),
+        helper.make_node("Reshape", ["z", "flat_shape"], ["w"]),
+    ]
+    inits = {
+        "i0": np.asarray(0, np.int64), "i1": np.asarray(1, np.int64), "ax0": i64(0),
+        "heads": i64(2, 4), "zero1": i64(0), "two1": i64(2), "eight": i64(8),
+    }  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "dyn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])],
+        [helper.make_tensor_value_info("w", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_dynamic_shape_subgraph_runs_at_run_time() -> None:
+    import pytfrt
+    from pytfrt.compiler.frontends.onnx import import_onnx
+
+    model = _flatten_heads_model()
+    text = str(import_onnx(model))
+    assert "tg.shape" in text  # the subgraph is kept for run time
+    compiled = pytfrt.compile(model)
+    for shape in ((1, 3, 8), (4, 7, 8)):
+        x = f32(*shape)
+        (want,) = run_ort(model, {"x": x})
+        got = np.asarray(compiled(x=x))
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_static_shape_subgraph_is_folded_at_import() -> None:
+    from pytfrt.compiler.frontends.onnx import import_onnx
+
+    model = _flatten_heads_model()
+    module = import_onnx(model, {"x": (2, 5, 8)})
+    text = str(module)
+    assert "tg.shape" not in text and "tg.concat" not in text
+    import pytfrt
+
+    x = f32(2, 5, 8)
+    (want,) = run_ort(model, {"x": x})
+    got = np.asarray(pytfrt.compile(module)(x=x))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_reshape_with_computed_shape_and_copied_zero() -> None:
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Slice", ["s", "z", "one"], ["b"]),
+        helper.make_node("Concat", ["zero_dim", "minus1"], ["tgt"], axis=0),
+        helper.make_node("Reshape", ["x", "tgt"], ["y"]),
+    ]
+    inits = {"z": i64(0), "one": i64(1), "zero_dim": i64(0), "minus1": i64(-1)}
+    graph = helper.make_graph(
+        nodes, "z",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "m", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("b", TensorProto.INT64, None)],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    x = f32(3, 4, 3)
+    assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) == 0.0
+
+
+# -- Hypothesis ----------------------------------------------------------------------------
+
+_dims = st.lists(st.integers(1, 4), min_size=1, max_size=4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=_dims,
+    mask=st.lists(st.booleans(), min_size=4, max_size=4),
+    op=st.sampled_from(["Add", "Mul", "Sub", "Max"]),
+    seed=st.integers(0, 2**16),
+)
+def test_broadcasting_binary_matches_ort(
+    shape: list[int], mask: list[bool], op: str, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    other = [1 if m else d for d, m in zip(shape, mask, strict=False)]
+    a = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal(other[rng.integers(0, len(other)) :]).astype(np.float32)
+    check(op, {"a": a, "b": b})
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=_dims,
+    data=st.data(),
+    op=st.sampled_from(["ReduceSum", "ReduceMax", "ReduceMean", "ReduceMin"]),
+    keepdims=st.integers(0, 1),
+)
+def test_reductions_random_axes_match_ort(
+    shape: list[int], data: Any, op: str, keepdims: int
+) -> None:
+    axes = data.draw(
+        st.lists(
+            st.integers(-len(shape), len(shape) - 1),
+            unique_by=lambda a: a % len(shape),
+            max_size=len(shape),
+        )
+    )
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    if axes:
+        a = i64(*axes)
+        check(op, {"x": x, "axes": a}, consts={"axes": a}, keepdims=keepdims, opset=18, tol=1e-5)
+    else:
+        check(op, {"x": x}, keepdims=keepdims, opset=18, tol=1e-5)
+
+
+# -- errors and docs -----------------------------------------------------------------------
+
+
+def test_unsupported_op_names_type_node_and_file(tmp_path: Path) -> None:
+    import onnx
+
+    from pytfrt.compiler.errors import UnsupportedOpError
+    from pytfrt.compiler.frontends.onnx import import_onnx
+
+    model = one_node_model("Einsum", {"a": f32(2, 3), "b": f32(3, 4)}, equation="ij,jk->ik")
+    path = tmp_path / "einsum_model.onnx"
+    onnx.save(model, str(path))
+    with pytest.raises(UnsupportedOpError) as info:
+        import_onnx(path)
+    msg = str(info.value)
+    assert "Einsum" in msg and "the_einsum" in msg and "einsum_model.onnx" in msg
+    assert info.value.op_type == "Einsum"
+
+
+def test_custom_domain_is_unsupported() -> None:
+    from onnx import TensorProto, helper
+
+    from pytfrt.compiler.errors import UnsupportedOpError
+    from pytfrt.compiler.frontends.onnx import import_onnx
+
+    node = helper.make_node("FusedThing", ["x"], ["y"], name="n1", domain="com.example")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)]
+    )
+    with pytest.raises(UnsupportedOpError, match="com.example"):
+        import_onnx(model)
+
+
+def test_bad_inputs(tmp_path: Path) -> None:
+    from pytfrt.compiler.frontends.onnx import OnnxImportError, import_onnx
+
+    with pytest.raises(OnnxImportError, match="no such ONNX file"):
+        import_onnx(tmp_path / "missing.onnx")
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x00not a protobuf at all\xff" * 10)
+    with pytest.raises(OnnxImportError, match="bad.onnx"):
+        import_onnx(bad)
+    with pytest.raises(TypeError, match="onnx.ModelProto"):
+        import_onnx(42)
+    model = one_node_model("Relu", {"x": f32(2, 3)})
+    with pytest.raises(OnnxImportError, match="rank"):
+        import_onnx(model, {"x": (2, 3, 4)})
+    with pytest.raises(OnnxImportError, match="unknown inputs"):
+        import_onnx(model, {"nope": (2, 3)})
+
+
+def test_old_opset_is_upgraded() -> None:
+    x = f32(2, 3)
+    check("Relu", {"x": x}, opset=11)
+    check("Softmax", {"x": f32(2, 3, 4)}, opset=11, axis=1, tol=1e-4)
+
+
+def test_docs_ops_md_onnx_section_is_the_mapping_table() -> None:
+    from pytfrt.compiler.frontends.onnx_mapping import ops_markdown
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "ops.md").read_text(encoding="utf-8")
+    start = text.index("## ONNX\n")
+    rest = text[start + len("## ONNX\n") :]
+    end = rest.find("\n## ")
+    section = text[start:] if end < 0 else text[start : start + len("## ONNX\n") + end + 1]
+    assert section == ops_markdown()
