@@ -76,7 +76,7 @@ def slice_(x: np.ndarray, *operands: np.ndarray, starts: tuple[int, ...], ends: 
     for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
         if st == 0:
             raise OpError("slice: a step must not be 0")
-        idx[a] = slice(*slice(s, e, st).indices(x.shape[a]))
+        idx[a] = slice(s, e, st)  # Python's clamping is ONNX's (also for negative steps)
     return np.ascontiguousarray(x[tuple(idx)])
 
 
