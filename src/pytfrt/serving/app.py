@@ -210,11 +210,11 @@ def _version(text: str | None) -> int | None:
 
 
 def _json(obj: Any) -> bytes:
-    return json.dumps(obj, indent=1).encode("utf-8")
+    return json.dumps(obj, indent=1).encode("utf-8") + b"\n"
 
 
 def _error_body(message: str) -> bytes:
-    return json.dumps({"error": message}).encode("utf-8")
+    return json.dumps({"error": message}).encode("utf-8") + b"\n"
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

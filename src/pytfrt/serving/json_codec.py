@@ -269,7 +269,7 @@ def encode_predict_response(fmt: str, outputs: dict[str, np.ndarray]) -> bytes:
         assert rows is not None
         body = {"predictions": [{name: col[i] for name, col in columns.items()}
                                 for i in range(rows)]}
-    return json.dumps(body, separators=(",", ":")).encode("utf-8")
+    return json.dumps(body, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 def _to_json(array: np.ndarray, name: str) -> Any:

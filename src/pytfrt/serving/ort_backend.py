@@ -2,8 +2,8 @@
 
 ONNX Runtime is imported here only, when the first model loads.  Each request is one
 ``InferenceSession.run`` task on the host's work queue (``run`` is thread-safe and releases the
-GIL).  ONNX string tensors take and give Python ``str``; the HTTP layer uses ``bytes``, so they
-are converted at this boundary.
+GIL); its intra-op threads do not spin while idle.  ONNX string tensors take and give Python
+``str``; the HTTP layer uses ``bytes``, so they are converted at this boundary.
 """
 
 from __future__ import annotations
@@ -50,7 +50,12 @@ class OnnxRuntimeServable(Servable):
         import onnxruntime as ort
 
         self._host = host
-        self._session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        options = ort.SessionOptions()
+        # Idle intra-op threads sleep instead of spinning: a server runs several sessions and
+        # several requests at once, and spinning threads would take the cores they need.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = ort.InferenceSession(str(path), options,
+                                             providers=["CPUExecutionProvider"])
         self.signature = ServingSignature(
             tuple(_info(a) for a in self._session.get_inputs()),
             tuple(_info(a) for a in self._session.get_outputs()),
