@@ -9,13 +9,14 @@ feed it; each has a closed-form answer the tests compare against.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytfrt.bef.streams import assign_stream_ids
 from pytfrt.executor import load_program
-from pytfrt.host import DiagnosticCollector, HostContext, kernel
+from pytfrt.host import AsyncValue, DiagnosticCollector, HostContext, kernel, make_unconstructed
 from pytfrt.host.file_access import DataDirectories
 from pytfrt.host.kernel_libraries import builtin_registry
 
@@ -52,7 +53,7 @@ def run_mlir(text: str, queue: str = "s", function: str = "main",
         assert fn is not None
         ctx = host.new_execution_context()
         if timeout is not None:
-            ctx = ctx.with_deadline_in(timeout)
+            ctx.request_context.set_deadline(timeout)
         results = fn.execute(ctx, [])
         host.await_values(results)
         out = [r.get() if r.is_concrete() else f"<<error: {r.error.message}>>" for r in results]
@@ -158,5 +159,54 @@ func.func @main() -> !tfrt.chain {{
   %t = "btf.read_dense_tensor.{dtype}.{rank}"(%path, %i) : (!tfrt.string, i32) -> (!t.tensor)
   %ch1 = tfrt_dht.print_tensor %t, %ch0
   tfrt.return %ch1 : !tfrt.chain
+}}
+"""
+
+
+# -- kernels that misbehave ----------------------------------------------------------------------
+
+
+@kernel("robust.never.i32")
+def never_i32(x: int) -> AsyncValue[int]:
+    """Returns a result that nobody will ever set (a stuck kernel)."""
+    return make_unconstructed()
+
+
+@kernel("robust.dies.i32")
+def dies_i32(x: int) -> AsyncValue[int]:
+    """Hands its result to a helper thread that dies before setting it."""
+    result: AsyncValue[int] = make_unconstructed()
+
+    def helper() -> None:
+        return  # the thread ends without setting ``result``
+
+    threading.Thread(target=helper, daemon=True).start()
+    return result
+
+
+@kernel("robust.oom.i32")
+def oom_i32(x: int) -> int:
+    """Raises MemoryError (as a huge allocation would)."""
+    raise MemoryError
+
+
+@kernel("robust.wrong_type.i32")
+def wrong_type_i32(x: int) -> int:
+    """Returns a string for its i32 result."""
+    return "not an int"  # type: ignore[return-value]
+
+
+MISBEHAVING = (never_i32, dies_i32, oom_i32, wrong_type_i32)
+
+
+def stuck_program(kernel_name: str) -> str:
+    """``main`` returns (stuck result + 1, an independent 7)."""
+    return f"""
+func.func @main() -> (i32, i32) {{
+  %one = tfrt.constant.i32 1
+  %x = "{kernel_name}"(%one) : (i32) -> i32
+  %y = tfrt.add.i32 %x, %one
+  %seven = tfrt.constant.i32 7
+  tfrt.return %y, %seven : i32, i32
 }}
 """

@@ -239,8 +239,14 @@ class _Invocation:
                 outline.append(u)
 
     def _publish(self, reg: int, value: AsyncValue[Any], users: Sequence[int], stream: int,
-                 inline: list[int], outline: list[int]) -> None:
-        """TFRT's ``ProcessUsedBysAndSetRegister`` for a register that has uses."""
+                 inline: list[int], outline: list[int], k: KernelInfo | None = None) -> None:
+        """TFRT's ``ProcessUsedBysAndSetRegister`` for a register that has uses.
+
+        An unavailable result of kernel ``k`` is first registered with the request
+        (``RequestContext.watch``), so cancellation or a deadline can abandon it.
+        """
+        if value._state < CONCRETE and k is not None:
+            value = self.request.watch(value, k.name, k.location)
         if value._state >= CONCRETE:
             self._set_register(reg, value)
             if users:
@@ -248,16 +254,21 @@ class _Invocation:
         elif not users:
             self._set_register(reg, value)  # a function result: forward the caller's value
         else:
-            value.and_then(lambda: self._resume(reg, value, users, stream))
+            value.and_then(lambda: self._resume(reg, value, users, stream, k is not None))
 
     def _resume(self, reg: int, value: AsyncValue[Any], users: Sequence[int],
-                stream: int) -> None:
+                stream: int, watched: bool = False) -> None:
         """Continuation: ``value`` became available; run its users in a new queue.
 
         One :func:`run_nested` level: beyond ``MAX_NESTING`` levels on this thread it is
         deferred to the outermost level (TFRT enqueues it beyond 100 nested continuations;
         Python frames are costlier, so the bound is lower and the deferral stays on the thread).
         """
+        if watched:  # the register takes the real value again (``is_unique`` stays exact)
+            target = value._target  # type: ignore[attr-defined]
+            target.add_ref()
+            value.drop_ref()
+            value = target
         run_nested(partial(self._resume_now, reg, value, users, stream))
 
     def _resume_now(self, reg: int, value: AsyncValue[Any], users: Sequence[int],
@@ -359,7 +370,7 @@ class _Invocation:
                     if counted:
                         value.drop_ref()
                 elif value._state != CONCRETE:
-                    self._publish(reg, value, users, stream, inline, outline)
+                    self._publish(reg, value, users, stream, inline, outline, k)
                 else:
                     if unboxed:
                         registers[reg] = value._value

@@ -378,11 +378,21 @@ class IndirectAsyncValue(AsyncValue[T]):
         """
         if target is self:
             raise AsyncValueError("an IndirectAsyncValue cannot be forwarded to itself")
+        if not self.try_forward_to(target):
+            raise AsyncValueError("forward_to() called twice on an IndirectAsyncValue")
+
+    def try_forward_to(self, target: AsyncValue[T]) -> bool:
+        """:meth:`forward_to` unless this value was forwarded already; True if it forwarded.
+
+        For two racing producers (a result and its cancellation): exactly one wins, atomically.
+        The loser keeps its reference to ``target``.
+        """
         with _ref_lock(self):
             if self._forwarded or self._state >= CONCRETE:
-                raise AsyncValueError("forward_to() called twice on an IndirectAsyncValue")
+                return False
             self._forwarded = True
         target.and_then(lambda: self._adopt(target))
+        return True
 
     def _adopt(self, target: AsyncValue[T]) -> None:
         forwarded = target

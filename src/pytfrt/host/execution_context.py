@@ -1,9 +1,16 @@
 """RequestContext, ExecutionContext, ResourceContext and cancellation (spec 1.8).
 
 * :class:`RequestContext` -- per request: the HostContext, an id, an optional
-  :class:`ResourceContext`, typed data and the cancellation state.  ``cancel()`` installs (once)
-  an error value with status ``CANCELLED``/``Cancelled``; the executor checks it before running
-  each kernel and skips the kernel silently, so pending work resolves to ``Cancelled``.
+  :class:`ResourceContext`, typed data, the cancellation state and an optional deadline.
+  ``cancel()`` installs (once) an error value with status ``CANCELLED``/``Cancelled``; the
+  executor checks it before running each kernel and skips the kernel silently.  Kernels already
+  running cannot be stopped, so their results are *abandoned* instead: every in-flight result
+  the executor registered (:meth:`RequestContext.watch`) resolves at once to the cancel error,
+  and the kernel's own late result is dropped.  So after ``cancel()`` every result of the
+  request becomes available and a waiting ``await_values`` returns.  A deadline
+  (:meth:`RequestContext.set_deadline`) cancels with ``DEADLINE_EXCEEDED``/``Deadline
+  exceeded`` when it passes; :meth:`RequestContext.unfinished` then names the kernels whose
+  results were abandoned.
 * :class:`ExecutionContext` -- a RequestContext plus the work queue to use and the current
   kernel's location; immutable, cheap to copy into closures.
 * :class:`ResourceContext` -- a thread-safe string-keyed map whose resources are destroyed in
@@ -16,12 +23,13 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytfrt.host.async_value import AsyncValue, make_error
-from pytfrt.support.errors import CANCELLED_STATUS
+from pytfrt.host.async_value import AsyncValue, IndirectAsyncValue, make_error
+from pytfrt.support.errors import CANCELLED_STATUS, ErrorCode, Status
 from pytfrt.support.location import UNKNOWN_LOC, Location
 
 if TYPE_CHECKING:
@@ -76,8 +84,11 @@ class ResourceContext:
                 hook()
 
 
+DEADLINE_EXCEEDED_STATUS = Status("Deadline exceeded", ErrorCode.DEADLINE_EXCEEDED)
+
+
 class RequestContext:
-    """Per-request state: host, id, resources, typed data and cancellation."""
+    """Per-request state: host, id, resources, typed data, cancellation and deadline."""
 
     def __init__(
         self,
@@ -92,16 +103,100 @@ class RequestContext:
         self._data = dict(data or {})
         self._cancel_lock = threading.Lock()
         self._cancel_value: AsyncValue[Any] | None = None
+        # In-flight kernel results: id(proxy) -> (proxy, kernel name, location).  dict set/pop
+        # are atomic; cancel() takes a snapshot.
+        self._inflight: dict[int, tuple[IndirectAsyncValue[Any], str, Location]] = {}
+        self._abandoned: list[tuple[str, Location]] = []
+        self._timer: threading.Timer | None = None
+        self.deadline: float | None = None
+        """The deadline (``time.monotonic()`` seconds), or ``None``."""
 
     def get_data(self, key: type[T]) -> T:
         """The request data of type ``key`` (fixed when the request was built)."""
         return self._data[key]  # type: ignore[no-any-return]
 
-    def cancel(self) -> None:
-        """Cancel the request: kernels not yet started resolve to ``Cancelled`` (idempotent)."""
+    def cancel(self, status: Status = CANCELLED_STATUS) -> None:
+        """Cancel the request (idempotent: the first status wins).
+
+        Kernels not yet started resolve to the cancel error; results of kernels still running
+        are abandoned (they resolve to it at once, see the module docstring).
+        """
         with self._cancel_lock:
-            if self._cancel_value is None:
-                self._cancel_value = make_error(CANCELLED_STATUS)
+            if self._cancel_value is not None:
+                return
+            self._cancel_value = make_error(status)
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        self._abandon_inflight()
+
+    def set_deadline(self, seconds: float) -> None:
+        """Cancel the request with ``Deadline exceeded`` ``seconds`` from now (unless done).
+
+        A daemon timer thread does it; :meth:`close` stops the timer early.
+        """
+        if seconds < 0 or seconds != seconds:
+            raise ValueError(f"a deadline must be a non-negative number of seconds: {seconds}")
+        timer = threading.Timer(seconds, self.cancel, (DEADLINE_EXCEEDED_STATUS,))
+        timer.daemon = True
+        with self._cancel_lock:
+            if self._cancel_value is not None:
+                return
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = timer
+            self.deadline = time.monotonic() + seconds
+        timer.start()
+
+    def close(self) -> None:
+        """Stop the deadline timer (call when the request's results are all available)."""
+        with self._cancel_lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def deadline_exceeded(self) -> bool:
+        """True if the request was cancelled because its deadline passed."""
+        value = self._cancel_value
+        return value is not None and value.error.code is ErrorCode.DEADLINE_EXCEEDED
+
+    # -- in-flight results (used by the executor) ---------------------------------------------
+
+    def watch(self, value: AsyncValue[Any], name: str, location: Location) -> AsyncValue[Any]:
+        """An abandonable stand-in for the unavailable result ``value`` of kernel ``name``.
+
+        Takes over the caller's reference to ``value`` and returns a value carrying one
+        reference that resolves to ``value`` -- or to the cancel error if the request is
+        cancelled first (then ``value``'s own result is dropped when it comes).
+        """
+        proxy: IndirectAsyncValue[Any] = IndirectAsyncValue()
+        key = id(proxy)
+        self._inflight[key] = (proxy, name, location)
+
+        def done() -> None:
+            self._inflight.pop(key, None)
+            if not proxy.try_forward_to(value):
+                value.drop_ref()  # abandoned: the late result is not wanted
+
+        value.and_then(done)
+        if self._cancel_value is not None:  # cancelled while we registered
+            self._abandon_inflight()
+        return proxy
+
+    def _abandon_inflight(self) -> None:
+        cancel = self._cancel_value
+        assert cancel is not None
+        for key, (proxy, name, location) in list(self._inflight.items()):
+            if self._inflight.pop(key, None) is None:
+                continue  # finished (or abandoned) meanwhile
+            if proxy.try_forward_to(cancel.add_ref()):
+                self._abandoned.append((name, location))
+            else:
+                cancel.drop_ref()
+
+    def unfinished(self) -> list[tuple[str, Location]]:
+        """The kernels whose results were abandoned by cancellation or the deadline."""
+        return list(self._abandoned)
 
     def is_cancelled(self) -> bool:
         """True once :meth:`cancel` was called."""

@@ -108,13 +108,23 @@ class HostContext:
         """Start ``fn`` on a blocking thread without queuing; False if none is free."""
         return self.work_queue.add_blocking_task(fn, allow_queuing=False)
 
-    def await_values(self, values: Sequence[AsyncValue[Any]]) -> None:
-        """Block until every value is available (drives the ``s`` queue)."""
-        self.work_queue.await_values(values)
+    def await_values(self, values: Sequence[AsyncValue[Any]],
+                     timeout: float | None = None) -> bool:
+        """Block until every value is available (drives the ``s`` queue).
 
-    def quiesce(self) -> None:
-        """Block until no task is pending or running."""
-        self.work_queue.quiesce()
+        Returns False if ``timeout`` seconds passed first.  Several threads may await on one
+        host at once, whatever the queue: on ``s`` one of them drives the queue and the others
+        wait for their values (or take over driving when it returns).
+
+        Raises:
+            WorkQueueError: called from a task, or a certain deadlock (no thread can make the
+                values available).
+        """
+        return self.work_queue.await_values(values, timeout)
+
+    def quiesce(self, timeout: float | None = None) -> bool:
+        """Block until no task is pending or running; False if ``timeout`` passed first."""
+        return self.work_queue.quiesce(timeout)
 
     @staticmethod
     def run_when_ready(values: Sequence[AsyncValue[Any]], callback: Callable[[], None]) -> None:
@@ -144,9 +154,10 @@ class HostContext:
 
     # -- lifetime -------------------------------------------------------------------------
 
-    def shutdown(self) -> None:
-        """Finish queued work and stop the work queue's threads. Idempotent."""
-        self.work_queue.shutdown()
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Finish queued work (waiting at most ``timeout`` seconds for it) and stop the work
+        queue's threads. Idempotent."""
+        self.work_queue.shutdown(timeout)
 
     def __enter__(self) -> HostContext:
         return self

@@ -9,15 +9,22 @@ Two kinds, chosen by a string as TFRT's ``--work_queue_type`` flag does (:func:`
   values are available and puts the unprocessed rest back at the head. Deterministic. If the
   queue runs dry while the values are still unavailable, ``await_values`` sleeps until another
   thread adds a task or makes the values available; if no other thread is alive it raises
-  :class:`WorkQueueError` (a certain deadlock) instead of hanging.
+  :class:`WorkQueueError` (a certain deadlock) instead of hanging.  Several threads may await
+  at once: one drives the queue, the others wait for their values and take over driving when
+  it returns.
 * ``"mstd"``, ``"mstd:N"``, ``"mstd:N,M"`` -- :class:`MultiThreadedWorkQueue` with N worker threads
   for non-blocking work (default: the number of CPUs) and up to M threads for blocking work
-  (default 256), started on demand.
+  (default 256), started on demand.  N is at most :data:`MAX_WORKER_THREADS` and M at most
+  :data:`MAX_BLOCKING_THREADS`.  ``await_values`` raises :class:`WorkQueueError` (deadlock) when
+  the queue is idle, the values are unavailable and no thread outside the queue is alive that
+  could make them available (e.g. a kernel's helper thread died before setting its result).
 
 Contract of every queue:
 * ``add_task`` / ``add_blocking_task`` may be called from any thread, including from tasks.
 * ``await_values`` and ``quiesce`` must be called from a non-worker thread; calling them from a
-  task raises :class:`WorkQueueError` (they would deadlock).
+  task raises :class:`WorkQueueError` (they would deadlock).  ``await_values(values, timeout)``
+  and ``quiesce(timeout)`` return False if ``timeout`` seconds passed first (True otherwise);
+  ``shutdown(timeout)`` then stops waiting for stuck tasks (the threads are daemons).
 * A task that raises does not kill the queue: the exception is reported through the queue's
   ``on_task_error`` callback (by default printed to stderr with its traceback).
 * ``shutdown()`` first finishes the queued work (``quiesce``, unless called from a task), then
@@ -30,6 +37,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -41,8 +49,16 @@ from pytfrt.support.errors import PytfrtError
 
 Task = Callable[[], None]
 
-ACCEPTED_FORMS: Final = '"s", "mstd", "mstd:N" or "mstd:N,M" (N, M positive integers)'
+MAX_WORKER_THREADS: Final = 1024
+MAX_BLOCKING_THREADS: Final = 4096
+ACCEPTED_FORMS: Final = (
+    f'"s", "mstd", "mstd:N" or "mstd:N,M" (1 <= N <= {MAX_WORKER_THREADS}, '
+    f"1 <= M <= {MAX_BLOCKING_THREADS})"
+)
 DEFAULT_BLOCKING_THREADS: Final = 256
+
+
+_POLL_SECONDS: Final = 0.1  # how often a blocked await_values looks for a deadlock
 
 
 class WorkQueueError(PytfrtError):
@@ -70,12 +86,19 @@ class WorkQueue:
         """Queue work that may block; returns False if the queue refuses it."""
         raise NotImplementedError
 
-    def await_values(self, values: Sequence[AsyncValue[Any]]) -> None:
-        """Block the calling (non-worker) thread until every value is available."""
+    def await_values(self, values: Sequence[AsyncValue[Any]],
+                     timeout: float | None = None) -> bool:
+        """Block the calling (non-worker) thread until every value is available.
+
+        Returns False if ``timeout`` seconds passed first.
+        """
         raise NotImplementedError
 
-    def quiesce(self) -> None:
-        """Block the calling (non-worker) thread until no task is pending or running."""
+    def quiesce(self, timeout: float | None = None) -> bool:
+        """Block the calling (non-worker) thread until no task is pending or running.
+
+        Returns False if ``timeout`` seconds passed first.
+        """
         raise NotImplementedError
 
     @property
@@ -87,8 +110,9 @@ class WorkQueue:
         """True if the calling thread is running a task of this queue."""
         raise NotImplementedError
 
-    def shutdown(self) -> None:
-        """Stop the queue's threads (after finishing queued work). Idempotent."""
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Stop the queue's threads (after finishing queued work, waiting at most ``timeout``
+        seconds for it). Idempotent."""
 
     def _run(self, task: Task) -> None:
         try:
@@ -108,6 +132,7 @@ class SingleThreadedWorkQueue(WorkQueue):
         self._tasks: deque[Task] = deque()
         self._running_depth = 0
         self._driver: threading.Thread | None = None
+        self._drive_lock = threading.Lock()  # held by the thread running tasks
         self._sleeper: threading.Event | None = None  # set while await_values sleeps
         self._closed = False
 
@@ -143,7 +168,8 @@ class SingleThreadedWorkQueue(WorkQueue):
         if self.is_in_worker_thread():
             raise WorkQueueError(f"{what} called from inside a task of the single-threaded queue")
 
-    def await_values(self, values: Sequence[AsyncValue[Any]]) -> None:
+    def await_values(self, values: Sequence[AsyncValue[Any]],
+                     timeout: float | None = None) -> bool:
         self._check_not_worker("await_values()")
         # Values never become unavailable again, so a cursor over the first unavailable one
         # makes the check after every task amortised O(1) (awaiting n values stays O(n)).
@@ -156,25 +182,28 @@ class SingleThreadedWorkQueue(WorkQueue):
                 cursor += 1
             return cursor == count
 
-        if not done():
-            self._drive(done, values)
+        if done():
+            return True
+        return self._drive(done, values, _deadline(timeout))
 
-    def quiesce(self) -> None:
+    def quiesce(self, timeout: float | None = None) -> bool:
         self._check_not_worker("quiesce()")
-        self._drive(_never, None)
+        return self._drive(_never, None, _deadline(timeout))
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout: float | None = None) -> None:
         if self._closed:
             return
         if not self.is_in_worker_thread():
-            self.quiesce()
+            self.quiesce(timeout)
         with self._lock:
             self._closed = True
 
-    def _sleep_until_work(self, event: threading.Event, done: Callable[[], bool]) -> None:
+    def _sleep_until_work(self, event: threading.Event, done: Callable[[], bool],
+                          deadline: float | None) -> bool:
         """The queue is dry but the awaited values are not available: wait for another thread.
 
-        ``event`` is set when a task is added or the awaited values become available.
+        ``event`` is set when a task is added or the awaited values become available.  Returns
+        False once ``deadline`` (monotonic) has passed.
         """
         self._sleeper = event
         try:
@@ -182,17 +211,19 @@ class SingleThreadedWorkQueue(WorkQueue):
                 event.clear()
                 with self._lock:
                     if self._tasks:
-                        return
+                        return True
                 if done() or event.wait(0.05):
-                    return
+                    return True
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
                 if threading.active_count() == 1:
                     # No other thread is left; one may have added a task or published a value
                     # just before it exited, so look once more before declaring a deadlock.
                     with self._lock:
                         if self._tasks:
-                            return
+                            return True
                     if done():
-                        return
+                        return True
                     raise WorkQueueError(
                         "await_values(): the queue is empty but the awaited values are not "
                         "available and no other thread can make them available (deadlock)"
@@ -200,19 +231,46 @@ class SingleThreadedWorkQueue(WorkQueue):
         finally:
             self._sleeper = None
 
-    def _drive(self, done: Callable[[], bool], values: Sequence[AsyncValue[Any]] | None) -> None:
-        """Run batches of tasks until ``done()`` (await) or the queue is empty (quiesce)."""
-        self._driver = threading.current_thread()
+    def _drive(self, done: Callable[[], bool], values: Sequence[AsyncValue[Any]] | None,
+               deadline: float | None) -> bool:
+        """Drive the queue until ``done()`` (await) or it is empty (quiesce); one driver at once.
+
+        Another thread awaiting meanwhile waits for its own values, and takes over driving
+        when the driver returns.  Returns False if ``deadline`` (monotonic) passed first.
+        """
+        event: threading.Event | None = None
+        while True:
+            if self._drive_lock.acquire(blocking=False):
+                try:
+                    self._driver = threading.current_thread()
+                    return self._drive_locked(done, values, deadline)
+                finally:
+                    self._driver = None
+                    self._drive_lock.release()
+            # Another thread drives: wait for our values (or for the driver to return).
+            if values is not None and event is None:
+                event = threading.Event()
+                run_when_ready(values, event.set)
+            if event is not None and event.wait(0.02) and done():
+                return True
+            if event is None:
+                time.sleep(0.02)
+            if deadline is not None and time.monotonic() >= deadline:
+                return done()
+
+    def _drive_locked(self, done: Callable[[], bool],
+                      values: Sequence[AsyncValue[Any]] | None, deadline: float | None) -> bool:
         event: threading.Event | None = None
         while not done():
             batch = self._take_batch()
             if not batch:
                 if values is None:  # quiesce(): nothing left to run
-                    return
+                    return True
                 if event is None:
                     event = threading.Event()
                     run_when_ready(values, event.set)
-                self._sleep_until_work(event, done)
+                if not self._sleep_until_work(event, done, deadline):
+                    return False
                 continue
             for index, task in enumerate(batch):
                 self._running_depth += 1
@@ -220,16 +278,21 @@ class SingleThreadedWorkQueue(WorkQueue):
                     self._run(task)
                 finally:
                     self._running_depth -= 1
-                if done():
+                if done() or (deadline is not None and time.monotonic() >= deadline):
                     rest = batch[index + 1 :]
                     if rest:
                         with self._lock:
                             self._tasks.extendleft(reversed(rest))
-                    return
+                    return done()
+        return True
 
 
 def _never() -> bool:
     return False
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
 
 
 class _Stop:
@@ -250,8 +313,9 @@ class MultiThreadedWorkQueue(WorkQueue):
         super().__init__()
         self.num_threads = num_threads or os.cpu_count() or 1
         self.num_blocking_threads = num_blocking_threads or DEFAULT_BLOCKING_THREADS
-        if self.num_threads < 1 or self.num_blocking_threads < 1:
-            raise WorkQueueError(f"work queue thread counts must be positive: {ACCEPTED_FORMS}")
+        if not (1 <= self.num_threads <= MAX_WORKER_THREADS
+                and 1 <= self.num_blocking_threads <= MAX_BLOCKING_THREADS):
+            raise WorkQueueError(f"invalid work queue thread counts: {ACCEPTED_FORMS}")
         self.name = (
             f"Multi-threaded C++ work queue ({self.num_threads} threads, "
             f"{self.num_blocking_threads} blocking threads)"
@@ -345,30 +409,52 @@ class MultiThreadedWorkQueue(WorkQueue):
                 self._idle_blocking += 1
             self._finish_one()
 
-    def await_values(self, values: Sequence[AsyncValue[Any]]) -> None:
+    def await_values(self, values: Sequence[AsyncValue[Any]],
+                     timeout: float | None = None) -> bool:
         if self.is_in_worker_thread():
             raise WorkQueueError("await_values() called from a worker thread (would deadlock)")
         pending = [v for v in values if not v.is_available()]
         if not pending:
-            return
+            return True
         # A plain lock as a one-shot latch: cheaper than an Event on both sides of the hand-off.
         latch = threading.Lock()
         latch.acquire()
         run_when_ready(pending, latch.release)
-        latch.acquire()
+        deadline = _deadline(timeout)
+        while not latch.acquire(timeout=_POLL_SECONDS):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            if self._idle_and_alone():
+                if latch.acquire(blocking=False):  # published just before the check
+                    return True
+                raise WorkQueueError(
+                    "await_values(): the queue is idle but the awaited values are not "
+                    "available and no other thread can make them available (deadlock)"
+                )
+        return True
 
-    def quiesce(self) -> None:
+    def _idle_and_alone(self) -> bool:
+        """No task queued or running, and no live thread but the caller and the queue's own."""
+        with self._mutex:
+            if self._pending:
+                return False
+            own = set(self._workers) | set(self._blocking_list)
+        current = threading.current_thread()
+        return all(t is current or t in own for t in threading.enumerate())
+
+    def quiesce(self, timeout: float | None = None) -> bool:
         if self.is_in_worker_thread():
             raise WorkQueueError("quiesce() called from a worker thread (would deadlock)")
         with self._mutex:
-            while self._pending:
-                self._cond.wait()
+            return self._cond.wait_for(lambda: not self._pending, timeout)
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout: float | None = None) -> None:
         if self._closed:
             return
-        if not self.is_in_worker_thread():
-            self.quiesce()
+        if not self.is_in_worker_thread() and not self.quiesce(timeout):
+            with self._mutex:  # stuck tasks: stop accepting work, leave the daemon threads
+                self._closed = True
+            return
         with self._mutex:
             if self._closed:
                 return
@@ -399,7 +485,10 @@ def parse_work_queue_type(spec: str) -> tuple[str, tuple[int, ...]]:
         if ":" not in spec:
             return ("mstd", ())
         parts = args.split(",")
-        if len(parts) > 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        if len(parts) > 2 or not all(p.isdigit() and int(p) > 0 for p in parts) or (
+            int(parts[0]) > MAX_WORKER_THREADS
+            or (len(parts) == 2 and int(parts[1]) > MAX_BLOCKING_THREADS)
+        ):
             raise ValueError(
                 f"invalid work queue type {spec!r}: Invalid argument for mstd work queue: "
                 f"{args!r}; accepted forms: {ACCEPTED_FORMS}"

@@ -11,7 +11,12 @@ Options (LLVM style: one or two dashes, ``--flag=value`` or ``--flag value``):
 (Python kernel modules/files, like ``--kernels``), ``--enable_tracing``, ``--tracing_level=
 default|verbose|debug``, ``--trace_file=out.json`` (Chrome/Perfetto trace-event JSON),
 ``--data_dir=<dir>`` (repeatable: the directories kernels may read files from; by default the
-working directory and the program's own directory, see docs/security.md).
+working directory and the program's own directory, see docs/security.md),
+``--timeout_seconds=S`` (a deadline per function: results still pending after S seconds become
+``Deadline exceeded`` errors, each unfinished kernel is reported at its location and the exit
+status is 1).  Without a timeout, a run whose results can no longer be produced by any thread
+(a stuck kernel on ``s``, a kernel helper thread that died) is reported the same way as a
+deadlock instead of hanging.
 
 ``--kernels`` and ``--shared_libs`` run the named Python code with your privileges, like any
 plugin: load only code you trust.  The program itself cannot reach files outside the data
@@ -68,11 +73,12 @@ class Options:
     tracing_level: str = "default"
     trace_file: str = ""
     data_dirs: list[str] = field(default_factory=list)
+    timeout_seconds: float | None = None
 
 
 _VALUE_FLAGS = {
     "functions", "test_init_function", "work_queue_type", "host_allocator_type", "kernels",
-    "shared_libs", "tracing_level", "trace_file", "data_dir",
+    "shared_libs", "tracing_level", "trace_file", "data_dir", "timeout_seconds",
 }
 _BOOL_FLAGS = {"print_error_code", "enable_tracing"}
 
@@ -109,6 +115,15 @@ def parse_args(argv: Sequence[str]) -> Options:
             opts.functions = [f for f in value.split(",") if f]
         elif name == "kernels":
             opts.kernels.append(value)
+        elif name == "timeout_seconds":
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = -1.0
+            if not 0 < seconds < float("inf"):
+                raise UsageError(f"{PROG}: --timeout_seconds needs a positive number of "
+                                 f"seconds, got '{value}'")
+            opts.timeout_seconds = seconds
         elif name == "data_dir":
             if not os.path.isdir(value):
                 raise UsageError(f"{PROG}: --data_dir '{value}' is not a directory")
@@ -193,6 +208,8 @@ def _compile_mlir(data: bytes, name: str) -> Program:
 
 def format_result(value: AsyncValue[Any], type_name: str, print_error_code: bool) -> str:
     """One result as the driver prints it (spec 6.1)."""
+    if value.is_unavailable():  # only after a deadline or deadlock that could not be forced
+        return "<<error: not available>>"
     if value.is_error():
         status = value.error
         if print_error_code:
@@ -235,6 +252,7 @@ class Driver:
         self.verifier = DiagnosticVerifier(sys.stderr)
         self.host: HostContext | None = None
         self.allocator: Any = None
+        self.stuck = False  # a kernel never finished (deadline or deadlock)
 
     def setup(self) -> None:
         """Allocator, work queue and host (prints the two ``Choosing`` lines)."""
@@ -257,6 +275,7 @@ class Driver:
                 f"{PROG}: couldn't create work queue type {self.opts.work_queue_type}"
             ) from exc
         _out(f"Choosing {queue.name} work queue.")
+        queue.on_task_error = _report_task_error
         registry = builtin_registry()
         for spec in self.opts.kernels:
             try:
@@ -346,24 +365,59 @@ class Driver:
                              for v, t in zip(values, fn.result_types, strict=True)]
                     _out(f"'{fn.name}' returned {','.join(shown)}")
         else:
+            request = ctx.request_context
+            if self.opts.timeout_seconds is not None:
+                request.set_deadline(self.opts.timeout_seconds)
             results = fn.execute(ctx, [])
-            host.await_values(results)
+            self._await(results, request)
             if results:
                 shown = [format_result(r, t, code)
                          for r, t in zip(results, fn.result_types, strict=True)]
                 _out(f"'{fn.name}' returned {','.join(shown)}")
-            host.quiesce()
+            if not host.quiesce(1.0 if self.stuck else None):
+                _err(f"{PROG}: tasks of '{fn.name}' are still running; not waiting for them")
             for r in results:
                 r.drop_ref()
         if tracer is not None:
             tracer.end_scope()
         resources.destroy()
 
+    def _await(self, results: list[AsyncValue[Any]], request: Any) -> None:
+        """Await ``results``; on a deadline or a deadlock report the kernels that never finished.
+
+        Both cancel the request, which abandons every in-flight kernel result (each becomes
+        the cancel error), so the results are available afterwards.
+        """
+        from pytfrt.host.diagnostics import Diagnostic
+        from pytfrt.host.work_queue import WorkQueueError
+        from pytfrt.support.errors import ErrorCode, Status
+
+        host = self.host
+        assert host is not None
+        try:
+            host.await_values(results)
+        except WorkQueueError:
+            request.cancel(Status("Deadlock: no thread can produce the results",
+                                  ErrorCode.INTERNAL))
+            host.await_values(results, 1.0)
+        request.close()
+        unfinished = request.unfinished()
+        if not unfinished:
+            return
+        self.stuck = True
+        if request.deadline_exceeded():
+            why = ("did not finish before the deadline "
+                   f"(--timeout_seconds={self.opts.timeout_seconds:g})")
+        else:
+            why = "never finished: no thread can produce its results (deadlock)"
+        for name, location in unfinished:
+            host.emit_error(Diagnostic(f"kernel '{name}' {why}", location))
+
     def finish(self) -> int:
         """Stop the queue, report unmatched expectations and the allocator; the exit status."""
         status = 0 if self.verifier.finish() else 1
         if self.host is not None:
-            self.host.shutdown()
+            self.host.shutdown(1.0 if self.stuck else None)
             tracer = getattr(self.host, "tracer", None)
             if tracer is not None and hasattr(tracer, "flush"):
                 tracer.flush()
@@ -371,6 +425,11 @@ class Driver:
             if self.allocator.report_at_exit(sys.stdout):
                 status = 1
         return status
+
+
+def _report_task_error(exc: BaseException) -> None:
+    """A task raised outside any kernel's error handling: one line, no traceback."""
+    _err(f"{PROG}: a task raised {type(exc).__name__}: {exc}")
 
 
 def _make_tracer(opts: Options) -> Any:
