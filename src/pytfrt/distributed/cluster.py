@@ -105,6 +105,7 @@ class _WorkerSlot:
     alive: bool = True
     detail: str = ""
     generation: int = 0
+    node: str | None = None
 
 
 class Cluster:
@@ -445,9 +446,11 @@ class Cluster:
         """Element-wise ``op`` (``sum``, ``mean``, ``max``, ``min``, ``prod``) over one array per
         worker; every worker can read the result (object-store reduce-scatter).
 
-        Each worker splits its array into ``N`` chunks; worker ``c`` reduces chunk ``c`` of all
-        workers; the result is the ``N`` reduced chunks (one object each), which the driver or
-        any worker concatenates when it reads the future.
+        Worker ``c`` reduces chunk ``c`` (of ``N``) of every worker's array; the result is the
+        ``N`` reduced chunks (one object each), which the driver or any worker concatenates when
+        it reads the future.  When all workers share one node (one object store), reducers read
+        their chunk straight from the input arrays; otherwise each worker first splits its
+        array into ``N`` chunk objects (a reduce-scatter: each byte crosses the network once).
 
         Raises:
             ClusterError: wrong number of arrays, unknown ``op`` (at once).
@@ -463,6 +466,9 @@ class Cluster:
         dead = [s for s in slots if not s.alive]
         if dead:
             return RemoteFuture.failed(self, WorkerLost(dead[0].index, dead[0].detail), range(n))
+        if self._one_node():
+            reduced, shape = self._reduce_in_place(op, slots, args, with_shape=True)
+            return RemoteFuture(self, reduced, "flat", range(n), shape_ref=shape)
         splits = [s.actor.split.options(num_returns=n + 1).remote(a, n)
                   for s, a in zip(slots, args, strict=True)]
         shapes = [sp[n] for sp in splits]
@@ -471,6 +477,31 @@ class Cluster:
             for c in range(n)
         ]
         return RemoteFuture(self, reduced, "flat", range(n), shape_ref=shapes[0])
+
+    def _reduce_in_place(self, op: str, slots: Sequence[_WorkerSlot], arrays: Sequence[Any],
+                         with_shape: bool) -> tuple[list[Any], Any]:
+        """One shared object store: worker ``c`` reduces chunk ``c`` of every array in place.
+        Returns the chunk refs and (``with_shape``) the ref of the ``(shape, dtype)``."""
+        n = len(slots)
+        first = slots[0].actor.reduce_slice.options(num_returns=2 if with_shape else 1).remote(
+            op, 0, n, with_shape, *arrays)
+        head, shape = (first[0], first[1]) if with_shape else (first, None)
+        rest = [slots[c].actor.reduce_slice.remote(op, c, n, False, *arrays)
+                for c in range(1, n)]
+        return [head, *rest], shape
+
+    def _one_node(self) -> bool:
+        """Whether every worker runs on the same Ray node (asked once per worker start)."""
+        with self._lock:
+            missing = [w for w in self._workers if w.node is None]
+        if missing:
+            import_ray()
+            nodes = RemoteFuture(self, [w.actor.node.remote() for w in missing], "tuple",
+                                 [w.index for w in missing]).result(self.default_timeout)
+            with self._lock:
+                for w, node in zip(missing, nodes, strict=True):
+                    w.node = node
+        return len({w.node for w in self._workers}) == 1
 
     def all_gather(self, arrays_per_worker: Sequence[Any], axis: int | None = None
                    ) -> RemoteFuture:

@@ -17,8 +17,9 @@ One step, for ``N`` workers and a batch of ``B`` examples split into shards of `
 (``numpy.array_split`` along axis 0):
 
 1. worker ``i`` runs the train step on its shard with its replica of the parameters, scales
-   the gradients by ``B_i / B``, flattens them into one vector and splits it into ``N`` chunks;
-2. worker ``c`` sums chunk ``c`` of every worker (reduce-scatter through the object store);
+   the gradients by ``B_i / B`` and flattens them into one vector (one object);
+2. worker ``c`` sums chunk ``c`` (of ``N``) of every worker's vector (``Cluster.all_reduce``'s
+   algorithm: read in place when all workers share a node, else a reduce-scatter);
 3. every worker reads the ``N`` summed chunks and applies ``p -= learning_rate * g`` to its
    replica.
 
@@ -129,17 +130,21 @@ class DataParallel:
             if not s.alive:
                 self._broken = WorkerLost(s.index, s.detail)
                 raise self._broken
+        one_node = self.cluster._one_node()  # noqa: SLF001 - same package
+        parts = 0 if one_node else n
         grads = [
-            s.actor.dp_grad.options(num_returns=n + 1).remote(
+            s.actor.dp_grad.options(num_returns=2 if one_node else n + 1).remote(
                 self.key, self.handle.id, self.function, len(self.names),
-                len(shard[0]) / total, n, *shard,
+                len(shard[0]) / total, parts, *shard,
             )
             for s, shard in zip(slots, shards, strict=True)
         ]
-        reduced = [
-            slots[c].actor.reduce.remote("sum", 0, *[g[1 + c] for g in grads])
-            for c in range(n)
-        ]
+        if one_node:  # reducer c sums chunk c of the whole gradients, read in place
+            reduced, _ = self.cluster._reduce_in_place(  # noqa: SLF001 - same package
+                "sum", slots, [g[1] for g in grads], with_shape=False)
+        else:  # reduce-scatter: each worker sent its chunk c to worker c
+            reduced = [slots[c].actor.reduce.remote("sum", 0, *[g[1 + c] for g in grads])
+                       for c in range(n)]
         applied = [s.actor.dp_apply.remote(self.key, self.learning_rate, *reduced) for s in slots]
         losses = [g[0] for g in grads]
         waited = RemoteFuture(self.cluster, [*applied, *losses], "tuple", range(n))

@@ -390,16 +390,42 @@ class Worker:
     def reduce(self, op: str, count: int, *values: Any) -> np.ndarray:
         """Reduce-scatter, step 2: ``values`` = ``count`` shapes, then ``count`` chunks."""
         shapes, chunks = values[:count], values[count:]
-        for i, s in enumerate(shapes):
-            if tuple(s) != tuple(shapes[0]):
+        self._check_same(shapes)
+        return self._reduce(op, chunks)
+
+    def reduce_slice(self, op: str, index: int, parts: int, with_shape: bool,
+                     *arrays: Any) -> Any:
+        """All-reduce when every worker shares one node (and so one object store): chunk
+        ``index`` of ``parts`` of the reduction, read straight from the whole input arrays
+        (zero-copy views of the shared store); with ``with_shape``, also the shape."""
+        arrs = [np.asarray(resolve_argument(a)) for a in arrays]
+        described = [(a.shape, a.dtype.str) for a in arrs]
+        self._check_same(described)
+        size = arrs[0].size
+        lo = index * (size // parts) + min(index, size % parts)  # numpy.array_split's bounds
+        hi = lo + size // parts + (1 if index < size % parts else 0)
+        chunk = self._reduce(op, [a.reshape(-1)[lo:hi] for a in arrs])
+        return (chunk, described[0]) if with_shape else chunk
+
+    def _check_same(self, described: Sequence[Any]) -> None:
+        for i, s in enumerate(described):
+            if tuple(s) != tuple(described[0]):
                 raise RemoteError(
                     self.index, f"all_reduce: worker {i}'s array is {_describe(s)}, "
-                    f"worker 0's is {_describe(shapes[0])}"
+                    f"worker 0's is {_describe(described[0])}"
                 )
+
+    def _reduce(self, op: str, chunks: Sequence[Any]) -> np.ndarray:
         try:
             return reduce_arrays(op, chunks)
         except ValueError as exc:
             raise RemoteError(self.index, f"all_reduce: {exc}") from None
+
+    def node(self) -> str:
+        """The Ray node this worker runs on."""
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
 
     def identity(self, value: Any) -> Any:
         """The value as this worker sees it (resolves :class:`Parts`)."""
@@ -424,7 +450,8 @@ class Worker:
 
         The function is called as ``f(*params, *batch)`` and returns ``(loss, *grads)``; the
         gradients, scaled by ``weight`` (this shard's share of the batch), are flattened into
-        one float vector and split for the reduce-scatter.
+        one float vector, split into ``parts`` chunks for a reduce-scatter (``parts=0``: the
+        whole vector, for :meth:`reduce_slice` on one node).
         """
         st = self.state[key]
         out = self.call(handle_id, function, [*st["params"], *batch])
@@ -443,9 +470,10 @@ class Worker:
         dtype = np.result_type(*[p.dtype for p in st["params"]])
         flat = np.concatenate([np.asarray(g, dtype).reshape(-1) for g in grads])
         flat *= dtype.type(weight)
-        chunks = np.array_split(flat, parts)
         loss_value = float(np.asarray(loss).reshape(-1).sum()) * weight
-        return (loss_value, *chunks) if parts else loss_value
+        if not parts:
+            return loss_value, flat
+        return (loss_value, *np.array_split(flat, parts))
 
     def dp_apply(self, key: str, learning_rate: float, *reduced: Any) -> int:
         """``params -= learning_rate * grad`` with the all-reduced gradient; the new step."""

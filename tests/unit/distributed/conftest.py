@@ -46,3 +46,13 @@ def restore_workers(cluster: object) -> Iterator[None]:
             cluster.worker_pid(i, timeout=10)  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - lost: bring it back for the next test
             cluster.restart_worker(i)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(params=["one_node", "reduce_scatter"])
+def reduction_path(request: pytest.FixtureRequest, cluster: object,
+                   monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test with both all-reduce algorithms: in place on the shared object store (the
+    local cluster's own case) and the multi-node reduce-scatter (forced here)."""
+    if request.param == "reduce_scatter":
+        monkeypatch.setattr(cluster, "_one_node", lambda: False)
+    return str(request.param)

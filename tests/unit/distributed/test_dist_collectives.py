@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -32,10 +32,10 @@ def worker_arrays(draw: Any) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-@settings(max_examples=25)
+@settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(arrays=worker_arrays(), op=st.sampled_from(sorted(ORACLE)))
-def test_all_reduce_matches_numpy(cluster: Any, arrays: tuple[np.ndarray, np.ndarray],
-                                  op: str) -> None:
+def test_all_reduce_matches_numpy(cluster: Any, reduction_path: str,
+                                  arrays: tuple[np.ndarray, np.ndarray], op: str) -> None:
     got = cluster.all_reduce(list(arrays), op=op).result(timeout=30)
     want = ORACLE[op](np.stack(arrays))
     assert got.shape == want.shape
@@ -46,7 +46,8 @@ def test_all_reduce_matches_numpy(cluster: Any, arrays: tuple[np.ndarray, np.nda
         np.testing.assert_array_equal(got, want)
 
 
-def test_all_reduce_of_worker_results_feeds_a_worker(cluster: Any, basic: Any) -> None:
+def test_all_reduce_of_worker_results_feeds_a_worker(cluster: Any, basic: Any,
+                                                     reduction_path: str) -> None:
     x = np.linspace(-1, 1, 1001, dtype=np.float32).reshape(7, 143)
     on0 = cluster.remote_execute(0, basic, x, function="scale")          # 2x on worker 0
     on1 = cluster.remote_execute(1, basic, x * 3, function="scale")      # 6x on worker 1
@@ -59,7 +60,7 @@ def test_all_reduce_of_worker_results_feeds_a_worker(cluster: Any, basic: Any) -
     np.testing.assert_array_equal(biggest, np.maximum(2 * x, 6 * x))
 
 
-def test_all_reduce_rejects_mismatched_arrays(cluster: Any) -> None:
+def test_all_reduce_rejects_mismatched_arrays(cluster: Any, reduction_path: str) -> None:
     with pytest.raises(RemoteError, match=r"worker 1's array is float32\[3\], worker 0's is "
                        r"float32\[2\]"):
         cluster.all_reduce([np.zeros(2, np.float32), np.zeros(3, np.float32)]).result(30)

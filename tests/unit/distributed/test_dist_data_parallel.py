@@ -45,7 +45,8 @@ def _assert_rel_close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-5) -> 
     assert err <= rtol, f"relative error {err:.2e} > {rtol:.0e}"
 
 
-def test_two_workers_follow_full_batch_sgd(cluster: Any, train_step: Any) -> None:
+def test_two_workers_follow_full_batch_sgd(cluster: Any, train_step: Any,
+                                           reduction_path: str) -> None:
     w0, b0, batches = _problem(0)
     dp = DataParallel(train_step, cluster, {"w": w0, "b": b0}, learning_rate=LR)
     losses = [dp.step(x, y) for x, y in batches]
