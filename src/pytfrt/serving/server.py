@@ -20,12 +20,14 @@ import os
 import signal
 import socket
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Final
 
-from pytfrt.host import HostContext
+from pytfrt.host import AsyncValue, HostContext, SingleThreadedWorkQueue, make_unconstructed
 from pytfrt.serving.app import DEFAULT_MAX_REQUEST_BYTES, ServingApp
 from pytfrt.serving.config import BatchingParameters, ModelConfig
 from pytfrt.serving.metrics import ServingMetrics
@@ -88,6 +90,27 @@ def listen(host: str, port: int, backlog: int = 2048) -> socket.socket:
     return sock
 
 
+def drive_single_threaded(host: HostContext) -> Callable[[], None] | None:
+    """For an ``s`` work queue, a thread that runs its tasks; returns the function stopping it.
+
+    The ``s`` queue runs tasks only inside ``await_values`` on the awaiting thread; the server
+    never awaits on the event loop, so a driver thread awaits a value that is published only at
+    shutdown, running every request's tasks in FIFO order meanwhile.  ``None`` for other queues.
+    """
+    if not isinstance(host.work_queue, SingleThreadedWorkQueue):
+        return None
+    stop: AsyncValue[None] = make_unconstructed()
+    thread = threading.Thread(target=lambda: host.await_values([stop]),
+                              name="pytfrt-serve-s-driver", daemon=True)
+    thread.start()
+
+    def finish() -> None:
+        stop.emplace(None)
+        thread.join()
+
+    return finish
+
+
 class _Terminated(Exception):
     """SIGTERM/SIGINT arrived before the HTTP server started (while models were loading)."""
 
@@ -106,6 +129,7 @@ def run_server(options: ServerOptions) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     host = make_host(options.backend, options.work_queue_type)
+    stop_driver = drive_single_threaded(host)
     metrics = ServingMetrics()
     manager = ModelManager(options.models, options.backend, host, metrics, options.batching,
                            options.cache_dir)
@@ -118,6 +142,7 @@ def run_server(options: ServerOptions) -> int:
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, lifespan="on", http="h11",
             loop="asyncio", timeout_graceful_shutdown=int(options.graceful_shutdown_seconds),
+            proxy_headers=False, server_header=False,  # less work per request
         )
         server = uvicorn.Server(config)
         print(f"Exporting HTTP/REST API at:{bound_host}:{bound_port} ...", flush=True)
@@ -134,6 +159,8 @@ def run_server(options: ServerOptions) -> int:
         if sock is not None:
             sock.close()
         manager.stop()
+        if stop_driver is not None:
+            stop_driver()
         host.shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

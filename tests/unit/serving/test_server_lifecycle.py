@@ -214,3 +214,28 @@ def test_config_errors_exit_with_a_message(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "unsupported field 'colour'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_single_threaded_work_queue_serves(tmp_path: Path, server_factory: Any) -> None:
+    base = tmp_path / "mlp"
+    model = make_onnx_mlp(base / "1" / "model.onnx", seed=9)
+    server = server_factory("--backend=onnxruntime", "--work_queue_type=s", "--model_name=mlp",
+                            f"--model_base_path={base}", "--file_system_poll_wait_seconds=0")
+    inputs = [_x(300 + i) for i in range(4)]
+    for x, r in zip(inputs, _concurrent_predicts(server.url, inputs), strict=True):
+        assert r.status_code == 200, r.text
+        np.testing.assert_allclose(np.array(r.json()["predictions"]), ort_run(model, x),
+                                   atol=1e-6)
+    assert server.stop() == 0, server.log()
+
+
+def test_bad_work_queue_type_is_a_flag_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve", "--work_queue_type=mstd:0",
+         f"--model_base_path={tmp_path}"],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 2
+    assert "pytfrt serve: error:" in out.stderr and "mstd" in out.stderr
