@@ -32,7 +32,6 @@ import argparse
 import gc
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -103,17 +102,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-model", default="resnet50")
     parser.add_argument(
         "--profile",
-        action="store_true",
-        help="also profile pytfrt's time per op type (first model, batch 1)",
+        nargs="*",
+        metavar="MODEL",
+        help="also profile pytfrt's time per op type at batch 1 (the given models, default: all)",
     )
+    parser.add_argument("--profile-calls", type=int, default=10)
     parser.add_argument(
         "--no-tf-models", action="store_true", help="skip benchmarks/tf_models.py even if present"
     )
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--profile-child", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument(
         "--memory-child",
-        nargs=4,
-        metavar=("PATH", "INPUT", "SHAPE", "CALLS"),
+        nargs=5,
+        metavar=("PATH", "WARM_PATH", "INPUT", "SHAPE", "CALLS"),
         help=argparse.SUPPRESS,
     )
 
@@ -307,11 +309,22 @@ def _rss_bytes() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def memory_child(path: str, input_name: str, shape: str, calls: int) -> dict[str, Any]:
-    """In a fresh process: RSS before compile, after compile, over ``calls`` calls."""
+def memory_child(
+    path: str, warm_path: str, input_name: str, shape: str, calls: int
+) -> dict[str, Any]:
+    """In a fresh process: RSS before compile, after compile, over ``calls`` calls.
+
+    ``warm_path`` (the same architecture, small) is compiled and run first, so the baseline
+    includes the compiler's imports and the JIT-compiled kernels: what remains is the model.
+    """
     import pytfrt
 
     dims = tuple(int(d) for d in shape.split("x"))
+    warm = pytfrt.compile(warm_path)
+    warm_dims = (1, *(int(d or 1) for d in warm.signature.inputs[0].shape[1:]))
+    warm(**{input_name: np.zeros(warm_dims, np.float32)})
+    del warm
+    gc.collect()
     base = _rss_bytes()
     model = pytfrt.compile(path)
     compiled = _rss_bytes()
@@ -329,11 +342,10 @@ def memory_child(path: str, input_name: str, shape: str, calls: int) -> dict[str
         "rss_after_compile": compiled,
         "rss_samples": samples,
         "rss_peak_calls": peak,
-        "ru_maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
 
 
-def _memory(zm: Any, calls: int, quiet: bool) -> dict[str, Any]:
+def _memory(zm: Any, zoo_dir: str, calls: int, quiet: bool) -> dict[str, Any]:
     import onnx
     from onnx import numpy_helper, shape_inference
 
@@ -345,6 +357,7 @@ def _memory(zm: Any, calls: int, quiet: bool) -> dict[str, Any]:
         str(Path(__file__).resolve()),
         "--memory-child",
         str(zm.path),
+        str(zoo.export(zm.name, zoo_dir, small=True, with_torch=False).path),
         name,
         "x".join(map(str, dims)),
         str(calls),
@@ -395,22 +408,23 @@ def _memory(zm: Any, calls: int, quiet: bool) -> dict[str, Any]:
 # -- profile -------------------------------------------------------------------------------
 
 
-def _profile(zm: Any, feeds: dict[str, np.ndarray], calls: int = 10) -> dict[str, Any]:
-    """pytfrt's time per op type: the compute functions wrapped with timers before compiling."""
-    import pytfrt
+def profile_child(path: str, input_name: str, shape: str, dtype: str, calls: int) -> dict[str, Any]:
+    """In a fresh process: pytfrt's time per op type over ``calls`` calls.
 
-    try:
-        from pytfrt.backends.cpu import graph_kernels
-    except ImportError as exc:
-        return {"error": f"no runtime op table: {exc}"}
-    table = getattr(graph_kernels, "GRAPH_OPS", None)
-    if not isinstance(table, dict):
-        return {"error": "graph_kernels.GRAPH_OPS not found"}
+    The runtime table's compute functions are wrapped with timers before the first compile
+    (the ``tg.*`` kernels are made from the table when their library loads).
+    """
+    import functools
+
+    import pytfrt
+    from pytfrt.backends.cpu.graph_kernels import graph_ops
+
     totals: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
-    originals = dict(table)
+    table = graph_ops()
 
     def wrap(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
         def timed(*a: Any, **k: Any) -> Any:
             t0 = time.perf_counter()
             try:
@@ -421,33 +435,54 @@ def _profile(zm: Any, feeds: dict[str, np.ndarray], calls: int = 10) -> dict[str
 
         return timed
 
-    for key, fn in originals.items():
-        if callable(fn):
-            table[key] = wrap(key, fn)
-    try:
-        model = pytfrt.compile(zm.path)
-        model(**feeds)
-        totals.clear()
-        counts.clear()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            model(**feeds)
-        wall = (time.perf_counter() - t0) / calls
-    finally:
-        table.clear()
-        table.update(originals)
+    for key, fn in list(table.items()):
+        table[key] = wrap(key, fn)
+    model = pytfrt.compile(path)
+    dims = tuple(int(d) for d in shape.split("x"))
+    rng = np.random.default_rng(0)
+    x = (
+        rng.standard_normal(dims).astype(dtype)
+        if dtype.startswith("float")
+        else rng.integers(0, 100, dims).astype(dtype)
+    )
+    model(**{input_name: x})
+    totals.clear()
+    counts.clear()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        model(**{input_name: x})
+    wall = (time.perf_counter() - t0) / calls
     per = {
         k: {"ms_per_call": totals[k] / calls * 1e3, "calls_per_call": counts[k] / calls}
         for k in sorted(totals, key=lambda k: -totals[k])
     }
     accounted = sum(totals.values()) / calls
     return {
-        "model": zm.name,
         "wall_ms": wall * 1e3,
         "in_ops_ms": accounted * 1e3,
         "outside_ops_ms": (wall - accounted) * 1e3,
         "per_op": per,
     }
+
+
+def _profile(zm: Any, batch: int, calls: int, quiet: bool) -> dict[str, Any]:
+    name, (shape, dtype) = next(iter(zm.inputs.items()))
+    dims = [batch if d is None else d for d in shape]
+    progress(f"profile: {zm.name} batch {batch}, {calls} calls (subprocess)", quiet)
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--profile-child",
+        str(zm.path),
+        name,
+        "x".join(map(str, dims)),
+        dtype,
+        str(calls),
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        return {"model": zm.name, "error": res.stderr[-2000:]}
+    return {"model": zm.name, "batch": batch, **json.loads(res.stdout.strip().splitlines()[-1])}
 
 
 # -- main ----------------------------------------------------------------------------------
@@ -477,9 +512,13 @@ def _load_models(args: argparse.Namespace) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark; returns the exit status (1 if a peer disagrees with the oracle)."""
+    if args.profile_child:
+        path, name, shape, dtype, calls = args.profile_child
+        print(json.dumps(profile_child(path, name, shape, dtype, int(calls))))
+        return 0
     if args.memory_child:
-        path, name, shape, calls = args.memory_child
-        print(json.dumps(memory_child(path, name, shape, int(calls))))
+        path, warm, name, shape, calls = args.memory_child
+        print(json.dumps(memory_child(path, warm, name, shape, int(calls))))
         return 0
     peers = list(args.peers)
     _set_threads(args.threads, peers)
@@ -560,14 +599,17 @@ def run(args: argparse.Namespace) -> int:
         "rows": rows,
         "goals": _goals(rows),
     }
-    if args.profile and models:
-        zm = next((m for m in models if m.name == "resnet50"), models[0])
-        record["profile"] = _profile(zm, zm.make_inputs(batch=1))
+    if args.profile is not None:
+        record["profile"] = [
+            _profile(zm, 1, args.profile_calls, args.quiet)
+            for zm in models
+            if zm.source != "tf" and (not args.profile or zm.name in args.profile)
+        ]
     if args.memory:
         zm = next((m for m in models if m.name == args.memory_model), None)
         if zm is None:
             zm = zoo.export(args.memory_model, args.zoo_dir, small=args.small, with_torch=False)
-        record["memory"] = _memory(zm, args.memory, args.quiet)
+        record["memory"] = _memory(zm, args.zoo_dir, args.memory, args.quiet)
     _print(record)
     out = Path(args.out)
     write_json(out / f"{args.name}.json", record)
@@ -650,11 +692,13 @@ def _print(record: dict[str, Any]) -> None:
         if g["ratio"] is not None:
             verdict = "met" if g["met"] else "NOT met"
             print(f"{g['goal']}: {g['ratio']:.2f}x (goal <= {g['target']}x): {verdict}")
-    prof = record.get("profile")
-    if prof and "per_op" in prof:
+    for prof in record.get("profile", []):
+        if "per_op" not in prof:
+            print(f"\nprofile of {prof['model']} failed: {prof.get('error', '')[-500:]}")
+            continue
         print(
-            f"\npytfrt profile, {prof['model']} b1: {prof['wall_ms']:.1f} ms per call, "
-            f"{prof['in_ops_ms']:.1f} ms in op compute functions, "
+            f"\npytfrt profile, {prof['model']} b{prof['batch']}: {prof['wall_ms']:.1f} ms per "
+            f"call, {prof['in_ops_ms']:.1f} ms in op compute functions, "
             f"{prof['outside_ops_ms']:.1f} ms outside"
         )
         rows = [
@@ -664,7 +708,7 @@ def _print(record: dict[str, Any]) -> None:
                 f"{v['calls_per_call']:.0f}",
                 f"{100 * v['ms_per_call'] / prof['wall_ms']:.1f}%",
             ]
-            for k, v in list(prof["per_op"].items())[:15]
+            for k, v in list(prof["per_op"].items())[:12]
         ]
         print(format_table(["op", "ms/call", "calls", "share"], rows))
     mem = record.get("memory")
@@ -673,9 +717,9 @@ def _print(record: dict[str, Any]) -> None:
         print(
             f"\nmemory ({record.get('memory_model', 'resnet50')} b1): weights "
             f"{mem['weights_bytes'] * mb:.1f} MB, largest activation set "
-            f"{mem['largest_activation_set_bytes'] * mb:.1f} MB; RSS growth from call 100 to "
-            f"the last: {mem['growth_after_100_calls_bytes'] * mb:.1f} MB; peak RSS over the "
-            f"pre-compile baseline {mem['peak_over_baseline_bytes'] * mb:.1f} MB "
+            f"{mem['largest_activation_set_bytes'] * mb:.2f} MB; RSS growth from call 100 to "
+            f"the last: {mem['growth_after_100_calls_bytes'] * mb:.2f} MB; peak RSS over the "
+            f"pre-compile baseline while calling {mem['peak_over_baseline_bytes'] * mb:.1f} MB "
             f"(bound 2 x weights + activations = {mem['bound_bytes'] * mb:.1f} MB)"
         )
     elif mem:
