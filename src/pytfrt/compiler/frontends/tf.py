@@ -283,16 +283,27 @@ def _variables(
     for ext, internal in captures:
         if ext.dtype == tf.resource:
             var = by_handle.get(id(ext))
-            if var is None:
-                raise ValueError(
-                    f"captured resource '{internal.op.name}' is not a variable of the function"
-                )
-            name = _variable_name(var.name, values)
-            values[name] = np.array(var.numpy())
+            if var is not None:
+                name = _variable_name(var.name, values)
+                values[name] = np.array(var.numpy())
+            else:  # a bare handle (``v.handle`` passed to a raw op)
+                name = _variable_name(internal.op.name, values)
+                values[name] = _read_handle(tf, ext, internal.op.name)
             bound[internal.op.name] = TV(resource=ResourceRef(name))
         else:
             bound[internal.op.name] = TV(const=np.asarray(ext.numpy()), name=internal.op.name)
     return values, bound
+
+
+def _read_handle(tf: Any, handle: Any, where: str) -> np.ndarray:
+    """The current value of the variable behind a captured resource handle."""
+    from tensorflow.python.ops import resource_variable_ops
+
+    data = resource_variable_ops.get_eager_safe_handle_data(handle)
+    if data is None or not data.is_set or not data.shape_and_type:
+        raise ValueError(f"captured resource '{where}' is not a variable")
+    dtype = tf.dtypes.as_dtype(data.shape_and_type[0].dtype)
+    return np.array(tf.raw_ops.ReadVariableOp(resource=handle, dtype=dtype).numpy())
 
 
 def _variable_name(name: str, taken: dict[str, Any]) -> str:
