@@ -76,7 +76,14 @@ def conv_cases(draw):
     use_bias = draw(st.booleans())
     use_res = draw(st.booleans())
     seed = draw(st.integers(0, 2**31 - 1))
+    algorithms = ["auto", "gemm"]
+    if kh == kw == 3 and (sh, sw) == (dh, dw) == (1, 1) and groups == 1:
+        algorithms.append("winograd")
+    if depthwise:
+        algorithms.append("depthwise")
+    algorithm = draw(st.sampled_from(algorithms))
     return dict(
+        algorithm=algorithm,
         n=n,
         h=h,
         w=w,
@@ -136,6 +143,7 @@ def test_conv2d_matches_torch_and_direct_loops(case):
         bias=bias,
         activation=case["act"],
         alpha=0.2,
+        algorithm=case["algorithm"],
     )
     y = conv.conv2d(plan, x, residual=r)
     got = y.transpose(0, 2, 3, 1) if nchw else y

@@ -1,18 +1,27 @@
 """Convolution as GEMM on NHWC arrays: im2col forward, col2im input gradient, filter gradient.
 
-Private helper of :mod:`pytfrt.backends.cpu.conv`.  Filters arrive prepared as ``w_mat``:
+Private helper of :mod:`pytfrt.backends.cpu.conv`.  NHWC filters arrive prepared as ``w_mat``:
 ``(groups, kh * kw * cin_g, cout_g)``, the rows ordered ``(i, j, c)`` -- the HWIO filter of
 each group reshaped, so that one im2col row ``(i, j, c)`` of group ``g`` times ``w_mat[g]`` is
 the convolution.  A 1x1 stride-1 unpadded convolution skips im2col (the input *is* the column
 matrix).  Each tap ``(i, j)`` of the window is one strided view of the padded input, so im2col
-is ``kh * kw`` block copies.  Thread-safety: pure functions writing only their ``out``.
+is ``kh * kw`` block copies into per-thread scratch (:mod:`._scratch`).  NCHW convolutions
+use the transposed formulation (filter rows times an ``(cin * kh * kw, oh * ow)`` column matrix
+per image), so neither layout is transposed.  The gradients are written for clarity, not speed
+(NHWC only; the public functions transpose).  Thread-safety: pure functions writing only their
+outputs.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
+from pytfrt.backends.cpu._blas import parallel_gemm, sgemm
+from pytfrt.backends.cpu._epilogue import epilogue_2d
 from pytfrt.backends.cpu._geometry import padded_nhwc, tap
+from pytfrt.backends.cpu._parallel import chunks, parallel_for
+from pytfrt.backends.cpu._scratch import scratch
 
 Geometry = tuple[int, int, int, int, int, int, int, int, int, int]
 """``(kh, kw, sh, sw, dh, dw, pt, pb, pl, pr)``."""
@@ -49,52 +58,185 @@ def im2col(
     return cols
 
 
-def is_pointwise(geo: Geometry) -> bool:
-    """A 1x1, stride-1, unpadded window: the input is its own column matrix."""
-    return geo[0] == geo[1] == geo[2] == geo[3] == 1 and not any(geo[6:])
+MIN_SHARD_ROWS = 64
+"""Fewest GEMM rows (output pixels) per parallel shard."""
+SHARD_BYTES = 512 * 1024
+"""Most column-matrix bytes per shard (it should stay in the core's L2 for the GEMM)."""
 
 
-def conv_forward(x: np.ndarray, w_mat: np.ndarray, geo: Geometry, y: np.ndarray) -> None:
-    """``y`` (N, oh, ow, cout) = conv(``x`` (N, H, W, cin)) by im2col + one GEMM per group."""
+def forward_nhwc(
+    x: np.ndarray,
+    w_mat: np.ndarray,
+    geo: Geometry,
+    y: np.ndarray,
+    bias: np.ndarray | None,
+    res: np.ndarray | None,
+    code: int,
+    alpha: float,
+) -> None:
+    """``y`` (N, oh, ow, cout; C-contiguous) = act(conv(``x``) + bias + res), NHWC.
+
+    Work is split into shards of output rows ``(n, oh)``, each gathering its own columns (1x1
+    unpadded: the input rows themselves, or the sampled pixels if strided; otherwise im2col of
+    its rows into the thread's scratch), one GEMM per group and the epilogue on its rows while
+    they are in cache.
+    """
     groups, _, kg = w_mat.shape
-    n, oh, ow, _ = y.shape
-    m = n * oh * ow
-    y2 = y.reshape(m, groups * kg)
+    n, oh, ow, cout = y.shape
     cin = x.shape[3]
     cg = cin // groups
-    if is_pointwise(geo):
-        x2 = x.reshape(m, cin)
-        for g in range(groups):
-            _mm(x2[:, g * cg : (g + 1) * cg], w_mat[g], y2, g, kg, groups)
-        return
-    xp = padded_nhwc(x, *geo[6:])
-    for g in range(groups):
-        cols = im2col(xp, oh, ow, geo, g * cg, (g + 1) * cg, None)
-        _mm(cols, w_mat[g], y2, g, kg, groups)
+    kh, kw, sh, sw = geo[:4]
+    pointwise = kh == kw == 1 and not any(geo[6:])
+    xp = x if pointwise else padded_nhwc(x, *geo[6:], out_role="pad")
+    rows = n * oh
+    row_bytes = ow * (cin if pointwise else kh * kw * cg) * x.itemsize
+    shards = chunks(rows, max(1, MIN_SHARD_ROWS // ow), max(1, SHARD_BYTES // row_bytes))
+
+    def shard(i: int) -> None:
+        r0, r1 = shards[i]
+        for img, a0, a1 in _row_blocks(r0, r1, oh):
+            m = (a1 - a0) * ow
+            y2 = y[img, a0:a1].reshape(m, cout)
+            if pointwise and (sh, sw) == (1, 1):
+                cols = x[img, a0:a1].reshape(m, cin)
+            elif pointwise:
+                cols = scratch("cols", (a1 - a0, ow, cin), x.dtype)
+                cols[...] = x[img, a0 * sh : (a1 - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw]
+                cols = cols.reshape(m, cin)
+            else:
+                cols = None
+            for g in range(groups):
+                if cols is None:
+                    part = im2col_rows(xp[img], a0, a1, ow, geo, g * cg, (g + 1) * cg)
+                    sgemm(part, w_mat[g], y2[:, g * kg : (g + 1) * kg])
+                else:
+                    sgemm(cols[:, g * cg : (g + 1) * cg], w_mat[g], y2[:, g * kg : (g + 1) * kg])
+            r2 = None if res is None else res[img, a0:a1].reshape(m, cout)
+            epilogue_2d(y2, bias, r2, code, alpha)
+
+    parallel_for(shard, len(shards), serial=not parallel_gemm())
 
 
-def _mm(a: np.ndarray, b: np.ndarray, y2: np.ndarray, g: int, kg: int, groups: int) -> None:
-    if groups == 1:
-        np.matmul(a, b, out=y2)
-    else:
-        y2[:, g * kg : (g + 1) * kg] = a @ b
+def _row_blocks(r0: int, r1: int, oh: int) -> list[tuple[int, int, int]]:
+    """Split flattened output rows ``[r0, r1)`` of ``(n, oh)`` into per-image row ranges."""
+    out = []
+    while r0 < r1:
+        img, a0 = divmod(r0, oh)
+        a1 = min(oh, a0 + (r1 - r0))
+        out.append((img, a0, a1))
+        r0 += a1 - a0
+    return out
 
 
-def depthwise_forward(x: np.ndarray, w_dw: np.ndarray, geo: Geometry, y: np.ndarray) -> None:
-    """Depthwise conv: ``y[..., c * m + q] = sum_ij xp[tap ij][..., c] * w_dw[i, j, c, q]``.
-
-    ``w_dw`` is ``(kh, kw, cin, m)`` (channel multiplier ``m``); ``y`` is (N, oh, ow, cin*m).
-    """
+def im2col_rows(
+    xp: np.ndarray, a0: int, a1: int, ow: int, geo: Geometry, c0: int, c1: int
+) -> np.ndarray:
+    """Columns ``((a1 - a0) * ow, kh * kw * (c1 - c0))`` of output rows ``a0:a1`` of one padded
+    NHWC image ``xp`` (H, W, C), in the thread's scratch."""
     kh, kw, sh, sw, dh, dw = geo[:6]
-    n, oh, ow, _ = y.shape
-    cin, mult = w_dw.shape[2], w_dw.shape[3]
-    xp = padded_nhwc(x, *geo[6:])
-    y5 = y.reshape(n, oh, ow, cin, mult)
-    y5[...] = 0
+    cg = c1 - c0
+    cols = scratch("cols", ((a1 - a0) * ow, kh * kw * cg), xp.dtype)
+    if dw == 1 and c0 == 0 and c1 == xp.shape[2] and xp.flags.c_contiguous:
+        # A window row (kw pixels x all channels) is one contiguous run of the input row.
+        _im2col_runs(xp, a0, a1, ow, kh, kw, sh, sw, dh, cols)
+        return cols
+    c5 = cols.reshape(a1 - a0, ow, kh, kw, cg)
     for i in range(kh):
         for j in range(kw):
-            hs, ws = tap(i, j, oh, ow, sh, sw, dh, dw)
-            y5 += xp[:, hs, ws, :, None] * w_dw[i, j]
+            r = a0 * sh + i * dh
+            c = j * dw
+            c5[:, :, i, j, :] = xp[
+                r : r + (a1 - a0 - 1) * sh + 1 : sh, c : c + (ow - 1) * sw + 1 : sw, c0:c1
+            ]
+    return cols
+
+
+@numba.njit(nogil=True, cache=True)
+def _im2col_runs(xp, a0, a1, ow, kh, kw, sh, sw, dh, cols):  # type: ignore[no-untyped-def]
+    wp, c = xp.shape[1], xp.shape[2]
+    run = kw * c
+    flat = xp.reshape(-1)
+    out = cols.reshape(-1)
+    width = kh * run
+    for a in range(a0, a1):
+        for b in range(ow):
+            base = ((a - a0) * ow + b) * width
+            for i in range(kh):
+                src = ((a * sh + i * dh) * wp + b * sw) * c
+                dst = base + i * run
+                for q in range(run):
+                    out[dst + q] = flat[src + q]
+
+
+def forward_nchw(
+    x: np.ndarray,
+    w_rows: np.ndarray,
+    geo: Geometry,
+    y: np.ndarray,
+    bias: np.ndarray | None,
+    res: np.ndarray | None,
+    code: int,
+    alpha: float,
+) -> None:
+    """``y`` (N, cout, oh, ow; C-contiguous) = act(conv(``x``) + bias + res), NCHW.
+
+    ``w_rows`` is ``(groups, cout_g, cin_g * kh * kw)`` (the OIHW filter reshaped).  Shards of
+    output rows compute ``y[n, group, rows] = w_rows[g] @ cols`` with ``cols`` ``(cin_g * kh *
+    kw, rows * ow)`` (for a 1x1 stride-1 unpadded convolution, a column block of the image).
+    """
+    groups, kg, kcols = w_rows.shape
+    n, cout, oh, ow = y.shape
+    cin, h, w = x.shape[1:]
+    kh, kw, sh, sw, dh, dw, pt, pb, pl, pr = geo
+    pointwise = kh == kw == sh == sw == 1 and not any(geo[6:])
+    rows = n * oh
+    row_bytes = ow * (cin if pointwise else kcols * groups) * x.itemsize
+    shards = chunks(rows, max(1, MIN_SHARD_ROWS // ow), max(1, SHARD_BYTES // row_bytes))
+    y3 = y.reshape(n, cout, oh * ow)
+    r3 = None if res is None else res.reshape(n, cout, oh * ow)
+    if pointwise:
+        xsrc = x.reshape(n, cin, h * w)
+    elif pt or pb or pl or pr:
+        xsrc = scratch("pad", (n, cin, h + pt + pb, w + pl + pr), x.dtype)
+        _pad_nchw(x, pt, pb, pl, pr, xsrc)
+    else:
+        xsrc = x
+
+    def shard(i: int) -> None:
+        r0, r1 = shards[i]
+        for img, a0, a1 in _row_blocks(r0, r1, oh):
+            c0, c1 = a0 * ow, a1 * ow
+            if pointwise:
+                cols = xsrc[img, :, c0:c1]
+            else:
+                cols6 = scratch("cols", (cin, kh, kw, a1 - a0, ow), x.dtype)
+                for i_ in range(kh):
+                    for j in range(kw):
+                        r = a0 * sh + i_ * dh
+                        c = j * dw
+                        cols6[:, i_, j] = xsrc[
+                            img,
+                            :,
+                            r : r + (a1 - a0 - 1) * sh + 1 : sh,
+                            c : c + (ow - 1) * sw + 1 : sw,
+                        ]
+                cols = cols6.reshape(cin * kh * kw, (a1 - a0) * ow)
+            yb = y3[img, :, c0:c1]
+            for g in range(groups):
+                sgemm(w_rows[g], cols[g * kcols : (g + 1) * kcols], yb[g * kg : (g + 1) * kg])
+            rb = None if r3 is None else r3[img, :, c0:c1]
+            epilogue_2d(yb, bias, rb, code, alpha, bias_rows=True)
+
+    parallel_for(shard, len(shards), serial=not parallel_gemm())
+
+
+def _pad_nchw(x: np.ndarray, pt: int, pb: int, pl: int, pr: int, xp: np.ndarray) -> None:
+    h, w = x.shape[2:]
+    xp[:, :, :pt] = 0
+    xp[:, :, pt + h :] = 0
+    xp[:, :, pt : pt + h, :pl] = 0
+    xp[:, :, pt : pt + h, pl + w :] = 0
+    xp[:, :, pt : pt + h, pl : pl + w] = x
 
 
 def conv_backprop_input(

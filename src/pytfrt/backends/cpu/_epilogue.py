@@ -77,55 +77,48 @@ def _act(v: float, act: int, alpha: float) -> float:
 
 
 @numba.njit(nogil=True, cache=True)
-def _epilogue_2d(y, bias, res, act, alpha):  # type: ignore[no-untyped-def]
+def _epilogue_2d(y, bias, res, act, alpha, bias_rows):  # type: ignore[no-untyped-def]
     m, k = y.shape
-    has_bias = bias.shape[0] > 0
+    nb = bias.shape[0]
     has_res = res.shape[0] > 0
-    if act == 0:
-        if has_bias and has_res:
-            for i in range(m):
-                for j in range(k):
-                    y[i, j] += bias[j] + res[i, j]
-        elif has_bias:
-            for i in range(m):
-                for j in range(k):
-                    y[i, j] += bias[j]
-        elif has_res:
-            for i in range(m):
-                for j in range(k):
-                    y[i, j] += res[i, j]
-        return
-    if act == 1:
-        # The ResNet case, kept branch-free so LLVM vectorises it.
-        for i in range(m):
+    for i in range(m):
+        row_bias = bias[i % nb] if bias_rows and nb > 0 else 0.0
+        if act == 1:
+            # The ResNet case: branch-free so LLVM vectorises it.
             for j in range(k):
-                v = y[i, j]
-                if has_bias:
+                v = y[i, j] + row_bias
+                if nb > 0 and not bias_rows:
                     v += bias[j]
                 if has_res:
                     v += res[i, j]
                 y[i, j] = max(v, 0)
-        return
-    for i in range(m):
-        for j in range(k):
-            v = y[i, j]
-            if has_bias:
-                v += bias[j]
-            if has_res:
-                v += res[i, j]
-            y[i, j] = _act(v, act, alpha)
+        else:
+            for j in range(k):
+                v = y[i, j] + row_bias
+                if nb > 0 and not bias_rows:
+                    v += bias[j]
+                if has_res:
+                    v += res[i, j]
+                y[i, j] = _act(v, act, alpha) if act else v
 
 
 def epilogue_2d(
-    y: np.ndarray, bias: np.ndarray | None, residual: np.ndarray | None, code: int, alpha: float
+    y: np.ndarray,
+    bias: np.ndarray | None,
+    residual: np.ndarray | None,
+    code: int,
+    alpha: float,
+    bias_rows: bool = False,
 ) -> None:
     """``y[i, j] = act(y[i, j] + bias[j] + residual[i, j])`` in place.
 
-    ``y`` is C-contiguous 2-D float; ``bias`` (``(K,)``) and ``residual`` (``(M, K)``, any
-    strides) are optional and of ``y``'s dtype (callers check shapes and cast).
+    ``y`` is 2-D float (any strides, fastest along rows when C-contiguous); ``bias`` is
+    ``(K,)`` along columns, or with ``bias_rows`` indexed by ``i % len(bias)`` (an NCHW output
+    viewed as ``(N * C, H * W)``); ``residual`` is ``(M, K)`` (any strides).  Operands are
+    optional and of ``y``'s dtype (callers check shapes and cast).
     """
     if code == 0 and bias is None and residual is None:
         return
     b = bias if bias is not None else np.empty(0, dtype=y.dtype)
     r = residual if residual is not None else np.empty((0, 0), dtype=y.dtype)
-    _epilogue_2d(y, b, r, code, float(alpha))
+    _epilogue_2d(y, b, r, code, float(alpha), bias_rows)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pytfrt.backends.cpu._scratch import scratch
 from pytfrt.backends.cpu.ops import OpError
 
 LAYOUTS = ("NHWC", "NCHW")
@@ -72,13 +73,23 @@ def out_size(
 
 
 def padded_nhwc(
-    x: np.ndarray, pt: int, pb: int, pl: int, pr: int, value: float = 0.0
+    x: np.ndarray,
+    pt: int,
+    pb: int,
+    pl: int,
+    pr: int,
+    value: float = 0.0,
+    out_role: str | None = None,
 ) -> np.ndarray:
-    """``x`` (N, H, W, C) with ``value`` rows/columns added around H and W (``x`` if none)."""
+    """``x`` (N, H, W, C) with ``value`` rows/columns added around H and W (``x`` if none).
+
+    With ``out_role`` the result lives in this thread's scratch arena of that role.
+    """
     if pt == pb == pl == pr == 0:
         return x
     n, h, w, c = x.shape
-    xp = np.empty((n, h + pt + pb, w + pl + pr, c), dtype=x.dtype)
+    shape = (n, h + pt + pb, w + pl + pr, c)
+    xp = np.empty(shape, dtype=x.dtype) if out_role is None else scratch(out_role, shape, x.dtype)
     if pt:
         xp[:, :pt] = value
     if pb:

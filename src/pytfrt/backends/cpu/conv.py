@@ -9,24 +9,38 @@ Layouts: ``"NHWC"`` inputs with ``HWIO`` filters (``[kh, kw, cin / groups, cout]
 ``cin`` and ``cout`` (depthwise: ``groups == cin``).  The operation is cross-correlation, as in
 TensorFlow, ONNX and PyTorch.
 
-Usage: :func:`plan_conv2d` does all weight-dependent work once (validation, packing the filter
-into the layout the chosen algorithm wants, the epilogue's bias and activation); :func:`conv2d`
-then runs the plan on any input with the right channel count.  How each algorithm works and
-when it is chosen: ``docs/kernels.md``.
+Usage: :func:`plan_conv2d` does all weight-dependent work once (validation, the filter packed
+for each algorithm that may run it, the epilogue's bias and activation); :func:`conv2d` then
+runs the plan on any input with the right channel count.  Algorithms (``docs/kernels.md``):
+
+* ``gemm`` -- one GEMM for 1x1 convolutions (after gathering the sampled pixels if strided),
+  else im2col into per-thread scratch and one GEMM per group; bias, residual and activation in
+  one compiled pass over the output.
+* ``winograd`` -- F(4x4, 3x3) for float32 3x3 stride-1 undilated ungrouped convolutions with
+  at least :data:`WINOGRAD_MIN_TILES` output tiles (below that the transformed filter, 4x the
+  filter's size, costs more memory traffic than it saves); epilogue fused into the output
+  transform.
+* ``depthwise`` -- direct compiled loops (``groups == cin``), epilogue fused.
+
+GEMMs run in oneDNN when its library is installed, else NumPy (``pytfrt.backends.cpu._blas``).
+float16 plans compute in float32 and round once.
 
 Thread-safety: a :class:`ConvPlan` is immutable after :func:`plan_conv2d`; :func:`conv2d` may
-run one plan from several threads at once (scratch space is per call or per thread).  Errors:
-:class:`pytfrt.backends.cpu.ops.OpError` naming the op and what does not fit.
+run one plan from several threads at once (scratch space is per thread).  Steady-state calls
+with ``out=`` allocate nothing.  Errors: :class:`pytfrt.backends.cpu.ops.OpError` naming the op
+and what does not fit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from pytfrt.backends.cpu import _conv_gemm as cg
+from pytfrt.backends.cpu import _depthwise, _winograd
 from pytfrt.backends.cpu._geometry import (
     check_layout,
     check_out,
@@ -43,6 +57,11 @@ from pytfrt.backends.cpu.gemm import apply_epilogue
 from pytfrt.backends.cpu.ops import OpError
 
 FLOAT_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+ALGORITHMS = ("auto", "gemm", "winograd", "depthwise")
+WINOGRAD_MIN_TILES = 32
+"""Fewest 4x4 output tiles (over the batch) for which ``auto`` picks Winograd."""
+WINOGRAD_MIN_CHANNELS = 8
+"""Fewest input and output channels for which a plan prepares Winograd."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,14 +81,18 @@ class ConvPlan:
     cout: int
     dtype: np.dtype
     algorithm: str
-    """``"gemm"`` (im2col + GEMM, or one GEMM for a 1x1 stride-1 conv) or ``"depthwise"``."""
+    """What :func:`plan_conv2d` was asked for: ``auto`` or a forced algorithm."""
     weights: np.ndarray
-    """The prepared filter: ``(groups, kh*kw*cin_g, cout_g)`` for ``gemm``; ``(kh, kw, cin, m)``
-    for ``depthwise``."""
+    """The filter packed for ``gemm`` or ``depthwise``: NHWC ``(groups, kh*kw*cin_g,
+    cout_g)``; NCHW ``(groups, cout_g, cin_g*kh*kw)``; depthwise ``(kh, kw, cin, m)``."""
+    winograd: np.ndarray | None
+    """The Winograd-transformed filter ``(36, cin, cout)`` if the plan may use Winograd."""
     bias: np.ndarray | None
     activation: str
     alpha: float
     act_code: int
+    compute: ConvPlan | None = None
+    """For float16 plans: the float32 plan that does the work."""
 
     @property
     def geometry(self) -> cg.Geometry:
@@ -77,7 +100,11 @@ class ConvPlan:
         return (self.kh, self.kw, *self.strides, *self.dilations, *self.pads)
 
     def output_shape(self, x_shape: Sequence[int]) -> tuple[int, int, int, int]:
-        """The output shape for an input shape (in the plan's layout)."""
+        """The output shape for an input shape (in the plan's layout).
+
+        Raises:
+            OpError: a channel count that does not fit, an input smaller than the window.
+        """
         n, h, w, c = nhwc_shape(x_shape, self.layout)
         if c != self.cin:
             raise OpError(
@@ -93,6 +120,21 @@ class ConvPlan:
                 f"(dilations {list(self.dilations)}, pads {list(self.pads)})"
             )
         return from_nhwc_shape(n, oh, ow, self.cout, self.layout)
+
+    def algorithm_for(self, out_shape: Sequence[int]) -> str:
+        """The algorithm :func:`conv2d` runs for an output shape (in the plan's layout)."""
+        if self.compute is not None:
+            return self.compute.algorithm_for(out_shape)
+        if self.algorithm != "auto":
+            return self.algorithm
+        if self.groups > 1 and self.groups == self.cin and self.weights.ndim == 4:
+            return "depthwise"
+        if self.winograd is not None:
+            n, oh, ow, _ = nhwc_shape(out_shape, self.layout)
+            th, tw = _winograd.tiles(oh, ow)
+            if n * th * tw >= WINOGRAD_MIN_TILES:
+                return "winograd"
+        return "gemm"
 
 
 def _filter_dims(op: str, w_shape: Sequence[int], layout: str) -> tuple[int, int, int, int]:
@@ -179,6 +221,7 @@ def plan_conv2d(
     bias: np.ndarray | None = None,
     activation: str = "none",
     alpha: float = 0.0,
+    algorithm: str = "auto",
 ) -> ConvPlan:
     """Prepare a convolution with filter ``w`` (and its fused epilogue) for :func:`conv2d`.
 
@@ -188,10 +231,13 @@ def plan_conv2d(
         layout, strides, dilations, pads, groups: see the module docstring.
         bias: optional 1-D of length ``cout``, added per output channel.
         activation, alpha: applied last (:mod:`pytfrt.backends.cpu.activations`).
+        algorithm: ``"auto"`` (chosen per input shape), or force ``"gemm"``, ``"winograd"``
+            (float32 3x3 stride-1 undilated, groups 1) or ``"depthwise"`` (``groups ==
+            cin``) -- for tests and benchmarks.
 
     Raises:
         OpError: bad attributes, a filter that does not fit ``groups``, a bias of the wrong
-            shape or dtype, an unknown activation.
+            shape or dtype, an unknown activation, an algorithm that cannot run this conv.
     """
     op = "conv2d"
     check_layout(op, layout)
@@ -208,9 +254,10 @@ def plan_conv2d(
     sh, sw = pair(op, "strides", strides)
     dh, dw = pair(op, "dilations", dilations)
     pt, pb, pl, pr = quad(op, pads)
-    code = check_activation(
-        op, activation, np.dtype(np.float32) if w.dtype == np.float16 else w.dtype
-    )
+    work = np.dtype(np.float32) if w.dtype == np.float16 else w.dtype
+    code = check_activation(op, activation, work)
+    if algorithm not in ALGORITHMS:
+        raise OpError(f"{op}: algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     if bias is not None:
         bias = np.asarray(bias)
         if bias.shape != (cout,) or bias.dtype != w.dtype:
@@ -219,17 +266,7 @@ def plan_conv2d(
                 f"{list(bias.shape)} {bias.dtype}"
             )
         bias = bias.copy()
-    hwio = _hwio(w, layout)
-    cin = cig * groups
-    kg = cout // groups
-    if cig == 1 and groups == cin and groups > 1:
-        algorithm = "depthwise"
-        weights = np.array(hwio.reshape(kh, kw, cin, kg), order="C", copy=True)
-    else:
-        algorithm = "gemm"
-        weights = np.array(cg.group_matrices(hwio, groups), order="C", copy=True)
-    weights.flags.writeable = False
-    return ConvPlan(
+    attrs: dict[str, Any] = dict(
         layout=layout,
         strides=(sh, sw),
         dilations=(dh, dw),
@@ -237,16 +274,56 @@ def plan_conv2d(
         groups=groups,
         kh=kh,
         kw=kw,
-        cin=cin,
+        cin=cig * groups,
         cout=cout,
-        dtype=w.dtype,
-        algorithm=algorithm,
-        weights=weights,
-        bias=bias,
         activation=activation,
         alpha=float(alpha),
         act_code=code,
+        algorithm=algorithm,
     )
+    if w.dtype == np.float16:
+        twin = _pack(w.astype(np.float32), None if bias is None else bias.astype(np.float32), attrs)
+        return ConvPlan(
+            dtype=w.dtype, weights=twin.weights, winograd=None, bias=bias, compute=twin, **attrs
+        )
+    return _pack(w, bias, attrs)
+
+
+def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> ConvPlan:
+    """The plan for a float32/float64 filter: weights packed for the algorithms it may run."""
+    op = "conv2d"
+    layout, groups, algorithm = attrs["layout"], attrs["groups"], attrs["algorithm"]
+    kh, kw, cin, cout = attrs["kh"], attrs["kw"], attrs["cin"], attrs["cout"]
+    hwio = _hwio(w, layout)
+    depthwise = groups > 1 and groups == cin
+    if algorithm == "depthwise" and not depthwise:
+        raise OpError(f"{op}: algorithm 'depthwise' needs groups == cin ({cin}), got {groups}")
+    winograd_ok = (
+        kh == kw == 3
+        and attrs["strides"] == (1, 1)
+        and attrs["dilations"] == (1, 1)
+        and groups == 1
+        and w.dtype == np.float32
+    )
+    if algorithm == "winograd" and not winograd_ok:
+        raise OpError(
+            f"{op}: algorithm 'winograd' needs a float32 3x3 filter, stride 1, dilation 1, groups 1"
+        )
+    if depthwise and algorithm in ("auto", "depthwise"):
+        weights = np.array(hwio.reshape(kh, kw, cin, cout // groups), order="C", copy=True)
+    elif layout == "NHWC":
+        weights = np.array(cg.group_matrices(hwio, groups), order="C", copy=True)
+    else:
+        weights = np.array(w.reshape(groups, cout // groups, -1), order="C", copy=True)
+    weights.flags.writeable = False
+    u = None
+    wants_winograd = algorithm == "winograd" or (
+        algorithm == "auto" and min(cin, cout) >= WINOGRAD_MIN_CHANNELS
+    )
+    if winograd_ok and wants_winograd:
+        u = _winograd.filter_transform(hwio)
+        u.flags.writeable = False
+    return ConvPlan(dtype=w.dtype, weights=weights, winograd=u, bias=bias, **attrs)
 
 
 def conv2d(
@@ -261,7 +338,9 @@ def conv2d(
         plan: the prepared convolution.
         x: rank-4 input in the plan's layout, of the filter's dtype.
         residual: optional, exactly the output's shape and dtype.
-        out: optional result buffer of the output's shape and dtype (written and returned).
+        out: optional result buffer of the output's shape and dtype (written and returned;
+            C-contiguous buffers are written directly, others through a temporary).  It
+            must not overlap ``x`` or ``residual``.
 
     Raises:
         OpError: wrong rank, channel count or dtype; an input smaller than the window; a
@@ -280,43 +359,61 @@ def conv2d(
                 f"{plan.dtype}, got {list(residual.shape)} {residual.dtype}"
             )
     check_out(op, out, shape, plan.dtype)
-    n, oh, ow, cout = nhwc_shape(shape, plan.layout)
-    direct = plan.layout == "NHWC" and out is not None and out.flags.c_contiguous
-    y = out if direct else np.empty((n, oh, ow, cout), dtype=plan.dtype)
-    assert y is not None
-    xn = to_nhwc(x, plan.layout)
-    if plan.algorithm == "depthwise":
-        cg.depthwise_forward(xn, plan.weights, plan.geometry, y)
-    else:
-        cg.conv_forward(np.ascontiguousarray(xn), plan.weights, plan.geometry, y)
-    res = None if residual is None else to_nhwc(residual, plan.layout)
-    _epilogue(y, plan, res)
-    if plan.layout == "NHWC":
-        if out is not None and y is not out:
-            out[...] = y
-            return out
-        return y
-    if out is None:
-        return np.ascontiguousarray(y.transpose(0, 3, 1, 2))
-    out[...] = y.transpose(0, 3, 1, 2)
-    return out
-
-
-def _epilogue(y: np.ndarray, plan: ConvPlan, residual: np.ndarray | None) -> None:
-    if plan.dtype == np.float16:  # Numba has no float16: apply in float32 and round once
-        if plan.act_code == 0 and plan.bias is None and residual is None:
-            return
-        y32 = y.astype(np.float32)
-        apply_epilogue(
-            y32,
-            None if plan.bias is None else plan.bias.astype(np.float32),
+    if plan.compute is not None:  # float16: compute in float32, round once
+        y32 = _forward(
+            plan.compute,
+            x.astype(np.float32),
             None if residual is None else residual.astype(np.float32),
-            plan.act_code,
-            plan.alpha,
+            np.empty(shape, np.float32),
         )
-        y[...] = y32
-        return
-    apply_epilogue(y, plan.bias, residual, plan.act_code, plan.alpha)
+        if out is None:
+            return y32.astype(plan.dtype)
+        np.copyto(out, y32, casting="same_kind")
+        return out
+    direct = out is not None and out.flags.c_contiguous
+    y = out if direct else np.empty(shape, dtype=plan.dtype)
+    assert y is not None
+    _forward(plan, x, residual, y)
+    if out is not None and not direct:
+        out[...] = y
+        return out
+    return y
+
+
+def _forward(
+    plan: ConvPlan, x: np.ndarray, residual: np.ndarray | None, y: np.ndarray
+) -> np.ndarray:
+    """Run ``plan`` into the C-contiguous ``y`` (shapes and dtypes checked)."""
+    algo = plan.algorithm_for(y.shape)
+    nhwc = plan.layout == "NHWC"
+    if algo in ("winograd", "depthwise"):
+        xv, yv = to_nhwc(x, plan.layout), to_nhwc(y, plan.layout)
+        rv = None if residual is None else to_nhwc(residual, plan.layout)
+        if algo == "winograd":
+            assert plan.winograd is not None
+            _winograd.forward(
+                xv,
+                plan.winograd,
+                plan.pads[0],
+                plan.pads[2],
+                plan.bias,
+                rv,
+                plan.act_code,
+                plan.alpha,
+                yv,
+            )
+        else:
+            _depthwise.depthwise(
+                xv, plan.weights, plan.geometry, plan.bias, rv, plan.act_code, plan.alpha, yv
+            )
+        return y
+    xc = np.ascontiguousarray(x)
+    args = (plan.bias, residual, plan.act_code, plan.alpha)
+    if nhwc:
+        cg.forward_nhwc(xc, plan.weights, plan.geometry, y, *args)
+    else:
+        cg.forward_nchw(xc, plan.weights, plan.geometry, y, *args)
+    return y
 
 
 # -- transpose and gradients -----------------------------------------------------------------
