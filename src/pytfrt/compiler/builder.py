@@ -206,7 +206,7 @@ class FunctionBuilder:
         if n_results is not None and n_results != len(results):
             raise GraphError(f"tg.{opdef.name}: has {len(results)} results, {n_results} expected")
         stored = opdef.stored_attrs(full)
-        xattrs = {k: to_xattr(opdef.attrs[k].kind, v) for k, v in stored.items()}
+        xattrs = {k: to_xattr(opdef.attrs[k].kind, stored[k]) for k in sorted(stored)}
         op = op_class(opdef.name).create(
             operands=[v.ssa for v in inputs],
             result_types=[to_xdsl(t) for t in results],

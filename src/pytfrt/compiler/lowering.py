@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import builtin as b
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from pytfrt.bef.program import Function, Kernel, Program
 from pytfrt.compiler.attrs import from_xattr
@@ -164,6 +164,62 @@ CHAIN = "!tfrt.chain"
 CONTROL = {"tg.if", "tg.case", "tg.while"}
 
 
+def region_program(block: Block) -> str:
+    """The JSON program (``pytfrt.backends.cpu.fused``) of a ``fused_elementwise`` region."""
+    import json
+
+    ids: dict[SSAValue, int] = {a: i for i, a in enumerate(block.args)}
+    ops = []
+    for inner in block.ops:
+        if inner.name == "tg.yield":
+            break
+        attrs = {k: (list(v) if isinstance(v, tuple) else v)
+                 for k, v in op_attrs(inner, get_opdef(inner.name)).items()}
+        ops.append([inner.name[3:], [ids[v] for v in inner.operands], attrs])
+        ids[inner.results[0]] = len(block.args) + len(ops) - 1
+    return json.dumps({"n": len(block.args), "ops": ops}, separators=(",", ":"),
+                      sort_keys=True)
+
+
+def callees(op: Operation, funcs: dict[str, FuncOp]) -> list[str]:
+    """The functions a control-flow op calls (none for other ops).
+
+    Raises:
+        GraphError: for a reference to a function that does not exist.
+    """
+    if op.name not in CONTROL:
+        return []
+    opdef = get_opdef(op.name)
+    attrs = op_attrs(op, opdef)
+    names: list[str] = []
+    for k, spec in opdef.attrs.items():
+        if spec.kind == "sym":
+            names.append(attrs[k])
+        elif spec.kind == "syms":
+            names.extend(attrs[k])
+    for n in names:
+        if n not in funcs:
+            raise GraphError(f"{op.name}: unknown function @{n}")
+    return names
+
+
+def stateful_functions(funcs: dict[str, FuncOp]) -> set[str]:
+    """The functions that touch variables, directly or through the functions they call."""
+    found = {n for n, f in funcs.items()
+             if any(op.name.startswith("tg.") and op.name != "tg.constant"
+                    and get_opdef(op.name).stateful for op in f.body.block.ops)}
+    calls = {n: {c for op in f.body.block.ops for c in callees(op, funcs)}
+             for n, f in funcs.items()}
+    changed = True
+    while changed:
+        changed = False
+        for n, cs in calls.items():
+            if n not in found and cs & found:
+                found.add(n)
+                changed = True
+    return found
+
+
 class _ModuleLowerer:
     """Lowers every function of a module; resources are shared by all of them."""
 
@@ -191,37 +247,11 @@ class _ModuleLowerer:
         self.init_chains: list[int] = []
         self.stateful = self._stateful_functions()
 
-    # -- analysis ---------------------------------------------------------------------------
     def _callees(self, op: Operation) -> list[str]:
-        if op.name not in CONTROL:
-            return []
-        opdef = get_opdef(op.name)
-        attrs = op_attrs(op, opdef)
-        names: list[str] = []
-        for k, spec in opdef.attrs.items():
-            if spec.kind == "sym":
-                names.append(attrs[k])
-            elif spec.kind == "syms":
-                names.extend(attrs[k])
-        for n in names:
-            if n not in self.funcs:
-                raise GraphError(f"{op.name}: unknown function @{n}")
-        return names
+        return callees(op, self.funcs)
 
     def _stateful_functions(self) -> set[str]:
-        direct = {n for n, f in self.funcs.items()
-                  if any(op.name != "tg.constant" and get_opdef(op.name).stateful
-                         for op in f.body.block.ops if op.name.startswith("tg."))}
-        calls = {n: {c for op in f.body.block.ops for c in self._callees(op)}
-                 for n, f in self.funcs.items()}
-        changed = True
-        while changed:
-            changed = False
-            for n, cs in calls.items():
-                if n not in direct and cs & direct:
-                    direct.add(n)
-                    changed = True
-        return direct
+        return stateful_functions(self.funcs)
 
     # -- resources --------------------------------------------------------------------------
     def collect_resources(self) -> None:
@@ -238,6 +268,7 @@ class _ModuleLowerer:
             if init_value is None:
                 raise GraphError(f"variable '{name}' has no initial value")
             self._add_weight(name, np.asarray(init_value))
+        for name in self.gm.variables:  # after every argument: arguments are the first registers
             (ch,) = self.init.kernel("tg.create_variable", [self.weight_reg[name]], [CHAIN],
                                      [("name", sa.StringAttr(name))], UNKNOWN_LOC)
             self.init_chains.append(ch)
@@ -355,6 +386,10 @@ class _ModuleLowerer:
             else:
                 (chain,) = m.kernel(op.name, [m.reg(op, 0), chain], [CHAIN], key, loc)
                 outs = []
+        elif op.name == "tg.fused_elementwise":
+            program = sa.StringAttr(region_program(op.regions[0].blocks.first))  # type: ignore[arg-type]
+            outs = m.kernel(op.name, [m.reg(op, i) for i in range(len(op.operands))], types,
+                            [("program", program)], loc)
         elif opdef.prepare and opdef.prepare_operands is not None:
             prep, run = opdef.prepare_operands(attrs, len(op.operands))
             if op in self.resource_of_plan:

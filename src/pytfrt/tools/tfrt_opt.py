@@ -13,6 +13,10 @@ Output is the module in custom syntax (``func.func``, ``%0``/``%arg0`` names); w
 (spec 2.5).  ``-inline`` inlines calls to functions with bodies and drops unreferenced private
 functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonicalization
 (:mod:`pytfrt.mlir.passes`); ``-inline`` runs before ``-canonicalize`` when both are given.
+The graph-dialect passes (``-tg-infer-shapes``, ``-tg-constant-fold``, ``-tg-dce``,
+``-tg-fold-batch-norm``, ``-tg-fuse-epilogue``, ``-tg-fuse-elementwise``,
+``-tg-default-pipeline``) run in command-line order (:mod:`pytfrt.compiler.passes.opt`);
+``-tg-print-after-all`` also prints the module after each of them, to stderr.
 Without ``--allow-unregistered-dialect`` ops of unknown dialects are rejected;
 unknown ops of TFRT's dialects are accepted in generic form.  Flags take one or two dashes.
 Exit status 1 on any failure.
@@ -46,7 +50,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tfrt-print-stream", action="store_true", help="print stream analysis")
     p.add_argument("--canonicalize", action="store_true", help="canonicalize merge.chains")
     p.add_argument("--inline", action="store_true", help="inline calls to function bodies")
+    for name in TG_PASSES:
+        p.add_argument(f"--{name}", dest="tg_passes", action="append_const", const=name,
+                       help=f"graph pass {name}")
+    p.add_argument("--tg-print-after-all", action="store_true",
+                   help="print the module after each graph pass (stderr)")
     return p
+
+
+# The graph-dialect pass flags (pytfrt.compiler.passes.opt.FLAGS; named here so building the
+# parser imports nothing).
+TG_PASSES = (
+    "tg-infer-shapes", "tg-constant-fold", "tg-dce", "tg-fold-batch-norm", "tg-fuse-epilogue",
+    "tg-fuse-elementwise", "tg-default-pipeline",
+)
 
 
 def _stream_remarks(parsed) -> list:  # type: ignore[no-untyped-def]
@@ -91,6 +108,17 @@ def _process(chunk: str, name: str, args: argparse.Namespace, sink) -> str | Non
                 inline_calls(parsed.module)
             if args.canonicalize:
                 canonicalize(parsed.module)
+        if args.tg_passes:
+            from pytfrt.compiler.errors import GraphError
+            from pytfrt.compiler.passes.opt import run_on_module
+
+            try:
+                run_on_module(parsed.module, args.tg_passes, args.tg_print_after_all,
+                              sys.stderr)
+            except GraphError as exc:
+                print(f"{name}: error: {exc}", file=sys.stderr)
+                sink.had_error = True
+                return None
     except MlirError as err:
         sink.error(err)
         return None

@@ -41,6 +41,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.array_ops",
     "pytfrt.backends.cpu.data_ops",
     "pytfrt.backends.cpu.graph_nn",
+    "pytfrt.backends.cpu.fused",
     "pytfrt.backends.cpu.grad_ops",
     "pytfrt.backends.cpu.onnx_ops",
 )

@@ -97,3 +97,13 @@ define("clip", ("x",), _unary,
        family="elementwise", elementwise=True)
 define("cast", ("x",), _cast, {"to": AttrSpec("dtype")}, family="elementwise", elementwise=True)
 define("select", ("cond", "a", "b"), _select, family="elementwise", elementwise=True)
+
+
+def _made_by_pass(ctx: InferContext) -> list[TType]:
+    raise ctx.error("is made by -tg-fuse-elementwise, not by front ends")
+
+
+define("fused_elementwise", ("inputs*",), _made_by_pass, family="fusion", compute=None,
+       doc="a region of elementwise ops run as one Numba kernel (made by a pass)")
+define("yield", ("value",), _made_by_pass, family="fusion", compute=None, num_results=0,
+       doc="the terminator of a fused_elementwise region")

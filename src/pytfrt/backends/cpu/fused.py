@@ -1,0 +1,146 @@
+"""Fused elementwise kernels: a small program of elementwise ops compiled to one Numba ufunc.
+
+A *program* is JSON: ``{"n": <inputs>, "ops": [[op, [operand ids], {attrs}], ...]}``; ids
+``0..n-1`` are the inputs, id ``n + i`` is op ``i``'s result, the last op's result is the
+output.  :func:`run` compiles it (once per program and input dtypes, cached) into a
+``numba.vectorize`` ufunc -- one pass over the broadcast output, no temporaries -- and calls it.
+The scalar formulas mirror :mod:`pytfrt.backends.cpu.array_ops` (float inputs only; Numba
+evaluates Python float literals in float64, so results may differ from the unfused ops in the
+last bit).  :data:`SCALAR` says which ops can be fused.
+
+Thread-safety: the cache is filled under a lock; compiled ufuncs are immutable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+
+from pytfrt.backends.cpu.op_table import OpTable
+from pytfrt.backends.cpu.ops import OpError
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _f(expr: str) -> Callable[[list[str], dict[str, Any]], str]:
+    return lambda a, _k: expr.format(*a)
+
+
+SCALAR: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
+    "add": _f("({0} + {1})"),
+    "sub": _f("({0} - {1})"),
+    "mul": _f("({0} * {1})"),
+    "div": _f("({0} / {1})"),
+    "maximum": _f("max({0}, {1})"),
+    "minimum": _f("min({0}, {1})"),
+    "squared_difference": _f("(({0} - {1}) * ({0} - {1}))"),
+    "pow": _f("({0} ** {1})"),
+    "neg": _f("(-{0})"),
+    "abs": _f("abs({0})"),
+    "exp": _f("math.exp({0})"),
+    "expm1": _f("math.expm1({0})"),
+    "log": _f("math.log({0}) if {0} > 0 else (-math.inf if {0} == 0 else math.nan)"),
+    "log1p": _f("math.log1p({0}) if {0} > -1 else (-math.inf if {0} == -1 else math.nan)"),
+    "sqrt": _f("math.sqrt({0}) if {0} >= 0 else math.nan"),
+    "rsqrt": _f("(1.0 / math.sqrt({0}) if {0} > 0 else (math.inf if {0} == 0 else math.nan))"),
+    "square": _f("({0} * {0})"),
+    "reciprocal": _f("(1.0 / {0} if {0} != 0 else math.copysign(math.inf, {0}))"),
+    "sign": _f("(1.0 if {0} > 0 else (-1.0 if {0} < 0 else {0}))"),
+    "floor": _f("math.floor({0})"),
+    "ceil": _f("math.ceil({0})"),
+    "tanh": _f("math.tanh({0})"),
+    "sigmoid": _f("(1.0 / (1.0 + math.exp(-{0})))"),
+    "relu": _f("max({0}, 0.0)"),
+    "relu6": _f("min(max({0}, 0.0), 6.0)"),
+    "elu": _f("({0} if {0} > 0 else math.expm1({0}))"),
+    "selu": _f(f"({_SELU_SCALE!r} * ({{0}} if {{0}} > 0 else {_SELU_ALPHA!r} * "
+               "math.expm1({0})))"),
+    "softplus": _f("(max({0}, 0.0) + math.log1p(math.exp(-abs({0}))))"),
+    "softsign": _f("({0} / (1.0 + abs({0})))"),
+    "erf": _f("math.erf({0})"),
+    "sin": _f("math.sin({0})"),
+    "cos": _f("math.cos({0})"),
+    "silu": _f("({0} / (1.0 + math.exp(-{0})))"),
+    "hard_swish": _f("({0} * min(max({0} + 3.0, 0.0), 6.0) / 6.0)"),
+    "identity": _f("{0}"),
+    "gelu": lambda a, k: (
+        f"(0.5 * {a[0]} * (1.0 + math.tanh({_SQRT_2_OVER_PI!r} * ({a[0]} + 0.044715 * {a[0]} "
+        f"* {a[0]} * {a[0]}))))" if k.get("approximate")
+        else f"(0.5 * {a[0]} * (1.0 + math.erf({a[0]} * {1 / math.sqrt(2.0)!r})))"),
+    "leaky_relu": lambda a, k: f"({a[0]} if {a[0]} >= 0 else {float(k['alpha'])!r} * {a[0]})",
+    "hard_sigmoid": lambda a, k: (
+        f"min(max({float(k['alpha'])!r} * {a[0]} + {float(k['beta'])!r}, 0.0), 1.0)"),
+    "clip": lambda a, k: f"min(max({a[0]}, {float(k['min'])!r}), {float(k['max'])!r})",
+}
+"""Op name -> ``(argument expressions, attributes) -> scalar expression``."""
+
+_LOCK = threading.Lock()
+_CACHE: dict[tuple[str, tuple[str, ...]], Any] = {}
+_NUMBA_TYPES = {"float32": "float32", "float64": "float64"}
+
+
+def source_of(program: dict[str, Any]) -> str:
+    """The Python source of the scalar function of ``program`` (named ``_kernel``)."""
+    n = int(program["n"])
+    names = [f"x{i}" for i in range(n)]
+    lines = [f"def _kernel({', '.join(names)}):"]
+    for i, (op, operands, attrs) in enumerate(program["ops"]):
+        if op not in SCALAR:
+            raise OpError(f"fused_elementwise: op '{op}' cannot be fused")
+        expr = SCALAR[op]([names[j] for j in operands], attrs)
+        names.append(f"v{i}")
+        lines.append(f"    v{i} = {expr}")
+    lines.append(f"    return {names[-1]}")
+    return "\n".join(lines) + "\n"
+
+
+def compile_program(text: str, dtypes: tuple[str, ...]) -> Any:
+    """The ufunc of a program for input dtypes (float32/float64), compiled once and cached.
+
+    Raises:
+        OpError: for an unsupported op or dtype.
+    """
+    key = (text, dtypes)
+    fn = _CACHE.get(key)
+    if fn is not None:
+        return fn
+    with _LOCK:
+        fn = _CACHE.get(key)
+        if fn is not None:
+            return fn
+        program = json.loads(text)
+        for d in dtypes:
+            if d not in _NUMBA_TYPES:
+                raise OpError(f"fused_elementwise: inputs must be float32/float64, got {d}")
+        out = "float64" if "float64" in dtypes else "float32"
+        namespace: dict[str, Any] = {"math": math}
+        exec(compile(source_of(program), "<fused_elementwise>", "exec"), namespace)  # noqa: S102
+        sig = f"{out}({', '.join(dtypes)})"
+        fn = numba.vectorize([sig], nopython=True)(namespace["_kernel"])
+        _CACHE[key] = fn
+        return fn
+
+
+def run(text: str, *arrays: np.ndarray) -> np.ndarray:
+    """Evaluate the fused program ``text`` on ``arrays`` (NumPy broadcasting)."""
+    fn = compile_program(text, tuple(a.dtype.name for a in arrays))
+    out = fn(*arrays)
+    return out if isinstance(out, np.ndarray) else np.asarray(out)
+
+
+GRAPH_OPS = OpTable()
+"""Op name -> compute function (the fused op's kernel)."""
+
+
+@GRAPH_OPS.op("fused_elementwise")
+def fused_elementwise(*inputs: np.ndarray, program: str) -> np.ndarray:
+    """Run a fused program (see the module docstring) on the inputs."""
+    return run(program, *inputs)

@@ -1,0 +1,62 @@
+"""Graph passes: each a function ``GraphModule -> GraphModule`` (in place) and a ``tfrt_opt``
+flag.
+
+:data:`PASSES` maps flag names to passes, in :data:`DEFAULT_PIPELINE` order;
+``-tg-default-pipeline`` runs that order.  ``docs/compiler.md`` shows each pass's effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pytfrt.compiler.builder import GraphModule
+from pytfrt.compiler.passes.batchnorm import fold_batch_norm
+from pytfrt.compiler.passes.elementwise import fuse_elementwise
+from pytfrt.compiler.passes.epilogue import fuse_epilogue
+from pytfrt.compiler.passes.fold import constant_fold, dce
+from pytfrt.compiler.passes.infer_shapes import infer_shapes
+
+Pass = Callable[[GraphModule], GraphModule]
+
+PASSES: dict[str, Pass] = {
+    "tg-infer-shapes": infer_shapes,
+    "tg-constant-fold": constant_fold,
+    "tg-dce": dce,
+    "tg-fold-batch-norm": fold_batch_norm,
+    "tg-fuse-epilogue": fuse_epilogue,
+    "tg-fuse-elementwise": fuse_elementwise,
+}
+"""Flag name (without the dash) -> pass."""
+
+DEFAULT_PIPELINE: tuple[str, ...] = (
+    "tg-infer-shapes",
+    "tg-constant-fold",
+    "tg-dce",
+    "tg-fold-batch-norm",
+    "tg-fuse-epilogue",
+    "tg-fuse-elementwise",
+    "tg-dce",
+)
+"""The passes ``-tg-default-pipeline`` (and ``pytfrt.compile``) run, in order."""
+
+
+def run_passes(gm: GraphModule, names: list[str] | tuple[str, ...],
+               after: Callable[[str, GraphModule], None] | None = None) -> GraphModule:
+    """Run the named passes in order; ``after(name, gm)`` is called after each.
+
+    Raises:
+        KeyError: for an unknown pass name.
+    """
+    for name in names:
+        gm = PASSES[name](gm)
+        if after is not None:
+            after(name, gm)
+    return gm
+
+
+def default_pipeline(gm: GraphModule) -> GraphModule:
+    """Run :data:`DEFAULT_PIPELINE` on ``gm`` (in place); returns it."""
+    return run_passes(gm, DEFAULT_PIPELINE)
+
+
+__all__ = ["DEFAULT_PIPELINE", "PASSES", "default_pipeline", "run_passes"]

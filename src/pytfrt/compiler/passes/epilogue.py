@@ -1,0 +1,133 @@
+"""``-tg-fuse-epilogue``: bias add, residual add and activation into the producing
+conv2d/matmul (the fused form of ``docs/graph_dialect.md``).
+
+For ``y = conv2d(...)`` / ``matmul(...)`` whose only user is
+
+* ``add(y, b)`` with ``b`` a constant holding one value per output channel (shape ``[C]``, or
+  ``[C, 1, 1]``/``[1, C, 1, 1]`` for NCHW) -> bias (stored 1-D);
+* ``add(y, r)`` with ``r`` of exactly ``y``'s type -> residual;
+* ``relu``, ``relu6``, ``sigmoid``, ``tanh``, ``silu``, ``gelu``, ``leaky_relu``,
+  ``hard_swish`` -> activation,
+
+the op is rebuilt with the extra operand/attribute and replaces the user; repeated until
+nothing changes.  Result = act(op(x, w) + bias + residual), so a bias or residual is taken only
+while no activation is set, and each at most once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.ir import Operation, SSAValue
+
+from pytfrt.compiler.builder import GraphModule
+from pytfrt.compiler.passes.common import (
+    attrs_of,
+    const_value,
+    functions,
+    make_constant,
+    new_op,
+    replace,
+    single_use,
+    ttype,
+)
+from pytfrt.compiler.types import np_dtype
+
+ACTIVATIONS = {"tg.relu": "relu", "tg.relu6": "relu6", "tg.sigmoid": "sigmoid",
+               "tg.tanh": "tanh", "tg.silu": "silu", "tg.hard_swish": "hard_swish",
+               "tg.leaky_relu": "leaky_relu", "tg.gelu": "gelu"}
+
+
+def _channels(op: Operation, attrs: dict) -> tuple[int | None, int | None]:
+    """(channel axis, channel count) of the op's result."""
+    t = ttype(op.results[0])
+    if t.shape is None:
+        return None, None
+    if op.name == "tg.conv2d" and attrs["layout"] == "NCHW":
+        return 1, t.shape[1]
+    return len(t.shape) - 1, (t.shape[-1] if t.shape else None)
+
+
+def _bias_value(gm: GraphModule, op: Operation, attrs: dict, v: SSAValue) -> np.ndarray | None:
+    b = const_value(gm, v)
+    axis, c = _channels(op, attrs)
+    if b is None or c is None or axis is None or b.dtype != np_dtype(ttype(op.results[0]).dtype):
+        return None
+    rank = ttype(op.results[0]).rank or 0
+    shape = list(b.shape)
+    if b.size != c or b.ndim > rank:
+        return None
+    # the single non-1 dim must sit on the channel axis (right-aligned broadcasting)
+    padded = [1] * (rank - len(shape)) + shape
+    if c != 1 and padded[axis] != c:
+        return None
+    return b.reshape(c)
+
+
+def _rebuild(gm: GraphModule, op: Operation, user: Operation, attrs: dict,
+             bias: SSAValue | None, residual: SSAValue | None) -> Operation:
+    base = list(op.operands[:2])
+    flags = list(attrs["epilogue_operands"])
+    old = list(op.operands[2:])
+    cur_bias = old[0] if flags[0] else None
+    cur_res = old[flags[0]] if flags[1] else None
+    bias = bias or cur_bias
+    residual = residual or cur_res
+    extra = [v for v in (bias, residual) if v is not None]
+    attrs = dict(attrs, epilogue_operands=(int(bias is not None), int(residual is not None)))
+    new = new_op(gm, op.name[3:], base + extra, attrs, op.location)
+    block = user.parent_block()
+    assert block is not None
+    block.insert_op_before(new, user)
+    replace(user, [new.results[0]])
+    op.detach()
+    op.erase()
+    return new
+
+
+def _step(gm: GraphModule, op: Operation) -> Operation | None:
+    """Fuse ``op``'s only user into it; the new op, or ``None``."""
+    y = op.results[0]
+    user = single_use(y)
+    if user is None:
+        return None
+    attrs = attrs_of(op)
+    flags = attrs["epilogue_operands"]
+    act_free = attrs["activation"] == "none"
+    if user.name in ACTIVATIONS and act_free:
+        ua = attrs_of(user)
+        act = ACTIVATIONS[user.name]
+        if act == "gelu" and ua["approximate"]:
+            act = "gelu_tanh"
+        alpha = ua.get("alpha", 0.0) if act == "leaky_relu" else 0.0
+        return _rebuild(gm, op, user, dict(attrs, activation=act, alpha=alpha), None, None)
+    if user.name == "tg.add" and act_free:
+        other = user.operands[1] if user.operands[0] is y else user.operands[0]
+        if other is y:
+            return None
+        if ttype(user.results[0]) != ttype(y):
+            return None
+        if not flags[0]:
+            b = _bias_value(gm, op, attrs, other)
+            if b is not None:
+                if ttype(other).rank == 1:  # already 1-D: use the constant as is
+                    return _rebuild(gm, op, user, attrs, other, None)
+                block = user.parent_block()
+                assert block is not None
+                c = make_constant(gm, b, "bias")
+                block.insert_op_before(c, user)
+                return _rebuild(gm, op, user, attrs, c.results[0], None)
+        if not flags[1] and ttype(other) == ttype(y) and const_value(gm, other) is None:
+            return _rebuild(gm, op, user, attrs, None, other)
+    return None
+
+
+def fuse_epilogue(gm: GraphModule) -> GraphModule:
+    """Run the pass in place."""
+    for f in functions(gm):
+        for op in list(f.body.block.ops):
+            if op.name not in ("tg.conv2d", "tg.matmul") or op.parent is None:
+                continue
+            cur: Operation | None = op
+            while cur is not None:
+                cur = _step(gm, cur)
+    return gm

@@ -1,0 +1,47 @@
+// no_bef_translation
+// RUN: tfrt_opt -tg-fuse-epilogue -tg-dce %s | FileCheck %s
+
+// matmul + bias + relu: one fused matmul.
+// CHECK-LABEL: func.func @dense
+func.func @dense(%x: tensor<?x3xf32>) -> tensor<?x2xf32> {
+  %w = "tg.constant"() {value = dense<1.0> : tensor<3x2xf32>} : () -> tensor<3x2xf32>
+  %b = "tg.constant"() {value = dense<[0.5, -0.5]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %y = "tg.matmul"(%x, %w) {transpose_a = false, transpose_b = false} : (tensor<?x3xf32>, tensor<3x2xf32>) -> tensor<?x2xf32>
+  %z = "tg.add"(%y, %b) : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %r = "tg.relu"(%z) : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  // CHECK: %[[M:.*]] = "tg.matmul"(%arg0, %{{.*}}, %{{.*}}) {activation = "relu", epilogue_operands = [1 : i64, 0 : i64], transpose_a = false, transpose_b = false} : (tensor<?x3xf32>, tensor<3x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  // CHECK-NEXT: func.return %[[M]]
+  func.return %r : tensor<?x2xf32>
+}
+
+// A ResNet block tail: conv (NCHW) + per-channel bias [C, 1, 1] + residual + relu6.
+// CHECK-LABEL: func.func @block
+func.func @block(%x: tensor<1x2x4x4xf32>, %skip: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %w = "tg.constant"() {value = dense<0.25> : tensor<2x2x1x1xf32>} : () -> tensor<2x2x1x1xf32>
+  %b = "tg.constant"() {value = dense<[[[1.0]], [[2.0]]]> : tensor<2x1x1xf32>} : () -> tensor<2x1x1xf32>
+  %y = "tg.conv2d"(%x, %w) {layout = "NCHW"} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %z = "tg.add"(%y, %b) : (tensor<1x2x4x4xf32>, tensor<2x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %s = "tg.add"(%skip, %z) : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %r = "tg.relu6"(%s) : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  // CHECK: %[[B:.*]] = "tg.constant"() {value = dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>}
+  // CHECK: %[[C:.*]] = "tg.conv2d"(%arg0, %{{.*}}, %[[B]], %arg1) {activation = "relu6", {{.*}}epilogue_operands = [1 : i64, 1 : i64]
+  // CHECK-NEXT: func.return %[[C]]
+  func.return %r : tensor<1x2x4x4xf32>
+}
+
+// Not fused: an activation already applied blocks a later add; a second user blocks fusion.
+// CHECK-LABEL: func.func @blocked
+func.func @blocked(%x: tensor<2x2xf32>, %w: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %y = "tg.matmul"(%x, %w) {transpose_a = false, transpose_b = false} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %r = "tg.relu"(%y) : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %z = "tg.add"(%r, %x) : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %u = "tg.matmul"(%x, %w) {transpose_a = false, transpose_b = false} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %v = "tg.sigmoid"(%u) : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %t = "tg.add"(%v, %u) : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  // CHECK: %[[A:.*]] = "tg.matmul"(%arg0, %arg1) {activation = "relu"
+  // CHECK-NEXT: %[[Z:.*]] = "tg.add"(%[[A]], %arg0)
+  // CHECK-NEXT: %[[U:.*]] = "tg.matmul"(%arg0, %arg1) {transpose_a = false, transpose_b = false}
+  // CHECK-NEXT: "tg.sigmoid"(%[[U]])
+  // CHECK-NEXT: "tg.add"
+  func.return %z, %t : tensor<2x2xf32>, tensor<2x2xf32>
+}
