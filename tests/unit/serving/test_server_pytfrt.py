@@ -89,3 +89,20 @@ def test_a_second_server_loads_from_the_compile_cache(server: ServerProcess, con
     again = httpx.post(f"{second.url}/v1/models/mlp:predict", json={"instances": x.tolist()},
                        timeout=30).json()
     assert first == again
+
+
+def test_a_compiled_model_directory_is_served_as_a_version(tmp_path: Path, onnx_mlp: OnnxMLP,
+                                                          server_factory: object) -> None:
+    import pytfrt
+
+    assert callable(server_factory)
+    pytfrt.compile(str(onnx_mlp.path)).save(str(tmp_path / "compiled" / "3"))
+    server = server_factory("--model_name=c", f"--model_base_path={tmp_path / 'compiled'}",
+                            "--file_system_poll_wait_seconds=0")
+    assert "pytfrt compiled model" in server.log()
+    x = np.random.default_rng(9).standard_normal((4, 8)).astype(np.float32)
+    r = httpx.post(f"{server.url}/v1/models/c/versions/3:predict", json={"inputs": x.tolist()},
+                   timeout=60)
+    assert r.status_code == 200, r.text
+    np.testing.assert_allclose(np.array(r.json()["outputs"]), ort_run(onnx_mlp.path, x),
+                               rtol=1e-5, atol=1e-5)
