@@ -63,7 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--seconds", type=float, default=5.0,
-                        help="seconds per scenario per round (default 5)")
+                        help="seconds per MLP scenario per round (default 5)")
+    parser.add_argument("--resnet-seconds", type=float, default=15.0,
+                        help="seconds per ResNet-50 scenario per round (default 15)")
     parser.add_argument("--clients", type=int, default=32,
                         help="clients of the MLP throughput scenario (default 32)")
     parser.add_argument("--resnet-clients", type=int, default=4,
@@ -227,8 +229,9 @@ def run(args: argparse.Namespace) -> int:
             for name, kind in scenarios:
                 clients = 1 if kind == "latency" else (
                     args.clients if name == "mlp" else args.resnet_clients)
+                seconds = args.seconds if name == "mlp" else args.resnet_seconds
                 for backend, server in servers.items():
-                    res = _load(server, name, clients, args.seconds)
+                    res = _load(server, name, clients, seconds)
                     raw.setdefault((backend, name, kind), []).append(res)
                     progress(f"round {rnd + 1}/{args.rounds} {backend:<11} {name:<8} {kind:<10} "
                              f"{res.throughput:8.1f} req/s  p50 {res.percentile(50) * 1e3:8.2f} ms"
