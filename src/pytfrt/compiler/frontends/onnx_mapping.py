@@ -29,6 +29,8 @@ from pytfrt.compiler.frontends.onnx import (
     _default_opset,
     tg_dtype,
 )
+from pytfrt.compiler.frontends.onnx_shapes import Partial, reshape_target
+from pytfrt.compiler.frontends.onnx_shapes import infer as infer_partial
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -73,6 +75,7 @@ class OnnxGraphImporter:
         self.graph = model.graph
         self.values: dict[str, Value] = {}
         self.known: dict[str, np.ndarray] = {}
+        self.partial: dict[str, Partial] = {}
         self.fn: FunctionBuilder | None = None
         self._const_names: set[str] = set()
         self._node: Any = None
@@ -186,11 +189,17 @@ class OnnxGraphImporter:
             if results is not None:
                 self._bind(node, results)
                 return
+        partial = infer_partial(self, node)
+        if partial is not None and partial.known and len(node.output) == 1:
+            self._bind(node, [partial.array()])  # a shape element computation, known now
+            return
         handler = ONNX_OPS.get(node.op_type)
         if handler is None:
             self.unsupported(node)
         outs = handler(self, node)
         self._bind(node, outs)
+        if partial is not None and node.output[0] in self.values:
+            self.partial[node.output[0]] = partial
 
     def _bind(self, node: Any, outs: Sequence[Out]) -> None:
         for name, out in zip(node.output, outs, strict=False):
@@ -1068,30 +1077,20 @@ def _size(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 def _reshape(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     x = ctx.input(node, 0)
     copy_zero = not ctx.attrs(node).get("allowzero", 0)
+    target = reshape_target(ctx, x, node.input[1], copy_zero)
+    if target is not None:  # known at import time, but for at most one element
+        return [ctx.op("reshape", [x], shape=target)]
     k = ctx.known_input(node, 1)
     if k is not None:
-        target = _ints(k)
-        if copy_zero and 0 in target and x.shape is not None:
-            # Resolve ONNX's "0 = copy the input dim" here where the dim is static; one
-            # unknown copied dim becomes -1, several are read at run time.
-            xs = x.shape
-            target = [
-                d if t == 0 and i < len(xs) and (d := xs[i]) is not None else t
-                for i, t in enumerate(target)
-            ]
-            if target.count(0) == 1 and -1 not in target:
-                target = [-1 if t == 0 else t for t in target]
-            elif 0 in target:
-                # Several unknown dims: the target shape is built at run time.
-                sx = _shape_of(ctx, x)
-                parts = [
-                    ctx.op("slice", [sx], starts=[i], ends=[i + 1], axes=[0], steps=[1])
-                    if t == 0
-                    else ctx.constant(np.asarray([t], np.int64))
-                    for i, t in enumerate(target)
-                ]
-                return [ctx.op("reshape", [x, ctx.op("concat", parts, axis=0)])]
-        return [ctx.op("reshape", [x], shape=target)]
+        # Zeros copying several dynamic dims: the target is built at run time.
+        sx = _shape_of(ctx, x)
+        parts = [
+            ctx.op("slice", [sx], starts=[i], ends=[i + 1], axes=[0], steps=[1])
+            if t == 0 and copy_zero
+            else ctx.constant(np.asarray([t], np.int64))
+            for i, t in enumerate(_ints(k))
+        ]
+        return [ctx.op("reshape", [x, ctx.op("concat", parts, axis=0)])]
     return [ctx.op("reshape", [x, ctx.input(node, 1)], copy_zero=copy_zero)]
 
 
