@@ -16,6 +16,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("pytfrt.tools.bench", "run a benchmark harness (e.g. 'pytfrt bench nqueens')"),
     "profile": ("pytfrt.tools.profile", "run a function N times and print a per-kernel profile"),
     "serve": ("pytfrt.tools.serve_cmd", "serve models over TensorFlow Serving's REST API"),
+    "compile": ("pytfrt.tools.compile_cmd", "compile a SavedModel/Keras/ONNX/.mlir model to a dir"),
+    "run": ("pytfrt.tools.run_cmd", "run a compiled model on .npy inputs"),
 }
 
 
