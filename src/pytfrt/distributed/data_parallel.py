@@ -14,18 +14,21 @@ parameter with the parameter's shape, where ``loss`` is the *mean* over the shar
 (the usual reduction).
 
 One step, for ``N`` workers and a batch of ``B`` examples split into shards of ``B_i``
-(``numpy.array_split`` along axis 0):
+(``numpy.array_split`` along axis 0), is **one actor call per worker**:
 
-1. worker ``i`` runs the train step on its shard with its replica of the parameters, scales
-   the gradients by ``B_i / B`` and flattens them into one vector (one object);
-2. worker ``c`` sums chunk ``c`` (of ``N``) of every worker's vector (``Cluster.all_reduce``'s
-   algorithm: read in place when all workers share a node, else a reduce-scatter);
-3. every worker reads the ``N`` summed chunks and applies ``p -= learning_rate * g`` to its
-   replica.
+1. worker ``i`` first applies the previous step's update, ``p -= learning_rate * sum_j g_j``,
+   reading every worker's previous flat gradient ``g_j`` from the object store (in place on
+   one node);
+2. then runs the train step on its shard with its replica of the parameters, scales the
+   gradients by ``B_i / B`` and returns them flattened (one object) with ``B_i / B * loss``.
 
-The summed, weighted gradient is exactly the full-batch gradient of the mean loss, so ``N``
+The sum of the weighted gradients is exactly the full-batch gradient of the mean loss, so ``N``
 workers follow the same trajectory as one process on the full batch (up to floating-point
-summation order).  The returned loss is the full-batch mean.  The driver sends only the batch
+summation order).  The returned loss is the full-batch mean.  The last step's update is
+applied by the next step, or by :attr:`variables` / :meth:`checkpoint`.  Summing the gathered
+gradients on every worker (instead of a reduce-scatter, see ``Cluster.all_reduce``) trades
+``N``-fold gradient reads for one task hop per step instead of three: at the sizes this is
+meant for, the hops dominate (``docs/distributed.md``).  The driver sends only the batch
 shards and receives one float per worker per step.
 
 Faults: if a worker is lost, :meth:`step` raises :class:`WorkerLost` (no hang:
@@ -104,6 +107,7 @@ class DataParallel:
         self.steps_done = 0
         self._checkpoint = (0, arrays)
         self._broken: WorkerLost | None = None
+        self._pending: list[Any] = []  # the last step's flat gradients, not yet applied
         self._init_replicas(arrays, 0)
 
     # -- training -----------------------------------------------------------------------------
@@ -117,11 +121,7 @@ class DataParallel:
             ValueError: the batch is empty, inconsistent, or smaller than the worker count.
             TimeoutError: no result within ``timeout`` while every worker is alive.
         """
-        if self._broken is not None:
-            raise ClusterError(
-                f"a worker was lost during step {self.steps_done + 1} ({self._broken}); call "
-                "resume() first"
-            )
+        self._check_usable()
         n = self.cluster.num_workers
         shards = self._shard(batch, n)
         total = sum(len(s[0]) for s in shards)
@@ -130,31 +130,38 @@ class DataParallel:
             if not s.alive:
                 self._broken = WorkerLost(s.index, s.detail)
                 raise self._broken
-        one_node = self.cluster._one_node()  # noqa: SLF001 - same package
-        parts = 0 if one_node else n
-        grads = [
-            s.actor.dp_grad.options(num_returns=2 if one_node else n + 1).remote(
+        pending = self._pending
+        steps = [
+            s.actor.dp_step.options(num_returns=2).remote(
                 self.key, self.handle.id, self.function, len(self.names),
-                len(shard[0]) / total, parts, *shard,
+                len(shard[0]) / total, self.learning_rate, len(pending), *pending, *shard,
             )
             for s, shard in zip(slots, shards, strict=True)
         ]
-        if one_node:  # reducer c sums chunk c of the whole gradients, read in place
-            reduced, _ = self.cluster._reduce_in_place(  # noqa: SLF001 - same package
-                "sum", slots, [g[1] for g in grads], with_shape=False)
-        else:  # reduce-scatter: each worker sent its chunk c to worker c
-            reduced = [slots[c].actor.reduce.remote("sum", 0, *[g[1 + c] for g in grads])
-                       for c in range(n)]
-        applied = [s.actor.dp_apply.remote(self.key, self.learning_rate, *reduced) for s in slots]
-        losses = [g[0] for g in grads]
-        waited = RemoteFuture(self.cluster, [*applied, *losses], "tuple", range(n))
+        losses = RemoteFuture(self.cluster, [ref[0] for ref in steps], "tuple", range(n))
         try:
-            values = waited.result(timeout if timeout is not None else self.cluster.default_timeout)
+            values = losses.result(timeout if timeout is not None else self.cluster.default_timeout)
         except WorkerLost as exc:
             self._broken = exc
             raise
+        self._pending = [ref[1] for ref in steps]
         self.steps_done += 1
-        return float(sum(values[n:]))
+        return float(sum(values))
+
+    def _flush(self, timeout: float | None = None) -> None:
+        """Apply the pending gradients of the last step on every replica."""
+        if not self._pending:
+            return
+        n = self.cluster.num_workers
+        refs = [self.cluster._slot(i).actor.dp_apply.remote(  # noqa: SLF001 - same package
+            self.key, self.learning_rate, *self._pending) for i in range(n)]
+        try:
+            RemoteFuture(self.cluster, refs, "tuple", range(n)).result(
+                timeout if timeout is not None else self.cluster.default_timeout)
+        except WorkerLost as exc:
+            self._broken = exc
+            raise
+        self._pending = []
 
     @staticmethod
     def _shard(batch: Sequence[Any], n: int) -> list[list[np.ndarray]]:
@@ -177,12 +184,20 @@ class DataParallel:
 
     @property
     def variables(self) -> dict[str, np.ndarray]:
-        """The current parameters (copies), from the first live replica."""
+        """The current parameters (copies), from the first live replica.
+
+        Raises:
+            WorkerLost: a worker was lost (call :meth:`resume`).
+        """
+        self._check_usable()
+        self._flush()
         step, params = self._fetch(self.steps_done)
         return dict(zip(self.names, (np.array(p, copy=True) for p in params), strict=True))
 
     def checkpoint(self) -> None:
         """Keep the current parameters on the driver (used if every replica is lost)."""
+        self._check_usable()
+        self._flush()
         step, params = self._fetch(self.steps_done)
         self._checkpoint = (step, [np.array(p, copy=True) for p in params])
 
@@ -201,16 +216,34 @@ class DataParallel:
                 self.cluster.worker_pid(i, timeout=timeout or 30.0)
             except WorkerLost:
                 lost.append(i)
+        applied = self.steps_done - (1 if self._pending else 0)  # what replicas hold
         try:
-            step, params = self._fetch(self.steps_done, skip=lost)
+            step, params = self._fetch(applied, skip=lost)
         except (WorkerLost, ClusterError):
             step, params = self._checkpoint
+            self._pending = []
         for i in lost:
             self.cluster.restart_worker(i, timeout)
         self._init_replicas(params, step)
-        self.steps_done = step
         self._broken = None
-        return step
+        self.steps_done = step
+        if self._pending:  # the last completed step's gradients, if they survived
+            try:
+                self._flush(timeout)
+            except Exception:  # noqa: BLE001 - lost with their node: resume one step earlier
+                self._pending = []
+                self._broken = None
+                self._init_replicas(params, step)
+            else:
+                self.steps_done = step + 1
+        return self.steps_done
+
+    def _check_usable(self) -> None:
+        if self._broken is not None:
+            raise ClusterError(
+                f"a worker was lost during step {self.steps_done + 1} ({self._broken}); call "
+                "resume() first"
+            )
 
     def _fetch(self, step: int, skip: Sequence[int] = ()) -> tuple[int, list[np.ndarray]]:
         """The parameters at ``step`` from the first replica that has them."""

@@ -442,17 +442,21 @@ class Worker:
         }
         return step
 
-    def dp_grad(
+    def dp_step(
         self, key: str, handle_id: str, function: str, num_params: int, weight: float,
-        parts: int, *batch: Any,
-    ) -> Any:
-        """Loss and gradients of this shard: ``(weight * loss, chunk_0, ..., chunk_{parts-1})``.
+        learning_rate: float, num_pending: int, *rest: Any,
+    ) -> tuple[float, np.ndarray]:
+        """One data-parallel step on this replica: ``(weight * loss, weight * flat gradient)``.
 
-        The function is called as ``f(*params, *batch)`` and returns ``(loss, *grads)``; the
+        ``rest`` holds ``num_pending`` flat gradients of the previous step (every worker's, read
+        in place from the object store), applied first (:meth:`dp_apply`), then the batch shard.
+        The train step is called as ``f(*params, *shard)`` and returns ``(loss, *grads)``; the
         gradients, scaled by ``weight`` (this shard's share of the batch), are flattened into
-        one float vector, split into ``parts`` chunks for a reduce-scatter (``parts=0``: the
-        whole vector, for :meth:`reduce_slice` on one node).
+        one float vector.
         """
+        pending, batch = rest[:num_pending], rest[num_pending:]
+        if pending:
+            self.dp_apply(key, learning_rate, *pending)
         st = self.state[key]
         out = self.call(handle_id, function, [*st["params"], *batch])
         if len(out) != 1 + num_params:
@@ -470,15 +474,13 @@ class Worker:
         dtype = np.result_type(*[p.dtype for p in st["params"]])
         flat = np.concatenate([np.asarray(g, dtype).reshape(-1) for g in grads])
         flat *= dtype.type(weight)
-        loss_value = float(np.asarray(loss).reshape(-1).sum()) * weight
-        if not parts:
-            return loss_value, flat
-        return (loss_value, *np.array_split(flat, parts))
+        return float(np.asarray(loss).reshape(-1).sum()) * weight, flat
 
-    def dp_apply(self, key: str, learning_rate: float, *reduced: Any) -> int:
-        """``params -= learning_rate * grad`` with the all-reduced gradient; the new step."""
+    def dp_apply(self, key: str, learning_rate: float, *grads: Any) -> int:
+        """``params -= learning_rate * sum(grads)`` (the workers' weighted flat gradients, so
+        their sum is the full-batch gradient); keeps the previous parameters; the new step."""
         st = self.state[key]
-        flat = reduced[0] if len(reduced) == 1 else np.concatenate(reduced)
+        flat = grads[0] if len(grads) == 1 else self._reduce("sum", grads)
         prev = [p.copy() for p in st["params"]]
         offset = 0
         for p in st["params"]:

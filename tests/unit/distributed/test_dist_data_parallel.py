@@ -45,8 +45,7 @@ def _assert_rel_close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-5) -> 
     assert err <= rtol, f"relative error {err:.2e} > {rtol:.0e}"
 
 
-def test_two_workers_follow_full_batch_sgd(cluster: Any, train_step: Any,
-                                           reduction_path: str) -> None:
+def test_two_workers_follow_full_batch_sgd(cluster: Any, train_step: Any) -> None:
     w0, b0, batches = _problem(0)
     dp = DataParallel(train_step, cluster, {"w": w0, "b": b0}, learning_rate=LR)
     losses = [dp.step(x, y) for x, y in batches]
@@ -90,6 +89,28 @@ def test_resume_after_a_lost_worker(cluster: Any, train_step: Any, how: str) -> 
     assert dp.resume() == 5
     assert cluster.alive(1)
     for x, y in batches[5:]:
+        dp.step(x, y)
+    w, b, _ = programs.numpy_linear_sgd(w0, b0, batches, LR)
+    _assert_rel_close(dp.variables["w"], w)
+    _assert_rel_close(dp.variables["b"], b)
+
+
+@pytest.mark.usefixtures("restore_workers")
+def test_resume_from_the_checkpoint_when_every_replica_is_lost(cluster: Any,
+                                                               train_step: Any) -> None:
+    w0, b0, batches = _problem(3)
+    dp = DataParallel(train_step, cluster, {"w": w0, "b": b0}, learning_rate=LR)
+    for x, y in batches[:4]:
+        dp.step(x, y)
+    dp.checkpoint()
+    for x, y in batches[4:7]:
+        dp.step(x, y)
+    cluster.kill_worker(0)
+    cluster.kill_worker(1)
+    with pytest.raises(WorkerLost):
+        dp.step(*batches[7], timeout=30)
+    assert dp.resume() == 4
+    for x, y in batches[4:]:
         dp.step(x, y)
     w, b, _ = programs.numpy_linear_sgd(w0, b0, batches, LR)
     _assert_rel_close(dp.variables["w"], w)
