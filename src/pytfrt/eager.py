@@ -221,13 +221,40 @@ class Tensor(TensorHandle):
         return neg(self)
 
 
-def _wrap(array: np.ndarray) -> Tensor:
+def _available(tensor: Any) -> Tensor:
+    """A Tensor already holding ``tensor`` (an ndarray or host tensor): no AsyncValue at all.
+
+    The one place an available handle is built (the fast paths and :func:`constant` use it).
+    """
     h: Tensor = _new(Tensor)
-    h._t = array
+    h._t = tensor
     h._av = None
     h._md = None
     h._device = CPU_DEVICE
     return h
+
+
+class FastPathCounts:
+    """How many eager op calls took the inline fast path and how many the general path.
+
+    Tests assert on these so that a fast path that silently stopped applying fails the suite.
+    Counts are plain integers updated without a lock (approximate if ops run concurrently
+    from several threads).
+    """
+
+    __slots__ = ("fast", "general")
+
+    def __init__(self) -> None:
+        self.fast = 0
+        self.general = 0
+
+    def reset(self) -> None:
+        """Set both counts to zero."""
+        self.fast = 0
+        self.general = 0
+
+
+fast_path_counts = FastPathCounts()
 
 
 def constant(value: Any, dtype: DType | str | Any = None) -> Tensor:
@@ -247,17 +274,8 @@ def constant(value: Any, dtype: DType | str | Any = None) -> Tensor:
     array = np.asarray(value, dtype=np_dtype)
     if array.dtype.kind in "US" or (array.dtype == object and array.size
                                     and isinstance(array.reshape(-1)[0], str)):
-        return _from_tensor(StringHostTensor.create(array.shape, array.reshape(-1).tolist()))
-    return _wrap(array)
-
-
-def _from_tensor(tensor: Any) -> Tensor:
-    h: Tensor = _new(Tensor)
-    h._t = tensor
-    h._av = None
-    h._md = None
-    h._device = CPU_DEVICE
-    return h
+        return _available(StringHostTensor.create(array.shape, array.reshape(-1).tolist()))
+    return _available(array)
 
 
 def _adopt(handle: TensorHandle) -> Tensor:
@@ -288,11 +306,15 @@ def _call_site() -> str:
 def _as_tensor(value: Any, like: Any = None) -> TensorHandle:
     if isinstance(value, TensorHandle):
         return value
-    if like is not None and not isinstance(value, np.ndarray) and np.ndim(value) == 0:
+    if (like is not None and not isinstance(value, np.ndarray) and np.ndim(value) == 0
+            and like.is_metadata_available() and like.error is None):
+        # A Python scalar takes the dtype of the tensor it meets (``x * 2``); one that does
+        # not fit it (``int8_tensor + 1000``) keeps NumPy's own type and the op reports it.
+        np_dtype = like.metadata.dtype.np_dtype
         try:
-            return constant(np.asarray(value, dtype=like.metadata.dtype.np_dtype))
-        except Exception:  # noqa: BLE001 - fall back to NumPy's own typing
-            pass
+            return constant(np.asarray(value, dtype=np_dtype))
+        except (TypeError, ValueError, OverflowError):
+            return constant(value)
     return constant(value)
 
 
@@ -340,6 +362,7 @@ def _dispatch(
     op_name: str, args: Sequence[Any], attrs: OpAttrsRef, num_results: int | None = None
 ) -> Any:
     rt = runtime()
+    fast_path_counts.general += 1
     try:
         op = rt.op(op_name)
         record = getattr(op, "record", None)
@@ -373,17 +396,11 @@ def _unary(op_name: str, doc: str) -> Callable[[Any], Tensor]:
     else:
 
         def op(x: Any) -> Tensor:
-            try:
+            if type(x) is Tensor and type(x._t) is _ndarray:
                 r = fast(x._t)
                 if r is not None:
-                    h: Tensor = _new(Tensor)
-                    h._t = r
-                    h._av = None
-                    h._md = None
-                    h._device = CPU_DEVICE
-                    return h
-            except Exception:  # noqa: BLE001, S110 - any surprise: the general path decides
-                pass
+                    fast_path_counts.fast += 1
+                    return _available(r)
             return _dispatch(op_name, (x,), EMPTY_ATTRS)  # type: ignore[no-any-return]
 
     op.__name__ = op.__qualname__ = op_name.rsplit(".", 1)[-1]
@@ -404,17 +421,15 @@ def _binary(op_name: str, doc: str) -> Callable[[Any, Any], Tensor]:
     else:
 
         def op(x: Any, y: Any) -> Tensor:
-            try:
-                r = fast(x._t, y._t)
+            if (type(x) is Tensor and type(y) is Tensor and type(x._t) is _ndarray
+                    and type(y._t) is _ndarray):
+                try:
+                    r = fast(x._t, y._t)
+                except ValueError:  # shapes do not broadcast: the general path reports it
+                    r = None
                 if r is not None:
-                    h: Tensor = _new(Tensor)
-                    h._t = r
-                    h._av = None
-                    h._md = None
-                    h._device = CPU_DEVICE
-                    return h
-            except Exception:  # noqa: BLE001, S110 - any surprise: the general path decides
-                pass
+                    fast_path_counts.fast += 1
+                    return _available(r)
             return _dispatch(op_name, (x, y), EMPTY_ATTRS)  # type: ignore[no-any-return]
 
     op.__name__ = op.__qualname__ = op_name.rsplit(".", 1)[-1]
@@ -443,18 +458,12 @@ square = _unary("tfrt_test.square", "``x * x``.")
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False) -> Tensor:
     """Matrix product of two rank-2 tensors of one dtype (optionally transposed)."""
     if not transpose_a and not transpose_b:
-        try:
-            x = a._t
-            y = b._t
-            if x.dtype is y.dtype and x.ndim == 2 and y.ndim == 2 and x.dtype.kind in "fiu":
-                h: Tensor = _new(Tensor)
-                h._t = x @ y
-                h._av = None
-                h._md = None
-                h._device = CPU_DEVICE
-                return h
-        except Exception:  # noqa: BLE001, S110 - the general path reports errors
-            pass
+        if (type(a) is Tensor and type(b) is Tensor and type(a._t) is _ndarray
+                and type(b._t) is _ndarray and a._t.shape[-1:] == b._t.shape[:1]):
+            r = _matmul_fast(a._t, b._t)
+            if r is not None:
+                fast_path_counts.fast += 1
+                return _available(r)
         attrs = EMPTY_ATTRS
     else:
         attrs = attrs_from_dict({"transpose_a": transpose_a, "transpose_b": transpose_b})
@@ -497,18 +506,17 @@ def argmax(x: Any, axis: int = 0) -> Tensor:
 
 def softmax(x: Any, axis: int = -1) -> Tensor:
     """Softmax along ``axis`` (floating point only; max-subtracted, so stable)."""
-    if axis == -1:
-        try:
-            r = _softmax_fast(x._t)
-            if r is not None:
-                return _wrap(r)
-        except Exception:  # noqa: BLE001, S110 - the general path reports errors
-            pass
+    if axis == -1 and type(x) is Tensor and type(x._t) is _ndarray:
+        r = _softmax_fast(x._t)
+        if r is not None:
+            fast_path_counts.fast += 1
+            return _available(r)
     attrs = EMPTY_ATTRS if axis == -1 else attrs_from_dict({"axis": int(axis)})
     return _dispatch("tfrt_test.softmax", (x,), attrs)  # type: ignore[no-any-return]
 
 
 _softmax_fast: Callable[..., Any] = cpu_op_registry().get("tfrt_test.softmax").fast  # type: ignore[union-attr,assignment]
+_matmul_fast: Callable[..., Any] = cpu_op_registry().get("tfrt_test.matmul").fast  # type: ignore[union-attr,assignment]
 
 
 def cast(x: Any, dtype: DType | str) -> Tensor:
@@ -581,6 +589,7 @@ __all__ = [
     "execute",
     "exp",
     "expand_dims",
+    "fast_path_counts",
     "log",
     "matmul",
     "maximum",

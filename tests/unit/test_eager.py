@@ -248,3 +248,44 @@ def test_argmax_and_squeeze() -> None:
     a = np.array([[1, 5, 2], [7, 0, 3]], np.float32)
     assert te.argmax(te.constant(a), axis=1).numpy().tolist() == [1, 0]
     assert te.squeeze(te.constant(a[None])).shape == (2, 3)
+
+
+# -- the fast path is taken where it should be (a silently disabled fast path fails here) ------
+
+_FAST_CASES: list[tuple[str, Callable[..., Any], int]] = [
+    ("add", te.add, 2), ("subtract", te.subtract, 2), ("multiply", te.multiply, 2),
+    ("maximum", te.maximum, 2), ("minimum", te.minimum, 2), ("relu", te.relu, 1),
+    ("sigmoid", te.sigmoid, 1), ("tanh", te.tanh, 1), ("exp", te.exp, 1),
+    ("softmax", te.softmax, 1), ("matmul", te.matmul, 2),
+]
+
+
+@pytest.mark.parametrize("name,fn,arity", _FAST_CASES, ids=[c[0] for c in _FAST_CASES])
+def test_fast_path_taken_for_available_dense_float_inputs(
+    name: str, fn: Callable[..., Any], arity: int
+) -> None:
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((3, 3)).astype(np.float32) for _ in range(arity)]
+    te.fast_path_counts.reset()
+    out = fn(*[te.constant(x) for x in xs]).numpy()
+    assert (te.fast_path_counts.fast, te.fast_path_counts.general) == (1, 0), name
+    reference = {
+        "add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
+        "multiply": lambda a, b: a * b, "maximum": np.maximum, "minimum": np.minimum,
+        "relu": lambda a: np.maximum(a, 0), "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
+        "tanh": np.tanh, "exp": np.exp, "matmul": lambda a, b: a @ b,
+        "softmax": lambda a: np.exp(a - a.max(-1, keepdims=True))
+        / np.exp(a - a.max(-1, keepdims=True)).sum(-1, keepdims=True),
+    }[name]
+    np.testing.assert_allclose(out, reference(*xs), rtol=1e-5, atol=1e-6)
+
+
+def test_general_path_taken_for_futures_scalars_and_bad_shapes() -> None:
+    x = te.constant(np.ones((2, 3), np.float32))
+    te.fast_path_counts.reset()
+    te.add(te.async_copy(x), x).numpy()  # a future input: the general path (twice: copy, add)
+    te.add(x, 1.0).numpy()  # a Python scalar input
+    with pytest.raises(te.EagerOpError, match="add"):
+        te.add(x, te.constant(np.ones((4, 5), np.float32)))  # shapes that do not broadcast
+    assert te.fast_path_counts.fast == 0
+    assert te.fast_path_counts.general == 4
