@@ -55,14 +55,16 @@ from pytfrt.tools.bench import (  # noqa: E402
     write_json,
 )
 
-PEERS = ("pytfrt", "onnxruntime", "torch", "tf.function", "tf-eager")
+PEERS = ("pytfrt", "pytfrt-tf", "onnxruntime", "torch", "tf.function", "tf-eager")
 DEFAULT_MODELS = (
     "resnet50",
     "mobilenet_v3_small",
     "efficientnet_b0",
     "transformer",
     "keras_resnet50",
+    "tf:mlp",
 )
+TF_PEERS = {"pytfrt-tf", "tf.function", "tf-eager"}
 TOLERANCE = 1e-4
 
 
@@ -84,7 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=int,
         default=os.cpu_count() or 1,
-        help="intra-op threads for every peer (pytfrt: its BLAS)",
+        help="intra-op threads for every peer (pytfrt: OMP_NUM_THREADS for its GEMM); "
+        "default: the CPU count",
     )
     parser.add_argument(
         "--small", action="store_true", help="the zoo's small configurations (a smoke run)"
@@ -124,15 +127,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _pytfrt_runner(zm: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    """pytfrt on the ONNX file (the ONNX front end)."""
     import pytfrt
 
-    model = pytfrt.compile(zm.keras if zm.source == "tf" else zm.path)
+    model = pytfrt.compile(zm.path)
+    return lambda feeds: _as_list(model(**feeds))
 
-    def call(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        out = model(**feeds) if zm.source != "tf" else model(*feeds.values())
-        return _as_list(out)
 
-    return call
+def _pytfrt_tf_runner(zm: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    """pytfrt on the Keras model (the TensorFlow front end)."""
+    import pytfrt
+
+    model = pytfrt.compile(zm.keras)
+    return lambda feeds: _as_list(model(*feeds.values()))
 
 
 def _as_list(out: Any) -> list[np.ndarray]:
@@ -199,44 +206,32 @@ def _tf_runners(zm: Any) -> dict[str, Callable[[dict[str, np.ndarray]], list[np.
 # -- models --------------------------------------------------------------------------------
 
 
-def _with_keras(zm: Any) -> Any:
-    """Attach the Keras model a ``keras_resnet50`` file was converted from (same seed)."""
-    import tensorflow as tf
-
-    tf.keras.utils.set_random_seed(zoo.SEED)
-    image = zm.config["image"]
-    zm.keras = tf.keras.applications.ResNet50(weights=None, input_shape=(image, image, 3))
-    return zm
+TF_MODELS = {"mlp": ((784,), "mlp"), "mobilenet_v2": ((224, 224, 3), "mobilenet_v2")}
+"""``tf:<name>`` models of ``benchmarks/tf_models.py``: input shape (no batch), builder."""
 
 
-def _tf_models(small: bool) -> list[Any]:
-    """Models of ``benchmarks/tf_models.py`` (the TF helper's), as zoo-like records."""
-    if not (HERE / "tf_models.py").exists():
-        return []
-    import tf_models  # noqa: F401  (optional module of the TF front end)
+def _tf_model(name: str, small: bool) -> Any:
+    """A ``benchmarks/tf_models.py`` model as a zoo-like record (source ``"tf"``)."""
+    import tf_models  # the TensorFlow front end's benchmark models (benchmarks/tf_models.py)
 
-    builders = getattr(tf_models, "MODELS", None)
-    out = []
-    if isinstance(builders, dict):
-        for name, build in builders.items():
-            try:
-                model = build()
-            except Exception as exc:  # a missing optional piece: skip with a note
-                progress(f"tf_models.{name}: skipped ({exc})")
-                continue
-            shape = tuple(model.inputs[0].shape)
-            rec = zoo.ZooModel(
-                f"tf:{name}",
-                Path("-"),
-                {"x": ((None, *shape[1:]), "float32")},
-                {},
-                _keras_inputs(shape),
-                None,
-                "tf",
-            )
-            rec.keras = model
-            out.append(rec)
-    return out
+    shape, builder = TF_MODELS[name]
+    if name == "mlp":
+        model = tf_models.mlp()
+    else:
+        size = 32 if small else shape[0]
+        shape = (size, size, 3)
+        model = getattr(tf_models, builder)(size=size)
+    rec = zoo.ZooModel(
+        f"tf:{name}",
+        Path("-"),
+        {"x": ((None, *shape), "float32")},
+        {},
+        _keras_inputs((None, *shape)),
+        None,
+        "tf",
+    )
+    rec.keras = model
+    return rec
 
 
 def _keras_inputs(shape: tuple[Any, ...]) -> Callable[..., dict[str, np.ndarray]]:
@@ -287,11 +282,15 @@ def _stats(ts: list[float]) -> dict[str, float]:
 
 
 def _set_threads(threads: int, peers: list[str]) -> None:
+    """The same intra-op thread count for every peer (pytfrt: its OpenMP GEMM and Numba,
+    read from the environment when they load, after this)."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ["NUMBA_NUM_THREADS"] = str(threads)
     if "torch" in peers:
         import torch
 
         torch.set_num_threads(threads)
-    if "tf.function" in peers or "tf-eager" in peers:
+    if TF_PEERS & set(peers):
         try:
             import tensorflow as tf
 
@@ -490,8 +489,15 @@ def _profile(zm: Any, batch: int, calls: int, quiet: bool) -> dict[str, Any]:
 
 def _load_models(args: argparse.Namespace) -> list[Any]:
     out = []
+    tf_wanted = bool(TF_PEERS & set(args.peers))
     for name in args.models:
         if name.startswith("tf:"):
+            if tf_wanted and not args.no_tf_models:
+                if name[3:] not in TF_MODELS or not (HERE / "tf_models.py").exists():
+                    progress(f"{name}: skipped (not in benchmarks/tf_models.py)", args.quiet)
+                    continue
+                progress(f"build {name}", args.quiet)
+                out.append(_tf_model(name[3:], args.small))
             continue
         progress(f"export {name}{' (small)' if args.small else ''}", args.quiet)
         try:
@@ -499,14 +505,9 @@ def _load_models(args: argparse.Namespace) -> list[Any]:
         except RuntimeError as exc:
             progress(f"{name}: skipped ({exc})", args.quiet)
             continue
-        if zm.source == "keras" and ({"tf.function", "tf-eager"} & set(args.peers)):
-            _with_keras(zm)
+        if zm.source == "keras" and tf_wanted:
+            zm.keras = zoo.keras_resnet50(zm.config["image"])
         out.append(zm)
-    if not args.no_tf_models and any(p.startswith("tf") for p in args.peers):
-        wanted = {n[3:] for n in args.models if n.startswith("tf:")}
-        for rec in _tf_models(args.small):
-            if not wanted or rec.name[3:] in wanted:
-                out.append(rec)
     return out
 
 
@@ -532,19 +533,27 @@ def run(args: argparse.Namespace) -> int:
             else [{"batch": b} for b in args.batches]
         )
         runners: dict[str, Callable[[dict[str, np.ndarray]], Any]] = {}
-        if "pytfrt" in peers:
+        compile_s: dict[str, float] = {}
+        makers: list[tuple[str, Callable[[Any], Any]]] = []
+        if zm.source != "tf":
+            makers.append(("pytfrt", _pytfrt_runner))
+        if zm.keras is not None:
+            makers.append(("pytfrt-tf", _pytfrt_tf_runner))
+        for peer, make in makers:
+            if peer not in peers:
+                continue
             t0 = time.perf_counter()
             try:
-                runners["pytfrt"] = _pytfrt_runner(zm)
+                runners[peer] = make(zm)
             except Exception as exc:  # report and go on with the other peers
-                progress(f"{zm.name}: pytfrt failed to compile: {type(exc).__name__}: {exc}")
+                progress(f"{zm.name}: {peer} failed to compile: {type(exc).__name__}: {exc}")
                 failed = True
-            compile_s = time.perf_counter() - t0
+            compile_s[peer] = time.perf_counter() - t0
         if "onnxruntime" in peers and zm.source != "tf":
             runners["onnxruntime"] = _ort_runner(zm, args.threads)
         if "torch" in peers and zm.torch_module is not None:
             runners["torch"] = _torch_runner(zm)
-        if getattr(zm, "keras", None) is not None:
+        if zm.keras is not None:
             for k, fn in _tf_runners(zm).items():
                 if k in peers:
                     runners[k] = fn
@@ -586,8 +595,7 @@ def run(args: argparse.Namespace) -> int:
                 "oracle": oracle,
                 "peers": {p: {**_stats(ts), "rel_error": errors.get(p)} for p, ts in times.items()},
             }
-            if "pytfrt" in runners:
-                row["pytfrt_compile_s"] = compile_s
+            row["compile_s"] = compile_s
             rows.append(row)
     record: dict[str, Any] = {
         "benchmark": "models",

@@ -15,7 +15,8 @@ name                   what
 ``efficientnet_b0``    EfficientNet-B0 (MBConv, SiLU, squeeze-excite), NCHW 224x224
 ``transformer``        token embedding + learned positions + ``nn.TransformerEncoder``
                        (2 layers, BERT-base width: d=768, 12 heads, ff=3072), ids ``[batch, 128]``
-``keras_resnet50``     ``keras.applications.ResNet50`` (NHWC) through tf2onnx
+``keras_resnet50``     ``keras.applications.ResNet50`` (NHWC, logits, as built by
+                       ``benchmarks/tf_models.py``) through tf2onnx
 =====================  ==================================================================
 
 The batch dimension is dynamic in every exported file (the transformer's sequence length is
@@ -408,15 +409,28 @@ def _build_torch(name: str, cfg: dict[str, Any]) -> Any:
     return m.eval()
 
 
+def keras_resnet50(image: int) -> Any:
+    """The Keras ResNet50 of ``keras_resnet50``: ``benchmarks/tf_models.py``'s (logits out,
+    random batch-norm statistics, seed :data:`SEED`), the same model the TF front end's
+    benchmark compiles."""
+    import sys
+
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import tf_models  # the TensorFlow front end's benchmark models
+
+    return tf_models.resnet50(size=image, seed=SEED)
+
+
 def _export_keras_resnet50(cfg: dict[str, Any], path: Path) -> None:
     try:
         import tensorflow as tf
         import tf2onnx
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError(f"keras_resnet50 needs tensorflow and tf2onnx: {exc}") from exc
-    tf.keras.utils.set_random_seed(SEED)
     image = cfg["image"]
-    model = tf.keras.applications.ResNet50(weights=None, input_shape=(image, image, 3))
+    model = keras_resnet50(image)
     spec = (tf.TensorSpec((None, image, image, 3), tf.float32, name="x"),)
 
     @tf.function(input_signature=spec)  # type: ignore[misc]
@@ -431,7 +445,7 @@ def _export_keras_resnet50(cfg: dict[str, Any], path: Path) -> None:
 
 def _key(name: str, cfg: dict[str, Any]) -> str:
     blob = json.dumps(
-        {"name": name, "cfg": cfg, "opset": OPSET, "seed": SEED, "v": 3}, sort_keys=True
+        {"name": name, "cfg": cfg, "opset": OPSET, "seed": SEED, "v": 4}, sort_keys=True
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
