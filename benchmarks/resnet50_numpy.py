@@ -36,6 +36,9 @@ import numpy as np
 
 from pytfrt.backends.cpu import conv, gemm, norm, pooling
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from xor import cpu_model  # noqa: E402 - the benchmarks' shared helper
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 
@@ -335,18 +338,6 @@ def main(argv: list[str] | None = None) -> int:
     stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     plot(results, stem.with_suffix(".png"))
     return 0
-
-
-def cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def plot(results: dict[str, dict[str, dict[str, float]]], path: Path) -> None:

@@ -386,3 +386,110 @@ def test_plan_copies_the_filter_and_is_reusable_across_threads():
         outs = list(pool.map(lambda x: conv.conv2d(plan, x), xs))
     for got, ref in zip(outs, refs, strict=True):
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize(
+    ("k", "stride", "pads", "groups", "algorithm"),
+    [
+        (1, 1, (0, 0, 0, 0), 1, "gemm"),
+        (1, 2, (0, 0, 0, 0), 1, "gemm"),
+        (3, 1, (1, 1, 1, 1), 1, "winograd"),
+        (3, 2, (0, 1, 0, 1), 2, "gemm"),
+        (3, 1, (1, 1, 1, 1), 16, "depthwise"),
+    ],
+)
+def test_numpy_gemm_fallback_matches(monkeypatch, layout, k, stride, pads, groups, algorithm):
+    """Without oneDNN the same kernels run on NumPy's BLAS, serially, with the same results."""
+    from pytfrt.backends.cpu import _blas
+
+    monkeypatch.setattr(_blas, "_load", lambda: None)
+    assert _blas.backend() == "numpy"
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 9, 10, 16)).astype(np.float32)
+    w = rng.standard_normal((k, k, 16 // groups, 16)).astype(np.float32)
+    res = direct_conv_nhwc(x, w, (stride, stride), (1, 1), pads, groups)
+    ref = np.maximum(res + 1.0, 0)
+    if layout == "NCHW":
+        x, w = x.transpose(0, 3, 1, 2).copy(), w.transpose(3, 2, 0, 1).copy()
+    plan = conv.plan_conv2d(
+        w,
+        layout=layout,
+        strides=(stride, stride),
+        pads=pads,
+        groups=groups,
+        bias=np.ones(16, np.float32),
+        activation="relu",
+        algorithm=algorithm,
+    )
+    y = conv.conv2d(plan, x)
+    if layout == "NCHW":
+        y = y.transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_auto_algorithm_choice():
+    w3 = np.ones((3, 3, 64, 64), np.float32)
+    plan = conv.plan_conv2d(w3, layout="NHWC", pads=(1, 1, 1, 1))
+    assert plan.algorithm_for((1, 56, 56, 64)) == "winograd"  # 196 tiles
+    assert plan.algorithm_for((1, 7, 7, 64)) == "gemm"  # 4 tiles: the filter traffic dominates
+    assert conv.plan_conv2d(w3, layout="NHWC", strides=(2, 2)).algorithm_for((1, 8, 8, 64)) == (
+        "gemm"
+    )
+    dw = conv.plan_conv2d(np.ones((3, 3, 1, 8), np.float32), layout="NHWC", groups=8)
+    assert dw.algorithm_for((1, 4, 4, 8)) == "depthwise"
+    with pytest.raises(OpError, match="winograd"):
+        conv.plan_conv2d(w3, layout="NHWC", strides=(2, 2), algorithm="winograd")
+    with pytest.raises(OpError, match="depthwise"):
+        conv.plan_conv2d(w3, layout="NHWC", algorithm="depthwise")
+    with pytest.raises(OpError, match="algorithm"):
+        conv.plan_conv2d(w3, layout="NHWC", algorithm="fft")
+
+
+def test_parallel_for_runs_every_shard_once_and_reraises():
+    import threading
+
+    from pytfrt.backends.cpu._parallel import chunks, parallel_for
+
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def record(i: int) -> None:
+        with lock:
+            seen.append(i)
+
+    parallel_for(record, 50)
+    assert sorted(seen) == list(range(50))
+
+    def fail(i: int) -> None:
+        if i == 3:
+            raise ValueError("shard 3")
+
+    with pytest.raises(ValueError, match="shard 3"):
+        parallel_for(fail, 8)
+    # Several callers at once share the helpers and each gets all its shards.
+    totals = [0] * 6
+
+    def caller(c: int) -> None:
+        parts = [0] * 40
+        parallel_for(lambda i: parts.__setitem__(i, i), 40)
+        totals[c] = sum(parts)
+
+    threads = [threading.Thread(target=caller, args=(c,)) for c in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert totals == [sum(range(40))] * 6
+    covered = [i for a, b in chunks(103, 4, 10) for i in range(a, b)]
+    assert covered == list(range(103)) and all(b - a <= 10 for a, b in chunks(103, 4, 10))
+
+
+def test_scratch_is_reused_per_thread_and_role():
+    from pytfrt.backends.cpu._scratch import scratch
+
+    a = scratch("test-role", (4, 8), np.float32)
+    b = scratch("test-role", (2, 8), np.float32)
+    assert np.shares_memory(a, b) and b.ctypes.data % 64 == 0
+    c = scratch("test-role-2", (4, 8), np.float32)
+    assert not np.shares_memory(a, c)

@@ -119,3 +119,20 @@ def test_errors():
         gemm.matmul(a, a.T, out=np.ones((2, 3), np.float32))
     with pytest.raises(OpError, match="rank >= 1"):
         gemm.matmul(np.ones((), np.float32), a)
+
+
+@pytest.mark.parametrize("backend", ["onednn-if-installed", "numpy"])
+def test_large_float32_matmul_with_epilogue(monkeypatch, backend):
+    """Row-sharded GEMM + epilogue (oneDNN path) and the NumPy fallback give the same result."""
+    from pytfrt.backends.cpu import _blas
+
+    if backend == "numpy":
+        monkeypatch.setattr(_blas, "_load", lambda: None)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((700, 96)).astype(np.float32)
+    b = rng.standard_normal((40, 96)).astype(np.float32)
+    bias = rng.standard_normal(40).astype(np.float32)
+    res = rng.standard_normal((700, 40)).astype(np.float32)
+    got = gemm.matmul(a, b, transpose_b=True, bias=bias, residual=res, activation="relu6")
+    ref = np.clip(a.astype(np.float64) @ b.T.astype(np.float64) + bias + res, 0, 6)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)

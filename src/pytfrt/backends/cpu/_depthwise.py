@@ -19,42 +19,55 @@ from pytfrt.backends.cpu._parallel import chunks, parallel_for
 @numba.njit(nogil=True, cache=True)
 def depthwise_nhwc(x, w, sh, sw, dh, dw, pt, pl, bias, res, act, alpha, y, r0, r1):  # type: ignore[no-untyped-def]
     """``y[n, a, b, c*m + q] = act(sum_ij x[n, a*sh + i*dh - pt, b*sw + j*dw - pl, c] *
-    w[i, j, c, q] + bias + res)``; ``x`` (N, H, W, C), ``w`` (kh, kw, C, m), ``y`` (N, OH,
+    w[i, j, c*m + q] + bias + res)``; ``x`` (N, H, W, C), ``w`` (kh, kw, C*m), ``y`` (N, OH,
     OW, C*m); ``bias`` (C*m,) or empty; ``res`` like ``y`` or empty.  Only the flattened
-    output rows ``r0 <= n * OH + a < r1`` are computed."""
+    output rows ``r0 <= n * OH + a < r1`` are computed, one output row at a time in a
+    ``(OW, C*m)`` accumulator so the channel loops are contiguous (vectorised)."""
     n_, h, wd, c = x.shape
-    kh, kw, _, mult = w.shape
-    _, oh, ow, k = y.shape
+    kh, kw, k = w.shape
+    _, oh, ow, _ = y.shape
+    mult = k // c
     has_bias = bias.shape[0] > 0
     has_res = res.shape[0] > 0
-    acc = np.empty(k, dtype=y.dtype)
+    acc = np.empty((ow, k), dtype=y.dtype)
     for row in range(r0, r1):
         n = row // oh
         a = row % oh
         for b in range(ow):
             for q in range(k):
-                acc[q] = bias[q] if has_bias else 0.0
-            for i in range(kh):
-                r = a * sh + i * dh - pt
-                if r < 0 or r >= h:
-                    continue
-                for j in range(kw):
+                acc[b, q] = bias[q] if has_bias else 0.0
+        for i in range(kh):
+            r = a * sh + i * dh - pt
+            if r < 0 or r >= h:
+                continue
+            for j in range(kw):
+                wv = w[i, j]
+                # Output columns whose tap (i, j) falls inside the input row.
+                b_lo = 0
+                while b_lo < ow and b_lo * sw + j * dw - pl < 0:
+                    b_lo += 1
+                b_hi = ow
+                while b_hi > b_lo and (b_hi - 1) * sw + j * dw - pl >= wd:
+                    b_hi -= 1
+                for b in range(b_lo, b_hi):
                     col = b * sw + j * dw - pl
-                    if col < 0 or col >= wd:
-                        continue
+                    xr = x[n, r, col]
+                    ar = acc[b]
                     if mult == 1:
-                        for ch in range(c):
-                            acc[ch] += x[n, r, col, ch] * w[i, j, ch, 0]
+                        for ch in range(k):
+                            ar[ch] += xr[ch] * wv[ch]
                     else:
                         for ch in range(c):
-                            xv = x[n, r, col, ch]
                             for q in range(mult):
-                                acc[ch * mult + q] += xv * w[i, j, ch, q]
+                                ar[ch * mult + q] += xr[ch] * wv[ch * mult + q]
+        for b in range(ow):
             for q in range(k):
-                v = acc[q]
+                v = acc[b, q]
                 if has_res:
                     v += res[n, a, b, q]
-                if act != 0:
+                if act == 1:
+                    v = max(v, 0.0)
+                elif act != 0:
                     v = _act(v, act, alpha)
                 y[n, a, b, q] = v
 

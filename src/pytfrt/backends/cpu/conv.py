@@ -84,7 +84,7 @@ class ConvPlan:
     """What :func:`plan_conv2d` was asked for: ``auto`` or a forced algorithm."""
     weights: np.ndarray
     """The filter packed for ``gemm`` or ``depthwise``: NHWC ``(groups, kh*kw*cin_g,
-    cout_g)``; NCHW ``(groups, cout_g, cin_g*kh*kw)``; depthwise ``(kh, kw, cin, m)``."""
+    cout_g)``; NCHW ``(groups, cout_g, cin_g*kh*kw)``; depthwise ``(kh, kw, cin * m)``."""
     winograd: np.ndarray | None
     """The Winograd-transformed filter ``(36, cin, cout)`` if the plan may use Winograd."""
     bias: np.ndarray | None
@@ -127,7 +127,7 @@ class ConvPlan:
             return self.compute.algorithm_for(out_shape)
         if self.algorithm != "auto":
             return self.algorithm
-        if self.groups > 1 and self.groups == self.cin and self.weights.ndim == 4:
+        if self.groups > 1 and self.groups == self.cin:
             return "depthwise"
         if self.winograd is not None:
             n, oh, ow, _ = nhwc_shape(out_shape, self.layout)
@@ -310,7 +310,7 @@ def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> Conv
             f"{op}: algorithm 'winograd' needs a float32 3x3 filter, stride 1, dilation 1, groups 1"
         )
     if depthwise and algorithm in ("auto", "depthwise"):
-        weights = np.array(hwio.reshape(kh, kw, cin, cout // groups), order="C", copy=True)
+        weights = np.array(hwio.reshape(kh, kw, cout), order="C", copy=True)
     elif layout == "NHWC":
         weights = np.array(cg.group_matrices(hwio, groups), order="C", copy=True)
     else:

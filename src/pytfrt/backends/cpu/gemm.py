@@ -6,7 +6,9 @@ broadcast their leading (batch) dimensions; a rank-1 ``a`` is a row vector and a
 a column vector, and that dimension is dropped from the result.  ``transpose_a`` /
 ``transpose_b`` swap the last two axes of a rank >= 2 operand (a view: no copy).
 
-The product runs in BLAS (NumPy's ``matmul``, GIL released); ``bias`` (1-D, the result's last
+The product runs in BLAS (float32 matrices: oneDNN when installed, split into row shards across
+threads, see :mod:`pytfrt.backends.cpu._blas`; otherwise NumPy's ``matmul``; GIL released);
+``bias`` (1-D, the result's last
 dimension), ``residual`` (broadcastable to the result) and the activation are applied in one
 compiled pass over the result while it is still in cache
 (:mod:`pytfrt.backends.cpu._epilogue`).  ``out=`` is written in place (no allocation when it
@@ -17,7 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from pytfrt.backends.cpu._blas import parallel_gemm, sgemm
 from pytfrt.backends.cpu._epilogue import epilogue_2d
+from pytfrt.backends.cpu._parallel import chunks, parallel_for
 from pytfrt.backends.cpu.activations import check_activation
 from pytfrt.backends.cpu.ops import OpError
 
@@ -125,6 +129,13 @@ def matmul(
             f"{list(getattr(out, 'shape', ()))} {getattr(out, 'dtype', None)}"
         )
     target = out if out is not None and out.flags.c_contiguous else None
+    if a.ndim == b.ndim == 2 and a.dtype == np.float32 and parallel_gemm():
+        y = target if target is not None else np.empty(shape, dtype=a.dtype)
+        _sharded_2d(a, b, y, bias, residual, code, alpha)
+        if out is not None and y is not out:
+            out[...] = y
+            return out
+        return y
     y = np.matmul(a, b, out=target)
     if target is None and not isinstance(y, np.ndarray):  # rank-0 result of two vectors
         y = np.asarray(y, dtype=a.dtype)
@@ -133,6 +144,30 @@ def matmul(
         out[...] = y
         return out
     return y
+
+
+def _sharded_2d(
+    a: np.ndarray,
+    b: np.ndarray,
+    y: np.ndarray,
+    bias: np.ndarray | None,
+    residual: np.ndarray | None,
+    code: int,
+    alpha: float,
+) -> None:
+    """``y = act(a @ b + bias + residual)`` for float32 matrices: row shards, each a oneDNN GEMM
+    followed by the epilogue on its rows while they are in cache."""
+    m = a.shape[0]
+    res = None if residual is None else np.broadcast_to(residual, y.shape)
+    shards = chunks(m, 64, max(1, (1 << 20) // max(1, 4 * y.shape[1])))
+
+    def shard(i: int) -> None:
+        r0, r1 = shards[i]
+        yb = y[r0:r1]
+        sgemm(a[r0:r1], b, yb)
+        epilogue_2d(yb, bias, None if res is None else res[r0:r1], code, alpha)
+
+    parallel_for(shard, len(shards))
 
 
 def apply_epilogue(
