@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Operation, Region, SSAValue
@@ -190,16 +190,28 @@ def parse_region_with_args(
 ) -> Region:
     """Parse ``{ ... }`` whose entry block has one argument per operand, named like it.
 
-    The names may shadow values of the enclosing scope (TFRT's ``shadowRegionArgs``).
+    TFRT's region ops are isolated from above, so the body is a new name scope: its
+    arguments take the operands' names (TFRT's ``shadowRegionArgs``) and its values may reuse
+    any name of the enclosing function (``%x`` defined outside and again inside).  A name the
+    body uses without defining still resolves to the enclosing value (when the parser keeps
+    ``outer_scopes``, as :class:`~pytfrt.mlir.parser.TfrtParser` does), so that lowering can
+    report TFRT's "references to kernels within the current region" error at the use.
     """
     saved = parser.ssa_values
     names = {o.operand_name for o in operands}
-    parser.ssa_values = {k: v for k, v in saved.items() if k not in names}
+    scopes: list[dict[str, Any]] | None = getattr(parser, "outer_scopes", None)
+    if scopes is not None:
+        scopes.append({k: v for k, v in saved.items() if k not in names})
+        parser.ssa_values = {}
+    else:
+        parser.ssa_values = {k: v for k, v in saved.items() if k not in names}
     args = [Parser.Argument(o.span, t) for o, t in zip(operands, types, strict=True)]
     try:
         return parser.parse_region(args)
     finally:
         parser.ssa_values = saved
+        if scopes is not None:
+            scopes.pop()
 
 
 def parse_value_of_type(parser: Parser, type_: Attribute) -> Attribute:

@@ -74,6 +74,9 @@ class TfrtParser(Parser):
         self.explicit_unknown: set[Operation] = set()
         self._unknown_locs: dict[int, LocationAttr] = {}
         self.forward_use_spans: dict[str, Span] = {}
+        #: name scopes enclosing the region being parsed (innermost last); see
+        #: :func:`pytfrt.mlir.ops_base.parse_region_with_args`
+        self.outer_scopes: list[dict[str, tuple[SSAValue, ...]]] = []
         self._int_float_types: dict[str, TypeAttribute | None] = {}
         self._dialect_types: dict[str, TypeAttribute] = {}
 
@@ -152,6 +155,11 @@ class TfrtParser(Parser):
     def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:  # type: ignore[override]
         name = operand.operand_name
         values = self.ssa_values.get(name)
+        if values is None:
+            for scope in reversed(self.outer_scopes):
+                values = scope.get(name)
+                if values is not None:
+                    break
         if values is None:
             self.forward_use_spans.setdefault(name, operand.span)
             return super().resolve_operand(operand, type)
