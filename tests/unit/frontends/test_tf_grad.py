@@ -230,3 +230,20 @@ def test_broadcast_gradient_args_compute(tf: Any) -> None:
         got = grad_ops.broadcast_gradient_args(np.array(s0, np.int32), np.array(s1, np.int32))
         for g, r in zip(got, ref, strict=True):
             np.testing.assert_array_equal(np.sort(g), np.sort(r.numpy()))
+
+
+def test_stateless_random_uniform_is_tf_bit_for_bit(tf: Any) -> None:
+    @tf.function(
+        input_signature=[tf.TensorSpec((2,), tf.int64), tf.TensorSpec((None, 3), tf.float32)]
+    )
+    def f(seed: Any, x: Any) -> Any:
+        u = tf.random.stateless_uniform(tf.shape(x), seed)
+        v = tf.raw_ops.StatelessRandomUniform(shape=[5, 7], seed=seed)
+        return u, v
+
+    compiled = pytfrt.compile(f)
+    for seed in ([1, 2], [-5, 2**40], [0, 0]):
+        s = np.array(seed, np.int64)
+        x = np.zeros((9, 3), np.float32)
+        for o, r in zip(compiled(s, x), f(s, x), strict=True):
+            np.testing.assert_array_equal(o, r.numpy())

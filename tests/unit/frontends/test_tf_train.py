@@ -3,7 +3,8 @@
 The same model is trained twice from identical weights, 20 steps on identical batches: once by
 TF (the ``tf.function`` itself), once by the pytfrt model compiled from it. Losses must agree
 within 1e-4 relative at every step, and the final weights too (``CompiledModel.variables``).
-The source model's weights are restored before TF trains, so both start from the same point.
+The source model's weights (and its dropout seed state) are restored before TF trains, so
+both start from the same point.
 """
 
 from __future__ import annotations
@@ -67,9 +68,11 @@ def test_mlp_adam(tf: Any, tf_models: Any) -> None:
     _check_variables(compiled, model)
 
 
-def test_cnn_sgd(tf: Any, tf_models: Any) -> None:
+def test_cnn_sgd_with_dropout(tf: Any, tf_models: Any) -> None:
+    """Conv2D, BatchNorm (batch statistics, moving averages), MaxPool, Dropout (TF's Philox
+    masks, reproduced bit for bit), Dense; SGD with momentum."""
     keras = tf.keras
-    model = tf_models.cnn(size=12, dropout=0.0, classes=4, seed=12)
+    model = tf_models.cnn(size=12, dropout=0.3, classes=4, seed=12)
     step = tf_models.train_step(
         model,
         keras.optimizers.SGD(0.05, momentum=0.9),

@@ -348,3 +348,88 @@ def avg_pool2d_grad(
         ceil_mode=ceil_mode,
         count_include_pad=count_include_pad,
     )
+
+
+# -- stateless random numbers (Philox4x32-10, as TF's CPU kernels) -------------------------------
+
+_PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_SEED_KEY = (0x3EC8F720, 0x02461E29)
+"""The fixed key TF scrambles a seed pair with (``StatelessRandomGetKeyCounter``)."""
+
+
+def philox(counter: list[np.ndarray], key: tuple[int, int]) -> list[np.ndarray]:
+    """Philox4x32-10 on vectors: four uint32 words (held in uint64 arrays) per block."""
+    c = list(counter)
+    k0, k1 = key
+    for _ in range(10):
+        p0 = _PHILOX_M[0] * c[0]
+        p1 = _PHILOX_M[1] * c[2]
+        c = [
+            (p1 >> np.uint64(32)) ^ c[1] ^ np.uint64(k0),
+            p1 & _LOW32,
+            (p0 >> np.uint64(32)) ^ c[3] ^ np.uint64(k1),
+            p0 & _LOW32,
+        ]
+        k0 = (k0 + _PHILOX_W[0]) & 0xFFFFFFFF
+        k1 = (k1 + _PHILOX_W[1]) & 0xFFFFFFFF
+    return c
+
+
+@_register("random_key_counter")
+def random_key_counter(seed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TF's ``StatelessRandomGetKeyCounter`` for Philox: a seed pair -> (key[1], counter[2]).
+
+    Raises:
+        OpError: a seed that is not two integers.
+    """
+    if seed.shape != (2,) or seed.dtype.kind not in "iu":
+        raise OpError(
+            f"random_key_counter: the seed must be two integers, got {seed.dtype}{list(seed.shape)}"
+        )
+    s0, s1 = (int(v) & 0xFFFFFFFFFFFFFFFF for v in seed)
+    words = [s0 & 0xFFFFFFFF, s0 >> 32, s1 & 0xFFFFFFFF, s1 >> 32]
+    mix = [int(w[0]) for w in philox([np.array([w], np.uint64) for w in words], _SEED_KEY)]
+    key = np.array([mix[0] | (mix[1] << 32)], np.uint64)
+    counter = np.array([0, mix[2] | (mix[3] << 32)], np.uint64)
+    return key, counter
+
+
+@_register("random_uniform")
+def random_uniform(
+    shape: np.ndarray,
+    key: np.ndarray,
+    counter: np.ndarray,
+    *,
+    dtype: str,
+    static_shape: Sequence[int],
+) -> np.ndarray:
+    """Uniform floats in [0, 1) from Philox (TF's ``StatelessRandomUniformV2``, bit for bit).
+
+    Element ``i`` is word ``i % 4`` of block ``counter + i // 4``; a word ``u`` becomes the float
+    with mantissa ``u & 0x7fffff`` in [1, 2), minus 1 (f32).
+
+    Raises:
+        OpError: a dtype other than f32, or a bad key/counter.
+    """
+    if dtype != "f32":
+        raise OpError(f"random_uniform: only f32 is supported, got {dtype}")
+    if key.size != 1 or counter.size != 2:
+        raise OpError("random_uniform: key must have 1 element and counter 2")
+    dims = [int(d) for d in shape.reshape(-1)]
+    n = math.prod(dims)
+    groups = (n + 3) // 4
+    c0 = np.uint64(int(counter.reshape(-1)[0]))
+    c1 = int(counter.reshape(-1)[1])
+    g = np.arange(groups, dtype=np.uint64)
+    lo = c0 + g  # 128-bit counter: carry into the high half
+    hi = np.uint64(c1) + (lo < c0).astype(np.uint64)
+    k = int(key.reshape(-1)[0])
+    words = philox(
+        [lo & _LOW32, lo >> np.uint64(32), hi & _LOW32, hi >> np.uint64(32)],
+        (k & 0xFFFFFFFF, k >> 32),
+    )
+    bits = np.stack(words, axis=1).reshape(-1)[:n].astype(np.uint32)
+    out = ((bits & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)).view(np.float32) - np.float32(1.0)
+    return out.reshape(dims)

@@ -412,8 +412,9 @@ def broadcast_gradient_axes(
     The axes each operand's gradient is summed over. Summing over an axis whose output size
     turns out to be 1 is harmless (the gradient is reshaped to the operand's shape next), so an
     operand's known size 1 opposite an unknown size is always reduced. An unknown size opposite
-    a known size other than 1 is taken to equal it (TF's own shape inference assumes the same);
-    two unknown sizes return ``None``.
+    a known size other than 1 is taken to equal it (TF's own shape inference assumes the same),
+    and two unknown sizes are taken to be equal: in the graphs TF's gradients produce they are
+    the same dynamic (batch) dimension. ``None`` if a rank is unknown.
     """
     rank = max(len(s0), len(s1))
     a = [1] * (rank - len(s0)) + list(s0)
@@ -432,7 +433,7 @@ def broadcast_gradient_axes(
                 r0.append(i)
             continue
         if x is None and y is None:
-            return None
+            continue  # two dynamic sizes: taken to be the same (the dynamic batch)
         if x == 1:
             r0.append(i)
         if y == 1:

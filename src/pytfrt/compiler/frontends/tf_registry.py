@@ -73,6 +73,7 @@ def load_all() -> dict[str, TfOp]:
         tf_grad,
         tf_graph,
         tf_ops,
+        tf_random,
         tf_state,
     )
 
@@ -103,7 +104,8 @@ def ops_markdown() -> str:
         "dimension becomes a `-1`, with more it is computed at run time;",
         "* variables must be captured from outside the function; they are frozen into weights "
         "unless the function writes one, then all become the model's variables;",
-        "* no random-number ops (Keras `Dropout` is fine at inference, not in a train step).",
+        "* random numbers: TF's stateless Philox ops only (what Keras `Dropout` uses in a train "
+        "step), reproducing TF's bits; stateful random ops (`RandomUniform`...) are not supported.",
     ]
     for family, title in _FAMILY_TITLES.items():
         entries = sorted((op for op in table.values() if op.family == family), key=lambda o: o.name)

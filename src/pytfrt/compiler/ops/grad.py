@@ -11,6 +11,10 @@ attribute (``-1`` for dynamic dimensions), which a front end sets from what it k
 ``batch_norm_grad`` has three results (dx, dscale, doffset), ``layer_norm_grad`` three (dx,
 dgamma, dbeta), the cross-entropy ops two (loss per row, dlogits), ``broadcast_gradient_args``
 two (the reduction axes of each operand).
+
+Also here, because a training step's dropout needs them: ``random_key_counter(seed)`` and
+``random_uniform(shape, key, counter) {dtype}``, TF's stateless Philox random numbers
+(``StatelessRandomGetKeyCounter`` / ``StatelessRandomUniformV2``), reproduced bit for bit.
 """
 
 from __future__ import annotations
@@ -230,4 +234,37 @@ define(
 )
 define(
     "broadcast_gradient_args", ("s0", "s1"), _broadcast_gradient_args, family="grad", num_results=2
+)
+
+
+# -- stateless random numbers (dropout in a training step) ------------------------------------
+
+
+def _random_key_counter(ctx: InferContext) -> list[TType]:
+    (seed,) = ctx.inputs
+    if seed.dtype not in INT_DTYPES or seed.shape not in (None, (2,)):
+        raise ctx.error(f"the seed must be two integers, got {seed}")
+    return [TType("ui64", (1,)), TType("ui64", (2,))]
+
+
+def _random_uniform(ctx: InferContext) -> list[TType]:
+    shape, key, counter = ctx.inputs
+    if key.dtype != "ui64" or counter.dtype != "ui64":
+        raise ctx.error(f"key and counter must be ui64, got {key.dtype} and {counter.dtype}")
+    if ctx.attrs["dtype"] != "f32":
+        raise ctx.error(f"only f32 is supported, got {ctx.attrs['dtype']}")
+    rank = shape.shape[0] if shape.shape is not None and len(shape.shape) == 1 else None
+    if rank is None:
+        dims = const_ints(ctx, 0)
+        return [TType("f32", None if dims is None else tuple(dims))]
+    return [_shape_operand(ctx, 0, "f32", rank)]
+
+
+define("random_key_counter", ("seed",), _random_key_counter, family="grad", num_results=2)
+define(
+    "random_uniform",
+    ("shape", "key", "counter"),
+    _random_uniform,
+    {"dtype": AttrSpec("dtype", "f32"), **_HINT},
+    family="grad",
 )
