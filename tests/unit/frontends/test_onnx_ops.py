@@ -573,14 +573,14 @@ def test_unsupported_op_names_type_node_and_file(tmp_path: Path) -> None:
     from pytfrt.compiler.errors import UnsupportedOpError
     from pytfrt.compiler.frontends.onnx import import_onnx
 
-    model = one_node_model("Einsum", {"a": f32(2, 3), "b": f32(3, 4)}, equation="ij,jk->ik")
-    path = tmp_path / "einsum_model.onnx"
+    model = one_node_model("Det", {"a": f32(2, 3, 3)})
+    path = tmp_path / "det_model.onnx"
     onnx.save(model, str(path))
     with pytest.raises(UnsupportedOpError) as info:
         import_onnx(path)
     msg = str(info.value)
-    assert "Einsum" in msg and "the_einsum" in msg and "einsum_model.onnx" in msg
-    assert info.value.op_type == "Einsum"
+    assert "Det" in msg and "the_det" in msg and "det_model.onnx" in msg
+    assert info.value.op_type == "Det"
 
 
 def test_custom_domain_is_unsupported() -> None:
@@ -636,3 +636,22 @@ def test_docs_ops_md_onnx_section_is_the_mapping_table() -> None:
     end = rest.find("\n## ")
     section = text[start:] if end < 0 else text[start : start + len("## ONNX\n") + end + 1]
     assert section == ops_markdown()
+
+
+def test_onnx_family_ops() -> None:
+    x = f32(3, 4)
+    idx = np.array([[0, 2, -1, 1], [2, 0, 0, 1], [1, 1, 2, -3]], np.int64)
+    check("GatherElements", {"x": x, "i": idx}, axis=0)
+    check("GatherElements", {"x": x, "i": idx[:, :3] % 4}, axis=1)
+    upd = f32(2, 4)
+    si = np.array([[0, 1, 2, 0], [2, 0, 1, 1]], np.int64)
+    check("ScatterElements", {"d": x, "i": si, "u": upd}, axis=0)
+    check("ScatterElements", {"d": x, "i": si, "u": upd}, axis=0, reduction="add", opset=18)
+    nd = np.array([[1], [0]], np.int64)
+    check("ScatterND", {"d": x, "i": nd, "u": f32(2, 4)})
+    check("Einsum", {"a": f32(2, 3, 4), "b": f32(2, 4, 5)}, equation="bij,bjk->bik", tol=1e-5)
+    check("Einsum", {"a": f32(3, 3)}, equation="ii->i")
+    check("Einsum", {"a": f32(2, 3), "b": f32(3)}, equation="ij,j")
+    k = np.asarray(1, np.int64)
+    check("Trilu", {"x": f32(2, 4, 5), "k": k}, consts={"k": k})
+    check("Trilu", {"x": f32(4, 5)}, upper=0)

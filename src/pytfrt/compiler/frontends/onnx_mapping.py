@@ -1418,6 +1418,42 @@ def _lrn(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     ]
 
 
+@onnx_op("GatherElements", note="`gather_elements {axis}` (ONNX family)")
+def _gather_elements(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    axis = _axis(int(ctx.attrs(node).get("axis", 0)), _rank(ctx, x))
+    return [ctx.op("gather_elements", [x, ctx.input(node, 1)], axis=axis)]
+
+
+@onnx_op("ScatterElements", note="`scatter_elements {axis, reduction}` (ONNX family)")
+def _scatter_elements(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    axis = _axis(int(a.get("axis", 0)), _rank(ctx, x))
+    ops = [x, ctx.input(node, 1), ctx.input(node, 2)]
+    return [ctx.op("scatter_elements", ops, axis=axis, reduction=a.get("reduction", "none"))]
+
+
+@onnx_op("ScatterND", note="`scatter_nd` (`reduction = none`)")
+def _scatter_nd(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    if ctx.attrs(node).get("reduction", "none") != "none":
+        ctx.unsupported(node, "a reduction other than none")
+    return [ctx.op("scatter_nd", [ctx.input(node, i) for i in range(3)])]
+
+
+@onnx_op("Einsum", note="`einsum {equation}` (ONNX family)")
+def _einsum(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    vals = [ctx.input(node, i) for i in range(len(node.input))]
+    return [ctx.op("einsum", vals, equation=str(ctx.attrs(node)["equation"]))]
+
+
+@onnx_op("Trilu", note="`trilu {upper, k}` (constant k; ONNX family)")
+def _trilu(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    k = ctx.const_input(node, 1, "k") if ctx.has(node, 1) else np.zeros(())
+    upper = bool(ctx.attrs(node).get("upper", 1))
+    return [ctx.op("trilu", [ctx.input(node, 0)], upper=upper, k=int(k.reshape(-1)[0]))]
+
+
 @onnx_op("Constant", note="a known value (import-time constant)")
 def _constant(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     res = ctx._evaluate(node)
