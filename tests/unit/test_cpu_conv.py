@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from cpu_refs import activation_refs
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytfrt.backends.cpu import conv
@@ -248,6 +248,7 @@ def test_output_shape_with_unknown_dims_and_same_pads():
 
 
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@settings(max_examples=25)
 @given(case=conv_cases())
 def test_gradients_match_torch_autograd(layout, case):
     rng = np.random.default_rng(case["seed"])
@@ -493,3 +494,33 @@ def test_scratch_is_reused_per_thread_and_role():
     assert np.shares_memory(a, b) and b.ctypes.data % 64 == 0
     c = scratch("test-role-2", (4, 8), np.float32)
     assert not np.shares_memory(a, c)
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize(
+    ("k", "groups", "algorithm"),
+    [(1, 1, "gemm"), (3, 1, "gemm"), (3, 1, "winograd"), (3, 8, "depthwise")],
+)
+def test_out_may_be_the_residual(layout, k, groups, algorithm):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 6, 7, 8)).astype(np.float32)
+    w = rng.standard_normal((k, k, 8 // groups, 8)).astype(np.float32)
+    res = rng.standard_normal((1, 6, 7, 8)).astype(np.float32)
+    pads = (k // 2,) * 4
+    ref = np.maximum(direct_conv_nhwc(x, w, (1, 1), (1, 1), pads, groups) + res, 0)
+    if layout == "NCHW":
+        x, res = (a.transpose(0, 3, 1, 2).copy() for a in (x, res))
+        w = w.transpose(3, 2, 0, 1).copy()
+    plan = conv.plan_conv2d(
+        w, layout=layout, pads=pads, groups=groups, activation="relu", algorithm=algorithm
+    )
+    assert conv.conv2d(plan, x, residual=res, out=res) is res
+    got = res.transpose(0, 2, 3, 1) if layout == "NCHW" else res
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_out_overlapping_the_input_is_an_error():
+    plan = conv.plan_conv2d(np.ones((1, 1, 4, 4), np.float32), layout="NHWC")
+    x = np.ones((1, 3, 3, 4), np.float32)
+    with pytest.raises(OpError, match="overlap"):
+        conv.conv2d(plan, x, out=x)

@@ -73,13 +73,14 @@ def forward_nhwc(
     res: np.ndarray | None,
     code: int,
     alpha: float,
+    beta: float = 0.0,
 ) -> None:
     """``y`` (N, oh, ow, cout; C-contiguous) = act(conv(``x``) + bias + res), NHWC.
 
     Work is split into shards of output rows ``(n, oh)``, each gathering its own columns (1x1
     unpadded: the input rows themselves, or the sampled pixels if strided; otherwise im2col of
     its rows into the thread's scratch), one GEMM per group and the epilogue on its rows while
-    they are in cache.
+    they are in cache.  ``beta = 1`` accumulates onto ``y`` (``y`` holds the residual).
     """
     groups, _, kg = w_mat.shape
     n, oh, ow, cout = y.shape
@@ -108,9 +109,11 @@ def forward_nhwc(
             for g in range(groups):
                 if cols is None:
                     part = im2col_rows(xp[img], a0, a1, ow, geo, g * cg, (g + 1) * cg)
-                    sgemm(part, w_mat[g], y2[:, g * kg : (g + 1) * kg])
+                    sgemm(part, w_mat[g], y2[:, g * kg : (g + 1) * kg], beta)
                 else:
-                    sgemm(cols[:, g * cg : (g + 1) * cg], w_mat[g], y2[:, g * kg : (g + 1) * kg])
+                    sgemm(
+                        cols[:, g * cg : (g + 1) * cg], w_mat[g], y2[:, g * kg : (g + 1) * kg], beta
+                    )
             r2 = None if res is None else res[img, a0:a1].reshape(m, cout)
             epilogue_2d(y2, bias, r2, code, alpha)
 
@@ -177,12 +180,14 @@ def forward_nchw(
     res: np.ndarray | None,
     code: int,
     alpha: float,
+    beta: float = 0.0,
 ) -> None:
     """``y`` (N, cout, oh, ow; C-contiguous) = act(conv(``x``) + bias + res), NCHW.
 
     ``w_rows`` is ``(groups, cout_g, cin_g * kh * kw)`` (the OIHW filter reshaped).  Shards of
     output rows compute ``y[n, group, rows] = w_rows[g] @ cols`` with ``cols`` ``(cin_g * kh *
     kw, rows * ow)`` (for a 1x1 stride-1 unpadded convolution, a column block of the image).
+    ``beta = 1`` accumulates onto ``y`` (``y`` holds the residual).
     """
     groups, kg, kcols = w_rows.shape
     n, cout, oh, ow = y.shape
@@ -223,7 +228,7 @@ def forward_nchw(
                 cols = cols6.reshape(cin * kh * kw, (a1 - a0) * ow)
             yb = y3[img, :, c0:c1]
             for g in range(groups):
-                sgemm(w_rows[g], cols[g * kcols : (g + 1) * kcols], yb[g * kg : (g + 1) * kg])
+                sgemm(w_rows[g], cols[g * kcols : (g + 1) * kcols], yb[g * kg : (g + 1) * kg], beta)
             rb = None if r3 is None else r3[img, :, c0:c1]
             epilogue_2d(yb, bias, rb, code, alpha, bias_rows=True)
 

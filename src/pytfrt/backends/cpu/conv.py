@@ -340,7 +340,7 @@ def conv2d(
         residual: optional, exactly the output's shape and dtype.
         out: optional result buffer of the output's shape and dtype (written and returned;
             C-contiguous buffers are written directly, others through a temporary).  It
-            must not overlap ``x`` or ``residual``.
+            must not overlap ``x``; it may *be* ``residual`` (the residual add in place).
 
     Raises:
         OpError: wrong rank, channel count or dtype; an input smaller than the window; a
@@ -359,6 +359,8 @@ def conv2d(
                 f"{plan.dtype}, got {list(residual.shape)} {residual.dtype}"
             )
     check_out(op, out, shape, plan.dtype)
+    if out is not None and np.may_share_memory(out, x):
+        raise OpError(f"{op}: out must not overlap the input")
     if plan.compute is not None:  # float16: compute in float32, round once
         y32 = _forward(
             plan.compute,
@@ -386,6 +388,13 @@ def _forward(
     """Run ``plan`` into the C-contiguous ``y`` (shapes and dtypes checked)."""
     algo = plan.algorithm_for(y.shape)
     nhwc = plan.layout == "NHWC"
+    beta = 0.0
+    if residual is not None and np.may_share_memory(residual, y):
+        same = residual.ctypes.data == y.ctypes.data and residual.strides == y.strides
+        if not same:
+            residual = residual.copy()
+        elif algo == "gemm":  # y already holds the residual: accumulate the GEMM onto it
+            residual, beta = None, 1.0
     if algo in ("winograd", "depthwise"):
         xv, yv = to_nhwc(x, plan.layout), to_nhwc(y, plan.layout)
         rv = None if residual is None else to_nhwc(residual, plan.layout)
@@ -408,7 +417,7 @@ def _forward(
             )
         return y
     xc = np.ascontiguousarray(x)
-    args = (plan.bias, residual, plan.act_code, plan.alpha)
+    args = (plan.bias, residual, plan.act_code, plan.alpha, beta)
     if nhwc:
         cg.forward_nhwc(xc, plan.weights, plan.geometry, y, *args)
     else:
