@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt.backends.cpu.arena import Arena
 from pytfrt.bef.program import Program
 from pytfrt.executor.loader import load_program
 from pytfrt.executor.sync_executor import SyncBEFFunction
@@ -47,6 +48,7 @@ __all__ = ["CompiledModel", "InputError", "ModelError", "Signature", "TensorSpec
 
 INIT = "tg_init"
 MAIN = "main"
+ARENA_TYPE = "!tg.arena"
 
 
 class InputError(PytfrtError, ValueError):
@@ -162,6 +164,11 @@ class CompiledModel:
         self._pack = _packer(signature)
         # calls that update variables run one at a time, in the order they take the lock
         self._lock: threading.Lock | None = threading.Lock() if self._variables else None
+        # planned activation buffers: one arena per concurrent call, from a pool
+        main_args = program.get(MAIN).argument_types
+        self._arena_index = num_resources if (
+            len(main_args) > num_resources and main_args[num_resources] == ARENA_TYPE) else -1
+        self._arenas: list[Arena] = []
 
     def _run_init(self, init: Any, num_resources: int) -> list[Any]:
         args = [make_available(DenseHostTensor(dtype_from_numpy(w.dtype), w))
@@ -186,6 +193,8 @@ class CompiledModel:
             names = ", ".join(s.name for s in self.signature.inputs)
             raise InputError(f"the model takes {self._n_inputs} inputs ({names}), got {len(args)}")
         values = self._resources.copy()
+        if self._arena_index >= 0:
+            values.append(None)  # the call's arena, set by _execute
         for check, x in zip(self._checks, args, strict=True):
             values.append(check(x))
         return values
@@ -221,8 +230,8 @@ class CompiledModel:
             with self._lock:
                 return self._pack(self._execute(values))
         run = self._run
-        if run is None:
-            return self._pack(self._call_async_values(values))
+        if run is None or self._arena_index >= 0:
+            return self._pack(self._execute(values))
         try:
             out = run(self._ctx, values)
         except KernelError as exc:
@@ -230,12 +239,24 @@ class CompiledModel:
         return self._pack(out)
 
     def _execute(self, values: list[Any]) -> list[Any]:
-        if self._run is None:
-            return self._call_async_values(values)
+        arena = None
+        if self._arena_index >= 0:
+            pool = self._arenas
+            try:
+                arena = pool.pop()
+            except IndexError:
+                arena = Arena()
+            values[self._arena_index] = arena
         try:
-            return self._run(self._ctx, values)
-        except KernelError as exc:
-            raise ModelError(str(exc)) from None
+            if self._run is None:
+                return self._call_async_values(values)
+            try:
+                return self._run(self._ctx, values)
+            except KernelError as exc:
+                raise ModelError(str(exc)) from None
+        finally:
+            if arena is not None:
+                self._arenas.append(arena)
 
     def _call_async_values(self, values: list[Any]) -> list[Any]:
         results = self._main.execute(self._ctx, [make_available(v) for v in values])

@@ -50,6 +50,9 @@ from pytfrt.support.location import UNKNOWN_LOC, Location
 INIT = "tg_init"
 MAIN = "main"
 PLAN_TYPE = "!tg.plan"
+ARENA_TYPE = "!tg.arena"
+BUFFER_ATTR = "tg.buffer"
+"""The ``-tg-plan-buffers`` annotation: ``[slot, site]`` (see ``passes/buffers.py``)."""
 
 
 @dataclass
@@ -80,6 +83,8 @@ def op_attrs(op: Operation, opdef: OpDef) -> dict[str, Any]:
     """
     given: dict[str, Any] = {}
     for key, attr in op.attributes.items():
+        if key == BUFFER_ATTR:
+            continue
         spec = opdef.attrs.get(key)
         if spec is None:
             raise GraphError(f"{op.name}: unknown attribute '{key}'")
@@ -245,6 +250,7 @@ class _ModuleLowerer:
         self.resource_of_weight: dict[str, int] = {}
         self.resource_of_plan: dict[Operation, int] = {}
         self.init_chains: list[int] = []
+        self.arena: int | None = None
         self.stateful = self._stateful_functions()
 
     def _callees(self, op: Operation) -> list[str]:
@@ -341,6 +347,9 @@ class _ModuleLowerer:
         sync = name == MAIN and not has_control
         m = _FunctionLowerer(name, FunctionKind.SYNC if sync else FunctionKind.BEF)
         res = [m.arg(t) for _r, t in self.resources]
+        self.arena = None
+        if sync and any(BUFFER_ATTR in op.attributes for op in ops):
+            self.arena = m.arg(ARENA_TYPE)
         stateful = name in self.stateful
         chain: int | None = None
         if stateful and name != MAIN:
@@ -388,8 +397,8 @@ class _ModuleLowerer:
                 outs = []
         elif op.name == "tg.fused_elementwise":
             program = sa.StringAttr(region_program(op.regions[0].blocks.first))  # type: ignore[arg-type]
-            outs = m.kernel(op.name, [m.reg(op, i) for i in range(len(op.operands))], types,
-                            [("program", program)], loc)
+            outs = self._kernel(m, op, op.name, [m.reg(op, i) for i in range(len(op.operands))],
+                                types, [("program", program)], loc)
         elif opdef.prepare and opdef.prepare_operands is not None:
             prep, run = opdef.prepare_operands(attrs, len(op.operands))
             if op in self.resource_of_plan:
@@ -398,16 +407,28 @@ class _ModuleLowerer:
                 (plan,) = m.kernel(f"tg.{opdef.prepare}", [m.reg(op, i) for i in prep],
                                    [PLAN_TYPE], _kernel_attrs(opdef, attrs), loc)
             operands = [m.reg(op, run[0]), plan] + [m.reg(op, i) for i in run[1:]]
-            outs = m.kernel(f"tg.{opdef.compute_key}", operands, types, [], loc)
+            outs = self._kernel(m, op, f"tg.{opdef.compute_key}", operands, types, [], loc)
         else:
             if opdef.compute_key is None:
                 raise GraphError(f"{op.name} has no runtime kernel")
             operands = [m.reg(op, i) for i in range(len(op.operands))]
-            outs = m.kernel(f"tg.{opdef.compute_key}", operands, types,
-                            _kernel_attrs(opdef, attrs), loc)
+            outs = self._kernel(m, op, f"tg.{opdef.compute_key}", operands, types,
+                                _kernel_attrs(opdef, attrs), loc)
         for r, reg in zip(op.results, outs, strict=True):
             m.regs[r] = reg
         return chain
+
+    def _kernel(self, m: _FunctionLowerer, op: Operation, name: str, operands: list[int],
+                types: list[str], attrs: list[tuple[str, sa.Attribute]], loc: Location
+                ) -> list[int]:
+        """A kernel, or its ``.buf`` form writing into the call's arena when planned."""
+        plan = op.attributes.get(BUFFER_ATTR)
+        if plan is None or self.arena is None:
+            return m.kernel(name, operands, types, attrs, loc)
+        slot_site = from_xattr("ints", plan, f"{op.name} {BUFFER_ATTR}")
+        buf = ("buffer", bef_attr("ints", slot_site))
+        return m.kernel(f"{name}.buf", [self.arena, *operands], types,
+                        sorted([*attrs, buf]), loc)
 
     def lower_control(self, m: _FunctionLowerer, op: Operation, attrs: dict[str, Any],
                       res: list[int], chain: int | None, types: list[str], loc: Location

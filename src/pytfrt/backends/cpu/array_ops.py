@@ -33,7 +33,9 @@ def _arr(x: Any, dtype: Any) -> np.ndarray:
 
 # -- binary -----------------------------------------------------------------------------------
 def _binary(ufunc: Any) -> Callable[..., np.ndarray]:
-    def compute(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def compute(x: np.ndarray, y: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+        if out is not None:
+            return ufunc(x, y, out=out)  # type: ignore[no-any-return]
         return _arr(ufunc(x, y), x.dtype)
 
     compute.__name__ = ufunc.__name__
@@ -125,7 +127,8 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
-_UNARY: dict[str, Callable[[np.ndarray], Any]] = {
+# unary ops that are one ufunc of the operand's dtype (they can write into ``out``)
+_UFUNC_UNARY: dict[str, Any] = {
     "neg": np.negative,
     "abs": np.abs,
     "exp": np.exp,
@@ -133,16 +136,32 @@ _UNARY: dict[str, Callable[[np.ndarray], Any]] = {
     "log": np.log,
     "log1p": np.log1p,
     "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x),
     "square": np.square,
+    "tanh": np.tanh,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+}
+
+
+def _ufunc_unary(ufunc: Any, name: str) -> Callable[..., np.ndarray]:
+    def compute(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+        if out is not None:
+            return ufunc(x, out=out)  # type: ignore[no-any-return]
+        return _arr(ufunc(x), x.dtype)
+
+    compute.__name__ = name
+    return compute
+
+
+_UNARY: dict[str, Callable[[np.ndarray], Any]] = {
+    "rsqrt": lambda x: 1 / np.sqrt(x),
     "reciprocal": lambda x: 1 / x if x.dtype.kind == "f" else np.floor_divide(1, x),
     "sign": np.sign,
     "floor": np.floor,
     "ceil": np.ceil,
     "round": np.round,
-    "tanh": np.tanh,
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-    "relu": lambda x: np.maximum(x, x.dtype.type(0)),
     "relu6": lambda x: np.minimum(np.maximum(x, x.dtype.type(0)), x.dtype.type(6)),
     "elu": lambda x: np.where(x > 0, x, np.expm1(x)),
     "selu": lambda x: _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(x)),
@@ -150,15 +169,22 @@ _UNARY: dict[str, Callable[[np.ndarray], Any]] = {
     "softsign": lambda x: x / (1 + np.abs(x)),
     "erf": lambda x: _erf(x) if x.dtype in (np.float32, np.float64) else _erf(
         x.astype(np.float32)),
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
     "silu": lambda x: x / (1 + np.exp(-x)),
     "hard_swish": lambda x: x * np.minimum(np.maximum(x + 3, 0), 6) / 6,
     "identity": lambda x: x.copy(),
 }
 for _name, _fn in _UNARY.items():
     GRAPH_OPS[_name] = _unary(_fn, _name)
+for _name, _uf in _UFUNC_UNARY.items():
+    GRAPH_OPS[_name] = _ufunc_unary(_uf, _name)
+
+
+@GRAPH_OPS.op("relu")
+def relu(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+    """``max(x, 0)``."""
+    if out is not None:
+        return np.maximum(x, x.dtype.type(0), out=out)
+    return _arr(np.maximum(x, x.dtype.type(0)), x.dtype)
 
 
 @GRAPH_OPS.op("logical_not")

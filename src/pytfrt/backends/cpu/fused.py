@@ -129,11 +129,12 @@ def compile_program(text: str, dtypes: tuple[str, ...]) -> Any:
         return fn
 
 
-def run(text: str, *arrays: np.ndarray) -> np.ndarray:
-    """Evaluate the fused program ``text`` on ``arrays`` (NumPy broadcasting)."""
+def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Evaluate the fused program ``text`` on ``arrays`` (NumPy broadcasting), into ``out``
+    if given (which may be one of ``arrays``: each element is read before it is written)."""
     fn = compile_program(text, tuple(a.dtype.name for a in arrays))
-    out = fn(*arrays)
-    return out if isinstance(out, np.ndarray) else np.asarray(out)
+    res = fn(*arrays) if out is None else fn(*arrays, out=out)
+    return res if isinstance(res, np.ndarray) else np.asarray(res)
 
 
 GRAPH_OPS = OpTable()
@@ -141,6 +142,7 @@ GRAPH_OPS = OpTable()
 
 
 @GRAPH_OPS.op("fused_elementwise")
-def fused_elementwise(*inputs: np.ndarray, program: str) -> np.ndarray:
+def fused_elementwise(*inputs: np.ndarray, program: str,
+                      out: np.ndarray | None = None) -> np.ndarray:
     """Run a fused program (see the module docstring) on the inputs."""
-    return run(program, *inputs)
+    return run(program, *inputs, out=out)

@@ -93,11 +93,15 @@ def _unwrap(value: Any) -> Any:
     return value.array if type(value) is DenseHostTensor else value
 
 
-def make_kernel(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Callable[..., Any]:
     """The kernel of op ``op`` for compute function ``fn`` (see the module docstring).
 
+    With ``buffered`` (for ``fn`` with an ``out`` parameter): the ``tg.<op>.buf`` kernel, which
+    takes a :class:`~pytfrt.backends.cpu.arena.Arena` as its first operand and the attribute
+    ``buffer = [slot, site]``, and runs ``fn`` through ``Arena.run``.
+
     Raises:
-        TypeError: if ``fn`` has ``**kwargs`` or a keyword-only parameter with no name.
+        TypeError: if ``fn`` has ``**kwargs``.
     """
     sig = inspect.signature(fn)
     fixed: list[str] = []
@@ -107,38 +111,51 @@ def make_kernel(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         if p.kind is p.VAR_POSITIONAL:
             variadic = True
         elif p.kind is p.KEYWORD_ONLY:
-            attrs.append(p.name)
+            if p.name != "out":
+                attrs.append(p.name)
         elif p.kind is p.VAR_KEYWORD:
             raise TypeError(f"compute function of tg.{op} must not take **kwargs")
         else:
             fixed.append(p.name)
-    attrs.sort()
     opaque: frozenset[int] = getattr(fn, "opaque_operands", frozenset())
-    params = [f"p_{a}" for a in attrs]
-    kwargs = ", ".join(
-        f"**{{{a!r}: p_{a}}}" if keyword.iskeyword(a) else f"{a}=p_{a}" for a in attrs
-    )
-    if variadic or any(p.default is not p.empty for p in sig.parameters.values()
-                       if p.kind is p.POSITIONAL_OR_KEYWORD):
-        head = ", ".join([*params, "*args"])
-        call_args = "*[_u(a) for a in args]"
+    kw = ", ".join(f"{a!r}: p_{a}" for a in sorted(attrs))
+    all_attrs = sorted([*attrs, "buffer"] if buffered else attrs)
+    params = [f"p_{a}" for a in all_attrs]
+    general = variadic or any(p.default is not p.empty for p in sig.parameters.values()
+                              if p.kind is p.POSITIONAL_OR_KEYWORD)
+    if general:
+        head = ", ".join([*params, *(["arena"] if buffered else []), "*args"])
+        arrays = "[_u(a) for a in args]"
     else:
         names = [f"a{i}" for i in range(len(fixed))]
-        head = ", ".join(names + params)
-        call_args = ", ".join(n if i in opaque else f"{n}.array" for i, n in enumerate(names))
-    if variadic and opaque:  # opaque operands with variadic tensors: unwrap each
-        call_args = "*[_u(a) for a in args]"
-    joined = ", ".join(x for x in (call_args, kwargs) if x)
+        head = ", ".join([*(["arena"] if buffered else []), *names, *params])
+        arrays = "[" + ", ".join(n if i in opaque else f"{n}.array"
+                                 for i, n in enumerate(names)) + "]"
     wrap = "" if getattr(fn, "opaque_result", False) else "_wrap"
-    kname = "tg_" + op.replace(".", "_")
-    source = f"def {kname}({head}):\n    return {wrap}(_f({joined}))\n"
+    kname = "tg_" + op.replace(".", "_") + ("_buf" if buffered else "")
+    if buffered:
+        body = f"return {wrap}(arena.run(p_buffer[0], p_buffer[1], _f, {arrays}, {{{kw}}}))"
+    else:
+        call_kw = ", ".join(f"**{{{a!r}: p_{a}}}" if keyword.iskeyword(a) else f"{a}=p_{a}"
+                            for a in sorted(attrs))
+        star = f"*{arrays}" if general else arrays[1:-1]
+        joined = ", ".join(x for x in (star, call_kw) if x)
+        body = f"return {wrap}(_f({joined}))"
+    source = f"def {kname}({head}):\n    {body}\n"
     namespace: dict[str, Any] = {"_f": fn, "_wrap": _wrap, "_u": _unwrap}
     exec(compile(source, f"<tg.{op} kernel>", "exec"), namespace)  # noqa: S102 - generated
     kern = namespace[kname]
     kern.__annotations__ = {p: _ATTR for p in params}
-    kern.__doc__ = f"Kernel tg.{op}: calls {fn.__module__}.{fn.__qualname__}."
+    kern.__doc__ = f"Kernel tg.{op}{'.buf' if buffered else ''}: calls {fn.__module__}." \
+        f"{fn.__qualname__}."
     kern.__pytfrt_source__ = source
     return kern  # type: ignore[no-any-return]
+
+
+def accepts_out(fn: Callable[..., Any]) -> bool:
+    """Whether a compute function can write its result into an ``out`` buffer."""
+    p = inspect.signature(fn).parameters.get("out")
+    return p is not None and p.kind is p.KEYWORD_ONLY
 
 
 def register(registry: KernelRegistry) -> None:
@@ -148,4 +165,6 @@ def register(registry: KernelRegistry) -> None:
 
     for op, fn in graph_ops().items():
         registry.add_sync_kernel(f"tg.{op}", make_kernel(op, fn))
+        if accepts_out(fn):
+            registry.add_sync_kernel(f"tg.{op}.buf", make_kernel(op, fn, buffered=True))
     registry.add(*KERNELS)

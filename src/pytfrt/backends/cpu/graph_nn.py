@@ -19,6 +19,9 @@ from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 
 GRAPH_OPS = OpTable()
+
+SMALL_MATMUL = 1 << 22
+"""``m * k * n`` up to which a 2-D matmul takes the short NumPy path (see :func:`matmul`)."""
 """Op name -> compute function (see the module docstring)."""
 
 
@@ -39,18 +42,34 @@ def _epilogue(extra: tuple[np.ndarray, ...], flags: tuple[int, ...], op: str
 @GRAPH_OPS.op("matmul")
 def matmul(a: np.ndarray, b: np.ndarray, *extra: np.ndarray, transpose_a: bool,
            transpose_b: bool, activation: str, alpha: float,
-           epilogue_operands: tuple[int, ...]) -> np.ndarray:
-    """``activation(op(a) @ op(b) + bias + residual)`` (gemm.matmul)."""
-    if not extra and activation == "none" and not transpose_a and not transpose_b:
-        if a.dtype != b.dtype:
-            raise OpError(f"matmul: operand dtypes differ: {a.dtype} and {b.dtype}")
-        if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]:
-            return a @ b  # the common case, without the general entry's checks
+           epilogue_operands: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
+    """``activation(op(a) @ op(b) + bias + residual)`` (gemm.matmul).
+
+    Small 2-D products with no or a ReLU activation (a dense layer at a small batch) take a
+    short path -- NumPy's matmul, then the bias, residual and ReLU in place -- because there
+    the general entry's checks and threading set-up cost more than the arithmetic.
+    """
+    if (activation in ("none", "relu") and not transpose_a and a.ndim == 2 and b.ndim == 2
+            and a.dtype == b.dtype and a.dtype.kind == "f"
+            and a.shape[0] * b.size <= SMALL_MATMUL):
+        bb = b.T if transpose_b else b
+        if a.shape[1] == bb.shape[0]:
+            bias, residual = _epilogue(extra, epilogue_operands, "matmul")
+            if (bias is None or bias.shape == (bb.shape[1],)) and (
+                    residual is None or residual.shape == (a.shape[0], bb.shape[1])):
+                y = np.matmul(a, bb, out=out)
+                if bias is not None:
+                    y += bias
+                if residual is not None:
+                    y += residual
+                if activation == "relu":
+                    np.maximum(y, 0, out=y)
+                return y
     from pytfrt.backends.cpu.gemm import matmul as gemm_matmul
 
     bias, residual = _epilogue(extra, epilogue_operands, "matmul")
     return gemm_matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b, bias=bias,
-                       residual=residual, activation=activation, alpha=alpha)
+                       residual=residual, activation=activation, alpha=alpha, out=out)
 
 
 def _same_pads(x_shape: tuple[int, ...], k: tuple[int, int], layout: str,
@@ -106,13 +125,14 @@ conv2d_prepare.opaque_result = True  # type: ignore[attr-defined]
 
 
 @GRAPH_OPS.op("conv2d")
-def conv2d(x: np.ndarray, plan: Any, *residual: np.ndarray) -> np.ndarray:
+def conv2d(x: np.ndarray, plan: Any, *residual: np.ndarray,
+           out: np.ndarray | None = None) -> np.ndarray:
     """``activation(conv(x, w) + bias + residual)`` with a prepared plan."""
     from pytfrt.backends.cpu.conv import conv2d as conv_run
 
     if isinstance(plan, _DeferredConv):
         plan = plan.plan_for(x)
-    return conv_run(plan, x, residual[0] if residual else None)
+    return conv_run(plan, x, residual[0] if residual else None, out=out)
 
 
 conv2d.opaque_operands = frozenset({1})  # type: ignore[attr-defined]
@@ -131,38 +151,39 @@ def conv2d_transpose(x: np.ndarray, w: np.ndarray, *, layout: str, strides: tupl
 
 @GRAPH_OPS.op("batch_norm")
 def batch_norm(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: np.ndarray,
-               variance: np.ndarray, *, epsilon: float, axis: int) -> np.ndarray:
+               variance: np.ndarray, *, epsilon: float, axis: int,
+               out: np.ndarray | None = None) -> np.ndarray:
     """Inference batch normalisation (norm.batch_norm)."""
     from pytfrt.backends.cpu.norm import batch_norm as impl
 
-    return impl(x, scale, offset, mean, variance, epsilon=epsilon, axis=axis)
+    return impl(x, scale, offset, mean, variance, epsilon=epsilon, axis=axis, out=out)
 
 
 @GRAPH_OPS.op("layer_norm")
 def layer_norm(x: np.ndarray, *params: np.ndarray, axis: int, epsilon: float, has_gamma: bool,
-               has_beta: bool) -> np.ndarray:
+               has_beta: bool, out: np.ndarray | None = None) -> np.ndarray:
     """Layer normalisation over ``axis..rank-1`` (norm.layer_norm)."""
     from pytfrt.backends.cpu.norm import layer_norm as impl
 
     gamma = params[0] if has_gamma else None
     beta = params[int(has_gamma)] if has_beta else None
-    return impl(x, gamma, beta, axis=axis, epsilon=epsilon)
+    return impl(x, gamma, beta, axis=axis, epsilon=epsilon, out=out)
 
 
 @GRAPH_OPS.op("softmax")
-def softmax(x: np.ndarray, *, axis: int) -> np.ndarray:
+def softmax(x: np.ndarray, *, axis: int, out: np.ndarray | None = None) -> np.ndarray:
     """Softmax along ``axis`` (norm.softmax)."""
     from pytfrt.backends.cpu.norm import softmax as impl
 
-    return impl(x, axis)
+    return impl(x, axis, out)
 
 
 @GRAPH_OPS.op("log_softmax")
-def log_softmax(x: np.ndarray, *, axis: int) -> np.ndarray:
+def log_softmax(x: np.ndarray, *, axis: int, out: np.ndarray | None = None) -> np.ndarray:
     """Log-softmax along ``axis`` (norm.log_softmax)."""
     from pytfrt.backends.cpu.norm import log_softmax as impl
 
-    return impl(x, axis)
+    return impl(x, axis, out)
 
 
 @GRAPH_OPS.op("l2_normalize")
@@ -199,38 +220,40 @@ def _pool_pads(x: np.ndarray, ksize: tuple[int, ...], layout: str, strides: tupl
 @GRAPH_OPS.op("max_pool2d")
 def max_pool2d(x: np.ndarray, *, layout: str, ksize: tuple[int, ...], strides: tuple[int, ...],
                pads: tuple[int, ...], padding: str, dilations: tuple[int, ...],
-               count_include_pad: bool, ceil_mode: bool) -> np.ndarray:
+               count_include_pad: bool, ceil_mode: bool,
+               out: np.ndarray | None = None) -> np.ndarray:
     """Windowed maximum (pooling.max_pool2d)."""
     from pytfrt.backends.cpu.pooling import max_pool2d as impl
 
     p = _pool_pads(x, ksize, layout, strides, dilations, pads, padding)
     return impl(x, layout=layout, ksize=ksize, strides=strides, pads=p, dilations=dilations,
-                ceil_mode=ceil_mode)
+                ceil_mode=ceil_mode, out=out)
 
 
 @GRAPH_OPS.op("avg_pool2d")
 def avg_pool2d(x: np.ndarray, *, layout: str, ksize: tuple[int, ...], strides: tuple[int, ...],
                pads: tuple[int, ...], padding: str, dilations: tuple[int, ...],
-               count_include_pad: bool, ceil_mode: bool) -> np.ndarray:
+               count_include_pad: bool, ceil_mode: bool,
+               out: np.ndarray | None = None) -> np.ndarray:
     """Windowed mean (pooling.avg_pool2d)."""
     from pytfrt.backends.cpu.pooling import avg_pool2d as impl
 
     p = _pool_pads(x, ksize, layout, strides, dilations, pads, padding)
     return impl(x, layout=layout, ksize=ksize, strides=strides, pads=p, dilations=dilations,
-                ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+                ceil_mode=ceil_mode, count_include_pad=count_include_pad, out=out)
 
 
 @GRAPH_OPS.op("global_avg_pool")
-def global_avg_pool(x: np.ndarray, *, layout: str) -> np.ndarray:
+def global_avg_pool(x: np.ndarray, *, layout: str, out: np.ndarray | None = None) -> np.ndarray:
     """Mean over the spatial dims, kept as size 1 (pooling.global_avg_pool)."""
     from pytfrt.backends.cpu.pooling import global_avg_pool as impl
 
-    return impl(x, layout=layout)
+    return impl(x, layout=layout, out=out)
 
 
 @GRAPH_OPS.op("global_max_pool")
-def global_max_pool(x: np.ndarray, *, layout: str) -> np.ndarray:
+def global_max_pool(x: np.ndarray, *, layout: str, out: np.ndarray | None = None) -> np.ndarray:
     """Maximum over the spatial dims, kept as size 1 (pooling.global_max_pool)."""
     from pytfrt.backends.cpu.pooling import global_max_pool as impl
 
-    return impl(x, layout=layout)
+    return impl(x, layout=layout, out=out)

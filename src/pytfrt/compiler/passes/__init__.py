@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from pytfrt.compiler.builder import GraphModule
 from pytfrt.compiler.passes.batchnorm import fold_batch_norm
+from pytfrt.compiler.passes.buffers import plan_buffers
 from pytfrt.compiler.passes.elementwise import fuse_elementwise
 from pytfrt.compiler.passes.epilogue import fuse_epilogue
 from pytfrt.compiler.passes.fold import constant_fold, dce
@@ -25,6 +26,7 @@ PASSES: dict[str, Pass] = {
     "tg-fold-batch-norm": fold_batch_norm,
     "tg-fuse-epilogue": fuse_epilogue,
     "tg-fuse-elementwise": fuse_elementwise,
+    "tg-plan-buffers": plan_buffers,
 }
 """Flag name (without the dash) -> pass."""
 
@@ -36,6 +38,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fuse-epilogue",
     "tg-fuse-elementwise",
     "tg-dce",
+    "tg-plan-buffers",
 )
 """The passes ``-tg-default-pipeline`` (and ``pytfrt.compile``) run, in order."""
 
