@@ -1,0 +1,98 @@
+"""TF's ``StridedSlice`` (every mask) and ``Slice`` through pytfrt, on random specs (Hypothesis).
+
+The spec is constant (as in real graphs) and the sliced tensor an input, so the importer's
+decoding into ``slice`` + ``squeeze`` + ``expand_dims`` runs; TF running the same function is
+the oracle. Also checked: the same spec folded at import time on a constant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pytfrt
+
+
+@st.composite
+def strided_specs(draw: Any) -> tuple[tuple[int, ...], dict[str, Any]]:
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=1, max_size=4)))
+    n = draw(st.integers(1, len(shape) + 1))
+    begin, end, strides = [], [], []
+    masks = {
+        "begin_mask": 0,
+        "end_mask": 0,
+        "ellipsis_mask": 0,
+        "new_axis_mask": 0,
+        "shrink_axis_mask": 0,
+    }
+    ellipsis_at = draw(st.one_of(st.none(), st.integers(0, n - 1)))
+    dim = 0
+    for i in range(n):
+        bit = 1 << i
+        if i == ellipsis_at:
+            masks["ellipsis_mask"] |= bit
+            begin.append(0), end.append(0), strides.append(1)
+            dim = len(shape) - (n - 1 - i)
+            continue
+        kind = draw(st.sampled_from(["slice", "slice", "shrink", "new"]))
+        size = shape[dim] if dim < len(shape) else None
+        if kind == "new" or size is None:
+            masks["new_axis_mask"] |= bit
+            begin.append(0), end.append(0), strides.append(1)
+            continue
+        if kind == "shrink":
+            masks["shrink_axis_mask"] |= bit
+            b = draw(st.integers(-size, size - 1))
+            begin.append(b), end.append(b + 1), strides.append(1)
+        else:
+            step = draw(st.sampled_from([1, 1, 2, 3, -1, -2]))
+            begin.append(draw(st.integers(-size - 1, size + 1)))
+            end.append(draw(st.integers(-size - 1, size + 1)))
+            strides.append(step)
+            if draw(st.booleans()):
+                masks["begin_mask"] |= bit
+            if draw(st.booleans()):
+                masks["end_mask"] |= bit
+        dim += 1
+    return shape, {"begin": begin, "end": end, "strides": strides, **masks}
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(spec=strided_specs())
+def test_strided_slice(tf: Any, spec: tuple[tuple[int, ...], dict[str, Any]]) -> None:
+    shape, kw = spec
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+
+    @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32)])
+    def f(t: Any) -> Any:
+        return tf.raw_ops.StridedSlice(input=t, **kw), tf.raw_ops.StridedSlice(
+            input=tf.constant(x) + 1, **kw
+        )
+
+    ref = [r.numpy() for r in f(x)]
+    out = pytfrt.compile(f)(x)
+    for o, r in zip(out, ref, strict=True):
+        assert o.shape == r.shape
+        np.testing.assert_array_equal(o, r)
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_slice(tf: Any, data: Any) -> None:
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
+    begin = [data.draw(st.integers(0, d - 1)) for d in shape]
+    size = [data.draw(st.integers(-1, d - b)) for b, d in zip(begin, shape, strict=True)]
+    x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+
+    @tf.function(input_signature=[tf.TensorSpec((None, *shape[1:]), tf.float32)])
+    def f(t: Any) -> Any:
+        return tf.slice(t, begin, size)
+
+    np.testing.assert_array_equal(pytfrt.compile(f)(x), f(x).numpy())
