@@ -278,6 +278,61 @@ def space_to_depth(x: np.ndarray, *, block_size: int, layout: str, mode: str) ->
     return _from_nhwc(y.reshape(n, h // b, w // b, b * b * c), layout)
 
 
+def _source_coords(n_in: int, n_out: int, mode: str) -> np.ndarray:
+    """Input coordinate of each output index along one axis (ONNX ``Resize`` modes)."""
+    x = np.arange(n_out, dtype=np.float64)
+    scale = n_out / n_in
+    if mode == "align_corners":
+        return x * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+    if mode == "asymmetric":
+        return x / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (x + 0.5) / scale
+    if mode == "pytorch_half_pixel" and n_out == 1:
+        return np.zeros(n_out)
+    return (x + 0.5) / scale - 0.5
+
+
+def _resize_axis(x: np.ndarray, axis: int, n_out: int, mode: str, ctm: str,
+                 nearest_mode: str) -> np.ndarray:
+    n_in = x.shape[axis]
+    src = _source_coords(n_in, n_out, ctm)
+    if mode == "nearest":
+        if nearest_mode == "round_prefer_floor":
+            idx = np.ceil(src - 0.5)
+        elif nearest_mode == "round_prefer_ceil":
+            idx = np.floor(src + 0.5)
+        elif nearest_mode == "floor":
+            idx = np.floor(src)
+        else:
+            idx = np.ceil(src)
+        return np.take(x, np.clip(idx, 0, n_in - 1).astype(np.int64), axis=axis)
+    src = np.clip(src, 0, n_in - 1)
+    i0 = np.floor(src).astype(np.int64)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    w = (src - i0).reshape(shape)
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    lo = np.take(x, i0, axis=axis).astype(acc)
+    hi = np.take(x, i1, axis=axis).astype(acc)
+    return lo + (hi - lo) * w.astype(acc)
+
+
+@GRAPH_OPS.op("resize")
+def resize(x: np.ndarray, *, size: tuple[int, ...], layout: str, mode: str,
+           coordinate_transformation_mode: str, nearest_mode: str) -> np.ndarray:
+    """Spatial resize of a rank-4 tensor to ``size`` = (H, W): ``nearest`` or (bi)``linear``,
+    with ONNX's coordinate transformation and nearest rounding modes."""
+    if x.ndim != 4 or len(size) != 2 or min(size) < 1:
+        raise OpError(f"resize: needs a rank-4 input and a positive (H, W) size, got "
+                      f"{list(x.shape)} and {list(size)}")
+    h_ax, w_ax = (1, 2) if layout == "NHWC" else (2, 3)
+    y = _resize_axis(x, h_ax, size[0], mode, coordinate_transformation_mode, nearest_mode)
+    y = _resize_axis(y, w_ax, size[1], mode, coordinate_transformation_mode, nearest_mode)
+    return np.ascontiguousarray(y.astype(x.dtype, copy=False))
+
+
 @GRAPH_OPS.op("identity_n")
 def identity_n(*xs: np.ndarray) -> tuple[np.ndarray, ...]:
     """Copies of the operands."""

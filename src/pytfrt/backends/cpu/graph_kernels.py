@@ -85,6 +85,8 @@ def to_tensor(value: Any) -> DenseHostTensor:
 
 def _wrap(value: Any) -> Any:
     if type(value) is tuple:
+        if len(value) == 1:  # one result: the executor stores a returned tuple as is
+            return to_tensor(value[0])
         return tuple(to_tensor(v) for v in value)
     return to_tensor(value)
 
