@@ -78,7 +78,7 @@ def conv_cases(draw):
     seed = draw(st.integers(0, 2**31 - 1))
     algorithms = ["auto", "gemm"]
     if kh == kw == 3 and (sh, sw) == (dh, dw) == (1, 1) and groups == 1:
-        algorithms.append("winograd")
+        algorithms += ["winograd", "winograd2", "winograd4"]
     if depthwise:
         algorithms.append("depthwise")
     algorithm = draw(st.sampled_from(algorithms))
@@ -430,15 +430,26 @@ def test_numpy_gemm_fallback_matches(monkeypatch, layout, k, stride, pads, group
 
 
 def test_auto_algorithm_choice():
-    w3 = np.ones((3, 3, 64, 64), np.float32)
+    w3 = np.ones((3, 3, 512, 512), np.float32)
     plan = conv.plan_conv2d(w3, layout="NHWC", pads=(1, 1, 1, 1))
-    assert plan.algorithm_for((1, 56, 56, 64)) == "winograd"  # 196 tiles
-    assert plan.algorithm_for((1, 7, 7, 64)) == "gemm"  # 4 tiles: the filter traffic dominates
-    assert conv.plan_conv2d(w3, layout="NHWC", strides=(2, 2)).algorithm_for((1, 8, 8, 64)) == (
+    # Batch 1 on 7x7: F(4x4)'s transformed filter (4x the filter) costs more than it saves.
+    assert plan.algorithm_for((1, 7, 7, 512)) == "winograd2"
+    assert plan.algorithm_for((8, 7, 7, 512)) == "winograd4"
+    assert (
+        conv.plan_conv2d(w3, layout="NHWC", pads=(1, 1, 1, 1), algorithm="winograd").algorithm_for(
+            (8, 7, 7, 512)
+        )
+        == "winograd4"
+    )
+    assert conv.plan_conv2d(w3, layout="NHWC", strides=(2, 2)).algorithm_for((1, 8, 8, 512)) == (
         "gemm"
     )
+    small = conv.plan_conv2d(np.ones((3, 3, 4, 4), np.float32), layout="NHWC")
+    assert small.algorithm_for((1, 56, 56, 4)) == "gemm"  # too few channels to transform
     dw = conv.plan_conv2d(np.ones((3, 3, 1, 8), np.float32), layout="NHWC", groups=8)
     assert dw.algorithm_for((1, 4, 4, 8)) == "depthwise"
+    ms = {a: conv.estimate_ms(plan, (1, 56, 56, 512), a) for a in ("gemm", "winograd4")}
+    assert ms["winograd4"] < ms["gemm"]
     with pytest.raises(OpError, match="winograd"):
         conv.plan_conv2d(w3, layout="NHWC", strides=(2, 2), algorithm="winograd")
     with pytest.raises(OpError, match="depthwise"):

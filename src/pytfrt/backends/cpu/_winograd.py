@@ -1,4 +1,4 @@
-"""Winograd F(4x4, 3x3) convolution for stride-1, undilated 3x3 filters, NHWC.
+"""Winograd F(4x4, 3x3) and F(2x2, 3x3) convolution for stride-1, undilated 3x3 filters, NHWC.
 
 Private helper of :mod:`pytfrt.backends.cpu.conv`.  Lavin & Gray's minimal filtering: each
 6x6 input tile ``d`` and filter ``g`` give a 4x4 output tile
@@ -27,7 +27,7 @@ from pytfrt.backends.cpu._parallel import chunks, parallel_for
 from pytfrt.backends.cpu._scratch import scratch
 
 TILE = 4
-"""Output tile size (F(4x4, 3x3))."""
+"""Output tile size of F(4x4, 3x3) (F(2x2, 3x3) uses 2)."""
 
 _G = np.array(
     [
@@ -42,15 +42,21 @@ _G = np.array(
 )
 
 
-def filter_transform(hwio: np.ndarray) -> np.ndarray:
-    """``U``, ``(36, cin, cout)`` C-contiguous, of a ``(3, 3, cin, cout)`` (HWIO) filter."""
-    u = np.einsum("ai,ijck,bj->abck", _G, hwio.astype(np.float64), _G)
-    return np.ascontiguousarray(u.reshape(36, hwio.shape[2], hwio.shape[3]).astype(hwio.dtype))
+_G2 = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], dtype=np.float64)
 
 
-def tiles(oh: int, ow: int) -> tuple[int, int]:
-    """Tile rows and columns covering an ``oh x ow`` output."""
-    return -(-oh // TILE), -(-ow // TILE)
+def filter_transform(hwio: np.ndarray, m: int = TILE) -> np.ndarray:
+    """``U``, ``((m + 2)**2, cin, cout)`` C-contiguous, of a ``(3, 3, cin, cout)`` (HWIO) filter
+    for F(m x m, 3x3), ``m`` 4 or 2."""
+    g = _G if m == 4 else _G2
+    u = np.einsum("ai,ijck,bj->abck", g, hwio.astype(np.float64), g)
+    a = m + 2
+    return np.ascontiguousarray(u.reshape(a * a, hwio.shape[2], hwio.shape[3]).astype(hwio.dtype))
+
+
+def tiles(oh: int, ow: int, m: int = TILE) -> tuple[int, int]:
+    """Tile rows and columns covering an ``oh x ow`` output with ``m x m`` tiles."""
+    return -(-oh // m), -(-ow // m)
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -194,6 +200,84 @@ def output_transform(m, th, tw, bias, res, act, alpha, y, t0, t1):  # type: igno
                     y[n, r, col, ch] = val
 
 
+@numba.njit(nogil=True, cache=True)
+def input_transform2(x, pt, pl, th, tw, v, t0, t1):  # type: ignore[no-untyped-def]
+    """F(2x2, 3x3): ``v[e, t, :] = (B^T d_t B)[e]`` for 4x4 tiles ``t0 <= t < t1`` (stride 2)."""
+    n_, h, w, c = x.shape
+    d = np.empty((4, 4, c), dtype=v.dtype)
+    for t in range(t0, t1):
+        n = t // (th * tw)
+        ty = (t // tw) % th
+        tx = t % tw
+        r0 = ty * 2 - pt
+        c0 = tx * 2 - pl
+        for i in range(4):
+            r = r0 + i
+            for j in range(4):
+                col = c0 + j
+                if 0 <= r < h and 0 <= col < w:
+                    for ch in range(c):
+                        d[i, j, ch] = x[n, r, col, ch]
+                else:
+                    for ch in range(c):
+                        d[i, j, ch] = 0.0
+        for i in range(4):  # d B (columns), in place
+            for ch in range(c):
+                a0 = d[i, 0, ch] - d[i, 2, ch]
+                a1 = d[i, 1, ch] + d[i, 2, ch]
+                a2 = d[i, 2, ch] - d[i, 1, ch]
+                a3 = d[i, 1, ch] - d[i, 3, ch]
+                d[i, 0, ch] = a0
+                d[i, 1, ch] = a1
+                d[i, 2, ch] = a2
+                d[i, 3, ch] = a3
+        for j in range(4):  # B^T . (rows)
+            for ch in range(c):
+                v[j, t, ch] = d[0, j, ch] - d[2, j, ch]
+                v[4 + j, t, ch] = d[1, j, ch] + d[2, j, ch]
+                v[8 + j, t, ch] = d[2, j, ch] - d[1, j, ch]
+                v[12 + j, t, ch] = d[1, j, ch] - d[3, j, ch]
+
+
+@numba.njit(nogil=True, cache=True)
+def output_transform2(m, th, tw, bias, res, act, alpha, y, t0, t1):  # type: ignore[no-untyped-def]
+    """F(2x2, 3x3): ``y`` tiles ``t0 <= t < t1`` = act(A^T m_t A + bias + res), cropped."""
+    n_, oh, ow, k = y.shape
+    has_bias = bias.shape[0] > 0
+    has_res = res.shape[0] > 0
+    tmp = np.empty((2, 4, k), dtype=m.dtype)
+    for t in range(t0, t1):
+        n = t // (th * tw)
+        ty = (t // tw) % th
+        tx = t % tw
+        for j in range(4):
+            for ch in range(k):
+                tmp[0, j, ch] = m[j, t, ch] + m[4 + j, t, ch] + m[8 + j, t, ch]
+                tmp[1, j, ch] = m[4 + j, t, ch] - m[8 + j, t, ch] - m[12 + j, t, ch]
+        for i in range(2):
+            r = ty * 2 + i
+            if r >= oh:
+                break
+            for j in range(2):
+                col = tx * 2 + j
+                if col >= ow:
+                    break
+                for ch in range(k):
+                    if j == 0:
+                        val = tmp[i, 0, ch] + tmp[i, 1, ch] + tmp[i, 2, ch]
+                    else:
+                        val = tmp[i, 1, ch] - tmp[i, 2, ch] - tmp[i, 3, ch]
+                    if has_bias:
+                        val += bias[ch]
+                    if has_res:
+                        val += res[n, r, col, ch]
+                    if act == 1:
+                        val = max(val, 0.0)
+                    elif act != 0:
+                        val = _act(val, act, alpha)
+                    y[n, r, col, ch] = val
+
+
 def forward(
     x: np.ndarray,
     u: np.ndarray,
@@ -207,32 +291,37 @@ def forward(
 ) -> None:
     """``y = act(conv3x3(x) + bias + res)``; ``x``, ``res``, ``y`` NHWC (views allowed).
 
-    ``u`` is :func:`filter_transform` of the filter; ``pt``/``pl`` the leading pads (the
-    trailing ones are implied by ``y``'s size).  Three parallel phases: input transform over
-    tile ranges, the 36 GEMMs split by ``e`` (each transformed filter slice read once), output
-    transform over tile ranges.
+    ``u`` is :func:`filter_transform` of the filter for F(``tile`` x ``tile``, 3x3) (its
+    first dimension says which: 36 or 16); ``pt``/``pl`` the leading pads (the trailing ones
+    are implied by ``y``'s size).  Three parallel phases: input transform over tile ranges, the
+    36 (16) GEMMs split by ``e`` (each transformed filter slice read once), output transform
+    over tile ranges.
     """
     n, _, _, c = x.shape
     _, oh, ow, k = y.shape
-    th, tw = tiles(oh, ow)
+    ne = u.shape[0]
+    tile = 4 if ne == 36 else 2
+    th, tw = tiles(oh, ow, tile)
     t = n * th * tw
-    v = scratch("wino_v", (36, t, c), u.dtype)
-    m = scratch("wino_m", (36, t, k), u.dtype)
+    v = scratch("wino_v", (ne, t, c), u.dtype)
+    m = scratch("wino_m", (ne, t, k), u.dtype)
+    fin = input_transform if tile == 4 else input_transform2
+    fout = output_transform if tile == 4 else output_transform2
     b = bias if bias is not None else np.empty(0, dtype=y.dtype)
     r = res if res is not None else np.empty((0, 0, 0, 0), dtype=y.dtype)
     serial = not parallel_gemm()
     tile_shards = chunks(t, 8)
-    e_shards = chunks(36, 1)
+    e_shards = chunks(ne, 1)
 
     def inputs(i: int) -> None:
-        input_transform(x, pt, pl, th, tw, v, *tile_shards[i])
+        fin(x, pt, pl, th, tw, v, *tile_shards[i])
 
     def products(i: int) -> None:
         for e in range(*e_shards[i]):
             sgemm(v[e], u[e], m[e])
 
     def outputs(i: int) -> None:
-        output_transform(m, th, tw, b, r, code, float(alpha), y, *tile_shards[i])
+        fout(m, th, tw, b, r, code, float(alpha), y, *tile_shards[i])
 
     parallel_for(inputs, len(tile_shards))
     parallel_for(products, len(e_shards), serial=serial)

@@ -16,10 +16,11 @@ runs the plan on any input with the right channel count.  Algorithms (``docs/ker
 * ``gemm`` -- one GEMM for 1x1 convolutions (after gathering the sampled pixels if strided),
   else im2col into per-thread scratch and one GEMM per group; bias, residual and activation in
   one compiled pass over the output.
-* ``winograd`` -- F(4x4, 3x3) for float32 3x3 stride-1 undilated ungrouped convolutions with
-  at least :data:`WINOGRAD_MIN_TILES` output tiles (below that the transformed filter, 4x the
-  filter's size, costs more memory traffic than it saves); epilogue fused into the output
-  transform.
+* ``winograd4`` / ``winograd2`` -- F(4x4, 3x3) / F(2x2, 3x3) for float32 3x3 stride-1
+  undilated ungrouped convolutions (4x / 2.25x fewer multiplies; the transformed filter is 4x /
+  1.8x the filter's size, which is what limits them on small images); epilogue fused into the
+  output transform.  ``auto`` picks among ``gemm`` and the two by a cost model of GEMM work,
+  filter traffic and transform work (:func:`estimate_ms`), per input shape.
 * ``depthwise`` -- direct compiled loops (``groups == cin``), epilogue fused.
 
 GEMMs run in oneDNN when its library is installed, else NumPy (``pytfrt.backends.cpu._blas``).
@@ -33,8 +34,9 @@ and what does not fit.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -57,9 +59,13 @@ from pytfrt.backends.cpu.gemm import apply_epilogue
 from pytfrt.backends.cpu.ops import OpError
 
 FLOAT_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
-ALGORITHMS = ("auto", "gemm", "winograd", "depthwise")
-WINOGRAD_MIN_TILES = 32
-"""Fewest 4x4 output tiles (over the batch) for which ``auto`` picks Winograd."""
+ALGORITHMS = ("auto", "gemm", "winograd", "winograd2", "winograd4", "depthwise")
+GEMM_FLOPS = 200e9
+"""Cost model: sustained GEMM FLOP/s of one core (oneDNN, AVX-512; measured)."""
+WEIGHT_BYTES_PER_S = 20e9
+"""Cost model: bandwidth for filter bytes that are not in cache."""
+MOVE_S = {"gemm": 0.3e-9, "winograd2": 0.25e-9, "winograd4": 0.5e-9}
+"""Cost model: seconds per element of im2col copy / Winograd transform (measured)."""
 WINOGRAD_MIN_CHANNELS = 8
 """Fewest input and output channels for which a plan prepares Winograd."""
 
@@ -85,14 +91,31 @@ class ConvPlan:
     weights: np.ndarray
     """The filter packed for ``gemm`` or ``depthwise``: NHWC ``(groups, kh*kw*cin_g,
     cout_g)``; NCHW ``(groups, cout_g, cin_g*kh*kw)``; depthwise ``(kh, kw, cin * m)``."""
-    winograd: np.ndarray | None
-    """The Winograd-transformed filter ``(36, cin, cout)`` if the plan may use Winograd."""
+    winograd_ok: bool
+    """Whether the plan may run Winograd (its transformed filters are made on first use)."""
     bias: np.ndarray | None
     activation: str
     alpha: float
     act_code: int
     compute: ConvPlan | None = None
     """For float16 plans: the float32 plan that does the work."""
+    hwio: np.ndarray | None = None
+    """The filter as HWIO (kept for the Winograd transforms)."""
+    _cache: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def winograd_filter(self, tile: int) -> np.ndarray:
+        """The F(tile x tile, 3x3) transformed filter, made once (thread-safe)."""
+        u = self._cache.get(tile)
+        if u is None:
+            with self._lock:
+                u = self._cache.get(tile)
+                if u is None:
+                    assert self.hwio is not None
+                    u = _winograd.filter_transform(self.hwio, tile)
+                    u.flags.writeable = False
+                    self._cache[tile] = u
+        return u
 
     @property
     def geometry(self) -> cg.Geometry:
@@ -125,16 +148,42 @@ class ConvPlan:
         """The algorithm :func:`conv2d` runs for an output shape (in the plan's layout)."""
         if self.compute is not None:
             return self.compute.algorithm_for(out_shape)
+        if self.algorithm == "winograd":
+            costs = {a: estimate_ms(self, out_shape, a) for a in ("winograd2", "winograd4")}
+            return min(costs, key=costs.__getitem__)
         if self.algorithm != "auto":
             return self.algorithm
         if self.groups > 1 and self.groups == self.cin:
             return "depthwise"
-        if self.winograd is not None:
-            n, oh, ow, _ = nhwc_shape(out_shape, self.layout)
-            th, tw = _winograd.tiles(oh, ow)
-            if n * th * tw >= WINOGRAD_MIN_TILES:
-                return "winograd"
-        return "gemm"
+        if not self.winograd_ok:
+            return "gemm"
+        costs = {a: estimate_ms(self, out_shape, a) for a in ("gemm", "winograd2", "winograd4")}
+        return min(costs, key=costs.__getitem__)
+
+
+def estimate_ms(plan: ConvPlan, out_shape: Sequence[int], algorithm: str) -> float:
+    """The cost model behind ``auto``: estimated single-core milliseconds of one algorithm.
+
+    GEMM FLOPs at :data:`GEMM_FLOPS`, filter bytes at :data:`WEIGHT_BYTES_PER_S` (at batch 1
+    the transformed Winograd filters are what bounds it), data movement (im2col, transforms)
+    at :data:`MOVE_S` per element.  Calibrated on ResNet-50's 3x3 layers at batch 1 and 8.
+    """
+    n, oh, ow, k = nhwc_shape(out_shape, plan.layout)
+    c = plan.cin
+    if algorithm == "gemm":
+        taps = plan.kh * plan.kw
+        flops = 2.0 * n * oh * ow * taps * c * k
+        weights = 4.0 * taps * c * k
+        moved = 0 if taps == 1 else n * oh * ow * taps * c
+    else:
+        tile = 4 if algorithm == "winograd4" else 2
+        ne = (tile + 2) ** 2
+        th, tw = _winograd.tiles(oh, ow, tile)
+        t = n * th * tw
+        flops = 2.0 * ne * t * c * k
+        weights = 4.0 * ne * c * k
+        moved = ne * t * (c + k)
+    return 1e3 * (flops / GEMM_FLOPS + weights / WEIGHT_BYTES_PER_S + moved * MOVE_S[algorithm])
 
 
 def _filter_dims(op: str, w_shape: Sequence[int], layout: str) -> tuple[int, int, int, int]:
@@ -232,8 +281,9 @@ def plan_conv2d(
         bias: optional 1-D of length ``cout``, added per output channel.
         activation, alpha: applied last (:mod:`pytfrt.backends.cpu.activations`).
         algorithm: ``"auto"`` (chosen per input shape), or force ``"gemm"``, ``"winograd"``
-            (float32 3x3 stride-1 undilated, groups 1) or ``"depthwise"`` (``groups ==
-            cin``) -- for tests and benchmarks.
+            (float32 3x3 stride-1 undilated, groups 1; the tile size chosen per shape),
+            ``"winograd2"``, ``"winograd4"`` or ``"depthwise"`` (``groups == cin``) -- for
+            tests and benchmarks.
 
     Raises:
         OpError: bad attributes, a filter that does not fit ``groups``, a bias of the wrong
@@ -284,7 +334,7 @@ def plan_conv2d(
     if w.dtype == np.float16:
         twin = _pack(w.astype(np.float32), None if bias is None else bias.astype(np.float32), attrs)
         return ConvPlan(
-            dtype=w.dtype, weights=twin.weights, winograd=None, bias=bias, compute=twin, **attrs
+            dtype=w.dtype, weights=twin.weights, winograd_ok=False, bias=bias, compute=twin, **attrs
         )
     return _pack(w, bias, attrs)
 
@@ -305,7 +355,7 @@ def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> Conv
         and groups == 1
         and w.dtype == np.float32
     )
-    if algorithm == "winograd" and not winograd_ok:
+    if algorithm.startswith("winograd") and not winograd_ok:
         raise OpError(
             f"{op}: algorithm 'winograd' needs a float32 3x3 filter, stride 1, dilation 1, groups 1"
         )
@@ -316,14 +366,18 @@ def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> Conv
     else:
         weights = np.array(w.reshape(groups, cout // groups, -1), order="C", copy=True)
     weights.flags.writeable = False
-    u = None
-    wants_winograd = algorithm == "winograd" or (
+    wants_winograd = algorithm.startswith("winograd") or (
         algorithm == "auto" and min(cin, cout) >= WINOGRAD_MIN_CHANNELS
     )
-    if winograd_ok and wants_winograd:
-        u = _winograd.filter_transform(hwio)
-        u.flags.writeable = False
-    return ConvPlan(dtype=w.dtype, weights=weights, winograd=u, bias=bias, **attrs)
+    use_winograd = winograd_ok and wants_winograd
+    return ConvPlan(
+        dtype=w.dtype,
+        weights=weights,
+        winograd_ok=use_winograd,
+        bias=bias,
+        hwio=np.array(hwio, order="C", copy=True) if use_winograd else None,
+        **attrs,
+    )
 
 
 def conv2d(
@@ -395,14 +449,13 @@ def _forward(
             residual = residual.copy()
         elif algo == "gemm":  # y already holds the residual: accumulate the GEMM onto it
             residual, beta = None, 1.0
-    if algo in ("winograd", "depthwise"):
+    if algo != "gemm":
         xv, yv = to_nhwc(x, plan.layout), to_nhwc(y, plan.layout)
         rv = None if residual is None else to_nhwc(residual, plan.layout)
-        if algo == "winograd":
-            assert plan.winograd is not None
+        if algo.startswith("winograd"):
             _winograd.forward(
                 xv,
-                plan.winograd,
+                plan.winograd_filter(4 if algo == "winograd4" else 2),
                 plan.pads[0],
                 plan.pads[2],
                 plan.bias,
