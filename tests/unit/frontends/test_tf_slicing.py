@@ -16,11 +16,19 @@ from hypothesis import strategies as st
 import pytfrt
 
 
+def _put(begin: list[int], end: list[int], strides: list[int], b: int, e: int, s: int) -> None:
+    begin.append(b)
+    end.append(e)
+    strides.append(s)
+
+
 @st.composite
 def strided_specs(draw: Any) -> tuple[tuple[int, ...], dict[str, Any]]:
     shape = tuple(draw(st.lists(st.integers(1, 5), min_size=1, max_size=4)))
     n = draw(st.integers(1, len(shape) + 1))
-    begin, end, strides = [], [], []
+    begin: list[int] = []
+    end: list[int] = []
+    strides: list[int] = []
     masks = {
         "begin_mask": 0,
         "end_mask": 0,
@@ -34,19 +42,19 @@ def strided_specs(draw: Any) -> tuple[tuple[int, ...], dict[str, Any]]:
         bit = 1 << i
         if i == ellipsis_at:
             masks["ellipsis_mask"] |= bit
-            begin.append(0), end.append(0), strides.append(1)
+            _put(begin, end, strides, 0, 0, 1)
             dim = len(shape) - (n - 1 - i)
             continue
         kind = draw(st.sampled_from(["slice", "slice", "shrink", "new"]))
         size = shape[dim] if dim < len(shape) else None
         if kind == "new" or size is None:
             masks["new_axis_mask"] |= bit
-            begin.append(0), end.append(0), strides.append(1)
+            _put(begin, end, strides, 0, 0, 1)
             continue
         if kind == "shrink":
             masks["shrink_axis_mask"] |= bit
             b = draw(st.integers(-size, size - 1))
-            begin.append(b), end.append(b + 1), strides.append(1)
+            _put(begin, end, strides, b, b + 1, 1)
         else:
             step = draw(st.sampled_from([1, 1, 2, 3, -1, -2]))
             begin.append(draw(st.integers(-size - 1, size + 1)))

@@ -367,13 +367,13 @@ def _check_numerics(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 
 def _block_args(
     cx: Any, x: TV, block_tv: TV, pads_tv: TV, what: str
-) -> tuple[list[int], list[int], int]:
+) -> tuple[list[int], list[int], list[int]]:
+    """(block, paddings or crops, the static non-batch dims of ``x``)."""
     block = cx.ints(block_tv, "block_shape")
     pads = cx.ints(pads_tv, what)
-    m = len(block)
-    if x.shape is None or len(x.shape) < m + 1 or any(d is None for d in x.shape[1:]):
+    if x.shape is None or len(x.shape) < len(block) + 1 or any(d is None for d in x.shape[1:]):
         raise ConversionError(f"{what}: the non-batch dimensions must be static")
-    return block, pads, m
+    return block, pads, [int(d or 0) for d in x.shape[1:]]
 
 
 @tf_op(
@@ -383,23 +383,26 @@ def _block_args(
 )
 def _space_to_batch(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x, block_tv, pads_tv = ins
-    block, pads, m = _block_args(cx, x, block_tv, pads_tv, "paddings")
-    rest = list(x.shape[m + 1 :])  # type: ignore[index]
+    block, pads, dims = _block_args(cx, x, block_tv, pads_tv, "paddings")
+    m = len(block)
+    rest = dims[m:]
+    spatial = [d + pads[2 * i] + pads[2 * i + 1] for i, d in enumerate(dims[:m])]
     if any(pads):
         befores = [0] + pads[0::2] + [0] * len(rest)
         afters = [0] + pads[1::2] + [0] * len(rest)
         x = cx.op("pad", [x], pads=befores + afters, mode="constant", value=0.0)
-    spatial = [int(d) for d in x.shape[1 : m + 1]]  # type: ignore[index]
     split: list[int | None] = [None]
-    for s, b in zip(spatial, block, strict=True):
-        if s % b:
+    for size, b in zip(spatial, block, strict=True):
+        if size % b:
             raise ConversionError("padded size is not a multiple of the block")
-        split += [s // b, b]
+        split += [size // b, b]
     y = cx.reshape(x, split + rest)
     perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)]
     perm += list(range(1 + 2 * m, 1 + 2 * m + len(rest)))
     y = cx.transpose(y, perm)
-    return [cx.reshape(y, [None] + [s // b for s, b in zip(spatial, block, strict=True)] + rest)]
+    return [
+        cx.reshape(y, [None] + [size // b for size, b in zip(spatial, block, strict=True)] + rest)
+    ]
 
 
 @tf_op(
@@ -409,17 +412,17 @@ def _space_to_batch(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 )
 def _batch_to_space(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x, block_tv, crops_tv = ins
-    block, crops, m = _block_args(cx, x, block_tv, crops_tv, "crops")
-    spatial = [int(d) for d in x.shape[1 : m + 1]]  # type: ignore[index]
-    rest = [int(d) for d in x.shape[m + 1 :]]  # type: ignore[index]
-    y = cx.reshape(x, block + [None] + spatial + rest)
+    block, crops, dims = _block_args(cx, x, block_tv, crops_tv, "crops")
+    m = len(block)
+    spatial, rest = dims[:m], dims[m:]
+    y = cx.reshape(x, [*block, None, *spatial, *rest])
     perm = [m]
     for i in range(m):
         perm += [m + 1 + i, i]
     perm += list(range(2 * m + 1, 2 * m + 1 + len(rest)))
     y = cx.transpose(y, perm)
-    full = [s * b for s, b in zip(spatial, block, strict=True)]
-    y = cx.reshape(y, [None] + full + rest)
+    full = [size * b for size, b in zip(spatial, block, strict=True)]
+    y = cx.reshape(y, [None, *full, *rest])
     if any(crops):
         index = (slice(None),) + tuple(
             slice(crops[2 * i], full[i] - crops[2 * i + 1]) for i in range(m)
