@@ -25,7 +25,9 @@ peers are compared within a round and over the same rounds, never across runs):
 Then the soak: ``--soak-clients`` clients on the pytfrt MLP for ``--soak-seconds`` with the
 server's resident memory sampled every second (errors must be zero, memory flat).  Each
 backend's first response is checked against the TensorFlow backend's.  Prints a table, writes
-``serve.json`` and ``serve.png`` into ``--out``.
+``serve.json`` and ``serve.png`` into ``--out`` (``--tag`` renames them).  ``--batching`` and
+``--intra-op N`` start every server with ``--enable_batching`` and
+``--tensorflow_intra_op_parallelism=N``.
 
 Run: ``pytfrt bench serve`` or ``.venv/bin/python benchmarks/serve.py`` (``--help``).
 """
@@ -75,6 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--soak-clients", type=int, default=64)
     parser.add_argument("--batching", action="store_true",
                         help="start the servers with --enable_batching")
+    parser.add_argument("--intra-op", type=int, default=0,
+                        help="--tensorflow_intra_op_parallelism for every server (0: default)")
+    parser.add_argument("--tag", default="serve",
+                        help="output file names: TAG.json, TAG.png (default serve)")
     parser.add_argument("--work-dir", type=Path,
                         default=Path(os.path.expanduser("~/.cache/pytfrt/bench_serve")),
                         help="where the exported models and the compile cache live")
@@ -211,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
     flags = ["--file_system_poll_wait_seconds=0", f"--compile_cache_dir={work / 'compiled'}"]
     if args.batching:
         flags.append("--enable_batching")
+    if args.intra_op:
+        flags.append(f"--tensorflow_intra_op_parallelism={args.intra_op}")
     try:
         for backend in args.backends:
             progress(f"starting the {backend} server", args.quiet)
@@ -218,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
             started = time.perf_counter()
             servers[backend] = ServerProcess(
                 f"--backend={backend}", f"--model_config_file={config}", *flags,
-                log_path=args.out / f"serve-{backend}.log").start()
+                log_path=work / f"{args.tag}-{backend}.log").start()
             progress(f"  {backend} ready in {time.perf_counter() - started:.1f} s", args.quiet)
         scenarios = [(name, kind) for name in args.models for kind in ("latency", "throughput")]
         raw: dict[tuple[str, str, str], list[LoadResult]] = {}
@@ -291,8 +299,8 @@ def report(args: argparse.Namespace, results: dict[tuple[str, str, str], LoadRes
         "exit_statuses": exits,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "serve.json", record)
-    _plot(records, soak_record, args.out / "serve.png")
+    write_json(args.out / f"{args.tag}.json", record)
+    _plot(records, soak_record, args.out / f"{args.tag}.png")
     failed = any(r["errors"] for r in records) or (soak_record and soak_record["errors"]) or \
         any(code != 0 for code in exits.values())
     return 1 if failed else 0

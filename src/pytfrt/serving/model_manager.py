@@ -36,7 +36,7 @@ from pytfrt.serving.batching import Batcher
 from pytfrt.serving.config import BatchingParameters, ModelConfig
 from pytfrt.serving.errors import ServingError, invalid, not_found
 from pytfrt.serving.metrics import ServingMetrics
-from pytfrt.serving.servable import Arrays, Servable, load_servable
+from pytfrt.serving.servable import Arrays, LoadOptions, Servable, load_servable
 from pytfrt.serving.signature import signature_def_json
 from pytfrt.support.errors import ErrorCode
 
@@ -99,19 +99,19 @@ class ModelManager:
         host: the runtime; model work and unloading run on its work queue.
         metrics: where batch sizes are recorded.
         batching: batching parameters, or ``None`` to run each request on its own.
-        cache_dir: where the pytfrt backend keeps compiled models.
+        load_options: the compile cache and thread settings backends load models with.
         log: where progress lines go (default: stderr).
     """
 
     def __init__(self, configs: list[ModelConfig], backend: str, host: HostContext,
                  metrics: ServingMetrics, batching: BatchingParameters | None = None,
-                 cache_dir: Path | None = None,
+                 load_options: LoadOptions | None = None,
                  log: Callable[[str], None] | None = None) -> None:
         self.backend = backend
         self._host = host
         self._metrics = metrics
         self._batching = batching
-        self._cache_dir = cache_dir
+        self._load_options = load_options or LoadOptions()
         self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._models = {c.name: _Model(c) for c in configs}
         self._lock = threading.Lock()
@@ -176,7 +176,7 @@ class ModelManager:
         started = time.perf_counter()
         try:
             servable = load_servable(self.backend, path, self._host, model.config.model_platform,
-                                     self._cache_dir)
+                                     self._load_options)
         except ServingError as exc:
             with self._lock:
                 status.state = END

@@ -15,7 +15,7 @@ import numpy as np
 
 from pytfrt.host import AsyncValue, HostContext
 from pytfrt.serving.bridge import submit
-from pytfrt.serving.servable import ONNX, Arrays, LoadError, Servable
+from pytfrt.serving.servable import ONNX, Arrays, LoadError, LoadOptions, Servable
 from pytfrt.serving.signature import ServingSignature, TensorInfo
 
 _ORT_TYPES: Final[dict[str, Any]] = {
@@ -46,7 +46,7 @@ def _info(arg: Any) -> TensorInfo:
 class OnnxRuntimeServable(Servable):
     """An ``onnxruntime.InferenceSession`` on the CPU execution provider."""
 
-    def __init__(self, path: Path, host: HostContext) -> None:
+    def __init__(self, path: Path, host: HostContext, intra_op_threads: int = 0) -> None:
         import onnxruntime as ort
 
         self._host = host
@@ -54,6 +54,7 @@ class OnnxRuntimeServable(Servable):
         # Idle intra-op threads sleep instead of spinning: a server runs several sessions and
         # several requests at once, and spinning threads would take the cores they need.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.intra_op_num_threads = intra_op_threads
         self._session = ort.InferenceSession(str(path), options,
                                              providers=["CPUExecutionProvider"])
         self.signature = ServingSignature(
@@ -87,9 +88,9 @@ class OnnxRuntimeServable(Servable):
         self._session = None
 
 
-def load(path: Path, fmt: str, host: HostContext, cache_dir: Path | None) -> Servable:
+def load(path: Path, fmt: str, host: HostContext, options: LoadOptions) -> Servable:
     """Load an ``.onnx`` file (the only format this backend runs)."""
     if fmt != ONNX:
         raise LoadError(f"the onnxruntime backend serves .onnx files only; {path} is a {fmt} "
                         "model (use --backend=pytfrt or --backend=tensorflow)")
-    return OnnxRuntimeServable(path, host)
+    return OnnxRuntimeServable(path, host, options.intra_op_threads)

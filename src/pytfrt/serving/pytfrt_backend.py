@@ -30,7 +30,14 @@ import numpy as np
 
 from pytfrt.host import AsyncValue, HostContext
 from pytfrt.serving.bridge import then
-from pytfrt.serving.servable import COMPILED, SAVED_MODEL, Arrays, LoadError, Servable
+from pytfrt.serving.servable import (
+    COMPILED,
+    SAVED_MODEL,
+    Arrays,
+    LoadError,
+    LoadOptions,
+    Servable,
+)
 from pytfrt.serving.signature import DEFAULT_SIGNATURE, ServingSignature
 
 
@@ -119,7 +126,7 @@ class PytfrtServable(Servable):
         self._model = None
 
 
-def load(path: Path, fmt: str, host: HostContext, cache_dir: Path | None) -> Servable:
+def load(path: Path, fmt: str, host: HostContext, options: LoadOptions) -> Servable:
     """Load a compiled model, or compile a SavedModel / ONNX model (through the cache)."""
     try:
         import pytfrt.model  # noqa: F401 - the runtime side of CompiledModel
@@ -129,6 +136,6 @@ def load(path: Path, fmt: str, host: HostContext, cache_dir: Path | None) -> Ser
 
     if fmt == COMPILED:
         return PytfrtServable(pytfrt.load(str(path)), "pytfrt compiled model")
-    model = compile_cached(path, fmt, cache_dir,
+    model = compile_cached(path, fmt, options.cache_dir,
                            lambda line: print(line, file=sys.stderr, flush=True))
     return PytfrtServable(model, f"pytfrt, compiled from {fmt}")

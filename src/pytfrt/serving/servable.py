@@ -27,6 +27,7 @@ using the servable has finished.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -49,6 +50,18 @@ BACKENDS: Final[dict[str, str]] = {
 SAVED_MODEL: Final = "tensorflow"
 ONNX: Final = "onnx"
 COMPILED: Final = "pytfrt"
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How backends load models (the server's flags that concern them)."""
+
+    cache_dir: Path | None = None
+    """Where the pytfrt backend keeps the models it compiles (``None``: no cache)."""
+    intra_op_threads: int = 0
+    """Threads one model call may use (``--tensorflow_intra_op_parallelism``); 0: the
+    library's default.  TensorFlow and ONNX Runtime take it per session; pytfrt's NumPy BLAS
+    reads it from the environment, which ``pytfrt serve`` sets before NumPy loads."""
 
 
 class LoadError(ServingError):
@@ -100,11 +113,11 @@ def detect_format(version_dir: Path) -> tuple[str, Path]:
 
 
 def load_servable(backend: str, version_dir: Path, host: HostContext,
-                  platform: str | None = None, cache_dir: Path | None = None) -> Servable:
+                  platform: str | None = None, options: LoadOptions | None = None) -> Servable:
     """Load ``version_dir`` with ``backend`` (``pytfrt``, ``tensorflow`` or ``onnxruntime``).
 
     ``platform`` (a config's ``model_platform``), when given, must match the directory's format.
-    ``cache_dir`` is where the pytfrt backend keeps models it compiles.
+    ``options`` carries the compile cache and thread settings.
 
     Raises:
         LoadError: unknown backend, a format the backend cannot run, a platform mismatch, or a
@@ -117,7 +130,7 @@ def load_servable(backend: str, version_dir: Path, host: HostContext,
         raise LoadError(f"{version_dir} holds a {fmt} model but model_platform is {platform!r}")
     try:
         module = importlib.import_module(BACKENDS[backend])
-        servable: Servable = module.load(path, fmt, host, cache_dir)
+        servable: Servable = module.load(path, fmt, host, options or LoadOptions())
     except ServingError:
         raise
     except Exception as exc:  # noqa: BLE001 - any loader failure becomes a clear LoadError

@@ -32,6 +32,7 @@ from pytfrt.serving.app import DEFAULT_MAX_REQUEST_BYTES, ServingApp
 from pytfrt.serving.config import BatchingParameters, ModelConfig
 from pytfrt.serving.metrics import ServingMetrics
 from pytfrt.serving.model_manager import ModelManager
+from pytfrt.serving.servable import LoadOptions
 
 GRACEFUL_SHUTDOWN_SECONDS: Final = 60.0
 
@@ -49,6 +50,7 @@ class ServerOptions:
     poll_seconds: float = 1.0
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     cache_dir: Path | None = None
+    intra_op_parallelism: int = 0
     graceful_shutdown_seconds: float = GRACEFUL_SHUTDOWN_SECONDS
 
 
@@ -132,7 +134,7 @@ def run_server(options: ServerOptions) -> int:
     stop_driver = drive_single_threaded(host)
     metrics = ServingMetrics()
     manager = ModelManager(options.models, options.backend, host, metrics, options.batching,
-                           options.cache_dir)
+                           LoadOptions(options.cache_dir, options.intra_op_parallelism))
     sock: socket.socket | None = None
     try:
         manager.start(options.poll_seconds)

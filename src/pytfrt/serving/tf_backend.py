@@ -15,7 +15,7 @@ import numpy as np
 
 from pytfrt.host import AsyncValue, HostContext
 from pytfrt.serving.bridge import submit
-from pytfrt.serving.servable import SAVED_MODEL, Arrays, LoadError, Servable
+from pytfrt.serving.servable import SAVED_MODEL, Arrays, LoadError, LoadOptions, Servable
 from pytfrt.serving.signature import DEFAULT_SIGNATURE, ServingSignature, TensorInfo
 
 
@@ -27,8 +27,14 @@ def _info(name: str, spec: Any) -> TensorInfo:
 class TensorFlowServable(Servable):
     """A SavedModel loaded with ``tf.saved_model.load``."""
 
-    def __init__(self, path: Path, host: HostContext) -> None:
+    def __init__(self, path: Path, host: HostContext, intra_op_threads: int = 0) -> None:
         import tensorflow as tf
+
+        if intra_op_threads > 0:
+            try:
+                tf.config.threading.set_intra_op_parallelism_threads(intra_op_threads)
+            except RuntimeError:  # TensorFlow's runtime is already up: the first setting stays
+                pass
 
         self._tf = tf
         self._host = host
@@ -67,9 +73,9 @@ class TensorFlowServable(Servable):
         self._loaded = None
 
 
-def load(path: Path, fmt: str, host: HostContext, cache_dir: Path | None) -> Servable:
+def load(path: Path, fmt: str, host: HostContext, options: LoadOptions) -> Servable:
     """Load a SavedModel directory (the only format this backend runs)."""
     if fmt != SAVED_MODEL:
         raise LoadError(f"the tensorflow backend serves SavedModels only; {path} is a {fmt} "
                         "model (use --backend=pytfrt or --backend=onnxruntime)")
-    return TensorFlowServable(path, host)
+    return TensorFlowServable(path, host, options.intra_op_threads)

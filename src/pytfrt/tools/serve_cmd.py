@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max_request_bytes", type=int, default=64 * 1024 * 1024,
                         help="largest request body accepted; larger ones get HTTP 413 "
                              "(default 64 MiB)")
+    parser.add_argument("--tensorflow_intra_op_parallelism", type=int, default=0,
+                        help="threads one model call may use, for every backend (0: each "
+                             "library's default)")
     parser.add_argument("--compile_cache_dir", type=Path, default=None,
                         help="where the pytfrt backend caches models it compiles "
                              "(default $XDG_CACHE_HOME/pytfrt/serving)")
@@ -65,6 +68,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate the flags, then serve until SIGTERM (exit status 0 after a clean drain)."""
+    if args.tensorflow_intra_op_parallelism < 0:
+        print("pytfrt serve: error: --tensorflow_intra_op_parallelism must not be negative",
+              file=sys.stderr)
+        return 2
+    if args.tensorflow_intra_op_parallelism > 0:
+        # Read by the BLAS and OpenMP libraries when NumPy loads, which has not happened yet
+        # when the command runs as a program (in-process callers that loaded NumPy already
+        # keep the library's default).
+        threads = str(args.tensorflow_intra_op_parallelism)
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[name] = threads
     from pytfrt.host.work_queue import parse_work_queue_type
     from pytfrt.serving.config import (
         ConfigError,
@@ -112,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         poll_seconds=args.file_system_poll_wait_seconds,
         max_request_bytes=args.max_request_bytes,
         cache_dir=args.compile_cache_dir or _default_cache_dir(),
+        intra_op_parallelism=args.tensorflow_intra_op_parallelism,
     )
     try:
         return run_server(options)

@@ -229,13 +229,20 @@ def test_single_threaded_work_queue_serves(tmp_path: Path, server_factory: Any) 
     assert server.stop() == 0, server.log()
 
 
-def test_bad_work_queue_type_is_a_flag_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flag,words", [
+    ("--work_queue_type=mstd:0", "mstd"),
+    ("--tensorflow_intra_op_parallelism=-1", "must not be negative"),
+    ("--max_request_bytes=0", "must be positive"),
+    ("--batching_parameters_file=/nonexistent", "needs --enable_batching"),
+])
+def test_bad_flags_are_errors(tmp_path: Path, flag: str, words: str) -> None:
     import subprocess
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve", "--work_queue_type=mstd:0",
+        [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve", flag,
          f"--model_base_path={tmp_path}"],
         capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 2
-    assert "pytfrt serve: error:" in out.stderr and "mstd" in out.stderr
+    assert "pytfrt serve: error:" in out.stderr and words in out.stderr
+    assert "Traceback" not in out.stderr
