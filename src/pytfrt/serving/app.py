@@ -163,7 +163,9 @@ class ServingApp:
         try:
             lv = self.manager.acquire(name, version, label)
         except ServingError as exc:
-            self._count(name, exc.code, started)
+            # Unknown names share one label: a client must not grow the metrics at will.
+            known = name if name in self.manager.model_names() else ""
+            self._count(known, exc.code, started)
             raise
         try:
             result = self._predict_work(lv, body)

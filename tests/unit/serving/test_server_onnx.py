@@ -187,6 +187,16 @@ def test_metrics_count_requests_by_status(server: ServerProcess, client: httpx.C
     assert metric_value(after, "process_resident_memory_bytes") > 0
 
 
+def test_unknown_model_names_share_one_metrics_label(server: ServerProcess,
+                                                    client: httpx.Client) -> None:
+    for i in range(3):
+        assert client.post(f"/v1/models/random{i}:predict", content=b"{}").status_code == 404
+    text = server.metrics()
+    assert "random" not in text
+    assert metric_value(text, ":tensorflow:serving:request_count", model_name="",
+                        status="NOT_FOUND") >= 3
+
+
 def test_unknown_path_outside_the_api(client: httpx.Client) -> None:
     r = client.get("/index.html")
     assert r.status_code == 404
