@@ -31,15 +31,18 @@ def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
-def test_hot_swap_under_load_fails_no_request(tmp_path: Path, server_factory: Any) -> None:
+@pytest.mark.parametrize("backend", ["onnxruntime", "pytfrt"])
+def test_hot_swap_under_load_fails_no_request(tmp_path: Path, server_factory: Any,
+                                              backend: str) -> None:
     base = tmp_path / "models" / "mlp"
     v1 = make_onnx_mlp(base / "1" / "model.onnx", seed=10)
     v2 = make_onnx_mlp(tmp_path / "v2" / "model.onnx", seed=20)
     x = _x(0, rows=2)
     expected = {1: ort_run(v1, x), 2: ort_run(v2, x)}
     assert not np.allclose(expected[1], expected[2])
-    server = server_factory("--backend=onnxruntime", "--model_name=mlp",
-                            f"--model_base_path={base}", "--file_system_poll_wait_seconds=0.1")
+    server = server_factory(f"--backend={backend}", "--model_name=mlp",
+                            f"--model_base_path={base}", "--file_system_poll_wait_seconds=0.1",
+                            f"--compile_cache_dir={tmp_path / 'cache'}")
 
     stop = threading.Event()
     failures: list[str] = []
