@@ -60,6 +60,8 @@ def im2col(
 
 MIN_SHARD_ROWS = 64
 """Fewest GEMM rows (output pixels) per parallel shard."""
+COLUMN_SPLIT_ROWS = 128
+"""1x1 convs with fewer output pixels than this split their output channels across shards."""
 SHARD_BYTES = 512 * 1024
 """Most column-matrix bytes per shard (it should stay in the core's L2 for the GEMM)."""
 
@@ -88,6 +90,9 @@ def forward_nhwc(
     cg = cin // groups
     kh, kw, sh, sw = geo[:4]
     pointwise = kh == kw == 1 and not any(geo[6:])
+    if pointwise and groups == 1 and n * oh * ow < COLUMN_SPLIT_ROWS and x.flags.c_contiguous:
+        _pointwise_by_columns(x, w_mat[0], (sh, sw), y, bias, res, code, alpha, beta)
+        return
     xp = x if pointwise else padded_nhwc(x, *geo[6:], out_role="pad")
     rows = n * oh
     row_bytes = ow * (cin if pointwise else kh * kw * cg) * x.itemsize
@@ -116,6 +121,46 @@ def forward_nhwc(
                     )
             r2 = None if res is None else res[img, a0:a1].reshape(m, cout)
             epilogue_2d(y2, bias, r2, code, alpha)
+
+    parallel_for(shard, len(shards), serial=not parallel_gemm())
+
+
+def _pointwise_by_columns(
+    x: np.ndarray,
+    w: np.ndarray,
+    strides: tuple[int, int],
+    y: np.ndarray,
+    bias: np.ndarray | None,
+    res: np.ndarray | None,
+    code: int,
+    alpha: float,
+    beta: float,
+) -> None:
+    """A 1x1 conv with few output pixels: shards split the *output channels*, so each reads
+    only its slice of the (large) filter, and every GEMM keeps all the rows."""
+    n, oh, ow, cout = y.shape
+    m = n * oh * ow
+    if strides == (1, 1):
+        x2 = x.reshape(m, x.shape[3])
+    else:
+        sh, sw = strides
+        xs = scratch("pad", (n, oh, ow, x.shape[3]), x.dtype)
+        xs[...] = x[:, : (oh - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw]
+        x2 = xs.reshape(m, x.shape[3])
+    y2 = y.reshape(m, cout)
+    r2 = None if res is None else res.reshape(m, cout)
+    shards = chunks(cout, 64)
+
+    def shard(i: int) -> None:
+        k0, k1 = shards[i]
+        sgemm(x2, w[:, k0:k1], y2[:, k0:k1], beta)
+        epilogue_2d(
+            y2[:, k0:k1],
+            None if bias is None else bias[k0:k1],
+            None if r2 is None else r2[:, k0:k1],
+            code,
+            alpha,
+        )
 
     parallel_for(shard, len(shards), serial=not parallel_gemm())
 

@@ -10,9 +10,10 @@ inside a shard are single-threaded (:func:`pytfrt.backends.cpu._blas.sgemm` pins
 OpenMP to one thread per calling thread): many small synchronisations of a threaded BLAS are
 what a shared 2-core machine punishes most.
 
-``PYTFRT_NUM_THREADS`` sets the total parallelism (default: the CPU count).  Exceptions in a
-shard are re-raised in the caller after all claimed shards finish.  Thread-safety: any number
-of threads may call :func:`parallel_for` at once (they share the helpers).
+``PYTFRT_NUM_THREADS`` sets the total parallelism (default: the CPU count; read at import).
+Exceptions in a shard are re-raised in the caller after all claimed shards finish.
+Thread-safety: any number of threads may call :func:`parallel_for` at once (they share the
+helpers).
 """
 
 from __future__ import annotations
@@ -28,12 +29,20 @@ _ready = threading.Condition(_lock)
 _started = 0
 
 
-def num_threads() -> int:
-    """Total threads a parallel loop may use (the caller included)."""
+def _threads_from_env() -> int:
     env = os.environ.get("PYTFRT_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
     return os.cpu_count() or 1
+
+
+_NUM_THREADS = _threads_from_env()
+
+
+def num_threads() -> int:
+    """Total threads a parallel loop may use, the caller included (``PYTFRT_NUM_THREADS`` or
+    the CPU count, read at import)."""
+    return _NUM_THREADS
 
 
 class _Job:
