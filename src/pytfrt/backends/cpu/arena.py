@@ -27,12 +27,12 @@ class Arena:
 
     def __init__(self) -> None:
         self.slots: dict[int, np.ndarray] = {}
-        self.memo: dict[int, tuple[tuple[Any, ...], tuple[int, ...], np.dtype]] = {}
+        self.memo: dict[int, tuple[list[Any], tuple[int, ...], np.dtype]] = {}
 
     def run(self, slot: int, site: int, fn: Callable[..., Any], arrays: list[Any],
             kwargs: dict[str, Any]) -> Any:
         """``fn(*arrays, **kwargs, out=<slot buffer>)`` when safe, else without ``out``."""
-        key = tuple([a.shape if type(a) is np.ndarray else id(a) for a in arrays])
+        key = [getattr(a, "shape", None) for a in arrays]
         m = self.memo.get(site)
         if m is not None and m[0] == key:
             buf = self.slots.get(slot)

@@ -84,6 +84,11 @@ def to_tensor(value: Any) -> DenseHostTensor:
 
 
 def _wrap(value: Any) -> Any:
+    if type(value) is np.ndarray:  # the common case, inline
+        dt = _DTYPES.get(value.dtype)
+        if dt is not None:
+            return DenseHostTensor(dt, value)
+        return to_tensor(value)
     if type(value) is tuple:
         if len(value) == 1:  # one result: the executor stores a returned tuple as is
             return to_tensor(value[0])
@@ -127,7 +132,7 @@ def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Call
                               if p.kind is p.POSITIONAL_OR_KEYWORD)
     if general:
         head = ", ".join([*params, *(["arena"] if buffered else []), "*args"])
-        arrays = "[_u(a) for a in args]"
+        arrays = "[_u(a) for a in args]" if opaque else "[a.array for a in args]"
     else:
         names = [f"a{i}" for i in range(len(fixed))]
         head = ", ".join([*(["arena"] if buffered else []), *names, *params])

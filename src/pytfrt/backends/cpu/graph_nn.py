@@ -49,14 +49,17 @@ def matmul(a: np.ndarray, b: np.ndarray, *extra: np.ndarray, transpose_a: bool,
     short path -- NumPy's matmul, then the bias, residual and ReLU in place -- because there
     the general entry's checks and threading set-up cost more than the arithmetic.
     """
-    if (activation in ("none", "relu") and not transpose_a and a.ndim == 2 and b.ndim == 2
-            and a.dtype == b.dtype and a.dtype.kind == "f"
-            and a.shape[0] * b.size <= SMALL_MATMUL):
+    if (a.ndim == 2 and b.ndim == 2 and not transpose_a and a.shape[0] * b.size <= SMALL_MATMUL
+            and (activation == "relu" or activation == "none")
+            and a.dtype == b.dtype and a.dtype.kind == "f"):
         bb = b.T if transpose_b else b
+        n = bb.shape[1]
         if a.shape[1] == bb.shape[0]:
-            bias, residual = _epilogue(extra, epilogue_operands, "matmul")
-            if (bias is None or bias.shape == (bb.shape[1],)) and (
-                    residual is None or residual.shape == (a.shape[0], bb.shape[1])):
+            bias = residual = None
+            if extra:
+                bias, residual = _epilogue(extra, epilogue_operands, "matmul")
+            if (bias is None or bias.shape == (n,)) and (
+                    residual is None or residual.shape == (a.shape[0], n)):
                 y = np.matmul(a, bb, out=out)
                 if bias is not None:
                     y += bias
