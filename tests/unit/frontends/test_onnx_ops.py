@@ -655,3 +655,113 @@ def test_onnx_family_ops() -> None:
     k = np.asarray(1, np.int64)
     check("Trilu", {"x": f32(2, 4, 5), "k": k}, consts={"k": k})
     check("Trilu", {"x": f32(4, 5)}, upper=0)
+
+
+# -- control flow --------------------------------------------------------------------------
+
+
+def _if_model() -> Any:
+    """``y = x * 2 if sum(x) > 0 else x - outer`` with ``outer = x * x`` computed outside."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    f = TensorProto.FLOAT
+    then_g = helper.make_graph(
+        [helper.make_node("Mul", ["x", "two"], ["t_out"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("t_out", f, None)],
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Sub", ["x", "outer"], ["e_out"])],
+        "else",
+        [],
+        [helper.make_tensor_value_info("e_out", f, None)],
+    )
+    nodes = [
+        helper.make_node("Mul", ["x", "x"], ["outer"]),
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["c"]),
+        helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="branch"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "if_model",
+        [helper.make_tensor_value_info("x", f, ["n", 3])],
+        [helper.make_tensor_value_info("y", f, None)],
+        initializer=[
+            numpy_helper.from_array(np.float32(2.0), "two"),
+            numpy_helper.from_array(np.float32(0.0), "zero"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_if_both_branches_match_ort() -> None:
+    import pytfrt
+
+    model = _if_model()
+    compiled = pytfrt.compile(model)
+    for x in (np.abs(f32(2, 3)), -np.abs(f32(4, 3))):
+        (want,) = run_ort(model, {"x": x})
+        np.testing.assert_allclose(np.asarray(compiled(x=x)), want, rtol=1e-6)
+
+
+def test_if_with_known_condition_is_inlined() -> None:
+    from onnx import TensorProto, helper
+
+    from pytfrt.compiler.frontends.onnx import import_onnx
+
+    model = _if_model()
+    # Replace the computed condition by a constant False: the else branch is imported inline.
+    model.graph.node[2].CopyFrom(
+        helper.make_node(
+            "Constant", [], ["c"], value=helper.make_tensor("v", TensorProto.BOOL, [], [False])
+        )
+    )
+    text = str(import_onnx(model))
+    assert "tg.if" not in text and "tg.sub" in text
+    x = f32(2, 3)
+    assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) == 0.0
+
+
+@pytest.mark.parametrize("trips", [0, 1, 5])
+def test_loop_matches_ort(trips: int) -> None:
+    """``for i < M while acc_sum < limit: acc = acc * decay + x * i`` (outer ``x``)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [
+            helper.make_node("Cast", ["i"], ["fi"], to=f),
+            helper.make_node("Mul", ["x", "fi"], ["xi"]),
+            helper.make_node("Mul", ["acc_in", "decay"], ["d"]),
+            helper.make_node("Add", ["d", "xi"], ["acc_out"]),
+            helper.make_node("ReduceSum", ["acc_out"], ["tot"], keepdims=0),
+            helper.make_node("Less", ["tot", "limit"], ["cond_out"]),
+        ],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", f, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", f, None)],
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M", "c0", "acc0"], ["acc"], body=body, name="loop")],
+        "loop_model",
+        [helper.make_tensor_value_info("x", f, ["n"]),
+         helper.make_tensor_value_info("M", TensorProto.INT64, []),
+         helper.make_tensor_value_info("acc0", f, ["n"])],
+        [helper.make_tensor_value_info("acc", f, None)],
+        initializer=[numpy_helper.from_array(np.array(True), "c0"),
+                     numpy_helper.from_array(np.float32(0.5), "decay"),
+                     numpy_helper.from_array(np.float32(40.0), "limit")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    feeds = {"x": np.abs(f32(4)), "M": np.asarray(trips, np.int64), "acc0": f32(4)}
+    assert max_rel_error(run_pytfrt(model, feeds), run_ort(model, feeds)) <= 1e-6
+    big = {**feeds, "x": np.full(4, 5.0, np.float32), "M": np.asarray(100, np.int64)}
+    assert max_rel_error(run_pytfrt(model, big), run_ort(model, big)) <= 1e-6

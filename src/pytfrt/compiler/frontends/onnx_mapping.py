@@ -77,6 +77,7 @@ class OnnxGraphImporter:
         self.known: dict[str, np.ndarray] = {}
         self.partial: dict[str, Partial] = {}
         self.fn: FunctionBuilder | None = None
+        self.gb: Any = None
         self._const_names: set[str] = set()
         self._node: Any = None
 
@@ -94,22 +95,47 @@ class OnnxGraphImporter:
             self._fail_graph(f"sparse initializer {init.values.name!r} is not supported")
         inputs = [i for i in g.input if i.name not in self.known]
         specs = self._input_specs(inputs, input_shapes)
-        gb = GraphBuilder()
+        self.gb = gb = GraphBuilder()
         self.fn = fn = gb.function("main", inputs=specs)
         for spec, arg in zip(specs, fn.arguments, strict=True):
             self.values[spec[0]] = arg
-        for node in g.node:
-            self._import_node(node)
-        outs: list[Value] = []
-        names: list[str] = []
-        for o in g.output:
-            v = self.value(o.name)
-            if any(v is p for p in outs) or any(v is a for a in fn.arguments):
-                v = fn.op("identity", [v], loc=o.name)
-            outs.append(v)
-            names.append(o.name)
-        fn.returns(outs, names=names)
+        self.import_body([o.name for o in g.output])
         return gb.finish()
+
+    def import_nodes(self) -> None:
+        """Import this graph's nodes into ``self.fn`` (in order)."""
+        for node in self.graph.node:
+            self._import_node(node)
+
+    def import_body(self, outputs: Sequence[str]) -> None:
+        """Import this graph's nodes into ``self.fn`` and return ``outputs`` from it."""
+        fn = self.f
+        self.import_nodes()
+        outs: list[Value] = []
+        for name in outputs:
+            v = self.value(name)
+            if any(v is p for p in outs) or any(v is a for a in fn.arguments):
+                v = fn.op("identity", [v], loc=name)
+            outs.append(v)
+        fn.returns(outs, names=list(outputs))
+
+    def child(self, graph: Any, fn: FunctionBuilder) -> OnnxGraphImporter:
+        """An importer for subgraph ``graph`` (a control-flow body) building ``fn``.
+
+        It sees the outer graph's import-time constants; outer runtime values must be bound
+        to ``fn``'s arguments in ``child.values`` by the caller.
+        """
+        from onnx import numpy_helper
+
+        sub = OnnxGraphImporter(self.model, self.origin)
+        sub.graph = graph
+        sub.gb, sub.fn = self.gb, fn
+        sub.known = dict(self.known)
+        sub.partial = dict(self.partial)
+        sub._const_names = self._const_names
+        for init in graph.initializer:
+            sub.known[init.name] = numpy_helper.to_array(init)
+        return sub
 
     def _input_specs(self, inputs: Sequence[Any], input_shapes: Any) -> list[tuple[str, Any, str]]:
         fixed: dict[str, Sequence[int | None]] = {}
@@ -1488,3 +1514,6 @@ def ops_markdown() -> str:
 
 
 __all__ = ["ONNX_OPS", "OnnxGraphImporter", "ops_markdown", "supported_ops"]
+
+# Control flow (If, Loop) registers its handlers in ONNX_OPS on import.
+from pytfrt.compiler.frontends import onnx_control as _onnx_control  # noqa: E402,F401

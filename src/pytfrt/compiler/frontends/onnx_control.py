@@ -1,0 +1,167 @@
+"""ONNX control flow (``If``, ``Loop``) -> ``tg.if`` / ``tg.while`` with body functions.
+
+ONNX bodies are subgraphs that read outer values by name; the graph dialect's bodies are
+functions of the module (``docs/graph_dialect.md``, "Control flow").  For each body this module
+collects its free names (recursively through nested subgraphs): those known at import time are
+visible to the body's importer as constants, the others become explicit function arguments
+passed by the ``tg.if`` / ``tg.while`` op.
+
+* ``If`` with a condition known at import time is imported inline (the other branch is
+  dropped); otherwise both branches become functions ``@<node>_then`` / ``@<node>_else``.
+* ``Loop`` becomes ``tg.while`` over ``(i, max_trip_count, keep_going, carried..., free...)``:
+  the condition function computes ``keep_going and i < max_trip_count``, the body function runs
+  the ONNX body and increments ``i``.  Carried values keep their rank but get dynamic dims (an
+  iteration may change them).  Scan outputs are not supported.
+
+Handlers registered in :data:`pytfrt.compiler.frontends.onnx_mapping.ONNX_OPS` at import.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter, Out, onnx_op
+
+
+def free_names(graph: Any) -> list[str]:
+    """Names ``graph`` reads but does not define (in first-use order, nested bodies included)."""
+    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    used: list[str] = []
+
+    def use(name: str) -> None:
+        if name and name not in defined and name not in used:
+            used.append(name)
+
+    for node in graph.node:
+        for n in node.input:
+            use(n)
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                for n in free_names(sub):
+                    use(n)
+        defined.update(node.output)
+    for o in graph.output:
+        use(o.name)
+    return used
+
+
+def _function_name(imp: OnnxGraphImporter, node: Any, tag: str) -> str:
+    base = re.sub(r"[^A-Za-z0-9_]", "_", node.name or node.output[0]).strip("_") or "body"
+    name = f"onnx_{base}_{tag}"
+    k = 1
+    while name in imp.gb.functions:
+        k += 1
+        name = f"onnx_{base}_{tag}{k}"
+    return name
+
+
+def _scalar_bool(imp: OnnxGraphImporter, v: Any) -> Any:
+    if v.dtype != "i1":
+        v = imp.op("cast", [v], to="i1")
+    if v.shape != ():
+        v = imp.op("reshape", [v], shape=[])
+    return v
+
+
+def _runtime_free(imp: OnnxGraphImporter, graphs: list[Any]) -> list[str]:
+    names: list[str] = []
+    for g in graphs:
+        for n in free_names(g):
+            if n not in imp.known and n not in names:
+                names.append(n)
+    return names
+
+
+@onnx_op("If", note="`if` with `@then`/`@else` functions; a known condition: inlined")
+def _if(imp: OnnxGraphImporter, node: Any) -> list[Out]:
+    attrs = {a.name: a for a in node.attribute}
+    branches = [attrs["then_branch"].g, attrs["else_branch"].g]
+    known = imp.known_input(node, 0)
+    if known is not None:
+        branch = branches[0] if bool(np.asarray(known).reshape(-1)[0]) else branches[1]
+        sub = imp.child(branch, imp.f)
+        sub.values = dict(imp.values)
+        sub.import_nodes()
+        return [
+            sub.known[o.name] if o.name in sub.known else sub.value(o.name) for o in branch.output
+        ]
+    free = _runtime_free(imp, branches)
+    args = [imp.value(n) for n in free]
+    names = []
+    for tag, graph in zip(("then", "else"), branches, strict=True):
+        fname = _function_name(imp, node, tag)
+        fb = imp.gb.function(
+            fname, inputs=[(n, v.shape, v.dtype) for n, v in zip(free, args, strict=True)]
+        )
+        sub = imp.child(graph, fb)
+        sub.values.update(zip(free, fb.arguments, strict=True))
+        sub.import_body([o.name for o in graph.output])
+        names.append(fname)
+    cond = _scalar_bool(imp, imp.input(node, 0))
+    res = imp.op(
+        "if", [cond, *args], then_branch=names[0], else_branch=names[1], n_results=len(node.output)
+    )
+    return list(res) if isinstance(res, list) else [res]
+
+
+@onnx_op("Loop", note="`while` over (i, M, cond, carried..., free...); no scan outputs")
+def _loop(imp: OnnxGraphImporter, node: Any) -> list[Out]:
+    body = next(a.g for a in node.attribute if a.name == "body")
+    n_carried = len(node.input) - 2
+    if len(body.output) != 1 + n_carried:
+        imp.unsupported(node, "scan outputs")
+    i0 = imp.constant(np.asarray(0, np.int64))
+    if imp.has(node, 0):
+        m = imp.input(node, 0)
+        m = imp.op("reshape", [imp.op("cast", [m], to="i64") if m.dtype != "i64" else m], shape=[])
+    else:
+        m = imp.constant(np.asarray(np.iinfo(np.int64).max, np.int64))
+    keep = (
+        _scalar_bool(imp, imp.input(node, 1))
+        if imp.has(node, 1)
+        else imp.constant(np.asarray(True))
+    )
+    carried = [imp.input(node, 2 + k) for k in range(n_carried)]
+    free = _runtime_free(imp, [body])
+    free_vals = [imp.value(n) for n in free]
+    loop_vals = [i0, m, keep, *carried, *free_vals]
+    specs: list[tuple[str, Any, str]] = [
+        ("i", (), "i64"),
+        ("max_trip_count", (), "i64"),
+        ("keep_going", (), "i1"),
+    ]
+    specs += [
+        (f"v{k}", None if v.shape is None else (None,) * len(v.shape), v.dtype)
+        for k, v in enumerate(carried)
+    ]
+    specs += [(n, v.shape, v.dtype) for n, v in zip(free, free_vals, strict=True)]
+
+    cname = _function_name(imp, node, "cond")
+    cf = imp.gb.function(cname, inputs=specs)
+    i, mm, k = cf.arguments[:3]
+    cf.returns([cf.op("logical_and", [k, cf.op("less", [i, mm])])])
+
+    bname = _function_name(imp, node, "body")
+    bf = imp.gb.function(bname, inputs=specs)
+    sub = imp.child(body, bf)
+    b_i, b_m, b_k = bf.arguments[:3]
+    b_carried = bf.arguments[3 : 3 + n_carried]
+    b_free = bf.arguments[3 + n_carried :]
+    names = [x.name for x in body.input]
+    sub.values[names[0]] = b_i
+    sub.values[names[1]] = b_k
+    sub.values.update(zip(names[2:], b_carried, strict=True))
+    sub.values.update(zip(free, b_free, strict=True))
+    sub.import_nodes()
+    one = bf.constant(np.asarray(1, np.int64))
+    outs = [bf.op("add", [b_i, one]), b_m, _scalar_bool(sub, sub.value(body.output[0].name))]
+    for k_, o in enumerate(body.output[1:]):
+        v = sub.value(o.name)
+        outs.append(v if v.dtype == specs[3 + k_][2] else bf.op("cast", [v], to=specs[3 + k_][2]))
+    outs += list(b_free)
+    bf.returns(outs)
+    res = imp.op("while", loop_vals, cond=cname, body=bname, n_results=len(loop_vals))
+    return list(res[3 : 3 + n_carried])
