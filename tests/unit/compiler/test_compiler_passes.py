@@ -153,3 +153,25 @@ def test_constant_fold_then_dce_removes_dead_weights() -> None:
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_allclose(compile_module(gm, optimize=False)(x),
                                x * float(np.sum(np.arange(100.0) ** 2)))
+
+
+def test_the_pipeline_is_idempotent() -> None:
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((6, 6)).astype(np.float32)
+
+    def build() -> GraphModule:
+        gb = GraphBuilder()
+        fn = gb.function("main", inputs=[("x", (None, 6), "f32")])
+        (x,) = fn.arguments
+        h = fn.op("relu", [fn.op("matmul", [x, fn.constant(w, name="w")])])
+        h = fn.op("tanh", [fn.op("mul", [fn.op("exp", [h]), fn.constant(np.float32(0.5))])])
+        fn.returns([fn.op("add", [h, x])])
+        return gb.finish()
+
+    once = default_pipeline(build())
+    text = str(once)
+    twice = default_pipeline(once)
+    assert str(twice) == text
+    x = rng.standard_normal((2, 6)).astype(np.float32)
+    np.testing.assert_allclose(compile_module(twice, optimize=False)(x),
+                               compile_module(build(), optimize=False)(x), rtol=1e-5, atol=1e-6)
