@@ -73,7 +73,7 @@ def parse_graph(text: str, filename: str = "<string>") -> GraphModule:
 
     parsed = parse_source(text, filename)
     verify_module(parsed)
-    return GraphModule(parsed.module, {}, signature_of(parsed.module))
+    return GraphModule(parsed.module, {}, signature_of(parsed.module), zero_fill=True)
 
 
 def compile_module(gm: GraphModule, *, optimize: bool = True) -> CompiledModel:

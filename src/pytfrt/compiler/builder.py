@@ -90,12 +90,15 @@ class GraphModule:
             values).
         signature: the entry function's inputs/outputs and output structure.
         variables: names of the weights that are variables (state).
+        zero_fill: constants whose weight is missing become zeros (for ``.mlir`` files, which
+            hold no weights); otherwise a missing weight is an error.
     """
 
     module: b.ModuleOp
     weights: dict[str, np.ndarray] = field(default_factory=dict)
     signature: Signature = field(default_factory=Signature)
     variables: tuple[str, ...] = ()
+    zero_fill: bool = False
 
     def __str__(self) -> str:
         from pytfrt.mlir.printer import print_module

@@ -537,7 +537,7 @@ def _tname(arr: np.ndarray) -> str:
 
 
 def _constant_value(op: Operation, gm: GraphModule, n: int) -> tuple[str, np.ndarray]:
-    """(weight name, array) of a ``tg.constant``; missing weights are zero-filled."""
+    """(weight name, array) of a ``tg.constant`` (a missing weight: zeros if ``gm.zero_fill``)."""
     t = from_xdsl(op.results[0].type)
     value = op.attributes.get("value")
     if value is not None:
@@ -549,6 +549,8 @@ def _constant_value(op: Operation, gm: GraphModule, n: int) -> tuple[str, np.nda
     name = w.data
     arr = gm.weights.get(name)
     if arr is None:
+        if not gm.zero_fill:
+            raise GraphError(f"tg.constant: weight '{name}' is not in the module's weights")
         if not t.static:
             raise GraphError(f"weight '{name}' is missing and its type {t} is not static")
         arr = np.zeros(tuple(d or 0 for d in t.shape or ()), np_dtype(t.dtype))

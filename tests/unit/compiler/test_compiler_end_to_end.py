@@ -6,6 +6,8 @@ The oracle is a plain NumPy forward pass written independently of the compute la
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -148,3 +150,20 @@ def test_builder_rejects_bad_ops() -> None:
         fn.op("frobnicate", [x])
     with pytest.raises(GraphError, match="missing required attribute 'perm'"):
         fn.op("transpose", [x])
+
+
+def test_a_missing_weight_is_an_error_unless_the_module_came_from_text(tmp_path: Path) -> None:
+    from pytfrt.compiler.api import compile as compile_any
+
+    gb = GraphBuilder()
+    fn = gb.function("main", inputs=[("x", (2,), "f32")])
+    fn.returns([fn.op("add", [fn.arguments[0], fn.constant(np.ones(2, np.float32), name="w")])])
+    gm = gb.finish()
+    text = str(gm)
+    assert 'weight = "w"' in text
+    gm.weights.clear()
+    with pytest.raises(GraphError, match="weight 'w' is not in the module's weights"):
+        compile_module(gm)
+    (tmp_path / "m.mlir").write_text(text)  # a .mlir file holds no weights: zeros
+    np.testing.assert_array_equal(compile_any(tmp_path / "m.mlir")(np.ones(2, np.float32)),
+                                  [1, 1])
