@@ -58,8 +58,9 @@ import lit.formats
 config.name = "tfrt-conformance"
 config.test_source_root = {root!r}
 config.test_exec_root = {exec_root!r}
+# TFRT's RUN lines use the external shell (``$(bef_name %s)``).
 config.test_format = lit.formats.ShTest(
-    execute_external=False, preamble_commands=["cd {root}"]
+    execute_external=True, force_execute_external=True, preamble_commands=["cd {root}"]
 )
 config.suffixes = [".mlir"]
 config.excludes = ["test_data", "lit.cfg.py"]
@@ -71,6 +72,15 @@ config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 config.substitutions.append(("FileCheck", {filecheck!r}))
 config.substitutions.append(("bef_executor_lite", "bef_executor"))
 config.substitutions.append(("bef_executor_debug_tracing", "bef_executor"))
+"""
+
+# The filecheck package has no ``--dump-input-filter``; it only affects what a failure shows.
+FILECHECK = """#!/bin/sh
+for a in "$@"; do
+  shift
+  case "$a" in --dump-input-filter=*|-dump-input-filter=*) ;; *) set -- "$@" "$a" ;; esac
+done
+exec {filecheck} "$@"
 """
 
 BEF_NAME = """#!/bin/sh
@@ -143,10 +153,15 @@ def run_lit(root: Path, filt: str | None) -> dict[str, tuple[bool, str]]:
     (tools / "bef_name").write_text(BEF_NAME)
     (tools / "bef_name").chmod(0o755)
     path = os.pathsep.join([str(tools), str(bin_dir), os.environ.get("PATH", "")])
-    filecheck = shutil.which("filecheck", path=path) or "filecheck"
+    real_filecheck = shutil.which("filecheck", path=path) or "filecheck"
+    filecheck = tools / "FileCheck"
+    filecheck.write_text(FILECHECK.format(filecheck=real_filecheck))
+    filecheck.chmod(0o755)
     exec_root = Path(tempfile.mkdtemp(prefix="tfrt_conformance_out_"))
     (root / "lit.cfg.py").write_text(
-        LIT_CFG.format(root=str(root), exec_root=str(exec_root), path=path, filecheck=filecheck)
+        LIT_CFG.format(
+            root=str(root), exec_root=str(exec_root), path=path, filecheck=str(filecheck)
+        )
     )
     xml = exec_root / "lit.xml"
     cmd = [
@@ -158,12 +173,18 @@ def run_lit(root: Path, filt: str | None) -> dict[str, tuple[bool, str]]:
     ]
     if filt:
         cmd.insert(1, f"--filter={filt}")
-    subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=dict(os.environ, PATH=path))
+    proc = subprocess.run(
+        cmd, cwd=root, capture_output=True, text=True, env=dict(os.environ, PATH=path)
+    )
     results: dict[str, tuple[bool, str]] = {}
+    if not xml.exists():
+        raise SystemExit(f"lit did not run:\n{proc.stdout}\n{proc.stderr}")
     for case in ET.parse(xml).getroot().iter("testcase"):
         classname = case.get("classname", "")
         rel_dir = classname.split(".", 1)[1].replace(".", "/") if "." in classname else ""
         name = f"{rel_dir}/{case.get('name')}" if rel_dir else str(case.get("name"))
+        if case.find("skipped") is not None:
+            continue  # excluded by --filter
         failure = case.find("failure")
         results[name] = (failure is None, (failure.text or "") if failure is not None else "")
     return results

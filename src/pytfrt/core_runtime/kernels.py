@@ -142,6 +142,44 @@ def executeop(
     _execute(frame, op, args, op_attrs, frame.num_results, None, 0)
 
 
+@kernel("corert_sync.get_op_handler", sync=True)
+def sync_get_op_handler(attrs: RemainingAttrs, exec_ctx: ExecutionContext) -> OpHandler:
+    """``%h = corert_sync.get_op_handler "cpu"`` in a sync function."""
+    return _runtime(exec_ctx).get_op_handler(str(plain(attrs[0])))
+
+
+@kernel("corert_sync.executeop", sync=True)
+def sync_executeop(
+    first: TypedAttr, rest: RemainingAttrs, handler: OpHandler, exec_ctx: ExecutionContext,
+    *args: Any,
+) -> Any:
+    """``%r = corert_sync.executeop(%h) "op"(%a) : N``: run the op and wait for its tensors.
+
+    The number of results is the op's own (a sync kernel has no result slots to count).
+    """
+    op_name, op_attrs = op_name_and_attrs([first, *rest])
+    op = handler.make_op(op_name)
+    record = getattr(op, "record", None)
+    n = record.num_results if record is not None else 1
+    handles = [a if isinstance(a, TensorHandle) else _as_handle(a) for a in args]
+    results, _ = op(exec_ctx, handles, op_attrs, n, None, True)
+    pending = [h.tensor_av for h in results if not h.is_available()]
+    if pending:
+        exec_ctx.host.await_values(pending)
+    for h in results:
+        if h.error is not None:
+            raise OpError(h.error.message)
+    if not results:
+        return None
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+@kernel("corert_sync.print_tensorhandle", sync=True)
+def sync_print_tensorhandle(handle: TensorHandle) -> None:
+    """Print the handle to stdout (a sync function's print)."""
+    print_tensorhandle(handle)
+
+
 @kernel("corert.executeop.seq")
 def executeop_seq(
     frame: KernelFrame,
@@ -156,7 +194,9 @@ def executeop_seq(
     op = handler.make_op(op_name)
     out_chain = _execute(frame, op, args, op_attrs, frame.num_results - 1, chain, 1)
     if frame.results[0] is None:
-        frame.set_result(0, out_chain if out_chain is not None else chain)
+        out = out_chain if out_chain is not None else chain
+        # A result holds its own reference: forwarding the argument chain takes one more.
+        frame.set_result(0, out.add_ref() if out is chain else out)
 
 
 @kernel("corert.make_composite_op")
@@ -355,6 +395,7 @@ def register(registry: KernelRegistry) -> None:
         register_op_handler, get_op_handler, executeop, executeop_seq, make_composite_op,
         execute_crt_op, print_tensorhandle, tensorhandle_to_shape, tensorhandle_to_ht,
         tensorhandle_to_int32, const_dense_tensor, const_string_tensor, create_op_attrs,
+        sync_get_op_handler, sync_executeop, sync_print_tensorhandle,
         op_attrs_print, op_attrs_freeze, op_attrs_ref_print, error_tensorhandle,
     )
     for t in CREATE_DENSE_TYPES:

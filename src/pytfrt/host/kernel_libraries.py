@@ -35,7 +35,7 @@ BUILTIN_LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("ts.", "tfrt_dht.", "tfrt_dht_sync.", "coo.", "tfrt_sht.", "tfrt_sht_sync.", "btf."),
     ),
     ("pytfrt.backends.cpu.kernels", ("eigen.", "tfrt_test.", "cpu.")),
-    ("pytfrt.core_runtime.kernels", ("corert.", "tfrt_test.")),
+    ("pytfrt.core_runtime.kernels", ("corert.", "corert_sync.", "tfrt_test.")),
     ("pytfrt.playground", ("sigmoid_inplace.", "sigmoid_grad_inplace.", "nqueens.", "mlp.")),
     ("pytfrt.backends.cpu.graph_kernels", ("tg.",)),
     ("pytfrt.distributed.kernels", ("tfrt_dist.",)),

@@ -55,7 +55,10 @@ def parse_source(text: str, filename: str) -> ParsedModule:
     try:
         module = parser.parse_module()
     except ParseError as err:
-        raise MlirError([source.diagnostic(err.span.start, err.msg)], source) from None
+        diags = [source.diagnostic(err.span.start, err.msg)]
+        for offset, note in getattr(err, "notes", ()):
+            diags.append(source.diagnostic(offset, note, "note"))
+        raise MlirError(diags, source) from None
     except Exception as err:  # noqa: BLE001 - any xDSL failure is a diagnostic, not a crash
         pos = parser._current_token.span.start
         msg = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
@@ -69,10 +72,16 @@ def parse_source(text: str, filename: str) -> ParsedModule:
 
 
 def verify_module(parsed: ParsedModule) -> None:
-    """Run the verifiers; raises :class:`MlirError` with every failure."""
+    """Run the verifiers as MLIR does; raises :class:`MlirError` at the first failure.
+
+    Nested operations are verified before the operation holding them (a ``tfrt.return`` before
+    its ``tfrt.if``), in program order, and verification stops at the first failing op.
+    """
     diags: list[MlirDiagnostic] = []
     symbols = {op.sym_name.data for op in parsed.module.walk() if isinstance(op, FuncOp)}
-    for op in parsed.module.walk():
+    for op in parsed.module.walk(region_first=True):
+        if diags:
+            break
         if isinstance(op, b.UnregisteredOp):
             continue
         try:

@@ -22,6 +22,7 @@ KNOWN_DIALECTS = frozenset(
     {
         "builtin", "func", "tfrt", "tfrt_test", "tfrt_dht", "ts", "coo", "t", "tfrt_sht",
         "btf", "eigen", "vt", "tfrt_tutorial", "corert", "test", "my", "ht", "tg",
+        "tfrt_dht_sync", "tfrt_sht_sync", "corert_sync",
     }
 )  # fmt: skip
 
@@ -34,7 +35,7 @@ def _build() -> Context:
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
 
-    from pytfrt.mlir.dialect_corert import corert_dialect
+    from pytfrt.mlir.dialect_corert import corert_dialect, corert_sync_dialect
     from pytfrt.mlir.dialect_tensor import tensor_dialects
     from pytfrt.mlir.dialect_test import tfrt_test_dialect
     from pytfrt.mlir.dialect_tfrt import tfrt_dialect
@@ -42,7 +43,8 @@ def _build() -> Context:
     ctx = Context(allow_unregistered=True)
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Func)
-    for dialect in [tfrt_dialect(), tfrt_test_dialect(), corert_dialect(), *tensor_dialects()]:
+    dialects = [tfrt_dialect(), tfrt_test_dialect(), corert_dialect(), corert_sync_dialect()]
+    for dialect in [*dialects, *tensor_dialects()]:
         ctx.load_dialect(dialect)
     import importlib
 

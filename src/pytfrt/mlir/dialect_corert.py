@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import ArrayAttr, FunctionType, StringAttr, SymbolRef
 from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 from pytfrt.mlir.ops_base import (
     CHAIN,
@@ -61,8 +62,10 @@ class _ExecuteBase(TfrtOp):
         args = parse_paren_operands(parser)
         op_attrs = _parse_pairs(parser)
         func_attrs = _parse_pairs(parser)
-        parser.parse_punctuation(":")
-        n = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        # `: N` gives the number of tensor results; without it the op has none.
+        n = 0
+        if parser.parse_optional_punctuation(":") is not None:
+            n = parser.parse_integer(allow_negative=False, allow_boolean=False)
         head_types = [make_type(HANDLER)] + ([make_type(CHAIN)] if cls.seq else [])
         th = make_type(TH)
         values = resolve(parser, [*head, *args], [*head_types, *([th] * len(args))])
@@ -89,13 +92,37 @@ class _ExecuteBase(TfrtOp):
         printer.print_string(")")
         _print_pairs(printer, self.attributes.get("op_attrs"))
         _print_pairs(printer, self.attributes.get("op_func_attrs"))
-        printer.print_string(f" : {len(self.results) - (1 if self.seq else 0)}")
+        n = len(self.results) - (1 if self.seq else 0)
+        if n:
+            printer.print_string(f" : {n}")
+
+    def verify_(self) -> None:
+        for key in ("op_attrs", "op_func_attrs"):
+            attrs = self.attributes.get(key)
+            if attrs is None:
+                continue
+            pairs = attrs.data if isinstance(attrs, ArrayAttr) else None
+            if pairs is None or not all(
+                isinstance(p, ArrayAttr) and len(p.data) == 2 and isinstance(p.data[0], StringAttr)
+                for p in pairs
+            ):
+                what = "op_attr" if key == "op_attrs" else "op_func_attr"
+                raise VerifyException(
+                    f"'{self.name}' op each {what} should be a key-value pair, where the key "
+                    "is a string"
+                )
 
 
 class ExecuteOp(_ExecuteBase):
     """``%r = corert.executeop(%h) "op"(%a, %b) {attrs} : 1``."""
 
     name = "corert.executeop"
+
+
+class SyncExecuteOp(_ExecuteBase):
+    """``%r = corert_sync.executeop(%h) "op"(%a) : 1`` (in ``tfrt.sync`` functions)."""
+
+    name = "corert_sync.executeop"
 
 
 class ExecuteSeqOp(_ExecuteBase):
@@ -144,6 +171,25 @@ class GetOpHandlerOp(_NamedHandlerOp):
     key = "op_handler_name"
     operand_type = CHAIN
     result_type = HANDLER
+
+
+class SyncGetOpHandlerOp(TfrtOp):
+    """``%h = corert_sync.get_op_handler "cpu"`` (in ``tfrt.sync`` functions)."""
+
+    name = "corert_sync.get_op_handler"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SyncGetOpHandlerOp:
+        name = parser.parse_str_literal()
+        attrs = parse_attr_dict(parser)
+        attrs["op_handler_name"] = StringAttr(name)
+        return cls.create(result_types=[make_type(HANDLER)], attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        name = self.attributes.get("op_handler_name")
+        printer.print_string_literal(name.data if isinstance(name, StringAttr) else "")
+        print_attr_dict(printer, self.attributes, "op_handler_name")
 
 
 class _FnControlOp(TfrtOp):
@@ -232,3 +278,8 @@ def corert_dialect() -> Dialect:
     """The ``corert`` dialect with its types and the shape attribute."""
     types = [cls for name, cls in TYPE_CLASSES.items() if name.startswith("corert.")]
     return Dialect("corert", make_op_classes(_specs()) + SPECIAL_OPS, [*types, CorertShapeAttr])
+
+
+def corert_sync_dialect() -> Dialect:
+    """``corert_sync``: the core-runtime ops of ``tfrt.sync`` functions (no chains)."""
+    return Dialect("corert_sync", [SyncExecuteOp, SyncGetOpHandlerOp], [])

@@ -49,6 +49,29 @@ def _dht_specs() -> list[OpSpec]:
     return rows
 
 
+def _dht_sync_specs() -> list[OpSpec]:
+    """The ``tfrt_dht_sync`` twins for sync functions: no chains."""
+    rows = [
+        OpSpec("tfrt_dht_sync.print_tensor", "simple", (TENSOR,), ()),
+        OpSpec("tfrt_dht_sync.get_tensor_shape", "simple", (TENSOR,), (SHAPE,)),
+    ]
+    for t in DHT_DTYPES:
+        for r in range(6):
+            rows.append(
+                OpSpec(
+                    f"tfrt_dht_sync.create_uninitialized_tensor.{t}.{r}", "attr", (), (TENSOR,),
+                    "shape",
+                )
+            )
+        rows.append(OpSpec(f"tfrt_dht_sync.fill_tensor_with_constant.{t}", "attr", (TENSOR,), ()))
+        rows.append(
+            OpSpec(f"tfrt_dht_sync.set_tensor_with_constant_values.{t}", "attr", (TENSOR,), (),
+                   "values")
+        )
+        rows.append(OpSpec(f"tfrt_dht_sync.tensor_equal.{t}", "simple", (TENSOR, TENSOR), ("i1",)))
+    return rows
+
+
 def _ts_specs() -> list[OpSpec]:
     rows = [
         OpSpec("ts.build_shape", "attr", (), (SHAPE,)),
@@ -99,10 +122,12 @@ def tensor_dialects() -> list[Dialect]:
     """``tfrt_dht``, ``ts``, ``coo``, ``t`` and the generic-only dialects."""
     return [
         Dialect("tfrt_dht", make_op_classes(_dht_specs()), []),
+        Dialect("tfrt_dht_sync", make_op_classes(_dht_sync_specs()), []),
         Dialect("ts", make_op_classes(_ts_specs()), _types("ts")),
         Dialect("coo", make_op_classes(_coo_specs()), []),
         Dialect("t", [], _types("t")),
         Dialect("tfrt_sht", [], []),
+        Dialect("tfrt_sht_sync", [], []),
         Dialect("btf", [], []),
         Dialect("eigen", [], []),
         Dialect("vt", [], _types("vt")),

@@ -126,6 +126,13 @@ class ReturnOp(TfrtOp):
         from xdsl.dialects.func import FuncOp
 
         parent = self.parent_op()
+        if isinstance(parent, (IfOp, RepeatI32Op)):
+            # The values a region returns become the op's results.
+            if [o.type for o in self.operands] != list(parent.result_types):
+                raise VerifyException(
+                    f"'tfrt.return' op operand types don't match '{parent.name}' result"
+                )
+            return
         if not isinstance(parent, FuncOp):
             return
         results = parent.function_type.outputs.data
@@ -137,8 +144,8 @@ class ReturnOp(TfrtOp):
         for i, (val, want) in enumerate(zip(self.operands, results, strict=True)):
             if val.type != want:
                 raise VerifyException(
-                    f"type of return operand {i} ({type_str(val.type)}) "
-                    f"doesn't match function result type ({type_str(want)})"
+                    f"'tfrt.return' op type of return operand {i} ('{type_str(val.type)}') "
+                    f"doesn't match function result type ('{type_str(want)}')"
                 )
 
 

@@ -58,6 +58,14 @@ def canonical_attr_name(name: str) -> str:
     return name
 
 
+class NotedParseError(ParseError):
+    """A parse error with MLIR notes attached: ``notes`` are ``(offset, message)`` pairs."""
+
+    def __init__(self, span: Span, msg: str, notes: list[tuple[int, str]]) -> None:
+        super().__init__(span, msg)
+        self.notes = notes
+
+
 class TfrtParser(Parser):
     """xDSL parser recording op positions and accepting the 2020 syntax."""
 
@@ -77,6 +85,8 @@ class TfrtParser(Parser):
         #: name scopes enclosing the region being parsed (innermost last); see
         #: :func:`pytfrt.mlir.ops_base.parse_region_with_args`
         self.outer_scopes: list[dict[str, tuple[SSAValue, ...]]] = []
+        #: where each named value was defined (character offset), for "prior use here" notes
+        self.definition_offsets: dict[int, int] = {}
         self._int_float_types: dict[str, TypeAttribute | None] = {}
         self._dialect_types: dict[str, TypeAttribute] = {}
 
@@ -171,12 +181,19 @@ class TfrtParser(Parser):
             )
         resolved = values[operand.index]
         if resolved.type != type:
-            self.raise_error(
+            prior = self.definition_offsets.get(id(resolved))
+            raise NotedParseError(
+                operand.span,
                 f"use of value '{operand.span.text}' expects different type than prior "
                 f"uses: '{type_to_str(type)}' vs '{type_to_str(resolved.type)}'",
-                operand.span,
+                [(prior, "prior use here")] if prior is not None else [],
             )
         return resolved
+
+    def _register_ssa_definition(self, name: str, values, span: Span) -> None:  # type: ignore[no-untyped-def]
+        super()._register_ssa_definition(name, values, span)
+        for value in values:
+            self.definition_offsets[id(value)] = span.start
 
     def check_undefined_values(self) -> None:
         """Raise MLIR's error for the first value used but never defined."""

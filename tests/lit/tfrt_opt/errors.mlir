@@ -9,7 +9,7 @@ func.func @wrong_count() -> i32 {
 // -----
 
 func.func @wrong_type(%x: f32) -> i32 {
-  // expected-error @+1 {{type of return operand 0 (f32) doesn't match function result type (i32)}}
+  // expected-error @+1 {{type of return operand 0 ('f32') doesn't match function result type ('i32')}}
   tfrt.return %x : f32
 }
 
@@ -52,4 +52,29 @@ func.func @mismatch(%x: i32) {
   // expected-error @+1 {{use of value '%x' expects different type than prior uses: 'f32' vs 'i32'}}
   %y = tfrt.add.f32 %x, %x
   tfrt.return
+}
+
+// -----
+
+// A region's tfrt.return must give the enclosing op's result types.
+func.func @repeat_mismatch(%n: i32, %x: f32) -> f32 {
+  %y = tfrt.repeat.i32 %n, %x : f32 {
+    %k = tfrt.constant.i32 1
+    // expected-error @+1 {{'tfrt.return' op operand types don't match 'tfrt.repeat.i32' result}}
+    tfrt.return %k : i32
+  }
+  tfrt.return %y : f32
+}
+
+// -----
+
+// Verification stops at the first failing op, inner ops first (as MLIR's verifier).
+func.func @first_error_only(%c: i1, %v: i32) -> f32 {
+  %r = tfrt.if %c, %v : (i32) -> (i32) {
+    // expected-error @+1 {{'tfrt.return' op operand types don't match 'tfrt.if' result}}
+    tfrt.return
+  } else {
+    tfrt.return %v : i32
+  }
+  tfrt.return %r : i32
 }

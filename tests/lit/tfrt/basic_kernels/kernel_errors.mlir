@@ -13,7 +13,7 @@ func.func @return_count_mismatch() -> i32 {
 
 func.func @return_type_mismatch() -> i32 {
   %x = tfrt.constant.f32 1.0
-  // expected-error @+1 {{type of return operand 0 (f32) doesn't match function result type (i32)}}
+  // expected-error @+1 {{type of return operand 0 ('f32') doesn't match function result type ('i32')}}
   tfrt.return %x : f32
 }
 
