@@ -42,6 +42,7 @@ import itertools
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -153,6 +154,7 @@ class Cluster:
         self._handles: dict[str, ProgramHandle] = {}
         self._ids = itertools.count()
         self._owns_ray = False
+        self._actor_index: dict[str, int] = {}
         if not ray.is_initialized():
             if address is None:
                 ray.init(
@@ -183,7 +185,9 @@ class Cluster:
             max_restarts=0,
             max_task_retries=0,
         ).remote(index, self.work_queue_type)
-        return _WorkerSlot(index, actor, actor._actor_id.hex(), generation=generation)
+        slot = _WorkerSlot(index, actor, actor._actor_id.hex(), generation=generation)
+        self._actor_index[slot.actor_id] = index
+        return slot
 
     def __enter__(self) -> Cluster:
         return self
@@ -229,6 +233,8 @@ class Cluster:
     def worker_pid(self, index: int, timeout: float = 30.0) -> int:
         """The process id of worker ``index`` (raises :class:`WorkerLost` if it is gone)."""
         slot = self._slot(index)
+        if not slot.alive:
+            raise WorkerLost(index, slot.detail)
         return int(RemoteFuture(self, [slot.actor.ping.remote()], "single", [index]).result(
             timeout
         ))
@@ -241,6 +247,14 @@ class Cluster:
             slot.alive = False
             slot.detail = "killed by Cluster.kill_worker"
         ray.kill(slot.actor, no_restart=True)
+        # ray.kill is asynchronous: return once the actor no longer answers (at most ~10 s).
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            try:
+                ray.get(slot.actor.ping.remote(), timeout=1.0)
+            except Exception:  # noqa: BLE001 - any failure to answer: it is gone
+                return
+            time.sleep(0.05)
 
     def restart_worker(self, index: int, timeout: float | None = None) -> None:
         """Replace worker ``index`` by a new actor and reload every loaded program on it.
@@ -268,12 +282,8 @@ class Cluster:
     # -- errors -------------------------------------------------------------------------------
 
     def _index_of_actor(self, actor_id: str | None) -> int | None:
-        if actor_id is None:
-            return None
-        for w in self._workers:
-            if w.actor_id == actor_id:
-                return w.index
-        return None
+        """The worker index of an actor id, current or replaced by a restart."""
+        return self._actor_index.get(actor_id) if actor_id is not None else None
 
     def _mark_lost(self, index: int, detail: str) -> None:
         with self._lock:
@@ -282,8 +292,12 @@ class Cluster:
                 slot.alive = False
                 slot.detail = detail
 
-    def _translate(self, exc: BaseException, workers: Sequence[int]) -> BaseException:
-        """A Ray exception as :class:`WorkerLost` / :class:`RemoteError` (workers named)."""
+    def _translate(self, exc: BaseException, workers: Sequence[int], probe: bool = True
+                   ) -> BaseException:
+        """A Ray exception as :class:`WorkerLost` / :class:`RemoteError` (workers named).
+
+        With ``probe`` the workers may be pinged to find a dead one; Ray's callback thread
+        passes ``False`` (it must not block on Ray)."""
         from ray.exceptions import ObjectLostError, RayActorError, RayTaskError
 
         cause: BaseException = exc
@@ -301,7 +315,7 @@ class Cluster:
             if index is None:
                 index = workers[0] if len(workers) == 1 else -1
             if index < 0:
-                lost = self._first_lost(workers)
+                lost = self._first_lost(workers, probe)
                 if lost is not None:
                     return lost
             detail = self._workers[index].detail if index >= 0 else ""
@@ -311,16 +325,18 @@ class Cluster:
                 self._mark_lost(index, detail)
             return WorkerLost(index, detail)
         if isinstance(cause, ObjectLostError):
-            lost = self._first_lost(workers)
+            lost = self._first_lost(workers, probe)
             return lost if lost is not None else RemoteError(-1, f"a result was lost: {cause}")
         return RemoteError(-1, f"{type(cause).__name__}: {cause}")
 
-    def _first_lost(self, workers: Sequence[int]) -> WorkerLost | None:
-        """The first of ``workers`` that is dead (asks Ray about the ones believed alive)."""
+    def _first_lost(self, workers: Sequence[int], probe: bool = True) -> WorkerLost | None:
+        """The first of ``workers`` known to be dead; with ``probe``, also pings the others."""
         for i in workers:
             slot = self._workers[i]
             if not slot.alive:
                 return WorkerLost(i, slot.detail)
+        if not probe:
+            return None
         ray = import_ray()
         for i in workers:
             slot = self._workers[i]

@@ -212,7 +212,7 @@ class DataParallel:
         n = self.cluster.num_workers
         lost = []
         for i in range(n):
-            try:
+            try:  # raises at once for a worker known to be lost
                 self.cluster.worker_pid(i, timeout=timeout or 30.0)
             except WorkerLost:
                 lost.append(i)

@@ -196,16 +196,20 @@ class RemoteFuture:
 
         def on_done(i: int, f: concurrent.futures.Future[Any]) -> None:
             exc = f.exception()
-            with state_lock:
-                if out.done():
-                    return
-                if exc is not None:
-                    out.set_exception(self._cluster._translate(exc, self.workers))  # noqa: SLF001
-                    return
-                values[i] = f.result()
-                remaining[0] -= 1
-                if remaining[0]:
-                    return
+            with state_lock:  # decide under the lock; complete `out` (run callbacks) outside
+                if remaining[0] <= 0:
+                    return  # already failed
+                if exc is None:
+                    values[i] = f.result()
+                    remaining[0] -= 1
+                    if remaining[0]:
+                        return
+                else:
+                    remaining[0] = -1
+            if exc is not None:
+                out.set_exception(
+                    self._cluster._translate(exc, self.workers, probe=False))  # noqa: SLF001
+                return
             try:
                 out.set_result(self._combine(values))
             except Exception as exc2:  # noqa: BLE001 - delivered through the future

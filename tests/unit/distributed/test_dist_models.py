@@ -1,5 +1,6 @@
-"""CompiledModels on the cluster: remote calls against the local model, and data-parallel
-training of the MNIST-sized MLP (examples/distributed) against single-process NumPy SGD."""
+"""CompiledModels on the cluster: remote calls against the local model; data-parallel training
+of the MNIST-sized MLP (examples/distributed) against single-process NumPy SGD, and of a
+TF-imported gradient function against TensorFlow's own SGD."""
 
 from __future__ import annotations
 
@@ -79,3 +80,40 @@ def test_data_parallel_mlp_matches_single_process(cluster: Any, mlp: ModuleType,
     for k in ref:
         err = np.linalg.norm(weights[k] - ref[k]) / np.linalg.norm(ref[k])
         assert err <= 1e-5, f"{k}: relative error {err:.2e}"
+
+
+def test_data_parallel_tf_gradient_step_matches_tensorflow(cluster: Any) -> None:
+    """A tf.function returning (loss, *gradients), imported by the TF front end, trained on 2
+    workers; TensorFlow's own full-batch SGD is the oracle."""
+    tf = pytest.importorskip("tensorflow")
+    from pytfrt.compiler.api import compile as pytfrt_compile
+
+    @tf.function
+    def step(w: Any, b: Any, x: Any, y: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch([w, b])
+            logits = tf.nn.relu(tf.matmul(x, w) + b)
+            loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        gw, gb = tape.gradient(loss, [w, b])
+        return loss, gw, gb
+
+    sig = [tf.TensorSpec((20, 5), tf.float32), tf.TensorSpec((5,), tf.float32),
+           tf.TensorSpec((None, 20), tf.float32), tf.TensorSpec((None, 5), tf.float32)]
+    model = pytfrt_compile(step, sig)
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=(20, 5)).astype(np.float32)
+    b = np.full(5, 0.1, np.float32)
+    dp = DataParallel(model, cluster, {"w": w, "b": b}, learning_rate=LR)
+    tw, tb = tf.Variable(w), tf.Variable(b)
+    for _ in range(STEPS):
+        x = rng.normal(size=(12, 20)).astype(np.float32)
+        y = np.eye(5, dtype=np.float32)[rng.integers(0, 5, 12)]
+        loss = dp.step(x, y)
+        ref_loss, gw, gb = step(tw, tb, x, y)
+        assert loss == pytest.approx(float(ref_loss), rel=1e-5)
+        tw.assign_sub(LR * gw)
+        tb.assign_sub(LR * gb)
+    weights = dp.variables
+    for got, want in ((weights["w"], tw.numpy()), (weights["b"], tb.numpy())):
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert err <= 1e-5, f"relative error {err:.2e}"
