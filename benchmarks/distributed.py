@@ -41,6 +41,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "examples" / "distributed"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from executor import cpu_model  # noqa: E402 - the benchmarks' shared machine description
 
 ECHO = """
 func.func @scale(%x: !t.tensor) -> (!tfrt.chain, !t.tensor) {
@@ -49,18 +52,6 @@ func.func @scale(%x: !t.tensor) -> (!tfrt.chain, !t.tensor) {
   tfrt.return %ch1, %x : !tfrt.chain, !t.tensor
 }
 """
-
-
-def cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def timed(fn: Callable[[], Any], n: int = 1) -> float:
