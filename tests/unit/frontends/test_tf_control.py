@@ -80,3 +80,24 @@ def test_while_with_growing_shape(tf: Any, assert_matches: Any) -> None:
     compiled = pytfrt.compile(f)
     for n in (0, 3, 6):
         assert_matches(compiled(np.int32(n)), f(np.int32(n)).numpy())
+
+
+def test_tensor_array_in_a_loop(tf: Any, assert_matches: Any) -> None:
+    @tf.function(input_signature=[tf.TensorSpec((None, 4), tf.float32)])
+    def f(x: Any) -> Any:
+        steps = tf.TensorArray(tf.float32, size=5, element_shape=tf.TensorShape([None, 4]))
+        inputs = tf.TensorArray(tf.float32, size=5).unstack(
+            tf.stack([x * float(k) for k in range(5)])
+        )
+
+        def body(i: Any, h: Any, out: Any) -> Any:
+            h = tf.tanh(h + inputs.read(i))
+            return i + 1, h, out.write(i, h)
+
+        _, h, out = tf.while_loop(lambda i, h, out: i < 5, body, (0, tf.zeros_like(x), steps))
+        return out.stack(), h
+
+    compiled = pytfrt.compile(f)
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).normal(size=(batch, 4)).astype(np.float32)
+        assert_matches(compiled(x), tuple(t.numpy() for t in f(x)))

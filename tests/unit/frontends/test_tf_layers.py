@@ -1,8 +1,9 @@
 """Common Keras layers, each in a tiny model, compiled by pytfrt against TensorFlow.
 
 A sweep for coverage of the op mapping (convolutions of every kind, pooling, padding and
-cropping, activations, normalisations, reshapes, attention); each model runs at batch 2 with a
-dynamic batch dimension and must match TF at 1e-4 relative.
+cropping, activations, normalisations, reshapes, recurrent layers (TensorLists in while loops),
+attention); each model runs at batches 1 and 3 from one compiled model (dynamic batch) and must
+match TF at 1e-4 relative.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ LAYERS: dict[str, tuple[tuple[int, ...], Any]] = {
             L.UnitNormalization(),
         ],
     ),
+    "lstm": ((6, 4), lambda L: [L.LSTM(5, return_sequences=True), L.LSTM(3)]),
+    "gru": ((6, 4), lambda L: [L.GRU(5, return_sequences=True)]),
+    "simple_rnn_bidirectional": ((6, 4), lambda L: [L.Bidirectional(L.SimpleRNN(3))]),
 }
 
 
@@ -74,10 +78,11 @@ def test_keras_layer(tf: Any, assert_matches: Any, name: str) -> None:
     keras.utils.set_random_seed(sorted(LAYERS).index(name))
     shape, make = LAYERS[name]
     model = keras.Sequential([keras.Input(shape), *make(keras.layers)])
-    x = np.random.default_rng(0).normal(size=(2, *shape)).astype(np.float32)
     compiled = pytfrt.compile(model)
     assert compiled.signature.inputs[0].shape == (None, *shape)
-    assert_matches(compiled(x), model(x, training=False))
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).normal(size=(batch, *shape)).astype(np.float32)
+        assert_matches(compiled(x), model(x, training=False))
 
 
 def test_attention_layer(tf: Any, assert_matches: Any) -> None:

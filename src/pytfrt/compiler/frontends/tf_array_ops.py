@@ -429,3 +429,13 @@ def _batch_to_space(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
         )
         y = apply_index(cx, y, index)
     return [y]
+
+
+@tf_op("ReverseV2", tg="`slice` (step -1)", note="constant axes")
+def _reverse(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x = ins[0]
+    if x.rank is None:
+        raise ConversionError("ReverseV2 needs a known rank")
+    axes = {a % x.rank for a in cx.ints(ins[1], "axis")} if x.rank else set()
+    index = tuple(slice(None, None, -1) if a in axes else slice(None) for a in range(x.rank))
+    return [apply_index(cx, x, index)]

@@ -134,6 +134,11 @@ def _while(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
         if static[i]:
             args.append(a)
             continue
+        if a.list_elem is not None:  # a TensorList: its length and unknown element dims vary
+            arg = TV(cx.val(a), dtype=a.dtype, shape=(None, *a.list_elem))
+            arg.list_elem = a.list_elem
+            args.append(arg)
+            continue
         shape = a.shape
         if (
             i < len(shapes)
@@ -155,5 +160,6 @@ def _while(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     outs = cx.ops("while", [args[i] for i in dyn], len(dyn), cond=c_name, body=b_name)
     result: list[TV] = list(ins)
     for i, v in zip(dyn, outs, strict=True):
+        v.list_elem = ins[i].list_elem
         result[i] = v
     return result

@@ -239,7 +239,12 @@ class GraphImporter:
         bindings: list[TV] = []
         it = iter(fb.arguments)
         for a, s in zip(args, static, strict=True):
-            bindings.append(a if s else TV(next(it)))
+            if s:
+                bindings.append(a)
+                continue
+            arg = TV(next(it))
+            arg.list_elem = a.list_elem
+            bindings.append(arg)
         outs = cx.translate(lg, bindings)
         if results is not None:
             outs = [outs[i] for i in results]

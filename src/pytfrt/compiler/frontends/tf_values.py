@@ -69,9 +69,21 @@ class TV:
         dtype: the tg element type name (``"f32"``...), always set except for resources.
         shape: the static shape (``None`` dims dynamic; ``None`` if the rank is unknown).
         name: for a constant, the weight name to give it (a variable's or node's name).
+        list_elem: for a TF TensorList (held as the stacked tensor ``[n, *elem]``), the element
+            shape as far as known (see :mod:`.tf_lists`).
     """
 
-    __slots__ = ("_value", "_thunk", "const", "partial", "resource", "dtype", "shape", "name")
+    __slots__ = (
+        "_value",
+        "_thunk",
+        "const",
+        "partial",
+        "resource",
+        "dtype",
+        "shape",
+        "name",
+        "list_elem",
+    )
 
     def __init__(
         self,
@@ -87,6 +99,7 @@ class TV:
     ) -> None:
         self._value = value
         self.name = name
+        self.list_elem: tuple[int | None, ...] | None = None
         self._thunk = thunk
         self.const = const
         self.partial = partial
