@@ -605,7 +605,7 @@ def _make_payload(program: Any, name: str | None) -> ProgramPayload:
 
     if isinstance(program, Program):
         return ProgramPayload("bef", name or "program", bef=write_bef(program))
-    if hasattr(program, "signature") and hasattr(program, "program"):  # a CompiledModel
+    if hasattr(program, "signature") and hasattr(program, "save"):  # a CompiledModel
         return _compiled_model_payload(program, name or "model")
     if isinstance(program, str | os.PathLike):
         path = Path(program)
@@ -630,26 +630,13 @@ def _make_payload(program: Any, name: str | None) -> ProgramPayload:
 
 
 def _compiled_model_payload(model: Any, name: str) -> ProgramPayload:
-    """A CompiledModel as its saved files (``model.save``), or as its parts if it cannot be
-    saved (the worker rebuilds it with the same constructor ``pytfrt.compile`` uses)."""
+    """A CompiledModel as its saved files (``model.save``; workers open them with
+    ``pytfrt.load``)."""
     import tempfile
 
-    from pytfrt.bef.writer import write_bef
-
-    save = getattr(model, "save", None)
-    if save is not None:
-        with tempfile.TemporaryDirectory(prefix="pytfrt-model-") as tmp:
-            save(tmp)
-            return _model_payload(Path(tmp), name)
-    parts = {
-        "bef": write_bef(model.program),
-        "weights": list(model._weights),  # noqa: SLF001 - the constructor's own arguments
-        "signature": model.signature,
-        "num_resources": len(model._resources),  # noqa: SLF001
-        "weight_names": list(model.weight_names),
-        "variables": list(model._variables),  # noqa: SLF001
-    }
-    return ProgramPayload("compiled", name, model_parts=parts)
+    with tempfile.TemporaryDirectory(prefix="pytfrt-model-") as tmp:
+        model.save(tmp)
+        return _model_payload(Path(tmp), name)
 
 
 def _model_payload(directory: Path, name: str) -> ProgramPayload:

@@ -12,8 +12,6 @@ Payloads (what :meth:`Worker.load` receives, through Ray's object store, once pe
 * ``kind="model"``: the files of a saved ``CompiledModel`` directory (``model.bef``,
   ``weights.btf``, ``manifest.json``); the worker writes them to a private temporary
   directory and opens them with ``pytfrt.load``.
-* ``kind="compiled"``: a ``CompiledModel`` that cannot be saved, as its parts (BEF program,
-  weights, signature, resource count, names); the worker rebuilds it on its own HostContext.
 
 Calling convention of :meth:`Worker.execute` for BEF functions: the caller passes the
 non-chain arguments in order (chains are supplied by the worker); NumPy arrays become
@@ -58,11 +56,10 @@ REDUCE_OPS = ("sum", "mean", "max", "min", "prod")
 class ProgramPayload:
     """A program or model as shipped to the workers (see the module docstring)."""
 
-    kind: str  # "bef", "model" (saved files) or "compiled" (a CompiledModel's parts)
+    kind: str  # "bef" or "model" (a saved CompiledModel's files)
     name: str
     bef: bytes = b""
     files: dict[str, bytes] = field(default_factory=dict)
-    model_parts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -246,14 +243,10 @@ class _LoadedProgram:
 
 
 class _LoadedModel:
-    """A ``CompiledModel`` on a worker: saved files opened with ``pytfrt.load`` in a private
-    directory, or rebuilt from its parts (program, weights, signature) on the worker's host."""
+    """A saved ``CompiledModel`` opened with ``pytfrt.load`` in a private directory, on the
+    worker's own HostContext."""
 
     def __init__(self, payload: ProgramPayload, host: Any) -> None:
-        self.directory = ""
-        if payload.kind == "compiled":
-            self.model = self._rebuild(payload, host)
-            return
         self.directory = tempfile.mkdtemp(prefix="pytfrt-worker-model-")
         for rel, data in payload.files.items():
             path = os.path.join(self.directory, rel)
@@ -265,18 +258,7 @@ class _LoadedModel:
         except ImportError as exc:
             raise RemoteError(-1, f"{payload.name}: pytfrt.model is not available: {exc}") from exc
         try:
-            self.model = load(self.directory, host=host)  # on this worker's own HostContext
-        except Exception as exc:  # noqa: BLE001 - re-raised with the model named
-            raise RemoteError(-1, f"{payload.name}: cannot load model: {exc}") from exc
-
-    @staticmethod
-    def _rebuild(payload: ProgramPayload, host: Any) -> Any:
-        from pytfrt.bef.reader import read_bef
-        from pytfrt.model import CompiledModel
-
-        parts = dict(payload.model_parts)
-        try:
-            return CompiledModel(read_bef(parts.pop("bef")), host=host, **parts)
+            self.model = load(self.directory, host=host)
         except Exception as exc:  # noqa: BLE001 - re-raised with the model named
             raise RemoteError(-1, f"{payload.name}: cannot load model: {exc}") from exc
 
@@ -298,8 +280,7 @@ class _LoadedModel:
         return [np.asarray(out)]
 
     def close(self) -> None:
-        if self.directory:
-            shutil.rmtree(self.directory, ignore_errors=True)
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class Worker:
@@ -338,7 +319,7 @@ class Worker:
         """Load ``payload`` under ``handle_id``; returns function name -> result count."""
         try:
             loaded: _LoadedProgram | _LoadedModel = (
-                _LoadedModel(payload, self.host) if payload.kind in ("model", "compiled")
+                _LoadedModel(payload, self.host) if payload.kind == "model"
                 else _LoadedProgram(self.host, payload)
             )
         except RemoteError as exc:

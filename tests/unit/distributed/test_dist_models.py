@@ -46,11 +46,8 @@ def test_a_compiled_model_runs_remotely(cluster: Any, mlp: ModuleType, train_ste
     x, y = mlp.synthetic_mnist(16, seed=4)
     args = [params[k] for k in ("w1", "b1", "w2", "b2")] + [x, y]
     local = train_step(*args)
-    sources: list[Any] = [train_step]
-    if hasattr(train_step, "save"):
-        train_step.save(tmp_path / "saved")
-        sources.append(tmp_path / "saved")
-    for source in sources:
+    train_step.save(tmp_path / "saved")
+    for source in (train_step, tmp_path / "saved"):
         handle = cluster.load(source, name="mlp_step")
         assert handle.functions == {"main": 5}
         remote = cluster.remote_execute(1, handle, *args).result(timeout=60)
