@@ -281,11 +281,34 @@ def _stats(ts: list[float]) -> dict[str, float]:
     }
 
 
+THREAD_VARS = (
+    "PYTFRT_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+)
+"""Environment variables that fix a library's thread count when it loads."""
+
+
+def _exec_with_threads(threads: int) -> None:
+    """Re-run this command with :data:`THREAD_VARS` set to ``threads``, unless they are.
+
+    NumPy's BLAS and pytfrt's thread pool read them when they load, which happened before the
+    options were parsed; children (the memory and profile runs) inherit them.
+    """
+    want = str(threads)
+    if all(os.environ.get(v) == want for v in THREAD_VARS):
+        return
+    env = {**os.environ, **dict.fromkeys(THREAD_VARS, want)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *sys.argv], env)
+
+
 def _set_threads(threads: int, peers: list[str]) -> None:
-    """The same intra-op thread count for every peer (pytfrt: its OpenMP GEMM and Numba,
-    read from the environment when they load, after this)."""
-    os.environ["OMP_NUM_THREADS"] = str(threads)
-    os.environ["NUMBA_NUM_THREADS"] = str(threads)
+    """The same intra-op thread count for every peer (pytfrt and NumPy: the environment, see
+    :func:`_exec_with_threads`; torch and TensorFlow: their APIs)."""
     if "torch" in peers:
         import torch
 
@@ -521,6 +544,7 @@ def run(args: argparse.Namespace) -> int:
         path, warm, name, shape, calls = args.memory_child
         print(json.dumps(memory_child(path, warm, name, shape, int(calls))))
         return 0
+    _exec_with_threads(args.threads)
     peers = list(args.peers)
     _set_threads(args.threads, peers)
     models = _load_models(args)
@@ -602,6 +626,7 @@ def run(args: argparse.Namespace) -> int:
         "command": " ".join(sys.argv),
         "machine": machine_info(),
         "threads": args.threads,
+        "thread_env": {v: os.environ.get(v) for v in THREAD_VARS},
         "repeats": args.repeats,
         "small": args.small,
         "rows": rows,
