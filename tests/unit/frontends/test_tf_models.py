@@ -98,3 +98,23 @@ def test_mobilenet_v2(tf: Any, tf_models: Any, assert_matches: Any, rng: Any) ->
     compiled = pytfrt.compile(model)
     x = rng.normal(size=(2, 96, 96, 3)).astype(np.float32)
     assert_matches(compiled(x), model(x, training=False))
+
+
+def test_dict_inputs_and_nested_outputs(tf: Any, assert_matches: Any) -> None:
+    keras = tf.keras
+    layers = keras.layers
+    a, b = keras.Input((3,), name="a"), keras.Input((2,), name="b")
+    out = {"sum": layers.Dense(2)(layers.Concatenate()([a, b])), "prod": layers.Dense(1)(a)}
+    model = keras.Model({"a": a, "b": b}, out)
+    compiled = pytfrt.compile(model)
+    x = {"a": np.ones((2, 3), np.float32), "b": np.full((2, 2), 0.5, np.float32)}
+    assert_matches(compiled(**x), model(x, training=False))
+
+    @tf.function(input_signature=[tf.TensorSpec((2,), tf.float32)])
+    def nested(x: Any) -> Any:
+        return x, {"y": x * 2.0, "z": (x + 1.0, x - 1.0)}
+
+    flat = pytfrt.compile(nested)
+    assert [s.name for s in flat.signature.outputs] == ["0", "1/y", "1/z/0", "1/z/1"]
+    ref = tuple(t.numpy() for t in tf.nest.flatten(nested(np.ones(2, np.float32))))
+    assert_matches(flat(np.ones(2, np.float32)), ref)

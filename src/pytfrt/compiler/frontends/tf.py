@@ -327,15 +327,16 @@ def _output_structure(tf: Any, cf: Any, n: int) -> tuple[list[str], str]:
             return [f"output_{i}" for i in range(n)], "list" if isinstance(
                 structured, list
             ) else "tuple"
-        if len(flat) == n:
-            return [f"output_{i}" for i in range(n)], "tuple"
+        paths = _paths(structured)
+        if len(flat) == n and len(paths) == n:  # nested: flattened, named by paths ("1/y")
+            return paths, "tuple"
     elif n == 1:
         return ["output_0"], "single"
     return [f"output_{i}" for i in range(n)], "single" if n == 1 else "tuple"
 
 
 def _paths(structure: Any, prefix: str = "") -> list[str]:
-    """``/``-joined key paths of a nested dict's leaves, in ``tf.nest`` order (sorted keys)."""
+    """``/``-joined key paths of a nested structure's leaves, in ``tf.nest`` order (sorted keys)."""
     out: list[str] = []
     if isinstance(structure, dict):
         for k in sorted(structure):
