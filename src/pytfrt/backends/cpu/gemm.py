@@ -129,6 +129,17 @@ def matmul(
             f"{list(getattr(out, 'shape', ()))} {getattr(out, 'dtype', None)}"
         )
     target = out if out is not None and out.flags.c_contiguous else None
+    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous and a.dtype == np.float32:
+        # A dense layer on [..., K] rows: one [rows, K] x [K, N] GEMM, not a batch of GEMVs.
+        rows = a.reshape(-1, a.shape[-1])
+        res2 = None if residual is None else np.broadcast_to(residual, shape).reshape(-1, last)
+        y2 = matmul(rows, b, bias=bias, residual=res2, activation=activation, alpha=alpha,
+                    out=None if target is None else target.reshape(-1, last))
+        if out is None:
+            return y2.reshape(shape)
+        if target is None:  # a non-contiguous out
+            out[...] = y2.reshape(shape)
+        return out
     if a.ndim == b.ndim == 2 and a.dtype == np.float32 and parallel_gemm():
         y = target if target is not None else np.empty(shape, dtype=a.dtype)
         _sharded_2d(a, b, y, bias, residual, code, alpha)
