@@ -15,7 +15,7 @@ $(VENV)/.created:
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.created pyproject.toml
-	$(PIP) install --quiet -e .
+	$(PIP) install --quiet -e '.[tf]'  # the demo compiles a Keras model
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.created pyproject.toml tests/plugins/pytfrt_example_plugin/pyproject.toml
@@ -23,11 +23,11 @@ $(VENV)/.installed-test: $(VENV)/.created pyproject.toml tests/plugins/pytfrt_ex
 	$(PIP) install --quiet -e tests/plugins/pytfrt_example_plugin  # entry-point plugin fixture
 	touch $@ $(VENV)/.installed
 
-install: $(VENV)/.installed  ## create .venv and install pytfrt
+install: $(VENV)/.installed  ## create .venv and install pytfrt (with the tf extra)
 
 install-test: $(VENV)/.installed-test  ## create .venv and install pytfrt with the test extra
 
-demo: install  ## run the main job: compile and run the XOR training program
+demo: install  ## run the main job: compile Keras ResNet-50 with pytfrt and run it against TensorFlow
 	$(VENV)/bin/pytfrt demo
 
 test: install-test  ## run the whole test suite (pytest, including the lit suite)
