@@ -12,7 +12,7 @@ import importlib
 import sys
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("pytfrt.tools.demo", "the main demo: compile Keras ResNet-50 and run it against TensorFlow (--model xor: the XOR program)"),
+    "demo": ("pytfrt.tools.demo", "compile Keras ResNet-50 and run it against TensorFlow"),
     "bench": ("pytfrt.tools.bench", "run a benchmark harness (e.g. 'pytfrt bench nqueens')"),
     "profile": ("pytfrt.tools.profile", "run a function N times and print a per-kernel profile"),
     "serve": ("pytfrt.tools.serve_cmd", "serve models over TensorFlow Serving's REST API"),
