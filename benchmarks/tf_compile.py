@@ -9,6 +9,8 @@ tables, writes ``benchmarks/results/tf_compile.json`` and ``tf_compile.png``).
 * Batch-1 latency of the 784-512-512-10 ReLU MLP: the compiled pytfrt model, a hand-written
   NumPy forward pass of the same weights (the peer: goal <= 1.2x), ``tf.function`` and TF
   eager (``model(x)``). Median of many calls after warm-up, all measured in the same run.
+* One training step of the same MLP (Adam, sparse softmax cross-entropy, batch 64): the
+  compiled ``tf.function`` vs the ``tf.function`` itself.
 """
 
 from __future__ import annotations
@@ -98,6 +100,31 @@ def mlp_latency(repeat: int) -> dict[str, float]:
     }
 
 
+def train_step_time(repeat: int) -> dict[str, float]:
+    import keras
+    import tensorflow as tf
+
+    import pytfrt
+
+    models = _tf_models()
+    model = models.mlp()
+    step = models.train_step(
+        model,
+        keras.optimizers.Adam(1e-4),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        tf.TensorSpec((None,), tf.int32),
+    )
+    compiled = pytfrt.compile(step)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(64, 784)).astype(np.float32)
+    y = rng.integers(0, 10, 64).astype(np.int32)
+    xt, yt = tf.constant(x), tf.constant(y)
+    return {
+        "pytfrt_us": _median_us(lambda: compiled(x, y), repeat),
+        "tf_function_us": _median_us(lambda: step(xt, yt), repeat),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=2000, help="timed calls per MLP runner")
@@ -107,6 +134,7 @@ def main() -> None:
 
     resnet = compile_resnet(args.size)
     mlp = mlp_latency(args.repeat)
+    train = train_step_time(max(args.repeat // 10, 50))
     print(f"ResNet50 {args.size}x{args.size} compile")
     print(f"  {'import_tf (TF graph -> tg)':32s} {resnet['import_s']:8.2f} s")
     print(f"  {'passes + lowering + load':32s} {resnet['lower_s']:8.2f} s")
@@ -122,6 +150,11 @@ def main() -> None:
     ):
         print(f"  {label:16s} {mlp[key]:10.1f} {mlp[key] / mlp['numpy_us']:8.2f}")
 
+    print("\nMLP 784-512-512-10 train step (Adam, batch 64)")
+    print(f"  {'pytfrt':16s} {train['pytfrt_us']:10.1f} us")
+    print(f"  {'tf.function':16s} {train['tf_function_us']:10.1f} us")
+    print(f"  pytfrt / tf.function: {train['pytfrt_us'] / train['tf_function_us']:.2f}")
+
     RESULTS.mkdir(exist_ok=True)
     record = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
@@ -133,6 +166,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "resnet50": {"size": args.size, **resnet},
         "mlp_batch1": mlp,
+        "mlp_train_step_batch64": train,
     }
     (RESULTS / "tf_compile.json").write_text(json.dumps(record, indent=2))
     try:
