@@ -646,16 +646,25 @@ def _matmul(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     ]
 
 
-@onnx_op("Gemm", note="`matmul {transpose_a, transpose_b}` (+ `mul` by alpha/beta, `add` C)")
+@onnx_op(
+    "Gemm",
+    note="`matmul {transpose_a, transpose_b}` (a constant transposed operand is stored "
+    "transposed) + `mul` by alpha/beta, `add` C",
+)
 def _gemm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     a = ctx.attrs(node)
     alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
-    y = ctx.op(
-        "matmul",
-        [ctx.input(node, 0), ctx.input(node, 1)],
-        transpose_a=bool(a.get("transA", 0)),
-        transpose_b=bool(a.get("transB", 0)),
-    )
+    operands, flags = [], []
+    for i, key in ((0, "transA"), (1, "transB")):
+        k = ctx.known_input(node, i)
+        if k is not None and a.get(key, 0):
+            # A constant operand is stored transposed (a weight in [K, N] layout for the GEMM).
+            operands.append(ctx.constant(np.ascontiguousarray(k.T), f"{node.input[i]}/T"))
+            flags.append(False)
+        else:
+            operands.append(ctx.input(node, i))
+            flags.append(bool(a.get(key, 0)))
+    y = ctx.op("matmul", operands, transpose_a=flags[0], transpose_b=flags[1])
     if alpha != 1.0:
         y = ctx.op("mul", [y, ctx.scalar(alpha, y)])
     if ctx.has(node, 2) and beta != 0.0:
