@@ -243,8 +243,8 @@ class _LoadedProgram:
 
 
 class _LoadedModel:
-    """A saved ``CompiledModel`` opened with ``pytfrt.load`` in a private directory, on the
-    worker's own HostContext."""
+    """A saved ``CompiledModel`` opened with ``pytfrt.load`` from a private temporary directory
+    (removed once loaded), on the worker's own HostContext."""
 
     def __init__(self, payload: ProgramPayload, host: Any) -> None:
         self.directory = tempfile.mkdtemp(prefix="pytfrt-worker-model-")
@@ -261,6 +261,10 @@ class _LoadedModel:
             self.model = load(self.directory, host=host)
         except Exception as exc:  # noqa: BLE001 - re-raised with the model named
             raise RemoteError(-1, f"{payload.name}: cannot load model: {exc}") from exc
+        finally:
+            # The weights are memory-mapped: the mapping outlives the files, so nothing is left
+            # behind even if the worker is killed later.
+            self.close()
 
     def functions(self) -> dict[str, int]:
         return {"main": len(self.model.signature.outputs)}
