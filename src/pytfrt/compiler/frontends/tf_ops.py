@@ -340,6 +340,14 @@ def filter_hw(w: TV, node: Any) -> tuple[int, int]:
     return int(w.shape[0]), int(w.shape[1])
 
 
+def _conv(cx: Any, node: Any, x: TV, w: TV, filt: TV, groups: int) -> TV:
+    """A TF convolution node as ``conv2d`` on ``filt`` (NCHW wrapped in transposes)."""
+    fmt = _check_fmt(node)
+    attrs = conv_attrs(node, x, filter_hw(w, node))
+    y = cx.op("conv2d", [_to_nhwc(cx, x, fmt), filt], groups=groups, **attrs)
+    return _from_nhwc(cx, y, fmt)
+
+
 @tf_op(
     "Conv2D",
     tg="`conv2d`",
@@ -347,15 +355,11 @@ def filter_hw(w: TV, node: Any) -> tuple[int, int]:
 )
 def _conv2d(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x, w = ins
-    fmt = _check_fmt(node)
-    attrs = conv_attrs(node, x, filter_hw(w, node))
-    x = _to_nhwc(cx, x, fmt)
-    cin = x.shape[3] if x.shape else None
+    cin = None if x.shape is None else x.shape[3 if _check_fmt(node) == "NHWC" else 1]
     groups = 1
     if cin is not None and w.shape is not None and w.shape[2] not in (None, cin):
         groups = cin // int(w.shape[2])
-    y = cx.op("conv2d", [x, w], groups=groups, **attrs)
-    return [_from_nhwc(cx, y, fmt)]
+    return [_conv(cx, node, x, w, w, groups)]
 
 
 def depthwise_filter(cx: Any, w: TV) -> TV:
@@ -375,12 +379,8 @@ def depthwise_filter(cx: Any, w: TV) -> TV:
 )
 def _depthwise(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x, w = ins
-    fmt = _check_fmt(node)
-    attrs = conv_attrs(node, x, filter_hw(w, node))
-    x = _to_nhwc(cx, x, fmt)
     cin = int(w.shape[2] or 0) if w.shape else 0
-    y = cx.op("conv2d", [x, depthwise_filter(cx, w)], groups=cin, **attrs)
-    return [_from_nhwc(cx, y, fmt)]
+    return [_conv(cx, node, x, w, depthwise_filter(cx, w), cin)]
 
 
 def pool_attrs(node: Any, x: TV, ksize: list[int], strides: list[int]) -> dict[str, Any]:
