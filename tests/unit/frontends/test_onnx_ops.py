@@ -765,3 +765,65 @@ def test_loop_matches_ort(trips: int) -> None:
     assert max_rel_error(run_pytfrt(model, feeds), run_ort(model, feeds)) <= 1e-6
     big = {**feeds, "x": np.full(4, 5.0, np.float32), "M": np.asarray(100, np.int64)}
     assert max_rel_error(run_pytfrt(model, big), run_ort(model, big)) <= 1e-6
+
+
+# -- patterns ------------------------------------------------------------------------------
+
+
+def _gelu_model(variant: str, extra_use: bool = False) -> Any:
+    """Exporter-style GELU: ``torch`` = (x * (1 + erf(x / sqrt2))) * 0.5,
+    ``half_first`` = (0.5 * x) * (1 + erf(x * 1/sqrt2)); ``extra_use`` also outputs erf."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    c = {"sqrt2": np.float32(np.sqrt(2)), "rsqrt2": np.float32(1 / np.sqrt(2)),
+         "one": np.float32(1), "half": np.float32(0.5)}  # fmt: skip
+    if variant == "torch":
+        nodes = [
+            helper.make_node("Div", ["x", "sqrt2"], ["d"]),
+            helper.make_node("Erf", ["d"], ["e"]),
+            helper.make_node("Add", ["e", "one"], ["a"]),
+            helper.make_node("Mul", ["x", "a"], ["m"]),
+            helper.make_node("Mul", ["m", "half"], ["y"]),
+        ]
+    else:
+        nodes = [
+            helper.make_node("Mul", ["half", "x"], ["h"]),
+            helper.make_node("Mul", ["rsqrt2", "x"], ["d"]),
+            helper.make_node("Erf", ["d"], ["e"]),
+            helper.make_node("Add", ["one", "e"], ["a"]),
+            helper.make_node("Mul", ["h", "a"], ["y"]),
+        ]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if extra_use:
+        outputs.append(helper.make_tensor_value_info("e", TensorProto.FLOAT, None))
+    graph = helper.make_graph(
+        nodes,
+        "gelu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
+        outputs,
+        initializer=[numpy_helper.from_array(v, k) for k, v in c.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("variant", ["torch", "half_first"])
+def test_erf_gelu_chain_becomes_one_gelu(variant: str) -> None:
+    from pytfrt.compiler.frontends.onnx import import_onnx
+
+    model = _gelu_model(variant)
+    text = str(import_onnx(model))
+    assert "tg.gelu" in text and "tg.erf" not in text and "tg.mul" not in text
+    x = f32(3, 5, lo=-4, hi=4)
+    assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) <= 1e-5
+
+
+def test_gelu_chain_with_a_shared_intermediate_is_kept() -> None:
+    from pytfrt.compiler.frontends.onnx import import_onnx
+
+    model = _gelu_model("torch", extra_use=True)
+    text = str(import_onnx(model))
+    assert "tg.gelu" not in text and "tg.erf" in text
+    x = f32(3, 5)
+    assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) <= 1e-5

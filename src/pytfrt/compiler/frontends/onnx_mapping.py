@@ -29,6 +29,7 @@ from pytfrt.compiler.frontends.onnx import (
     _default_opset,
     tg_dtype,
 )
+from pytfrt.compiler.frontends.onnx_patterns import fuse_gelu
 from pytfrt.compiler.frontends.onnx_shapes import Partial, reshape_target
 from pytfrt.compiler.frontends.onnx_shapes import infer as infer_partial
 
@@ -104,7 +105,7 @@ class OnnxGraphImporter:
 
     def import_nodes(self) -> None:
         """Import this graph's nodes into ``self.fn`` (in order)."""
-        for node in self.graph.node:
+        for node in fuse_gelu(self.graph):
             self._import_node(node)
 
     def import_body(self, outputs: Sequence[str]) -> None:

@@ -1,0 +1,129 @@
+"""ONNX graph patterns the front end imports as one catalogue op.
+
+Exporters before opset 20 write GELU as arithmetic around ``Erf``::
+
+    y = Mul(Mul(x, Add(Erf(Div(x, sqrt(2))), 1)), 0.5)      # PyTorch's nn.GELU()
+
+(the ``Div`` may be a ``Mul`` by ``1/sqrt(2)``, the ``0.5`` may multiply ``x`` first, and
+operands of ``Add``/``Mul`` come in either order).  :func:`fuse_gelu` replaces each such chain
+by one ``Gelu`` node (the opset-20 op, ``approximate = "none"``), which the mapping imports as
+``tg.gelu`` -- one op the pass pipeline can fuse into the preceding ``matmul``'s epilogue,
+instead of five elementwise ops.  A chain is replaced only when its intermediate values have no
+other consumer and are not graph outputs, and its constants match to 1e-6.
+
+Pure function of the graph; the input graph is not modified.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+
+def _constants(graph: Any) -> dict[str, float]:
+    """Scalar (single-element) float constants of the graph: initializers and Constant nodes."""
+    from onnx import numpy_helper
+
+    out: dict[str, float] = {}
+    for t in graph.initializer:
+        if len(t.dims) <= 1 and np.prod(t.dims, dtype=np.int64) == 1:
+            out[t.name] = float(numpy_helper.to_array(t).reshape(-1)[0])
+    for n in graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            a = numpy_helper.to_array(n.attribute[0].t)
+            if a.size == 1 and a.dtype.kind == "f":
+                out[n.output[0]] = float(a.reshape(-1)[0])
+    return out
+
+
+def fuse_gelu(graph: Any) -> list[Any]:
+    """``graph``'s nodes with every erf-GELU chain replaced by one ``Gelu`` node."""
+    from onnx import helper
+
+    nodes = list(graph.node)
+    consts = _constants(graph)
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output}
+    uses = Counter(i for n in nodes for i in n.input)
+    uses.update(o.name for o in graph.output)  # a graph output counts as a consumer
+    consumers: dict[str, list[int]] = {}
+    for i, n in enumerate(nodes):
+        for name in n.input:
+            consumers.setdefault(name, []).append(i)
+
+    def is_const(name: str, value: float) -> bool:
+        v = consts.get(name)
+        return v is not None and math.isclose(v, value, rel_tol=1e-6)
+
+    def other(node: Any, name: str) -> str | None:
+        ins = list(node.input)
+        if len(ins) != 2 or name not in ins:
+            return None
+        return ins[1] if ins[0] == name else ins[0]
+
+    def sole_consumer(name: str, op_type: str) -> int | None:
+        c = consumers.get(name, [])
+        if uses[name] != 1 or len(c) != 1 or nodes[c[0]].op_type != op_type:
+            return None
+        return c[0]
+
+    removed: set[int] = set()
+    replacement: dict[int, Any] = {}
+    for ei, erf in enumerate(nodes):
+        if erf.op_type != "Erf" or ei in removed:
+            continue
+        pi = producer.get(erf.input[0])
+        if pi is None or uses[erf.input[0]] != 1:
+            continue
+        scale = nodes[pi]
+        if scale.op_type == "Div" and is_const(scale.input[1], math.sqrt(2.0)):
+            x = scale.input[0]
+        elif scale.op_type == "Mul":
+            c = [n for n in scale.input if is_const(n, 1 / math.sqrt(2.0))]
+            if not c or other(scale, c[0]) is None:
+                continue
+            x = other(scale, c[0]) or ""
+        else:
+            continue
+        ai = sole_consumer(erf.output[0], "Add")
+        if ai is None or not is_const(other(nodes[ai], erf.output[0]) or "", 1.0):
+            continue
+        one_plus = nodes[ai].output[0]
+        mi = sole_consumer(one_plus, "Mul")
+        if mi is None:
+            continue
+        partner = other(nodes[mi], one_plus)
+        chain = [pi, ei, ai, mi]
+        out_node: int
+        if partner == x:  # (x * (1 + erf)) * 0.5
+            hi = sole_consumer(nodes[mi].output[0], "Mul")
+            if hi is None or not is_const(other(nodes[hi], nodes[mi].output[0]) or "", 0.5):
+                continue
+            out_node = hi
+            chain.append(hi)
+        else:  # (0.5 * x) * (1 + erf)
+            hp = producer.get(partner or "")
+            if hp is None or nodes[hp].op_type != "Mul" or uses[partner or ""] != 1:
+                continue
+            half = nodes[hp]
+            if not (other(half, x) is not None and is_const(other(half, x) or "", 0.5)):
+                continue
+            out_node = mi
+            chain.append(hp)
+        name = nodes[out_node].name or nodes[out_node].output[0]
+        gelu = helper.make_node(
+            "Gelu", [x], [nodes[out_node].output[0]], name=f"{name}:gelu", approximate="none"
+        )
+        removed.update(chain)
+        replacement[max(chain)] = gelu
+    if not replacement:
+        return nodes
+    out = []
+    for i, n in enumerate(nodes):
+        if i in replacement:
+            out.append(replacement[i])
+        elif i not in removed:
+            out.append(n)
+    return out
