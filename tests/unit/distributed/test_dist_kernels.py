@@ -106,3 +106,18 @@ def test_result_count_mismatch_is_diagnosed(driver: Any) -> None:
     assert r.is_error()
     assert "'sum_and_first' has 2 result(s), the op 1" in r.error.message
     assert any("the op 1" in d for d in driver[2])
+
+
+def test_the_driver_program_example(cluster: Any) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = (Path(__file__).resolve().parents[3] / "examples" / "distributed"
+            / "run_driver_program.py")
+    spec = importlib.util.spec_from_file_location("dist_run_driver_program", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    x0 = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+    x1 = np.full((3, 4), 0.25, np.float32)
+    np.testing.assert_array_equal(example.run(cluster, x0, x1), 2 * (x0 + x1))
