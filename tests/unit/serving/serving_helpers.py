@@ -96,6 +96,7 @@ def copy_version(src: Path, base: Path, version: int) -> Path:
     """Publish ``src`` as ``base/<version>`` atomically (copy aside, then rename)."""
     staging = base.parent / f".staging-{base.name}-{version}"
     shutil.copytree(src, staging)
+    base.mkdir(parents=True, exist_ok=True)
     target = base / str(version)
     os.replace(staging, target)
     return target

@@ -249,3 +249,46 @@ def test_bad_flags_are_errors(tmp_path: Path, flag: str, words: str) -> None:
     assert out.returncode == 2
     assert "pytfrt serve: error:" in out.stderr and words in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_version_policies_route_requests(tmp_path: Path, server_factory: Any) -> None:
+    base = tmp_path / "mlp"
+    models = {v: make_onnx_mlp(base / str(v) / "model.onnx", seed=40 + v) for v in (1, 2, 3)}
+    config = tmp_path / "models.config"
+    config.write_text(f"""model_config_list {{
+        config {{ name: "every" base_path: "{base}" model_version_policy {{ all {{}} }} }}
+        config {{ name: "pinned" base_path: "{base}"
+                  model_version_policy {{ specific {{ versions: 1 versions: 3 }} }}
+                  version_labels {{ key: "old" value: 1 }} }}
+        config {{ name: "latest2" base_path: "{base}"
+                  model_version_policy {{ latest {{ num_versions: 2 }} }} }}
+        config {{ name: "later" base_path: "{tmp_path / 'later'}" }}
+    }}""")
+    server = server_factory("--backend=onnxruntime", f"--model_config_file={config}",
+                            "--file_system_poll_wait_seconds=0.1")
+    x = _x(7)
+
+    def predict(path: str) -> httpx.Response:
+        return httpx.post(f"{server.url}/v1/models/{path}:predict",
+                          json={"instances": x.tolist()}, timeout=30)
+
+    def served_by(r: httpx.Response) -> int:
+        assert r.status_code == 200, r.text
+        got = np.array(r.json()["predictions"], dtype=np.float32)
+        (version,) = [v for v, m in models.items() if np.allclose(got, ort_run(m, x), atol=1e-6)]
+        return version
+
+    assert [served_by(predict(f"every/versions/{v}")) for v in (1, 2, 3)] == [1, 2, 3]
+    assert served_by(predict("every")) == 3
+    assert served_by(predict("pinned")) == 3
+    assert served_by(predict("pinned/labels/old")) == 1
+    assert predict("pinned/versions/2").status_code == 404
+    assert served_by(predict("latest2/versions/2")) == 2
+    assert predict("latest2/versions/1").status_code == 404
+    status = httpx.get(f"{server.url}/v1/models/latest2", timeout=30).json()
+    assert [s["version"] for s in status["model_version_status"]] == ["3", "2"]
+    # A model whose base path is still empty waits for its first version.
+    assert predict("later").status_code == 404
+    copy_version(models[2].parent, tmp_path / "later", 5)
+    _wait_for(lambda: predict("later").status_code == 200)
+    assert served_by(predict("later/versions/5")) == 2
