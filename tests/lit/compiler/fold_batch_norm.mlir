@@ -23,5 +23,5 @@ func.func @main(%x: tensor<?x4x4x2xf32>) -> tensor<?x4x4x2xf32> {
 }
 
 // With the epilogue fusion the add becomes the conv's bias.
-// FUSED: %[[C:.*]] = "tg.conv2d"(%arg0, %{{.*}}, %{{.*}}) {dilations = [1 : i64, 1 : i64], epilogue_operands = [1 : i64, 0 : i64], groups = 1 : i64, layout = "NHWC"
+// FUSED: %[[C:.*]] = "tg.conv2d"(%arg0, %{{.*}}, %{{.*}}) {dilations = [1{{( : i64)?}}, 1{{( : i64)?}}], epilogue_operands = [1{{( : i64)?}}, 0{{( : i64)?}}], groups = 1{{( : i64)?}}, layout = "NHWC"
 // FUSED-NEXT: func.return %[[C]]
