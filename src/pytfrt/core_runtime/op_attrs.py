@@ -215,9 +215,12 @@ class OpAttrsRef(Mapping[str, Any]):
 
 
 class OpAttrs(OpAttrsRef):
-    """A mutable attribute map: set each key once, then :meth:`freeze`.
+    """A mutable attribute map: set each key once; :meth:`freeze` takes immutable snapshots.
 
-    Raises :class:`OpAttrsError` when a key is set twice (TFRT returns false) or after freezing.
+    As in TFRT's core runtime, freezing does not end the map's life: the frozen
+    :class:`OpAttrsRef` is a copy, and the map may be extended and frozen again (each snapshot
+    keeps the entries it had).  Raises :class:`OpAttrsError` when a key is set twice (TFRT
+    returns false).  Not thread-safe: one writer at a time.
     """
 
     __slots__ = ("_frozen",)
@@ -228,14 +231,13 @@ class OpAttrs(OpAttrsRef):
 
     def set(self, name: str, value: Any, attr_type: OpAttrType, is_array: bool = False) -> None:
         """Store ``value`` under ``name`` with its type (see the module table)."""
-        if self._frozen is not None:
-            raise OpAttrsError("cannot modify OpAttrs after freeze()")
         if name in self._values:
             raise OpAttrsError(f"attribute '{name}' is already set")
         if is_array and not isinstance(value, tuple):
             value = tuple(value)
         self._values[name] = value
         self._types[name] = (attr_type, is_array)
+        self._frozen = None  # the next freeze() snapshots the new entry too
 
     def set_bool(self, name: str, value: bool) -> None:
         """Set a BOOL scalar."""
@@ -281,7 +283,7 @@ class OpAttrs(OpAttrsRef):
         self.set(name, tuple(elements), OpAttrType.AGGREGATE)
 
     def freeze(self) -> OpAttrsRef:
-        """An immutable copy; later calls return the same object. The map becomes read-only."""
+        """An immutable copy of the current entries (the same object until the map changes)."""
         if self._frozen is None:
             self._frozen = OpAttrsRef(dict(self._values), dict(self._types))
         return self._frozen

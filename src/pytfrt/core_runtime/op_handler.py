@@ -98,7 +98,11 @@ class NullOpHandler(OpHandler):
     name = "null"
 
     def make_op(self, op_name: str) -> CoreRuntimeOp:
-        raise OpNotSupportedError(f"{op_name} was not supported by NullOpHandler.")
+        # TFRT's wording (its tests match it), after what a reader needs to know.
+        raise OpNotSupportedError(
+            f"unknown op '{op_name}': no op handler implements it "
+            f"({op_name} was not supported by NullOpHandler)"
+        )
 
 
 def _plural(n: int, word: str) -> str:

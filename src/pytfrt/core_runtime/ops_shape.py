@@ -201,4 +201,6 @@ def register(ops: OpRegistry) -> None:
     ops.add(OpRecord("tfrt_test.squeeze", _squeeze, _squeeze_md, pure))
     ops.add(OpRecord("tfrt_test.concat", _concat, _concat_md, pure))
     ops.add(OpRecord("tfrt_test.broadcast_to", _broadcast_to, _broadcast_to_md, pure))
+    # TFRT's own name for it (its eager MNIST program uses ``tfrt_test.broadcast``).
+    ops.add(OpRecord("tfrt_test.broadcast", _broadcast_to, _broadcast_to_md, pure))
     ops.add(OpRecord("tfrt_test.shape", _shape, _shape_md, pure))

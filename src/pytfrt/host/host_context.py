@@ -62,11 +62,14 @@ class HostContext:
         self._shared: dict[type, Any] = {}
         self.tracer: Any = None
         """A :class:`pytfrt.host.tracing.Tracer` while tracing, else ``None`` (the default)."""
+        self.errors_emitted = 0
+        """How many diagnostics :meth:`emit_error` has sent (a plain counter, GIL-updated)."""
 
     # -- diagnostics ----------------------------------------------------------------------
 
     def emit_error(self, diagnostic: Diagnostic) -> None:
         """Send ``diagnostic`` to the diagnostic handler."""
+        self.errors_emitted += 1
         self.diagnostic_handler(diagnostic)
 
     # -- shared contexts ------------------------------------------------------------------

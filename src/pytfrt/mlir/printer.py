@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, f64, i64
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove
@@ -123,6 +123,16 @@ class MlirPrinter(Printer):
         else:
             base = names[results[0]].split("#")[0]
             self.print_string(f"%{base}:{len(results)} = ")
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        # MLIR's default attribute types are left out: `1` is `1 : i64`, `1.0` is `1.0 : f64`.
+        if isinstance(attribute, IntegerAttr) and attribute.type == i64:
+            self.print_string(str(attribute.value.data))
+            return
+        if isinstance(attribute, FloatAttr) and attribute.type == f64:
+            self.print_float(attribute.value.data, attribute.type)
+            return
+        super().print_attribute(attribute)
 
     def print_op(self, op: Operation) -> None:
         if isinstance(op, ModuleOp) and not self.print_generic_format:

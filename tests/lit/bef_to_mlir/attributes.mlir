@@ -6,7 +6,7 @@ func.func @attrs() {
   "simple.op"() {value = 1 : i32} : () -> ()
   // CHECK: "simple.op"() {value = true}
   "simple.op"() {value = true} : () -> ()
-  // CHECK: "simple.op"() {value = -7 : i64}
+  // CHECK: "simple.op"() {value = -7}
   "simple.op"() {value = -7 : i64} : () -> ()
   // CHECK: "simple.op"() {value = 2.500000e+00 : f32}
   "simple.op"() {value = 2.5 : f32} : () -> ()

@@ -8,7 +8,7 @@
 // CHECK: // -----// IR Dump After tg-dce //----- //
 // CHECK: // -----// IR Dump After tg-fold-batch-norm //----- //
 // CHECK: // -----// IR Dump After tg-fuse-epilogue //----- //
-// CHECK: "tg.matmul"(%arg0, %{{.*}}, %{{.*}}) {activation = "tanh", epilogue_operands = [1 : i64, 0 : i64]
+// CHECK: "tg.matmul"(%arg0, %{{.*}}, %{{.*}}) {activation = "tanh", epilogue_operands = [1, 0]
 // CHECK: // -----// IR Dump After tg-fuse-elementwise //----- //
 // CHECK: "tg.fused_elementwise"
 // CHECK: // -----// IR Dump After tg-dce //----- //

@@ -18,7 +18,7 @@ func.func @main(%x: tensor<?x8xf32>, %y: tensor<8xf32>) -> (tensor<?x8xf32>, ten
   // %t has two users: the next region starts after it.
   // CHECK: %[[B:.*]] = "tg.fused_elementwise"(%[[A]]) ({
   // CHECK: "tg.exp"
-  // CHECK-NEXT: "tg.leaky_relu"({{.*}}) {alpha = 1.000000e-01 : f64}
+  // CHECK-NEXT: "tg.leaky_relu"({{.*}}) {alpha = 1.000000e-01}
   // CHECK-NEXT: "tg.yield"
   %e = "tg.exp"(%t) : (tensor<?x8xf32>) -> tensor<?x8xf32>
   %l = "tg.leaky_relu"(%e) {alpha = 0.1} : (tensor<?x8xf32>) -> tensor<?x8xf32>

@@ -9,7 +9,7 @@ func.func @dense(%x: tensor<?x3xf32>) -> tensor<?x2xf32> {
   %y = "tg.matmul"(%x, %w) {transpose_a = false, transpose_b = false} : (tensor<?x3xf32>, tensor<3x2xf32>) -> tensor<?x2xf32>
   %z = "tg.add"(%y, %b) : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
   %r = "tg.relu"(%z) : (tensor<?x2xf32>) -> tensor<?x2xf32>
-  // CHECK: %[[M:.*]] = "tg.matmul"(%arg0, %{{.*}}, %{{.*}}) {activation = "relu", epilogue_operands = [1 : i64, 0 : i64], transpose_a = false, transpose_b = false} : (tensor<?x3xf32>, tensor<3x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  // CHECK: %[[M:.*]] = "tg.matmul"(%arg0, %{{.*}}, %{{.*}}) {activation = "relu", epilogue_operands = [1, 0], transpose_a = false, transpose_b = false} : (tensor<?x3xf32>, tensor<3x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
   // CHECK-NEXT: func.return %[[M]]
   func.return %r : tensor<?x2xf32>
 }
@@ -24,7 +24,7 @@ func.func @block(%x: tensor<1x2x4x4xf32>, %skip: tensor<1x2x4x4xf32>) -> tensor<
   %s = "tg.add"(%skip, %z) : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
   %r = "tg.relu6"(%s) : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
   // CHECK: %[[B:.*]] = "tg.constant"() {value = dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>}
-  // CHECK: %[[C:.*]] = "tg.conv2d"(%arg0, %{{.*}}, %[[B]], %arg1) {activation = "relu6", {{.*}}epilogue_operands = [1 : i64, 1 : i64]
+  // CHECK: %[[C:.*]] = "tg.conv2d"(%arg0, %{{.*}}, %[[B]], %arg1) {activation = "relu6", {{.*}}epilogue_operands = [1, 1]
   // CHECK-NEXT: func.return %[[C]]
   func.return %r : tensor<1x2x4x4xf32>
 }

@@ -9,11 +9,11 @@ func.func @main(%x: tensor<?x4xf32>) -> tensor<*xf32> {
   %y = "tg.matmul"(%x, %w) {transpose_a = false, transpose_b = false} : (tensor<?x4xf32>, tensor<4x3xf32>) -> tensor<*xf32>
   // CHECK: "tg.relu"(%1) : (tensor<?x3xf32>) -> tensor<?x3xf32>
   %z = "tg.relu"(%y) : (tensor<*xf32>) -> tensor<*xf32>
-  // CHECK: "tg.reshape"(%2) {shape = [-1 : i64, 1 : i64, 3 : i64]} : (tensor<?x3xf32>) -> tensor<?x1x3xf32>
+  // CHECK: "tg.reshape"(%2) {shape = [-1, 1, 3]} : (tensor<?x3xf32>) -> tensor<?x1x3xf32>
   %r = "tg.reshape"(%z) {shape = [-1, 1, 3]} : (tensor<*xf32>) -> tensor<*xf32>
-  // CHECK: "tg.reduce_sum"(%3) {axes = [1 : i64, 2 : i64], keepdims = false} : (tensor<?x1x3xf32>) -> tensor<?xf32>
+  // CHECK: "tg.reduce_sum"(%3) {axes = [1, 2], keepdims = false} : (tensor<?x1x3xf32>) -> tensor<?xf32>
   %s = "tg.reduce_sum"(%r) {axes = [1, 2], keepdims = false} : (tensor<*xf32>) -> tensor<*xf32>
-  // CHECK: "tg.expand_dims"(%4) {axis = 1 : i64} : (tensor<?xf32>) -> tensor<?x1xf32>
+  // CHECK: "tg.expand_dims"(%4) {axis = 1} : (tensor<?xf32>) -> tensor<?x1xf32>
   %e = "tg.expand_dims"(%s) {axis = 1} : (tensor<*xf32>) -> tensor<*xf32>
   // CHECK: "tg.add"(%5, %2) : (tensor<?x1xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
   %o = "tg.add"(%e, %z) : (tensor<*xf32>, tensor<*xf32>) -> tensor<*xf32>

@@ -8,15 +8,15 @@
 // Returned values (%t, %u) get no slot.
 // CHECK-LABEL: func.func @main
 func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<32xf32>, tensor<4x8xf32>) {
-  // CHECK: %[[A:.*]] = "tg.matmul"(%arg0, %arg1) {transpose_a = false, transpose_b = false, tg.buffer = [0 : i64, 0 : i64]}
+  // CHECK: %[[A:.*]] = "tg.matmul"(%arg0, %arg1) {transpose_a = false, transpose_b = false, tg.buffer = [0, 0]}
   %a = "tg.matmul"(%x, %w) {transpose_a = false, transpose_b = false} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  // CHECK: %[[B:.*]] = "tg.matmul"(%[[A]], %arg1) {transpose_a = false, transpose_b = false, tg.buffer = [1 : i64, 1 : i64]}
+  // CHECK: %[[B:.*]] = "tg.matmul"(%[[A]], %arg1) {transpose_a = false, transpose_b = false, tg.buffer = [1, 1]}
   %b = "tg.matmul"(%a, %w) {transpose_a = false, transpose_b = false} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  // CHECK: %[[C:.*]] = "tg.add"(%[[A]], %[[B]]) {tg.buffer = [0 : i64, 2 : i64]}
+  // CHECK: %[[C:.*]] = "tg.add"(%[[A]], %[[B]]) {tg.buffer = [0, 2]}
   %c = "tg.add"(%a, %b) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  // CHECK: %[[R:.*]] = "tg.reshape"(%[[C]]) {shape = [32 : i64]}
+  // CHECK: %[[R:.*]] = "tg.reshape"(%[[C]]) {shape = [32]}
   %r = "tg.reshape"(%c) {shape = [32]} : (tensor<4x8xf32>) -> tensor<32xf32>
-  // CHECK: %[[S:.*]] = "tg.relu"(%[[R]]) {tg.buffer = [2 : i64, 3 : i64]}
+  // CHECK: %[[S:.*]] = "tg.relu"(%[[R]]) {tg.buffer = [2, 3]}
   %s = "tg.relu"(%r) : (tensor<32xf32>) -> tensor<32xf32>
   // CHECK: %[[T:.*]] = "tg.exp"(%[[S]]) : (tensor<32xf32>) -> tensor<32xf32>
   %t = "tg.exp"(%s) : (tensor<32xf32>) -> tensor<32xf32>

@@ -70,7 +70,7 @@ func.func @shape_error() -> !tfrt.chain {
 func.func @unsupported_op() {
   %ch0 = tfrt.new.chain
   %cpu = corert.get_op_handler %ch0 "cpu"
-  // expected-error @+1 {{runtime error: tf.invalidop was not supported by NullOpHandler.}}
+  // expected-error @+1 {{runtime error: unknown op 'tf.invalidop': no op handler implements it (tf.invalidop was not supported by NullOpHandler)}}
   %r = corert.executeop(%cpu) "tf.invalidop"() : 1
   tfrt.return
 }

@@ -44,3 +44,23 @@ func.func @op_attrs_dense_shape_freeze() -> !tfrt.chain {
   %ch5 = "tfrt_test.corert.op_attrs_ref_print"(%ref, %ch4) : (!corert.opattrs_ref, !tfrt.chain) -> !tfrt.chain
   tfrt.return %ch5 : !tfrt.chain
 }
+
+// Freezing takes a snapshot: the map can still be extended, and each frozen copy keeps the
+// entries it had when it was taken.
+// CHECK-LABEL: --- Running 'op_attrs_freeze_then_extend'
+func.func @op_attrs_freeze_then_extend() -> !tfrt.chain {
+  %ch0 = tfrt.new.chain
+  %a = "corert.create_op_attrs"() : () -> !corert.opattrs
+  %ch1 = "corert.op_attrs_set.i32"(%a, %ch0) {key = "x", value = 1 : i32} : (!corert.opattrs, !tfrt.chain) -> !tfrt.chain
+  %first, %ch2 = "tfrt_test.corert.op_attrs_freeze"(%a, %ch1) : (!corert.opattrs, !tfrt.chain) -> (!corert.opattrs_ref, !tfrt.chain)
+  %ch3 = "corert.op_attrs_set.f32"(%a, %ch2) {key = "y", value = 2.5 : f32} : (!corert.opattrs, !tfrt.chain) -> !tfrt.chain
+  %second, %ch4 = "tfrt_test.corert.op_attrs_freeze"(%a, %ch3) : (!corert.opattrs, !tfrt.chain) -> (!corert.opattrs_ref, !tfrt.chain)
+  // CHECK-NEXT: OpAttrs contains 1 entries:
+  // CHECK-NEXT:   'x' type=I32 value=1
+  %ch5 = "tfrt_test.corert.op_attrs_ref_print"(%first, %ch4) : (!corert.opattrs_ref, !tfrt.chain) -> !tfrt.chain
+  // CHECK: OpAttrs contains 2 entries:
+  // CHECK-NEXT:   'x' type=I32 value=1
+  // CHECK-NEXT:   'y' type=F32 value=2.500000e+00
+  %ch6 = "tfrt_test.corert.op_attrs_ref_print"(%second, %ch5) : (!corert.opattrs_ref, !tfrt.chain) -> !tfrt.chain
+  tfrt.return %ch6 : !tfrt.chain
+}

@@ -41,7 +41,7 @@ func.func @basics(%x: i32) -> (i32, !tfrt.chain) {
     %v2 = tfrt.add.i32 %w, %w
     tfrt.return %v2 : i32
   }
-  // CHECK-NEXT: %11 = tfrt_test.test_cost %10 {_tfrt_cost = 3 : i64, id = 0 : i64} : i32
+  // CHECK-NEXT: %11 = tfrt_test.test_cost %10 {_tfrt_cost = 3, id = 0} : i32
   %t = tfrt_test.test_cost %v {id = 0 : i64, _tfrt_cost = 3 : i64} : i32
   // CHECK-NEXT: tfrt.return %11, %7 : i32, !tfrt.chain
   tfrt.return %t, %ch2 : i32, !tfrt.chain

@@ -48,7 +48,7 @@ func.func @call() {
 
 // -----
 
-func.func @mismatch(%x: i32) {
+func.func @mismatch(%x: i32) { // expected-note {{prior use here}}
   // expected-error @+1 {{use of value '%x' expects different type than prior uses: 'f32' vs 'i32'}}
   %y = tfrt.add.f32 %x, %x
   tfrt.return

@@ -13,7 +13,7 @@ func @nqueen() {
   hex.print.i32 %s, %ch
   // CHECK-NEXT: %4 = tfrt.merge.chains %0, %0 : !tfrt.chain, !tfrt.chain
   %m = hex.merge.chains %ch, %ch
-  // CHECK-NEXT: %5 = tfrt_dht.create_uninitialized_tensor.f32.1 [2 : i64]
+  // CHECK-NEXT: %5 = tfrt_dht.create_uninitialized_tensor.f32.1 [2]
   // CHECK-NEXT: %6 = tfrt_dht.print_tensor %5, %4
   %t = "dht.create_uninitialized_tensor.f32.1"() {shape = [2 : i64]} : () -> !t.tensor
   %c = dht.print_tensor %t, %m

@@ -10,7 +10,10 @@ process CPU time (C's ``clock()``), wall time a monotonic clock.
 
 The async benchmark runs each execution in a task and starts the next one when the previous
 result is available, so executions never overlap; its chain result is available after the
-report.  The sync benchmark loops in place inside a ``tfrt.sync`` function.
+report.  A run that fails (an error result, or any diagnostic emitted while it ran) stops the
+benchmark: the failure is reported once, with one more diagnostic naming the benchmark, and the
+report covers the runs made so far.  The sync benchmark loops in place inside a ``tfrt.sync``
+function.
 """
 
 from __future__ import annotations
@@ -116,17 +119,27 @@ def benchmark(
     kept = [a.add_ref() for a in args]
     done: AsyncValue[Any] = AsyncValue()
 
+    host = exec_ctx.host
+
     def start_run() -> None:
         stats.start_run()
         exec_ctx.queue.add_task(run)
 
     def run() -> None:
+        errors_before = host.errors_emitted
         result = fn.execute(exec_ctx, kept)[0]
 
         def finished() -> None:
             stats.stop_run()
+            failed = result.is_error() or host.errors_emitted != errors_before
             result.drop_ref()
-            if stats.more_runs():
+            if failed:
+                # A failing body fails every run the same way: report it once, not per run.
+                frame.emit_error(
+                    f"benchmark '{stats.name}' stopped after run {stats.count}: the benchmarked "
+                    "function failed"
+                )
+            elif stats.more_runs():
                 start_run()
                 return
             stats.summarize()

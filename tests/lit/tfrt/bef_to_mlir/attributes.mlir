@@ -20,7 +20,7 @@ func.func @integer_attrs() {
   "simple.op"() {value = -2 : i16} : () -> ()
   // CHECK: "simple.op"() {value = 3 : i32} : () -> ()
   "simple.op"() {value = 3 : i32} : () -> ()
-  // CHECK: "simple.op"() {value = 4 : i64} : () -> ()
+  // CHECK: "simple.op"() {value = 4} : () -> ()
   "simple.op"() {value = 4 : i64} : () -> ()
   // CHECK: "simple.op"() {value = 5 : ui32} : () -> ()
   "simple.op"() {value = 5 : ui32} : () -> ()
@@ -31,7 +31,7 @@ func.func @integer_attrs() {
 func.func @float_attrs() {
   // CHECK: "simple.op"() {value = 1.000000e+00 : f32} : () -> ()
   "simple.op"() {value = 1.0 : f32} : () -> ()
-  // CHECK: "simple.op"() {value = -2.500000e+00 : f64} : () -> ()
+  // CHECK: "simple.op"() {value = -2.500000e+00} : () -> ()
   "simple.op"() {value = -2.5 : f64} : () -> ()
   tfrt.return
 }
