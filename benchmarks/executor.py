@@ -12,8 +12,13 @@ function, ``concurrent.futures`` (one task per kernel), ``asyncio`` tasks, and d
 scheduler (if installed; the ``bench`` extra).  Plus whole-process start-up of ``bef_executor``
 on a small ``.bef``.
 
-Run: ``.venv/bin/python benchmarks/executor.py [--n 10000] [--repeat 5]``.  Prints a table
-(us/kernel, ratio to the plain loop), writes ``benchmarks/results/executor.json`` and ``.png``.
+Run: ``.venv/bin/python benchmarks/executor.py [--n 10000] [--repeat 5] [--clock wall|cpu]
+[--label NAME]``.  Prints a table (us/kernel, ratio to the plain loop), writes
+``benchmarks/results/executor[-NAME].json`` and ``.png``.  ``--clock cpu`` times with the CPU
+time of the process (``time.process_time``: every thread's, so the ``mstd`` rows include the
+workers) instead of the wall clock: on a machine shared with other jobs it measures the
+executor's own work, not the time it waited for a core.  To compare two trees, run the script
+of one tree with ``PYTHONPATH=<other tree>/src`` and a ``--label``.
 """
 
 from __future__ import annotations
@@ -84,12 +89,16 @@ def build(shape: str, n: int, sync: bool = False) -> Program:
     return program
 
 
+CLOCK: Callable[[], float] = time.perf_counter
+"""The clock of :func:`best_of` (``--clock``)."""
+
+
 def best_of(repeat: int, run: Callable[[], object]) -> float:
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = CLOCK()
         run()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, CLOCK() - start)
     return best
 
 
@@ -201,8 +210,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=10000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--label", default="", help="suffix of the result files")
     args = parser.parse_args()
     n, repeat = args.n, args.repeat
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    import pytfrt
+    print(f"pytfrt from {Path(pytfrt.__file__).parent}, clock: {args.clock}")
     registry = KernelRegistry()
     registry.add_module(basic)
     registry.add_module(test_kernels)
@@ -235,11 +250,14 @@ def main() -> None:
     for note in notes:
         print("note:", note)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    meta = {"n": n, "repeat": repeat, "nproc": os.cpu_count(), "machine": cpu_model(),
+    meta = {"n": n, "repeat": repeat, "clock": args.clock,
+            "tree": str(Path(pytfrt.__file__).parent), "nproc": os.cpu_count(),
+            "machine": cpu_model(),
             "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
             "startup_s": startup, "notes": notes, "rows": rows}
-    (RESULTS / "executor.json").write_text(json.dumps(meta, indent=2))
-    plot(rows, RESULTS / "executor.png")
+    stem = f"executor-{args.label}" if args.label else "executor"
+    (RESULTS / f"{stem}.json").write_text(json.dumps(meta, indent=2))
+    plot(rows, RESULTS / f"{stem}.png")
 
 
 def plot(rows: list[dict[str, object]], path: Path) -> None:

@@ -79,7 +79,8 @@ class LocationDecoder:
     """
 
     def __init__(
-        self, data: bytes, base: int, end: int, strings_base: int, strings_end: int
+        self, data: bytes, base: int, end: int, strings_base: int, strings_end: int,
+        max_records: int | None = None,
     ) -> None:
         self.data = data
         self.base = base
@@ -88,6 +89,12 @@ class LocationDecoder:
         self.records: dict[int, Location] = {}
         pos = base
         while pos < end:
+            if max_records is not None and len(self.records) >= max_records:
+                # Every top-level record is referenced by at least one byte of the Functions
+                # section: more records than that is junk, refused before it costs memory.
+                raise self._fail(
+                    f"more location records than the Functions section can reference "
+                    f"({max_records})", pos)
             loc, next_pos = self._decode(pos, 0)
             self.records[pos - base] = loc
             pos = next_pos
@@ -154,17 +161,42 @@ class LocationDecoder:
         raise self._fail(f"unknown location record kind {kind}", pos - 1)
 
 
-def _split_strings(data: bytes, base: int, end: int, section: str) -> dict[int, str]:
-    """Map each string start offset (relative) to its text; the section must end with NUL."""
-    table: dict[int, str] = {}
+class StringTable:
+    """The strings of a NUL-separated string section, decoded on demand.
+
+    ``get(offset)`` is the text of the string starting at relative ``offset``, or ``None`` if
+    no string starts there.  Only looked-up strings are decoded (and cached), so memory grows
+    with the references a file makes, never with the section size (a section of 40 million
+    empty strings costs nothing until they are used).
+    """
+
+    __slots__ = ("_data", "_base", "_end", "_cache")
+
+    def __init__(self, data: bytes, base: int, end: int) -> None:
+        self._data = data
+        self._base = base
+        self._end = end
+        self._cache: dict[int, str] = {}
+
+    def get(self, offset: int) -> str | None:
+        """The string starting at ``offset``, or ``None``."""
+        text = self._cache.get(offset)
+        if text is not None:
+            return text
+        start = self._base + offset
+        if offset < 0 or start >= self._end or (offset > 0 and self._data[start - 1] != 0):
+            return None
+        stop = self._data.index(b"\0", start, self._end)  # the section ends with NUL
+        text = bytes(self._data[start:stop]).decode("utf-8", "surrogateescape")
+        self._cache[offset] = text
+        return text
+
+
+def _split_strings(data: bytes, base: int, end: int, section: str) -> StringTable:
+    """The string table of a section (:class:`StringTable`); the section must end with NUL."""
     if end > base and data[end - 1] != 0:
         raise BefError("string table is not NUL-terminated", section, end - 1)
-    start = base
-    raw = bytes(data[base:end])
-    for piece in raw.split(b"\0")[:-1]:
-        table[start - base] = piece.decode("utf-8", "surrogateescape")
-        start += len(piece) + 1
-    return table
+    return StringTable(data, base, end)
 
 
 split_strings = _split_strings

@@ -27,7 +27,7 @@ from pytfrt.bef.format import (
     decode_vbr,
 )
 from pytfrt.bef.function_reader import FunctionRecord, read_function_record
-from pytfrt.bef.location_codec import LocationDecoder, split_strings
+from pytfrt.bef.location_codec import LocationDecoder, StringTable, split_strings
 from pytfrt.bef.program import Function, Kernel, Program, ProgramError
 from pytfrt.support.attributes import Attribute
 from pytfrt.support.function_kind import FunctionKind
@@ -92,7 +92,7 @@ class Cursor:
             raise self.fail(f"{what} {value} out of range (limit {limit})", at)
         return value
 
-    def string(self, strings: dict[int, str], what: str) -> str:
+    def string(self, strings: StringTable, what: str) -> str:
         """Read a VBR string offset that must start a string of the Strings section."""
         at = self.pos
         offset = self.vbr()
@@ -191,7 +191,8 @@ class _Reader:
         self.type_names = self._name_table(SectionId.TYPES, "type name")
         ls, le = self.sections.get(SectionId.LOCATION_STRINGS, (0, 0))
         lb, lend = self.sections.get(SectionId.LOCATIONS, (0, 0))
-        self.locations = LocationDecoder(self.data, lb, lend, ls, le)
+        fb, fend = self.sections.get(SectionId.FUNCTIONS, (0, 0))
+        self.locations = LocationDecoder(self.data, lb, lend, ls, le, max_records=fend - fb)
         ab, aend = self.sections.get(SectionId.ATTRIBUTES, (0, 0))
         self.attr_decoder = AttrDecoder(self.data, ab, aend)
         self.typed_attrs = self._attribute_types()

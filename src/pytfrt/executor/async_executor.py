@@ -40,6 +40,7 @@ see :class:`_Invocation`); the per-kernel context cache is a tuple replaced atom
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from functools import partial
 from itertools import groupby
@@ -53,6 +54,7 @@ from pytfrt.executor.kernel_info import (
     KernelInfo,
 )
 from pytfrt.host.async_value import (
+    CHAIN,
     CONCRETE,
     ERROR,
     MAX_NESTING,
@@ -72,6 +74,9 @@ TRACE_LEVEL_DEBUG: Final = 2
 
 _new_object: Final = object.__new__
 _copy = itemgetter(slice(None))  # t[:]: a fresh copy of a list, the tuple itself for a tuple
+
+ResultInfo = tuple[int, Sequence[int], int, bool, bool]
+"""``(register, users, use count, reference-counted, unboxed)`` of one result."""
 
 # Classes of kernel return values known to be plain payloads (not AsyncValues, not None): the
 # hot loop wraps them in a new available value without further checks.  Filled as they are
@@ -131,8 +136,9 @@ class _Invocation:
         self.user_counts = info.user_counts
         self.counted = info.counted
         self.unboxed = info.unboxed
-        # An AsyncValue per register, or the bare payload of an unboxed one (None: not set yet).
-        self.registers: list[Any] = [None] * info.num_registers
+        # An AsyncValue per register, or the bare payload of an unboxed one (None: not set yet);
+        # one more slot at the end is the pseudo kernel's "pseudo register" (spec 2.2).
+        self.registers: list[Any] = [None] * (info.num_registers + 1)
         self.counts: list[Any] = list(map(_copy, info.count_templates))
         self.exec_ctx = exec_ctx
         self.request = exec_ctx.request_context
@@ -191,16 +197,81 @@ class _Invocation:
         stream = pseudo.stream
         inline: list[int] = []
         outline: list[int] = []
-        self._decrement(pseudo.used_by[0], stream, inline, outline)
+        # Result 0: the pseudo register, whose users are the zero-operand kernels.
+        pseudo_info = (self.info.num_registers, pseudo.used_by[0], 1, False, True)
+        self._publish(pseudo_info, CHAIN, stream, inline, outline, None, True)
         counted = self.counted
         for a, arg in enumerate(arguments):
             if pseudo.has_users[a + 1]:
                 if counted[a]:
                     arg.add_ref()  # arguments are borrowed: the registers take their own refs
-                self._publish(a, arg, pseudo.used_by[a + 1], stream, inline, outline)
+                info = (a, pseudo.used_by[a + 1], self.user_counts[a], counted[a],
+                        self.unboxed[a])
+                self._publish(info, arg, stream, inline, outline)
         self._process(stream, inline, outline)
 
-    # -- register and queue helpers -------------------------------------------------------------
+    # -- publishing results -------------------------------------------------------------------
+
+    def _publish(self, info: ResultInfo, value: Any, stream: int, inline: list[int],
+                 outline: list[int], k: KernelInfo | None = None, payload: bool = False) -> None:
+        """Publish one result: TFRT's ``ProcessUsedBysAndSetRegister``, the one place for it.
+
+        ``info`` is the result's ``(register, users, use count, counted, unboxed)``;
+        ``value`` an AsyncValue carrying one reference, or a bare payload if ``payload``.
+        Available: store it in the register (forwarding the caller's value for a function
+        result) and decrement the users' ready counts -- the ready ones go to ``inline``
+        (same stream) or ``outline``.  Unavailable: register it with the request (kernel
+        results only, so cancellation and deadlines can abandon it) and resume the users
+        through ``and_then`` (:meth:`_resume`).
+        """
+        reg, users, uses, counted, unboxed = info
+        registers = self.registers
+        if payload and unboxed:
+            registers[reg] = value
+        else:
+            if payload:
+                av = _new_object(AsyncValue)  # make_available(value), inlined
+                av._state = CONCRETE
+                av._value = value
+                av._waiters = []
+                av._refs = [True]
+                value = av
+            if not uses:
+                if counted:
+                    value.drop_ref()
+                return
+            state = value._state
+            if state != CONCRETE:
+                if state != ERROR:
+                    if k is not None:
+                        value = self.request.watch(value, k.name, k.location)
+                    if value._state < CONCRETE:
+                        if users:
+                            value.and_then(
+                                partial(self._resume, info, value, stream, k is not None)
+                            )
+                        else:  # a function result: forward the caller's value
+                            self._set_register(reg, value)
+                        return
+                self._set_register(reg, value)
+            elif unboxed:
+                registers[reg] = value._value
+            elif registers[reg] is None:
+                if counted and uses > 1:
+                    value.add_ref(uses - 1)
+                registers[reg] = value
+            else:
+                self._set_register(reg, value)
+        counts = self.counts
+        streams = self.streams
+        for u in users:  # decrement the ready counts
+            c = counts[u]
+            if c and not c.pop():
+                continue
+            if streams[u] == stream:
+                inline.append(u)
+            else:
+                outline.append(u)
 
     def _set_register(self, reg: int, value: AsyncValue[Any]) -> None:
         """Store available ``value`` (carrying one reference) in ``reg`` (``SetRegisterValue``)."""
@@ -224,40 +295,8 @@ class _Invocation:
             current.forward_to(value)
             current.drop_ref()
 
-    def _decrement(self, users: Sequence[int], stream: int, inline: list[int],
-                   outline: list[int]) -> None:
-        """Decrement the ready count of ``users``; ready ones go to ``inline``/``outline``."""
-        counts = self.counts
-        streams = self.streams
-        for u in users:
-            c = counts[u]
-            if c and not c.pop():
-                continue
-            if streams[u] == stream:
-                inline.append(u)
-            else:
-                outline.append(u)
-
-    def _publish(self, reg: int, value: AsyncValue[Any], users: Sequence[int], stream: int,
-                 inline: list[int], outline: list[int], k: KernelInfo | None = None) -> None:
-        """TFRT's ``ProcessUsedBysAndSetRegister`` for a register that has uses.
-
-        An unavailable result of kernel ``k`` is first registered with the request
-        (``RequestContext.watch``), so cancellation or a deadline can abandon it.
-        """
-        if value._state < CONCRETE and k is not None:
-            value = self.request.watch(value, k.name, k.location)
-        if value._state >= CONCRETE:
-            self._set_register(reg, value)
-            if users:
-                self._decrement(users, stream, inline, outline)
-        elif not users:
-            self._set_register(reg, value)  # a function result: forward the caller's value
-        else:
-            value.and_then(lambda: self._resume(reg, value, users, stream, k is not None))
-
-    def _resume(self, reg: int, value: AsyncValue[Any], users: Sequence[int],
-                stream: int, watched: bool = False) -> None:
+    def _resume(self, info: ResultInfo, value: AsyncValue[Any], stream: int,
+                watched: bool = False) -> None:
         """Continuation: ``value`` became available; run its users in a new queue.
 
         One :func:`run_nested` level: beyond ``MAX_NESTING`` levels on this thread it is
@@ -269,48 +308,66 @@ class _Invocation:
             target.add_ref()
             value.drop_ref()
             value = target
-        run_nested(partial(self._resume_now, reg, value, users, stream))
+        run_nested(partial(self._resume_now, info, value, stream))
 
-    def _resume_now(self, reg: int, value: AsyncValue[Any], users: Sequence[int],
-                    stream: int) -> None:
+    def _resume_now(self, info: ResultInfo, value: AsyncValue[Any], stream: int) -> None:
         inline: list[int] = []
         outline: list[int] = []
         if self.tracer is not None:
-            self.tracer.value_ready(reg)
-        self._set_register(reg, value)
-        self._decrement(users, stream, inline, outline)
+            self.tracer.value_ready(info[0])
+        self._publish(info, value, stream, inline, outline)
         self._process(stream, inline, outline)
 
     def _enqueue_outline(self, outline: list[int]) -> None:
-        """Sort ``outline`` by stream id and enqueue one task per stream (spec 2.3)."""
+        """Sort ``outline`` by stream id and enqueue its streams in batches (spec 2.3).
+
+        TFRT enqueues one task per stream, in stream order.  Here the per-stream groups go
+        into one shared FIFO that ``min(#streams, parallelism)`` tasks drain, each running
+        one stream's kernels at a time: on ``s`` (one task) the streams run in exactly the
+        order separate tasks would; on ``mstd`` the workers share them dynamically.  One
+        queued task per batch instead of per stream is what makes fan-out cheap.
+        """
         stream_of = self.streams.__getitem__
         outline.sort(key=stream_of)  # stable, as libstdc++'s insertion sort for small inputs
-        add_task = self.exec_ctx.queue.add_task
-        process = self._process
-        for stream, group in groupby(outline, stream_of):
-            add_task(partial(process, stream, list(group), []))
+        queue = self.exec_ctx.queue
+        groups = deque((stream, list(group)) for stream, group in groupby(outline, stream_of))
         outline.clear()
+        if len(groups) == 1:
+            stream, ks = groups[0]
+            queue.add_task(partial(self._process, stream, ks, []))
+            return
+        drain = partial(self._process, -1, [], [], groups)
+        for _ in range(min(len(groups), queue.parallelism_level)):
+            queue.add_task(drain)
 
     # -- the scheduling loop ------------------------------------------------------------------
 
-    def _process(self, stream: int, inline: list[int], outline: list[int]) -> None:
+    def _process(self, stream: int, inline: list[int], outline: list[int],
+                 batch: deque[tuple[int, list[int]]] | None = None) -> None:
         """TFRT's ``ProcessReadyKernels``: run ready kernels LIFO, enqueue other streams.
 
-        The common case is written out inline (this loop is the executor's hot path): a
-        static-mode kernel, no error so far, no tracer, an available result.  Everything else
-        goes through :meth:`_run_general` and :meth:`_publish`.
+        The common case -- a static-mode kernel, no error so far, no tracer -- calls the
+        kernel's generated binding directly; everything else goes through
+        :meth:`_run_general`.  Results are published by :meth:`_publish`.  A batch task
+        (:meth:`_enqueue_outline`) passes the shared ``batch`` of stream groups: whenever the
+        current stream runs dry it takes the next group, until none is left.
         """
         kernels = self.kernels
-        streams = self.streams
         registers = self.registers
-        counts = self.counts
         request = self.request
         slow = self.tracer is not None
         payload_classes = _PAYLOAD_CLASSES
+        publish = self._publish
         while True:
             if not inline:
                 if not outline:
-                    return
+                    if not batch:
+                        return
+                    try:
+                        stream, inline = batch.popleft()
+                    except IndexError:  # another worker took the last group
+                        return
+                    continue
                 stream = _switch_stream(kernels, inline, outline)
             if outline:
                 self._enqueue_outline(outline)
@@ -326,68 +383,20 @@ class _Invocation:
                     results = self._report(k, _message(exc))
                 else:
                     if k.num_results == 1 and out.__class__ in payload_classes:
-                        # The fast path: one result, a plain payload.
+                        # One result, a plain payload: no AsyncValue unless the register needs
+                        # one.  Release the arguments first (a value dies right after its
+                        # last consumer), then publish.
                         for r in k.release:
                             registers[r].drop_ref()
-                        reg, users, uses, counted, unboxed = k.result_info[0]
-                        if unboxed:
-                            registers[reg] = out
-                        else:
-                            value = _new_object(AsyncValue)  # make_available(out), inlined
-                            value._state = CONCRETE
-                            value._value = out
-                            value._waiters = []
-                            value._refs = [True]
-                            if not uses:
-                                if counted:
-                                    value.drop_ref()
-                                continue
-                            if registers[reg] is None:
-                                if counted and uses > 1:
-                                    value.add_ref(uses - 1)
-                                registers[reg] = value
-                            else:
-                                self._set_register(reg, value)
-                        for u in users:
-                            c = counts[u]
-                            if c and not c.pop():
-                                continue
-                            if streams[u] == stream:
-                                inline.append(u)
-                            else:
-                                outline.append(u)
+                        publish(k.result_info[0], out, stream, inline, outline, k, True)
                         continue
                     results = self._results_of(k, out)
-            # 2. Release the arguments (a value dies right after its last consumer).
+            # 2. Release the arguments.
             for r in k.release:
                 registers[r].drop_ref()
             # 3. Publish the results and schedule the kernels that became ready.
-            i = 0
-            for value in results:
-                reg, users, uses, counted, unboxed = k.result_info[i]
-                i += 1
-                if not uses:
-                    if counted:
-                        value.drop_ref()
-                elif value._state != CONCRETE:
-                    self._publish(reg, value, users, stream, inline, outline, k)
-                else:
-                    if unboxed:
-                        registers[reg] = value._value
-                    elif registers[reg] is None:
-                        if counted and uses > 1:
-                            value.add_ref(uses - 1)
-                        registers[reg] = value
-                    else:
-                        self._set_register(reg, value)
-                    for u in users:
-                        c = counts[u]
-                        if c and not c.pop():
-                            continue
-                        if streams[u] == stream:
-                            inline.append(u)
-                        else:
-                            outline.append(u)
+            for info, value in zip(k.result_info, results):  # noqa: B905 - equal by construction
+                publish(info, value, stream, inline, outline, k)
 
     def _run_general(self, k: KernelInfo) -> list[AsyncValue[Any]]:
         """Run ``k`` or forward an error operand or the cancellation (spec 2.4)."""
