@@ -133,8 +133,15 @@ def matmul(
         # A dense layer on [..., K] rows: one [rows, K] x [K, N] GEMM, not a batch of GEMVs.
         rows = a.reshape(-1, a.shape[-1])
         res2 = None if residual is None else np.broadcast_to(residual, shape).reshape(-1, last)
-        y2 = matmul(rows, b, bias=bias, residual=res2, activation=activation, alpha=alpha,
-                    out=None if target is None else target.reshape(-1, last))
+        y2 = matmul(
+            rows,
+            b,
+            bias=bias,
+            residual=res2,
+            activation=activation,
+            alpha=alpha,
+            out=None if target is None else target.reshape(-1, last),
+        )
         if out is None:
             return y2.reshape(shape)
         if target is None:  # a non-contiguous out
