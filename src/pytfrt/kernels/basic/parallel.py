@@ -12,6 +12,11 @@ task, the lower half continues in the current thread, and the last single block 
 caller.  The result is a chain that becomes available when every block is done (errors of async
 bodies are ignored, as in TFRT); a range of one block runs inline, an empty range gives a ready
 chain at once.
+
+Bounded memory: the halving spreads at most :data:`MAX_BLOCK_TASKS` tasks.  A range of more
+blocks (billions of tiny ones) is cut into that many runs of consecutive blocks, each run one
+task calling the body block after block, so the queue never holds more than that many tasks
+(up to that count the behaviour is exactly the one above).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pytfrt.host.function import Function
 from pytfrt.host.registry import KernelError, KernelRegistry, kernel
 
 INVALID_BODY = "Invalid parallel body function result types"
+MAX_BLOCK_TASKS = 4096
 
 
 def body_kind(body: Function) -> str | None:
@@ -108,15 +114,18 @@ def parallel_for_i32(
 
     countdown = _Countdown(num_blocks, [a.add_ref() for a in args])
     queue = exec_ctx.queue
+    num_tasks = min(num_blocks, MAX_BLOCK_TASKS)
+    per_task = -(-num_blocks // num_tasks)  # consecutive blocks per task (1 up to the cap)
 
     def run_range(lo: int, hi: int) -> None:
         while hi - lo > 1:
             mid = (lo + hi) // 2
             queue.add_task(functools.partial(run_range, mid, hi))
             hi = mid
-        run_block(lo, countdown.finish_one)
+        for k in range(lo * per_task, min((lo + 1) * per_task, num_blocks)):
+            run_block(k, countdown.finish_one)
 
-    run_range(0, num_blocks)
+    run_range(0, -(-num_blocks // per_task))
     return countdown.done
 
 
