@@ -15,9 +15,9 @@ The compute functions of the graph dialect's ``max_pool2d``, ``avg_pool2d``,
 * ``max_pool2d_grad`` routes each output gradient to the first maximum of its window in
   row-major scan order (TensorFlow's and PyTorch's choice); overlapping windows accumulate.
 
-The windows are ``kh * kw`` strided views of the padded input, reduced with NumPy ufuncs (GIL
-released in the loops).  Thread-safety: pure functions; they write only ``out``.
-Errors: :class:`pytfrt.backends.cpu.ops.OpError`.
+The windows are ``kh * kw`` strided views of the padded input (held in per-thread scratch),
+reduced with NumPy ufuncs (GIL released in the loops).  Thread-safety: pure functions; they
+write only ``out``.  Errors: :class:`pytfrt.backends.cpu.ops.OpError`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pytfrt.backends.cpu._geometry import (
     pair,
     quad,
 )
+from pytfrt.backends.cpu._scratch import scratch
 from pytfrt.backends.cpu.ops import OpError
 
 _Window = tuple[int, int, int, int, int, int, int, int, int, int, int, int]
@@ -78,14 +79,26 @@ def _out_shape(shape: Sequence[int], win: _Window) -> tuple[int, ...]:
     return tuple(res)
 
 
-def _padded(x: np.ndarray, win: _Window, value: float) -> np.ndarray:
-    """``x`` extended so every window tap fits: ``pt``/``pl`` before, whatever is needed after."""
+def _padded(x: np.ndarray, win: _Window, value: float, role: str | None = None) -> np.ndarray:
+    """``x`` extended so every window tap fits: ``pt``/``pl`` before, whatever is needed after.
+
+    With ``role`` the copy lives in this thread's scratch arena (forward passes: no allocation
+    per call); only the border is filled with ``value``.
+    """
     pt, pl, ha, wa = win[6], win[7], win[10], win[11]
     h, w = x.shape[ha], x.shape[wa]
     shape = _padded_shape(x.shape, win)
     if pt == pl == 0 and shape == x.shape:
         return x
-    xp = np.full(shape, value, dtype=x.dtype)
+    if role is None:
+        xp = np.full(shape, value, dtype=x.dtype)
+    else:
+        xp = scratch(role, shape, x.dtype)
+        hp, wp = shape[ha], shape[wa]
+        xp[_index(ha, wa, slice(0, pt), slice(0, wp))] = value
+        xp[_index(ha, wa, slice(pt + h, hp), slice(0, wp))] = value
+        xp[_index(ha, wa, slice(pt, pt + h), slice(0, pl))] = value
+        xp[_index(ha, wa, slice(pt, pt + h), slice(pl + w, wp))] = value
     xp[_index(ha, wa, slice(pt, pt + h), slice(pl, pl + w))] = x
     return xp
 
@@ -139,7 +152,7 @@ def max_pool2d(
     win = _window(op, x.shape, layout, ksize, strides, pads, dilations, ceil_mode)
     shape = _out_shape(x.shape, win)
     check_out(op, out, shape, x.dtype)
-    xp = _padded(x, win, _lowest(x.dtype))
+    xp = _padded(x, win, _lowest(x.dtype), role="pool")
     taps = _taps(win)
     y = out if out is not None else np.empty(shape, dtype=x.dtype)
     np.copyto(y, xp[taps[0]])
@@ -193,7 +206,7 @@ def avg_pool2d(
     win = _window(op, x.shape, layout, ksize, strides, pads, dilations, ceil_mode)
     shape = _out_shape(x.shape, win)
     check_out(op, out, shape, x.dtype)
-    xp = _padded(x, win, 0.0)
+    xp = _padded(x, win, 0.0, role="pool")
     taps = _taps(win)
     acc = xp[taps[0]].astype(np.float32 if x.dtype == np.float16 else x.dtype)
     for t in taps[1:]:
