@@ -8,6 +8,7 @@ otherwise the shape is passed as a runtime operand. ``StridedSlice`` is decoded 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pytfrt.compiler.frontends.tf_fold import strided_slice_index
@@ -30,7 +31,40 @@ def _reshape(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
         unknown = sum(1 for d in dims if d is None or d < 0)
         if unknown <= 1:
             return [cx.reshape(x, [-1 if d is None or d < 0 else d for d in dims])]
+        target = static_target(x, dims, shape.syms)
+        if target is not None:
+            return [cx.reshape(x, target)]
     return [cx.op("reshape", [x, cx.as_i64(shape)])]
+
+
+def static_target(x: TV, dims: list[int | None], syms: list[Any] | None) -> list[int] | None:
+    """A static reshape target (one ``-1``) for ``dims`` whose unknown entries are ``x``'s own.
+
+    ``tf.reshape(x, [tf.shape(x)[0], -1])`` with ``x: [?, 2, 2, 8]``: the first entry is
+    ``x``'s dynamic batch and the ``-1`` therefore 32, so the target is ``[-1, 32]``. ``None``
+    unless every dynamic dimension of ``x`` appears exactly once (as a symbol) and at most one
+    of them remains after resolving a literal ``-1``.
+    """
+    if x.shape is None or syms is None:
+        return None
+    dynamic = sorted(i for i, d in enumerate(x.shape) if d is None)
+    used: list[int] = []
+    for d, s in zip(dims, syms, strict=True):
+        if d is None:
+            if s is None or s.tv is not x:
+                return None
+            used.append(s.axis)
+    if sorted(used) != dynamic or len(used) != 1:
+        return None
+    known_x = math.prod(int(d) for d in x.shape if d is not None)
+    known_t = math.prod(int(d) for d in dims if d is not None and d >= 0)
+    literal = [i for i, d in enumerate(dims) if d is not None and d < 0]
+    out = [-1 if d is None else int(d) for d in dims]
+    if literal:
+        if len(literal) > 1 or known_t == 0 or known_x % known_t:
+            return None
+        out[literal[0]] = known_x // known_t
+    return out
 
 
 @tf_op("Transpose", tg="`transpose`", note="constant permutation")

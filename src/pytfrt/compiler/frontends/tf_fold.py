@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.compiler.frontends.tf_values import TV, attr, tf_dtype_name, tg_to_np
+from pytfrt.compiler.frontends.tf_values import TV, Sym, attr, tf_dtype_name, tg_to_np
 
 MAX_FOLD_ELEMENTS = 4096
 """Largest input or output (in elements) evaluated at import time."""
@@ -68,11 +68,23 @@ def _c(array: Any, dtype: Any = None) -> TV:
     return TV(const=np.asarray(array, dtype=dtype))
 
 
-def _partial(entries: list[int | None], dtype: str, scalar: bool = False) -> TV:
-    if all(e is not None for e in entries):
+def _unknown(v: Any) -> bool:
+    return v is None or isinstance(v, Sym)
+
+
+def _partial(entries: list[Any], dtype: str, scalar: bool = False) -> TV:
+    """A vector (or scalar) from entries that are ints, ``None`` or :class:`Sym` (unknown)."""
+    if not any(_unknown(e) for e in entries):
         arr = np.asarray(entries, dtype=tg_to_np(dtype))
         return TV(const=arr.reshape(()) if scalar else arr)
-    return TV(partial=list(entries), dtype=dtype, shape=() if scalar else (len(entries),))
+    tv = TV(
+        partial=[None if _unknown(e) else int(e) for e in entries],
+        dtype=dtype,
+        shape=() if scalar else (len(entries),),
+    )
+    syms = [e if isinstance(e, Sym) else None for e in entries]
+    tv.syms = syms if any(syms) else None
+    return tv
 
 
 def _out_dtype(node: Any, name: str = "out_type") -> str:
@@ -87,14 +99,19 @@ def _shape(node: Any, ins: list[TV]) -> Folded:
     x = ins[0]
     if x.shape is None:
         return None
-    return [_partial(list(x.shape), _out_dtype(node))]
+    return [_partial(_dims(x), _out_dtype(node))]
+
+
+def _dims(x: TV) -> list[Any]:
+    """``x``'s shape with a :class:`Sym` for each dynamic dimension."""
+    return [Sym(x, i) if d is None else d for i, d in enumerate(x.shape or ())]
 
 
 @_folder("ShapeN")
 def _shape_n(node: Any, ins: list[TV]) -> Folded:
     if any(x.shape is None for x in ins):
         return None
-    return [_partial(list(x.shape or ()), _out_dtype(node)) for x in ins]
+    return [_partial(_dims(x), _out_dtype(node)) for x in ins]
 
 
 @_folder("Size")
@@ -120,16 +137,18 @@ def _vector(tv: TV) -> np.ndarray | None:
     if tv.const is not None:
         return np.asarray(tv.const, dtype=object)
     if tv.partial is not None:
-        arr = np.asarray(tv.partial, dtype=object)
+        syms = tv.syms or [None] * len(tv.partial)
+        arr = np.empty(len(tv.partial), dtype=object)
+        arr[:] = [s if v is None else v for v, s in zip(tv.partial, syms, strict=True)]
         return arr.reshape(()) if tv.shape == () else arr
     return None
 
 
 def _from_object(arr: Any, dtype: str) -> TV:
     arr = np.asarray(arr, dtype=object)
-    entries = [None if v is None else int(v) for v in arr.reshape(-1)]
+    entries = [v if _unknown(v) else int(v) for v in arr.reshape(-1)]
     if arr.ndim > 1:
-        if any(e is None for e in entries):
+        if any(_unknown(e) for e in entries):
             raise ValueError("partial tensors are vectors")
         return TV(const=np.asarray(entries, dtype=tg_to_np(dtype)).reshape(arr.shape))
     return _partial(entries, dtype, scalar=arr.ndim == 0)
@@ -224,8 +243,9 @@ def _cast(node: Any, ins: list[TV]) -> Folded:
     x = ins[0]
     if x.const is not None:
         return [_c(x.const.astype(tg_to_np(dst)))]
-    if x.partial is not None and dst in ("i32", "i64"):
-        return [_partial(list(x.partial), dst, scalar=x.shape == ())]
+    v = _vector(x)
+    if x.partial is not None and v is not None and dst in ("i32", "i64"):
+        return [_partial(list(v.reshape(-1)), dst, scalar=x.shape == ())]
     return None
 
 
@@ -268,7 +288,7 @@ def _arith(node: Any, ins: list[TV]) -> Folded:
         return None
     ea, eb = np.broadcast_arrays(va, vb)
     out = [
-        None if x is None or y is None else int(fn(x, y))
+        None if _unknown(x) or _unknown(y) else int(fn(x, y))
         for x, y in zip(ea.reshape(-1), eb.reshape(-1), strict=True)
     ]
     return [_from_object(np.asarray(out, dtype=object).reshape(ea.shape), a.dtype)]
@@ -342,8 +362,9 @@ def _expand_dims(node: Any, ins: list[TV]) -> Folded:
         return None
     if x.const is not None:
         return [_c(np.expand_dims(x.const, int(axis.const)))]
-    if x.partial is not None and x.shape == () and int(axis.const) in (0, -1):
-        return [_partial(list(x.partial), x.dtype or "i32")]
+    v = _vector(x)
+    if v is not None and x.partial is not None and x.shape == () and int(axis.const) in (0, -1):
+        return [_partial([v.item()], x.dtype or "i32")]
     return None
 
 

@@ -391,7 +391,9 @@ class FunctionContext:
         out: list[TV] = []
         for i, tv in enumerate(folded):
             if tv.partial is not None and tv.const is None:
-                tv = TV(partial=tv.partial, dtype=tv.dtype, shape=tv.shape, thunk=thunk(i))
+                lazy = TV(partial=tv.partial, dtype=tv.dtype, shape=tv.shape, thunk=thunk(i))
+                lazy.syms = tv.syms
+                tv = lazy
             out.append(tv)
         return out
 

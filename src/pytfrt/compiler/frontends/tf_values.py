@@ -59,6 +59,26 @@ class ResourceRef:
         return f"ResourceRef({self.name!r})"
 
 
+class Sym:
+    """An unknown dimension known to be dimension ``axis`` of tensor ``tv`` (``tf.shape(x)[0]``).
+
+    Rides along a partial shape vector (:attr:`TV.syms`), so a reshape of ``x`` to
+    ``[tf.shape(x)[0], -1]`` keeps a static target. Equal when tensor and axis are the same.
+    """
+
+    __slots__ = ("tv", "axis")
+
+    def __init__(self, tv: TV, axis: int) -> None:
+        self.tv = tv
+        self.axis = axis
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sym) and other.tv is self.tv and other.axis == self.axis
+
+    def __hash__(self) -> int:
+        return hash((id(self.tv), self.axis))
+
+
 class TV:
     """One translated TF tensor: a tg value, a known constant, a partial shape or a resource.
 
@@ -83,6 +103,7 @@ class TV:
         "shape",
         "name",
         "list_elem",
+        "syms",
     )
 
     def __init__(
@@ -100,6 +121,7 @@ class TV:
         self._value = value
         self.name = name
         self.list_elem: tuple[int | None, ...] | None = None
+        self.syms: list[Sym | None] | None = None
         self._thunk = thunk
         self.const = const
         self.partial = partial
