@@ -137,8 +137,10 @@ def run_server(options: ServerOptions) -> int:
                            LoadOptions(options.cache_dir, options.intra_op_parallelism))
     sock: socket.socket | None = None
     try:
-        manager.start(options.poll_seconds)
+        # Bind first: a port in use fails at once, before minutes of model loading; clients
+        # connecting meanwhile wait in the listen backlog until the app serves them.
         sock = listen(options.rest_api_host, options.rest_api_port)
+        manager.start(options.poll_seconds)
         bound_host, bound_port = sock.getsockname()[:2]
         app = ServingApp(manager, host, metrics, options.max_request_bytes)
         config = uvicorn.Config(

@@ -292,3 +292,21 @@ def test_version_policies_route_requests(tmp_path: Path, server_factory: Any) ->
     copy_version(models[2].parent, tmp_path / "later", 5)
     _wait_for(lambda: predict("later").status_code == 200)
     assert served_by(predict("later/versions/5")) == 2
+
+
+def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve", f"--rest_api_port={port}",
+             f"--model_base_path={tmp_path}"],
+            capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in out.stderr
+    assert "Traceback" not in out.stderr
