@@ -503,6 +503,12 @@ class KernelRegistry:
         self.load_errors: list[str] = []
         """Lazy libraries that failed to load, as ``module: error`` strings."""
 
+    def kernel_names(self) -> list[str]:
+        """Every registered kernel name, sorted (loads every pending lazy library first)."""
+        self._load_lazy(None)
+        with self._lock:
+            return sorted(self._kernels)
+
     def add_lazy_library(self, module_name: str, prefixes: Sequence[str] = ()) -> None:
         """Register the kernels of ``module_name`` on first need (keeps start-up fast).
 

@@ -11,6 +11,7 @@ traceback escapes for bad input.  Thread-safe (each call has its own parser and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import builtin as b
@@ -109,14 +110,20 @@ def verify_module(parsed: ParsedModule) -> None:
         raise MlirError(diags, parsed.source)
 
 
-def check_registered(parsed: ParsedModule) -> None:
-    """``tfrt_opt`` without ``--allow-unregistered-dialect``: reject ops of unknown dialects."""
+def check_registered(
+    parsed: ParsedModule, is_kernel: Callable[[str], bool] | None = None
+) -> None:
+    """``tfrt_opt`` without ``--allow-unregistered-dialect``: reject ops of unknown dialects.
+
+    An op that names a registered kernel (``is_kernel(name)``, e.g. the playground's
+    ``sigmoid_inplace.f32``) is known too: in pytfrt a kernel is its op's definition.
+    """
     for op in parsed.module.walk():
         if not isinstance(op, b.UnregisteredOp):
             continue
         name = op.op_name.data
         dialect = name.split(".", 1)[0] if "." in name else ""
-        if dialect not in KNOWN_DIALECTS:
+        if dialect not in KNOWN_DIALECTS and not (is_kernel is not None and is_kernel(name)):
             raise MlirError(
                 [
                     parsed.diagnostic(

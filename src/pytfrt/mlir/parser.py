@@ -78,6 +78,7 @@ class TfrtParser(Parser):
         self.forward_block_references = defaultdict(list)
         self.forward_ssa_references = dict()
         self.op_positions: dict[Operation, int] = {}
+        self._last_op_name = ""
         #: ops whose source says ``loc(unknown)`` (distinct from "no location written")
         self.explicit_unknown: set[Operation] = set()
         self._unknown_locs: dict[int, LocationAttr] = {}
@@ -93,7 +94,19 @@ class TfrtParser(Parser):
     # -- positions --------------------------------------------------------------------------
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except ParseError as err:
+            if "builtin.unregistered does not have a custom format" not in err.msg:
+                raise
+            # A custom-syntax op nobody defines (often a misspelling): say which, as MLIR does.
+            name = self._last_op_name
+            content = self.lexer.input.content
+            at = content.find(name, start)
+            span = Span(at, at + len(name), self.lexer.input) if at >= 0 else err.span
+            raise ParseError(
+                span, f"custom op '{name}' is unknown{self._suggestion(name)}"
+            ) from None
         self.op_positions[op] = start
         if id(op.location) in self._unknown_locs:
             self.explicit_unknown.add(op)
@@ -127,7 +140,16 @@ class TfrtParser(Parser):
 
     # -- 2020 aliases -----------------------------------------------------------------------
     def _get_op_by_name(self, name: str) -> type[Operation]:
+        self._last_op_name = name
         return super()._get_op_by_name(canonical_op_name(name))
+
+    def _suggestion(self, name: str) -> str:
+        """`` (did you mean 'x'?)`` for the closest op name with a custom syntax, if any."""
+        import difflib
+
+        known = [op.name for op in self.ctx.loaded_ops if getattr(op, "parse", None)]
+        close = difflib.get_close_matches(canonical_op_name(name), known, n=1, cutoff=0.8)
+        return f" (did you mean '{close[0]}'?)" if close else ""
 
     def parse_optional_type(self) -> TypeAttribute | None:
         tok = self._current_token

@@ -57,6 +57,34 @@ class UsageError(Exception):
     """A command-line or input problem: one message, exit status 1."""
 
 
+class HelpRequested(Exception):
+    """``--help`` or ``--list_kernels``: print the message to stdout, exit status 0."""
+
+
+HELP = f"""OVERVIEW: run the functions of a BEF file (or of MLIR compiled on the fly)
+
+USAGE: {PROG} [options] [<input .bef | .mlir | - (stdin, the default)>]
+
+OPTIONS (one or two dashes; --flag=value or --flag value):
+  --functions=<f,g>             run only these functions, in this order
+  --test_init_function=<name>   run this function first (if it exists)
+  --work_queue_type=<s|mstd[:N[,M]]>
+                                single-threaded (default) or N threads + M blocking threads
+  --host_allocator_type=<malloc|test_fixed_size_1k|profiled_allocator|leak_check_allocator>
+  --print_error_code            add ', code: <CODE>' to printed errors
+  --kernels=<module|file.py>    load kernels from Python code (repeatable; runs that code)
+  --shared_libs=<a,b>           the same, TFRT's spelling
+  --devices=<cpu,null,...>      register these op handlers by name (TFRT's 2020 flag)
+  --enable_tracing              print TFRT's text trace
+  --tracing_level=<default|verbose|debug>
+  --trace_file=<out.json>       write a Chrome/Perfetto trace
+  --data_dir=<dir>              a directory kernels may read files from (repeatable)
+  --timeout_seconds=<S>         a deadline per function
+  --list_kernels                print the name of every registered kernel and exit
+  --help                        print this help and exit
+"""
+
+
 @dataclass
 class Options:
     """Parsed command line (see the module docstring)."""
@@ -74,13 +102,15 @@ class Options:
     trace_file: str = ""
     data_dirs: list[str] = field(default_factory=list)
     timeout_seconds: float | None = None
+    devices: list[str] = field(default_factory=list)
+    list_kernels: bool = False
 
 
 _VALUE_FLAGS = {
     "functions", "test_init_function", "work_queue_type", "host_allocator_type", "kernels",
-    "shared_libs", "tracing_level", "trace_file", "data_dir", "timeout_seconds",
+    "shared_libs", "tracing_level", "trace_file", "data_dir", "timeout_seconds", "devices",
 }
-_BOOL_FLAGS = {"print_error_code", "enable_tracing"}
+_BOOL_FLAGS = {"print_error_code", "enable_tracing", "list_kernels"}
 
 
 def parse_args(argv: Sequence[str]) -> Options:
@@ -95,7 +125,7 @@ def parse_args(argv: Sequence[str]) -> Options:
             positional.append(arg)
             continue
         if arg in ("-h", "--help", "-help"):
-            raise UsageError(__doc__.split("\n\n")[1].strip() if __doc__ else "usage")
+            raise HelpRequested(HELP)
         name, eq, value = arg.lstrip("-").partition("=")
         name = name.replace("-", "_")
         if name in _BOOL_FLAGS:
@@ -130,6 +160,8 @@ def parse_args(argv: Sequence[str]) -> Options:
             opts.data_dirs.append(value)
         elif name == "shared_libs":
             opts.shared_libs.extend(v for v in value.split(",") if v)
+        elif name == "devices":
+            opts.devices.extend(v for v in value.split(",") if v)
         else:
             setattr(opts, name, value)
     if len(positional) > 1:
@@ -296,6 +328,8 @@ class Driver:
             data_dirs,
         )
         self.host.tracer = _make_tracer(self.opts)  # type: ignore[attr-defined]
+        if self.opts.devices:
+            _register_devices(self.host, self.opts.devices)
 
     def run(self, program: Program) -> None:
         """Load ``program`` and run its functions (spec 6.1 step 5)."""
@@ -447,14 +481,51 @@ def _make_tracer(opts: Options) -> Any:
         raise UsageError(f"{PROG}: {exc}") from exc
 
 
+def _list_kernels(opts: Options) -> int:
+    """Print every kernel name (built-in libraries and ``--kernels``), one a line."""
+    from pytfrt.host.kernel_libraries import builtin_registry, load_kernels
+    from pytfrt.host.registry import RegistryError
+
+    registry = builtin_registry()
+    for spec in [*opts.kernels, *opts.shared_libs]:
+        try:
+            load_kernels(registry, spec)
+        except RegistryError as exc:
+            _err(f"{PROG}: {exc}")
+            return 1
+    for name in registry.kernel_names():
+        _out(name)
+    return 0
+
+
+def _register_devices(host: Any, devices: Sequence[str]) -> None:
+    """``--devices=cpu,null``: register op handlers under those names (TFRT's 2020 driver)."""
+    from pytfrt.core_runtime.core_runtime import CoreRuntime
+    from pytfrt.core_runtime.op_handler import NullOpHandler
+
+    runtime = CoreRuntime.of(host)
+    for device in devices:
+        if device == "null":
+            runtime.register_op_handler("null", NullOpHandler())
+        elif device == "cpu":
+            runtime.register_op_handler("cpu", runtime.create_cpu_op_handler(NullOpHandler()))
+        else:
+            raise UsageError(f"{PROG}: unknown device '{device}' (known: cpu, null)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the tool; returns the process exit status."""
     args = sys.argv[1:] if argv is None else argv
     try:
         opts = parse_args(args)
+    except HelpRequested as exc:
+        _out(str(exc).rstrip("\n"))
+        return 0
     except UsageError as exc:
         _err(str(exc))
         return 1
+    if opts.list_kernels:
+        return _list_kernels(opts)
     driver = Driver(opts)
     try:
         if opts.input != "-" and not os.path.exists(opts.input):

@@ -89,6 +89,13 @@ def _stream_remarks(parsed) -> list:  # type: ignore[no-untyped-def]
     return diags
 
 
+def _is_kernel(name: str) -> bool:
+    """Whether a built-in kernel library (or an installed plugin) defines ``name``."""
+    from pytfrt.host.kernel_libraries import builtin_registry
+
+    return name in builtin_registry()
+
+
 def _process(chunk: str, name: str, args: argparse.Namespace, sink) -> str | None:  # type: ignore[no-untyped-def]
     from pytfrt.mlir.api import check_registered, parse_source, verify_module
     from pytfrt.mlir.diagnostics import MlirError
@@ -97,7 +104,7 @@ def _process(chunk: str, name: str, args: argparse.Namespace, sink) -> str | Non
     try:
         parsed = parse_source(chunk, name)
         if not args.allow_unregistered_dialect:
-            check_registered(parsed)
+            check_registered(parsed, _is_kernel)
         verify_module(parsed)
         if args.tfrt_print_stream:
             sink.emit(_stream_remarks(parsed))

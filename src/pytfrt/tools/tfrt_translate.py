@@ -18,13 +18,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tfrt_translate", description="TFRT MLIR <-> BEF translator")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--mlir-to-bef", action="store_true", help="translate MLIR to BEF")
-    mode.add_argument("--bef-to-mlir", action="store_true", help="translate BEF to MLIR")
+    # TFRT's tutorial also spells them with underscores (--mlir_to_bef).
+    mode.add_argument(
+        "--mlir-to-bef", "--mlir_to_bef", action="store_true", help="translate MLIR to BEF"
+    )
+    mode.add_argument(
+        "--bef-to-mlir", "--bef_to_mlir", action="store_true", help="translate BEF to MLIR"
+    )
     p.add_argument("input", nargs="?", default="-", help="input file ('-' = stdin)")
     p.add_argument("-o", dest="output", default="-", help="output file (default stdout)")
     p.add_argument(
@@ -81,6 +87,7 @@ def translate_file_to_bef(
 
 
 def _mlir_to_bef(args: argparse.Namespace) -> int:
+    from pytfrt.bef.format import BefWriteError
     from pytfrt.bef.writer import write_bef
     from pytfrt.mlir.api import compile_mlir
     from pytfrt.mlir.diagnostics import MlirError
@@ -97,10 +104,25 @@ def _mlir_to_bef(args: argparse.Namespace) -> int:
             out += write_bef(compile_mlir(chunk, name), optional_sections=optional)
         except MlirError as err:
             sink.error(err)
+        except BefWriteError as err:
+            # Something BEF cannot encode: a diagnostic at the op, like any other error.
+            sink.error(MlirError([_write_error_diagnostic(err, name)], sink.source))
     ok = sink.finish()
     if ok and not args.verify_diagnostics:
         _write(args.output, bytes(out))
     return 0 if ok else 1
+
+
+def _write_error_diagnostic(err: Exception, filename: str) -> Any:
+    """An error diagnostic for a :class:`BefWriteError`, at its op's source position if known."""
+    from pytfrt.mlir.diagnostics import MlirDiagnostic
+
+    loc = getattr(err, "location", None)
+    flc = loc.file_line_col() if loc is not None else None
+    if flc is None:
+        return MlirDiagnostic(filename, 0, 0, "error", str(err))
+    file, line, col = flc
+    return MlirDiagnostic(file, line, col, "error", str(err))
 
 
 def _bef_to_mlir(args: argparse.Namespace) -> int:
