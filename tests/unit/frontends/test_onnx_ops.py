@@ -827,3 +827,27 @@ def test_gelu_chain_with_a_shared_intermediate_is_kept() -> None:
     assert "tg.gelu" not in text and "tg.erf" in text
     x = f32(3, 5)
     assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) <= 1e-5
+
+
+@pytest.mark.parametrize(("order", "shared"), [(0, False), (1, False), (0, True)])
+def test_mul_sigmoid_is_silu(order: int, shared: bool) -> None:
+    from onnx import TensorProto, helper
+
+    from pytfrt.compiler.frontends.onnx import import_onnx
+
+    mul_in = ["x", "s"] if order == 0 else ["s", "x"]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if shared:  # the sigmoid is also an output: not fused
+        outputs.append(helper.make_tensor_value_info("s", TensorProto.FLOAT, None))
+    graph = helper.make_graph(
+        [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", mul_in, ["y"])],
+        "silu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])],
+        outputs,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    text = str(import_onnx(model))
+    assert ("tg.silu" in text) is not shared and ("tg.sigmoid" in text) is shared
+    x = f32(2, 6, lo=-5, hi=5)
+    assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) <= 1e-5

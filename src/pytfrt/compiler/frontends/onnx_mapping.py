@@ -29,7 +29,7 @@ from pytfrt.compiler.frontends.onnx import (
     _default_opset,
     tg_dtype,
 )
-from pytfrt.compiler.frontends.onnx_patterns import fuse_gelu
+from pytfrt.compiler.frontends.onnx_patterns import fuse_patterns
 from pytfrt.compiler.frontends.onnx_shapes import Partial, reshape_target
 from pytfrt.compiler.frontends.onnx_shapes import infer as infer_partial
 
@@ -105,7 +105,7 @@ class OnnxGraphImporter:
 
     def import_nodes(self) -> None:
         """Import this graph's nodes into ``self.fn`` (in order)."""
-        for node in fuse_gelu(self.graph):
+        for node in fuse_patterns(self.graph):
             self._import_node(node)
 
     def import_body(self, outputs: Sequence[str]) -> None:
@@ -197,6 +197,9 @@ class OnnxGraphImporter:
     def _import_node(self, node: Any) -> None:
         self._node = node
         domain = node.domain or ""
+        if domain == "pytfrt" and node.op_type == "Silu":  # made by onnx_patterns.fuse_silu
+            self._bind(node, [self.op("silu", [self.input(node, 0)])])
+            return
         if domain not in ("", "ai.onnx"):
             self.unsupported(node, f"custom domain {domain!r}")
         present = [n for n in node.input if n]

@@ -1,5 +1,10 @@
 """ONNX graph patterns the front end imports as one catalogue op.
 
+:func:`fuse_patterns` applies them all: :func:`fuse_silu` and :func:`fuse_gelu`.
+
+ONNX has no SiLU before opset 24: exporters write ``Mul(x, Sigmoid(x))``, which
+:func:`fuse_silu` imports as ``tg.silu`` (an activation the pipeline fuses into a convolution).
+
 Exporters before opset 20 write GELU as arithmetic around ``Erf``::
 
     y = Mul(Mul(x, Add(Erf(Div(x, sqrt(2))), 1)), 0.5)      # PyTorch's nn.GELU()
@@ -10,6 +15,9 @@ by one ``Gelu`` node (the opset-20 op, ``approximate = "none"``), which the mapp
 ``tg.gelu`` -- one op the pass pipeline can fuse into the preceding ``matmul``'s epilogue,
 instead of five elementwise ops.  A chain is replaced only when its intermediate values have no
 other consumer and are not graph outputs, and its constants match to 1e-6.
+
+Internally the fused nodes are ``Gelu`` (the opset-20 op) and ``pytfrt.Silu`` (a private name,
+never written to a file), both mapped in ``onnx_mapping``.
 
 Pure function of the graph; the input graph is not modified.
 """
@@ -39,15 +47,56 @@ def _constants(graph: Any) -> dict[str, float]:
     return out
 
 
-def fuse_gelu(graph: Any) -> list[Any]:
-    """``graph``'s nodes with every erf-GELU chain replaced by one ``Gelu`` node."""
-    from onnx import helper
+def fuse_patterns(graph: Any) -> list[Any]:
+    """``graph``'s nodes with every pattern of this module replaced by its one node."""
+    return fuse_gelu(graph, fuse_silu(graph, list(graph.node)))
 
-    nodes = list(graph.node)
-    consts = _constants(graph)
-    producer = {o: i for i, n in enumerate(nodes) for o in n.output}
+
+def _uses(graph: Any, nodes: list[Any]) -> Counter[str]:
     uses = Counter(i for n in nodes for i in n.input)
     uses.update(o.name for o in graph.output)  # a graph output counts as a consumer
+    return uses
+
+
+def fuse_silu(graph: Any, nodes: list[Any]) -> list[Any]:
+    """``nodes`` with each ``Mul(x, Sigmoid(x))`` (sigmoid used only there) as one SiLU node."""
+    from onnx import helper
+
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output}
+    uses = _uses(graph, nodes)
+    out: list[Any] = []
+    dropped: set[int] = set()
+    for n in nodes:
+        if n.op_type == "Mul" and len(n.input) == 2:
+            for k in (0, 1):
+                si = producer.get(n.input[k])
+                if (
+                    si is not None
+                    and nodes[si].op_type == "Sigmoid"
+                    and nodes[si].input[0] == n.input[1 - k]
+                    and uses[n.input[k]] == 1
+                ):
+                    dropped.add(si)
+                    n = helper.make_node(
+                        "Silu",
+                        [n.input[1 - k]],
+                        list(n.output),
+                        name=f"{n.name or n.output[0]}:silu",
+                        domain="pytfrt",
+                    )
+                    break
+        out.append(n)
+    return [n for i, n in enumerate(out) if i not in dropped]
+
+
+def fuse_gelu(graph: Any, nodes: list[Any] | None = None) -> list[Any]:
+    """``nodes`` (default: ``graph``'s) with every erf-GELU chain replaced by one ``Gelu``."""
+    from onnx import helper
+
+    nodes = list(graph.node) if nodes is None else list(nodes)
+    consts = _constants(graph)
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output}
+    uses = _uses(graph, nodes)
     consumers: dict[str, list[int]] = {}
     for i, n in enumerate(nodes):
         for name in n.input:
