@@ -84,6 +84,26 @@ def bench_mlp(sizes: list[int], reps: int, inner: int) -> dict[str, Any]:
             "ratio_plain": med["pytfrt (no passes)"] / med["numpy"]}
 
 
+def bench_call_overhead(reps: int, inner: int) -> dict[str, Any]:
+    """A one-kernel model (``neg`` of a 1-element array) against ``np.negative``: the
+    difference is the call path (input check, sync function, kernel binding, output packing)."""
+    gb = GraphBuilder()
+    fn = gb.function("main", inputs=[("x", (1,), "f32")])
+    fn.returns([fn.op("neg", [fn.arguments[0]])])
+    model = compile_module(gb.finish())
+    x = np.ones(1, np.float32)
+    fns: dict[str, Any] = {"np.negative": np.negative, "CompiledModel": model}
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            for _ in range(inner):
+                f(x)
+            samples[k].append((time.perf_counter() - t) / inner * 1e6)
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {"us_median": med, "overhead_us": med["CompiledModel"] - med["np.negative"]}
+
+
 # -- ResNet-50-sized compile ------------------------------------------------------------------
 def resnet50_graph(rng: np.random.Generator) -> tuple[GraphModule, dict[str, int]]:
     gb = GraphBuilder()
@@ -177,6 +197,7 @@ def main() -> None:
             "python": platform.python_version(), "load_average": os.getloadavg()}
     mlp = bench_mlp([784, 512, 512, 10], reps, inner)
     tiny = bench_mlp([4, 4, 4, 4], reps, inner * 4)
+    call = bench_call_overhead(reps, inner * 4)
     comp = bench_compile(check=not args.quick)
     print("MLP per call at batch 1 (median us; ratio to NumPy)")
     print(f"{'model':<16} {'numpy':>8} {'no passes':>10} {'optimised':>10} {'ratio':>6}")
@@ -184,6 +205,9 @@ def main() -> None:
         m = r["us_median"]
         print(f"{name:<16} {m['numpy']:8.1f} {m['pytfrt (no passes)']:10.1f} "
               f"{m['pytfrt (optimised)']:10.1f} {r['ratio_optimised']:6.2f}")
+    print(f"\none-kernel model: {call['us_median']['CompiledModel']:.2f} us per call vs "
+          f"np.negative {call['us_median']['np.negative']:.2f} us: call path "
+          f"{call['overhead_us']:.2f} us")
     print(f"\nResNet-50-sized graph: {comp['nodes']} graph ops {comp['graph_ops']}, "
           f"{comp['main_kernels']} kernels after the pipeline")
     print(f"{'stage':<10} {'seconds':>8}")
@@ -194,7 +218,8 @@ def main() -> None:
               f"unoptimised {comp['max_abs_diff_vs_unoptimised']:.2e}")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "compiler.json").write_text(json.dumps(
-        {"meta": meta, "mlp": mlp, "mlp_tiny": tiny, "resnet50_compile": comp}, indent=2))
+        {"meta": meta, "mlp": mlp, "mlp_tiny": tiny, "call_overhead": call,
+         "resnet50_compile": comp}, indent=2))
     try:
         import matplotlib
 

@@ -1,5 +1,6 @@
 """Per-call buffer arenas: where planned activation buffers live between calls.
 
+The ``tg.<op>.buf`` kernels (``pytfrt.backends.cpu.graph_kernels``) inline :meth:`Arena.run`.
 ``-tg-plan-buffers`` gives ops a *slot* (shared by values whose lifetimes do not overlap, or
 in place with a dying operand for elementwise ops) and a *site* (the op's own number).  At run
 time each call of a model takes an :class:`Arena` from the model's pool, so concurrent calls
@@ -39,7 +40,11 @@ class Arena:
             if buf is not None and buf.shape == m[1] and buf.dtype == m[2]:
                 return fn(*arrays, **kwargs, out=buf)
         r = fn(*arrays, **kwargs)
+        self.keep(slot, site, key, r)
+        return r
+
+    def keep(self, slot: int, site: int, key: list[Any], r: Any) -> None:
+        """Remember ``r`` (a fresh result for inputs of shapes ``key``) as ``slot``'s buffer."""
         if type(r) is np.ndarray and r.flags.c_contiguous and r.flags.writeable and r.base is None:
             self.memo[site] = (key, r.shape, r.dtype)
             self.slots[slot] = r
-        return r

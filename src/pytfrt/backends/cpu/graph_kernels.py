@@ -125,7 +125,6 @@ def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Call
         else:
             fixed.append(p.name)
     opaque: frozenset[int] = getattr(fn, "opaque_operands", frozenset())
-    kw = ", ".join(f"{a!r}: p_{a}" for a in sorted(attrs))
     all_attrs = sorted([*attrs, "buffer"] if buffered else attrs)
     params = [f"p_{a}" for a in all_attrs]
     general = variadic or any(p.default is not p.empty for p in sig.parameters.values()
@@ -140,11 +139,27 @@ def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Call
                                  for i, n in enumerate(names)) + "]"
     wrap = "" if getattr(fn, "opaque_result", False) else "_wrap"
     kname = "tg_" + op.replace(".", "_") + ("_buf" if buffered else "")
+    call_kw = ", ".join(f"**{{{a!r}: p_{a}}}" if keyword.iskeyword(a) else f"{a}=p_{a}"
+                        for a in sorted(attrs))
     if buffered:
-        body = f"return {wrap}(arena.run(p_buffer[0], p_buffer[1], _f, {arrays}, {{{kw}}}))"
+        # Arena.run inlined (one Python call less per kernel; see pytfrt.backends.cpu.arena)
+        shape = "getattr(x, 'shape', None)" if opaque else "x.shape"
+        out_kw = ", ".join(x for x in (call_kw, "out=buf") if x)
+        plain_kw = f", {call_kw}" if call_kw else ""
+        body = (
+            f"arrays = {arrays}\n"
+            f"    slot, site = p_buffer\n"
+            f"    key = [{shape} for x in arrays]\n"
+            f"    m = arena.memo.get(site)\n"
+            f"    if m is not None and m[0] == key:\n"
+            f"        buf = arena.slots.get(slot)\n"
+            f"        if buf is not None and buf.shape == m[1] and buf.dtype == m[2]:\n"
+            f"            return {wrap}(_f(*arrays, {out_kw}))\n"
+            f"    r = _f(*arrays{plain_kw})\n"
+            f"    arena.keep(slot, site, key, r)\n"
+            f"    return {wrap}(r)"
+        )
     else:
-        call_kw = ", ".join(f"**{{{a!r}: p_{a}}}" if keyword.iskeyword(a) else f"{a}=p_{a}"
-                            for a in sorted(attrs))
         star = f"*{arrays}" if general else arrays[1:-1]
         joined = ", ".join(x for x in (star, call_kw) if x)
         body = f"return {wrap}(_f({joined}))"

@@ -57,7 +57,11 @@ def matmul(a: np.ndarray, b: np.ndarray, *extra: np.ndarray, transpose_a: bool,
         if a.shape[1] == bb.shape[0]:
             bias = residual = None
             if extra:
-                bias, residual = _epilogue(extra, epilogue_operands, "matmul")
+                f0, f1 = epilogue_operands
+                if len(extra) != f0 + f1:
+                    _epilogue(extra, epilogue_operands, "matmul")  # raises the error
+                bias = extra[0] if f0 else None
+                residual = extra[f0] if f1 else None
             if (bias is None or bias.shape == (n,)) and (
                     residual is None or residual.shape == (a.shape[0], n)):
                 y = np.matmul(a, bb, out=out)
