@@ -35,6 +35,9 @@ def _resolve_reshape(ctx: InferContext, x: TType, shape: tuple[int, ...]) -> tup
     if sum(1 for d in shape if d == -1) > 1:
         raise ctx.error(f"at most one -1 is allowed in shape {list(shape)}")
     for d in shape:
+        if d is None:  # a dynamic dim copied by copy_zero
+            dims.append(None)
+            continue
         if d < -1:
             raise ctx.error(f"bad dimension {d} in shape {list(shape)}")
         dims.append(None if d == -1 else d)
