@@ -79,7 +79,9 @@ class Function:
         kernels: the body's ops except the terminator, in program order.
         return_registers: the registers named by ``tfrt.return``.
         location: location of the ``func`` op, or of the op owning the region.
-        cost_threshold / merge_inter_dependent_streams: stream-analysis options (spec 2.5).
+        cost_threshold / upper_cost_threshold / merge_inter_dependent_streams: stream-analysis
+            options (docs/bef.md, stream analysis); ``upper_cost_threshold`` > 0 caps how much
+            cost one stream may gather.
         root_stream_id: stream id of the pseudo kernel 0 (the root of stream analysis; the
             stream that contains ``tfrt.return``), set by stream analysis and stored in BEF.
     """
@@ -93,6 +95,7 @@ class Function:
     return_registers: list[int] = field(default_factory=list)
     location: Location = UNKNOWN_LOC
     cost_threshold: int = -1
+    upper_cost_threshold: int = -1
     merge_inter_dependent_streams: bool = False
     root_stream_id: int = 0
     # derived (see finalize)

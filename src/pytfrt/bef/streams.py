@@ -121,12 +121,15 @@ def analyze_streams(fn: Function) -> StreamAnalysis:
 
     Inputs: ``Kernel.cost`` (``_tfrt_cost``; must be > 0 when set), kernel names
     (``tfrt.merge.chains`` costs 1), ``Function.register_types`` (chain operands are not side
-    uses), ``Function.cost_threshold`` and ``merge_inter_dependent_streams``.  Raises
+    uses), ``Function.cost_threshold``, ``upper_cost_threshold`` (a stream stops growing
+    when the next op would take it past this cost; the op starts a new stream) and
+    ``merge_inter_dependent_streams``.  Raises
     :class:`ProgramError` for an invalid cost or an undefined operand.
     """
     n = len(fn.kernels)
     ret, root = n, n + 1
     configured = fn.cost_threshold
+    upper = fn.upper_cost_threshold
     unit = configured if configured > 0 else 1
     cost = [0] * (n + 2)
     for k, kern in enumerate(fn.kernels):
@@ -216,8 +219,12 @@ def analyze_streams(fn: Function) -> StreamAnalysis:
         target_handle = with_return if with_return is not None else best
         assert target_handle is not None
         target = st.find(target_handle)
-        st.cost[target] += cost[x]
-        st.members[target].append(x)
+        if 0 < upper < st.cost[target] + cost[x]:
+            # The stream is full: x starts a new one, parent of every child stream.
+            target = st.new(x, cost[x], False)
+        else:
+            st.cost[target] += cost[x]
+            st.members[target].append(x)
         op_stream[x] = target
         if not cfr_mode and last_merged is not None:
             lm = st.find(last_merged)

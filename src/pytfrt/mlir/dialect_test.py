@@ -184,6 +184,8 @@ class TestCostOp(TfrtOp):
         operands = parse_operand_list(parser)
         attrs = parse_attr_dict(parser)
         types = parse_types_after_colon(parser)
+        if operands and not types:  # no type list: chains (``%c1 = ... %c0 {..}``)
+            types = [make_type(CHAIN)] * len(operands)
         return cls.create(
             operands=resolve(parser, operands, types), result_types=types, attributes=attrs
         )
@@ -191,7 +193,7 @@ class TestCostOp(TfrtOp):
     def print(self, printer: Printer) -> None:
         print_operand_list(printer, self.operands)
         print_attr_dict(printer, self.attributes)
-        if self.operands:
+        if any(o.type != make_type(CHAIN) for o in self.operands):
             printer.print_string(" : ")
             print_type_list(printer, [o.type for o in self.operands])
 

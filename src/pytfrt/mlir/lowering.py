@@ -158,6 +158,9 @@ class _Lowerer:
         threshold = self._option(func, "tfrt.cost_threshold")
         if isinstance(threshold, b.IntegerAttr):
             fn.cost_threshold = threshold.value.data
+        upper = self._option(func, "tfrt.upper_cost_threshold")
+        if isinstance(upper, b.IntegerAttr):
+            fn.upper_cost_threshold = upper.value.data
         merge = self._option(func, "tfrt.merge_inter_dependent_streams")
         if isinstance(merge, b.IntegerAttr):
             fn.merge_inter_dependent_streams = bool(merge.value.data)

@@ -77,6 +77,9 @@ def _stream_remarks(parsed) -> list:  # type: ignore[no-untyped-def]
         parsed.source,
         parsed.explicit_unknown,
     )
+    from xdsl.dialects.func import FuncOp
+
+    funcs = {op.sym_name.data: op for op in parsed.module.walk() if isinstance(op, FuncOp)}
     diags = []
     for fn, ops in zip(program.functions, function_ops, strict=True):
         if ops is None:
@@ -85,6 +88,9 @@ def _stream_remarks(parsed) -> list:  # type: ignore[no-untyped-def]
         facts = [*analysis.kernels, analysis.return_op]
         for op, fact in zip(ops, facts, strict=True):
             diags.append(parsed.diagnostic(op, fact.remark(), "remark"))
+        func = funcs.get(fn.name) if fn.name else None
+        if func is not None:  # the function itself: its root stream
+            diags.append(parsed.diagnostic(func, analysis.root.remark(), "remark"))
     diags.sort(key=lambda d: (d.line, d.col))
     return diags
 
