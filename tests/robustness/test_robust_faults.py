@@ -162,3 +162,27 @@ def test_bef_executor_rejects_a_bad_timeout(tmp_path: Path, value: str) -> None:
     assert out.returncode == 1
     assert out.stderr.strip() == (f"bef_executor: --timeout_seconds needs a positive number "
                                   f"of seconds, got '{value}'")
+
+
+# -- wrong values are errors, not output ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("queue", QUEUES)
+def test_wrong_result_type_is_an_error_at_the_kernel(queue: str) -> None:
+    run = run_mlir(stuck_program("robust.wrong_type.i32"), queue, extra_kernels=MISBEHAVING)
+    message = "kernel 'robust.wrong_type.i32' returned a str for its i32 result 0"
+    assert run.results == [f"<<error: {message}>>", 7]
+    assert run.diagnostics == [message]  # reported once, at the producer
+
+
+def test_wrong_result_type_does_not_stop_the_other_functions(tmp_path: Path) -> None:
+    program = tmp_path / "wrong.mlir"
+    program.write_text(stuck_program("robust.wrong_type.i32").replace("@main", "@first")
+                       + stuck_program("tfrt_test.async_add.i32").replace(
+                           '"tfrt_test.async_add.i32"(%one) : (i32) -> i32',
+                           '"tfrt_test.async_add.i32"(%one, %one) : (i32, i32) -> i32'))
+    out = bef_executor(str(program), cwd=tmp_path)
+    assert out.returncode == 1
+    assert "'first' returned <<error: kernel 'robust.wrong_type.i32' returned a str" in out.stdout
+    assert "'main' returned 3,7" in out.stdout
+    assert "Traceback" not in out.stderr

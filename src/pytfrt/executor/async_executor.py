@@ -40,6 +40,7 @@ see :class:`_Invocation`); the per-kernel context cache is a tuple replaced atom
 
 from __future__ import annotations
 
+import numbers
 from collections import deque
 from collections.abc import Sequence
 from functools import partial
@@ -68,7 +69,6 @@ from pytfrt.host.async_value import (
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function, FunctionKind
 from pytfrt.host.registry import KernelFrame
-from pytfrt.support.errors import Status
 
 TRACE_LEVEL_DEBUG: Final = 2
 
@@ -78,10 +78,33 @@ _copy = itemgetter(slice(None))  # t[:]: a fresh copy of a list, the tuple itsel
 ResultInfo = tuple[int, Sequence[int], int, bool, bool]
 """``(register, users, use count, reference-counted, unboxed)`` of one result."""
 
-# Classes of kernel return values known to be plain payloads (not AsyncValues, not None): the
-# hot loop wraps them in a new available value without further checks.  Filled as they are
-# seen; set.add is atomic, and a class can never be both a payload and an AsyncValue.
-_PAYLOAD_CLASSES: set[type] = {int, float, bool, str, Chain, Status}
+# What a payload of a scalar result type must be (other types are not checked): a kernel
+# returning, say, a string for an ``i32`` result gets a diagnostic at its own location instead
+# of handing the string to its consumers.
+_SCALAR_KINDS: Final = {
+    "i1": numbers.Integral, "i8": numbers.Integral, "i16": numbers.Integral,
+    "i32": numbers.Integral, "i64": numbers.Integral, "ui8": numbers.Integral,
+    "ui16": numbers.Integral, "ui32": numbers.Integral, "ui64": numbers.Integral,
+    "f16": numbers.Real, "bf16": numbers.Real, "f32": numbers.Real, "f64": numbers.Real,
+}
+
+
+def _payload_error(k: KernelInfo, index: int, value: Any) -> str | None:
+    """Why ``value`` cannot be result ``index`` of ``k``, or ``None`` if it can."""
+    declared = k.result_types[index] if index < len(k.result_types) else None
+    if declared is None:
+        return None
+    cls = value.__class__
+    kind = _SCALAR_KINDS.get(declared)
+    if kind is not None:  # numpy registers its scalars with ``numbers``, except ``bool_``
+        ok = issubclass(cls, kind) or (cls.__name__ == "bool_" and cls.__module__ == "numpy")
+    elif declared.endswith("chain"):
+        ok = cls is Chain
+    else:
+        return None
+    if ok:
+        return None
+    return f"kernel '{k.name}' returned a {cls.__name__} for its {declared} result {index}"
 
 
 class BEFFunction(Function):
@@ -356,7 +379,6 @@ class _Invocation:
         registers = self.registers
         request = self.request
         slow = self.tracer is not None
-        payload_classes = _PAYLOAD_CLASSES
         publish = self._publish
         while True:
             if not inline:
@@ -382,7 +404,7 @@ class _Invocation:
                 except Exception as exc:  # noqa: BLE001 - every kernel error becomes a diagnostic
                     results = self._report(k, _message(exc))
                 else:
-                    if k.num_results == 1 and out.__class__ in payload_classes:
+                    if k.num_results == 1 and out.__class__ in k.payload_ok:
                         # One result, a plain payload: no AsyncValue unless the register needs
                         # one.  Release the arguments first (a value dies right after its
                         # last consumer), then publish.
@@ -433,7 +455,10 @@ class _Invocation:
                 return [out]  # owned: a kernel returning an argument added a ref (spec 1.3)
             if out is None:
                 return self._report(k, f"kernel '{k.name}' returned no value for its result")
-            _PAYLOAD_CLASSES.add(out.__class__)
+            wrong = _payload_error(k, 0, out)
+            if wrong is not None:
+                return self._report(k, wrong)
+            k.payload_ok.add(out.__class__)  # the fast path takes it from now on (atomic add)
             return [make_available(out)]
         if n == 0:
             return []
@@ -441,6 +466,13 @@ class _Invocation:
             return self._report(k, f"kernel '{k.name}' did not set all of its {n} results")
         if not isinstance(out, tuple) or len(out) != n:
             return self._report(k, f"kernel '{k.name}' must return {n} results")
+        for i, v in enumerate(out):
+            wrong = None if isinstance(v, AsyncValue) else _payload_error(k, i, v)
+            if wrong is not None:
+                for other in out:
+                    if isinstance(other, AsyncValue):
+                        other.drop_ref()
+                return self._report(k, wrong)
         return [v if isinstance(v, AsyncValue) else make_available(v) for v in out]
 
     def _call(self, k: KernelInfo, args: list[AsyncValue[Any]]) -> list[AsyncValue[Any]]:

@@ -60,6 +60,8 @@ class KernelInfo:
             unboxed)`` (see ``FunctionInfo``).
         ctx_cache: ``(parent context, located context)`` of the last call (see
             ``_Invocation.kernel_context``).
+        result_types: the declared type of each result (``None`` if unknown).
+        payload_ok: payload classes seen to fit ``result_types[0]`` (filled by the executor).
         slots / constants: static mode: the binding plan (:func:`call_plan.plan_slots`).
         takes_values: the kernel receives only payloads of its operands (static mode without
             ``AsyncValue`` parameters, or a sync kernel).
@@ -89,6 +91,8 @@ class KernelInfo:
         "release",
         "result_info",
         "ctx_cache",
+        "result_types",
+        "payload_ok",
     )
 
     def __init__(
@@ -129,6 +133,10 @@ class KernelInfo:
         self.release: tuple[int, ...] = ()
         self.result_info: tuple[tuple[int, tuple[int, ...], int, bool, bool], ...] = ()
         self.ctx_cache: tuple[Any, Any] = (None, None)
+        self.result_types = tuple(_type_of(register_types, r) for r in results)
+        # Classes of single-result payloads already checked against ``result_types[0]`` (the
+        # executor's fast path publishes those without another look; see async_executor).
+        self.payload_ok: set[type] = set()
         if entry is not None:
             self._choose_mode(entry, register_types)
 
