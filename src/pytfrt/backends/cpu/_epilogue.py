@@ -81,13 +81,23 @@ def _epilogue_2d(y, bias, res, act, alpha, bias_rows):  # type: ignore[no-untype
     m, k = y.shape
     nb = bias.shape[0]
     has_res = res.shape[0] > 0
+    col_bias = nb > 0 and not bias_rows
     for i in range(m):
         row_bias = bias[i % nb] if bias_rows and nb > 0 else 0.0
-        if act == 1:
-            # The ResNet case: branch-free so LLVM vectorises it.
+        # One loop per activation kind: with the activation switch inside the loop LLVM does
+        # not vectorise it (measured 5x slower for relu on a ResNet-sized output).
+        if act == 0:
             for j in range(k):
                 v = y[i, j] + row_bias
-                if nb > 0 and not bias_rows:
+                if col_bias:
+                    v += bias[j]
+                if has_res:
+                    v += res[i, j]
+                y[i, j] = v
+        elif act == 1:
+            for j in range(k):
+                v = y[i, j] + row_bias
+                if col_bias:
                     v += bias[j]
                 if has_res:
                     v += res[i, j]
@@ -95,11 +105,11 @@ def _epilogue_2d(y, bias, res, act, alpha, bias_rows):  # type: ignore[no-untype
         else:
             for j in range(k):
                 v = y[i, j] + row_bias
-                if nb > 0 and not bias_rows:
+                if col_bias:
                     v += bias[j]
                 if has_res:
                     v += res[i, j]
-                y[i, j] = _act(v, act, alpha) if act else v
+                y[i, j] = _act(v, act, alpha)
 
 
 def epilogue_2d(
