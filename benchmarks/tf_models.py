@@ -83,9 +83,11 @@ def cnn(
 
 
 def transformer_block(
-    vocab: int = 100, seq: int = 16, dim: int = 32, heads: int = 4, seed: int = 0
+    vocab: int = 100, seq: int | None = 16, dim: int = 32, heads: int = 4, seed: int = 0
 ) -> Any:
-    """Embedding + one post-norm Transformer encoder block (MHA, LayerNorm, GELU MLP)."""
+    """Embedding + one post-norm Transformer encoder block (MHA, LayerNorm, GELU MLP).
+
+    ``seq=None`` makes the sequence length dynamic too."""
     keras = _keras()
     keras.utils.set_random_seed(seed)
     L = keras.layers

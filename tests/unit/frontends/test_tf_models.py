@@ -46,6 +46,17 @@ def test_transformer_block(tf: Any, tf_models: Any, assert_matches: Any, rng: An
     assert_matches(compiled(ids), model(ids, training=False))
 
 
+def test_transformer_block_dynamic_sequence(
+    tf: Any, tf_models: Any, assert_matches: Any, rng: Any
+) -> None:
+    model = tf_models.transformer_block(seq=None, seed=4)
+    compiled = pytfrt.compile(model)
+    assert compiled.signature.inputs[0].shape == (None, None)
+    for batch, seq in ((1, 5), (4, 11)):
+        ids = rng.integers(0, 100, size=(batch, seq)).astype(np.int32)
+        assert_matches(compiled(ids), model(ids, training=False))
+
+
 def test_two_inputs_two_outputs(tf: Any, tf_models: Any, assert_matches: Any, rng: Any) -> None:
     model = tf_models.two_io()
     compiled = pytfrt.compile(model)

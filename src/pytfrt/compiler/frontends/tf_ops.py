@@ -245,26 +245,60 @@ def _einsum2(cx: Any, eq: str, a: TV, b: TV, ta: str, tb: str, out: str) -> TV:
         for c, d in zip(t, x.shape, strict=True):
             if dims.get(c) is None:
                 dims[c] = d
+    # a: [*batch, *free_a, K], b: [*batch, K, N] (K, N merged from the contracted and b-only
+    # indices), then one broadcasting matmul: the leading dims keep their places (copied, not
+    # merged), so any number of them may be dynamic.
     a2 = cx.transpose(a, [ta.index(c) for c in batch + free_a + contract])
     b2 = cx.transpose(b, [tb.index(c) for c in batch + contract + free_b])
-
-    def prod(cs: list[str]) -> int | None:
-        n = 1
-        for c in cs:
-            d = dims[c]
-            if d is None:
-                return None
-            n *= d
-        return n
-
-    groups_a = [prod(batch), prod(free_a), prod(contract)]
-    groups_b = [prod(batch), prod(contract), prod(free_b)]
-    a3 = cx.reshape(a2, groups_a)
-    b3 = cx.reshape(b2, groups_b)
+    lead = len(batch)
+    a3 = _merge_tail(cx, a2, lead + len(free_a), [dims[c] for c in contract], eq)
+    b3 = _merge_tail(cx, b2, lead, [dims[c] for c in contract], eq, [dims[c] for c in free_b])
+    if not free_a:
+        a3 = cx.op("expand_dims", [a3], axis=lead)
+    if not free_b:
+        b3 = cx.op("expand_dims", [b3], axis=lead + 1)
+    for _ in range(max(len(free_a) - 1, 0)):
+        b3 = cx.op("expand_dims", [b3], axis=lead)
     y = cx.op("matmul", [a3, b3], transpose_a=False, transpose_b=False)
-    y = cx.reshape(y, [dims[c] for c in batch + free_a + free_b])
+    if not free_b:
+        y = cx.op("squeeze", [y], axes=[lead + max(len(free_a), 1)])
+    if not free_a:
+        y = cx.op("squeeze", [y], axes=[lead])
+    if len(free_b) > 1:
+        keep = lead + len(free_a)
+        target = [0] * keep + [-1 if dims[c] is None else dims[c] for c in free_b]
+        if target[keep:].count(-1) > 1:
+            raise ConversionError(f"einsum '{eq}': more than one dynamic output-only index")
+        y = cx.op("reshape", [y], shape=target, copy_zero=True)
     order = batch + free_a + free_b
     return cx.transpose(y, [order.index(c) for c in out])
+
+
+def _merge_tail(
+    cx: Any,
+    x: TV,
+    keep: int,
+    first: list[int | None],
+    eq: str,
+    second: list[int | None] | None = None,
+) -> TV:
+    """``x`` with its first ``keep`` dims kept and the rest merged into one or two groups."""
+    groups = [first] if second is None else [first, second]
+    if all(len(g) == 1 for g in groups):
+        return x
+    merged: list[int] = []
+    for g in groups:
+        if any(d is None for d in g):
+            if len(g) > 1:
+                raise ConversionError(
+                    f"einsum '{eq}': a merged group of indices has a dynamic size"
+                )
+            merged.append(-1)
+        else:
+            merged.append(math.prod(int(d or 0) for d in g))
+    if merged.count(-1) > 1:
+        raise ConversionError(f"einsum '{eq}': two dynamic merged groups")
+    return cx.op("reshape", [x], shape=[0] * keep + merged, copy_zero=True)
 
 
 # -- convolution and pooling ------------------------------------------------------------------
