@@ -35,6 +35,8 @@ from pytfrt.mlir.lexer import FastMLIRLexer
 
 _RESULT_DEF = re.compile(r"\s*(?::\s*[0-9]+\s*)?(?:,\s*%[^\s,=:]+\s*(?::\s*[0-9]+\s*)?)*=(?!=)")
 
+_LOC_ALIAS_DEF = re.compile(r"(?m)^[ \t]*(#[\w.$-]+)[ \t]*=[ \t]*(loc\()")
+
 #: 2020 op-name prefixes and their later spelling (spec 8.2).
 OP_PREFIX_ALIASES = (("hex.", "tfrt."), ("dht.", "tfrt_dht."))
 #: 2020 type-name prefixes.
@@ -79,6 +81,7 @@ class TfrtParser(Parser):
         self.forward_ssa_references = dict()
         self.op_positions: dict[Operation, int] = {}
         self._last_op_name = ""
+        self._prescanned_aliases: set[str] = set()
         #: ops whose source says ``loc(unknown)`` (distinct from "no location written")
         self.explicit_unknown: set[Operation] = set()
         self._unknown_locs: dict[int, LocationAttr] = {}
@@ -119,7 +122,34 @@ class TfrtParser(Parser):
             self._unknown_locs[id(loc)] = loc
         return loc
 
+    def _prescan_location_aliases(self) -> None:
+        """Define ``#name = loc(...)`` aliases before parsing: MLIR lets a location alias be
+        used before its definition (printers put them at the end of the file)."""
+        content = self.lexer.input.content
+        for m in _LOC_ALIAS_DEF.finditer(content):
+            name = m.group(1)
+            if name in self.attribute_aliases:
+                continue
+            sub = TfrtParser(self.ctx, content[m.start(2) :], self.lexer.input.name)
+            sub.attribute_aliases = self.attribute_aliases
+            try:
+                loc = sub.parse_optional_location()
+            except ParseError:
+                continue  # reported where the main parse reaches the definition
+            if loc is not None:
+                self.attribute_aliases[name] = loc
+                self._prescanned_aliases.add(name)
+
+    def _parse_alias_def(self) -> None:
+        tok = self._current_token
+        if tok.text in self._prescanned_aliases:
+            # Defined by the prescan: consume the definition without redefining it.
+            self._prescanned_aliases.discard(tok.text)
+            del self.attribute_aliases[tok.text]
+        super()._parse_alias_def()
+
     def parse_module(self, allow_implicit_module: bool = True):  # type: ignore[override]
+        self._prescan_location_aliases()
         if self._current_token.kind == MLIRTokenKind.EOF:
             from xdsl.dialects.builtin import ModuleOp
 

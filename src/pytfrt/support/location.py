@@ -113,8 +113,11 @@ class FusedLoc(Location):
     locations: tuple[Location, ...]
 
     def debug_info(self) -> str | None:
-        names = [loc.name for loc in self.locations if isinstance(loc, NameLoc)]
-        return "".join(names) if names else None
+        # TFRT takes the first named component (``fused["foo", "bar"]`` -> ``foo``).
+        for loc in self.locations:
+            if isinstance(loc, NameLoc):
+                return loc.name
+        return None
 
     def opaque(self) -> str:
         return ",".join(loc.opaque() for loc in self.locations)
