@@ -337,8 +337,10 @@ class BatchingParameters:
 
     max_batch_size: int = 32
     """The most rows (0-th dimension summed over the merged requests) in one batch."""
-    batch_timeout_micros: int = 1000
-    """How long the first request of a batch may wait for others before the batch runs."""
+    batch_timeout_micros: int = 0
+    """How long the first request of a batch may wait for others before the batch runs (0, TF's
+    default: run as soon as a batch slot is free -- batches still grow while every slot is
+    busy, so the load sets the batch size)."""
     num_batch_threads: int = 2
     """How many batches of one model may run at the same time."""
     max_enqueued_batches: int = 64
