@@ -1,10 +1,13 @@
 """lit configuration for pytfrt's tool tests (TFRT style: .mlir files with RUN/CHECK lines).
 
 Substitutions: ``FileCheck`` -> the ``filecheck`` package, the tools by their TFRT names.
-Before the run, every ``*.mlir`` file without ``no_bef_translation`` in its text gets a sibling
-``<file>.mlir.bef`` (TFRT's build rule ``tfrt_translate -mlir-to-bef``), so RUN lines may use
-``%s.bef`` unchanged.  Paths in programs are relative to the repository root, which is the
-working directory of every test.
+Before the run, every ``*.mlir`` file without ``no_bef_translation`` in its text is compiled
+(TFRT's build rule ``tfrt_translate -mlir-to-bef``) into the build folder, next to the test's
+other outputs (``build/lit/<dir>/Output/<file>.tmp.bef``, i.e. ``%t.bef``); RUN lines say
+``%s.bef`` as TFRT's do, and ``%s.bef`` is substituted by that path.  BEF files older than
+their source or than the compiler are deleted first, so a stale one is never run; a file that
+does not translate is a lit error (the run fails, with the diagnostic).  Paths in programs are
+relative to the repository root, which is the working directory of every test.
 """
 
 # ruff: noqa: F821  (lit injects `config` and `lit_config`)
@@ -33,6 +36,8 @@ for var in ("HOME", "TMPDIR", "PYTHONHASHSEED", "OPENBLAS_CORETYPE", "OPENBLAS_L
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 
 filecheck = shutil.which("filecheck", path=config.environment["PATH"]) or "filecheck"
+# First: the prebuilt BEF of the test file lives in the build folder (see _translate_all).
+config.substitutions.append((r"%s\.bef", "%t.bef"))
 config.substitutions.append(("FileCheck", filecheck))
 # TFRT's reduced/tracing builds of the driver are the same tool in pytfrt.
 config.substitutions.append(("bef_executor_lite", "bef_executor"))
@@ -59,32 +64,43 @@ COMPILER_MTIME = _newest_mtime(
 )
 
 
+def _bef_path(src: str) -> str:
+    """Where the BEF of test ``src`` goes: lit's ``%t`` for that test, plus ``.bef``."""
+    rel_dir = os.path.relpath(os.path.dirname(src), config.test_source_root)
+    name = os.path.basename(src)
+    return os.path.join(config.test_exec_root, rel_dir, "Output", name + ".tmp.bef")
+
+
 def _translate_all() -> None:
-    """Write ``<file>.bef`` next to every translatable ``.mlir`` test (cached by mtime)."""
-    try:
-        from pytfrt.tools import tfrt_translate
-    except ImportError:
-        return
-    if not hasattr(tfrt_translate, "translate_file_to_bef"):
-        return
+    """Compile every translatable ``.mlir`` test into the build folder (cached by mtime).
+
+    Stale BEF files (source or compiler newer) are deleted before anything runs, and so are
+    BEF files left in the source tree by older versions of this configuration.  A file that
+    does not translate is reported as a lit error.
+    """
+    from pytfrt.tools import tfrt_translate
+
     for dirpath, _, files in os.walk(config.test_source_root):
         for name in files:
             if not name.endswith(".mlir"):
+                if name.endswith(".mlir.bef"):  # the old in-tree location
+                    os.remove(os.path.join(dirpath, name))
                 continue
             src = os.path.join(dirpath, name)
-            dst = src + ".bef"
+            dst = _bef_path(src)
             with open(src, encoding="utf-8") as fh:
                 if "no_bef_translation" in fh.read():
                     continue
-            if os.path.exists(dst) and os.path.getmtime(dst) >= max(
-                os.path.getmtime(src), COMPILER_MTIME
-            ):
-                continue
+            if os.path.exists(dst):
+                if os.path.getmtime(dst) >= max(os.path.getmtime(src), COMPILER_MTIME):
+                    continue
+                os.remove(dst)  # stale: never run an old BEF
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
             rel = os.path.relpath(src, REPO_ROOT)
             try:
                 tfrt_translate.translate_file_to_bef(rel, dst, cwd=REPO_ROOT)
-            except Exception as exc:  # noqa: BLE001 - the test itself will report it
-                lit_config.note(f"could not translate {rel}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - every failure is reported to lit
+                lit_config.error(f"could not translate {rel} to BEF:\n{exc}")
 
 
 _translate_all()
