@@ -26,8 +26,8 @@ Then the soak: ``--soak-clients`` clients on the pytfrt MLP for ``--soak-seconds
 server's resident memory sampled every second (errors must be zero, memory flat).  Each
 backend's first response is checked against the TensorFlow backend's.  Prints a table, writes
 ``serve.json`` and ``serve.png`` into ``--out`` (``--tag`` renames them).  ``--batching`` and
-``--intra-op N`` start every server with ``--enable_batching`` and
-``--tensorflow_intra_op_parallelism=N``.
+``--intra-op N`` and ``--work-queue Q`` start every server with ``--enable_batching``,
+``--tensorflow_intra_op_parallelism=N`` and ``--work_queue_type=Q``.
 
 Run: ``pytfrt bench serve`` or ``.venv/bin/python benchmarks/serve.py`` (``--help``).
 """
@@ -79,6 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start the servers with --enable_batching")
     parser.add_argument("--intra-op", type=int, default=0,
                         help="--tensorflow_intra_op_parallelism for every server (0: default)")
+    parser.add_argument("--work-queue", default=None,
+                        help="--work_queue_type for every server (default: the server's)")
     parser.add_argument("--tag", default="serve",
                         help="output file names: TAG.json, TAG.png (default serve)")
     parser.add_argument("--work-dir", type=Path,
@@ -219,6 +221,8 @@ def run(args: argparse.Namespace) -> int:
         flags.append("--enable_batching")
     if args.intra_op:
         flags.append(f"--tensorflow_intra_op_parallelism={args.intra_op}")
+    if args.work_queue:
+        flags.append(f"--work_queue_type={args.work_queue}")
     try:
         for backend in args.backends:
             progress(f"starting the {backend} server", args.quiet)
