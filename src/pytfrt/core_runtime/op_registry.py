@@ -30,14 +30,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pytfrt.support.errors import PytfrtError
+from pytfrt.backends.cpu import ops as cpu_ops
 
 MetadataFn = Callable[..., Any]
 DispatchFn = Callable[..., Any]
 
 
-class OpError(PytfrtError):
-    """An op's metadata or dispatch function rejecting its inputs (the message is reported)."""
+# An op's metadata or dispatch function rejecting its inputs (the message is reported): the
+# CPU backend's one OpError class, so an error raised by the compute layer is caught as is.
+OpError = cpu_ops.OpError
 
 
 class OpFlags(enum.Flag):

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.core_runtime._ufuncs import sigmoid_ufunc
+from pytfrt.backends.cpu import ops as cpu
+from pytfrt.backends.cpu.gemm import matmul as gemm_matmul
+from pytfrt.backends.cpu.norm import softmax as cpu_softmax
 from pytfrt.core_runtime.host_tensors import make_metadata
 from pytfrt.core_runtime.op_attrs import OpAttrsRef
 from pytfrt.core_runtime.op_registry import OpError, OpFlags, OpRecord, OpRegistry
@@ -195,19 +197,15 @@ def _via_f32(fn: Callable[[np.ndarray], Any], a: np.ndarray) -> np.ndarray:
     return _arr(fn(a))
 
 
-def sigmoid(a: np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(-a))`` in the input dtype (numerically safe for large ``|a|``)."""
-    if a.dtype.kind == "f" and a.dtype.itemsize >= 4:
-        return _arr(sigmoid_ufunc()(a))
-    return _via_f32(sigmoid, a)
+sigmoid = cpu.sigmoid
+"""The CPU backend's sigmoid (:func:`pytfrt.backends.cpu.ops.sigmoid`)."""
 
 
 def softmax(a: np.ndarray, axis: int = -1) -> np.ndarray:
-    """``exp(a - max) / sum(exp(a - max))`` along ``axis``."""
+    """``exp(a - max) / sum(exp(a - max))`` along ``axis`` (the CPU backend's softmax)."""
     if a.size == 0:
         return a.copy()
-    e = np.exp(a - a.max(axis=axis, keepdims=True))
-    return (e / e.sum(axis=axis, keepdims=True)).astype(a.dtype, copy=False)
+    return cpu_softmax(a, axis)
 
 
 def _softmax_metadata(args: Sequence[TensorMetadata], attrs: OpAttrsRef) -> TensorMetadata:
@@ -232,7 +230,7 @@ def _add_dispatch(args: list[Any], attrs: OpAttrsRef, ctx: Any) -> Any:
         a = a.to_dense().array
     if isinstance(b, ScalarHostTensor):
         b = b.to_dense().array
-    return _arr(a + b)
+    return cpu.add(a, b)
 
 
 # -- eager fast paths: cheap guards, the same arithmetic as the dispatch functions -------------
@@ -258,28 +256,19 @@ def _fast_float_unary(fn: Callable[[Any], Any]) -> Callable[..., Any]:
     return fast
 
 
-def _fast_matmul(a: Any, b: Any) -> Any:
-    if a.dtype is b.dtype and a.ndim == 2 and b.ndim == 2 and a.dtype.kind in "fiu":
-        return a @ b
-    return None
+_fast_matmul = cpu.matmul_2d
 
 
 def _fast_relu(a: Any) -> Any:
     if a.dtype.kind in "fi" and a.dtype.itemsize >= 4:
-        r = np.maximum(a, 0)
-        return r if type(r) is _ndarray else _asarray(r)
+        return cpu.relu(a)
     return None
 
 
 def _fast_sigmoid(a: Any) -> Any:
     if a.dtype.kind == "f" and a.dtype.itemsize >= 4:
-        r = _sigmoid_ufunc(a)
-        return r if type(r) is _ndarray else _asarray(r)
+        return cpu.sigmoid(a)
     return None
-
-
-def _sigmoid_ufunc(a: Any) -> Any:
-    return sigmoid_ufunc()(a)
 
 
 def _fast_softmax(a: Any) -> Any:
@@ -341,18 +330,16 @@ def _equal(args: list[Any], attrs: OpAttrsRef, ctx: Any) -> Any:
 
 
 def _relu(args: list[Any], attrs: OpAttrsRef, ctx: Any) -> Any:
-    a = args[0]
-    return _arr(np.maximum(a, np.zeros((), a.dtype)))
+    return cpu.relu(args[0])
 
 
 def _matmul(args: list[Any], attrs: OpAttrsRef, ctx: Any) -> Any:
     a, b = args
-    if attrs.get("transpose_a", False):
-        a = a.T
-    if attrs.get("transpose_b", False):
-        b = b.T
-    out = a @ b
-    return _arr(out).astype(args[0].dtype, copy=False)
+    out = gemm_matmul(
+        a, b, transpose_a=bool(attrs.get("transpose_a", False)),
+        transpose_b=bool(attrs.get("transpose_b", False)),
+    )
+    return out.astype(a.dtype, copy=False)  # f16/bf16 are computed wider
 
 
 def _softmax(args: list[Any], attrs: OpAttrsRef, ctx: Any) -> Any:
@@ -415,7 +402,7 @@ def register(ops: OpRegistry) -> None:
     ops.add(OpRecord("tfrt_test.softmax", _softmax, _softmax_metadata, pure,
                      fast=_fast_softmax))
     ops.add(OpRecord("tfrt_test.reduce_mean", _reduce(np.mean, mean=True),
-                     reduce_metadata("tfrt_test.reduce_mean", float_only=True), pure))
+                     reduce_metadata("tfrt_test.reduce_mean"), pure))
     ops.add(OpRecord("tfrt_test.reduce_sum", _reduce(np.sum),
                      reduce_metadata("tfrt_test.reduce_sum"), pure))
     ops.add(OpRecord("tfrt_test.reduce_max", _reduce(np.max),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pytfrt.backends.cpu.ops import sigmoid_inplace
 from pytfrt.host import CHAIN, Chain, KernelError, KernelRegistry, kernel
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 
@@ -49,11 +50,7 @@ def _check_same_shape(a: DenseHostTensor, b: DenseHostTensor) -> None:
 @kernel("sigmoid_inplace.f32")
 def sigmoid_inplace_f32(a: DenseHostTensor) -> Chain:
     """``A = 1 / (1 + exp(-A))`` in place."""
-    array = _check_f32(a, "sigmoid_inplace.f32")
-    np.negative(array, out=array)
-    np.exp(array, out=array)
-    array += np.float32(1.0)
-    np.reciprocal(array, out=array)
+    sigmoid_inplace(_check_f32(a, "sigmoid_inplace.f32"))
     return CHAIN
 
 

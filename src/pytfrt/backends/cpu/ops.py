@@ -25,7 +25,10 @@ its value, which reproduces the spec's expected XOR outputs.  Any other input is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -134,9 +137,87 @@ def broadcast(bias: np.ndarray, target: Sequence[int]) -> np.ndarray:
 # -- element-wise ------------------------------------------------------------------------------
 
 
-def relu(a: np.ndarray, out: np.ndarray) -> None:
-    """``out = max(a, 0)``."""
+def relu(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``max(a, 0)`` in ``a``'s dtype, into ``out`` if given; returns the result."""
+    if out is None:
+        r = np.maximum(a, a.dtype.type(0))
+        return r if type(r) is np.ndarray else np.asarray(r)
     np.maximum(a, 0, out=out)
+    return out
+
+
+def matmul_2d(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``a @ b`` for two rank-2 arrays of one numeric dtype, or ``None`` if they are not.
+
+    The cheap form the eager fast path and ``tfrt_test.matmul`` use; transposes, batches,
+    bias and activations are :func:`pytfrt.backends.cpu.gemm.matmul`'s.
+    """
+    if a.dtype is b.dtype and a.ndim == 2 and b.ndim == 2 and a.dtype.kind in "fiu":
+        return a @ b
+    return None
+
+
+# The stable sigmoid as a compiled Numba ufunc, built on first use (a NumPy formulation if
+# Numba is unusable).  The fused conv/matmul epilogue inlines the same scalar formula inside
+# its compiled loop (backends/cpu/_epilogue.py): that copy is deliberate.
+_sigmoid_lock = threading.Lock()
+_sigmoid_impl: Callable[[Any], Any] | None = None
+
+
+def _numpy_sigmoid(a: Any) -> Any:
+    t = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + t), t / (1 + t)).astype(a.dtype, copy=False)
+
+
+def _sigmoid_scalar(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    t = math.exp(x)
+    return t / (1.0 + t)
+
+
+def _sigmoid_ufunc() -> Callable[[Any], Any]:
+    global _sigmoid_impl
+    fn = _sigmoid_impl
+    if fn is not None:
+        return fn
+    with _sigmoid_lock:
+        if _sigmoid_impl is None:
+            try:
+                import numba
+
+                vec = numba.vectorize(
+                    ["float32(float32)", "float64(float64)"], cache=True, nopython=True
+                )(_sigmoid_scalar)
+                _sigmoid_impl = vec.ufunc
+            except Exception:  # noqa: BLE001 - any Numba failure: the NumPy formulation
+                _sigmoid_impl = _numpy_sigmoid
+        return _sigmoid_impl
+
+
+def sigmoid(a: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-a))``, numerically safe for large ``|a|``, in ``a``'s dtype.
+
+    float32/float64 in one compiled pass; other float dtypes (f16, bf16) through float32.
+    Thread-safe.
+    """
+    if a.dtype.kind == "f" and a.dtype.itemsize >= 4:
+        r = _sigmoid_ufunc()(a)
+    else:
+        r = _sigmoid_ufunc()(a.astype(np.float32)).astype(a.dtype)
+    return r if type(r) is np.ndarray else np.asarray(r)
+
+
+def sigmoid_inplace(a: np.ndarray) -> None:
+    """``a = 1 / (1 + exp(-a))`` in place, step by step in ``a``'s dtype.
+
+    The playground's ``sigmoid_inplace.f32`` formula (its XOR outputs depend on these exact
+    roundings); :func:`sigmoid` is the numerically safe one.
+    """
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    a += a.dtype.type(1.0)
+    np.reciprocal(a, out=a)
 
 
 def relu_grad_inplace(activation: np.ndarray, grad: np.ndarray) -> None:
@@ -144,9 +225,10 @@ def relu_grad_inplace(activation: np.ndarray, grad: np.ndarray) -> None:
     grad[activation <= 0] = 0
 
 
-def add(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """``out = a + b``."""
-    np.add(a, b, out=out)
+def add(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``a + b`` (NumPy broadcasting), into ``out`` if given; returns the result."""
+    r = np.add(a, b, out=out) if out is not None else np.add(a, b)
+    return r if type(r) is np.ndarray else np.asarray(r)
 
 
 def equal(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
