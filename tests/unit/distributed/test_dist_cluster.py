@@ -156,3 +156,26 @@ def test_load_accepts_bef_files_and_programs(cluster: Any, program_dir: Path) ->
         assert cluster.call(0, handle, 1, 2, function="sum_and_first") == (3, 1)
         assert cluster.handle("again") is handle
         cluster.unload(handle)
+
+
+@pytest.mark.slow
+def test_another_process_joins_the_running_cluster(cluster: Any, basic: Any,
+                                                   program_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    import ray
+
+    address = ray.get_runtime_context().gcs_address
+    code = (
+        "from pytfrt.distributed import Cluster\n"
+        f"with Cluster(num_workers=1, address={address!r}) as joined:\n"
+        f"    h = joined.load({str(program_dir / 'basic.mlir')!r})\n"
+        "    print(joined.call(0, h, 20, 22, function='sum_and_first'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=180, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "(42, 20)"
+    # Leaving did not stop the cluster this process started (handles by name work too).
+    assert cluster.call(0, basic.name, 1, 2, function="sum_and_first") == (3, 1)
