@@ -249,16 +249,26 @@ class _Invocation:
         """
         reg, users, uses, counted, unboxed = info
         registers = self.registers
-        if payload and unboxed:
-            registers[reg] = value
-        else:
-            if payload:
+        if payload:  # available by definition
+            if unboxed:
+                registers[reg] = value
+            else:
                 av = _new_object(AsyncValue)  # make_available(value), inlined
                 av._state = CONCRETE
                 av._value = value
                 av._waiters = []
                 av._refs = [True]
-                value = av
+                if not uses:
+                    if counted:
+                        av.drop_ref()
+                    return
+                if registers[reg] is None:
+                    if counted and uses > 1:
+                        av.add_ref(uses - 1)
+                    registers[reg] = av
+                else:
+                    self._set_register(reg, av)
+        else:
             if not uses:
                 if counted:
                     value.drop_ref()
