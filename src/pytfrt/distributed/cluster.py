@@ -164,6 +164,8 @@ class Cluster:
                     log_to_driver=False,
                     logging_level=logging.ERROR,
                     configure_logging=True,
+                    # A local cluster talks over loopback only, never the host's other addresses.
+                    _node_ip_address="127.0.0.1",
                 )
             else:
                 ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
