@@ -1,7 +1,7 @@
 """N-Queens scheduling benchmark with the settings recorded in docs/benchmarks.md.
 
-Runs ``pytfrt bench nqueens`` (see ``pytfrt.tools.bench_nqueens``) over n = 8..14, 1 and 2
-threads, schedule levels 2..4, 3 interleaved repetitions, with the Numba solver and every
+Runs ``pytfrt bench nqueens`` (harness: ``benchmarks/nqueens_harness.py``) over n = 8..14, 1
+and 2 threads, schedule levels 2..4, 3 interleaved repetitions, with the Numba solver and every
 variant (the C++ references if g++ is present, dask if installed).  Writes
 ``benchmarks/results/nqueens.json`` and ``nqueens.png``.  Takes about 6-10 minutes on 2 cores.
 
