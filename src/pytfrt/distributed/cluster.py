@@ -41,6 +41,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import sys
 import threading
 import time
 import uuid
@@ -144,6 +145,10 @@ class Cluster:
             create_work_queue(work_queue_type).shutdown()
         except ValueError as exc:
             raise ClusterError(f"bad work_queue_type '{work_queue_type}': {exc}") from exc
+        if address is None and "ray" not in sys.modules:
+            # A local cluster talks over loopback only, never over the host's other addresses:
+            # this switch (read when Ray is imported) makes Ray use 127.0.0.1 for its node.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         ray = import_ray()
         self.num_workers = num_workers
         self.work_queue_type = work_queue_type
@@ -164,8 +169,6 @@ class Cluster:
                     log_to_driver=False,
                     logging_level=logging.ERROR,
                     configure_logging=True,
-                    # A local cluster talks over loopback only, never the host's other addresses.
-                    _node_ip_address="127.0.0.1",
                 )
             else:
                 ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
