@@ -2,8 +2,10 @@
 
 A *program* is JSON: ``{"n": <inputs>, "ops": [[op, [operand ids], {attrs}], ...]}``; ids
 ``0..n-1`` are the inputs, id ``n + i`` is op ``i``'s result, the last op's result is the
-output.  :func:`run` compiles it (once per program and input dtypes, cached) into a
-``numba.vectorize`` ufunc -- one pass over the broadcast output, no temporaries -- and calls it.
+output.  :func:`run` compiles it (once per program and input dtypes, cached) and makes one
+pass over the output, no temporaries: a ``nogil`` Numba loop over flat arrays when every input
+has the output's shape or one element (scalars hoisted; LLVM vectorises the loop), else a
+``numba.vectorize`` ufunc, which broadcasts.
 The scalar formulas mirror :mod:`pytfrt.backends.cpu.array_ops` (float inputs only; Numba
 evaluates Python float literals in float64, so results may differ from the unfused ops in the
 last bit).  :data:`SCALAR` says which ops can be fused.
@@ -82,8 +84,9 @@ SCALAR: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
 }
 """Op name -> ``(argument expressions, attributes) -> scalar expression``."""
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 _CACHE: dict[tuple[str, tuple[str, ...]], Any] = {}
+_FLAT: dict[tuple[str, tuple[str, ...], tuple[bool, ...]], Any] = {}
 _NUMBA_TYPES = {"float32": "float32", "float64": "float64"}
 
 
@@ -129,10 +132,69 @@ def compile_program(text: str, dtypes: tuple[str, ...]) -> Any:
         return fn
 
 
+def compile_flat(text: str, dtypes: tuple[str, ...], scalars: tuple[bool, ...]) -> Any:
+    """A ``nogil`` Numba loop ``(out, x0, x1, ...)`` over flat contiguous arrays, inputs marked
+    in ``scalars`` passed as scalars (hoisted out of the loop): the fast form for the common
+    case where every input has the output's shape or one element.  Cached like
+    :func:`compile_program`."""
+    key = (text, dtypes, scalars)
+    fn = _FLAT.get(key)
+    if fn is not None:
+        return fn
+    with _LOCK:
+        fn = _FLAT.get(key)
+        if fn is not None:
+            return fn
+        compile_program(text, dtypes)  # validates ops and dtypes
+        program = json.loads(text)
+        n = int(program["n"])
+        params = ", ".join(f"x{i}" for i in range(n))
+        loads = "".join(f"        a{i} = x{i}[i]\n" for i in range(n) if not scalars[i])
+        hoist = "".join(f"    a{i} = x{i}\n" for i in range(n) if scalars[i])
+        names = [f"a{i}" for i in range(n)]
+        body = []
+        for j, (op, operands, attrs) in enumerate(program["ops"]):
+            body.append(f"        v{j} = {SCALAR[op]([names[k] for k in operands], attrs)}\n")
+            names.append(f"v{j}")
+        src = (f"def _flat(out, {params}):\n{hoist}    for i in range(out.shape[0]):\n"
+               f"{loads}{''.join(body)}        out[i] = {names[-1]}\n")
+        namespace: dict[str, Any] = {"math": math}
+        exec(compile(src, "<fused_elementwise flat>", "exec"), namespace)  # noqa: S102
+        fn = numba.njit(nogil=True, cache=False)(namespace["_flat"])
+        _FLAT[key] = fn
+        return fn
+
+
 def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Evaluate the fused program ``text`` on ``arrays`` (NumPy broadcasting), into ``out``
-    if given (which may be one of ``arrays``: each element is read before it is written)."""
-    fn = compile_program(text, tuple(a.dtype.name for a in arrays))
+    if given (which may be one of ``arrays``: each element is read before it is written).
+
+    When every input has the output's shape (C-contiguous) or one element, a flat loop runs
+    (:func:`compile_flat`); otherwise the broadcasting ufunc (:func:`compile_program`).
+    """
+    dtypes = tuple(a.dtype.name for a in arrays)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    size = 1
+    for d in shape:
+        size *= d
+    flat_ok = size > 1 and (out is None or (out.shape == shape and out.flags.c_contiguous))
+    scalars = []
+    for a in arrays:
+        if a.size == 1 and a.shape != shape:
+            scalars.append(True)
+        elif a.shape == shape and a.flags.c_contiguous:
+            scalars.append(False)
+        else:
+            flat_ok = False
+            break
+    if flat_ok:
+        result_dtype = np.float64 if "float64" in dtypes else np.float32
+        res = out if out is not None else np.empty(shape, result_dtype)
+        args = [a.reshape(()).item() if s else a.reshape(-1)
+                for a, s in zip(arrays, scalars, strict=True)]
+        compile_flat(text, dtypes, tuple(scalars))(res.reshape(-1), *args)
+        return res
+    fn = compile_program(text, dtypes)
     res = fn(*arrays) if out is None else fn(*arrays, out=out)
     return res if isinstance(res, np.ndarray) else np.asarray(res)
 
