@@ -169,13 +169,23 @@ def _slice(ctx: InferContext) -> list[TType]:
     return [TType(x.dtype, tuple(shape))]
 
 
-def _pad(ctx: InferContext) -> list[TType]:
+def _per_dim_list(ctx: InferContext, attr: str) -> tuple[TType, Any, list[TType] | None]:
+    """(input, its per-dimension int list -- operand 1 when given, else the attribute -- and
+    the result types when the input's rank or the list is unknown)."""
     x = ctx.inputs[0]
-    pads = const_ints(ctx, 1) if len(ctx.inputs) > 1 else ctx.attrs["pads"]
+    values = const_ints(ctx, 1) if len(ctx.inputs) > 1 else ctx.attrs[attr]
     if x.shape is None:
-        return [x]
-    if pads is None:
-        return [TType(x.dtype, (None,) * len(x.shape))]
+        return x, values, [x]
+    if values is None:
+        return x, values, [TType(x.dtype, (None,) * len(x.shape))]
+    return x, values, None
+
+
+def _pad(ctx: InferContext) -> list[TType]:
+    x, pads, unknown = _per_dim_list(ctx, "pads")
+    if unknown is not None:
+        return unknown
+    assert x.shape is not None
     r = len(x.shape)
     if len(pads) != 2 * r:
         raise ctx.error(f"pads must have {2 * r} entries (befores, then afters), got "
@@ -211,12 +221,10 @@ def _scatter_nd(ctx: InferContext) -> list[TType]:
 
 
 def _tile(ctx: InferContext) -> list[TType]:
-    x = ctx.inputs[0]
-    mult = const_ints(ctx, 1) if len(ctx.inputs) > 1 else ctx.attrs["multiples"]
-    if x.shape is None:
-        return [x]
-    if mult is None:
-        return [TType(x.dtype, (None,) * len(x.shape))]
+    x, mult, unknown = _per_dim_list(ctx, "multiples")
+    if unknown is not None:
+        return unknown
+    assert x.shape is not None
     if len(mult) != len(x.shape):
         raise ctx.error(f"multiples {list(mult)} do not match rank {len(x.shape)}")
     return [TType(x.dtype, tuple(None if d is None else d * m
