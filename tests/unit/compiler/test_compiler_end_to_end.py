@@ -167,3 +167,20 @@ def test_a_missing_weight_is_an_error_unless_the_module_came_from_text(tmp_path:
     (tmp_path / "m.mlir").write_text(text)  # a .mlir file holds no weights: zeros
     np.testing.assert_array_equal(compile_any(tmp_path / "m.mlir")(np.ones(2, np.float32)),
                                   [1, 1])
+
+
+def test_a_kernel_failure_is_a_model_error_naming_the_op() -> None:
+    from pytfrt.model import ModelError
+
+    gb = GraphBuilder()
+    fn = gb.function("main", inputs=[("x", (None, 4), "f32"), ("shape", (2,), "i64")])
+    x, shape = fn.arguments
+    fn.returns([fn.op("reshape", [x, shape])])
+    model = compile_module(gb.finish())
+    np.testing.assert_array_equal(model(np.ones((2, 4), np.float32), np.array([4, 2])),
+                                  np.ones((4, 2)))
+    with pytest.raises(ModelError, match=r"reshape: cannot reshape \[3, 4\] to \[5, -1\]"):
+        model(np.ones((3, 4), np.float32), np.array([5, -1]))
+    av = model.call_async(np.ones((3, 4), np.float32), np.array([5, -1]))
+    model.host.await_values([av])
+    assert av.is_error() and "cannot reshape" in av.error.message
