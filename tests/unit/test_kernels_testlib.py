@@ -143,7 +143,7 @@ def test_shared_context_is_one_per_host() -> None:
     "location,line",
     [
         (NameLoc("foo"), "foo"),
-        (FusedLoc((NameLoc("a"), UnknownLoc(), NameLoc("b"))), "ab"),
+        (FusedLoc((NameLoc("a"), UnknownLoc(), NameLoc("b"))), "a"),  # the first name (TFRT)
         (UnknownLoc(), "Kernel has no debug info"),
     ],
 )

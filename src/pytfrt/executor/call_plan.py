@@ -1,7 +1,8 @@
 """Direct kernel calls for the async executor, generated once per binding shape at load time.
 
-Binding a kernel's parameters by the ``@kernel`` rules (spec 1.5) is the same work on every
-call, so the loader does it once.  A kernel whose parameters can all be bound without a
+Binding a kernel's parameters by the ``@kernel`` rules is the same work on every call, so the
+loader does it once: it renders the binding plan of :func:`pytfrt.host.binding.plan_binding`
+(the rules' one home) as a Python call.  A kernel whose parameters can all be bound without a
 :class:`~pytfrt.host.registry.KernelFrame` gets a *call function* ``call(R, inv)`` that reads
 its operands straight from the register list ``R`` of the invocation ``inv`` and passes its
 attribute and function constants, e.g. for ``%r7 = tfrt.add.i32 %r5, %r0``::
@@ -33,7 +34,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from pytfrt.host.registry import KernelEntry, ParamRole
+from pytfrt.host.binding import plan_binding
+from pytfrt.host.kernel_frame import KernelError
+from pytfrt.host.registry import KernelEntry
 
 CHAIN_TYPE: Final = "!tfrt.chain"
 
@@ -52,58 +55,35 @@ def plan_slots(
     num_funcs: int,
     register_types: Sequence[str],
 ) -> tuple[list[Slot], list[Constant]] | None:
-    """The static binding of ``entry`` for one op, or ``None`` if it needs a KernelFrame.
+    """Render ``entry``'s binding plan for one op, or ``None`` if it needs a KernelFrame.
 
-    ``None`` also when the binding cannot be decided here (operand count or attribute count
-    does not fit): the frame path then reports the same error as before, at run time.
+    The plan comes from :func:`pytfrt.host.binding.plan_binding` (the one place the binding
+    rules live); here it only becomes register indices and constants.  ``None`` also when the
+    op does not fit the kernel: the frame path then reports that error at run time.
     """
-    sig = entry.signature
-    ops = list(operands)
-    if not sig.variadic and len(ops) != sig.num_args:
-        last = ops[-1] if ops else -1
-        chain = 0 <= last < len(register_types) and register_types[last] == CHAIN_TYPE
-        if len(ops) == sig.num_args + 1 and chain:
-            ops.pop()  # the trailing chain rule, decided once
-        else:
-            return None
+    last = operands[-1] if operands else -1
+    chain = 0 <= last < len(register_types) and register_types[last] == CHAIN_TYPE
+    try:
+        plan = plan_binding(entry.name, entry.signature, len(operands), chain, num_attrs,
+                            num_funcs)
+    except KernelError:
+        return None
     slots: list[Slot] = []
     constants: list[Constant] = []
-    arg_i = attr_i = func_i = 0
-    for role in sig.roles:
-        if role is ParamRole.ARG or role is ParamRole.ARG_AV:
-            if arg_i >= len(ops):
-                return None
-            slots.append(("v" if role is ParamRole.ARG else "a", ops[arg_i]))
-            arg_i += 1
-        elif role is ParamRole.VAR_ARGS or role is ParamRole.VAR_ARG_AVS:
-            kind = "v" if role is ParamRole.VAR_ARGS else "a"
-            slots.extend((kind, r) for r in ops[arg_i:])
-            arg_i = len(ops)
-        elif role is ParamRole.ATTR:
-            if attr_i >= num_attrs:
-                return None
-            slots.append(("c", len(constants)))
-            constants.append(("attr", attr_i))
-            attr_i += 1
-        elif role is ParamRole.ATTRS:
-            slots.append(("l", len(constants)))
-            constants.append(("attrs", attr_i))
-            attr_i = num_attrs
-        elif role is ParamRole.FUNC:
-            if func_i >= num_funcs:
-                return None
-            slots.append(("c", len(constants)))
-            constants.append(("func", func_i))
-            func_i += 1
-        elif role is ParamRole.FUNCS:
-            slots.append(("l", len(constants)))
-            constants.append(("funcs", func_i))
-            func_i = num_funcs
-        elif role is ParamRole.EXEC_CTX:
+    for kind, i in plan:
+        if kind in "va":
+            slots.append((kind, operands[i]))
+        elif kind == "x":
             slots.append(("x", 0))
-        else:  # KernelFrame
+        elif kind == "k":
             return None
+        else:
+            slots.append(("c" if kind in "cf" else "l", len(constants)))
+            constants.append((_CONSTANT[kind], i))
     return slots, constants
+
+
+_CONSTANT = {"c": "attr", "C": "attrs", "f": "func", "F": "funcs"}
 
 
 def instantiate(

@@ -24,22 +24,11 @@ from typing import Any
 
 from pytfrt.executor.kernel_info import CHAIN_TYPE, FunctionInfo, KernelInfo
 from pytfrt.host.async_value import AsyncValue, make_available, make_error
+from pytfrt.host.binding import plan_binding
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function, FunctionKind
-from pytfrt.host.registry import KernelError, ParamRole
+from pytfrt.host.kernel_frame import KernelError
 from pytfrt.support.errors import Status
-
-_STATIC_ROLES = frozenset(
-    {
-        ParamRole.ARG,
-        ParamRole.VAR_ARGS,
-        ParamRole.ATTR,
-        ParamRole.ATTRS,
-        ParamRole.FUNC,
-        ParamRole.FUNCS,
-        ParamRole.EXEC_CTX,
-    }
-)
 
 
 class SyncBEFFunction(Function):
@@ -100,54 +89,41 @@ def _fail(exc: Exception) -> KernelError:
     return KernelError(str(exc) or type(exc).__name__)
 
 
-def _check_count(out: list[Any], n: int, name: str) -> list[Any]:
-    if len(out) != n:
-        raise KernelError(f"kernel '{name}' returned {len(out)} results, expected {n}")
-    return out
-
-
 def _static_call(k: KernelInfo, i: int, register_types: list[str]) -> str | None:
-    """The call expression binding ``k``'s parameters statically, or ``None`` if not possible."""
-    sig = k.entry.signature  # type: ignore[union-attr]
-    if any(role not in _STATIC_ROLES for role in sig.roles) or k.num_results > 1:
+    """Render ``k``'s binding plan as a call expression, or ``None`` if it cannot be static.
+
+    The plan is :func:`pytfrt.host.binding.plan_binding`'s (the rules' one home).  Kernels
+    taking a KernelFrame, or ops the kernel does not fit, go through
+    :meth:`KernelEntry.call_sync`, which reports the error at run time.
+    """
+    entry = k.entry
+    assert entry is not None
+    if k.num_results > 1:
         return None
     operands = list(k.operands)
-    if not sig.variadic and len(operands) != sig.num_args:
-        last = operands[-1] if operands else -1
-        chain = 0 <= last < len(register_types) and register_types[last] == CHAIN_TYPE
-        if len(operands) == sig.num_args + 1 and chain:
-            operands.pop()  # trailing chain rule
-        else:
-            return None
+    last = operands[-1] if operands else -1
+    chain = 0 <= last < len(register_types) and register_types[last] == CHAIN_TYPE
+    try:
+        plan = plan_binding(entry.name, entry.signature, len(operands), chain, len(k.attrs),
+                            len(k.function_ids), sync=True)
+    except KernelError:
+        return None
     parts: list[str] = []
-    arg_i = attr_i = func_i = 0
-    for role in sig.roles:
-        if role is ParamRole.ARG:
-            if arg_i >= len(operands):
-                return None
-            parts.append(f"r{operands[arg_i]}")
-            arg_i += 1
-        elif role is ParamRole.VAR_ARGS:
-            parts.extend(f"r{r}" for r in operands[arg_i:])
-            arg_i = len(operands)
-        elif role is ParamRole.ATTR:
-            if attr_i >= len(k.attrs):
-                return None
-            parts.append(f"_a{i}[{attr_i}]")
-            attr_i += 1
-        elif role is ParamRole.ATTRS:
-            parts.append(f"list(_a{i}[{attr_i}:])")
-            attr_i = len(k.attrs)
-        elif role is ParamRole.FUNC:
-            if func_i >= len(k.function_ids):
-                return None
-            parts.append(f"_k{i}.funcs[{func_i}]")
-            func_i += 1
-        elif role is ParamRole.FUNCS:
-            parts.append(f"list(_k{i}.funcs[{func_i}:])")
-            func_i = len(k.function_ids)
-        else:  # EXEC_CTX
+    for kind, j in plan:
+        if kind == "v":
+            parts.append(f"r{operands[j]}")
+        elif kind == "c":
+            parts.append(f"_a{i}[{j}]")
+        elif kind == "C":
+            parts.append(f"list(_a{i}[{j}:])")
+        elif kind == "f":
+            parts.append(f"_k{i}.funcs[{j}]")
+        elif kind == "F":
+            parts.append(f"list(_k{i}.funcs[{j}:])")
+        elif kind == "x":
             parts.append("ctx")
+        else:  # a KernelFrame (or an AsyncValue, which plan_binding refuses for sync)
+            return None
     return f"_f{i}({', '.join(parts)})"
 
 
@@ -155,7 +131,7 @@ def _compile(
     info: FunctionInfo, register_types: list[str]
 ) -> tuple[str, Callable[[Sequence[Any], ExecutionContext], list[Any]]]:
     """Translate ``info`` into a straight-line Python function ``(args, ctx) -> results``."""
-    namespace: dict[str, Any] = {"_fail": _fail, "_check_count": _check_count}
+    namespace: dict[str, Any] = {"_fail": _fail}
     body: list[str] = []
     if info.num_arguments:
         names = ", ".join(f"r{a}" for a in range(info.num_arguments))
@@ -169,9 +145,8 @@ def _compile(
         if call is None:
             namespace[f"_cs{i}"] = k.entry.call_sync  # type: ignore[union-attr]
             values = ", ".join(f"r{r}" for r in k.operands)
-            call = f"_cs{i}([{values}], _a{i}, _k{i}.funcs, ctx)"
+            call = f"_cs{i}([{values}], _a{i}, _k{i}.funcs, ctx, {k.num_results})"
             if k.results:
-                call = f"_check_count({call}, {k.num_results}, _k{i}.name)"
                 body.append(f"{targets}, = {call}")
             else:
                 body.append(call)

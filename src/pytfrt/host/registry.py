@@ -59,71 +59,30 @@ from __future__ import annotations
 
 import enum
 import importlib
-import inspect
 import threading
-import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from pytfrt.host.async_value import (
-    CHAIN,
-    AsyncValue,
-    Chain,
-    IndirectAsyncValue,
-    make_available,
-    make_error,
+from pytfrt.host.async_value import CHAIN, AsyncValue, Chain
+from pytfrt.host.binding import (
+    Attr,
+    BindingPlan,
+    KernelSignature,
+    ParamRole,
+    RegistryError,
+    RemainingAttrs,
+    RemainingFunctions,
+    TypedAttr,
+    analyze_signature,
+    plan_binding,
 )
-from pytfrt.host.diagnostics import Diagnostic
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function
-from pytfrt.support.attributes import Attribute
-from pytfrt.support.errors import PytfrtError, Status
-from pytfrt.support.location import UNKNOWN_LOC, Location
+from pytfrt.host.kernel_frame import KernelError, KernelFrame, result_list, store_results
 
-T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class _AttrRole:
-    """Marks a parameter that receives the next attribute."""
-
-
-class _RemainingAttrsRole:
-    """Marks a parameter that receives all remaining attributes."""
-
-
-class _RemainingFunctionsRole:
-    """Marks a parameter that receives all remaining functions."""
-
-
-class _TypedAttrRole:
-    """Marks a parameter that receives the next attribute as a typed ``Attribute`` object."""
-
-
-Attr = Annotated[T, _AttrRole]
-"""``Attr[int]``: the parameter receives the next attribute's value."""
-
-RemainingAttrs = Annotated[list[Any], _RemainingAttrsRole]
-"""The parameter receives the list of remaining attribute values."""
-
-RemainingFunctions = Annotated[list[Function], _RemainingFunctionsRole]
-"""The parameter receives the list of remaining functions."""
-
-TypedAttr = Annotated[Attribute, _TypedAttrRole]
-"""The parameter receives the next attribute as its typed :class:`Attribute` object (e.g.
-``IntAttr(1, "i32")``), for kernels that need the MLIR type and not only the value.  A kernel
-with a ``TypedAttr`` parameter receives *all* its attributes as objects (``raw_attributes``):
-its ``RemainingAttrs`` are objects too, and it should not mix in ``Attr[T]`` parameters."""
-
-
-class KernelError(PytfrtError):
-    """Raised by kernels to report an error (any exception works; this one reads best)."""
-
-
-class RegistryError(PytfrtError):
-    """Duplicate registration, unknown kernel name, or a signature that cannot be adapted."""
 
 
 class KernelKind(enum.Enum):
@@ -131,191 +90,6 @@ class KernelKind(enum.Enum):
 
     ASYNC = "async"
     SYNC = "sync"
-
-
-class KernelFrame:
-    """Everything one kernel invocation sees: arguments, attributes, functions, result slots.
-
-    Built by the executor; a kernel asks for it with a ``KernelFrame`` parameter when it needs
-    to set results itself (asynchronous kernels).  A frame may be kept and used from another
-    thread after the kernel returns (e.g. ``report_error`` from a task); each slot must be set
-    exactly once.
-    """
-
-    __slots__ = (
-        "arguments",
-        "attributes",
-        "functions",
-        "results",
-        "exec_ctx",
-        "location",
-        "name",
-    )
-
-    def __init__(
-        self,
-        arguments: Sequence[AsyncValue[Any]],
-        attributes: Sequence[Any],
-        functions: Sequence[Function],
-        num_results: int,
-        exec_ctx: ExecutionContext,
-        location: Location = UNKNOWN_LOC,
-        name: str = "",
-    ) -> None:
-        self.arguments = arguments
-        self.attributes = attributes
-        self.functions = functions
-        self.results: list[AsyncValue[Any] | None] = [None] * num_results
-        self.exec_ctx = exec_ctx
-        self.location = location
-        self.name = name
-
-    @property
-    def num_results(self) -> int:
-        """Number of result slots."""
-        return len(self.results)
-
-    def argument(self, index: int) -> Any:
-        """The payload of argument ``index`` (must be concrete)."""
-        return self.arguments[index].get()
-
-    def set_result(self, index: int, value: AsyncValue[Any]) -> None:
-        """Store ``value`` (available or not) in result slot ``index``."""
-        self.results[index] = value
-
-    def emplace_result(self, index: int, value: Any) -> None:
-        """Store an available value in result slot ``index``."""
-        self.results[index] = make_available(value)
-
-    def allocate_result(self, index: int) -> AsyncValue[Any]:
-        """Store a new unavailable value in slot ``index`` and return it (fill it later)."""
-        value: AsyncValue[Any] = AsyncValue()
-        self.results[index] = value
-        return value
-
-    def allocate_indirect_result(self, index: int) -> IndirectAsyncValue[Any]:
-        """Store a new :class:`IndirectAsyncValue` in slot ``index`` and return it."""
-        value: IndirectAsyncValue[Any] = IndirectAsyncValue()
-        self.results[index] = value
-        return value
-
-    def emit_error(self, message: str) -> AsyncValue[Any]:
-        """Emit a diagnostic at this kernel's location and return an error value."""
-        self.exec_ctx.host.emit_error(Diagnostic(message, self.location))
-        return make_error(Status(message))
-
-    def report_error(self, message: str) -> None:
-        """Emit a diagnostic and make every unset or still-unavailable result an error.
-
-        Unset slots get one shared error value; allocated, unavailable, non-indirect results
-        are set to the error in place (spec 1.9).
-        """
-        self.exec_ctx.host.emit_error(Diagnostic(message, self.location))
-        status = Status(message)
-        error: AsyncValue[Any] | None = None
-        for i, slot in enumerate(self.results):
-            if slot is None:
-                if error is None:
-                    error = make_error(status)
-                else:
-                    error.add_ref()  # one reference per result slot
-                self.results[i] = error
-            elif slot.is_unavailable():
-                slot.set_error(status)
-
-
-class _Role(enum.Enum):
-    ARG = 1
-    ARG_AV = 2
-    VAR_ARGS = 3
-    VAR_ARG_AVS = 4
-    ATTR = 5
-    ATTRS = 6
-    FUNC = 7
-    FUNCS = 8
-    EXEC_CTX = 9
-    FRAME = 10
-
-
-@dataclass
-class KernelSignature:
-    """How a kernel's parameters map onto a frame (computed once at registration).
-
-    ``simple`` (every parameter is a plain argument payload: the fast path) and
-    ``needs_context`` (the kernel takes an ExecutionContext or a KernelFrame) are derived from
-    ``roles`` when the signature is made; treat a signature as immutable.
-    """
-
-    roles: list[_Role]
-    num_args: int  # fixed positional arguments (ARG + ARG_AV)
-    variadic: bool  # takes remaining arguments
-    raw_attributes: bool = False  # attributes are passed as typed Attribute objects
-    simple: bool = field(init=False)
-    needs_context: bool = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.simple = all(r is _Role.ARG for r in self.roles)
-        self.needs_context = any(r in (_Role.EXEC_CTX, _Role.FRAME) for r in self.roles)
-
-
-ParamRole = _Role
-"""Public name of the parameter roles (for executors that generate call code from them)."""
-
-
-def _role_of(annotation: Any, kind: Any) -> _Role:
-    if kind is inspect.Parameter.VAR_POSITIONAL:
-        if typing.get_origin(annotation) is AsyncValue or annotation is AsyncValue:
-            return _Role.VAR_ARG_AVS
-        return _Role.VAR_ARGS
-    if typing.get_origin(annotation) is Annotated:
-        extras = typing.get_args(annotation)[1:]
-        if _AttrRole in extras or _TypedAttrRole in extras:
-            return _Role.ATTR
-        if _RemainingAttrsRole in extras:
-            return _Role.ATTRS
-        if _RemainingFunctionsRole in extras:
-            return _Role.FUNCS
-    if annotation is ExecutionContext:
-        return _Role.EXEC_CTX
-    if annotation is KernelFrame:
-        return _Role.FRAME
-    if isinstance(annotation, type) and issubclass(annotation, Function):
-        return _Role.FUNC
-    if annotation is AsyncValue or typing.get_origin(annotation) is AsyncValue:
-        return _Role.ARG_AV
-    if typing.get_origin(annotation) is IndirectAsyncValue:
-        return _Role.ARG_AV
-    return _Role.ARG
-
-
-def analyze_signature(fn: Callable[..., Any]) -> KernelSignature:
-    """Work out each parameter's role from its annotation.
-
-    Raises:
-        RegistryError: if the annotations cannot be resolved or a parameter kind is not
-            supported (keyword-only parameters, ``**kwargs``).
-    """
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception as exc:  # noqa: BLE001 - re-raised with context
-        raise RegistryError(
-            f"cannot resolve the annotations of kernel function {fn.__qualname__}: {exc}"
-        ) from exc
-    roles: list[_Role] = []
-    raw_attributes = False
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD):
-            raise RegistryError(
-                f"kernel function {fn.__qualname__}: keyword-only parameter "
-                f"'{param.name}' cannot be bound"
-            )
-        hint = hints.get(param.name, Any)
-        roles.append(_role_of(hint, param.kind))
-        if typing.get_origin(hint) is Annotated and _TypedAttrRole in typing.get_args(hint)[1:]:
-            raw_attributes = True
-    num_args = sum(1 for r in roles if r in (_Role.ARG, _Role.ARG_AV))
-    variadic = any(r in (_Role.VAR_ARGS, _Role.VAR_ARG_AVS) for r in roles)
-    return KernelSignature(roles, num_args, variadic, raw_attributes)
 
 
 @dataclass
@@ -326,6 +100,9 @@ class KernelEntry:
     fn: Callable[..., Any]
     kind: KernelKind
     signature: KernelSignature = field(repr=False)
+    _plans: dict[tuple[int, bool, int, int, bool], BindingPlan] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def bind(
         self,
@@ -336,62 +113,40 @@ class KernelEntry:
         exec_ctx: ExecutionContext | None,
         frame: KernelFrame | None,
     ) -> list[Any]:
-        """Build the positional call arguments for :attr:`fn` (see the module docstring).
+        """Build the positional call arguments for :attr:`fn` by interpreting its binding plan.
 
-        ``values`` are the argument payloads; ``arguments`` their AsyncValues (async kernels).
+        ``values`` are the argument payloads; ``arguments`` their AsyncValues (``None`` for sync
+        kernels).  Plans (:func:`pytfrt.host.binding.plan_binding`) are cached per op shape.
 
         Raises:
-            KernelError: if the operand count does not fit the signature.
+            KernelError: if the op does not fit the signature.
         """
-        sig = self.signature
         n = len(values)
-        if not sig.variadic and n != sig.num_args:
-            if n == sig.num_args + 1 and (values[-1] is CHAIN or isinstance(values[-1], Chain)):
-                n -= 1  # trailing chain rule
-            else:
-                raise KernelError(
-                    f"kernel '{self.name}' takes {sig.num_args} arguments but the op has {n}"
-                )
-        if sig.simple:
-            return list(values[:n])
+        last_is_chain = n > 0 and (values[-1] is CHAIN or isinstance(values[-1], Chain))
+        key = (n, last_is_chain, len(attributes), len(functions), arguments is None)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = plan_binding(self.name, self.signature, n, last_is_chain, len(attributes),
+                                len(functions), sync=arguments is None)
+            self._plans[key] = plan
         out: list[Any] = []
-        arg_i = attr_i = func_i = 0
-        for role in sig.roles:
-            if role is _Role.ARG:
-                out.append(values[arg_i])
-                arg_i += 1
-            elif role is _Role.ARG_AV:
-                if arguments is None:
-                    raise KernelError(f"sync kernel '{self.name}' cannot take an AsyncValue")
-                out.append(arguments[arg_i])
-                arg_i += 1
-            elif role is _Role.VAR_ARGS:
-                out.extend(values[arg_i:n])
-                arg_i = n
-            elif role is _Role.VAR_ARG_AVS:
-                if arguments is None:
-                    raise KernelError(f"sync kernel '{self.name}' cannot take AsyncValues")
-                out.extend(arguments[arg_i:n])
-                arg_i = n
-            elif role is _Role.ATTR:
-                if attr_i >= len(attributes):
-                    raise KernelError(f"kernel '{self.name}' is missing an attribute")
-                out.append(attributes[attr_i])
-                attr_i += 1
-            elif role is _Role.ATTRS:
-                out.append(list(attributes[attr_i:]))
-                attr_i = len(attributes)
-            elif role is _Role.FUNC:
-                if func_i >= len(functions):
-                    raise KernelError(f"kernel '{self.name}' is missing a function")
-                out.append(functions[func_i])
-                func_i += 1
-            elif role is _Role.FUNCS:
-                out.append(list(functions[func_i:]))
-                func_i = len(functions)
-            elif role is _Role.EXEC_CTX:
+        for kind, i in plan:
+            if kind == "v":
+                out.append(values[i])
+            elif kind == "a":
+                assert arguments is not None
+                out.append(arguments[i])
+            elif kind == "c":
+                out.append(attributes[i])
+            elif kind == "C":
+                out.append(list(attributes[i:]))
+            elif kind == "f":
+                out.append(functions[i])
+            elif kind == "F":
+                out.append(list(functions[i:]))
+            elif kind == "x":
                 out.append(exec_ctx)
-            elif role is _Role.FRAME:
+            else:
                 out.append(frame)
         return out
 
@@ -418,7 +173,7 @@ class KernelEntry:
 
     def call_sync(
         self, values: Sequence[Any], attributes: Sequence[Any], functions: Sequence[Function],
-        exec_ctx: ExecutionContext,
+        exec_ctx: ExecutionContext, num_results: int | None = None,
     ) -> list[Any]:
         """Run this kernel on plain values (sync functions); returns the result values.
 
@@ -428,49 +183,13 @@ class KernelEntry:
         """
         call_args = self.bind(values, None, attributes, functions, exec_ctx, None)
         out = self.fn(*call_args)
-        return _as_list(out)
+        if num_results is None:  # the count is not known: take the value as it comes
+            return [] if out is None else list(out) if isinstance(out, tuple) else [out]
+        return result_list(out, num_results, self.name)
 
 
 def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
-
-
-def _as_list(out: Any) -> list[Any]:
-    if out is None:
-        return []
-    if isinstance(out, tuple):
-        return list(out)
-    return [out]
-
-
-def _to_av(value: Any) -> AsyncValue[Any]:
-    if isinstance(value, AsyncValue):
-        return value
-    return make_available(value)
-
-
-def store_results(frame: KernelFrame, out: Any, name: str = "") -> None:
-    """Store a kernel's return value ``out`` in ``frame``'s result slots (see module doc)."""
-    results = frame.results
-    n = len(results)
-    if n == 1:
-        if out is not None or results[0] is None:
-            if out is None:
-                frame.report_error(f"kernel '{name}' returned no value for its result")
-                return
-            results[0] = _to_av(out)
-        return
-    if n == 0:
-        return
-    if out is None:
-        if any(r is None for r in results):
-            frame.report_error(f"kernel '{name}' did not set all of its {n} results")
-        return
-    if not isinstance(out, tuple) or len(out) != n:
-        frame.report_error(f"kernel '{name}' must return {n} results")
-        return
-    for i, value in enumerate(out):
-        results[i] = _to_av(value)
 
 
 def kernel(*names: str, sync: bool = False) -> Callable[[F], F]:
@@ -631,3 +350,22 @@ class KernelRegistry:
         """Return the canonical (interned) copy of a type name."""
         with self._lock:
             return self._types.setdefault(name, name)
+
+
+__all__ = [
+    "Attr",
+    "KernelEntry",
+    "KernelError",
+    "KernelFrame",
+    "KernelKind",
+    "KernelRegistry",
+    "KernelSignature",
+    "ParamRole",
+    "RegistryError",
+    "RemainingAttrs",
+    "RemainingFunctions",
+    "TypedAttr",
+    "analyze_signature",
+    "kernel",
+    "store_results",
+]
