@@ -184,3 +184,29 @@ def test_a_kernel_failure_is_a_model_error_naming_the_op() -> None:
     av = model.call_async(np.ones((3, 4), np.float32), np.array([5, -1]))
     model.host.await_values([av])
     assert av.is_error() and "cannot reshape" in av.error.message
+
+
+def test_same_padding_with_dynamic_spatial_dims() -> None:
+    w = RNG.standard_normal((3, 3, 2, 4)).astype(np.float32)
+    gb = GraphBuilder()
+    fn = gb.function("main", inputs=[("x", (None, None, None, 2), "f32")])
+    (x,) = fn.arguments
+    y = fn.op("conv2d", [x, fn.constant(w, name="w")], layout="NHWC", strides=[2, 2],
+              padding="SAME")
+    assert y.shape == (None, None, None, 4)
+    p = fn.op("max_pool2d", [y], layout="NHWC", ksize=[2, 2], strides=[2, 2], padding="SAME")
+    fn.returns([y, p])
+    model = compile_module(gb.finish())
+    for h, wd in ((7, 5), (8, 8)):
+        xv = RNG.standard_normal((1, h, wd, 2)).astype(np.float32)
+        # TF's SAME: output ceil(in / stride); total padding split with the extra at the end
+        oh, ow = -(-h // 2), -(-wd // 2)
+        ph, pw = max((oh - 1) * 2 + 3 - h, 0), max((ow - 1) * 2 + 3 - wd, 0)
+        ref = _conv_ref(xv, w, 2, (ph // 2, ph - ph // 2, pw // 2, pw - pw // 2))
+        got, pooled = model(xv)
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+        ph2, pw2 = oh % 2, ow % 2  # SAME pooling pads the end with -inf (ignored)
+        padded = np.pad(ref, ((0, 0), (0, ph2), (0, pw2), (0, 0)), constant_values=-np.inf)
+        n2h, n2w = padded.shape[1] // 2, padded.shape[2] // 2
+        want = padded.reshape(1, n2h, 2, n2w, 2, 4).max(axis=(2, 4))
+        np.testing.assert_allclose(pooled, want, rtol=1e-4, atol=1e-4)

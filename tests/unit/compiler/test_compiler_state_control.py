@@ -124,3 +124,31 @@ def test_while_with_a_stateful_body() -> None:
     model = compile_module(gb.finish())
     assert [int(v) for v in model(np.int64(1))] == [4, 1 + 2 + 3]
     assert [int(v) for v in model(np.int64(0))] == [4, 6 + 0 + 1 + 2 + 3]
+
+
+def test_concurrent_updates_are_serialised() -> None:
+    import threading
+
+    gb = GraphBuilder()
+    gb.variable("total", np.zeros((), np.int64))
+    fn = gb.function("main", inputs=[("x", (), "i64")])
+    old = fn.op("read_variable", [], name="total")
+    fn.op("assign_variable", [fn.op("add", [old, fn.arguments[0]])], name="total")
+    fn.returns([old])
+    model = compile_module(gb.finish())
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        for _ in range(50):
+            before = int(model(np.int64(1)))
+            with lock:
+                seen.append(before)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert int(model.variables["total"]) == 300  # no update lost (read-add-assign atomic)
+    assert sorted(seen) == list(range(300))  # each call saw a distinct state
