@@ -36,6 +36,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # exports a SavedModel, then the server compiles it (TF both times)
 def test_quickstart_runs_as_written(tmp_path: Path, tf: Any) -> None:
     script, expected = _blocks()
     if not any(os.access(os.path.join(p, "curl"), os.X_OK)
