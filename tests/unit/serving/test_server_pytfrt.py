@@ -18,6 +18,7 @@ from serving_helpers import KerasMLP, OnnxMLP, ServerProcess, ort_run
 # The first test waits for TensorFlow to import and the compiler to run.
 pytestmark = pytest.mark.timeout(300)
 
+
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("compile_cache")

@@ -20,6 +20,7 @@ from serving_helpers import KerasMLP, ServerProcess
 # The first test waits for a server that imports TensorFlow.
 pytestmark = pytest.mark.timeout(300)
 
+
 @pytest.fixture(scope="module")
 def server(keras_mlp: KerasMLP, string_model: Path, two_input_model: Path,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
