@@ -14,10 +14,12 @@ Layout, in pipeline order (see ``docs/layout.md``):
 * :mod:`pytfrt.tools` -- ``bef_executor``, ``tfrt_translate``, ``tfrt_opt``, ``pytfrt``.
 
 * :mod:`pytfrt.compiler` -- the graph dialect, its passes and lowering; :mod:`pytfrt.model` --
-  ``CompiledModel``.
+  ``CompiledModel``; :mod:`pytfrt.function` -- ``@pytfrt.function``, ``grad``,
+  ``value_and_grad``, ``cond``, ``while_loop`` (Python traced into the graph dialect).
 
 Importing :mod:`pytfrt` imports nothing heavy and changes no global state:
-:func:`compile`, :func:`load` and :class:`CompiledModel` are imported on first use.
+:func:`compile`, :func:`load`, :class:`CompiledModel`, :func:`function`, :func:`grad`,
+:func:`value_and_grad`, :func:`cond` and :func:`while_loop` are imported on first use.
 """
 
 from typing import Any
@@ -28,6 +30,11 @@ _LAZY = {
     "compile": ("pytfrt.compiler.api", "compile"),
     "load": ("pytfrt.model", "load"),
     "CompiledModel": ("pytfrt.model", "CompiledModel"),
+    "function": ("pytfrt.function", "function"),
+    "grad": ("pytfrt.function", "grad"),
+    "value_and_grad": ("pytfrt.function", "value_and_grad"),
+    "cond": ("pytfrt.function", "cond"),
+    "while_loop": ("pytfrt.function", "while_loop"),
 }
 
 

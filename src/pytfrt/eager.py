@@ -140,6 +140,68 @@ def request() -> Iterator[RequestContext]:
         rt.exec_ctx = saved
 
 
+# -- dtype rules and the tracing hook -----------------------------------------------------------
+
+
+def result_dtype(a: np.dtype, a_weak: bool, b: np.dtype, b_weak: bool) -> np.dtype:
+    """The common dtype of two operands; ``*_weak`` marks a Python scalar's default dtype.
+
+    Arrays and tensors promote as NumPy (``np.promote_types``).  A Python scalar is *weak*: it
+    takes the other operand's dtype when its kind fits (``int32_tensor * 2`` is int32,
+    ``f16_tensor * 0.5`` is float16); a Python float meeting an integer or bool tensor gives
+    float32, TF's default float (``int32_tensor * 0.5`` is float32, not truncated).  Two Python
+    scalars: int32 for ints, float32 for floats, as TF.
+    """
+    if a_weak and not b_weak:
+        a, b, b_weak = b, a, a_weak
+    elif not b_weak:
+        return np.promote_types(a, b)
+    # b is weak (a Python scalar's default: bool_, int32 or float32)
+    kb = b.kind
+    ka = a.kind
+    if kb == "b":
+        return a
+    if kb in "iu":
+        return a if ka in "iuf" or a_weak and ka != "b" else b
+    # a Python float
+    return a if ka == "f" else b
+
+
+def dtype_to_numpy(dtype: Any) -> np.dtype:
+    """A NumPy dtype from a pytfrt DType, a TFRT name (``"f32"``), a NumPy dtype or type.
+
+    Raises:
+        TypeError: for anything else.
+    """
+    if isinstance(dtype, DType):
+        return np.dtype(dtype.np_dtype)
+    if isinstance(dtype, str):
+        try:
+            return np.dtype(dtype_from_name(dtype).np_dtype)
+        except (KeyError, ValueError, PytfrtError):
+            pass
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"not a dtype: {dtype!r}") from None
+
+
+class TracedBase:
+    """Base of values that stand for tensors while a function is traced.
+
+    The eager op functions hand an op to ``args[i]._trace_eager(op_name, args, attrs,
+    num_results)`` when one of its arguments is a TracedBase (checked only after the fast path
+    declined, so the fast path costs nothing).  Defined here so the eager layer needs no compiler
+    import; the tracer (``pytfrt.compiler.frontends.trace``) subclasses it.
+    """
+
+    __slots__ = ()
+
+    def _trace_eager(self, op_name: str, args: Sequence[Any], attrs: dict[str, Any],
+                     num_results: int | None) -> Any:
+        raise NotImplementedError
+
+
 # -- Tensor --------------------------------------------------------------------------------------
 
 
@@ -263,8 +325,8 @@ def constant(value: Any, dtype: DType | str | Any = None) -> Tensor:
     ``dtype`` may be a pytfrt DType, a TFRT dtype name (``"f32"``, ``"bf16"``) or a NumPy dtype.
     Strings (or arrays of them) become string tensors.
     """
-    if isinstance(value, Tensor):
-        return value
+    if isinstance(value, Tensor | TracedBase):
+        return value  # type: ignore[return-value]
     if isinstance(value, TensorHandle):
         return _adopt(value)
     np_dtype: Any = None
@@ -361,6 +423,9 @@ def execute(
 def _dispatch(
     op_name: str, args: Sequence[Any], attrs: OpAttrsRef, num_results: int | None = None
 ) -> Any:
+    for a in args:
+        if isinstance(a, TracedBase):
+            return a._trace_eager(op_name, args, dict(attrs), num_results)
     rt = runtime()
     fast_path_counts.general += 1
     try:

@@ -1,0 +1,354 @@
+"""``pytfrt.function``, ``grad``, ``value_and_grad``, ``cond``, ``while_loop``: Python, compiled.
+
+::
+
+    @pytfrt.function
+    def step(params, x, y):
+        loss, grads = pytfrt.value_and_grad(loss_fn)(params, x, y)
+        return loss, [p - 0.1 * g for p, g in zip(params, grads)]
+
+    loss, params = step(params, x, y)     # traced + compiled on the first call, then cached
+
+A :class:`Function` traces the Python function over ``pytfrt.eager`` ops and Tensor operators
+into the graph dialect (:mod:`pytfrt.compiler.frontends.trace`), runs the default passes and
+lowers it to BEF (:class:`pytfrt.model.CompiledModel`).  It re-traces per *input signature*:
+the pytree structure of the arguments, every array's shape and dtype, and every other leaf's
+Python value (Python scalars, strings, ``None`` are baked into the program).  Arguments and
+results are pytrees: nested tuples, lists and dicts (keys sorted) of arrays, ``eager.Tensor``s
+and Python values.  See ``docs/function.md``.
+
+Thread-safety: a Function may be called from several threads; tracing is serialised by a lock,
+calls of a compiled program run concurrently (``CompiledModel``'s contract).  Errors at trace
+time are :class:`~pytfrt.compiler.frontends.trace.TraceError` naming the user's ``file:line``;
+bad inputs to a compiled call raise ``pytfrt.model.InputError``.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from pytfrt import eager
+
+__all__ = ["Function", "cond", "function", "grad", "tree_flatten", "tree_unflatten",
+           "value_and_grad", "while_loop"]
+
+
+# -- pytrees --------------------------------------------------------------------------------------
+
+_LEAF = "*"
+
+
+def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
+    """``(leaves, treedef)``: tuples, lists and dicts (sorted keys) are nodes, all else leaves.
+
+    ``None`` is a node with no leaves (as in JAX).
+    """
+    leaves: list[Any] = []
+
+    def walk(x: Any) -> Any:
+        t = type(x)
+        if t is tuple or t is list:
+            return (t, tuple(walk(e) for e in x))
+        if t is dict:
+            keys = sorted(x)
+            return (dict, tuple(keys), tuple(walk(x[k]) for k in keys))
+        if x is None:
+            return None
+        leaves.append(x)
+        return _LEAF
+
+    return leaves, walk(tree)
+
+
+def tree_unflatten(treedef: Any, leaves: Sequence[Any]) -> Any:
+    """The inverse of :func:`tree_flatten`."""
+    it = iter(leaves)
+
+    def build(d: Any) -> Any:
+        if d is _LEAF:
+            return next(it)
+        if d is None:
+            return None
+        if d[0] is dict:
+            return {k: build(s) for k, s in zip(d[1], d[2], strict=True)}
+        return d[0](build(s) for s in d[1])
+
+    return build(treedef)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (np.ndarray, np.generic, eager.Tensor))
+
+
+def _leaf_key(x: Any) -> Any:
+    if type(x) is np.ndarray:
+        return (x.shape, x.dtype.str)
+    if isinstance(x, eager.Tensor):
+        return _leaf_key(x.numpy())
+    if isinstance(x, np.generic):
+        return ((), x.dtype.str)
+    try:
+        hash(x)
+    except TypeError:
+        raise TypeError(f"pytfrt.function: cannot use an argument of type {type(x).__name__} "
+                        "(arrays, Python scalars and tuples/lists/dicts of them)") from None
+    return ("py", type(x), x)
+
+
+def _as_array(x: Any) -> np.ndarray:
+    if type(x) is np.ndarray:
+        return x
+    if isinstance(x, eager.Tensor):
+        return x.numpy()
+    return np.asarray(x)
+
+
+def _is_traced(x: Any) -> bool:
+    return isinstance(x, eager.TracedBase)
+
+
+# -- Function -------------------------------------------------------------------------------------
+
+
+class _Entry:
+    __slots__ = ("model", "positions", "out_tree", "out_static", "mlir")
+
+    def __init__(self, model: Any, positions: list[int], out_tree: Any,
+                 out_static: list[Any], mlir: str) -> None:
+        self.model = model          # CompiledModel or None (no tensor outputs)
+        self.positions = positions  # leaf indices that are program inputs
+        self.out_tree = out_tree
+        self.out_static = out_static  # per output leaf: None (from the program) or the value
+        self.mlir = mlir
+
+
+class Function:
+    """A traced-and-compiled Python function (see the module docstring).
+
+    Args:
+        fn: the Python function.
+        optimize: run the default graph passes.
+    """
+
+    def __init__(self, fn: Callable[..., Any], optimize: bool = True) -> None:
+        self.fn = fn
+        self.optimize = optimize
+        self._cache: dict[Any, _Entry] = {}
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def _signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                   ) -> tuple[list[Any], Any, Any]:
+        leaves, tree = tree_flatten((args, kwargs))
+        key = (tree, tuple(_leaf_key(x) for x in leaves))
+        return leaves, tree, key
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the compiled program for these arguments (tracing it on a new signature)."""
+        leaves, tree, key = self._signature(args, kwargs)
+        if any(_is_traced(x) for x in leaves):
+            return self.fn(*args, **kwargs)  # called inside another trace: inline it
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._trace(leaves, tree, key)
+        if entry.model is None:
+            outs: list[Any] = []
+        else:
+            outs = entry.model(*[_as_array(leaves[i]) for i in entry.positions])
+        if outs:
+            it = iter(outs)
+            flat = [next(it) if s is None else s[0] for s in entry.out_static]
+        else:
+            flat = [s[0] for s in entry.out_static]
+        return tree_unflatten(entry.out_tree, flat)
+
+    def get_mlir(self, *args: Any, **kwargs: Any) -> str:
+        """The traced program (graph dialect, before the passes) for these arguments."""
+        leaves, tree, key = self._signature(args, kwargs)
+        entry = self._cache.get(key) or self._trace(leaves, tree, key)
+        return entry.mlir
+
+    def _trace(self, leaves: list[Any], tree: Any, key: Any) -> _Entry:
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None:
+                return entry
+            entry = self._build(leaves, tree)
+            self._cache[key] = entry
+            return entry
+
+    def _build(self, leaves: list[Any], tree: Any) -> _Entry:
+        from pytfrt.compiler.api import compile_module
+        from pytfrt.compiler.frontends import trace
+
+        positions = [i for i, x in enumerate(leaves) if _is_array(x)]
+        inputs = []
+        for i in positions:
+            a = _as_array(leaves[i])
+            inputs.append((f"arg{i}", a.shape, a.dtype))
+        gb, tracer = trace.new_module(inputs)
+        traced = list(leaves)
+        for i, v in zip(positions, tracer.fb.arguments, strict=True):
+            traced[i] = trace.TracedValue(tracer, v)
+        call_args, call_kwargs = tree_unflatten(tree, traced)
+        with tracer:
+            result = self.fn(*call_args, **call_kwargs)
+        out_leaves, out_tree = tree_flatten(result)
+        outputs: list[Any] = []
+        static: list[tuple[Any] | None] = []
+        for o in out_leaves:
+            if _is_traced(o) or _is_array(o):
+                outputs.append(o)
+                static.append(None)
+            else:
+                static.append((o,))
+        if not outputs:
+            tracer.fb.returns([], structure="list")
+            return _Entry(None, positions, out_tree, static, str(gb.finish()))
+        gm = trace.finish(gb, tracer, outputs)
+        mlir = str(gm)
+        model = compile_module(gm, optimize=self.optimize)
+        return _Entry(model, positions, out_tree, static, mlir)
+
+    def __repr__(self) -> str:
+        return f"<pytfrt.function {getattr(self.fn, '__qualname__', self.fn)!r}>"
+
+
+def function(fn: Callable[..., Any] | None = None, *, optimize: bool = True) -> Any:
+    """Decorator: trace ``fn`` into the graph dialect and run it compiled (a :class:`Function`).
+
+    Usable as ``@pytfrt.function`` or ``@pytfrt.function(optimize=False)``.
+    """
+    if fn is None:
+        return lambda f: function(f, optimize=optimize)
+    return Function(fn, optimize)
+
+
+# -- automatic differentiation ---------------------------------------------------------------
+
+
+def value_and_grad(fn: Callable[..., Any], argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False) -> Callable[..., Any]:
+    """``fn``'s value and its gradient with respect to the arguments ``argnums`` (JAX's contract).
+
+    ``fn`` must return a floating-point scalar (or ``(scalar, aux)`` with ``has_aux``).  The
+    gradient has the structure of the differentiated argument (a pytree of arrays), or a tuple
+    of those when ``argnums`` is a tuple.  Called on concrete arrays it traces, compiles and
+    caches the whole computation (forward and backward) as one program; inside
+    ``@pytfrt.function`` it adds the backward ops to the traced program.  Implemented by
+    reverse-mode differentiation on the graph dialect (:mod:`pytfrt.compiler.autodiff`).
+
+    Raises:
+        TypeError: bad ``argnums`` or a non-scalar / non-float result.
+        pytfrt.compiler.autodiff.AutodiffError: an op on the path has no gradient rule.
+    """
+    multi = isinstance(argnums, (tuple, list))
+    nums = tuple(int(a) for a in argnums) if multi else (int(argnums),)  # type: ignore[arg-type,union-attr]
+
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        from pytfrt.compiler import autodiff
+
+        return autodiff.value_and_grad_traced(fn, args, kwargs, nums, multi, has_aux)
+
+    compiled = function(traced)
+
+    @functools.wraps(fn)
+    def vg(*args: Any, **kwargs: Any) -> Any:
+        for n in nums:
+            if not -len(args) <= n < len(args):
+                raise TypeError(f"value_and_grad: argnums {n} is out of range for "
+                                f"{len(args)} positional arguments")
+        leaves, _ = tree_flatten((args, kwargs))
+        if any(_is_traced(x) for x in leaves):
+            return traced(*args, **kwargs)
+        # differentiated Python scalars become float32 arrays (inputs, not constants)
+        args = tuple(_to_arrays(a) if i in nums or i - len(args) in nums else a
+                     for i, a in enumerate(args))
+        return compiled(*args, **kwargs)
+
+    return vg
+
+
+def _to_arrays(tree: Any) -> Any:
+    leaves, td = tree_flatten(tree)
+    out = []
+    for x in leaves:
+        if isinstance(x, float):
+            x = np.float32(x)
+        elif isinstance(x, (int, bool)):
+            raise TypeError(f"grad requires floating-point inputs, got {type(x).__name__} {x!r}")
+        out.append(x)
+    return tree_unflatten(td, out)
+
+
+def grad(fn: Callable[..., Any], argnums: int | Sequence[int] = 0,
+         has_aux: bool = False) -> Callable[..., Any]:
+    """The gradient of ``fn`` (see :func:`value_and_grad`); returns ``(grads, aux)`` with aux."""
+    vg = value_and_grad(fn, argnums, has_aux)
+
+    @functools.wraps(fn)
+    def g(*args: Any, **kwargs: Any) -> Any:
+        value, grads = vg(*args, **kwargs)
+        if has_aux:
+            return grads, value[1]
+        return grads
+
+    return g
+
+
+# -- control flow -------------------------------------------------------------------------------
+
+
+def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
+         *operands: Any) -> Any:
+    """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``.
+
+    Inside a traced function with a traced ``pred`` this builds ``tg.if`` (lowered to
+    ``tfrt.if``): both branches are traced, must return the same number of values of the same
+    dtypes, and may use values of the enclosing function (captured).  Otherwise it is a Python
+    ``if``.
+    """
+    from pytfrt.compiler.frontends import trace
+
+    return trace.cond(pred, true_fn, false_fn, *operands)
+
+
+def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
+               loop_vars: Any) -> Any:
+    """``while cond_fn(*vars): vars = body_fn(*vars)``; returns the final ``vars``.
+
+    ``loop_vars`` is a tuple/list of tensors (or one tensor).  Inside a traced function this
+    builds ``tg.while`` (lowered to ``tfrt.while``): the body must return values of the loop
+    variables' dtypes.  Otherwise it is a Python loop.
+    """
+    from pytfrt.compiler.frontends import trace
+
+    return trace.while_loop(cond_fn, body_fn, loop_vars)
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`function`.
+
+    Importing ``pytfrt.function`` makes the module an attribute of the ``pytfrt`` package under
+    the name ``function``, shadowing the lazily exported decorator; so the module itself is the
+    decorator: ``@pytfrt.function`` and ``pytfrt.function(optimize=False)`` call
+    :func:`function`.
+    """
+
+    def __call__(self, fn: Callable[..., Any] | None = None, *, optimize: bool = True) -> Any:
+        return function(fn, optimize=optimize)
+
+
+sys.modules[__name__].__class__ = _CallableModule
