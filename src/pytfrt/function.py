@@ -180,6 +180,22 @@ class Function:
         entry = self._cache.get(key) or self._trace(leaves, tree, key)
         return entry.mlir
 
+    def compiled(self, *args: Any, **kwargs: Any) -> Any:
+        """The :class:`~pytfrt.model.CompiledModel` for these arguments' signature.
+
+        Its inputs are the arguments' array leaves in pytree order and its outputs the result's
+        array leaves, flat (a tuple): for ``f(*arrays)`` returning ``(loss, *grads)`` it is what
+        ``pytfrt.distributed.DataParallel`` and ``Cluster.load`` take.
+
+        Raises:
+            ValueError: if the function has no tensor results.
+        """
+        leaves, tree, key = self._signature(args, kwargs)
+        entry = self._cache.get(key) or self._trace(leaves, tree, key)
+        if entry.model is None:
+            raise ValueError("the function returns no tensors: there is no program")
+        return entry.model
+
     def _trace(self, leaves: list[Any], tree: Any, key: Any) -> _Entry:
         with self._lock:
             entry = self._cache.get(key)

@@ -583,7 +583,7 @@ def new_module(inputs: Sequence[tuple[str, Any, Any]]) -> tuple[GraphBuilder, Tr
 def finish(gb: GraphBuilder, tracer: Tracer, outputs: Sequence[Any]) -> GraphModule:
     """End ``@main`` returning ``outputs`` (TracedValues or constants) and finish the module."""
     vals = [tracer.value_of(o) for o in outputs]
-    tracer.fb.returns(vals, structure="list")
+    tracer.fb.returns(vals, structure="tuple")
     return gb.finish()
 
 
