@@ -383,9 +383,10 @@ def op_attrs_ref_print(op_attrs: OpAttrsRef) -> Chain:
 
 
 @kernel("tfrt_test.error_tensorhandle")
-def error_tensorhandle() -> TensorHandle:
-    """An available TensorHandle whose tensor is an error."""
-    return TensorHandle.from_error("error_tensorhandle: this tensor handle is an error")
+def error_tensorhandle(frame: KernelFrame) -> TensorHandle:
+    """An available TensorHandle whose tensor is an error; emits ``invalid tensorhandle`` at the
+    kernel's location (as TFRT's test kernel does)."""
+    return TensorHandle.from_error(frame.emit_error("invalid tensorhandle").error)
 
 
 def register(registry: KernelRegistry) -> None:

@@ -7,7 +7,8 @@ element is non-zero; a string tensor if its first string is non-empty; anything 
 error ``tensor predicate does not support type <t>``.
 
 ``corert.while``: the cond function returns ``(chain, predicate)``; while true, the body runs
-on the current values.  Iterations whose values are already available run in a loop (no
+on the current values.  An error chain from the cond function (it failed) ends the loop: every
+result is that error.  Iterations whose values are already available run in a loop (no
 recursion), so long loops do not grow the stack.
 """
 
@@ -49,6 +50,11 @@ def tensor_predicate(tensor: Any) -> bool:
     raise PredicateError(f"tensor predicate does not support type {tensor_kind(tensor)}")
 
 
+def _errors(status: Any, n: int) -> list[AsyncValue[Any]]:
+    """``n`` error values (one per result: each result owns its value)."""
+    return [make_error(status) for _ in range(n)]
+
+
 def _forward(frame: KernelFrame, outs: Sequence[AsyncValue[Any]]) -> None:
     for i, av in enumerate(outs):
         slot = frame.results[i]
@@ -86,7 +92,7 @@ def _run_cond(
 ) -> None:
     err = pred.error
     if err is not None:
-        _forward(frame, [make_error(err)] * frame.num_results)
+        _forward(frame, _errors(err, frame.num_results))
         return
     try:
         which = tensor_predicate(pred.get_tensor())
@@ -121,40 +127,40 @@ class _WhileLoop:
     def run(self, values: list[AsyncValue[Any]]) -> None:
         while True:
             cond_out = self.cond_fn.execute(self.exec_ctx, values)
-            pred_av = cond_out[1] if len(cond_out) > 1 else cond_out[0]
-            pred = self._ready_pred(pred_av)
-            if pred is None:
-                self._wait_then_resume(values, pred_av)
-                return
-            if not self._step(values, pred):
+            if self._decide(values, cond_out) is not True:
                 return
             values = self.body_fn.execute(self.exec_ctx, values)
 
-    def _wait_then_resume(self, values: list[AsyncValue[Any]], pred_av: AsyncValue[Any]) -> None:
-        pred_av.and_then(lambda: self._resume(values, pred_av))
-
-    def _ready_pred(self, pred_av: AsyncValue[Any]) -> TensorHandle | None:
-        if pred_av.is_unavailable():
+    def _decide(
+        self, values: list[AsyncValue[Any]], cond_out: list[AsyncValue[Any]]
+    ) -> bool | None:
+        """True: run the body; False: the loop is finished; None: resumes when values exist."""
+        pending = next((av for av in cond_out if av.is_unavailable()), None)
+        if pending is not None:
+            pending.and_then(lambda: self._continue(values, cond_out))
             return None
+        if len(cond_out) > 1 and cond_out[0].is_error():
+            # The cond function failed (its chain is an error): the loop ends with it.
+            _forward(self.frame, _errors(cond_out[0].error, self.frame.num_results))
+            return False
+        pred_av = cond_out[-1]
         if pred_av.is_error():
-            return TensorHandle.from_error(pred_av.error)
-        handle: TensorHandle = pred_av.get()
-        return handle if handle.is_available() else None
+            return self._step(values, TensorHandle.from_error(pred_av.error))
+        pred: TensorHandle = pred_av.get()
+        if not pred.is_available():
+            pred.and_then(lambda: self._continue(values, cond_out))
+            return None
+        return self._step(values, pred)
 
-    def _resume(self, values: list[AsyncValue[Any]], pred_av: AsyncValue[Any]) -> None:
-        if pred_av.is_concrete() and not pred_av.get().is_available():
-            pred_av.get().and_then(lambda: self._resume(values, pred_av))
-            return
-        pred = self._ready_pred(pred_av)
-        assert pred is not None
-        if self._step(values, pred):
+    def _continue(self, values: list[AsyncValue[Any]], cond_out: list[AsyncValue[Any]]) -> None:
+        if self._decide(values, cond_out) is True:
             self.run(self.body_fn.execute(self.exec_ctx, values))
 
     def _step(self, values: list[AsyncValue[Any]], pred: TensorHandle) -> bool:
         """Finish the loop (False) or ask for another iteration (True)."""
         err = pred.error
         if err is not None:
-            _forward(self.frame, [make_error(err)] * self.frame.num_results)
+            _forward(self.frame, _errors(err, self.frame.num_results))
             return False
         try:
             go = tensor_predicate(pred.get_tensor())

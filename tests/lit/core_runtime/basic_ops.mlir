@@ -93,8 +93,9 @@ func.func @error_tensor() -> !tfrt.chain {
 // CHECK-LABEL: --- Running 'error_tensorhandle_print'
 func.func @error_tensorhandle_print() -> !tfrt.chain {
   %ch0 = tfrt.new.chain
+  // expected-error @+1 {{invalid tensorhandle}}
   %h = "tfrt_test.error_tensorhandle"() : () -> !corert.tensorhandle
-  // CHECK-NEXT: Error TensorHandle: 'error_tensorhandle: this tensor handle is an error'
+  // CHECK-NEXT: Error TensorHandle: 'invalid tensorhandle'
   %ch1 = "corert.print_tensorhandle"(%h, %ch0) : (!corert.tensorhandle, !tfrt.chain) -> !tfrt.chain
   tfrt.return %ch1 : !tfrt.chain
 }
