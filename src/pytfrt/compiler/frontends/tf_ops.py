@@ -197,7 +197,8 @@ def _batch_matmul(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 @tf_op(
     "Einsum",
     tg="`transpose`, `reshape`, `matmul`, `reduce_sum`",
-    note="one or two operands, no repeated index within an operand, no ellipsis",
+    note="one or two operands, no repeated index within an operand, no ellipsis; "
+    "merged index groups (contracted, or one operand's own) static",
 )
 def _einsum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     equation = attr(node, "equation").replace(" ", "")
@@ -234,10 +235,6 @@ def _einsum2(cx: Any, eq: str, a: TV, b: TV, ta: str, tb: str, out: str) -> TV:
             a, ta = x, t
         else:
             b, tb = x, t
-    batch = [c for c in ta if c in tb and c in out]
-    contract = [c for c in ta if c in tb and c not in out]
-    free_a = [c for c in ta if c not in tb]
-    free_b = [c for c in tb if c not in ta]
     dims: dict[str, int | None] = {}
     for x, t in ((a, ta), (b, tb)):
         if x.shape is None:
@@ -245,6 +242,12 @@ def _einsum2(cx: Any, eq: str, a: TV, b: TV, ta: str, tb: str, out: str) -> TV:
         for c, d in zip(t, x.shape, strict=True):
             if dims.get(c) is None:
                 dims[c] = d
+    if len([c for c in tb if c not in ta]) > 1 and any(dims[c] is None for c in tb if c not in ta):
+        a, b, ta, tb = b, a, tb, ta  # b's own indices are merged: keep dynamic ones on a's side
+    batch = [c for c in ta if c in tb and c in out]
+    contract = [c for c in ta if c in tb and c not in out]
+    free_a = [c for c in ta if c not in tb]
+    free_b = [c for c in tb if c not in ta]
     # a: [*batch, *free_a, K], b: [*batch, K, N] (K, N merged from the contracted and b-only
     # indices), then one broadcasting matmul: the leading dims keep their places (copied, not
     # merged), so any number of them may be dynamic.
@@ -252,7 +255,9 @@ def _einsum2(cx: Any, eq: str, a: TV, b: TV, ta: str, tb: str, out: str) -> TV:
     b2 = cx.transpose(b, [tb.index(c) for c in batch + contract + free_b])
     lead = len(batch)
     a3 = _merge_tail(cx, a2, lead + len(free_a), [dims[c] for c in contract], eq)
-    b3 = _merge_tail(cx, b2, lead, [dims[c] for c in contract], eq, [dims[c] for c in free_b])
+    b3 = _merge_tail(
+        cx, b2, lead, [dims[c] for c in contract], eq, [dims[c] for c in free_b] or None
+    )
     if not free_a:
         a3 = cx.op("expand_dims", [a3], axis=lead)
     if not free_b:
