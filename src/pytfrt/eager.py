@@ -52,7 +52,7 @@ from pytfrt.host.diagnostics import DiagnosticCollector
 from pytfrt.host.execution_context import ExecutionContext, RequestContext
 from pytfrt.host.host_context import HostContext
 from pytfrt.support.errors import PytfrtError, Status
-from pytfrt.tensor.dtype import DType, dtype_from_name
+from pytfrt.tensor.dtype import DType, dtype_from_name, dtype_from_numpy
 from pytfrt.tensor.string_host_tensor import StringHostTensor
 
 _ndarray = np.ndarray
@@ -584,9 +584,15 @@ _softmax_fast: Callable[..., Any] = cpu_op_registry().get("tfrt_test.softmax").f
 _matmul_fast: Callable[..., Any] = cpu_op_registry().get("tfrt_test.matmul").fast  # type: ignore[union-attr,assignment]
 
 
-def cast(x: Any, dtype: DType | str) -> Tensor:
-    """``x`` converted to ``dtype`` (a DType or name such as ``"f16"``, ``"bf16"``)."""
-    name = dtype.name if isinstance(dtype, DType) else str(dtype)
+def cast(x: Any, dtype: Any) -> Tensor:
+    """``x`` converted to ``dtype``: a DType, a TFRT name (``"f16"``, ``"bf16"``) or a NumPy
+    dtype (``np.float64``, ``"float32"``)."""
+    if isinstance(dtype, DType):
+        name = dtype.name
+    elif isinstance(dtype, str) and not dtype.startswith(("float", "int", "uint", "bool")):
+        name = dtype
+    else:
+        name = dtype_from_numpy(dtype_to_numpy(dtype)).name
     return _dispatch("tfrt_test.cast", (x,), attrs_from_dict({"type": name}))  # type: ignore[no-any-return]
 
 

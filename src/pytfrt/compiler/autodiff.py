@@ -93,9 +93,8 @@ class _Ctx:
 
 def _loc(op: Operation) -> str:
     loc = getattr(op, "location", None)
-    if isinstance(loc, b.NameLoc):
-        name = loc.name
-        return str(getattr(name, "data", name))
+    if isinstance(loc, b.NameLoc) and isinstance(loc.parameters[0], b.StringAttr):
+        return loc.parameters[0].data
     return "autodiff"
 
 
