@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from pytfrt.serving import fast_json
 from pytfrt.serving.errors import ServingError, invalid
 from pytfrt.serving.signature import DEFAULT_SIGNATURE, ServingSignature, TensorInfo
 from pytfrt.support.errors import ErrorCode
@@ -68,6 +69,9 @@ def decode_predict_request(body: bytes, signature: ServingSignature) -> PredictR
     Raises:
         ServingError: ``INVALID_ARGUMENT`` for a malformed body or a mismatch with the signature.
     """
+    fast = _fast_path(body, signature)
+    if fast is not None:
+        return fast
     request = parse_json_body(body)
     if not isinstance(request, dict):
         raise invalid("the request body must be a JSON object")
@@ -87,6 +91,26 @@ def decode_predict_request(body: bytes, signature: ServingSignature) -> PredictR
     if "inputs" in request:
         return PredictRequest(COLUMNAR, _decode_columns(request["inputs"], signature))
     raise invalid("Missing 'inputs' or 'instances' key")
+
+
+def _fast_path(body: bytes, signature: ServingSignature) -> PredictRequest | None:
+    """A big float32 tensor for a one-input model, parsed by :mod:`~pytfrt.serving.fast_json`.
+
+    Gives the same result as the general path or ``None`` (then the general path runs).
+    """
+    if len(body) < fast_json.MIN_BYTES or len(signature.inputs) != 1:
+        return None
+    info = signature.inputs[0]
+    if info.dtype != np.float32:
+        return None
+    parsed = fast_json.parse_float32_tensor(body)
+    if parsed is None:
+        return None
+    key, array = parsed
+    if key == "instances" and (array.ndim == 0 or array.shape[0] == 0):
+        return None  # the general path reports it
+    _check_shape(array, info)
+    return PredictRequest(ROW if key == "instances" else COLUMNAR, {info.name: array})
 
 
 def _is_b64(value: Any) -> bool:
@@ -147,14 +171,19 @@ def to_array(value: Any, info: TensorInfo) -> np.ndarray:
         array = _string_array(value, info.name)
     else:
         array = _numeric_array(value, info)
-    if info.shape is not None:
-        fits = len(array.shape) == len(info.shape) and all(
-            want is None or want == got for want, got in zip(info.shape, array.shape, strict=True)
-        )
-        if not fits:
-            got = "[" + ",".join(str(d) for d in array.shape) + "]"
-            raise invalid(f"input '{info.name}' expects shape {info.shape_str()}, got {got}")
+    _check_shape(array, info)
     return array
+
+
+def _check_shape(array: np.ndarray, info: TensorInfo) -> None:
+    if info.shape is None:
+        return
+    fits = len(array.shape) == len(info.shape) and all(
+        want is None or want == got for want, got in zip(info.shape, array.shape, strict=True)
+    )
+    if not fits:
+        got = "[" + ",".join(str(d) for d in array.shape) + "]"
+        raise invalid(f"input '{info.name}' expects shape {info.shape_str()}, got {got}")
 
 
 def _numeric_array(value: Any, info: TensorInfo) -> np.ndarray:

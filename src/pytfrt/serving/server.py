@@ -28,6 +28,7 @@ from types import FrameType
 from typing import Final
 
 from pytfrt.host import AsyncValue, HostContext, SingleThreadedWorkQueue, make_unconstructed
+from pytfrt.serving import fast_json
 from pytfrt.serving.app import DEFAULT_MAX_REQUEST_BYTES, ServingApp
 from pytfrt.serving.config import BatchingParameters, ModelConfig
 from pytfrt.serving.metrics import ServingMetrics
@@ -140,6 +141,9 @@ def run_server(options: ServerOptions) -> int:
         # Bind first: a port in use fails at once, before minutes of model loading; clients
         # connecting meanwhile wait in the listen backlog until the app serves them.
         sock = listen(options.rest_api_host, options.rest_api_port)
+        # Compile the JSON fast path while the models load (Numba caches it on disk).
+        threading.Thread(target=fast_json.warm_up, name="pytfrt-serve-warm-up",
+                         daemon=True).start()
         manager.start(options.poll_seconds)
         bound_host, bound_port = sock.getsockname()[:2]
         app = ServingApp(manager, host, metrics, options.max_request_bytes)

@@ -1,0 +1,120 @@
+"""The compiled JSON fast path gives exactly the general path's array, or steps aside.
+
+Oracle: ``json.loads`` + ``np.asarray`` + ``astype(float32)`` (what the general path does).
+For every body, the fast path must return a bit-identical float32 array (same shape) or
+``None``; for the bodies clients actually send (float32 tensors written by ``json.dumps``) it
+must not step aside.  Bodies are padded with whitespace past the fast path's size threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from pytfrt.serving import fast_json
+from pytfrt.serving.errors import ServingError
+from pytfrt.serving.json_codec import COLUMNAR, ROW, decode_predict_request
+from pytfrt.serving.signature import ServingSignature, TensorInfo
+
+
+def pad(text: str) -> bytes:
+    body = text.encode()
+    head, _, tail = body.rpartition(b"}")
+    return head + b" " * fast_json.MIN_BYTES + b"}" + tail
+
+
+def oracle(body: bytes) -> np.ndarray:
+    (value,) = json.loads(body).values()
+    return np.asarray(value).astype(np.float32)
+
+
+def check(body: bytes) -> np.ndarray | None:
+    got = fast_json.parse_float32_tensor(body)
+    if got is None:
+        return None
+    key, array = got
+    want = oracle(body)
+    assert key in ("instances", "inputs")
+    assert array.dtype == np.float32 and array.shape == want.shape
+    assert np.array_equal(array.view(np.uint32), want.view(np.uint32)), (array, want)
+    return array
+
+
+float32_arrays = hnp.arrays(
+    np.float32, hnp.array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=5),
+    elements=st.floats(width=32, allow_nan=False, allow_infinity=False))
+
+
+@settings(max_examples=60)
+@given(float32_arrays, st.sampled_from(["instances", "inputs"]))
+def test_float32_tensors_take_the_fast_path(x: np.ndarray, key: str) -> None:
+    body = pad(json.dumps({key: x.tolist()}))
+    got = check(body)
+    assert got is not None
+
+
+decimals = st.one_of(
+    st.integers(-10**20, 10**20).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.builds(lambda m, e: f"{m}e{e}", st.integers(-10**6, 10**6), st.integers(-40, 40)),
+    st.builds(lambda a, b: f"{a}.{b}", st.integers(-999, 999), st.text("0123456789", min_size=1,
+                                                                        max_size=20)),
+)
+
+
+@settings(max_examples=int(os.environ.get("FAST_JSON_EXAMPLES", "200")))
+@given(st.lists(st.lists(decimals, min_size=2, max_size=2), min_size=1, max_size=6))
+def test_any_decimal_is_exact_or_refused(rows: list[list[str]]) -> None:
+    text = '{"instances": [' + ", ".join("[" + ", ".join(r) + "]" for r in rows) + "]}"
+    check(pad(text))
+
+
+@pytest.mark.parametrize("text", [
+    '{"instances": [[1, 2], [3]]}',            # ragged
+    '{"instances": [[1, 2], 3]}',              # a number beside a list
+    '{"instances": [1, [2]]}',
+    '{"instances": [[1,, 2]]}',
+    '{"instances": [[1, 2,]]}',
+    '{"instances": [01]}',                     # not JSON
+    '{"instances": [1.]}',
+    '{"instances": [NaN, 1]}',
+    '{"instances": [Infinity]}',
+    '{"instances": ["1"]}',
+    '{"instances": [true]}',
+    '{"instances": [1], "signature_name": "x"}',
+    '{"signature_name": "x", "instances": [1]}',
+    '{"instances": {"x": [1]}}',
+    '{"instances": [1e400]}',
+    '{"instances": [12345678901234567890123]}',
+    '{"instances": [[1, 2]',
+])
+def test_refused_bodies(text: str) -> None:
+    assert fast_json.parse_float32_tensor(pad(text) if text.endswith("}") else
+                                          text.encode() + b" " * fast_json.MIN_BYTES) is None
+
+
+def test_small_bodies_take_the_general_path() -> None:
+    assert fast_json.parse_float32_tensor(b'{"instances": [[1.5]]}') is None
+
+
+def test_decode_uses_it_with_the_same_results_and_errors() -> None:
+    x = np.random.default_rng(0).standard_normal((2, 64, 64, 3)).astype(np.float32)
+    sig = ServingSignature((TensorInfo.of("image", np.float32, (None, 64, 64, 3)),),
+                           (TensorInfo.of("y", np.float32, (None,)),))
+    rows = decode_predict_request(json.dumps({"instances": x.tolist()}).encode(), sig)
+    cols = decode_predict_request(json.dumps({"inputs": x.tolist()}).encode(), sig)
+    assert rows.format == ROW and cols.format == COLUMNAR
+    np.testing.assert_array_equal(rows.inputs["image"], x)
+    np.testing.assert_array_equal(cols.inputs["image"], x)
+    wrong = np.zeros((1, 64, 64, 4), np.float32)
+    with pytest.raises(ServingError, match=r"expects shape \[\?,64,64,3\], got \[1,64,64,4\]"):
+        decode_predict_request(json.dumps({"instances": wrong.tolist()}).encode(), sig)
+    ragged = pad('{"instances": [[1.0, 2.0], [3.0]]}')
+    with pytest.raises(ServingError, match="ragged"):
+        decode_predict_request(ragged, sig)
