@@ -104,6 +104,8 @@ def ops_markdown() -> str:
         "`BroadcastGradientArgs`... on static or partly static shapes);",
         "* dynamic dimensions (a `None` batch) stay dynamic; a reshape target with one unknown "
         "dimension becomes a `-1`, with more it is computed at run time;",
+        "* gradients (`BroadcastGradientArgs`): two dynamic sizes broadcast against each other are "
+        "taken to be equal (in TF's gradient graphs they are the same batch dimension);",
         "* variables must be captured from outside the function; they are frozen into weights "
         "unless the function writes one, then all become the model's variables;",
         "* random numbers: TF's stateless Philox ops only (what Keras `Dropout` uses in a train "
