@@ -142,7 +142,9 @@ def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Call
     call_kw = ", ".join(f"**{{{a!r}: p_{a}}}" if keyword.iskeyword(a) else f"{a}=p_{a}"
                         for a in sorted(attrs))
     if buffered:
-        # Arena.run inlined (one Python call less per kernel; see pytfrt.backends.cpu.arena)
+        # Arena.run inlined (one Python call less per kernel; see pytfrt.backends.cpu.arena).
+        # A slot is shared only by values of one type, so a buffer of the right shape also has
+        # the right dtype.
         shape = "getattr(x, 'shape', None)" if opaque else "x.shape"
         out_kw = ", ".join(x for x in (call_kw, "out=buf") if x)
         plain_kw = f", {call_kw}" if call_kw else ""
@@ -153,7 +155,7 @@ def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Call
             f"    m = arena.memo.get(site)\n"
             f"    if m is not None and m[0] == key:\n"
             f"        buf = arena.slots.get(slot)\n"
-            f"        if buf is not None and buf.shape == m[1] and buf.dtype == m[2]:\n"
+            f"        if buf is not None and buf.shape == m[1]:\n"
             f"            return {wrap}(_f(*arrays, {out_kw}))\n"
             f"    r = _f(*arrays{plain_kw})\n"
             f"    arena.keep(slot, site, key, r)\n"
