@@ -9,6 +9,7 @@ both start from the same point.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -92,7 +93,7 @@ def test_cnn_sgd_with_dropout(tf: Any, tf_models: Any) -> None:
     _check_variables(compiled, model)
 
 
-def test_each_call_updates_the_weights(tf: Any, tf_models: Any) -> None:
+def test_each_call_updates_the_weights(tf: Any, tf_models: Any, tmp_path: Path) -> None:
     keras = tf.keras
     model = tf_models.mlp(inputs=6, hidden=(4,), classes=3, seed=13)
     step = tf_models.train_step(
@@ -110,6 +111,12 @@ def test_each_call_updates_the_weights(tf: Any, tf_models: Any) -> None:
     assert losses[0] > losses[1] > losses[2]
     kernel = model.trainable_variables[0].path
     assert not np.array_equal(before[kernel], after[kernel])
+    # save + load keeps the trained weights; both copies then take the same next step
+    compiled.save(tmp_path / "step")
+    loaded = pytfrt.load(tmp_path / "step")
+    for name, value in after.items():
+        np.testing.assert_array_equal(loaded.variables[name], value)
+    np.testing.assert_array_equal(loaded(x, y), compiled(x, y))
 
 
 @pytest.mark.parametrize(
