@@ -851,3 +851,28 @@ def test_mul_sigmoid_is_silu(order: int, shared: bool) -> None:
     assert ("tg.silu" in text) is not shared and ("tg.sigmoid" in text) is shared
     x = f32(2, 6, lo=-5, hi=5)
     assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) <= 1e-5
+
+
+@pytest.mark.parametrize(
+    ("attrs", "scales", "sizes"),
+    [
+        ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+          "nearest_mode": "floor"}, [1, 1, 2, 2], None),
+        ({"mode": "linear"}, [1, 1, 2, 3], None),
+        ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, None,
+         [2, 3, 7, 5]),
+        ({"mode": "nearest"}, None, [2, 3, 3, 4]),
+        ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+         [1, 1, 0.5, 0.5], None),
+    ],
+)  # fmt: skip
+def test_resize(attrs: dict[str, Any], scales: Any, sizes: Any) -> None:
+    x = f32(2, 3, 6, 8) if scales == [1, 1, 0.5, 0.5] else f32(2, 3, 4, 5)
+    inputs: dict[str, Any] = {"x": x, "roi": None}
+    consts: dict[str, np.ndarray] = {}
+    if scales is not None:
+        inputs["scales"] = consts["scales"] = np.asarray(scales, np.float32)
+    else:
+        inputs["scales"] = None
+        inputs["sizes"] = consts["sizes"] = np.asarray(sizes, np.int64)
+    check("Resize", inputs, consts=consts, tol=1e-5, **attrs)

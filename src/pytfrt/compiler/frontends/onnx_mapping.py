@@ -1457,6 +1457,53 @@ def _lrn(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     ]
 
 
+@onnx_op(
+    "Resize", note="`resize {size, layout = NCHW, mode, ...}` (4-D, spatial only, static size)"
+)
+def _resize(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    dims = _dims(ctx, x)
+    if len(dims) != 4:
+        ctx.unsupported(node, f"a rank-{len(dims)} input (only 4-D, NCHW)")
+    mode = a.get("mode", "nearest")
+    ctm = a.get("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear") or ctm == "tf_crop_and_resize":
+        ctx.unsupported(node, f"mode {mode!r} with coordinate_transformation_mode {ctm!r}")
+    if a.get("antialias", 0) or a.get("exclude_outside", 0) or "axes" in a:
+        ctx.unsupported(node, "antialias, exclude_outside or axes")
+    sizes, scales = ctx.known_input(node, 3), ctx.known_input(node, 2)
+    if ctx.has(node, 3):
+        if sizes is None:
+            ctx.unsupported(node, "input 3 (sizes) must be a constant")
+        out: list[int | None] = [int(v) for v in sizes.reshape(-1)]
+    elif scales is not None and scales.size == 4:
+        if None in dims[2:]:
+            ctx.unsupported(node, "scales on dynamic spatial dimensions")
+        out = list(dims[:2])
+        for d, sc in zip(dims[2:], scales.reshape(-1)[2:], strict=True):
+            n = int(math.floor(int(d or 0) * float(sc)))
+            if not math.isclose(n, int(d or 0) * float(sc), abs_tol=1e-4):
+                ctx.unsupported(node, f"a scale {float(sc)} that does not give a whole size")
+            out.append(n)
+    else:
+        ctx.unsupported(node, "input 2 (scales) or 3 (sizes) must be a constant")
+    for i in (0, 1):
+        if out[i] is not None and dims[i] is not None and out[i] != dims[i]:
+            ctx.unsupported(node, "resizing the batch or channel axis")
+    return [
+        ctx.op(
+            "resize",
+            [x],
+            size=[int(out[2] or 0), int(out[3] or 0)],
+            layout="NCHW",
+            mode=mode,
+            coordinate_transformation_mode=ctm,
+            nearest_mode=a.get("nearest_mode", "round_prefer_floor"),
+        )
+    ]
+
+
 @onnx_op("GatherElements", note="`gather_elements {axis}` (ONNX family)")
 def _gather_elements(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     x = ctx.input(node, 0)
