@@ -83,6 +83,12 @@ done
 exec {filecheck} "$@"
 """
 
+# LLVM's `not`: succeed exactly when the command fails.
+NOT = """#!/bin/sh
+"$@" && exit 1
+exit 0
+"""
+
 BEF_NAME = """#!/bin/sh
 # TFRT's bef_name: the BEF file built from an MLIR test file.
 case "$1" in *.mlir) echo "${1%.mlir}.bef" ;; *) echo "$1.bef" ;; esac
@@ -135,13 +141,14 @@ def make_test_data(root: Path) -> None:
     resnet.mkdir(parents=True, exist_ok=True)
     x0 = rng.uniform(-1, 1, size=(2, 3, 3, 6)).astype(np.float32)
     x1 = rng.uniform(-1, 1, size=(2, 5, 5, 6)).astype(np.float32)
+    tiny = float(np.finfo(np.float32).tiny)  # tfrt_test.max_pooling_2d's floor
     write_btf(
         resnet / "max_pool.btf",
         [
             x0,
-            make_data.max_pool_nhwc(x0, 3, 3, "valid"),
+            make_data.max_pool_nhwc(x0, 3, 3, "valid", tiny),
             x1,
-            make_data.max_pool_nhwc(x1, 3, 2, "same"),
+            make_data.max_pool_nhwc(x1, 3, 2, "same", tiny),
         ],
     )
     make_data.write_all(root / "integrationtest/mnist/test_data")
@@ -150,8 +157,9 @@ def make_test_data(root: Path) -> None:
 def run_lit(root: Path, filt: str | None) -> dict[str, tuple[bool, str]]:
     bin_dir = Path(sys.executable).parent
     tools = Path(tempfile.mkdtemp(prefix="tfrt_conformance_bin_"))
-    (tools / "bef_name").write_text(BEF_NAME)
-    (tools / "bef_name").chmod(0o755)
+    for tool, text in (("bef_name", BEF_NAME), ("not", NOT)):
+        (tools / tool).write_text(text)
+        (tools / tool).chmod(0o755)
     path = os.pathsep.join([str(tools), str(bin_dir), os.environ.get("PATH", "")])
     real_filecheck = shutil.which("filecheck", path=path) or "filecheck"
     filecheck = tools / "FileCheck"

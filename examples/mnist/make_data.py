@@ -35,8 +35,14 @@ HERE = Path(__file__).resolve().parent
 LEARNING_RATE = np.float32(0.01)
 
 
-def max_pool_nhwc(x: np.ndarray, k: int, stride: int, padding: str) -> np.ndarray:
-    """TensorFlow-style NHWC max pooling (``valid`` or ``same``), the test oracle."""
+def max_pool_nhwc(
+    x: np.ndarray, k: int, stride: int, padding: str, floor: float | None = None
+) -> np.ndarray:
+    """TensorFlow-style NHWC max pooling (``valid`` or ``same``), the test oracle.
+
+    ``floor``: the smallest value an output may take (TFRT's ``tfrt_test.max_pooling_2d``
+    starts from the smallest positive float, so all-negative windows give that).
+    """
     n, h, w, c = x.shape
     if padding == "valid":
         oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
@@ -51,6 +57,8 @@ def max_pool_nhwc(x: np.ndarray, k: int, stride: int, padding: str) -> np.ndarra
             r0, c0 = i * stride - top, j * stride - left
             win = x[:, max(r0, 0):r0 + k, max(c0, 0):c0 + k, :]
             out[:, i, j, :] = np.maximum(out[:, i, j, :], win.max(axis=(1, 2)))
+    if floor is not None:
+        np.maximum(out, np.float32(floor), out=out)
     return out
 
 

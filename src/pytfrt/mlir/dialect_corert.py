@@ -130,6 +130,7 @@ class ExecuteSeqOp(_ExecuteBase):
 
     name = "corert.executeop.seq"
     seq = True
+    separate_result_names = True  # the out chain and the tensors print as `%ch, %r = ...`
 
 
 class _NamedHandlerOp(TfrtOp):

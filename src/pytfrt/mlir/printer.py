@@ -3,7 +3,8 @@
 :class:`MlirPrinter` subclasses xDSL's printer and only changes value naming (MLIR's scheme:
 per isolated-from-above op, op results numbered ``%0, %1, ...`` region by region, nested
 regions continuing from the enclosing region's count; entry-block arguments ``%argN``;
-multi-result ops ``%N:k`` used as ``%N#i``; region arguments that TFRT's printers shadow take
+multi-result ops ``%N:k`` used as ``%N#i`` (ops whose results are of different kinds, e.g. a
+chain and tensors, set ``separate_result_names`` and print ``%N, %M = ...``); region arguments that TFRT's printers shadow take
 the names of the operands they receive) and prints ``builtin.module`` as ``module``.
 """
 
@@ -45,7 +46,11 @@ class _Namer:
                     arg_id += 1
                 for inner in block.ops:
                     n = len(inner.results)
-                    if n == 1:
+                    if n > 1 and getattr(inner, "separate_result_names", False):
+                        for res in inner.results:  # printed as `%4, %5 = ...`
+                            names[res] = str(value_id)
+                            value_id += 1
+                    elif n == 1:
                         names[inner.results[0]] = str(value_id)
                         value_id += 1
                     elif n > 1:
@@ -120,6 +125,8 @@ class MlirPrinter(Printer):
             return
         if len(results) == 1:
             self.print_string(f"%{names[results[0]]} = ")
+        elif "#" not in names[results[0]]:
+            self.print_string(", ".join(f"%{names[r]}" for r in results) + " = ")
         else:
             base = names[results[0]].split("#")[0]
             self.print_string(f"%{base}:{len(results)} = ")

@@ -39,3 +39,17 @@ func.func @print_without_results() -> !tfrt.chain {
   corert.executeop(%cpu) "tfrt_test.print"(%a)
   tfrt.return %ch : !tfrt.chain
 }
+
+// corert.executeop.seq prints its out chain and its tensors as separate values.
+// CHECK-LABEL: --- Running 'seq_results':
+// CHECK-NEXT: DenseHostTensor dtype = i32, shape = [1], values = [5]
+// OPT-LABEL: func.func @seq_results()
+// OPT: %[[CH:[0-9]+]], %[[T:[0-9]+]] = corert.executeop.seq({{%[0-9]+}}, {{%[0-9]+}}) "tfrt_test.create_dense_tensor"() {shape = [1], values = [5 : i32]} : 1
+// OPT-NEXT: "corert.print_tensorhandle"(%[[T]], %[[CH]])
+func.func @seq_results() -> !tfrt.chain {
+  %ch = tfrt.new.chain
+  %cpu = corert.get_op_handler %ch "cpu"
+  %ch1, %t = corert.executeop.seq(%cpu, %ch) "tfrt_test.create_dense_tensor"() { shape = [1], values = [5 : i32] } : 1
+  %ch2 = "corert.print_tensorhandle"(%t, %ch1) : (!corert.tensorhandle, !tfrt.chain) -> !tfrt.chain
+  tfrt.return %ch2 : !tfrt.chain
+}
