@@ -4,8 +4,9 @@
 per isolated-from-above op, op results numbered ``%0, %1, ...`` region by region, nested
 regions continuing from the enclosing region's count; entry-block arguments ``%argN``;
 multi-result ops ``%N:k`` used as ``%N#i`` (ops whose results are of different kinds, e.g. a
-chain and tensors, set ``separate_result_names`` and print ``%N, %M = ...``); region arguments that TFRT's printers shadow take
-the names of the operands they receive) and prints ``builtin.module`` as ``module``.
+chain and tensors, set ``separate_result_names`` and print ``%N, %M = ...``); region
+arguments that TFRT's printers shadow take the names of the operands they receive) and prints
+``builtin.module`` as ``module``.
 """
 
 from __future__ import annotations
