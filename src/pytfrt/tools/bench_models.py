@@ -1,54 +1,36 @@
 """``pytfrt bench models``: the model zoo through pytfrt vs ONNX Runtime, TF and PyTorch.
 
-The harness is ``benchmarks/models.py`` (with the exporters in ``benchmarks/zoo.py``); this
-module only loads it from the source tree by path (the benchmarks are not part of the installed
-package) and forwards ``add_arguments``/``run``.  Outside a source checkout the command says so
-and exits with status 2.
+The harness is ``benchmarks/models.py`` (with the exporters in ``benchmarks/zoo.py``); like the
+other benchmark subcommands this is a thin shim that loads it from the repository's
+``benchmarks/`` folder (:func:`pytfrt.tools.bench.load_harness`).  Outside a source checkout
+the command says so and exits with status 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
-from pathlib import Path
-from types import ModuleType
 
-BENCHMARKS_DIR = Path(__file__).resolve().parents[3] / "benchmarks"
-_MODULE = "pytfrt_bench_models"
+from pytfrt.tools.bench import load_harness
 
-
-def _harness() -> ModuleType | None:
-    mod = sys.modules.get(_MODULE)
-    if mod is not None:
-        return mod
-    path = BENCHMARKS_DIR / "models.py"
-    if not path.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location(_MODULE, path)
-    if spec is None or spec.loader is None:
-        return None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[_MODULE] = mod
-    spec.loader.exec_module(mod)
-    return mod
+HARNESS = "models.py"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The harness's options (none outside a source checkout)."""
-    mod = _harness()
-    if mod is not None:
-        mod.add_arguments(parser)
+    """The harness's options (none outside a checkout)."""
+    harness = load_harness(HARNESS)
+    if harness is not None:
+        harness.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the harness; 2 if ``benchmarks/models.py`` is not there."""
-    mod = _harness()
-    if mod is None:
+    """Run the harness; exit status 2 outside a checkout."""
+    harness = load_harness(HARNESS)
+    if harness is None:
         print(
-            f"pytfrt bench models: {BENCHMARKS_DIR / 'models.py'} not found (the model "
-            "benchmark runs from a source checkout)",
+            f"pytfrt bench models: benchmarks/{HARNESS} not found -- the benchmarks run from a "
+            "pytfrt source checkout",
             file=sys.stderr,
         )
         return 2
-    return int(mod.run(args))
+    return int(harness.run(args))
