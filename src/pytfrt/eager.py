@@ -1,4 +1,4 @@
-"""pytfrt.eager: NumPy-like eager execution over the core runtime (spec 1.12).
+"""pytfrt.eager: NumPy-like eager execution over the core runtime (``docs/eager.md``).
 
 Every function dispatches one core-runtime op on the CPU op handler and returns a
 :class:`Tensor` (a :class:`~pytfrt.core_runtime.TensorHandle` with NumPy conveniences) at once::
@@ -24,12 +24,20 @@ Zero-copy: ``constant(ndarray)`` wraps the array and ``numpy()`` returns the ten
 itself; mutating either mutates the other.
 
 Process-global state (this module only): a default HostContext ("s" work queue unless
-:func:`configure` says otherwise), its CoreRuntime and CPU op handler, created on first use; and
-the current request (see :func:`request`).  Not thread-safe to reconfigure while ops run.
+:func:`configure` says otherwise), its CoreRuntime and CPU op handler, created on first use.
+The current request (see :func:`request`) is per thread.  Not thread-safe to reconfigure while
+ops run.
+
+Inputs: ``eager.Tensor``s, NumPy arrays and scalars, Python numbers and nested lists of them.
+Dtypes combine by :func:`result_dtype` (NumPy's promotion; Python scalars are weak and Python
+floats default to float32, as TF).  ``None``, strings (except for :func:`constant`), dicts and
+other objects raise :class:`EagerOpError`.
 """
 
 from __future__ import annotations
 
+import builtins
+import contextvars
 import os
 import sys
 import threading
@@ -124,20 +132,31 @@ def core_runtime() -> CoreRuntime:
     return runtime().core
 
 
+_request_ctx: contextvars.ContextVar[ExecutionContext | None] = contextvars.ContextVar(
+    "pytfrt_eager_request", default=None)
+
+
+def _exec_ctx(rt: _Runtime) -> ExecutionContext:
+    """The current thread's (context's) execution context: its request, or the default."""
+    ctx = _request_ctx.get()
+    return rt.exec_ctx if ctx is None else ctx
+
+
 @contextmanager
 def request() -> Iterator[RequestContext]:
     """Run the ops of the ``with`` body in a new request; ``cancel()`` it to cancel them.
 
-    Ops not yet started when the request is cancelled produce ``Cancelled`` tensors.
+    Ops not yet started when the request is cancelled produce ``Cancelled`` tensors.  The
+    request is per thread (a ``contextvars`` variable): other threads' ops, and ops after the
+    ``with`` body, are not in it; requests may nest and overlap across threads freely.
     """
     rt = runtime()
-    saved = rt.exec_ctx
     ctx = rt.host.new_execution_context()
-    rt.exec_ctx = ctx
+    token = _request_ctx.set(ctx)
     try:
         yield ctx.request_context
     finally:
-        rt.exec_ctx = saved
+        _request_ctx.reset(token)
 
 
 # -- dtype rules and the tracing hook -----------------------------------------------------------
@@ -146,7 +165,8 @@ def request() -> Iterator[RequestContext]:
 def result_dtype(a: np.dtype, a_weak: bool, b: np.dtype, b_weak: bool) -> np.dtype:
     """The common dtype of two operands; ``*_weak`` marks a Python scalar's default dtype.
 
-    Arrays and tensors promote as NumPy (``np.promote_types``).  A Python scalar is *weak*: it
+    Two tensors or arrays must have the same dtype (``TypeError`` otherwise, as TF: cast one
+    explicitly).  A Python scalar is *weak*: it
     takes the other operand's dtype when its kind fits (``int32_tensor * 2`` is int32,
     ``f16_tensor * 0.5`` is float16); a Python float meeting an integer or bool tensor gives
     float32, TF's default float (``int32_tensor * 0.5`` is float32, not truncated).  Two Python
@@ -155,7 +175,10 @@ def result_dtype(a: np.dtype, a_weak: bool, b: np.dtype, b_weak: bool) -> np.dty
     if a_weak and not b_weak:
         a, b, b_weak = b, a, a_weak
     elif not b_weak:
-        return np.promote_types(a, b)
+        if a != b:
+            raise TypeError(f"operands have different dtypes {a} and {b} (cast one with "
+                            "eager.cast)")
+        return a
     # b is weak (a Python scalar's default: bool_, int32 or float32)
     kb = b.kind
     ka = a.kind
@@ -261,26 +284,138 @@ class Tensor(TensorHandle):
             self.block_until_ready()
         return self.metadata.shape.dims
 
+    @property
+    def dtype(self) -> np.dtype:  # type: ignore[override]
+        """The NumPy dtype (waits if the metadata is not known yet)."""
+        t = self._t
+        if type(t) is _ndarray:
+            return t.dtype  # type: ignore[no-any-return]
+        return self.numpy().dtype
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
     def __repr__(self) -> str:
+        """Like ``tf.Tensor``'s: ``<pytfrt.eager.Tensor: shape=(2,), dtype=float32, numpy=...>``."""
+        try:
+            a = self.numpy()
+        except EagerRuntimeError as exc:
+            return f"<pytfrt.eager.Tensor: error={exc}>"
+        if isinstance(a, np.ndarray) and a.dtype != object:
+            return f"<pytfrt.eager.Tensor: shape={a.shape}, dtype={a.dtype}, numpy={a!r}>"
         return f"<pytfrt.eager.Tensor {self.format()}>"
 
     def __add__(self, other: Any) -> Tensor:
         return add(self, other)
 
+    def __radd__(self, other: Any) -> Tensor:
+        return add(other, self)
+
     def __sub__(self, other: Any) -> Tensor:
         return subtract(self, other)
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return subtract(other, self)
 
     def __mul__(self, other: Any) -> Tensor:
         return multiply(self, other)
 
+    def __rmul__(self, other: Any) -> Tensor:
+        return multiply(other, self)
+
     def __truediv__(self, other: Any) -> Tensor:
         return divide(self, other)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return divide(other, self)
 
     def __matmul__(self, other: Any) -> Tensor:
         return matmul(self, other)
 
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return matmul(other, self)
+
+    def __pow__(self, other: Any) -> Tensor:
+        return pow(self, other)
+
+    def __rpow__(self, other: Any) -> Tensor:
+        return pow(other, self)
+
     def __neg__(self) -> Tensor:
         return neg(self)
+
+    def __abs__(self) -> Tensor:
+        return abs(self)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return less(self, other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return less_equal(self, other)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return greater(self, other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return greater_equal(self, other)
+
+    # ``==`` stays identity (handles are used as keys); use eager.equal / not_equal
+
+    def __len__(self) -> int:
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of a 0-d tensor")
+        return int(shape[0])
+
+    def __bool__(self) -> bool:
+        return bool(self.numpy())
+
+    def __float__(self) -> float:
+        return float(self.numpy())
+
+    def __int__(self) -> int:
+        return int(self.numpy())
+
+    def __index__(self) -> int:
+        a = self.numpy()
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"only integer tensors can be indices, got {a.dtype}")
+        return int(a)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """NumPy indexing of the value (a view for basic indexing; waits for the value)."""
+        if isinstance(key, Tensor):
+            key = key.numpy()
+        elif isinstance(key, tuple):
+            key = tuple(k.numpy() if isinstance(k, Tensor) else k for k in key)
+        try:
+            r = self.numpy()[key]
+        except (IndexError, TypeError, ValueError) as exc:
+            raise EagerOpError(f"indexing: {exc} (called at {_call_site()})") from None
+        return _available(r if type(r) is _ndarray else np.asarray(r))
+
+    def __iter__(self) -> Iterator[Tensor]:
+        for i in range(len(self)):
+            yield self[i]
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802 - NumPy's name
+        """The transpose (axes reversed)."""
+        return transpose(self)
+
+    def reshape(self, *shape: Any) -> Tensor:
+        """``reshape(self, shape)``; ``shape`` as one sequence or as separate ints."""
+        dims = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+        return reshape(self, [int(d) for d in dims])
+
+    def astype(self, dtype: Any) -> Tensor:
+        """``cast(self, dtype)``."""
+        return cast(self, dtype)
 
 
 def _available(tensor: Any) -> Tensor:
@@ -434,7 +569,7 @@ def _dispatch(
         n = num_results if num_results is not None else (record.num_results if record else 1)
         first = next((a for a in args if isinstance(a, TensorHandle)), None)
         handles = [_as_tensor(a, first) for a in args]
-        results, _ = op(rt.exec_ctx, handles, attrs, n)
+        results, _ = op(_exec_ctx(rt), handles, attrs, n)
     except (OpError, ValueError, TypeError) as exc:
         raise EagerOpError(f"{op_name}: {exc} (called at {_call_site()})") from None
     arg_errors = {id(h.error) for h in handles if h.error is not None}
@@ -445,6 +580,65 @@ def _dispatch(
     return tuple(out)
 
 
+# -- operands: NumPy arrays, Python scalars, odd inputs -------------------------------------------
+
+_WEAK = {bool: np.dtype(np.bool_), int: np.dtype(np.int32), float: np.dtype(np.float32)}
+_BAD = (str, bytes, dict, set, frozenset, complex)
+
+
+def _operand(v: Any) -> tuple[Any, np.dtype, bool] | None:
+    """``(value, dtype, weak)`` for an op input held on the host now, or ``None`` for a future
+    tensor, a non-dense one or a traced value (the general path handles those).
+
+    Raises:
+        EagerOpError: ``None``, strings, dicts, other non-numeric objects.
+    """
+    t = type(v)
+    if t is Tensor:
+        a = v._t
+        return (a, a.dtype, False) if type(a) is _ndarray else None
+    if t is _ndarray:
+        return (v, v.dtype, False) if v.dtype.kind in "biuf" else _bad(v)
+    wd = _WEAK.get(t)
+    if wd is not None:
+        return v, wd, True
+    if isinstance(v, TensorHandle | TracedBase):
+        return None
+    if v is None or isinstance(v, _BAD):
+        return _bad(v)
+    try:
+        a = np.asarray(v)
+    except (TypeError, ValueError):
+        return _bad(v)
+    if a.dtype.kind not in "biuf":
+        return _bad(v)
+    return a, a.dtype, False
+
+
+def _bad(v: Any) -> Any:
+    raise EagerOpError(f"cannot use {type(v).__name__} {v!r:.60} as a tensor (called at "
+                       f"{_call_site()})")
+
+
+def _coerce2(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """Both inputs as ndarrays of their common dtype (:func:`result_dtype`), or ``None``."""
+    ox = _operand(x)
+    if ox is None:
+        return None
+    oy = _operand(y)
+    if oy is None:
+        return None
+    a, da, wa = ox
+    b, db, wb = oy
+    try:
+        dt = da if da is db and not wa else result_dtype(da, wa, db, wb)
+        a = a if type(a) is _ndarray and a.dtype is dt else np.asarray(a, dt)
+        b = b if type(b) is _ndarray and b.dtype is dt else np.asarray(b, dt)
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise EagerOpError(f"{exc} (called at {_call_site()})") from None
+    return a, b
+
+
 # -- op functions (generated: each tries the record's fast path, then the general path) -------
 
 
@@ -453,20 +647,18 @@ def _unary(op_name: str, doc: str) -> Callable[[Any], Tensor]:
     assert record is not None
     fast = record.fast
 
-    if fast is None:
-
-        def op(x: Any) -> Tensor:
-            return _dispatch(op_name, (x,), EMPTY_ATTRS)  # type: ignore[no-any-return]
-
-    else:
-
-        def op(x: Any) -> Tensor:
-            if type(x) is Tensor and type(x._t) is _ndarray:
-                r = fast(x._t)
+    def op(x: Any) -> Tensor:
+        if fast is not None:
+            t = type(x)
+            a = x._t if t is Tensor else x if t is _ndarray else None
+            if type(a) is _ndarray:
+                r = fast(a)
                 if r is not None:
                     fast_path_counts.fast += 1
                     return _available(r)
-            return _dispatch(op_name, (x,), EMPTY_ATTRS)  # type: ignore[no-any-return]
+        if not isinstance(x, TensorHandle | TracedBase):
+            x = _operand(x)[0]  # type: ignore[index]
+        return _dispatch(op_name, (x,), EMPTY_ATTRS)  # type: ignore[no-any-return]
 
     op.__name__ = op.__qualname__ = op_name.rsplit(".", 1)[-1]
     op.__doc__ = doc
@@ -478,24 +670,28 @@ def _binary(op_name: str, doc: str) -> Callable[[Any, Any], Tensor]:
     assert record is not None
     fast = record.fast
 
-    if fast is None:
-
-        def op(x: Any, y: Any) -> Tensor:
+    def op(x: Any, y: Any) -> Tensor:
+        if fast is not None and type(x) is Tensor and type(y) is Tensor and \
+                type(x._t) is _ndarray and type(y._t) is _ndarray:
+            try:
+                r = fast(x._t, y._t)
+            except ValueError:  # shapes do not broadcast: the general path reports it
+                r = None
+            if r is not None:
+                fast_path_counts.fast += 1
+                return _available(r)
+        pair = _coerce2(x, y)
+        if pair is None:
             return _dispatch(op_name, (x, y), EMPTY_ATTRS)  # type: ignore[no-any-return]
-
-    else:
-
-        def op(x: Any, y: Any) -> Tensor:
-            if (type(x) is Tensor and type(y) is Tensor and type(x._t) is _ndarray
-                    and type(y._t) is _ndarray):
-                try:
-                    r = fast(x._t, y._t)
-                except ValueError:  # shapes do not broadcast: the general path reports it
-                    r = None
-                if r is not None:
-                    fast_path_counts.fast += 1
-                    return _available(r)
-            return _dispatch(op_name, (x, y), EMPTY_ATTRS)  # type: ignore[no-any-return]
+        if fast is not None:
+            try:
+                r = fast(*pair)
+            except ValueError:
+                r = None
+            if r is not None:
+                fast_path_counts.fast += 1
+                return _available(r)
+        return _dispatch(op_name, pair, EMPTY_ATTRS)  # type: ignore[no-any-return]
 
     op.__name__ = op.__qualname__ = op_name.rsplit(".", 1)[-1]
     op.__doc__ = doc
@@ -521,7 +717,8 @@ square = _unary("tfrt_test.square", "``x * x``.")
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False) -> Tensor:
-    """Matrix product of two rank-2 tensors of one dtype (optionally transposed)."""
+    """Matrix product (NumPy ``matmul``: rank > 2 operands are batches that broadcast),
+    optionally with the last two axes of an operand transposed; one dtype after promotion."""
     if not transpose_a and not transpose_b:
         if (type(a) is Tensor and type(b) is Tensor and type(a._t) is _ndarray
                 and type(b._t) is _ndarray and a._t.shape[-1:] == b._t.shape[:1]):
@@ -529,10 +726,93 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False)
             if r is not None:
                 fast_path_counts.fast += 1
                 return _available(r)
-        attrs = EMPTY_ATTRS
-    else:
-        attrs = attrs_from_dict({"transpose_a": transpose_a, "transpose_b": transpose_b})
-    return _dispatch("tfrt_test.matmul", (a, b), attrs)  # type: ignore[no-any-return]
+    pair = _coerce2(a, b)
+    if pair is not None and (pair[0].ndim > 2 or pair[1].ndim > 2):
+        x, y = pair
+        if transpose_a:
+            x = np.swapaxes(x, -1, -2)
+        if transpose_b:
+            y = np.swapaxes(y, -1, -2)
+        if x.shape[-1] != y.shape[-2 if y.ndim > 1 else 0]:
+            raise EagerOpError(f"tfrt_test.matmul: inner dimensions differ: {x.shape} @ "
+                               f"{y.shape} (called at {_call_site()})")
+        try:
+            out = np.matmul(x, y)
+        except ValueError as exc:
+            raise EagerOpError(f"tfrt_test.matmul: {exc} (called at {_call_site()})") from None
+        fast_path_counts.fast += 1
+        return _available(out)
+    if pair is not None and not transpose_a and not transpose_b:
+        r = _matmul_fast(*pair) if pair[0].shape[-1:] == pair[1].shape[:1] else None
+        if r is not None:
+            fast_path_counts.fast += 1
+            return _available(r)
+    attrs = EMPTY_ATTRS if not transpose_a and not transpose_b else attrs_from_dict(
+        {"transpose_a": transpose_a, "transpose_b": transpose_b})
+    return _dispatch("tfrt_test.matmul", pair or (a, b), attrs)  # type: ignore[no-any-return]
+
+
+def _host_binary(name: str, ufunc: Callable[[Any, Any], Any], doc: str
+                 ) -> Callable[[Any, Any], Tensor]:
+    """A binary op computed by a NumPy ufunc on the host values (waiting for futures)."""
+
+    def op(x: Any, y: Any) -> Tensor:
+        if isinstance(x, TracedBase) or isinstance(y, TracedBase):
+            return _dispatch(f"eager.{name}", (x, y), EMPTY_ATTRS)  # type: ignore[no-any-return]
+        x = x.numpy() if isinstance(x, Tensor) else x
+        y = y.numpy() if isinstance(y, Tensor) else y
+        pair = _coerce2(x, y)
+        assert pair is not None
+        try:
+            r = ufunc(*pair)
+        except (ValueError, TypeError) as exc:
+            raise EagerOpError(f"{name}: {exc} (called at {_call_site()})") from None
+        fast_path_counts.fast += 1
+        return _available(r if type(r) is _ndarray else np.asarray(r))
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
+
+
+less = _host_binary("less", np.less, "``x < y`` (bool).")
+less_equal = _host_binary("less_equal", np.less_equal, "``x <= y`` (bool).")
+greater = _host_binary("greater", np.greater, "``x > y`` (bool).")
+greater_equal = _host_binary("greater_equal", np.greater_equal, "``x >= y`` (bool).")
+not_equal = _host_binary("not_equal", np.not_equal, "``x != y`` (bool).")
+pow = _host_binary("pow", np.power, "``x ** y`` (NumPy's rules after promotion).")  # noqa: A001
+
+
+def zeros(shape: Any, dtype: Any = np.float32) -> Tensor:
+    """A tensor of zeros (float32 by default)."""
+    return _available(np.zeros(shape, dtype_to_numpy(dtype)))
+
+
+def ones(shape: Any, dtype: Any = np.float32) -> Tensor:
+    """A tensor of ones (float32 by default)."""
+    return _available(np.ones(shape, dtype_to_numpy(dtype)))
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
+    """``np.arange`` as a tensor (int32 for Python ints, float32 for Python floats, as TF)."""
+    args = (start,) if stop is None else (start, stop, step)
+    if dtype is None:
+        dtype = np.float32 if builtins.any(isinstance(a, float) for a in args) else np.int32
+    return _available(np.arange(*args, dtype=dtype_to_numpy(dtype)))
+
+
+def random_uniform(shape: Any, minval: float = 0.0, maxval: float = 1.0, dtype: Any = np.float32,
+                   seed: int | None = None) -> Tensor:
+    """Uniform random numbers in ``[minval, maxval)`` (NumPy PCG64; ``seed``: repeatable)."""
+    rng = np.random.default_rng(seed)
+    return _available(rng.uniform(minval, maxval, shape).astype(dtype_to_numpy(dtype)))
+
+
+def random_normal(shape: Any, mean: float = 0.0, stddev: float = 1.0, dtype: Any = np.float32,
+                  seed: int | None = None) -> Tensor:
+    """Normal random numbers (NumPy's PCG64; ``seed`` for repeatability)."""
+    rng = np.random.default_rng(seed)
+    return _available(rng.normal(mean, stddev, shape).astype(dtype_to_numpy(dtype)))
 
 
 def _axis_attrs(axis: Any, keepdims: bool) -> OpAttrsRef:
@@ -642,6 +922,20 @@ def wait(tensors: Sequence[TensorHandle]) -> None:
 
 __all__ = [
     "EagerOpError",
+    "TracedBase",
+    "arange",
+    "dtype_to_numpy",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "not_equal",
+    "ones",
+    "pow",
+    "random_normal",
+    "random_uniform",
+    "result_dtype",
+    "zeros",
     "EagerRuntimeError",
     "ExecutionContext",
     "Tensor",

@@ -120,8 +120,12 @@ class Tracer:
     def constant(self, value: Any, dtype: Any = None) -> TracedValue:
         """A constant of this function (an inline value or a weight)."""
         arr = np.asarray(value, dtype=dtype)
-        if arr.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
-            arr = arr.astype(np.float32)
+        if dtype is None and not isinstance(value, np.ndarray | np.generic):
+            # Python numbers (and lists of them): TF's defaults, float32 and int32
+            if arr.dtype == np.float64:
+                arr = arr.astype(np.float32)
+            elif arr.dtype == np.int64:
+                arr = arr.astype(np.int32)
         try:
             return TracedValue(self, self.fb.constant(arr))
         except GraphError as exc:
@@ -190,7 +194,10 @@ def binary_dtype(a: Any, b: Any) -> str:
     """The common element type of two operands (``eager.result_dtype``'s rules)."""
     da, wa = _dtype_of(a)
     db, wb = _dtype_of(b)
-    return dtype_name(eager.result_dtype(np_dtype(da), wa, np_dtype(db), wb))
+    try:
+        return dtype_name(eager.result_dtype(np_dtype(da), wa, np_dtype(db), wb))
+    except TypeError as exc:
+        raise TraceError(f"{exc} (at {user_location()})") from None
 
 
 def _cast_to(t: Tracer, x: Any, dtype: str) -> Any:
@@ -533,6 +540,12 @@ EAGER_OPS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Any]] = {
     "tfrt_test.minimum": _eager_binary("minimum"),
     "tfrt_test.pow": _eager_binary("pow"),
     "tfrt_test.equal": _eager_equal,
+    "eager.less": _eager_binary("less"),
+    "eager.less_equal": _eager_binary("less_equal"),
+    "eager.greater": _eager_binary("greater"),
+    "eager.greater_equal": _eager_binary("greater_equal"),
+    "eager.not_equal": _eager_binary("not_equal"),
+    "eager.pow": _eager_binary("pow"),
     "tfrt_test.relu": _eager_unary("relu"),
     "tfrt_test.sigmoid": _eager_unary("sigmoid"),
     "tfrt_test.tanh": _eager_unary("tanh"),
