@@ -5,7 +5,12 @@ Variants (all the same 2-2-1 sigmoid MLP, full batch of 4, MSE, plain SGD, float
 * ``pytfrt s`` / ``pytfrt mstd:2`` -- ``examples/mlp_xor/xor_training.mlir`` compiled once, then
   the ``xor_training`` function executed (load and compile time excluded); per step ~55 kernels
   in three function invocations (the loop body, ``tfrt.call @mlp_forward``, a ``tfrt.if`` branch).
+* ``pytfrt python`` -- ``examples/mlp_xor/xor_training.py``: the step written in Python with
+  ``@pytfrt.function`` + ``pytfrt.value_and_grad``, compiled once, called once per step from a
+  Python loop (the per-call path of a compiled function).
 * ``numpy loop`` -- a hand-written NumPy loop of the same maths.
+* ``jax jit`` -- the same step with ``jax.value_and_grad`` under ``jax.jit``, called once per
+  step (if jax is installed).
 * ``torch eager`` -- PyTorch eager with autograd (``loss.backward()`` + in-place updates), if
   torch is installed (``pip install torch==2.13.0``).
 
@@ -27,6 +32,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -109,6 +115,63 @@ def numpy_runner(steps: int) -> Callable[[], float]:
     return run
 
 
+def pytfrt_python_runner(steps: int) -> Callable[[], float]:
+    """``examples/mlp_xor/xor_training.py``'s compiled train step, called ``steps`` times."""
+    import sys
+
+    sys.path.insert(0, str(PROGRAM.parent))
+    try:
+        import xor_training
+    finally:
+        sys.path.pop(0)
+    step = xor_training.train_step
+    step(xor_training.INITIAL_PARAMS, X, Y)  # trace and compile outside the timing
+
+    def run() -> float:
+        params = xor_training.INITIAL_PARAMS
+        start = time.perf_counter()
+        for _ in range(steps):
+            _, params = step(params, X, Y)
+        return time.perf_counter() - start
+
+    return run
+
+
+def jax_runner(steps: int) -> Callable[[], float] | None:
+    """The same step with jax.value_and_grad under jax.jit (None if jax is missing)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+
+    def mse(params: tuple, x: Any, y: Any) -> Any:
+        wh, bh, wo, bo = params
+        h = jax.nn.sigmoid(x @ wh + bh)
+        o = jax.nn.sigmoid(h @ wo + bo)
+        return jnp.mean((o - y) ** 2)
+
+    @jax.jit
+    def step(params: tuple, x: Any, y: Any) -> Any:
+        loss, grads = jax.value_and_grad(mse)(params, x, y)
+        return loss, tuple(p - 4.0 * g for p, g in zip(params, grads, strict=True))
+
+    init = (jnp.asarray(WH), jnp.zeros(2, jnp.float32), jnp.asarray(WO),
+            jnp.zeros(1, jnp.float32))
+    x, y = jnp.asarray(X), jnp.asarray(Y)
+    step(init, x, y)[0].block_until_ready()
+
+    def run() -> float:
+        params = init
+        start = time.perf_counter()
+        for _ in range(steps):
+            loss, params = step(params, x, y)
+        loss.block_until_ready()
+        return time.perf_counter() - start
+
+    return run
+
+
 def torch_runner(steps: int) -> Callable[[], float] | None:
     """The same training in PyTorch eager with autograd (None if torch is missing)."""
     try:
@@ -154,12 +217,18 @@ def main() -> None:
         "numpy loop": numpy_runner(args.steps),
         "pytfrt s": pytfrt_runner("s", args.steps),
         "pytfrt mstd:2": pytfrt_runner("mstd:2", args.steps),
+        "pytfrt python": pytfrt_python_runner(args.steps),
     }
     torch_run = torch_runner(args.steps)
     if torch_run is not None:
         variants["torch eager"] = torch_run
     else:
         print("note: torch not installed, skipping the PyTorch variant")
+    jax_run = jax_runner(args.steps)
+    if jax_run is not None:
+        variants["jax jit"] = jax_run
+    else:
+        print("note: jax not installed, skipping the JAX variant")
 
     # Interleave the variants inside every repetition, so machine load hits them alike.
     for run in variants.values():
