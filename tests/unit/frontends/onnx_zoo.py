@@ -1,35 +1,27 @@
 """Helpers for the ONNX front-end tests: one-node models, the zoo, ONNX Runtime as the oracle.
 
-``benchmarks/zoo.py`` is loaded by file path (the name ``benchmarks`` is taken by a package that
-xDSL installs).  Functions here build models with ``onnx.helper``, run them under ONNX Runtime
-and under pytfrt (``pytfrt.compile``), and compare with the zoo's relative error.
+``benchmarks/zoo.py`` is loaded by file path (``pytfrt.tools.bench.load_harness``; the name
+``benchmarks`` is taken by a package that xDSL installs).  Functions here build models with
+``onnx.helper``, run them under ONNX Runtime and under pytfrt (``pytfrt.compile``), and compare
+with the zoo's relative error.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
-
 
 def zoo_module() -> ModuleType:
-    """``benchmarks/zoo.py`` as a module (imported once, under the name ``pytfrt_bench_zoo``)."""
-    name = "pytfrt_bench_zoo"
-    mod = sys.modules.get(name)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / "zoo.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return mod
+    """``benchmarks/zoo.py`` as a module (loaded once, by path)."""
+    from pytfrt.tools.bench import load_harness
+
+    module = load_harness("zoo.py")
+    assert module is not None, "benchmarks/zoo.py not found"
+    return module
 
 
 def outputs_list(result: Any, names: Sequence[str]) -> list[np.ndarray]:
