@@ -304,7 +304,7 @@ class Driver:
             queue = create_work_queue(self.opts.work_queue_type)
         except ValueError as exc:
             raise UsageError(
-                f"{PROG}: couldn't create work queue type {self.opts.work_queue_type}"
+                f"{PROG}: couldn't create work queue type {self.opts.work_queue_type}: {exc}"
             ) from exc
         _out(f"Choosing {queue.name} work queue.")
         queue.on_task_error = _report_task_error
@@ -449,7 +449,7 @@ class Driver:
 
     def finish(self) -> int:
         """Stop the queue, report unmatched expectations and the allocator; the exit status."""
-        status = 0 if self.verifier.finish() else 1
+        status = 0 if self.verifier.finish() and not self.stuck else 1
         if self.host is not None:
             self.host.shutdown(1.0 if self.stuck else None)
             tracer = getattr(self.host, "tracer", None)
