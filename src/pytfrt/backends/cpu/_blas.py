@@ -49,6 +49,8 @@ def _find_library() -> ctypes.CDLL | None:
 
 def _load() -> Callable[..., int] | None:
     global _loaded, _dnnl_sgemm
+    if _loaded:  # the per-call path: no lock once loaded
+        return _dnnl_sgemm
     with _lock:
         if _loaded:
             return _dnnl_sgemm

@@ -165,6 +165,9 @@ def compile_flat(text: str, dtypes: tuple[str, ...], scalars: tuple[bool, ...]) 
         return fn
 
 
+_DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+
+
 def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Evaluate the fused program ``text`` on ``arrays`` (NumPy broadcasting), into ``out``
     if given (which may be one of ``arrays``: each element is read before it is written).
@@ -172,7 +175,8 @@ def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.nda
     When every input has the output's shape (C-contiguous) or one element, a flat loop runs
     (:func:`compile_flat`); otherwise the broadcasting ufunc (:func:`compile_program`).
     """
-    dtypes = tuple(a.dtype.name for a in arrays)
+    names = _DTYPE_NAMES
+    dtypes = tuple(names.get(a.dtype) or a.dtype.name for a in arrays)  # .name is slow
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     size = 1
     for d in shape:
