@@ -72,14 +72,14 @@ def test_if_nested_100_deep(queue: str) -> None:
 @pytest.mark.parametrize("queue", QUEUES)
 @pytest.mark.parametrize("parallel", [1, 4])
 @pytest.mark.parametrize("add", ["tfrt.add.i32 %i, %one", ASYNC_ADD_I])
-def test_while_20000_iterations(queue: str, parallel: int, add: str) -> None:
-    assert run_mlir(while_loop(20000, add, parallel), queue).results == [20001]
+def test_while_5000_iterations(queue: str, parallel: int, add: str) -> None:
+    assert run_mlir(while_loop(5000, add, parallel), queue).results == [5001]
 
 
 @pytest.mark.parametrize("queue", QUEUES)
 @pytest.mark.parametrize("add", ["tfrt.add.i32 %zero, %one", ASYNC_ADD_X])
-def test_repeat_with_loop_value_50000_iterations(queue: str, add: str) -> None:
-    assert run_mlir(repeat_loop(50000, add), queue).results == [50000]
+def test_repeat_with_loop_value_20000_iterations(queue: str, add: str) -> None:
+    assert run_mlir(repeat_loop(20000, add), queue).results == [20000]
 
 
 def test_while_stack_does_not_grow_with_iterations() -> None:
