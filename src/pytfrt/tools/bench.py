@@ -148,3 +148,26 @@ def load_harness(filename: str) -> Any:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def add_harness_arguments(filename: str, parser: argparse.ArgumentParser) -> None:
+    """Let the harness ``benchmarks/<filename>`` fill ``parser`` (nothing outside a checkout)."""
+    harness = load_harness(filename)
+    if harness is not None:
+        harness.add_arguments(parser)
+
+
+def run_harness(command: str, filename: str, args: argparse.Namespace) -> int:
+    """Run ``benchmarks/<filename>``; outside a source checkout say so and return 2.
+
+    The ``pytfrt bench <command>`` modules are thin shims over these two functions.
+    """
+    harness = load_harness(filename)
+    if harness is None:
+        print(
+            f"pytfrt bench {command}: benchmarks/{filename} not found -- the benchmarks run from "
+            "a pytfrt source checkout",
+            file=sys.stderr,
+        )
+        return 2
+    return int(harness.run(args))

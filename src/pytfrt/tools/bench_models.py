@@ -9,28 +9,17 @@ the command says so and exits with status 2.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from pytfrt.tools.bench import load_harness
+from pytfrt.tools.bench import add_harness_arguments, run_harness
 
 HARNESS = "models.py"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The harness's options (none outside a checkout)."""
-    harness = load_harness(HARNESS)
-    if harness is not None:
-        harness.add_arguments(parser)
+    """The harness's options (none outside a source checkout)."""
+    add_harness_arguments(HARNESS, parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the harness; exit status 2 outside a checkout."""
-    harness = load_harness(HARNESS)
-    if harness is None:
-        print(
-            f"pytfrt bench models: benchmarks/{HARNESS} not found -- the benchmarks run from a "
-            "pytfrt source checkout",
-            file=sys.stderr,
-        )
-        return 2
-    return int(harness.run(args))
+    """Run the harness; exit status 2 outside a source checkout."""
+    return run_harness("models", HARNESS, args)
