@@ -166,17 +166,15 @@ def compile_flat(text: str, dtypes: tuple[str, ...], scalars: tuple[bool, ...]) 
 
 
 _DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+_PLANS: dict[Any, tuple[Any, tuple[bool, ...], tuple[int, ...], Any, Any]] = {}
+_PLAN_LIMIT = 4096
 
 
-def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Evaluate the fused program ``text`` on ``arrays`` (NumPy broadcasting), into ``out``
-    if given (which may be one of ``arrays``: each element is read before it is written).
-
-    When every input has the output's shape (C-contiguous) or one element, a flat loop runs
-    (:func:`compile_flat`); otherwise the broadcasting ufunc (:func:`compile_program`).
-    """
-    names = _DTYPE_NAMES
-    dtypes = tuple(names.get(a.dtype) or a.dtype.name for a in arrays)  # .name is slow
+def _plan(text: str, arrays: tuple[np.ndarray, ...], out: np.ndarray | None
+          ) -> tuple[Any, tuple[bool, ...], tuple[int, ...], Any, Any]:
+    """``(flat kernel or None, scalar flags, shape, result dtype, ufunc or None)`` for inputs of
+    these shapes, dtypes and layouts (see :func:`run`)."""
+    dtypes = tuple(_DTYPE_NAMES.get(a.dtype) or a.dtype.name for a in arrays)
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     size = 1
     for d in shape:
@@ -191,14 +189,37 @@ def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.nda
         else:
             flat_ok = False
             break
+    result_dtype = np.float64 if "float64" in dtypes else np.float32
     if flat_ok:
-        result_dtype = np.float64 if "float64" in dtypes else np.float32
+        flat = compile_flat(text, dtypes, tuple(scalars))
+        return flat, tuple(scalars), shape, result_dtype, None
+    return None, (), shape, result_dtype, compile_program(text, dtypes)
+
+
+def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Evaluate the fused program ``text`` on ``arrays`` (NumPy broadcasting), into ``out``
+    if given (which may be one of ``arrays``: each element is read before it is written).
+
+    When every input has the output's shape (C-contiguous) or one element, a flat loop runs
+    (:func:`compile_flat`); otherwise the broadcasting ufunc (:func:`compile_program`).  The
+    choice is cached per program and input shapes/dtypes/layouts (the per-call path of small
+    tensors is dominated by it otherwise).
+    """
+    key = (text, None if out is None else (out.shape, out.flags.c_contiguous),
+           *[(a.shape, a.dtype, a.flags.c_contiguous) for a in arrays])
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(text, arrays, out)
+        if len(_PLANS) >= _PLAN_LIMIT:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    flat, scalars, shape, result_dtype, fn = plan
+    if flat is not None:
         res = out if out is not None else np.empty(shape, result_dtype)
         args = [a.reshape(()).item() if s else a.reshape(-1)
                 for a, s in zip(arrays, scalars, strict=True)]
-        compile_flat(text, dtypes, tuple(scalars))(res.reshape(-1), *args)
+        flat(res.reshape(-1), *args)
         return res
-    fn = compile_program(text, dtypes)
     res = fn(*arrays) if out is None else fn(*arrays, out=out)
     return res if isinstance(res, np.ndarray) else np.asarray(res)
 
