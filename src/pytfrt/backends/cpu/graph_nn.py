@@ -49,9 +49,11 @@ def matmul(a: np.ndarray, b: np.ndarray, *extra: np.ndarray, transpose_a: bool,
     short path -- NumPy's matmul, then the bias, residual and ReLU in place -- because there
     the general entry's checks and threading set-up cost more than the arithmetic.
     """
-    if (a.ndim == 2 and b.ndim == 2 and not transpose_a and a.shape[0] * b.size <= SMALL_MATMUL
+    if (a.ndim == 2 and b.ndim == 2 and a.shape[1 if transpose_a else 0] * b.size <= SMALL_MATMUL
             and (activation == "relu" or activation == "none")
             and a.dtype == b.dtype and a.dtype.kind == "f"):
+        if transpose_a:  # a transposed view: the gradient products of a training step
+            a = a.T
         bb = b.T if transpose_b else b
         n = bb.shape[1]
         if a.shape[1] == bb.shape[0]:
