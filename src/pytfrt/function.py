@@ -87,19 +87,37 @@ def _is_array(x: Any) -> bool:
     return isinstance(x, (np.ndarray, np.generic, eager.Tensor))
 
 
-def _leaf_key(x: Any) -> Any:
-    if type(x) is np.ndarray:
-        return (x.shape, x.dtype.str)
-    if isinstance(x, eager.Tensor):
-        return _leaf_key(x.numpy())
-    if isinstance(x, np.generic):
-        return ((), x.dtype.str)
+def _flatten_keyed(x: Any, leaves: list[Any], keys: list[Any]) -> Any:
+    """:func:`tree_flatten` plus the cache key parts of each leaf, in one pass (the per-call
+    path): an array's shape and dtype, a Python value itself.  Eager Tensors become arrays."""
+    t = type(x)
+    if t is np.ndarray:
+        leaves.append(x)
+        keys.append(x.shape)
+        keys.append(x.dtype)
+        return _LEAF
+    if t is tuple or t is list:
+        return (t, tuple([_flatten_keyed(e, leaves, keys) for e in x]))
+    if t is dict:
+        ks = sorted(x)
+        return (dict, tuple(ks), tuple([_flatten_keyed(x[k], leaves, keys) for k in ks]))
+    if x is None:
+        return None
+    if isinstance(x, eager.Tensor | np.generic):
+        return _flatten_keyed(np.asarray(x.numpy() if isinstance(x, eager.Tensor) else x),
+                              leaves, keys)
+    if isinstance(x, eager.TracedBase):
+        leaves.append(x)
+        keys.append(id(x))
+        return _LEAF
     try:
         hash(x)
     except TypeError:
         raise TypeError(f"pytfrt.function: cannot use an argument of type {type(x).__name__} "
                         "(arrays, Python scalars and tuples/lists/dicts of them)") from None
-    return ("py", type(x), x)
+    leaves.append(x)
+    keys.append((type(x), x))
+    return _LEAF
 
 
 def _as_array(x: Any) -> np.ndarray:
@@ -151,9 +169,10 @@ class Function:
 
     def _signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]
                    ) -> tuple[list[Any], Any, Any]:
-        leaves, tree = tree_flatten((args, kwargs))
-        key = (tree, tuple(_leaf_key(x) for x in leaves))
-        return leaves, tree, key
+        leaves: list[Any] = []
+        keys: list[Any] = []
+        tree = _flatten_keyed((args, kwargs), leaves, keys)
+        return leaves, tree, (tree, tuple(keys))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the compiled program for these arguments (tracing it on a new signature)."""
@@ -166,7 +185,7 @@ class Function:
         if entry.model is None:
             outs: list[Any] = []
         else:
-            outs = entry.model(*[_as_array(leaves[i]) for i in entry.positions])
+            outs = entry.model(*[leaves[i] for i in entry.positions])
         if outs:
             it = iter(outs)
             flat = [next(it) if s is None else s[0] for s in entry.out_static]
