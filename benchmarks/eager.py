@@ -3,7 +3,8 @@
 Measured in one run (each figure: the median of several repetitions of a timed loop; the
 machine is shared and noisy, so the frameworks are interleaved repetition by repetition):
 
-* per-op dispatch for a 4x2 float32 ``add``, a 4x2 @ 2x2 ``matmul`` and a 4x2 ``sigmoid``:
+* per-op dispatch for a 4x2 float32 ``add``, ``add`` of a Python float, a 4x2 @ 2x2 ``matmul``
+  and a 4x2 ``sigmoid``, with eager Tensor inputs and with NumPy array inputs:
   NumPy's direct call (``np.add``, ``np.matmul``, ``1 / (1 + np.exp(-x))``, and SciPy's
   ``expit`` ufunc when installed), ``pytfrt.eager``, PyTorch eager, TensorFlow eager and JAX
   (dispatch only: no host copy, like the others);
@@ -118,11 +119,17 @@ def per_op_cases(peers: dict[str, Any]) -> dict[str, dict[str, Callable[[], Any]
     w = rng.standard_normal((2, 2)).astype(np.float32)
     ta, tb, tw = te.constant(a), te.constant(b), te.constant(w)
     cases: dict[str, dict[str, Callable[[], Any]]] = {
-        "add": {"numpy": lambda: np.add(a, b), "pytfrt": lambda: te.add(ta, tb)},
-        "matmul": {"numpy": lambda: np.matmul(a, w), "pytfrt": lambda: te.matmul(ta, tw)},
+        "add": {"numpy": lambda: np.add(a, b), "pytfrt": lambda: te.add(ta, tb),
+                "pytfrt (numpy inputs)": lambda: te.add(a, b)},
+        "add scalar": {"numpy": lambda: np.add(a, np.float32(2.0)),
+                       "pytfrt": lambda: te.add(ta, 2.0),
+                       "pytfrt (numpy input)": lambda: te.add(a, 2.0)},
+        "matmul": {"numpy": lambda: np.matmul(a, w), "pytfrt": lambda: te.matmul(ta, tw),
+                   "pytfrt (numpy inputs)": lambda: te.matmul(a, w)},
         "sigmoid": {
             "numpy": lambda: 1 / (1 + np.exp(-a)),
             "pytfrt": lambda: te.sigmoid(ta),
+            "pytfrt (numpy input)": lambda: te.sigmoid(a),
         },
     }
     if "expit" in peers:
@@ -276,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         results["per_op_us"][op] = res
         ref = res["numpy"]
         line = ", ".join(f"{fw} {t:.3f} ({t / ref:.2f}x)" for fw, t in res.items())
-        print(f"  {op:8s} {line}")
+        print(f"  {op:10s} {line}")
     print("MLP 784-512-512-10 forward, us/pass (ratio to NumPy)")
     for batch, n in ((1, max(number // 20, 100)), (256, max(number // 2000, 5))):
         res = measure(mlp_cases(peers, batch), n, repeats)

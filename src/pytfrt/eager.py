@@ -620,6 +620,19 @@ def _bad(v: Any) -> Any:
                        f"{_call_site()})")
 
 
+def _weak_scalar(v: Any, dt: np.dtype) -> Any:
+    """A Python int/float as a NumPy scalar of the tensor's dtype ``dt`` when
+    :func:`result_dtype` keeps ``dt`` (else ``None``: the general conversion decides)."""
+    kind = dt.kind
+    t = type(v)
+    if t is float and kind != "f" or t is bool or kind not in "iuf":
+        return None
+    try:
+        return dt.type(v)
+    except (OverflowError, ValueError):
+        return None
+
+
 def _coerce2(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray] | None:
     """Both inputs as ndarrays of their common dtype (:func:`result_dtype`), or ``None``."""
     ox = _operand(x)
@@ -671,15 +684,23 @@ def _binary(op_name: str, doc: str) -> Callable[[Any, Any], Tensor]:
     fast = record.fast
 
     def op(x: Any, y: Any) -> Tensor:
-        if fast is not None and type(x) is Tensor and type(y) is Tensor and \
-                type(x._t) is _ndarray and type(y._t) is _ndarray:
-            try:
-                r = fast(x._t, y._t)
-            except ValueError:  # shapes do not broadcast: the general path reports it
-                r = None
-            if r is not None:
-                fast_path_counts.fast += 1
-                return _available(r)
+        if fast is not None:
+            tx, ty = type(x), type(y)
+            a = x._t if tx is Tensor else x if tx is _ndarray else None
+            b = y._t if ty is Tensor else y if ty is _ndarray else None
+            if type(a) is _ndarray:
+                if type(b) is not _ndarray:
+                    b = _weak_scalar(y, a.dtype) if ty in _WEAK else None
+            elif type(b) is _ndarray and tx in _WEAK:
+                a = _weak_scalar(x, b.dtype)
+            if a is not None and b is not None:
+                try:
+                    r = fast(a, b)
+                except ValueError:  # shapes do not broadcast: the general path reports it
+                    r = None
+                if r is not None:
+                    fast_path_counts.fast += 1
+                    return _available(r)
         pair = _coerce2(x, y)
         if pair is None:
             return _dispatch(op_name, (x, y), EMPTY_ATTRS)  # type: ignore[no-any-return]
