@@ -500,6 +500,10 @@ def _call_site() -> str:
     return "<unknown>"
 
 
+call_site = _call_site
+"""``file:line`` of the innermost frame outside the pytfrt package (used by the tracer too)."""
+
+
 def _as_tensor(value: Any, like: Any = None) -> TensorHandle:
     if isinstance(value, TensorHandle):
         return value

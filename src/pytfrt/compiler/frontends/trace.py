@@ -22,8 +22,6 @@ has its own stack of active traces).
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -35,22 +33,13 @@ from pytfrt.compiler.builder import FunctionBuilder, GraphBuilder, GraphModule, 
 from pytfrt.compiler.errors import GraphError
 from pytfrt.compiler.types import FLOAT_DTYPES, TType, dtype_name, np_dtype, to_xdsl
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 class TraceError(GraphError):
     """An error while tracing a Python function (the message names the user's file:line)."""
 
 
-def user_location() -> str:
-    """``file:line`` of the innermost frame outside the pytfrt package (the user's code)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        name = os.path.abspath(frame.f_code.co_filename)
-        if not name.startswith(_PKG_DIR):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back  # type: ignore[assignment]
-    return "<unknown>"
+user_location = eager.call_site
+"""``file:line`` of the innermost frame outside the pytfrt package (the user's code)."""
 
 
 # -- the active traces (per thread) ------------------------------------------------------------
