@@ -78,7 +78,9 @@ def tree_unflatten(treedef: Any, leaves: Sequence[Any]) -> Any:
             return None
         if d[0] is dict:
             return {k: build(s) for k, s in zip(d[1], d[2], strict=True)}
-        return d[0](build(s) for s in d[1])
+        if d[0] is tuple:
+            return tuple([build(s) for s in d[1]])
+        return [build(s) for s in d[1]]
 
     return build(treedef)
 
@@ -89,7 +91,8 @@ def _is_array(x: Any) -> bool:
 
 def _flatten_keyed(x: Any, leaves: list[Any], keys: list[Any]) -> Any:
     """:func:`tree_flatten` plus the cache key parts of each leaf, in one pass (the per-call
-    path): an array's shape and dtype, a Python value itself.  Eager Tensors become arrays."""
+    path): an array's shape and dtype, a Python value itself.  Eager Tensors become arrays.
+    ``keys[0]`` is set to True when a leaf is a traced value."""
     t = type(x)
     if t is np.ndarray:
         leaves.append(x)
@@ -108,6 +111,7 @@ def _flatten_keyed(x: Any, leaves: list[Any], keys: list[Any]) -> Any:
                               leaves, keys)
     if isinstance(x, eager.TracedBase):
         leaves.append(x)
+        keys[0] = True
         keys.append(id(x))
         return _LEAF
     try:
@@ -136,7 +140,8 @@ def _is_traced(x: Any) -> bool:
 
 
 class _Entry:
-    __slots__ = ("model", "positions", "out_tree", "out_static", "mlir")
+    __slots__ = ("model", "positions", "out_tree", "out_static", "mlir", "all_inputs",
+                 "all_outputs")
 
     def __init__(self, model: Any, positions: list[int], out_tree: Any,
                  out_static: list[Any], mlir: str) -> None:
@@ -145,6 +150,8 @@ class _Entry:
         self.out_tree = out_tree
         self.out_static = out_static  # per output leaf: None (from the program) or the value
         self.mlir = mlir
+        self.all_inputs = False  # every leaf is a program input (set by Function._build)
+        self.all_outputs = all(s is None for s in out_static)
 
 
 class Function:
@@ -170,28 +177,30 @@ class Function:
     def _signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]
                    ) -> tuple[list[Any], Any, Any]:
         leaves: list[Any] = []
-        keys: list[Any] = []
+        keys: list[Any] = [False]
         tree = _flatten_keyed((args, kwargs), leaves, keys)
         return leaves, tree, (tree, tuple(keys))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the compiled program for these arguments (tracing it on a new signature)."""
-        leaves, tree, key = self._signature(args, kwargs)
-        if any(_is_traced(x) for x in leaves):
+        leaves: list[Any] = []
+        keys: list[Any] = [False]  # keys[0]: a leaf is traced (set by _flatten_keyed)
+        tree = _flatten_keyed((args, kwargs), leaves, keys)
+        if keys[0]:
             return self.fn(*args, **kwargs)  # called inside another trace: inline it
+        key = (tree, tuple(keys))
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(leaves, tree, key)
-        if entry.model is None:
-            outs: list[Any] = []
-        else:
-            outs = entry.model(*[leaves[i] for i in entry.positions])
-        if outs:
+        model = entry.model
+        if model is None:
+            return tree_unflatten(entry.out_tree, [s[0] for s in entry.out_static])  # type: ignore[index]
+        outs = model(*leaves) if entry.all_inputs else model(
+            *[leaves[i] for i in entry.positions])
+        if not entry.all_outputs:
             it = iter(outs)
-            flat = [next(it) if s is None else s[0] for s in entry.out_static]
-        else:
-            flat = [s[0] for s in entry.out_static]
-        return tree_unflatten(entry.out_tree, flat)
+            outs = [next(it) if s is None else s[0] for s in entry.out_static]
+        return tree_unflatten(entry.out_tree, outs)
 
     def get_mlir(self, *args: Any, **kwargs: Any) -> str:
         """The traced program (graph dialect, before the passes) for these arguments."""
@@ -255,7 +264,9 @@ class Function:
         gm = trace.finish(gb, tracer, outputs)
         mlir = str(gm)
         model = compile_module(gm, optimize=self.optimize)
-        return _Entry(model, positions, out_tree, static, mlir)
+        entry = _Entry(model, positions, out_tree, static, mlir)
+        entry.all_inputs = positions == list(range(len(leaves)))
+        return entry
 
     def __repr__(self) -> str:
         return f"<pytfrt.function {getattr(self.fn, '__qualname__', self.fn)!r}>"
