@@ -745,9 +745,11 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False)
     """Matrix product (NumPy ``matmul``: rank > 2 operands are batches that broadcast),
     optionally with the last two axes of an operand transposed; one dtype after promotion."""
     if not transpose_a and not transpose_b:
-        if (type(a) is Tensor and type(b) is Tensor and type(a._t) is _ndarray
-                and type(b._t) is _ndarray and a._t.shape[-1:] == b._t.shape[:1]):
-            r = _matmul_fast(a._t, b._t)
+        ta, tb = type(a), type(b)
+        x = a._t if ta is Tensor else a if ta is _ndarray else None
+        y = b._t if tb is Tensor else b if tb is _ndarray else None
+        if type(x) is _ndarray and type(y) is _ndarray and x.shape[-1:] == y.shape[:1]:
+            r = _matmul_fast(x, y)
             if r is not None:
                 fast_path_counts.fast += 1
                 return _available(r)
