@@ -9,9 +9,11 @@
 
 A model is a BEF program with ``@tg_init`` (weights -> resources, run once at construction)
 and ``@main`` (resources + inputs -> outputs), see ``pytfrt.compiler.lowering``.  Everything a
-call needs is prepared at construction: the sync function, the resources list, one input
-checker per input, the output packer.  A call checks each input's dtype and shape, runs
-``@main``'s kernels and packs the outputs.
+call needs is prepared at construction: a sync ``@main`` is translated into one straight-line
+Python function (``CompiledModel.call_source``) that checks each input's dtype and shape,
+calls the ``tg.*`` kernels' compute functions on ndarrays in program order with the resources
+as constants and the planned buffers of a pooled arena, and returns the outputs in the
+source's structure; an ``@main`` with control flow runs on the BEF executor.
 
 Thread-safety: calls may run concurrently from any number of threads (each has its own
 registers; kernels do not share mutable state).  Errors: a bad input raises
@@ -23,6 +25,7 @@ This module never imports xDSL, TensorFlow or ONNX.
 
 from __future__ import annotations
 
+import keyword
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -38,7 +41,6 @@ from pytfrt.executor.sync_executor import SyncBEFFunction
 from pytfrt.host.async_value import AsyncValue, make_available
 from pytfrt.host.execution_context import ExecutionContext, RequestContext, ResourceContext
 from pytfrt.host.host_context import HostContext
-from pytfrt.host.registry import KernelError
 from pytfrt.signature import Signature, TensorSpec
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
@@ -79,16 +81,20 @@ def default_host() -> HostContext:
         return _HOST
 
 
-def _input_checker(index: int, spec: TensorSpec) -> Callable[[Any], DenseHostTensor]:
-    """A function that checks one input and wraps it (no copy for a matching ndarray)."""
+def _input_checker(index: int, spec: TensorSpec) -> Callable[[Any], np.ndarray]:
+    """A function that checks one input and returns it as an ndarray (no copy for a matching
+    ndarray; other array-likes are converted).
+
+    Raises (from the returned function):
+        InputError: the input cannot be converted, or has the wrong dtype or shape.
+    """
     want = np.dtype(spec.dtype)
-    dt = dtype_from_numpy(want) if want.kind != "O" else None
     shape = spec.shape
     rank = None if shape is None else len(shape)
     static = () if shape is None else tuple((i, d) for i, d in enumerate(shape) if d is not None)
     label = f"input {index} ('{spec.name}')"
 
-    def check(x: Any) -> DenseHostTensor:
+    def check(x: Any) -> np.ndarray:
         if type(x) is not np.ndarray:
             if isinstance(x, np.ndarray):
                 x = np.asarray(x)
@@ -107,7 +113,7 @@ def _input_checker(index: int, spec: TensorSpec) -> Callable[[Any], DenseHostTen
                     raise InputError(
                         f"{label} must have shape {_fmt(shape)}, got {list(x.shape)}"
                     )
-        return DenseHostTensor(dt, x)  # type: ignore[arg-type]
+        return x
 
     return check
 
@@ -116,6 +122,169 @@ def _fmt(shape: Sequence[int | None] | None) -> str:
     if shape is None:
         return "<any>"
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _model_error(exc: Exception) -> ModelError:
+    """The model's error for a kernel exception (its message, as the sync executor's)."""
+    if isinstance(exc, ModelError):
+        return exc
+    return ModelError(str(exc) or type(exc).__name__)
+
+
+def _as_array(value: Any) -> np.ndarray:
+    """A compute result as an ndarray (a NumPy scalar or a 1-tuple is converted)."""
+    if type(value) is np.ndarray:
+        return value
+    if type(value) is tuple and len(value) == 1:
+        value = value[0]
+    return value if type(value) is np.ndarray else np.asarray(value)
+
+
+def _as_arrays(value: Any, n: int) -> tuple[np.ndarray, ...]:
+    """The ``n`` results of a multi-result compute function, as ndarrays."""
+    if type(value) is not tuple or len(value) != n:
+        raise ModelError(f"a kernel returned {type(value).__name__}, expected {n} results")
+    return tuple(v if type(v) is np.ndarray else np.asarray(v) for v in value)
+
+
+def _unwrap(value: Any) -> Any:
+    return value.array if type(value) is DenseHostTensor else value
+
+
+def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
+                 ) -> tuple[str, Callable[[tuple[Any, ...]], Any]]:
+    """Translate the sync ``@main`` into one straight-line Python function ``call(args)``.
+
+    The function checks the inputs (dtype, rank, static dims: :func:`_input_checker` runs only
+    when the quick test fails), takes an arena from the model's pool, calls the compute
+    functions of the ``tg.*`` kernels directly on ndarrays (registers hold arrays, resources
+    are constants of the function: no DenseHostTensor wrapping, no argument list), inlines the
+    arena's buffer reuse (:meth:`Arena.run`), releases each local after its last use, and
+    returns the outputs in the signature's structure.  Kernels not made from a compute
+    function (variables, glue) are called through their registry entry on DenseHostTensors.
+    The first kernel exception stops the call and is raised as :class:`ModelError` with its
+    message, as the sync executor reports it (``pytfrt.executor.sync_executor``).  The BEF
+    program is unchanged: ``@main`` stays an ordinary ``tfrt.sync`` function.
+    """
+    from pytfrt.backends.cpu.graph_kernels import to_tensor
+
+    ns: dict[str, Any] = {
+        "_nd": np.ndarray, "_err": _model_error, "_arr": _as_array, "_arrs": _as_arrays,
+        "_T": to_tensor, "_U": _unwrap, "_Arena": Arena, "_pool": model._arenas,
+        "_ctx": model._ctx, "_lock": model._lock, "_count": model._count_error,
+    }
+    n_res = model._num_resources
+    arena_reg = model._arena_index
+    resources = {r: _unwrap(v) for r, v in enumerate(model._resources)}
+
+    def ref(r: int) -> str:
+        if r in resources:
+            ns[f"_R{r}"] = resources[r]
+            return f"_R{r}"
+        return "A" if r == arena_reg else f"r{r}"
+
+    specs = model.signature.inputs
+    first_input = n_res + (1 if arena_reg >= 0 else 0)
+    inputs = list(range(first_input, info.num_arguments))
+    head: list[str] = [f"if len(args) != {len(specs)}:", "    raise _count(len(args))"]
+    if inputs:
+        head.append(f"{''.join(f'r{r}, ' for r in inputs)}= args")
+    for i, (r, spec) in enumerate(zip(inputs, specs, strict=True)):
+        ns[f"_dt{i}"] = np.dtype(spec.dtype)
+        ns[f"_in{i}"] = model._checks[i]
+        quick = [f"type(r{r}) is not _nd", f"r{r}.dtype is not _dt{i}"]
+        if spec.shape is not None:
+            quick.append(f"r{r}.ndim != {len(spec.shape)}")
+            quick += [f"r{r}.shape[{j}] != {d}" for j, d in enumerate(spec.shape) if d is not None]
+        head += [f"if {' or '.join(quick)}:", f"    r{r} = _in{i}(r{r})"]
+    body: list[str] = []
+    for i, (k, release) in enumerate(zip(info.kernels[1:], info.release_after, strict=True)):
+        body += _render_kernel(i, k, ref, register_types, resources, ns)
+        body += [f"r{r} = None" for r in release]
+    outs = [ref(r) for r in info.result_registers]
+    structure = model.signature.structure
+    if structure == "single":
+        ret = outs[0]
+    elif structure == "list":
+        ret = f"[{', '.join(outs)}]"
+    elif structure == "dict":
+        for j, s in enumerate(model.signature.outputs):
+            ns[f"_o{j}"] = s.name
+        ret = "{" + ", ".join(f"_o{j}: {o}" for j, o in enumerate(outs)) + "}"
+    else:
+        ret = f"({''.join(o + ', ' for o in outs)})"
+    body.append(f"return {ret}")
+    lines = ["def _call(args):"] + [f"    {x}" for x in head]
+    indent = "    "
+    if model._lock is not None:
+        lines.append("    with _lock:")
+        indent += "    "
+    if arena_reg >= 0:
+        lines += [f"{indent}try:", f"{indent}    A = _pool.pop()", f"{indent}except IndexError:",
+                  f"{indent}    A = _Arena()", f"{indent}S = A.slots", f"{indent}M = A.memo"]
+    lines.append(f"{indent}try:")
+    lines += [f"{indent}    {x}" for x in body]
+    lines += [f"{indent}except Exception as exc:", f"{indent}    raise _err(exc) from None"]
+    if arena_reg >= 0:
+        lines += [f"{indent}finally:", f"{indent}    _pool.append(A)"]
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, "<CompiledModel call>", "exec"), ns)  # noqa: S102 - from the program
+    return source, ns["_call"]
+
+
+def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Sequence[str],
+                   resources: dict[int, Any], ns: dict[str, Any]) -> list[str]:
+    """The lines of one kernel of :func:`_render_call`."""
+    ck = getattr(k.fn, "__pytfrt_compute__", None)
+    targets = ", ".join(f"r{r}" for r in k.results)
+    if ck is None or len(ck.attrs) != len(k.attrs):
+        # not a compute kernel: through the registry entry, tensors as DenseHostTensors
+        ns[f"_cs{i}"] = k.entry.call_sync
+        ns[f"_a{i}"] = k.attrs
+        ns[f"_k{i}"] = k
+        values = ", ".join(f"_T({ref(r)})" if register_types[r].startswith("tensor<")
+                           else ref(r) for r in k.operands)
+        call = f"_cs{i}([{values}], _a{i}, _k{i}.funcs, _ctx, {k.num_results})"
+        if not k.results:
+            return [call]
+        lines = [f"{targets}, = {call}"]
+        lines += [f"r{r} = _U(r{r})" for r in k.results
+                  if register_types[r].startswith("tensor<")]
+        return lines
+    attrs = dict(zip(ck.attrs, k.attrs, strict=True))
+    operands = list(k.operands[1:] if ck.buffered else k.operands)
+    ns[f"_c{i}"] = ck.fn
+    kw = []
+    buffer = attrs.pop("buffer", None)
+    for j, (name, value) in enumerate(sorted(attrs.items())):
+        ns[f"_v{i}_{j}"] = value
+        kw.append(f"**{{{name!r}: _v{i}_{j}}}" if keyword.iskeyword(name) else f"{name}=_v{i}_{j}")
+    args = [ref(r) for r in operands]
+
+    def invoke(out: str | None) -> str:
+        return f"_c{i}({', '.join(args + kw + ([f'out={out}'] if out else []))})"
+
+    if len(k.results) != 1:
+        if not k.results:
+            return [invoke(None)]
+        return [f"{targets}, = _arrs({invoke(None)}, {len(k.results)})"]
+    (t,) = k.results
+    fix = [] if ck.opaque_result else [f"if r{t}.__class__ is not _nd:", f"    r{t} = _arr(r{t})"]
+    if buffer is None:
+        return [f"r{t} = {invoke(None)}", *fix]
+    slot, site = buffer
+    # the buffer fits if the op sees the input shapes of last time (resources never change)
+    key = [f"{ref(r)}.shape" for j, r in enumerate(operands)
+           if r not in resources and j not in ck.opaque]
+    return [
+        f"k = ({''.join(x + ', ' for x in key)})",
+        f"m = M.get({site})",
+        f"b = S.get({slot})",
+        "if m is not None and b is not None and m[0] == k and b.shape == m[1]:",
+        f"    r{t} = {invoke('b')}",
+        "else:",
+        f"    r{t} = A.keep({slot}, {site}, k, _arr({invoke(None)}))",
+    ]
 
 
 class CompiledModel:
@@ -156,8 +325,6 @@ class CompiledModel:
         self._num_resources = num_resources
         self._resources = self._run_init(init, num_resources)
         self._main = main
-        self._sync = main if isinstance(main, SyncBEFFunction) else None
-        self._run = self._sync.execute_sync if self._sync is not None else None
         self._checks = [_input_checker(i, s) for i, s in enumerate(signature.inputs)]
         self._n_inputs = len(self._checks)
         self._input_index = {s.name: i for i, s in enumerate(signature.inputs)}
@@ -169,6 +336,12 @@ class CompiledModel:
         self._arena_index = num_resources if (
             len(main_args) > num_resources and main_args[num_resources] == ARENA_TYPE) else -1
         self._arenas: list[Arena] = []
+        # the call function: @main as straight-line Python when it is a sync function
+        self.call_source = ""
+        self._call: Callable[[tuple[Any, ...]], Any] = self._call_via_executor
+        if isinstance(main, SyncBEFFunction):
+            self.call_source, self._call = _render_call(
+                self, main.info, program.get(MAIN).register_types)
 
     def _run_init(self, init: Any, num_resources: int) -> list[Any]:
         args = [make_available(DenseHostTensor(dtype_from_numpy(w.dtype), w))
@@ -186,18 +359,14 @@ class CompiledModel:
         return out[:num_resources]
 
     # -- calling ------------------------------------------------------------------------------
-    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-        if kwargs:
-            args = self._bind_named(args, kwargs)
+    def _count_error(self, n: int) -> InputError:
+        names = ", ".join(s.name for s in self.signature.inputs)
+        return InputError(f"the model takes {self._n_inputs} inputs ({names}), got {n}")
+
+    def _checked(self, args: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
         if len(args) != self._n_inputs:
-            names = ", ".join(s.name for s in self.signature.inputs)
-            raise InputError(f"the model takes {self._n_inputs} inputs ({names}), got {len(args)}")
-        values = self._resources.copy()
-        if self._arena_index >= 0:
-            values.append(None)  # the call's arena, set by _execute
-        for check, x in zip(self._checks, args, strict=True):
-            values.append(check(x))
-        return values
+            raise self._count_error(len(args))
+        return tuple(check(x) for check, x in zip(self._checks, args, strict=True))
 
     def _bind_named(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         slots: list[Any] = list(args) + [_MISSING] * (self._n_inputs - len(args))
@@ -225,41 +394,21 @@ class CompiledModel:
             InputError: wrong input count, name, dtype or shape.
             ModelError: a kernel failed.
         """
-        values = self._arguments(args, kwargs)
+        if kwargs:
+            args = self._bind_named(args, kwargs)
+        return self._call(args)
+
+    def _call_via_executor(self, args: tuple[Any, ...]) -> Any:
+        """A call of an async ``@main`` (one with control flow) on the BEF executor."""
+        arrays = self._checked(args)
+        values = [make_available(v) for v in self._resources]
+        values += [make_available(DenseHostTensor(dtype_from_numpy(x.dtype), x)) for x in arrays]
         if self._lock is not None:
             with self._lock:
-                return self._pack(self._execute(values))
-        run = self._run
-        if run is None or self._arena_index >= 0:
-            return self._pack(self._execute(values))
-        try:
-            out = run(self._ctx, values)
-        except KernelError as exc:
-            raise ModelError(str(exc)) from None
-        return self._pack(out)
+                return self._pack(self._await(self._main.execute(self._ctx, values)))
+        return self._pack(self._await(self._main.execute(self._ctx, values)))
 
-    def _execute(self, values: list[Any]) -> list[Any]:
-        arena = None
-        if self._arena_index >= 0:
-            pool = self._arenas
-            try:
-                arena = pool.pop()
-            except IndexError:
-                arena = Arena()
-            values[self._arena_index] = arena
-        try:
-            if self._run is None:
-                return self._call_async_values(values)
-            try:
-                return self._run(self._ctx, values)
-            except KernelError as exc:
-                raise ModelError(str(exc)) from None
-        finally:
-            if arena is not None:
-                self._arenas.append(arena)
-
-    def _call_async_values(self, values: list[Any]) -> list[Any]:
-        results = self._main.execute(self._ctx, [make_available(v) for v in values])
+    def _await(self, results: list[AsyncValue[Any]]) -> list[Any]:
         self.host.await_values(results)
         out = []
         for r in results:
@@ -274,15 +423,10 @@ class CompiledModel:
         Input errors are raised at once (:class:`InputError`); a kernel failure makes the
         AsyncValue an error.
         """
-        values = self._arguments(args, kwargs)
-
-        def work() -> Any:
-            if self._lock is not None:
-                with self._lock:
-                    return self._pack(self._execute(values))
-            return self._pack(self._execute(values))
-
-        return self.host.enqueue_work(work)
+        if kwargs:
+            args = self._bind_named(args, kwargs)
+        arrays = self._checked(args)
+        return self.host.enqueue_work(lambda: self._call(arrays))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save to the directory ``path``: ``model.bef``, ``weights.btf``, ``manifest.json``.

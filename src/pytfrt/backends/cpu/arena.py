@@ -1,6 +1,7 @@
 """Per-call buffer arenas: where planned activation buffers live between calls.
 
-The ``tg.<op>.buf`` kernels (``pytfrt.backends.cpu.graph_kernels``) inline :meth:`Arena.run`.
+The ``tg.<op>.buf`` kernels (``pytfrt.backends.cpu.graph_kernels``) and a ``CompiledModel``'s
+generated call function (``pytfrt.model``) inline :meth:`Arena.run`.
 ``-tg-plan-buffers`` gives ops a *slot* (shared by values whose lifetimes do not overlap, or
 in place with a dying operand for elementwise ops) and a *site* (the op's own number).  At run
 time each call of a model takes an :class:`Arena` from the model's pool, so concurrent calls
@@ -28,7 +29,7 @@ class Arena:
 
     def __init__(self) -> None:
         self.slots: dict[int, np.ndarray] = {}
-        self.memo: dict[int, tuple[list[Any], tuple[int, ...], np.dtype]] = {}
+        self.memo: dict[int, tuple[Any, tuple[int, ...], np.dtype]] = {}
 
     def run(self, slot: int, site: int, fn: Callable[..., Any], arrays: list[Any],
             kwargs: dict[str, Any]) -> Any:
@@ -43,8 +44,10 @@ class Arena:
         self.keep(slot, site, key, r)
         return r
 
-    def keep(self, slot: int, site: int, key: list[Any], r: Any) -> None:
-        """Remember ``r`` (a fresh result for inputs of shapes ``key``) as ``slot``'s buffer."""
+    def keep(self, slot: int, site: int, key: Any, r: Any) -> Any:
+        """Remember ``r`` (a fresh result for inputs of shapes ``key``) as ``slot``'s buffer
+        (if it is an array the op may write into next time); returns ``r``."""
         if type(r) is np.ndarray and r.flags.c_contiguous and r.flags.writeable and r.base is None:
             self.memo[site] = (key, r.shape, r.dtype)
             self.slots[slot] = r
+        return r

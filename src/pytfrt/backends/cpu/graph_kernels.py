@@ -29,7 +29,7 @@ import inspect
 import keyword
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -98,6 +98,27 @@ def _wrap(value: Any) -> Any:
 
 def _unwrap(value: Any) -> Any:
     return value.array if type(value) is DenseHostTensor else value
+
+
+class ComputeKernel(NamedTuple):
+    """What a kernel made by :func:`make_kernel` calls (its ``__pytfrt_compute__``), so a
+    caller holding arrays can call the compute function directly (``pytfrt.model`` does).
+
+    Attributes:
+        fn: the compute function.
+        attrs: the kernel's attribute names in BEF (name) order, ``buffer`` included for a
+            ``.buf`` kernel: the i-th kernel attribute value is the compute function's keyword
+            ``attrs[i]``.
+        buffered: a ``tg.<op>.buf`` kernel (first operand: the arena).
+        opaque: indices of compute operands that are not tensors (e.g. a conv plan).
+        opaque_result: the result is not a tensor (e.g. ``conv2d.prepare``'s plan).
+    """
+
+    fn: Callable[..., Any]
+    attrs: tuple[str, ...]
+    buffered: bool
+    opaque: frozenset[int]
+    opaque_result: bool
 
 
 def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Callable[..., Any]:
@@ -173,6 +194,8 @@ def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Call
     kern.__doc__ = f"Kernel tg.{op}{'.buf' if buffered else ''}: calls {fn.__module__}." \
         f"{fn.__qualname__}."
     kern.__pytfrt_source__ = source
+    kern.__pytfrt_compute__ = ComputeKernel(fn, tuple(all_attrs), buffered, opaque,
+                                              bool(getattr(fn, "opaque_result", False)))
     return kern  # type: ignore[no-any-return]
 
 
