@@ -438,6 +438,13 @@ def value_and_grad_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs:
         raise TypeError(f"grad requires a function returning a floating-point scalar, got "
                         f"{v.value.type} (at {trace.user_location()})")
     grads = [trace.TracedValue(t, g) for g in vjp(t.fb, wrt, t.resolve(v))]
+    # the fresh identities have served (the gradients are separate values now): drop them
+    for w in wrt:
+        op = w.ssa.owner
+        if isinstance(op, Operation) and op.name == "tg.identity":
+            w.ssa.replace_all_uses_with(op.operands[0])
+            op.detach()
+            op.erase()
     per_arg = []
     i = 0
     for td, k in trees:
