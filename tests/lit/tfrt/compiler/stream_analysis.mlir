@@ -4,6 +4,8 @@
 // Reconstruction of TFRT's mlir_tests/compiler/stream_analysis.mlir (spec 2.5, 5.2): the stream
 // id, stream cost, parent stream and child streams of every op, printed as remarks.
 
+// The function's own remark: the root stream.
+// expected-remark @+1 {{stream id: 0, stream cost: 17, parent stream: -1}}
 func.func @stream() -> i32 attributes {tfrt.cost_threshold = 4 : i64} {
   // expected-remark @+1 {{stream id: 0, stream cost: 17, parent stream: -1}}
   %c0 = tfrt.constant.i32 0
@@ -19,6 +21,7 @@ func.func @stream() -> i32 attributes {tfrt.cost_threshold = 4 : i64} {
   tfrt.return %c4 : i32
 }
 
+// expected-remark @+1 {{stream id: 0, stream cost: 9, parent stream: -1}}
 func.func @no_merge() -> (i32, i32) attributes {tfrt.cost_threshold = 2 : i64} {
   // expected-remark @+1 {{stream id: 0, stream cost: 9, parent stream: -1, child streams: [1]}}
   %c0 = tfrt.constant.i32 0
@@ -30,6 +33,7 @@ func.func @no_merge() -> (i32, i32) attributes {tfrt.cost_threshold = 2 : i64} {
   tfrt.return %c1, %c2 : i32, i32
 }
 
+// expected-remark @+1 {{stream id: 0, stream cost: 109, parent stream: -1}}
 func.func @merge() -> !tfrt.chain attributes {tfrt.cost_threshold = 100 : i64} {
   // expected-remark @+1 {{stream id: 3, stream cost: 100, parent stream: 0}}
   %ch0 = tfrt.new.chain
@@ -47,6 +51,7 @@ func.func @merge() -> !tfrt.chain attributes {tfrt.cost_threshold = 100 : i64} {
   tfrt.return %ch1 : !tfrt.chain
 }
 
+// expected-remark @+1 {{stream id: 0, stream cost: 14, parent stream: -1}}
 func.func @auto_threshold() -> i32 {
   // expected-remark @+1 {{stream id: 0, stream cost: 14, parent stream: -1, child streams: [1]}}
   %c0 = tfrt.constant.i32 0
@@ -62,6 +67,7 @@ func.func @auto_threshold() -> i32 {
   tfrt.return %c4 : i32
 }
 
+// expected-remark @+1 {{stream id: 0, stream cost: 28, parent stream: -1}}
 func.func @merge_inter_dependent_streams() -> i32 attributes {tfrt.cost_threshold = 10 : i64, tfrt.merge_inter_dependent_streams = true} {
   // expected-remark @+1 {{stream id: 0, stream cost: 28, parent stream: -1}}
   %c0 = tfrt.constant.i32 0
