@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from pytfrt.backends.cpu.fused import run
 
@@ -48,3 +49,33 @@ def test_in_place_into_an_input() -> None:
     out = run(PROGRAM, a, b, s, out=a)
     assert out is a
     np.testing.assert_allclose(a, want, rtol=1e-6, atol=1e-6)
+
+
+def test_large_outputs_run_in_shards_and_match_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At PARALLEL_MIN elements and more the flat loop runs in shards on the helper threads;
+    every element is computed once (also in place), with any shard count."""
+    from pytfrt.backends.cpu import fused
+
+    calls: list[int] = []
+    real = fused.parallel_for
+
+    def counting(fn, n, serial=False):  # type: ignore[no-untyped-def]
+        calls.append(n)
+        return real(fn, n, serial)
+
+    monkeypatch.setattr(fused, "parallel_for", counting)
+    monkeypatch.setattr(fused, "num_threads", lambda: 2)
+    rng = np.random.default_rng(2)
+    n = fused.PARALLEL_MIN * 3 + 17
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal((n,)).astype(np.float32)
+    s = np.array(0.3, np.float32)
+    np.testing.assert_allclose(run(PROGRAM, a, b, s), _ref(a, b, s), rtol=1e-6, atol=1e-6)
+    assert calls and calls[-1] >= 2
+    want = _ref(a, b, s)
+    run(PROGRAM, a, b, s, out=a)
+    np.testing.assert_allclose(a, want, rtol=1e-6, atol=1e-6)
+    small = rng.standard_normal(100).astype(np.float32)
+    calls.clear()
+    run(PROGRAM, small, small, s)
+    assert not calls  # small outputs: one call on this thread

@@ -5,7 +5,9 @@ A *program* is JSON: ``{"n": <inputs>, "ops": [[op, [operand ids], {attrs}], ...
 output.  :func:`run` compiles it (once per program and input dtypes, cached) and makes one
 pass over the output, no temporaries: a ``nogil`` Numba loop over flat arrays when every input
 has the output's shape or one element (scalars hoisted; LLVM vectorises the loop), else a
-``numba.vectorize`` ufunc, which broadcasts.
+``numba.vectorize`` ufunc, which broadcasts.  A flat loop over :data:`PARALLEL_MIN` elements or
+more is split into shards run on the CPU kernels' helper threads
+(:func:`pytfrt.backends.cpu._parallel.parallel_for`; the caller runs shards too).
 The scalar formulas mirror :mod:`pytfrt.backends.cpu.array_ops` (float inputs only; Numba
 evaluates Python float literals in float64, so results may differ from the unfused ops in the
 last bit).  :data:`SCALAR` says which ops can be fused.
@@ -24,6 +26,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 
@@ -196,6 +199,23 @@ def _plan(text: str, arrays: tuple[np.ndarray, ...], out: np.ndarray | None
     return None, (), shape, result_dtype, compile_program(text, dtypes)
 
 
+PARALLEL_MIN = 1 << 16
+"""Output elements from which a flat loop is split into shards of at least half as many,
+run on the CPU kernels' helper threads (the loop releases the GIL)."""
+
+
+def _sharded(flat: Any, out: np.ndarray, args: list[Any], scalars: tuple[bool, ...]) -> None:
+    """``flat(out, *args)`` over disjoint ranges of the flat arrays, in parallel (each element
+    is still read before it is written, so ``out`` may be an input)."""
+    parts = chunks(out.shape[0], PARALLEL_MIN // 2)
+
+    def shard(i: int) -> None:
+        lo, hi = parts[i]
+        flat(out[lo:hi], *[a if s else a[lo:hi] for a, s in zip(args, scalars, strict=True)])
+
+    parallel_for(shard, len(parts))
+
+
 def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Evaluate the fused program ``text`` on ``arrays`` (NumPy broadcasting), into ``out``
     if given (which may be one of ``arrays``: each element is read before it is written).
@@ -218,7 +238,11 @@ def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.nda
         res = out if out is not None else np.empty(shape, result_dtype)
         args = [a.reshape(()).item() if s else a.reshape(-1)
                 for a, s in zip(arrays, scalars, strict=True)]
-        flat(res.reshape(-1), *args)
+        r = res.reshape(-1)
+        if r.shape[0] >= PARALLEL_MIN and num_threads() > 1:
+            _sharded(flat, r, args, scalars)
+        else:
+            flat(r, *args)
         return res
     res = fn(*arrays) if out is None else fn(*arrays, out=out)
     return res if isinstance(res, np.ndarray) else np.asarray(res)
