@@ -1,4 +1,4 @@
-"""Executor overhead per kernel: TFRT's bef_perf shapes against Python peers (spec 6.5).
+"""Executor overhead per kernel: TFRT's bef_perf shapes against Python peers (docs/benchmarks.md).
 
 Shapes, N trivial ``tfrt.add.i32`` kernels each (``tfrt_test.sum`` closes the star):
 
@@ -80,7 +80,7 @@ def build(shape: str, n: int, sync: bool = False) -> Program:
     fn.return_registers = [last]
     fn.result_types = ["i32"]
     program = Program([fn]).finalize()
-    try:  # the stream ids a real compilation would give (spec 2.5)
+    try:  # the stream ids a real compilation would give (docs/executor.md)
         from pytfrt.bef.streams import assign_stream_ids
 
         assign_stream_ids(program)

@@ -1,4 +1,4 @@
-"""``pytfrt bench nqueens``: what the AsyncValue runtime's task scheduling costs (issue 6).
+"""``pytfrt bench nqueens``: what the AsyncValue runtime's task scheduling costs (docs/nqueens.md).
 
 Runs, in one process and with one solver, every way of executing the N-Queens task tree of
 ``nqueens.i32`` (one task per valid placement of ``0..levels`` columns):
@@ -52,7 +52,7 @@ VARIANTS = (
 )
 PYTHON_VARIANTS = ("runtime-s", "runtime", "taskpool", "executor", "dask")
 ORIGINAL_CPP_POOL_2T = (2.5, 3.1)
-"""The original C++ thread-pool program's 2-thread time at n = 14, levels 2..4 (issue 6)."""
+"""The original C++ thread-pool program's 2-thread time at n = 14, levels 2..4 (docs/nqueens.md)."""
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples" / "nqueens"
 

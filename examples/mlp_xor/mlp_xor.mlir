@@ -1,6 +1,6 @@
 // The original playground program (hfan/tfrt_playground mlp_xor/mlp_xor.mlir, July 2020),
-// reconstructed from the spec in its 2020 syntax and run unchanged by bef_executor.
-// test_sigmoid_gradient keeps the original chain bug (spec 8.5): the gradient is chained on
+// reconstructed in its 2020 syntax and run unchanged by bef_executor.
+// test_sigmoid_gradient keeps the original chain bug (examples/mlp_xor/README.md): the gradient is chained on
 // %c1, not on the sigmoid's %c2, so under the single-threaded queue it reads the raw values.
 func @test_sigmoid() {
   %c0 = hex.new.chain

@@ -1,4 +1,4 @@
-// XOR inference: the playground's pretrained 2-2-1 MLP (spec 8.5), in the current syntax.
+// XOR inference: the playground's pretrained 2-2-1 MLP (examples/mlp_xor/README.md), in the current syntax.
 //
 // Run:   bef_executor examples/mlp_xor/xor_inference.mlir
 // Prints the four predictions, close to [0, 1, 1, 0].
