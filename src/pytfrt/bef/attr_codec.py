@@ -1,4 +1,4 @@
-"""Typed attribute encodings of the BEF Attributes section (spec 3.6), both directions.
+"""Typed attribute encodings of the BEF Attributes section (docs/bef.md), both directions.
 
 :func:`encode_attribute` turns an :class:`~pytfrt.support.attributes.Attribute` into an
 :class:`Encoded` blob (BEFAttributeType code, bytes, and the alignment its offset needs);
@@ -79,7 +79,7 @@ class RawAttr(Attribute):
 
     ``offset`` is its offset in the Attributes section, ``data`` the bytes from there up to the
     next referenced attribute (or the section end).  Kernels receive the RawAttr itself;
-    :func:`~pytfrt.bef.disasm.program_to_mlir` prints it as ``0xdeadbeef : i32`` (spec 3.10).
+    :func:`~pytfrt.bef.disasm.program_to_mlir` prints it as ``0xdeadbeef : i32`` (docs/bef.md).
     """
 
     offset: int
@@ -101,7 +101,7 @@ class _Unencodable(Exception):
 
 
 def attribute_type_code(attr: Attribute) -> int:
-    """The BEFAttributeType of ``attr`` (spec 3.6). Raises ``_Unencodable`` if it has none."""
+    """The BEFAttributeType of ``attr`` (docs/bef.md). Raises ``_Unencodable`` if it has none."""
     if isinstance(attr, IntAttr | FloatAttr):
         return SCALAR_KINDS[attr.type][0]
     if isinstance(attr, StringAttr):
@@ -160,7 +160,7 @@ def _place(pos: int, align: int, phase: int) -> int:
 def encode_attribute(
     attr: Attribute, module_ids: dict[str, int], modules: dict[str, str]
 ) -> Encoded:
-    """Encode ``attr`` (spec 3.6).
+    """Encode ``attr`` (docs/bef.md).
 
     ``module_ids`` maps compiled-module names to compilation-unit ids and ``modules`` holds
     their text (both from :attr:`Program.compiled_modules`).  Raises ``_Unencodable`` when the

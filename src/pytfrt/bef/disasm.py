@@ -1,4 +1,4 @@
-"""The BEF disassembler: Program -> MLIR text (spec 3.10), and a section dump for debugging.
+"""The BEF disassembler: Program -> MLIR text (docs/bef.md), and a section dump for debugging.
 
 :func:`program_to_mlir` prints a module the front end can re-parse:
 
@@ -89,7 +89,7 @@ def bef_to_mlir(data: bytes, *, locations: bool = False) -> tuple[str, list[str]
     """Read BEF bytes and print them; return ``(mlir_text, warnings)``.
 
     The warning list holds :data:`MISSING_SECTIONS_WARNING` when any optional section is
-    absent (spec 3.10).  Raises :class:`BefError` for a malformed file.
+    absent (docs/bef.md).  Raises :class:`BefError` for a malformed file.
     """
     program = read_bef(data)
     sections = read_sections(bytes(data))

@@ -1,4 +1,4 @@
-"""BEF format constants, error types and the primitive encodings (spec 3.1, 3.2, 3.6).
+"""BEF format constants, error types and the primitive encodings (docs/bef.md).
 
 Everything that both the writer and the reader must agree on lives here: the magic bytes and
 version, section ids, the DType and BEFAttributeType codes, the pseudo-kernel markers, and the
@@ -16,21 +16,21 @@ MAGIC = b"\x0b\xef"
 VERSION = 0
 PADDING_BYTE = 0xCC
 
-#: Kernel record code and location of the pseudo kernel 0 (spec 3.5).
+#: Kernel record code and location of the pseudo kernel 0 (docs/bef.md).
 PSEUDO_KERNEL_CODE = 0xABABABAB
 PSEUDO_KERNEL_LOCATION = 0xCDCDCDCD
 #: Location offsets at or above this value are TFRT "virtual" offsets (no representable
 #: location); they decode to the unknown location.
 VIRTUAL_LOCATION_BASE = 0xF0000000
 
-#: Canonical header diagnostics (spec 2.1); :attr:`BefError.reason` carries them verbatim.
+#: Canonical header diagnostics (docs/executor.md); :attr:`BefError.reason` carries them verbatim.
 BAD_HEADER = "invalid BEF file header detected"
 BAD_VERSION = "Unknown BEF format version detected"
 BAD_SECTION_HEADER = "BEF file section header corrupted"
 
 
 class SectionId(enum.IntEnum):
-    """Section ids at REV (spec 3.2); 11 is pytfrt's extension section."""
+    """Section ids (docs/bef.md); 11 is pytfrt's extension section."""
 
     STRINGS = 0
     ATTRIBUTES = 1
@@ -52,7 +52,7 @@ SECTION_NAMES = {s.value: "".join(p.title() for p in s.name.split("_")) for s in
 
 
 class AttrType(enum.IntEnum):
-    """BEFAttributeType codes (spec 3.6): 1..23 are DType codes; arrays are ``code | 0x80``."""
+    """BEFAttributeType codes (docs/bef.md): 1..23 are DType codes; arrays are ``code | 0x80``."""
 
     UI8 = 1
     UI16 = 2
@@ -186,7 +186,7 @@ class BefWriteError(PytfrtError):
 
 
 def encode_vbr(value: int) -> bytes:
-    """Encode an unsigned integer as VBR: 7-bit groups, most-significant first (spec 3.1).
+    """Encode an unsigned integer as VBR: 7-bit groups, most-significant first (docs/bef.md).
 
     ``0 -> 00``, ``127 -> 7F``, ``128 -> 81 00``, ``300 -> 82 2C``.
     Raises ``ValueError`` for a negative value.

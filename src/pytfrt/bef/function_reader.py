@@ -1,4 +1,4 @@
-"""Decoding and checking one function record of the Functions section (spec 3.5).
+"""Decoding and checking one function record of the Functions section (docs/bef.md).
 
 Used by :mod:`pytfrt.bef.reader`; split out because it is the hot path of loading (one fixed32
 kernel record per op).  Record layout::

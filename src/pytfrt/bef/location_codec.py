@@ -1,4 +1,4 @@
-"""LocationStrings and Locations sections (spec 3.7): encoding and validated decoding.
+"""LocationStrings and Locations sections (docs/bef.md): encoding and validated decoding.
 
 Records: ``00`` unknown; ``01 VBR file, VBR line, VBR col``; ``02 VBR name, <child>``;
 ``03 <callee> <caller>``; ``04 VBR n, <n children>``.  Strings are offsets into the
@@ -135,7 +135,7 @@ class LocationDecoder:
         kind = self.data[pos]
         pos += 1
         if kind == 0:
-            return UnknownLoc(), pos  # each record is its own location (spec 3.7)
+            return UnknownLoc(), pos  # each record is its own location (docs/bef.md)
         if kind == 1:
             file, pos = self._string(pos)
             line, pos = self._vbr(pos)

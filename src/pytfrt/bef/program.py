@@ -10,7 +10,7 @@ registers ``0..num_arguments-1``, then every kernel result in kernel order.
 Kernels: one per non-return op, in program order.  ``attributes`` are the op's non-function
 attributes in **name-sorted** order (``_tfrt_cost`` excluded; it is kept in ``cost``);
 ``functions`` are indices into :attr:`Program.functions`: flat symbol refs and arrays of symbol
-refs in attribute-name order, then the op's regions in order (spec 1.5, 3.5).
+refs in attribute-name order, then the op's regions in order (docs/host.md, docs/bef.md).
 
 Functions: in BEF collection order (post-order: region bodies before the function that contains
 them).  Region bodies are anonymous (``name == ""``).
@@ -35,7 +35,7 @@ class ProgramError(PytfrtError):
 
 @dataclass
 class Kernel:
-    """One op of a function body (spec 3.5 kernel record).
+    """One op of a function body (a kernel record, docs/bef.md).
 
     Attributes:
         name: the kernel name (= MLIR op name), e.g. ``tfrt.add.i32``.
@@ -44,7 +44,7 @@ class Kernel:
         attributes: ``(name, value)`` pairs sorted by name (function refs excluded).
         functions: indices into ``Program.functions`` (symbol refs, then regions).
         location: source location of the op.
-        stream_id: scheduling stream from stream analysis (spec 2.5).
+        stream_id: scheduling stream from stream analysis (docs/executor.md).
         cost: the ``_tfrt_cost`` attribute if present (stream analysis input), else ``None``.
         function_attr_names: names of the attributes that referred to functions (for
             round trips; region functions are not listed).
@@ -121,7 +121,7 @@ class Function:
         * ``used_by[k][i]``: kernel indices (0-based into :attr:`kernels`) using result ``i`` of
           kernel ``k``, in MLIR use-list order (reverse program order), duplicates kept.
         * ``pseudo_used_by[0]``: zero-operand kernels in program order; ``pseudo_used_by[1+a]``:
-          users of argument ``a`` in reverse program order (spec 2.3, 3.5).
+          users of argument ``a`` in reverse program order (docs/executor.md, docs/bef.md).
 
         Returns ``self``. Raises :class:`ProgramError` on a broken invariant.
         """

@@ -1,4 +1,4 @@
-"""BEF reader and validator: bytes -> Program (spec 2.1 steps 1-3, spec 3).
+"""BEF reader and validator: bytes -> Program (docs/executor.md, docs/bef.md).
 
 Entry point: :func:`read_bef`.  Every count, offset, length, index and cross-reference is
 checked against the bytes actually present (each loop is bounded by the remaining bytes), and
@@ -6,7 +6,7 @@ every problem becomes one :class:`~pytfrt.bef.format.BefError` naming the sectio
 offset.  The used-by lists, use counts and ready counts stored in the file must equal the ones
 :meth:`Function.finalize` derives from the kernels, so the executor may trust either.
 
-Kernel names are *not* resolved here: the executor does that at load time (spec 2.1 step 4)
+Kernel names are *not* resolved here: the executor does that at load time (docs/executor.md)
 and reports an unknown kernel at :func:`first_use_location` (the location of the first kernel
 with that name, in function order then program order, exactly the record TFRT would find).
 """
@@ -165,8 +165,8 @@ def read_bef(data: bytes | bytearray | memoryview) -> Program:
 def first_use_location(program: Program, kernel_name: str) -> Location | None:
     """Location of the first kernel named ``kernel_name`` (functions in order, then ops).
 
-    The executor uses it to report ``unknown kernel name '<name>'`` where TFRT does (spec 2.1
-    step 4).  Returns ``None`` if no kernel has that name.
+    The executor uses it to report ``unknown kernel name '<name>'`` where TFRT does (at
+    load time, docs/executor.md).  Returns ``None`` if no kernel has that name.
     """
     for fn in program.functions:
         for kern in fn.kernels:

@@ -1,8 +1,8 @@
-"""Stream analysis (spec 2.5): assigns the scheduling stream of every kernel of a function.
+"""Stream analysis (docs/executor.md): assigns the scheduling stream of every kernel of a function.
 
 The analysis runs at BEF-writing time (inside ``mlir_to_bef`` in TFRT).  Its result decides
 which ready kernels the executor runs inline and which it hands to other tasks, so the exact
-stream ids matter for the print order of many tests (spec 2.3).
+stream ids matter for the print order of many tests (docs/executor.md).
 
 Ops of one function body, for this module: the kernels ``0..n-1`` (program order), the return
 (:data:`RETURN`) and the virtual root (:data:`ROOT`, the pseudo kernel's place).
@@ -12,7 +12,7 @@ Ops of one function body, for this module: the kernels ``0..n-1`` (program order
 * :func:`assign_stream_ids` stores the ids in a Program (``Kernel.stream_id``,
   ``Function.root_stream_id``) and marks it ``streams_assigned``.
 * :func:`simulate_order` is the single-threaded model of the executor's ReadyKernelQueue
-  (spec 2.3) over a finalized function; tests use it to check scheduling order.
+  (docs/executor.md) over a finalized function; tests use it to check scheduling order.
 
 Pure functions over plain data; no shared state, safe to call from any thread.
 """
@@ -117,7 +117,7 @@ class _Streams:
 
 
 def analyze_streams(fn: Function) -> StreamAnalysis:
-    """Run stream analysis (spec 2.5) on a non-native function.
+    """Run stream analysis (docs/executor.md) on a non-native function.
 
     Inputs: ``Kernel.cost`` (``_tfrt_cost``; must be > 0 when set), kernel names
     (``tfrt.merge.chains`` costs 1), ``Function.register_types`` (chain operands are not side
@@ -315,7 +315,7 @@ def _other_stream(streams: list[int], stream: int) -> Callable[[int], bool]:
 
 
 def simulate_order(fn: Function) -> list[int]:
-    """The order in which the executor runs the kernels of ``fn`` (spec 2.3 model).
+    """The order in which the executor runs the kernels of ``fn`` (docs/executor.md).
 
     Single-threaded work queue, every kernel completes synchronously; tasks enqueued for other
     streams run in FIFO order after the initial call returns.  ``fn`` must be finalized and

@@ -1,4 +1,4 @@
-"""BEF writer: Program -> bytes (spec 3; the byte layout is documented in ``docs/bef.md``).
+"""BEF writer: Program -> bytes (the byte layout is documented in ``docs/bef.md``).
 
 Entry point: :func:`write_bef`.  The writer is a pure function of the Program (plus the stream
 analysis it may run); it is deterministic, so writing the same Program twice gives identical

@@ -1,4 +1,4 @@
-"""Core runtime: eager, op-by-op execution with asynchronous TensorHandles (spec 1.12, 4.8).
+"""Core runtime: eager, op-by-op execution with asynchronous TensorHandles (docs/eager.md).
 
 Layout, in dispatch order:
 

@@ -1,4 +1,4 @@
-"""CoreRuntime: the op-by-op runtime on a HostContext (spec 1.12).
+"""CoreRuntime: the op-by-op runtime on a HostContext (docs/eager.md).
 
 A :class:`CoreRuntime` wraps one HostContext and owns the named op handlers registered on it
 (``register_op_handler`` / ``get_op_handler``; registrations last as long as the host, so the

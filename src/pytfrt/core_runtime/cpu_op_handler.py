@@ -1,6 +1,6 @@
 """The CPU op handler: runs ops from an :class:`~.op_registry.OpRegistry` on host tensors.
 
-Dispatch of one op (spec 1.12), in :func:`dispatch_cpu_op`:
+Dispatch of one op (docs/eager.md), in :func:`dispatch_cpu_op`:
 
 1. **Metadata**, synchronously, if every argument's metadata is known: the op's metadata function
    runs and its :class:`~.op_registry.OpError` propagates to the caller.  Arguments whose
@@ -109,7 +109,7 @@ class CpuOp(CoreRuntimeOp):
         emit_errors: bool = False,
     ) -> OpResult:
         tracer = exec_ctx.host.tracer if exec_ctx is not None else None
-        if tracer is not None:  # op scopes (spec 5.2 tracing/core_runtime), see host.tracing
+        if tracer is not None:  # op scopes (docs/tracing.md), see host.tracing
             with tracer.scope(f"{self.name}#op_handler={getattr(self.handler, 'name', '')}#", 1):
                 return dispatch_cpu_op(tracer.trace_op_record(self.record), exec_ctx, args,
                                        attrs, num_results, chain, emit_errors)

@@ -1,4 +1,4 @@
-"""The built-in CPU op table: every ``tfrt_test.*`` op the CPU op handler runs (spec 4.8).
+"""The built-in CPU op table: every ``tfrt_test.*`` op the CPU op handler runs (docs/eager.md).
 
 :func:`cpu_op_registry` returns the shared, fully populated :class:`~.op_registry.OpRegistry`
 (built once, then read-only).  The ops live in :mod:`.ops_math`, :mod:`.ops_shape` and

@@ -113,7 +113,7 @@ def to_dense_array(tensor: Any) -> np.ndarray:
 
 
 def format_tensor(tensor: Any) -> str:
-    """TFRT's print of a stored tensor (spec 4.1)."""
+    """TFRT's print of a stored tensor (docs/conformance.md)."""
     if isinstance(tensor, np.ndarray):
         return format_dense(dtype_of_array(tensor), tensor.shape, tensor)
     return str(tensor)

@@ -1,11 +1,11 @@
-"""The ``corert.*`` BEF kernels and the core-runtime test kernels (spec 4.8, 4.3).
+"""The ``corert.*`` BEF kernels and the core-runtime test kernels (docs/eager.md).
 
 Registered by :func:`register` (the kernel registry loads this module lazily for names starting
 with ``corert.`` and ``tfrt_test.``).  Op handlers live in the HostContext's
 :class:`~.core_runtime.CoreRuntime`, so registrations made by one BEF function (e.g. the
 ``--test_init_function``) are seen by later ones.
 
-Result timing of ``corert.executeop`` (spec 1.12): each result register is made available only
+Result timing of ``corert.executeop`` (docs/eager.md): each result register is made available only
 when the tensor inside the handle exists; an error tensor makes the register that error, with no
 further diagnostic.  Metadata and dispatch errors are emitted at the kernel's location.
 
@@ -220,7 +220,7 @@ def execute_crt_op(
 
 @kernel("corert.print_tensorhandle")
 def print_tensorhandle(handle: TensorHandle) -> Chain:
-    """Print the handle (spec 4.1) to stdout and flush."""
+    """Print the handle (docs/conformance.md) to stdout and flush."""
     import sys
 
     sys.stdout.write(handle.format() + "\n")
@@ -362,7 +362,7 @@ SET_ARRAY_KINDS = ("i32", "i64", "f32")
 
 @kernel("tfrt_test.corert.op_attrs_print")
 def op_attrs_print(op_attrs: OpAttrsRef) -> Chain:
-    """Print the OpAttrs (spec 4.8) to stdout."""
+    """Print the OpAttrs (docs/eager.md) to stdout."""
     import sys
 
     sys.stdout.write(op_attrs.format())

@@ -1,4 +1,4 @@
-"""``corert.cond`` and ``corert.while``: control flow on TensorHandle predicates (spec 4.8).
+"""``corert.cond`` and ``corert.while``: control flow on TensorHandle predicates (docs/eager.md).
 
 Both call BEF functions through the :class:`~pytfrt.host.Function` interface (never the
 executor).  The functions take ``(chain, args...)`` and return ``(chain, results...)``; a

@@ -1,4 +1,4 @@
-"""OpAttrs: the typed name -> value map passed to every core-runtime op (spec 1.12, 4.8).
+"""OpAttrs: the typed name -> value map passed to every core-runtime op (docs/eager.md).
 
 An :class:`OpAttrs` is built by the caller (the ``corert.op_attrs_set.*`` kernels, the
 ``corert.executeop`` kernel from its ``op_attrs`` attribute, or the eager API from keyword
@@ -188,7 +188,7 @@ class OpAttrsRef(Mapping[str, Any]):
     # -- printing -------------------------------------------------------------------------
 
     def format(self) -> str:
-        """TFRT's print of the map (spec 4.8), ending with an empty line.
+        """TFRT's print of the map (docs/eager.md), ending with an empty line.
 
         ``OpAttrs is empty\\n`` or ``OpAttrs contains <n> entries:\\n`` followed by
         ``  '<name>' type=<TYPE> value=<v>\\n`` per entry (name order) and ``\\n``.
@@ -340,7 +340,7 @@ def attrs_from_dict(values: Mapping[str, Any]) -> OpAttrsRef:
     return OpAttrsRef(plain, types)
 
 
-# -- value printing (spec 4.8) ---------------------------------------------------------------
+# -- value printing (docs/eager.md) ---------------------------------------------------------------
 
 
 def _format_scalar(attr_type: OpAttrType, value: Any) -> str:
@@ -385,7 +385,7 @@ def _format_aggregate(elements: tuple[tuple[OpAttrType, bool, Any], ...]) -> str
 
 
 def format_value(attr_type: OpAttrType, is_array: bool, value: Any) -> str:
-    """How one entry's value prints after ``value=`` (spec 4.8)."""
+    """How one entry's value prints after ``value=`` (docs/eager.md)."""
     if attr_type is OpAttrType.CHAR or attr_type is OpAttrType.FUNC:
         return "".join(value) if is_array else str(value)
     if is_array:

@@ -1,4 +1,4 @@
-"""Op handlers: the device back ends that turn an op name into something that runs (spec 1.12).
+"""Op handlers: the device back ends that turn an op name into something that runs (docs/eager.md).
 
 An :class:`OpHandler` answers :meth:`OpHandler.make_op` with a :class:`CoreRuntimeOp` (or raises
 :class:`OpNotSupportedError`).  A ``CoreRuntimeOp`` is called with an execution context, the
@@ -110,7 +110,7 @@ def _plural(n: int, word: str) -> str:
 
 
 class LoggingOpHandler(OpHandler):
-    """Logs every dispatch to ``stream`` (stderr), then delegates to ``inner`` (spec 4.8).
+    """Logs every dispatch to ``stream`` (stderr), then delegates to ``inner`` (docs/eager.md).
 
     Per dispatch, with a counter ``n`` starting at 0::
 

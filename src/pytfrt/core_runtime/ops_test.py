@@ -1,4 +1,4 @@
-"""CPU test ops of spec 4.8: tensor creation, asynchronous copies, printing, errors.
+"""Core-runtime CPU test ops (docs/eager.md): tensor creation, async copies, printing, errors.
 
 ``tfrt_test.create_dense_tensor`` ``{shape, values}`` (one value = splat),
 ``tfrt_test.create_from_scalar`` ``{shape, value}`` (a ScalarHostTensor),

@@ -1,4 +1,4 @@
-"""TensorHandle: a possibly-future tensor plus its metadata and device (spec 1.12).
+"""TensorHandle: a possibly-future tensor plus its metadata and device (docs/eager.md).
 
 A TensorHandle is what core-runtime ops take and return.  It holds
 
@@ -203,7 +203,7 @@ class TensorHandle:
     # -- printing -------------------------------------------------------------------------
 
     def format(self) -> str:
-        """TFRT's print of a handle (spec 4.1)."""
+        """TFRT's print of a handle (docs/conformance.md)."""
         if self._t is not None:
             return format_tensor(self._t)
         av = self._av

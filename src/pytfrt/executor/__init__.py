@@ -1,4 +1,4 @@
-"""The BEF executor: loads a Program and runs its functions (spec 2).
+"""The BEF executor: loads a Program and runs its functions (docs/executor.md).
 
 * :func:`load_program` -> :class:`BEFFile` (resolves kernels and natives before anything runs).
 * :class:`BEFFunction` -- async dataflow execution with TFRT's exact scheduling order.

@@ -1,4 +1,4 @@
-"""The async BEF executor: runs one BEF function as dataflow over AsyncValues (spec 2.2-2.4).
+"""The async BEF executor: runs one BEF function as dataflow over AsyncValues (docs/executor.md).
 
 :class:`BEFFunction` implements :class:`pytfrt.host.Function`.  Each ``execute`` call creates an
 :class:`_Invocation` (TFRT's ``BEFExecutor``) holding the per-call state: one register per SSA
@@ -6,7 +6,7 @@ value and one ready counter per kernel.  Everything else was precomputed at load
 (:mod:`pytfrt.executor.kernel_info`) and is shared, so a loaded function may be executed from
 any number of threads at once.
 
-Scheduling follows TFRT at REV exactly (spec 2.3): a ready-kernel queue has a current stream
+Scheduling follows TFRT exactly (docs/executor.md): a ready-kernel queue has a current stream
 id, an ``inline`` vector (same stream, processed LIFO on the current thread) and an ``outline``
 vector (other streams).  When ``inline`` runs dry the queue switches to the stream of
 ``outline[0]`` (libstdc++ ``std::partition`` emulated); remaining outline kernels are sorted by
@@ -16,12 +16,12 @@ resumes its users through ``and_then`` in a new queue of the producer's stream, 
 thread: then it is deferred to the outermost level (:func:`pytfrt.host.async_value.run_nested`),
 and so is a function invocation, so call chains and loops of any length run in constant stack.
 
-Strictness and errors (spec 2.4, 1.9): a kernel runs only when all its operands are available.
-If one is an error (or the request is cancelled) it is not called: every result is the last
-error operand (or the cancel value), silently.  Kernel exceptions are reported once, at the
+Strictness and errors (docs/executor.md, docs/host.md): a kernel runs only when all its operands are
+available. If one is an error (or the request is cancelled) it is not called: every result is the
+last error operand (or the cancel value), silently.  Kernel exceptions are reported once, at the
 kernel's location, by ``KernelFrame.report_error``.
 
-Reference counts (spec 2.2): a register's value holds exactly one reference per use; each
+Reference counts (docs/executor.md): a register's value holds exactly one reference per use; each
 consumer drops its reference right after it ran, so payload ``__tfrt_destroy__`` hooks fire
 right after the last consumer.
 
@@ -160,7 +160,7 @@ class _Invocation:
         self.counted = info.counted
         self.unboxed = info.unboxed
         # An AsyncValue per register, or the bare payload of an unboxed one (None: not set yet);
-        # one more slot at the end is the pseudo kernel's "pseudo register" (spec 2.2).
+        # one more slot at the end is the pseudo kernel's "pseudo register" (docs/executor.md).
         self.registers: list[Any] = [None] * (info.num_registers + 1)
         self.counts: list[Any] = list(map(_copy, info.count_templates))
         self.exec_ctx = exec_ctx
@@ -352,7 +352,7 @@ class _Invocation:
         self._process(stream, inline, outline)
 
     def _enqueue_outline(self, outline: list[int]) -> None:
-        """Sort ``outline`` by stream id and enqueue its streams in batches (spec 2.3).
+        """Sort ``outline`` by stream id and enqueue its streams in batches (docs/executor.md).
 
         TFRT enqueues one task per stream, in stream order.  Here the per-stream groups go
         into one shared FIFO that ``min(#streams, parallelism)`` tasks drain, each running
@@ -404,7 +404,7 @@ class _Invocation:
             if outline:
                 self._enqueue_outline(outline)
             k = kernels[inline.pop()]
-            # 1. Run the kernel (spec 2.4).
+            # 1. Run the kernel (docs/executor.md).
             call = k.call
             if call is None or slow or self.errors or request._cancel_value is not None:
                 results = self._run_general(k)
@@ -431,7 +431,7 @@ class _Invocation:
                 publish(info, value, stream, inline, outline, k)
 
     def _run_general(self, k: KernelInfo) -> list[AsyncValue[Any]]:
-        """Run ``k`` or forward an error operand or the cancellation (spec 2.4)."""
+        """Run ``k`` or forward an error operand or the cancellation (docs/executor.md)."""
         # Unboxed registers (static-mode consumers only) hold a bare payload or an error value.
         args: list[Any] = [self.registers[r] for r in k.operands]
         error = self.request._cancel_value
@@ -462,7 +462,7 @@ class _Invocation:
         n = k.num_results
         if n == 1:
             if isinstance(out, AsyncValue):
-                return [out]  # owned: a kernel returning an argument added a ref (spec 1.3)
+                return [out]  # owned: a kernel returning an argument added a ref (docs/host.md)
             if out is None:
                 return self._report(k, f"kernel '{k.name}' returned no value for its result")
             wrong = _payload_error(k, 0, out)

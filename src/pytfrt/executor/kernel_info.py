@@ -5,7 +5,7 @@ its registry entry, attributes converted to the plain values kernels receive, fu
 references resolved to :class:`~pytfrt.host.Function` objects, used-by lists and initial ready
 counts laid out as tuples the hot loop reads without further work.
 
-Kernel ids: ``0`` is the pseudo kernel (spec 2.2), kernel ``k`` of the function body has id
+Kernel ids: ``0`` is the pseudo kernel (docs/executor.md), kernel ``k`` of the function body has id
 ``k + 1``.  Everything here is immutable after :func:`build_function_info` (and the function
 fix-up in the loader), so one ``FunctionInfo`` is shared by all concurrent invocations.
 """
@@ -48,7 +48,7 @@ class KernelInfo:
         operands / results: register indices.
         used_by: per result, the kernel ids using it (MLIR use-list order).
         has_users: per result, whether the register has any use (kernels or return).
-        stream: stream id (spec 2.5).
+        stream: stream id (docs/executor.md).
         init_count: initial ready count ``max(1, len(operands))``.
         attrs: plain attribute values (name-sorted).
         function_ids: indices into ``Program.functions``; ``funcs`` their Function objects.

@@ -1,4 +1,4 @@
-"""Loading a Program for execution (TFRT's ``BEFFile::Open``, spec 2.1).
+"""Loading a Program for execution (TFRT's ``BEFFile::Open``, docs/executor.md).
 
 :func:`load_program` resolves everything before anything runs:
 
@@ -31,7 +31,7 @@ from pytfrt.support.location import UNKNOWN_LOC, Location
 
 
 class LoadError(PytfrtError):
-    """Loading failed; the reason was also emitted as a diagnostic (spec 2.1)."""
+    """Loading failed; the reason was also emitted as a diagnostic (docs/executor.md)."""
 
 
 class BEFFile:

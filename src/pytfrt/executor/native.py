@@ -1,4 +1,4 @@
-"""Native functions: body-less ``tfrt.native`` declarations bound to Python callables (spec 2.7).
+"""Native functions: body-less ``tfrt.native`` declarations bound to Python callables.
 
 A :class:`NativeRegistry` maps a declaration's name to a callable
 ``impl(exec_ctx, arguments, num_results) -> list[AsyncValue]`` that receives *available*
@@ -152,7 +152,7 @@ def _native_error(ctx: ExecutionContext, args: Sequence[AsyncValue[Any]], n: int
 
 
 def test_native_registry() -> NativeRegistry:
-    """A registry with TFRT's test natives (spec 2.7)."""
+    """A registry with TFRT's test natives (docs/executor.md)."""
     registry = NativeRegistry()
     registry.add("native_add", _native_add)
     registry.add("native_async_add", _native_async_add)

@@ -1,4 +1,4 @@
-"""The sync executor: a straight-line interpreter for ``tfrt.sync`` functions (spec 2.6).
+"""The sync executor: a straight-line interpreter for ``tfrt.sync`` functions (docs/executor.md).
 
 A :class:`SyncBEFFunction` runs its kernels sequentially in program order on plain values (no
 AsyncValues, no scheduling).  Argument and result values belong to the caller; local registers
@@ -7,10 +7,10 @@ function and is returned to the caller (raised as :class:`KernelError` from
 :meth:`SyncBEFFunction.execute_sync`); it is never emitted as a diagnostic.
 
 Why code generation: the goal is a sync function within 3x of a plain Python loop calling the
-same functions (design.md).  A generic interpreter loop costs several times that per kernel, so
+same functions.  A generic interpreter loop costs several times that per kernel, so
 at load time the function body is translated once into the equivalent straight-line Python
 function -- one local variable per register, one call per kernel with its parameters bound by
-the ``@kernel`` rules (spec 1.5), ``rN = None`` after a local's last use.  Kernels whose
+the ``@kernel`` rules (docs/host.md), ``rN = None`` after a local's last use.  Kernels whose
 parameters cannot be bound statically go through :meth:`KernelEntry.call_sync`.
 :func:`generated_source` shows the text, for debugging.
 
@@ -48,7 +48,7 @@ class SyncBEFFunction(Function):
         """Run on plain values; returns plain results.
 
         Raises:
-            KernelError: the first kernel error (its message), not emitted (spec 2.6).
+            KernelError: the first kernel error (its message), not emitted (docs/executor.md).
             ValueError: for a wrong number of arguments.
         """
         if len(arguments) != self.info.num_arguments:

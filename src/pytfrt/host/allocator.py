@@ -1,4 +1,4 @@
-"""Host allocators: accounting for runtime allocations (spec 1.11), observable in tests.
+"""Host allocators: accounting for runtime allocations (docs/host.md), observable in tests.
 
 Python manages memory itself, so an allocator here *accounts* for allocations: tensor buffers
 and other runtime objects call :meth:`HostAllocator.allocate` with their byte size and

@@ -1,6 +1,6 @@
 """AsyncValue: TFRT's future and promise in one object, plus Chain and the ``make_*`` helpers.
 
-State machine (spec 1.1)::
+State machine (docs/host.md)::
 
     UNCONSTRUCTED --construct()--> CONSTRUCTED --set_state_concrete()--> CONCRETE
     UNCONSTRUCTED --emplace()----------------------------------------->  CONCRETE
@@ -343,7 +343,7 @@ def _ref_lock(value: object) -> threading.Lock:
 
 
 class IndirectAsyncValue(AsyncValue[T]):
-    """A placeholder forwarded later to another value with :meth:`forward_to` (spec 1.1).
+    """A placeholder forwarded later to another value with :meth:`forward_to` (docs/host.md).
 
     Once the target is available, this value takes the target's state and payload and runs
     its own waiters.  ``set_error`` on an unresolved indirect value forwards it to a new error
@@ -399,7 +399,7 @@ class IndirectAsyncValue(AsyncValue[T]):
         while isinstance(target, IndirectAsyncValue) and target._target is not None:
             target = target._target
         if target is not forwarded:
-            # We own a reference to ``forwarded``; move it to the unwrapped target (spec 1.1).
+            # We own a reference to ``forwarded``; move it to the unwrapped target (docs/host.md).
             target.add_ref()
             forwarded.drop_ref()
         self._target = target
@@ -413,11 +413,11 @@ class IndirectAsyncValue(AsyncValue[T]):
         self.forward_to(make_available(value))
 
     def set_error(self, error: Status | str) -> None:
-        """Forward to a new error value (spec 1.1)."""
+        """Forward to a new error value (docs/host.md)."""
         self.forward_to(make_error(error))
 
     def _destroy(self) -> None:
-        # The indirect value owns one reference to its target (spec 1.1).
+        # The indirect value owns one reference to its target (docs/host.md).
         if self._target is not None:
             self._target.drop_ref()
 
@@ -426,7 +426,7 @@ class IndirectAsyncValue(AsyncValue[T]):
 
 
 class Chain:
-    """The empty value that orders side effects (spec 1.4). There is one instance, ``CHAIN``."""
+    """The empty value that orders side effects (docs/host.md). There is one instance, ``CHAIN``."""
 
     __slots__ = ()
 

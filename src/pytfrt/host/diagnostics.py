@@ -1,4 +1,4 @@
-"""Diagnostics: errors reported by kernels at their source location (spec 1.9).
+"""Diagnostics: errors reported by kernels at their source location (docs/host.md).
 
 A :class:`Diagnostic` is a message plus a :class:`~pytfrt.support.Location`; the HostContext
 routes every emitted diagnostic to its diagnostic handler (a plain callable).  The default

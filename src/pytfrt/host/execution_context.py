@@ -1,4 +1,4 @@
-"""RequestContext, ExecutionContext, ResourceContext and cancellation (spec 1.8).
+"""RequestContext, ExecutionContext, ResourceContext and cancellation (docs/host.md).
 
 * :class:`RequestContext` -- per request: the HostContext, an id, an optional
   :class:`ResourceContext`, typed data, the cancellation state and an optional deadline.

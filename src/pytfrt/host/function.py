@@ -55,7 +55,7 @@ class Function:
         """Run a sync function on plain values and return plain results.
 
         Raises:
-            KernelError: with the first error of a kernel; nothing is emitted (spec 2.6).
+            KernelError: with the first error of a kernel; nothing is emitted (docs/executor.md).
         """
         raise NotImplementedError(f"function '{self.name}' is not a sync function")
 

@@ -1,4 +1,4 @@
-"""HostContext: the runtime instance every kernel runs in (spec 1.6).
+"""HostContext: the runtime instance every kernel runs in (docs/host.md).
 
 A HostContext owns the work queue, the kernel registry, the diagnostic handler, the host
 allocator, the data directories kernels may read files from (docs/security.md) and the shared

@@ -102,7 +102,7 @@ class KernelFrame:
         """Emit a diagnostic and make every unset or still-unavailable result an error.
 
         Unset slots get one shared error value; allocated, unavailable, non-indirect results
-        are set to the error in place (spec 1.9).
+        are set to the error in place (docs/host.md).
         """
         self.exec_ctx.host.emit_error(Diagnostic(message, self.location))
         status = Status(message)

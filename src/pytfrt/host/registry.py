@@ -19,7 +19,7 @@ none, adds every decorated function in it).  Third-party packages plug in throug
 point group ``pytfrt.kernels`` (each entry point names a ``register(registry)`` callable); the
 tools also accept ``--kernels file_or_module.py`` (both in :mod:`pytfrt.host.kernel_libraries`).
 
-Parameters are bound by their annotation, left to right (spec 1.5):
+Parameters are bound by their annotation, left to right (docs/host.md):
 
 ===================================  ==========================================================
 annotation                           receives
@@ -49,7 +49,7 @@ result slot not yet set becomes that error (``frame.report_error``).
 
 Sync kernels (``@kernel(name, sync=True)``) run inside ``tfrt.sync`` functions on plain values:
 the same binding rules, no AsyncValues; an exception aborts the sync function with that error
-and is *not* emitted (spec 2.6).
+and is *not* emitted (docs/executor.md).
 
 Thread-safety: a registry is filled before use and then only read; ``add``/``add_kernel`` take a
 lock, so concurrent registration is safe too.  Kernels themselves may run on any thread.

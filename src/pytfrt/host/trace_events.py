@@ -11,7 +11,7 @@ Sinks (objects with ``write(trace)``, called by ``Tracer.flush``):
 
 * :class:`TextSink` -- TFRT's debug sink: ``Scope:<name>``, ``End Scope``, ``Event:<name>``
   lines, merged across threads in time order, written in one block (TFRT writes them to a
-  separately buffered stream, so they appear after the normal output; spec 5.2, 10.10).
+  separately buffered stream, so they appear after the normal output; docs/tracing.md).
   At ``debug`` level a kernel whose result is an error adds ``Event:error: <kernel>``, one
   that forwards an error without running ``Event:skipped: <kernel>`` (``cancelled`` if the
   request was cancelled).

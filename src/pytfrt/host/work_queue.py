@@ -1,4 +1,4 @@
-"""Work queues: where kernels' tasks run (TFRT's ``ConcurrentWorkQueue``, spec 1.7).
+"""Work queues: where kernels' tasks run (TFRT's ``ConcurrentWorkQueue``, docs/host.md).
 
 Two kinds, chosen by a string as TFRT's ``--work_queue_type`` flag does (:func:`create_work_queue`):
 

@@ -3,7 +3,8 @@
 * ``wrap_i32``/``wrap_i64``/``wrap_u32``/``wrap_u64``: C++ fixed-width wrap-around of Python ints
   (two's complement), a couple of integer operations each: kernels call them on the hot path.
 * :func:`print_line`: TFRT's kernels write one line to stdout and flush it at once, so stdout and
-  stderr interleave in execution order (spec 4).  Writes go to the *current* ``sys.stdout``.
+  stderr interleave in execution order (docs/conformance.md).  Writes go to the *current*
+  ``sys.stdout``.
 * :func:`enqueue` / :func:`enqueue_blocking`: run a callable as a task of the execution
   context's work queue; the returned AsyncValue receives its result (or its exception as error).
 

@@ -138,7 +138,7 @@ def check_registered(
 
 
 def lower(parsed: ParsedModule) -> Program:
-    """Lower a verified module (spec 3.9 errors as :class:`MlirError`)."""
+    """Lower a verified module (its errors as :class:`MlirError`, docs/bef.md)."""
     return lower_module(
         parsed.module,
         parsed.source.name,

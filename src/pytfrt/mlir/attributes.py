@@ -1,4 +1,4 @@
-"""Conversion of xDSL attributes and locations to pytfrt's plain values (spec 3.6, 3.7).
+"""Conversion of xDSL attributes and locations to pytfrt's plain values (docs/bef.md).
 
 =======================================  ===================================================
 MLIR                                     :mod:`pytfrt.support.attributes`
@@ -181,5 +181,5 @@ def convert_location(loc: XAttr) -> pl.Location:
         locs = loc.locations
         items = locs.data if isinstance(locs, b.ArrayAttr) else ()
         return pl.FusedLoc(tuple(convert_location(x) for x in items))
-    # a fresh object per op: each op has its own location record in BEF (spec 3.7)
+    # a fresh object per op: each op has its own location record in BEF (docs/bef.md)
     return pl.UnknownLoc()

@@ -1,4 +1,4 @@
-"""The ``corert`` dialect (core runtime, spec 4.8): types, ``#corert.shape`` and custom ops.
+"""The ``corert`` dialect (core runtime, docs/eager.md): types, ``#corert.shape`` and custom ops.
 
 ``corert.executeop(%h) "op"(%a) {k = v} {f = @fn} : N`` stores ``op_name`` (string),
 ``op_attrs`` and ``op_func_attrs`` (arrays of ``[key, value]`` pairs, as TFRT's ExecuteOp);

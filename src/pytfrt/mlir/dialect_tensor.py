@@ -1,4 +1,4 @@
-"""Tensor dialects (spec 4.5, 4.6): ``tfrt_dht``, ``ts``, ``coo`` op tables, plus the dialects
+"""Tensor dialects (docs/conformance.md): ``tfrt_dht``, ``ts``, ``coo`` op tables, plus the dialects
 whose ops are all written in generic form (``tfrt_sht``, ``btf``, ``eigen``, ``vt``,
 ``tfrt_tutorial``), registered so that ``tfrt_opt`` knows them.
 """

@@ -1,4 +1,4 @@
-"""The ``tfrt_test`` dialect (spec 4.3): ops with custom syntax; all others are generic.
+"""The ``tfrt_test`` dialect (docs/conformance.md): ops with custom syntax; all others are generic.
 
 ``tfrt_test.benchmark`` attributes: ``duration_secs``, ``max_count``, ``name``,
 ``num_warmup_runs`` (i32; ``num_warmup_runs`` materialised as 1 when omitted).

@@ -1,4 +1,4 @@
-"""The ``tfrt`` dialect (basic kernels, spec 4.2): op table and the control-flow ops.
+"""The ``tfrt`` dialect (basic kernels, docs/conformance.md): op table and the control-flow ops.
 
 Attribute names follow TFRT's op definitions, so kernels receive them in the same name-sorted
 order: ``tfrt.call`` ``callee``; ``tfrt.cond`` ``a_true_fn``/``b_false_fn``; ``tfrt.case``

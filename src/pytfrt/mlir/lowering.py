@@ -1,4 +1,4 @@
-"""Lowering of verified IR to the plain :class:`~pytfrt.bef.program.Program` (spec 3.3-3.5, 3.9).
+"""Lowering of verified IR to the plain :class:`~pytfrt.bef.program.Program` (docs/bef.md).
 
 * Functions in BEF collection order: a post-order walk where each region of an op becomes an
   anonymous function (name ``""``) when the op is visited, before the function containing it;
@@ -8,7 +8,7 @@
   arrays of them) into ``Kernel.functions`` in attribute-name order, then regions.
 * Locations: explicit ``loc(...)`` annotations, else ``file:line:col`` of the op's first
   character (:class:`~pytfrt.support.location.FileLineColLoc`).
-* The errors of spec 3.9 become :class:`~pytfrt.mlir.diagnostics.MlirError` diagnostics at
+* Translation errors become :class:`~pytfrt.mlir.diagnostics.MlirError` diagnostics at
   the offending op.
 
 Called by :mod:`pytfrt.mlir.api` after parsing and verification; pure, no shared state.
@@ -295,7 +295,7 @@ def lower_module(
 ) -> Program:
     """Lower a verified module to a finalized Program (stream ids assigned if available).
 
-    Raises :class:`MlirError` for the errors of spec 3.9.
+    Raises :class:`MlirError` for a module that cannot be translated.
     """
     return lower_module_with_ops(module, filename, positions, source, explicit_unknown)[0]
 

@@ -5,9 +5,9 @@
 * ``op_positions``: the character offset of every parsed op's first character (the result
   list for ops with results, as MLIR's ``FileLineColLoc``), used for BEF locations and
   diagnostics;
-* the 2020 spelling (spec 8.2) without rewriting the text, so every diagnostic points at the
-  original characters: op names ``hex.*`` -> ``tfrt.*``, ``dht.*`` -> ``tfrt_dht.*``, the bare
-  ``func`` keyword -> ``func.func``, types ``!hex.*`` -> ``!tfrt.*``;
+* the 2020 spelling (examples/mlp_xor/README.md) without rewriting the text, so every diagnostic
+  points at the original characters: op names ``hex.*`` -> ``tfrt.*``, ``dht.*`` -> ``tfrt_dht.*``,
+  the bare ``func`` keyword -> ``func.func``, types ``!hex.*`` -> ``!tfrt.*``;
 * MLIR's wording for undefined values and operand type mismatches;
 * caches for builtin and parameterless dialect types, and the fast lexer of
   :mod:`pytfrt.mlir.lexer` (xDSL's lexer dominates the parse time of large functions).
@@ -37,7 +37,7 @@ _RESULT_DEF = re.compile(r"\s*(?::\s*[0-9]+\s*)?(?:,\s*%[^\s,=:]+\s*(?::\s*[0-9]
 
 _LOC_ALIAS_DEF = re.compile(r"(?m)^[ \t]*(#[\w.$-]+)[ \t]*=[ \t]*(loc\()")
 
-#: 2020 op-name prefixes and their later spelling (spec 8.2).
+#: 2020 op-name prefixes and their later spelling (examples/mlp_xor/README.md).
 OP_PREFIX_ALIASES = (("hex.", "tfrt."), ("dht.", "tfrt_dht."))
 #: 2020 type-name prefixes.
 TYPE_PREFIX_ALIASES = (("hex.", "tfrt."),)

@@ -1,4 +1,4 @@
-"""The two MLIR rewrite passes ``tfrt_opt`` offers: ``-inline`` and ``-canonicalize`` (spec 6.3).
+"""The two MLIR rewrite passes ``tfrt_opt`` offers: ``-inline`` and ``-canonicalize``.
 
 * :func:`inline_calls` mirrors MLIR's inliner on TFRT programs: every ``tfrt.call`` (or
   ``func.call``) whose callee is a function with a single-block body and whose symbol is not
@@ -7,9 +7,9 @@
   Afterwards private functions that are no longer referenced are erased (MLIR's symbol DCE).
   Calls to native (body-less) functions and recursive calls are left alone.
 * :func:`canonicalize` applies the ``tfrt.merge.chains`` canonicalization checked by TFRT's
-  ``compiler/merge_chains.mlir`` (spec 5.2): operands that have other uses are dropped; if no
-  operand is left the op is replaced by its first operand; if every operand is single-use the op
-  is kept unchanged.
+  ``compiler/merge_chains.mlir`` (docs/conformance.md): operands that have other uses are dropped;
+  if no operand is left the op is replaced by its first operand; if every operand is single-use the
+  op is kept unchanged.
 
 Both mutate the module in place; neither raises for well-formed (verified) input.
 """

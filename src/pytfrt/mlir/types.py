@@ -23,7 +23,7 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 
-#: Every parameterless dialect type, by dialect (spec 4).
+#: Every parameterless dialect type, by dialect (docs/conformance.md).
 TYPE_NAMES: dict[str, tuple[str, ...]] = {
     "tfrt": ("chain", "string", "device", "test.resource", "dist_context"),
     "t": ("tensor",),

@@ -1,4 +1,4 @@
-"""Kernels of the two original playground experiments (spec section 8).
+"""Kernels of the two original playground experiments (examples/mlp_xor/README.md).
 
 * :mod:`pytfrt.playground.mlp` -- ``sigmoid_inplace.f32`` and ``sigmoid_grad_inplace.f32``
   used by the XOR MLP programs.

@@ -1,4 +1,4 @@
-"""Kernels of the XOR MLP experiment (spec 8.4), plus the two the training program needs.
+"""Kernels of the XOR MLP experiment, plus the two the training program needs.
 
 The playground's own kernels, as the original defined them:
 

@@ -1,4 +1,4 @@
-"""The ``nqueens.i32`` kernel: N-Queens as a tree of AsyncValue tasks (spec 8.4, 8.7).
+"""The ``nqueens.i32`` kernel: N-Queens as a tree of AsyncValue tasks (examples/mlp_xor/README.md).
 
 ``nqueens.i32(n: i32, levels: i32) -> i32`` counts the solutions of the n-queens puzzle the way
 the original playground kernel did, to measure what the runtime's task scheduling costs:

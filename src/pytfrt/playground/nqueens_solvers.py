@@ -1,7 +1,7 @@
 """The N-Queens solvers shared by the ``nqueens.i32`` kernel and every baseline.
 
-One algorithm, the original playground's (spec 8.7): place one queen per column, left to right;
-a queen at ``(col, row)`` is legal if no earlier queen shares its row or a diagonal
+One algorithm, the original playground's (docs/nqueens.md): place one queen per column, left to
+right; a queen at ``(col, row)`` is legal if no earlier queen shares its row or a diagonal
 (``board[c] == row or |board[c] - row| == col - c``); count the complete boards by plain
 recursive backtracking.  No bitboards, no symmetry folding: the point of the benchmark is the
 scheduling cost, so every variant must do the same work.

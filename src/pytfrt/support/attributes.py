@@ -1,7 +1,7 @@
 """Attribute values: what a kernel's attributes are, from MLIR through BEF to the kernel.
 
 Each class is an immutable, hashable value with the MLIR type needed to encode it in BEF
-(spec 3.6).  :attr:`value` is what a kernel receives for an ``Attr[...]`` parameter:
+(docs/bef.md).  :attr:`value` is what a kernel receives for an ``Attr[...]`` parameter:
 
 =================  ==========================================  ==============================
 class              MLIR                                        ``.value`` given to kernels

@@ -1,7 +1,7 @@
 """Expected-diagnostic checking (MLIR's ``-verify-diagnostics``), stdlib only.
 
 Used by ``tfrt_opt``/``tfrt_translate --verify-diagnostics`` and by ``bef_executor`` for runtime
-errors (spec 5.1).  Source files carry annotations such as::
+errors (docs/conformance.md).  Source files carry annotations such as::
 
     // expected-error @+1 {{something bad happened}}
     %x = "tfrt_test.fail"() : () -> i32

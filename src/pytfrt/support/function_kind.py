@@ -6,7 +6,7 @@ import enum
 
 
 class FunctionKind(enum.IntEnum):
-    """How a function runs; the values are the BEF FunctionIndex kind bytes (spec 3.4)."""
+    """How a function runs; the values are the BEF FunctionIndex kind bytes (docs/bef.md)."""
 
     BEF = 0
     NATIVE = 1

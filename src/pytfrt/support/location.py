@@ -1,9 +1,9 @@
 """Source locations of kernels and functions, and their TFRT renderings.
 
-The location kinds mirror MLIR's (and BEF's location records, spec 3.7): unknown, file:line:col,
+The location kinds mirror MLIR's (and BEF's location records, docs/bef.md): unknown, file:line:col,
 named, call-site and fused.  All are immutable and hashable.
 
-Renderings (spec 3.7):
+Renderings (docs/bef.md):
 * ``str(loc)`` is TFRT's opaque decoding: ``(unknown)``, ``file;line;col`` is *not* used for
   FileLineCol (those decode to structured (file, line, col)), ``<child>(<name>)`` for names,
   ``<callee><-<caller>`` for call sites, comma-joined for fused locations.
@@ -29,7 +29,7 @@ class Location:
         return None
 
     def opaque(self) -> str:
-        """Return TFRT's opaque string decoding of this location (spec 3.7)."""
+        """Return TFRT's opaque string decoding of this location (docs/bef.md)."""
         raise NotImplementedError
 
 

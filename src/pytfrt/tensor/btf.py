@@ -1,4 +1,4 @@
-"""BTF (Binary Tensor Format) reading and writing (spec 3.12).
+"""BTF (Binary Tensor Format) reading and writing (docs/conformance.md).
 
 Layout (all integers little-endian)::
 

@@ -1,4 +1,4 @@
-"""CooHostTensor: a sparse host tensor in coordinate format (``coo.*`` kernels, spec 4.6).
+"""CooHostTensor: a sparse host tensor in coordinate format (``coo.*``, docs/conformance.md).
 
 Holds the dense shape, an ``i64`` indices array of shape ``[nnz, rank]`` and a values array of
 shape ``[nnz]``.  Prints as ``CooHostTensor dtype = i32, shape = [3, 2], indices = [...],

@@ -5,7 +5,7 @@ array: :meth:`DenseHostTensor.from_numpy` wraps an array without copying and
 :meth:`DenseHostTensor.numpy` returns that same array, so kernels compute with NumPy directly
 on the tensor's memory (in-place kernels write into it).
 
-Allocator accounting (spec 1.11): a tensor created for a running program
+Allocator accounting (docs/host.md): a tensor created for a running program
 (:func:`allocate_dense`, used by every kernel that makes a new tensor) asks the HostContext's
 allocator for :func:`~pytfrt.host.allocator.host_buffer_size` bytes (``64 + nbytes``); a refusal
 raises :class:`AllocationError` (``Cannot allocate tensor``), which a kernel reports as its
@@ -153,7 +153,7 @@ class DenseHostTensor:
     def create(
         cls, dtype: DType, dims: Iterable[int], allocator: Any = None
     ) -> DenseHostTensor:
-        """A new zero-filled tensor, accounted with ``allocator`` (spec 1.11) if given.
+        """A new zero-filled tensor, accounted with ``allocator`` (docs/host.md) if given.
 
         Raises:
             AllocationError: ``Cannot allocate tensor`` if the allocator refuses.

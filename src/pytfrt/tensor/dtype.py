@@ -55,7 +55,7 @@ class DType:
         self.mlir_name: str = mlir_name
         """MLIR type spelling (``f32``, ``ui8``, ``string``, ``qi8``)."""
         self.code: int = code
-        """BEF DType code (spec 3.6)."""
+        """BEF DType code (docs/bef.md)."""
         self.np_dtype: np.dtype[Any] = np.dtype(np_dtype)
         """NumPy storage dtype."""
         self.kind: str = kind

@@ -1,4 +1,4 @@
-"""TFRT's exact print formats for host tensors (spec 4.1).
+"""TFRT's exact print formats for host tensors (docs/conformance.md).
 
 * DenseHostTensor: ``DenseHostTensor dtype = f32, shape = [2, 2], values = [1.000000e+00, ...]``
   -- at most the first 16 values, then ``, ... `` before ``]`` when there are more.

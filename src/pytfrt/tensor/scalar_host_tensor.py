@@ -1,4 +1,4 @@
-"""ScalarHostTensor: a tensor whose every element is one value (spec 4.1).
+"""ScalarHostTensor: a tensor whose every element is one value (docs/conformance.md).
 
 Prints as ``ScalarHostTensor dtype = i32, shape = [2, 2], value = 1``.  Immutable.
 """

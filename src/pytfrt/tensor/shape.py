@@ -2,7 +2,7 @@
 
 * :class:`TensorShape` -- a fully known shape (the payload of ``!ts.shape``); prints ``[2, 3]``
   (``[]`` for rank 0).  TFRT's 16/32/64-bit shape representations are an implementation detail
-  (spec 4.5); plain Python ints are stored here, so every size round-trips.
+  (docs/conformance.md); plain Python ints are stored here, so every size round-trips.
 * :class:`PartialTensorShape` -- unknown rank (``dims is None``) or unknown dimensions (``-1``);
   payload of ``!ts.partial_shape``.
 * :class:`FixedRankShape` -- ``!ts.fixed_rank_shape.N``.
@@ -212,7 +212,7 @@ class FixedRankShape:
         return hash(("FixedRankShape", self.dims))
 
     def __str__(self) -> str:
-        # Quirk (spec 4.1): TFRT prints ``[]`` whenever the element count is 0.
+        # Quirk (docs/conformance.md): TFRT prints ``[]`` whenever the element count is 0.
         if self.num_elements == 0:
             return "[]"
         return format_dims(self.dims)

@@ -1,6 +1,6 @@
 """StringHostTensor: a host tensor of strings (``tfrt_sht.*``), stored as a NumPy object array.
 
-Prints as ``StringHostTensor shape = [2], values = ["a", "b"]`` (spec 4.1).  Metadata is
+Prints as ``StringHostTensor shape = [2], values = ["a", "b"]`` (docs/conformance.md).  Metadata is
 immutable; the data is not synchronised (chains order writers and readers).
 """
 

@@ -1,4 +1,4 @@
-"""The ``bef_executor`` tool: run every function of a BEF (or MLIR) file (spec 6.1).
+"""The ``bef_executor`` tool: run every function of a BEF (or MLIR) file (docs/conformance.md).
 
 Usage::
 
@@ -22,13 +22,13 @@ deadlock instead of hanging.
 plugin: load only code you trust.  The program itself cannot reach files outside the data
 directories.
 
-Run sequence (spec 6.1): print the allocator and work-queue ``Choosing ...`` lines, load the
-program (kernels resolved before anything runs), run the init function, then each function with
+Run sequence (docs/conformance.md): print the allocator and work-queue ``Choosing ...`` lines, load
+the program (kernels resolved before anything runs), run the init function, then each function with
 ``--- Running 'f':`` and a ``'f' returned ...`` line, each with a fresh ResourceContext and
 RequestContext; results are awaited, printed, then the queue is quiesced.
 
-Diagnostics go through an ``expected-error`` verifier (spec 5.1): each runtime diagnostic is
-``runtime error: <message>`` at its location; matching annotations in the source file consume
+Diagnostics go through an ``expected-error`` verifier (docs/conformance.md): each runtime diagnostic
+is ``runtime error: <message>`` at its location; matching annotations in the source file consume
 it silently, others are printed to stderr and make the exit status 1; unmatched expectations
 of every file a diagnostic pointed into are reported at exit.
 
@@ -239,7 +239,7 @@ def _compile_mlir(data: bytes, name: str) -> Program:
 
 
 def format_result(value: AsyncValue[Any], type_name: str, print_error_code: bool) -> str:
-    """One result as the driver prints it (spec 6.1)."""
+    """One result as the driver prints it (docs/conformance.md)."""
     if value.is_unavailable():  # only after a deadline or deadlock that could not be forced
         return "<<error: not available>>"
     if value.is_error():
@@ -332,7 +332,7 @@ class Driver:
             _register_devices(self.host, self.opts.devices)
 
     def run(self, program: Program) -> None:
-        """Load ``program`` and run its functions (spec 6.1 step 5)."""
+        """Load ``program`` and run its functions (docs/conformance.md)."""
         from pytfrt.executor import LoadError, load_program
 
         host = self.host

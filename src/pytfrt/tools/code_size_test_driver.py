@@ -1,4 +1,4 @@
-"""``code_size_test_driver``: TFRT's minimal BEF driver (spec 6.4), used by ``code_size_test_app``.
+"""``code_size_test_driver``: TFRT's minimal BEF driver, used by ``code_size_test_app``.
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""``tfrt_opt``: parse, verify and print TFRT MLIR, as ``mlir-opt`` does (spec 6.3).
+"""``tfrt_opt``: parse, verify and print TFRT MLIR, as ``mlir-opt`` does (docs/conformance.md).
 
 Usage::
 
@@ -10,8 +10,8 @@ Output is the module in custom syntax (``func.func``, ``%0``/``%arg0`` names); w
 ``--split-input-file`` the chunks' outputs are separated by ``// -----``.
 ``-tfrt-print-stream`` emits, for every op of every function body, the remark
 ``stream id: <id>, stream cost: <cost>, parent stream: <pid>[, child streams: [..]]``
-(spec 2.5).  ``-inline`` inlines calls to functions with bodies and drops unreferenced private
-functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonicalization
+(docs/executor.md).  ``-inline`` inlines calls to functions with bodies and drops unreferenced
+private functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonicalization
 (:mod:`pytfrt.mlir.passes`); ``-inline`` runs before ``-canonicalize`` when both are given.
 The graph-dialect passes (``-tg-infer-shapes``, ``-tg-constant-fold``, ``-tg-dce``,
 ``-tg-fold-batch-norm``, ``-tg-fuse-epilogue``, ``-tg-fuse-elementwise``, ``-tg-plan-buffers``,

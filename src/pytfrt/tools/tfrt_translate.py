@@ -1,4 +1,4 @@
-"""``tfrt_translate``: MLIR -> BEF and BEF -> MLIR (spec 6.2).
+"""``tfrt_translate``: MLIR -> BEF and BEF -> MLIR (docs/conformance.md).
 
 Usage::
 

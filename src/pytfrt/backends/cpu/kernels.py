@@ -1,4 +1,4 @@
-"""CPU tensor kernels: ``eigen.*`` and the CPU ``tfrt_test.*`` tensor kernels (spec 4.7, 7).
+"""CPU tensor kernels: ``eigen.*`` and the CPU ``tfrt_test.*`` tensor kernels (docs/kernels.md).
 
 Thin registration wrappers: each checks its operands' dtypes and shapes (TFRT's messages, as
 kernel errors / diagnostics) and calls the plain functions of :mod:`pytfrt.backends.cpu.ops`

@@ -22,7 +22,7 @@ from pytfrt.tensor.shape import format_dims
 Dims = tuple[int, ...]
 
 FLOAT32_MIN_POSITIVE = float(np.finfo(np.float32).tiny)
-"""TFRT's max-pool initial value (the smallest positive normal float; a quirk, spec 4.7)."""
+"""TFRT's max-pool initial value (the smallest positive normal float; a TFRT quirk)."""
 
 
 def _window_geometry(

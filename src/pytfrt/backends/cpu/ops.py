@@ -16,10 +16,11 @@ the same array (chains).
 
 ``broadcast`` and rank-2 biases (decision for the playground's ``mlp_xor.mlir``): TFRT's
 ``tfrt_test.broadcast.T.R`` expects a 1-D input whose length equals the target's last
-dimension; the XOR program passes its output bias as a ``[1, 1]`` tensor (spec 8.5).  We accept
-any input whose **element count** equals the target's last dimension and repeat its elements
-(row-major) along the last axis -- a ``[1, 1]`` bias broadcast to ``[4, 1]`` gives four copies of
-its value, which reproduces the spec's expected XOR outputs.  Any other input is the error
+dimension; the XOR program (examples/mlp_xor/README.md) passes its output bias as a ``[1, 1]``
+tensor.  We accept any input whose **element count** equals the target's last dimension and
+repeat its elements (row-major) along the last axis -- a ``[1, 1]`` bias broadcast to ``[4, 1]``
+gives four copies of its value, which reproduces the original playground's XOR outputs.  Any
+other input is the error
 ``broadcast input tensor dimension and target shape mismatch: [..] vs. [..]``.
 """
 

@@ -1,5 +1,5 @@
 """Chain and device kernels of the ``tfrt`` dialect: ``tfrt.new.chain``, ``tfrt.merge.chains``,
-``tfrt.alias.value`` and ``tfrt.get_device`` (spec 1.4, 2.8, 4.2).
+``tfrt.alias.value`` and ``tfrt.get_device`` (docs/host.md, docs/executor.md, docs/conformance.md).
 
 The executor is strict, so ``merge.chains`` runs only once every operand is available and simply
 returns a ready chain; an error operand never reaches it (the executor propagates it).

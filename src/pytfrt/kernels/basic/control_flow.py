@@ -1,11 +1,11 @@
-"""Function-calling and control-flow kernels of the ``tfrt`` dialect (spec 2.8, 2.9).
+"""Function-calling and control-flow kernels of the ``tfrt`` dialect (docs/executor.md).
 
 ``tfrt.call``, ``tfrt.if``/``tfrt.cond``, ``tfrt.case``, ``tfrt.while``, ``tfrt.once`` and
 ``tfrt.repeat.i32``.  They run sub-functions only through :class:`pytfrt.host.Function`:
 ``fn.execute(exec_ctx, args)`` borrows ``args`` and returns one owned reference per result
 (usually unavailable IndirectAsyncValues).
 
-Reference discipline (observable through ``vt.value`` destruction prints, spec 2.2): a kernel's
+Reference discipline (seen in ``vt.value`` destruction prints, docs/executor.md): a kernel's
 arguments are borrowed; anything a kernel keeps past its return gets its own reference
 (``add_ref``) that is dropped when no longer needed; results handed to the frame or forwarded
 into an IndirectAsyncValue transfer their reference.  Loop-carried values produced by one
@@ -259,7 +259,7 @@ def while_(
     """``while (cond) { args..., cond = body(args...) }``; results are the last args.
 
     The ``parallel_iterations`` attribute (default 1) picks the inline or the task-per-iteration
-    strategy (spec 2.8).
+    strategy (docs/executor.md).
     """
     exec_ctx = frame.exec_ctx
     parallel_iterations = int(attrs[0]) if attrs else 1

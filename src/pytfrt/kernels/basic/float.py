@@ -1,11 +1,12 @@
-"""Floating-point and complex kernels of the ``tfrt`` dialect (spec 4.2, 10.7).
+"""Floating-point and complex kernels of the ``tfrt`` dialect (docs/conformance.md).
 
 Payload types: ``f32`` -> ``numpy.float32`` (every operation rounds to float32, as C++ ``float``
 does: ``f32 = 312.271362`` where f64 gives ``312.271370``); ``f64`` -> Python ``float``; ``f16`` ->
 ``numpy.float16``; ``bf16`` -> ``ml_dtypes.bfloat16``; ``complex64`` -> ``numpy.complex64``;
 ``complex128`` -> Python ``complex``.  Casts follow C++ ``static_cast`` (float to int truncates
 toward zero; NaN or out-of-range gives ``INT64_MIN``, the x86 result).  Prints use C ``%f``;
-``f16`` prints its raw 16-bit pattern (spec 4.1).  Division by ``0.0`` reports ``Divide by zero``.
+``f16`` prints its raw 16-bit pattern (docs/conformance.md).  Division by ``0.0`` reports
+``Divide by zero``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Integer and boolean kernels of the ``tfrt`` dialect (spec 4.2): constants, arithmetic with
+"""Integer and boolean kernels of the ``tfrt`` dialect: constants, arithmetic with
 C++ wrap-around, truncating division, comparisons, ``tfrt.and.i1`` and integer prints.
 
 Payloads are Python ints (``bool`` for ``i1``) already in range for their type; every result is
 wrapped back into range the way C++ fixed-width arithmetic does.  Division by zero reports
-``Divide by zero`` (emitted at the kernel's location).  Prints use TFRT's exact formats (spec 4.1)
-and flush every line.
+``Divide by zero`` (emitted at the kernel's location).  Prints use TFRT's exact formats
+(docs/conformance.md) and flush every line.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``tfrt.parallel_for.i32`` and ``tfrt.parallel_call.i32`` (spec 2.8).
+"""``tfrt.parallel_for.i32`` and ``tfrt.parallel_call.i32`` (docs/executor.md).
 
 The range ``[start, end)`` is cut into fixed blocks of ``min(block_size, end - start)``
 elements.  The body (a region or a named function) is called once per block with

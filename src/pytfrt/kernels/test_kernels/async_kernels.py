@@ -1,4 +1,4 @@
-"""Asynchronous test kernels (spec 4.3): results produced by tasks, delays, sleeps, atomics,
+"""Asynchronous test kernels: results produced by tasks, delays, sleeps, atomics,
 ``tfrt_test.do.async``, ``quiesce`` and the AsyncValue API probes.
 
 Tasks go to the execution context's work queue: with the single-threaded ``s`` queue they run

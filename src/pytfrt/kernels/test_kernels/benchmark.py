@@ -1,5 +1,5 @@
 """``tfrt_test.benchmark`` and ``tfrt_test.sync_benchmark``: run a function repeatedly and print
-TFRT's benchmark report (spec 4.1, 4.3, 6.5).
+TFRT's benchmark report (docs/conformance.md, docs/benchmarks.md).
 
 The report is eleven lines prefixed ``BM:<name>:`` -- ``Duration(ns)`` (total wall time of the
 measured runs), ``Count``, ``Time Min/50%/95%/99%(ns)``, ``CPU Min/50%/95%/99%(ns)`` and

@@ -1,11 +1,11 @@
-"""Test kernels that produce errors or cancel the request (spec 4.3, 1.9).
+"""Test kernels that produce errors or cancel the request (docs/conformance.md, docs/host.md).
 
 * Emitted errors (diagnostic at the kernel's location): ``tfrt_test.fail``,
   ``tfrt_test.partial_fail``, ``tfrt_test.error_chain`` and the asynchronous
   ``tfrt_test.report_error_async`` / ``report_error_concrete_async`` /
   ``report_error_indirect_async`` (reported later from a task, still at the kernel's location).
 * Sync kernels ``tfrt_test.fail_s`` / ``tfrt_test.error_s`` raise: the sync function stops with
-  that error, nothing is emitted (spec 2.6).
+  that error, nothing is emitted (docs/executor.md).
 * ``tfrt_test.cancel`` cancels the request: every kernel that has not started yet resolves to
   ``Cancelled`` silently.
 """

@@ -1,4 +1,4 @@
-"""Simple test kernels (spec 4.3): values, strings, aliasing and uniqueness probes, resources,
+"""Simple test kernels: values, strings, aliasing and uniqueness probes, resources,
 shared contexts, locations, logging, thread ids, costs and a deliberate memory leak.
 
 Kernels that return one of their arguments (``identity``, ``share_to_two``,

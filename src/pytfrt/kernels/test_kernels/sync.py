@@ -1,4 +1,4 @@
-"""Sync test kernels and the bridge from async code to sync functions (spec 2.6, 4.3).
+"""Sync test kernels and the bridge from async code to sync functions (docs/executor.md).
 
 ``tfrt_test.sync_sum`` / ``sync_sum2`` / ``sync_sum_attributes`` are sync kernels (they run in
 ``tfrt.sync`` functions on plain values).  ``tfrt_test.invoke_sync_function.*`` is an async

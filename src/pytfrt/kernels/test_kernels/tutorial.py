@@ -1,5 +1,5 @@
 """``tfrt_tutorial`` kernels from TFRT's tutorial: a user-defined ``!my.coordinate`` type
-(spec 4.4)."""
+(docs/conformance.md)."""
 
 from __future__ import annotations
 

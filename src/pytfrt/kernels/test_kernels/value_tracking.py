@@ -1,10 +1,10 @@
-"""``vt`` kernels: a value type whose construction, moves and destruction print (spec 4.4).
+"""``vt`` kernels: a value type whose construction, moves and destruction print.
 
 ``vt.constant`` and ``vt.add`` construct a :class:`TrackedValue` (``constructed vt.value(v)``)
 and move it into their result AsyncValue (``move constructed vt.value(v)``; the moved-from
 temporary prints nothing when it dies).  When the result's last reference is dropped the
 AsyncValue calls the payload's ``__tfrt_destroy__`` (``destroyed vt.value(v)``), so the prints
-show exactly when the executor releases values (spec 2.2).
+show exactly when the executor releases values (docs/executor.md).
 """
 
 from __future__ import annotations

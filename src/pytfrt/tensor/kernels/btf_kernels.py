@@ -1,4 +1,4 @@
-"""``btf.read_dense_tensor.T.R`` kernels: read a tensor from a BTF file (spec 3.12, 4.7).
+"""``btf.read_dense_tensor.T.R`` kernels: read a tensor from a BTF file (docs/conformance.md).
 
 The read runs as blocking work (``HostContext.enqueue_blocking_work``); the result is an
 unavailable value filled when the read finishes.  Errors (``failed to open file <path> for

@@ -1,4 +1,4 @@
-"""``coo.*`` kernels: COO sparse host tensors (spec 4.6).
+"""``coo.*`` kernels: COO sparse host tensors (docs/conformance.md).
 
 ``coo.convert_dht_to_coo.T.R`` (non-zero elements, TFRT's quirky index rows),
 ``coo.convert_coo_to_dht.T.R`` (a new zero-filled tensor with the values scattered) and

@@ -1,4 +1,4 @@
-"""``tfrt_dht.*`` kernels: dense host tensors and host buffers (spec 4.6).
+"""``tfrt_dht.*`` kernels: dense host tensors and host buffers (docs/conformance.md).
 
 Families are registered for every numeric dtype (``ui8 ui16 ui32 ui64 i1/bool i8 i16 i32 i64
 f16 bf16 f32 f64 complex64 complex128``):
@@ -62,7 +62,7 @@ def dense_equal(a: DenseHostTensor, b: DenseHostTensor) -> bool:
 
 
 def dense_allclose(a: DenseHostTensor, b: DenseHostTensor, ulp: int = 2) -> bool:
-    """Metadata equal and every pair close (spec 4.6).
+    """Metadata equal and every pair close (docs/conformance.md).
 
     ``abs(x - y) <= eps * abs(x + y) * ulp`` or ``abs(x - y) < tiny`` (eps and tiny of the
     dtype), computed in the dtype's own precision; non-float dtypes must be equal.
@@ -219,7 +219,7 @@ def _sync_set(dtype: DType) -> Callable[..., Any]:
 
 
 def print_tensor(t: Any) -> Chain:
-    """``tfrt_dht.print_tensor %t, %ch``: prints any host tensor (spec 4.1)."""
+    """``tfrt_dht.print_tensor %t, %ch``: prints any host tensor (docs/conformance.md)."""
     print_line(str(t))
     return CHAIN
 

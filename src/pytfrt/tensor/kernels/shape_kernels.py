@@ -1,4 +1,4 @@
-"""``ts.*`` kernels: tensor shapes (spec 4.5).
+"""``ts.*`` kernels: tensor shapes (docs/conformance.md).
 
 Payloads: ``!ts.shape`` = :class:`TensorShape`, ``!ts.partial_shape`` =
 :class:`PartialTensorShape`, ``!ts.fixed_rank_shape.N`` = :class:`FixedRankShape`.

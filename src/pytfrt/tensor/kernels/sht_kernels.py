@@ -1,4 +1,4 @@
-"""``tfrt_sht.*`` kernels: string host tensors (spec 4.6), and their ``tfrt_sht_sync`` twins.
+"""``tfrt_sht.*`` kernels: string host tensors, and their ``tfrt_sht_sync`` twins.
 
 ``tfrt_sht.create_tensor {shape = [2], values = ["a", "b"]}`` and
 ``tfrt_sht.create_uninitialized_tensor {shape = [2]}`` (empty strings).
