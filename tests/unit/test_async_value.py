@@ -1,4 +1,4 @@
-"""AsyncValue: every state transition, waiters, indirect values, refcounts, helpers (spec 1.1)."""
+"""AsyncValue: every state transition, waiters, indirect values, refcounts, helpers."""
 
 from __future__ import annotations
 

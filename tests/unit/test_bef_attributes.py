@@ -1,4 +1,4 @@
-"""Attribute encodings (spec 3.6): byte layouts against hand-computed bytes, and round trips."""
+"""Attribute encodings (docs/bef.md): byte layouts against hand-computed bytes, and round trips."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""BEF primitives and file framing: VBR integers, header checks, section headers (spec 3.1-3.2)."""
+"""BEF primitives and file framing: VBR integers, header checks, section headers (docs/bef.md)."""
 
 from __future__ import annotations
 

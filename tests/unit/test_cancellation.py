@@ -1,4 +1,4 @@
-"""RequestContext cancellation, ExecutionContext and ResourceContext (spec 1.8)."""
+"""RequestContext cancellation, ExecutionContext and ResourceContext (docs/host.md)."""
 
 from __future__ import annotations
 

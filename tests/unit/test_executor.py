@@ -2,7 +2,7 @@
 
 Each test builds a small :class:`pytfrt.bef.Program` directly (no front end) and registers a
 few kernels that record what they do, then checks the observable behaviour against the rules
-of spec 2.2-2.4 worked out by hand.
+of docs/executor.md worked out by hand.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ class Env:
             return tuple(results) if len(results) != 1 else results[0]
 
         def alias(x: AsyncValue[int]) -> AsyncValue[int]:
-            return x.add_ref()  # returning an argument takes a reference (spec 1.3)
+            return x.add_ref()  # returning an argument takes a reference (docs/host.md)
 
         for name, fn in [("t.const", const), ("t.add", add), ("t.tag", tag), ("t.tag0", tag0),
                          ("t.fail", fail), ("t.fail0", fail0), ("t.async_inc", async_inc),
@@ -244,11 +244,11 @@ def test_function_call_through_kernel(env: Env) -> None:
     assert env.run(bef, "main") == [42]
 
 
-# -- scheduling order (spec 2.3) ------------------------------------------------------------
+# -- scheduling order (docs/executor.md) -----------------------------------------------------------
 
 
 def test_other_streams_run_as_tasks_in_stream_order(senv: Env) -> None:
-    # allocator.mlir (spec 2.3 worked example 1): x0, x1, x2 in streams 3, 2, 1.
+    # allocator.mlir (docs/executor.md): x0, x1, x2 in streams 3, 2, 1.
     f = FB("f")
     f.op("t.tag0", attrs={"name": "x0"}, stream=3)
     f.op("t.tag0", attrs={"name": "x1"}, stream=2)
@@ -262,7 +262,7 @@ def test_other_streams_run_as_tasks_in_stream_order(senv: Env) -> None:
 
 
 def test_lifo_depth_first_order(senv: Env) -> None:
-    # scheduling.mlir lifo_scheduling (spec 2.3 worked example 3): ids 0, 2, 1.
+    # scheduling.mlir lifo_scheduling (docs/executor.md): ids 0, 2, 1.
     f = FB("f")
     c0 = f.op("t.const", attrs={"value": 1})
     c1 = f.op("t.tag", c0, attrs={"name": "id 0"})
@@ -322,7 +322,7 @@ def test_switch_stream_emulates_libstdcxx_partition() -> None:
     assert outline == [3, 1]
 
 
-# -- errors and cancellation (spec 2.4, 1.9) ------------------------------------------------
+# -- errors and cancellation (docs/executor.md, docs/host.md) --------------------------------------
 
 
 def test_failing_kernel_emits_once_and_dependents_are_skipped(env: Env) -> None:
@@ -370,7 +370,7 @@ def test_cancellation_skips_remaining_kernels_silently(env: Env) -> None:
     assert env.log == [] and env.diags.messages == []
 
 
-# -- lifetimes (spec 2.2) ---------------------------------------------------------------------
+# -- lifetimes (docs/executor.md) ------------------------------------------------------------------
 
 
 def test_values_die_right_after_their_last_consumer(senv: Env) -> None:

@@ -2,7 +2,7 @@
 token reference counts, and ``make_available`` staying in step with ``AsyncValue()``.
 
 Each test checks observable behaviour (results, errors, destroy hooks, reference counts)
-against what the general path (spec 1.5, 2.2-2.4) must give.
+against what the general path (docs/host.md, docs/executor.md) must give.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def test_error_reaching_an_unboxed_register_later_skips_consumers() -> None:
     env.pending[0].set_error(Status("late failure"))
     env.host.await_values(results)
     assert results[0].is_error() and results[0].error.message == "late failure"
-    assert env.calls == []  # strict: neither add ran (spec 2.4), no diagnostic
+    assert env.calls == []  # strict: neither add ran (docs/executor.md), no diagnostic
     assert env.diags.diagnostics == []
 
 

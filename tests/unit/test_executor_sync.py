@@ -1,4 +1,4 @@
-"""Sync functions (spec 2.6) and native functions (spec 2.7) on hand-built Programs."""
+"""Sync functions and native functions on hand-built Programs."""
 
 from __future__ import annotations
 

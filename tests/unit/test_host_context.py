@@ -1,4 +1,4 @@
-"""HostContext: enqueue_work, blocking work, shared contexts, diagnostics, lifetime (spec 1.6)."""
+"""HostContext: enqueue_work, blocking work, shared contexts, diagnostics, lifetime."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ def test_resize_ratio_chain_shows_float32_rounding() -> None:
     new_w = fk.multiply_f32(w, ratio)
     got = [h, w, smaller, ratio, new_h, new_w]
     assert got == resize_f32(737, 899, 256.0)
-    # Known answers of spec 10.7: float32 gives 312.271362 where double gives 312.271370.
+    # Known answers (docs/conformance.md): float32 gives 312.271362 where double gives 312.271370.
     assert "%f" % new_w == "312.271362"  # noqa: UP031 - C printf is the oracle
     assert fk.cast_float_to_i64(new_w) == int(resize_f32(737, 899, 256.0)[-1])
     # f64 keeps more digits and truncation of 255.99999... gives 255.

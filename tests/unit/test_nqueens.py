@@ -1,4 +1,4 @@
-"""Tests of the ``nqueens.i32`` kernel and its solvers (issue 6).
+"""Tests of the ``nqueens.i32`` kernel and its solvers (docs/nqueens.md).
 
 Oracles: the known solution counts (OEIS A000170), themselves checked against a brute force
 over permutations for small n; task counts checked against a brute force over partial

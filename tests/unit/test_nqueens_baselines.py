@@ -1,4 +1,4 @@
-"""Tests of the N-Queens baselines and of the ``pytfrt bench nqueens`` harness (issue 6).
+"""Tests of the N-Queens baselines and of the ``pytfrt bench nqueens`` harness (docs/nqueens.md).
 
 Every baseline must give the known counts (OEIS A000170) and the same task count as the
 kernel's schedule; the harness is run on tiny boards only (timings are never asserted).

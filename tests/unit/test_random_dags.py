@@ -5,7 +5,7 @@ kernels that fail at once or later from the work queue, async kernels completing
 queue) with random stream ids and returned registers.  Each program runs on the ``s`` and
 ``mstd:2`` work queues; every result (value or error message) and the multiset of emitted
 diagnostics must equal what an independent sequential interpreter computes from the strictness
-rules (spec 2.4): a kernel with an error operand does not run and forwards its *last* error
+rules (docs/executor.md): a kernel with an error operand does not run and forwards its *last* error
 operand; only kernels that run and fail emit.
 """
 

@@ -1,7 +1,7 @@
-"""Stream analysis (spec 2.5) and the ReadyKernelQueue order model (spec 2.3).
+"""Stream analysis (docs/executor.md) and the ReadyKernelQueue order model (docs/executor.md).
 
 Oracles: the expected stream ids/costs/parents are the ``expected-remark`` annotations of
-TFRT's ``compiler/stream_analysis.mlir`` and the worked examples of spec 2.3 (allocator,
+TFRT's ``compiler/stream_analysis.mlir`` and the scheduling cases of TFRT's tests (allocator,
 lifetimes ``test_linear``, scheduling ``lifo_scheduling`` / ``print_thread_id``), whose kernel
 orders are the CHECK lines of those tests.  Programs are built by hand with
 :func:`pytfrt.bef.builder.build_function`.

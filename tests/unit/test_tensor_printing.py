@@ -1,4 +1,4 @@
-"""Exact TFRT print formats of host tensors, dtypes and shapes (spec 4.1)."""
+"""Exact TFRT print formats of host tensors, dtypes and shapes (docs/conformance.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-// Function calls and control flow of the tfrt dialect (spec 2.8), on both work queues.
+// Function calls and control flow of the tfrt dialect (docs/executor.md), on both work queues.
 // RUN: bef_executor %s.bef | FileCheck %s
 // RUN: bef_executor -work_queue_type=mstd:2 %s.bef | FileCheck %s
 

@@ -1,4 +1,4 @@
-// Integer, boolean and print kernels of the tfrt dialect (spec 4.1, 4.2).
+// Integer, boolean and print kernels of the tfrt dialect (docs/conformance.md).
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
 // CHECK-LABEL: --- Running 'wrap_around'

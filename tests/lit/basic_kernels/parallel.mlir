@@ -1,4 +1,4 @@
-// tfrt.parallel_for.i32 / tfrt.parallel_call.i32 with fixed block sizes (spec 2.8).
+// tfrt.parallel_for.i32 / tfrt.parallel_call.i32 with fixed block sizes (docs/executor.md).
 // RUN: bef_executor %s.bef | FileCheck %s
 // RUN: bef_executor -work_queue_type=mstd:2 %s.bef | FileCheck %s
 

@@ -1,4 +1,4 @@
-// Error propagation (spec 2.4, 1.9): one diagnostic at the failing kernel (matched silently by
+// Error propagation (docs/executor.md, docs/host.md): one diagnostic at the failing kernel (matched silently by
 // expected-error), dependents skipped silently, the last error operand wins, cancellation
 // yields Cancelled results without a diagnostic.
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s

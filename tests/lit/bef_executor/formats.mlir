@@ -1,4 +1,4 @@
-// The driver's result formats (spec 6.1): i1 as 0/1, integers in decimal, floats in %e,
+// The driver's result formats (docs/conformance.md): i1 as 0/1, integers in decimal, floats in %e,
 // other types as "<type> value", errors as <<error: ...>> (with codes under --print_error_code).
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 // RUN: bef_executor --print_error_code %s.bef 2>&1 | FileCheck %s --check-prefix=CODE

@@ -1,4 +1,4 @@
-// Scheduling order of the executor (spec 2.3): LIFO processing of ready kernels of the current
+// Scheduling order of the executor (docs/executor.md): LIFO processing of ready kernels of the current
 // stream (depth first), users of one value in program order, zero-operand kernels of the
 // pseudo kernel's stream last-first.
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
@@ -8,7 +8,7 @@
 
 module attributes {tfrt.cost_threshold = 10 : i64} {
 
-// spec 2.3 worked example 3: c0 feeds c1 (id 0) and c2 (id 1); c3 (id 2) uses c1.  All in one
+// TFRT's scheduling.mlir lifo case: c0 feeds c1 (id 0) and c2 (id 1); c3 (id 2) uses c1.  All in one
 // stream; c0's users [c2, c1] are pushed in that order and c1 is popped first, then its user c3.
 // CHECK-LABEL: --- Running 'lifo_scheduling'
 // MSTD-LABEL: --- Running 'lifo_scheduling'

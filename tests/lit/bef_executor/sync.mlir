@@ -1,4 +1,4 @@
-// Sync functions (spec 2.6): a straight-line interpreter over plain values; the first error
+// Sync functions (docs/executor.md): a straight-line interpreter over plain values; the first error
 // stops the function and is returned, never emitted (no expected-error needed).
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 // RUN: bef_executor --work_queue_type=mstd:2 %s.bef 2>&1 | FileCheck %s

@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef | FileCheck %s
 
-// The MNIST kernels on small tensors (spec 4.7, 7.2).
+// The MNIST kernels on small tensors (docs/kernels.md, examples/mnist/README.md).
 
 // CHECK-LABEL: --- Running 'test_tensor_kernels'
 func.func @test_tensor_kernels() {

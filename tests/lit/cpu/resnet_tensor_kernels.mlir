@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
-// ResNet kernels (spec 4.7, 7.3): flatten, max pooling against Inputs/max_pool.btf, errors.
+// ResNet kernels (docs/kernels.md, examples/mnist/README.md): flatten, max pooling against Inputs/max_pool.btf, errors.
 
 // CHECK-LABEL: --- Running 'test_flatten_f32'
 func.func @test_flatten_f32() {

@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef | FileCheck %s
 
-// The MNIST-training kernels (spec 7.1) on tiny tensors.
+// The MNIST-training kernels (examples/mnist/README.md) on tiny tensors.
 
 // CHECK-LABEL: --- Running 'training_step_kernels'
 func.func @training_step_kernels() {

@@ -1,7 +1,7 @@
 // RUN: tfrt_translate -mlir-to-bef %S/Inputs/nqueens.mlir -o %t.bef
 // RUN: tfrt_translate -bef-to-mlir %t.bef | FileCheck %s
 // RUN: tfrt_translate -mlir-to-bef %S/Inputs/mlp_xor.mlir | tfrt_translate -bef-to-mlir | FileCheck %s --check-prefix=XOR
-// The playground programs (spec 8) compile as written in 2020 syntax.
+// The playground programs (examples/mlp_xor/README.md) compile as written in 2020 syntax.
 
 // CHECK-LABEL: func.func @nqueen()
 // CHECK: tfrt.constant.i32 14

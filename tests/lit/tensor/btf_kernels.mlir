@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
-// BTF reading (spec 3.12): Inputs/test_tensor.btf holds [[1, 2], [3, 4]], [0, 1, 2, 3, 4]
+// BTF reading (docs/conformance.md): Inputs/test_tensor.btf holds [[1, 2], [3, 4]], [0, 1, 2, 3, 4]
 // and an empty [0] tensor, all i32 (written by Inputs/make_inputs.py).
 
 // CHECK-LABEL: --- Running 'tensor_io'

@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef | FileCheck %s
 
-// COO tensors (spec 4.6): conversion with TFRT's quirky index rows, printing (extra empty
+// COO tensors (docs/conformance.md): conversion with TFRT's quirky index rows, printing (extra empty
 // line), round trip and equality.
 
 // CHECK-LABEL: --- Running 'basic_tensor'

@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
-// DenseHostTensor kernels and print formats (spec 4.1, 4.6).
+// DenseHostTensor kernels and print formats (docs/conformance.md).
 
 // CHECK-LABEL: --- Running 'print_formats'
 func.func @print_formats() {

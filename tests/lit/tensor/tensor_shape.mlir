@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
-// Shapes (spec 4.5): build, print, compare, partial and fixed-rank shapes, and the errors of
+// Shapes (docs/conformance.md): build, print, compare, partial and fixed-rank shapes, and the errors of
 // ts.to_shape (matched expected-errors print nothing).
 
 // CHECK-LABEL: --- Running 'basic_shape'

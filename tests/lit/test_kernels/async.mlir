@@ -1,4 +1,4 @@
-// Asynchronous test kernels: results produced by tasks of the work queue (spec 4.3).
+// Asynchronous test kernels: results produced by tasks of the work queue (docs/conformance.md).
 // RUN: bef_executor %s.bef | FileCheck %s
 // RUN: bef_executor -work_queue_type=mstd:2 %s.bef | FileCheck %s
 

@@ -1,4 +1,4 @@
-// tfrt_test.benchmark and tfrt_test.sync_benchmark print TFRT's eleven BM: lines (spec 4.1).
+// tfrt_test.benchmark and tfrt_test.sync_benchmark print TFRT's eleven BM: lines (docs/conformance.md).
 // RUN: bef_executor %s.bef | FileCheck %s
 
 // CHECK-LABEL: --- Running 'benchmark'

@@ -1,5 +1,5 @@
 // Error-producing test kernels: emitted diagnostics (matched silently by expected-error),
-// error results, asynchronous errors and cancellation (spec 1.9, 4.3).
+// error results, asynchronous errors and cancellation (docs/host.md, docs/conformance.md).
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
 // CHECK-LABEL: --- Running 'fail'

@@ -1,4 +1,4 @@
-// vt.value construction, moves and destruction show when values die (spec 2.2, 4.4),
+// vt.value construction, moves and destruction show when values die (docs/executor.md, docs/conformance.md),
 // plus the tfrt_tutorial kernels.
 // RUN: bef_executor %s.bef | FileCheck %s
 

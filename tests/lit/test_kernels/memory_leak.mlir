@@ -1,5 +1,5 @@
 // tfrt_test.memory_leak_one_int32 allocates 4 bytes that are never freed: the default
-// leak-check allocator reports them at exit and the process fails (spec 1.11).
+// leak-check allocator reports them at exit and the process fails (docs/host.md).
 // RUN: not bef_executor %s.bef | FileCheck %s
 
 // CHECK-LABEL: --- Running 'leak'

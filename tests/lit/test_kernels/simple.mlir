@@ -1,5 +1,5 @@
 // Simple test kernels: strings, nested attributes, AsyncValue probes, aliasing, resources,
-// shared contexts, logging and costs (spec 4.1, 4.3).
+// shared contexts, logging and costs (docs/conformance.md).
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
 // CHECK-LABEL: --- Running 'strings'

@@ -1,4 +1,4 @@
-// Sync test kernels, sync functions called from async code, and sync errors (spec 2.6, 4.3).
+// Sync test kernels, sync functions called from async code, and sync errors (docs/executor.md, docs/conformance.md).
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
 // CHECK-LABEL: --- Running 'sync_sums'

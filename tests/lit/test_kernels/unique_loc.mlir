@@ -1,5 +1,5 @@
 // Every op has its own location (one BEF location record per op), even loc(unknown) ones:
-// tfrt_test.unique_loc fails if two ops with different names share one (spec 3.7, 4.3).
+// tfrt_test.unique_loc fails if two ops with different names share one (docs/bef.md, docs/conformance.md).
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 
 // CHECK-LABEL: --- Running 'unique_loc'

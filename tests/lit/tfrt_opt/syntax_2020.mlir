@@ -1,5 +1,5 @@
 // RUN: tfrt_opt -allow-unregistered-dialect %s | FileCheck %s
-// The 2020 spelling (spec 8.2) prints in today's syntax.
+// The 2020 spelling (examples/mlp_xor/README.md) prints in today's syntax.
 
 // CHECK-LABEL: func.func @nqueen() {
 func @nqueen() {

@@ -1,4 +1,4 @@
-// Core runtime op dispatch scopes (spec 5.2 tracing/core_runtime): each corert.executeop
+// Core runtime op dispatch scopes (docs/tracing.md): each corert.executeop
 // kernel opens `<op>#op_handler=<handler>#`, inside it `RunMetadataFunction` and
 // `RunDispatch: <op>`.
 // RUN: bef_executor --enable_tracing --tracing_level=debug --test_init_function=register_op_handlers_cpu %s.bef | FileCheck %s --dump-input=fail

@@ -1,4 +1,4 @@
-// The debug text sink (spec 5.2 tracing/simple): driver, function and kernel scopes.  The
+// The debug text sink (docs/tracing.md): driver, function and kernel scopes.  The
 // trace lines are buffered separately and appear after the program's normal output.
 // RUN: bef_executor --enable_tracing --tracing_level=debug %s.bef 2>&1 | FileCheck %s --dump-input=fail
 

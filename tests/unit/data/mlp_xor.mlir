@@ -1,4 +1,4 @@
-// The playground's XOR MLP (spec 8.5), reconstructed in its 2020 syntax.
+// The playground's XOR MLP (examples/mlp_xor/README.md), reconstructed in its 2020 syntax.
 func @test_sigmoid() {
   %c0 = hex.new.chain
   %t = "dht.create_uninitialized_tensor.f32.2"() {shape = [2 : i64]} : () -> !t.tensor

@@ -1,4 +1,4 @@
-// The playground's N-Queens program in its 2020 syntax (spec 8.7).
+// The playground's N-Queens program in its 2020 syntax (docs/nqueens.md).
 func @nqueen() {
   %ch = hex.new.chain
   %n = hex.constant.i32 14

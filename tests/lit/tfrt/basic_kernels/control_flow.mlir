@@ -1,7 +1,7 @@
 // RUN: bef_executor %s.bef | FileCheck %s --dump-input=fail
 // RUN: bef_executor -work_queue_type=mstd %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/basic_kernels/control_flow.mlir (spec 5.2, 2.8): tfrt.if
+// Reconstruction of TFRT's mlir_tests/basic_kernels/control_flow.mlir: tfrt.if
 // (regions, no-result form), repeat 2/5/large/cancel, indirect async return, cond, case, inline
 // and parallel while (+ error body), once, merge.chains returning a chain. The CHECK lines hold
 // for both work queues.

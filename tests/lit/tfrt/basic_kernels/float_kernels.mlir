@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/basic_kernels/float_kernels.mlir (spec 5.2, 4.2, 10.7):
+// Reconstruction of TFRT's mlir_tests/basic_kernels/float_kernels.mlir:
 // f32/f64 arithmetic rounded at the kernel's precision, prints with %f, casts.
 
 // CHECK-LABEL: --- Running 'basic_f32'

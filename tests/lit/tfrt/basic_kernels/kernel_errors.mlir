@@ -1,7 +1,7 @@
 // RUN: tfrt_opt %s -split-input-file --verify-diagnostics
 // no_bef_translation
 
-// Reconstruction of TFRT's mlir_tests/basic_kernels/kernel_errors.mlir (spec 5.2): verifier and
+// Reconstruction of TFRT's mlir_tests/basic_kernels/kernel_errors.mlir: verifier and
 // parser messages of tfrt.return and tfrt.if.
 
 func.func @return_count_mismatch() -> i32 {

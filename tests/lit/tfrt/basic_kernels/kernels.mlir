@@ -1,6 +1,6 @@
 // RUN: tfrt_opt -allow-unregistered-dialect %s | tfrt_opt -allow-unregistered-dialect | tfrt_opt -allow-unregistered-dialect | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/basic_kernels/kernels.mlir (spec 5.2): the custom printers
+// Reconstruction of TFRT's mlir_tests/basic_kernels/kernels.mlir: the custom printers
 // of tfrt.if / tfrt.repeat.i32 / tfrt.return / tfrt.constant.* survive a print/parse round trip.
 
 // CHECK-LABEL: func @if(

@@ -1,6 +1,6 @@
 // RUN: bef_executor --work_queue_type=mstd:8 %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/basic_kernels/parallel.benchmark.mlir (spec 5.2): parallel_for
+// Reconstruction of TFRT's mlir_tests/basic_kernels/parallel.benchmark.mlir: parallel_for
 // with synchronous and asynchronous region bodies and parallel_call into the native functions
 // native_sink / native_async_sink, each inside a benchmark; only the `--- Running` labels are
 // checked.

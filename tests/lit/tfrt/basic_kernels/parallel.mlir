@@ -1,7 +1,7 @@
 // RUN: bef_executor %s.bef | FileCheck %s --dump-input=fail
 // RUN: bef_executor -work_queue_type=mstd %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/basic_kernels/parallel.mlir (spec 5.2, 2.8): parallel_for
+// Reconstruction of TFRT's mlir_tests/basic_kernels/parallel.mlir: parallel_for
 // and parallel_call with a fixed block size, accumulating block starts and ends atomically
 // (range 0..10, block 1: the starts sum to 45, the ends to 55).
 

@@ -1,9 +1,9 @@
 // RUN: bef_executor_lite %s.bef --host_allocator_type test_fixed_size_1k 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/allocator.mlir (spec 5.2, 1.11, worked
-// example 1 of 2.3): three independent tensor creations land in three streams; x0 runs inline,
+// Reconstruction of TFRT's mlir_tests/bef_executor/allocator.mlir (docs/executor.md,
+// Scheduling): three independent tensor creations land in three streams; x0 runs inline,
 // x2 and x1 run as tasks in stream-id order, so x2 (4160 bytes) is refused before x1 allocates.
-// Each unused tensor is freed right after its kernel (spec 2.4 step 5).
+// Each unused tensor is freed right after its kernel (docs/executor.md).
 
 // CHECK-LABEL: --- Running 'fixed_size_allocator'
 func.func @fixed_size_allocator() {

@@ -1,8 +1,8 @@
 // RUN: bef_executor_lite -work_queue_type=s %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/async.mlir (spec 5.2, class H+O): async
+// Reconstruction of TFRT's mlir_tests/bef_executor/async.mlir: async
 // kernels, repeat over async values, calls returning async values, async copies, as_chain. With
-// the single-threaded queue the enqueued tasks only run when the driver awaits (spec 1.7, 2.3).
+// the single-threaded queue the enqueued tasks only run when the driver awaits (docs/host.md, docs/executor.md).
 
 // CHECK-LABEL: --- Running 'async_add'
 func.func @async_add() {

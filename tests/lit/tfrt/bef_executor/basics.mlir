@@ -1,6 +1,6 @@
 // RUN: bef_executor_lite %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/basics.mlir (spec 5.2): prints of every scalar
+// Reconstruction of TFRT's mlir_tests/bef_executor/basics.mlir: prints of every scalar
 // type, division by zero, strings, calls, error results (sync/async/concrete/indirect), ignored
 // errors, partial failure, cancellation, AsyncValue get/ref, logging, resources, shared context,
 // multiple returns, nested array attributes, identity and multi_arg_result.

@@ -1,7 +1,7 @@
 // RUN: bef_executor_lite %s.bef | FileCheck %s --dump-input=fail
 // RUN: tfrt_opt %s | tfrt_opt
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/benchmark.mlir (spec 5.2, 4.1): the eleven
+// Reconstruction of TFRT's mlir_tests/bef_executor/benchmark.mlir: the eleven
 // `BM:` lines of tfrt_test.benchmark, and the default num_warmup_runs.
 
 // CHECK-LABEL: --- Running 'benchmark'

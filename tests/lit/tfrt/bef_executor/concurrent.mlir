@@ -1,7 +1,7 @@
 // RUN: bef_executor_lite %s.bef | FileCheck %s --dump-input=fail
 // RUN: bef_executor_lite -work_queue_type=mstd %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/concurrent.mlir (spec 5.2): 1024 asynchronous
+// Reconstruction of TFRT's mlir_tests/bef_executor/concurrent.mlir: 1024 asynchronous
 // increments of an atomic counter (nested repeat + do.async) and blocking sleeps. The CHECK lines
 // hold for both the single-threaded and the multi-threaded queue.
 

@@ -1,7 +1,7 @@
 // RUN: bef_executor_lite %s.bef 2>&1 | FileCheck %s --dump-input=fail
 // RUN: tfrt_opt %s | tfrt_opt
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/cost.mlir (spec 5.2): the `_tfrt_cost`
+// Reconstruction of TFRT's mlir_tests/bef_executor/cost.mlir: the `_tfrt_cost`
 // attribute of tfrt_test.test_cost.
 
 // CHECK-LABEL: --- Running 'test_cost'

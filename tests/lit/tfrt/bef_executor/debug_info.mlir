@@ -1,6 +1,6 @@
 // RUN: bef_executor_lite %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/debug_info.mlir (spec 5.2, 3.7): the debug
+// Reconstruction of TFRT's mlir_tests/bef_executor/debug_info.mlir: the debug
 // info of NameLoc, FusedLoc and CallSiteLoc locations.
 
 // CHECK-LABEL: --- Running 'print_debug_info'

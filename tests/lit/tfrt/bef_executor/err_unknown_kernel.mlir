@@ -1,6 +1,6 @@
 // RUN: bef_executor_lite %s.bef
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/err_unknown_kernel.mlir (spec 5.2): an unknown
+// Reconstruction of TFRT's mlir_tests/bef_executor/err_unknown_kernel.mlir: an unknown
 // kernel is diagnosed at its location while the BEF file is loaded; the driver exits 0 only
 // because the expected-error annotation matches.
 

@@ -1,6 +1,6 @@
 // RUN: bef_executor_lite %s.bef --print_error_code 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/error_code.mlir (spec 5.2, 6.1).
+// Reconstruction of TFRT's mlir_tests/bef_executor/error_code.mlir.
 
 // CHECK-LABEL: --- Running 'test_error_code'
 func.func @test_error_code() -> i32 {

@@ -1,6 +1,6 @@
 // RUN: bef_executor_lite %s.bef --test_init_function __init__ --functions print_hello,print_bye 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/init.mlir (spec 5.2, 6.1): the init function
+// Reconstruction of TFRT's mlir_tests/bef_executor/init.mlir: the init function
 // runs first, then the listed functions in the given order.
 
 // CHECK: --- Running '__init__':

@@ -1,9 +1,9 @@
 // RUN: bef_executor_lite %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/lifetimes.mlir (spec 5.2, class H+O): the
+// Reconstruction of TFRT's mlir_tests/bef_executor/lifetimes.mlir: the
 // exact construction / move / destruction order of `vt.value`s, which depends on stream analysis
 // (module `tfrt.cost_threshold = 1`), the LIFO inline queue, stream-sorted tasks and values dying
-// right after their last user (spec 2.2, 2.3 worked example 2).
+// right after their last user (docs/executor.md).
 
 module attributes {tfrt.cost_threshold = 1 : i64} {
 

@@ -1,6 +1,6 @@
 // RUN: cat %s.bef | not bef_executor_lite 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/memory_leak.mlir (spec 5.2, 1.11): the
+// Reconstruction of TFRT's mlir_tests/bef_executor/memory_leak.mlir: the
 // leak-check allocator reports the leaked allocation at exit and the driver exits 1.
 
 // CHECK-LABEL: --- Running 'memory_leak'

@@ -1,6 +1,6 @@
 // RUN: bef_executor_lite %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/native_function.mlir (spec 5.2, 2.7): native
+// Reconstruction of TFRT's mlir_tests/bef_executor/native_function.mlir: native
 // functions called through tfrt.call.
 
 func.func private @native_add(%a: i32, %b: i32) -> i32 attributes {tfrt.native}

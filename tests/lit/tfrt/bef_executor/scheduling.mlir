@@ -1,7 +1,7 @@
 // RUN: bef_executor_lite --work_queue_type=mstd %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/scheduling.mlir (spec 5.2, 2.3 worked
-// example 3): LIFO processing of the inline queue, and kernels of other streams running on
+// Reconstruction of TFRT's mlir_tests/bef_executor/scheduling.mlir (docs/executor.md,
+// Scheduling): LIFO processing of the inline queue, and kernels of other streams running on
 // worker threads.
 
 module attributes {tfrt.cost_threshold = 10 : i64} {

@@ -1,6 +1,6 @@
 // RUN: bef_executor_lite --work_queue_type=s %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/single_threaded_work_queue.mlir (spec 5.2):
+// Reconstruction of TFRT's mlir_tests/bef_executor/single_threaded_work_queue.mlir:
 // an error input combined with an input that is produced asynchronously on the single-threaded
 // queue; the dependent kernel waits for the async value, then is skipped with the error.
 

@@ -1,6 +1,6 @@
 // RUN: bef_executor_lite %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/sync_basics.mlir (spec 5.2, 2.6): sync
+// Reconstruction of TFRT's mlir_tests/bef_executor/sync_basics.mlir: sync
 // functions, fibonacci, sync errors (returned, never emitted: the expected-error annotations below
 // are never verified because no diagnostic points into this file), remaining/repeated arguments,
 // many attributes, invoke_sync_function from async code.

@@ -1,7 +1,7 @@
 // RUN: bef_executor_lite %s.bef | FileCheck %s --dump-input=fail
 // RUN: tfrt_opt %s | tfrt_opt
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/sync_benchmark.mlir (spec 5.2, 4.3).
+// Reconstruction of TFRT's mlir_tests/bef_executor/sync_benchmark.mlir.
 
 // CHECK-LABEL: --- Not running 'fibonacci.i32' because it has arguments
 func.func @fibonacci.i32(%0: i32, %1: i32) attributes {tfrt.sync} {

@@ -1,6 +1,6 @@
 // RUN: bef_executor_lite %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/tutorial.mlir (spec 5.2, 4.4).
+// Reconstruction of TFRT's mlir_tests/bef_executor/tutorial.mlir.
 
 // CHECK-LABEL: --- Running 'hello'
 func.func @hello() {

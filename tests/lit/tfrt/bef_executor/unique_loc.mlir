@@ -1,6 +1,6 @@
 // RUN: bef_executor_lite %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/unique_loc.mlir (spec 5.2, 4.3): every kernel
+// Reconstruction of TFRT's mlir_tests/bef_executor/unique_loc.mlir: every kernel
 // gets its own location record even when all of them are `loc(unknown)`.
 
 // CHECK-LABEL: --- Running 'unique_loc'

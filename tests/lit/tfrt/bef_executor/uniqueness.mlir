@@ -1,7 +1,7 @@
 // RUN: bef_executor_lite %s.bef | FileCheck %s --dump-input=fail
 // RUN: bef_executor_lite -work_queue_type=mstd %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_executor/uniqueness.mlir (spec 5.2, 2.9): IsUnique()
+// Reconstruction of TFRT's mlir_tests/bef_executor/uniqueness.mlir: IsUnique()
 // is false for a value shared by several users and for values produced through tfrt.call
 // (indirect results) or make_indirect.
 

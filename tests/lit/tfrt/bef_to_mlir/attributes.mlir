@@ -1,6 +1,6 @@
 // RUN: tfrt_translate -bef-to-mlir %s.bef | tfrt_opt -allow-unregistered-dialect | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_to_mlir/attributes.mlir (spec 3.10, 5.2): every
+// Reconstruction of TFRT's mlir_tests/bef_to_mlir/attributes.mlir: every
 // attribute kind survives the MLIR -> BEF -> MLIR round trip.
 
 // CHECK-LABEL: func.func @bool_attrs

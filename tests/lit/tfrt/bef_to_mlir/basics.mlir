@@ -1,6 +1,6 @@
 // RUN: tfrt_translate --bef-to-mlir %s.bef | tfrt_opt | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_to_mlir/basics.mlir (spec 3.10): functions, arguments,
+// Reconstruction of TFRT's mlir_tests/bef_to_mlir/basics.mlir: functions, arguments,
 // calls, if with regions and print chains are rebuilt from the BEF file.
 
 // CHECK-LABEL: func.func @add(%arg0: i32, %arg1: i32) -> i32

@@ -1,6 +1,6 @@
 // RUN: tfrt_translate -bef-to-mlir %s.bef | tfrt_opt -allow-unregistered-dialect | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_to_mlir/many_users.mlir (spec 3.10): a value with
+// Reconstruction of TFRT's mlir_tests/bef_to_mlir/many_users.mlir: a value with
 // 290 users (a long used-by list) survives the round trip.
 
 // CHECK-LABEL: func.func @many_users

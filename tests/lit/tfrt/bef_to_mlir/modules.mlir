@@ -1,6 +1,6 @@
 // RUN: tfrt_translate -bef-to-mlir %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_to_mlir/modules.mlir (spec 3.10): a nested
+// Reconstruction of TFRT's mlir_tests/bef_to_mlir/modules.mlir: a nested
 // `tfrt.compiled` module referenced by a kernel is restored from the BEF file.
 
 // CHECK: module @kernels attributes {tfrt.compiled}

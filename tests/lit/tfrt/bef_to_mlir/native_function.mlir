@@ -1,6 +1,6 @@
 // RUN: tfrt_translate --bef-to-mlir %s.bef | tfrt_opt | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_to_mlir/native_function.mlir (spec 3.10): a native
+// Reconstruction of TFRT's mlir_tests/bef_to_mlir/native_function.mlir: a native
 // function declaration is restored as a private declaration with `tfrt.native`.
 
 // CHECK-LABEL: func.func private @native_add(i32, i32) -> i32 attributes {tfrt.native}

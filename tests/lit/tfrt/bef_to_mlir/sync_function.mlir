@@ -1,6 +1,6 @@
 // RUN: tfrt_translate -bef-to-mlir %s.bef | tfrt_opt | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/bef_to_mlir/sync_function.mlir (spec 3.10): the `tfrt.sync`
+// Reconstruction of TFRT's mlir_tests/bef_to_mlir/sync_function.mlir: the `tfrt.sync`
 // attribute is restored.
 
 // CHECK-LABEL: func.func @sync_add(%arg0: i32, %arg1: i32) -> i32 attributes {tfrt.sync}

@@ -1,6 +1,6 @@
 // RUN: cat %s.bef | code_size_test_driver | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/code_size_test_app/fib.mlir (spec 5.2, 6.4): a recursive
+// Reconstruction of TFRT's mlir_tests/code_size_test_app/fib.mlir: a recursive
 // fibonacci with only the integer and control-flow kernels, run by the minimal driver.
 
 // CHECK: --- Not running 'fib' because it has arguments.

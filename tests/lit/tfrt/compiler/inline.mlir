@@ -1,6 +1,6 @@
 // RUN: tfrt_opt -inline %s | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/compiler/inline.mlir (spec 5.2): the tfrt.call of a private
+// Reconstruction of TFRT's mlir_tests/compiler/inline.mlir: the tfrt.call of a private
 // callee is inlined and the callee disappears.
 
 // CHECK-NOT: func private @callee

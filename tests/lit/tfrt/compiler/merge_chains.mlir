@@ -1,7 +1,7 @@
 // RUN: tfrt_opt -canonicalize --split-input-file %s | FileCheck %s --dump-input=fail
 // no_bef_translation
 
-// Reconstruction of TFRT's mlir_tests/compiler/merge_chains.mlir (spec 5.2): canonicalization of
+// Reconstruction of TFRT's mlir_tests/compiler/merge_chains.mlir: canonicalization of
 // tfrt.merge.chains drops operands that have other uses; with none left the op folds away.
 
 // CHECK-LABEL: func @merge_chains_fold

@@ -1,7 +1,7 @@
 // RUN: tfrt_opt %s -split-input-file -verify-diagnostics
 // no_bef_translation
 
-// Reconstruction of TFRT's mlir_tests/compiler/opt_err.mlir (spec 5.2, 4.3).
+// Reconstruction of TFRT's mlir_tests/compiler/opt_err.mlir.
 
 func.func @invalid_cost() -> i32 {
   %c0 = tfrt.constant.i32 0

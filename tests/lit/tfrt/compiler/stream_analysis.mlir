@@ -1,7 +1,7 @@
 // RUN: tfrt_opt -tfrt-print-stream -verify-diagnostics %s
 // no_bef_translation
 
-// Reconstruction of TFRT's mlir_tests/compiler/stream_analysis.mlir (spec 2.5, 5.2): the stream
+// Reconstruction of TFRT's mlir_tests/compiler/stream_analysis.mlir: the stream
 // id, stream cost, parent stream and child streams of every op, printed as remarks.
 
 // The function's own remark: the root stream.

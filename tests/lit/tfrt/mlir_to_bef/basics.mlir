@@ -1,6 +1,6 @@
 // RUN: tfrt_translate --bef-to-mlir %s.bef | FileCheck %s
 
-// Reconstruction of TFRT's mlir_tests/mlir_to_bef/basics.mlir (spec 3.9, 5.2): translation of
+// Reconstruction of TFRT's mlir_tests/mlir_to_bef/basics.mlir: translation of
 // unregistered ops with attributes, arguments and a call succeeds.
 
 // The BEF holds both functions with their kernels and attributes.

@@ -1,4 +1,4 @@
-// Reconstruction of TFRT's mlir_tests/mlir_to_bef/err.mlir (spec 3.9): every mlir_to_bef error.
+// Reconstruction of TFRT's mlir_tests/mlir_to_bef/err.mlir: every mlir_to_bef error.
 // RUN: tfrt_translate -mlir-to-bef -split-input-file -verify-diagnostics %s
 // no_bef_translation
 

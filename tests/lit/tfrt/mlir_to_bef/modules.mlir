@@ -1,6 +1,6 @@
 // RUN: tfrt_translate --bef-to-mlir %s.bef | FileCheck %s
 
-// Reconstruction of TFRT's mlir_tests/mlir_to_bef/modules.mlir (spec 3.9): a nested module with
+// Reconstruction of TFRT's mlir_tests/mlir_to_bef/modules.mlir: a nested module with
 // the `tfrt.compiled` attribute, referenced by a kernel's symbol attribute, is encoded as a
 // compilation unit.
 

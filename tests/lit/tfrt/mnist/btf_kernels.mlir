@@ -2,7 +2,7 @@
 // (--data_dir: the data file is under the working directory; /tmp/invalid_path is allowed
 // so that the missing file gives TFRT's own message; see docs/security.md.)
 
-// Reconstruction of TFRT's backends/cpu/mlir_tests/mnist/btf_kernels.mlir (spec 5.3, 3.12):
+// Reconstruction of TFRT's backends/cpu/mlir_tests/mnist/btf_kernels.mlir:
 // reading i32 tensors (including an empty [0] tensor) from a BTF file, and the invalid-path error.
 // The data file is written by tests/lit/tfrt/mnist/Inputs/make_inputs.py.
 

@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's backends/cpu/mlir_tests/mnist/matmul.mlir (spec 5.3, 4.7): i32 and f32
+// Reconstruction of TFRT's backends/cpu/mlir_tests/mnist/matmul.mlir: i32 and f32
 // matmul against expected products stored in a BTF file, and a small benchmark.
 // The data file is written by tests/lit/tfrt/mnist/Inputs/make_inputs.py.
 

@@ -1,7 +1,7 @@
 // RUN: bef_executor %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's backends/cpu/mlir_tests/mnist/mnist_tensor_kernels.mlir (spec 5.3,
-// 4.7): relu, add, equal, matmul, argmax, reduce_mean and cast on small tensors.
+// Reconstruction of TFRT's backends/cpu/mlir_tests/mnist/mnist_tensor_kernels.mlir
+// (docs/kernels.md): relu, add, equal, matmul, argmax, reduce_mean and cast on small tensors.
 
 // CHECK-LABEL: --- Running 'mnist_tensor_kernels'
 func.func @mnist_tensor_kernels() {

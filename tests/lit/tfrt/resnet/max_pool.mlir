@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef | FileCheck %s --dump-input=always
 
-// Reconstruction of TFRT's backends/cpu/mlir_tests/resnet/max_pool.mlir (spec 5.3, 4.7): NHWC max
+// Reconstruction of TFRT's backends/cpu/mlir_tests/resnet/max_pool.mlir: NHWC max
 // pooling with "valid" and "same" padding against expected outputs stored in a BTF file
 // (written by tests/lit/tfrt/mnist/Inputs/make_inputs.py).
 

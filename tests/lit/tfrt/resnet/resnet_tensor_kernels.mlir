@@ -1,7 +1,7 @@
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's backends/cpu/mlir_tests/resnet/resnet_tensor_kernels.mlir (spec 5.3,
-// 4.7): flatten, and the padding / output-shape errors of max pooling.
+// Reconstruction of TFRT's backends/cpu/mlir_tests/resnet/resnet_tensor_kernels.mlir
+// (docs/kernels.md): flatten, and the padding / output-shape errors of max pooling.
 
 // CHECK-LABEL: --- Running 'flatten'
 func.func @flatten() {

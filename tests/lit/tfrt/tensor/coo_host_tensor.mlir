@@ -1,7 +1,7 @@
 // RUN: bef_executor %s.bef | FileCheck %s --dump-input=fail
 // RUN: tfrt_opt %s | tfrt_opt
 
-// Reconstruction of TFRT's mlir_tests/tensor/coo_host_tensor.mlir (spec 5.2, 4.6): DHT <-> COO
+// Reconstruction of TFRT's mlir_tests/tensor/coo_host_tensor.mlir: DHT <-> COO
 // conversion, printing (with its extra empty line) and equality.
 
 // CHECK-LABEL: --- Running 'basic_coo_tensor'

@@ -1,7 +1,7 @@
 // RUN: tfrt_opt %s -split-input-file --verify-diagnostics
 // no_bef_translation
 
-// Reconstruction of TFRT's mlir_tests/tensor/kernel_errors.mlir (spec 5.2, 4.5): the result type
+// Reconstruction of TFRT's mlir_tests/tensor/kernel_errors.mlir: the result type
 // constraint of ts.build_shape.
 
 func.func @build_shape_bad_result_type() {

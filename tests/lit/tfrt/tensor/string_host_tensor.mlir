@@ -1,6 +1,6 @@
 // RUN: bef_executor %s.bef | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/tensor/string_host_tensor.mlir (spec 5.2, 4.6).
+// Reconstruction of TFRT's mlir_tests/tensor/string_host_tensor.mlir.
 
 // CHECK-LABEL: --- Running 'basic'
 func.func @basic() -> !tfrt.chain {

@@ -1,7 +1,7 @@
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s --dump-input=fail
 // RUN: tfrt_opt %s | tfrt_opt
 
-// Reconstruction of TFRT's mlir_tests/tensor/tensor_shape.mlir (spec 5.2, 4.5): shapes, partial
+// Reconstruction of TFRT's mlir_tests/tensor/tensor_shape.mlir: shapes, partial
 // shapes, fixed-rank shapes, representation edge cases and the errors of ts.to_shape.
 
 // CHECK-LABEL: --- Running 'build_shape'

@@ -1,6 +1,6 @@
 // RUN: bef_executor_debug_tracing --enable_tracing --tracing_level=debug %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
-// Reconstruction of TFRT's mlir_tests/tracing/simple.mlir (spec 5.2): the debug tracing sink's
+// Reconstruction of TFRT's mlir_tests/tracing/simple.mlir: the debug tracing sink's
 // scopes appear after the normal output.
 
 // CHECK-LABEL: --- Running 'print_test'
