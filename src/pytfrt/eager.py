@@ -458,7 +458,9 @@ def constant(value: Any, dtype: DType | str | Any = None) -> Tensor:
     """A tensor holding ``value`` (an ndarray is wrapped without copying).
 
     ``dtype`` may be a pytfrt DType, a TFRT dtype name (``"f32"``, ``"bf16"``) or a NumPy dtype.
-    Strings (or arrays of them) become string tensors.
+    Without one, Python floats and ints (and lists of them) become float32 and int32, as in TF;
+    NumPy arrays and scalars keep their dtype.  Strings (or arrays of them) become string
+    tensors.
     """
     if isinstance(value, Tensor | TracedBase):
         return value  # type: ignore[return-value]
@@ -469,6 +471,12 @@ def constant(value: Any, dtype: DType | str | Any = None) -> Tensor:
         np_dtype = dtype_from_name(dtype) if isinstance(dtype, str) else dtype
         np_dtype = np_dtype.np_dtype if isinstance(np_dtype, DType) else np.dtype(np_dtype)
     array = np.asarray(value, dtype=np_dtype)
+    if np_dtype is None and not isinstance(value, np.ndarray | np.generic):
+        # Python numbers and lists of them: TF's defaults, float32 and int32
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        elif array.dtype == np.int64:
+            array = array.astype(np.int32)
     if array.dtype.kind in "US" or (array.dtype == object and array.size
                                     and isinstance(array.reshape(-1)[0], str)):
         return _available(StringHostTensor.create(array.shape, array.reshape(-1).tolist()))
