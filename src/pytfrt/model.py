@@ -160,7 +160,10 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
     functions of the ``tg.*`` kernels directly on ndarrays (registers hold arrays, resources
     are constants of the function: no DenseHostTensor wrapping, no argument list), inlines the
     arena's buffer reuse (:meth:`Arena.run`), releases each local after its last use, and
-    returns the outputs in the signature's structure.  Kernels not made from a compute
+    returns the outputs in the signature's structure.  A compute function with a ``specialize``
+    attribute is asked once for a version bound to its attributes and constant operands
+    (``fn.specialize(constants, **attrs)`` -> a function of the operands and ``out``, or
+    ``None``; e.g. the dense-layer ``matmul``).  Kernels not made from a compute
     function (variables, glue) are called through their registry entry on DenseHostTensors.
     The first kernel exception stops the call and is raised as :class:`ModelError` with its
     message, as the sync executor reports it (``pytfrt.executor.sync_executor``).  The BEF
@@ -253,12 +256,19 @@ def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Se
         return lines
     attrs = dict(zip(ck.attrs, k.attrs, strict=True))
     operands = list(k.operands[1:] if ck.buffered else k.operands)
-    ns[f"_c{i}"] = ck.fn
-    kw = []
     buffer = attrs.pop("buffer", None)
-    for j, (name, value) in enumerate(sorted(attrs.items())):
-        ns[f"_v{i}_{j}"] = value
-        kw.append(f"**{{{name!r}: _v{i}_{j}}}" if keyword.iskeyword(name) else f"{name}=_v{i}_{j}")
+    kw = []
+    # a compute function may specialise itself for its attributes and constant operands
+    specialize = getattr(ck.fn, "specialize", None)
+    fn = specialize({j: resources[r] for j, r in enumerate(operands) if r in resources},
+                    **attrs) if specialize is not None else None
+    if fn is None:
+        fn = ck.fn
+        for j, (name, value) in enumerate(sorted(attrs.items())):
+            ns[f"_v{i}_{j}"] = value
+            kw.append(f"**{{{name!r}: _v{i}_{j}}}" if keyword.iskeyword(name)
+                      else f"{name}=_v{i}_{j}")
+    ns[f"_c{i}"] = fn
     args = [ref(r) for r in operands]
 
     def invoke(out: str | None) -> str:

@@ -176,3 +176,33 @@ def test_peak_memory_of_a_call_is_below_twice_weights_plus_activations() -> None
     # the traced peak of a steady-state call: only the result is new
     assert peak - base <= y.nbytes + 64 * 1024
     assert peak - base < 2 * weights + activations
+
+
+@pytest.mark.parametrize("activation", ["relu", "none"])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_specialised_dense_matmul_equals_the_general_one(activation: str,
+                                                         transpose_b: bool) -> None:
+    from pytfrt.backends.cpu import graph_nn
+
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((6, 5) if transpose_b else (5, 6)).astype(np.float32)
+    bias = rng.standard_normal(6).astype(np.float32)
+    attrs = dict(transpose_a=False, transpose_b=transpose_b, activation=activation, alpha=0.0,
+                 epilogue_operands=(1, 0))
+    dense = graph_nn.matmul.specialize({1: w, 2: bias}, **attrs)  # type: ignore[attr-defined]
+    assert dense is not None
+    for rows in (1, 3, 150_000):  # the last one is past the short path: the general entry
+        a = rng.standard_normal((rows, 5)).astype(np.float32)
+        want = (a.astype(np.float64) @ (w.T if transpose_b else w) + bias)
+        if activation == "relu":
+            want = np.maximum(want, 0)
+        np.testing.assert_allclose(dense(a, w, bias), want, rtol=1e-4, atol=1e-4)
+        out = np.empty((rows, 6), np.float32)
+        assert dense(a, w, bias, out=out) is out
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(Exception, match="dtype"):  # a wrong input: the general entry's error
+        dense(np.ones((2, 5), np.float64), w, bias)
+    # no constant weight, a residual or another activation: not specialised
+    assert graph_nn.matmul.specialize({2: bias}, **attrs) is None  # type: ignore[attr-defined]
+    assert graph_nn.matmul.specialize(  # type: ignore[attr-defined]
+        {1: w}, **{**attrs, "activation": "tanh", "epilogue_operands": (0, 0)}) is None

@@ -81,6 +81,49 @@ def matmul(a: np.ndarray, b: np.ndarray, *extra: np.ndarray, transpose_a: bool,
                        residual=residual, activation=activation, alpha=alpha, out=out)
 
 
+def _specialize_matmul(constants: dict[int, np.ndarray], *, transpose_a: bool,
+                       transpose_b: bool, activation: str, alpha: float,
+                       epilogue_operands: tuple[int, ...]) -> Any:
+    """A dense layer whose weight (and bias) are constants of the model: :func:`matmul`'s short
+    path with the weight checks done once, or ``None`` when it does not apply.
+
+    ``constants`` maps operand indices to the arrays those operands always are (the function
+    returned relies on it); other calls go to :func:`matmul` with the attributes.
+    """
+    w = constants.get(1)
+    f0, f1 = epilogue_operands
+    bias = constants.get(2) if f0 else None
+    if (w is None or transpose_a or f1 or w.ndim != 2 or w.dtype.kind != "f"
+            or activation not in ("relu", "none") or (f0 and bias is None)):
+        return None
+    ww = w.T if transpose_b else w
+    k, n = ww.shape
+    if bias is not None and (bias.shape != (n,) or bias.dtype != w.dtype):
+        return None
+    rows = SMALL_MATMUL // max(w.size, 1)
+    dt = w.dtype
+    relu = activation == "relu"
+    attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b, activation=activation,
+                 alpha=alpha, epilogue_operands=epilogue_operands)
+    mm, maximum = np.matmul, np.maximum
+
+    def dense(a: np.ndarray, b: np.ndarray, *extra: np.ndarray,
+              out: np.ndarray | None = None) -> np.ndarray:
+        if a.ndim == 2 and a.shape[1] == k and a.dtype is dt and a.shape[0] <= rows:
+            y = mm(a, ww, out=out)
+            if bias is not None:
+                y += bias
+            if relu:
+                maximum(y, 0, out=y)
+            return y
+        return matmul(a, b, *extra, **attrs, out=out)
+
+    return dense
+
+
+matmul.specialize = _specialize_matmul  # type: ignore[attr-defined]
+
+
 def _same_pads(x_shape: tuple[int, ...], k: tuple[int, int], layout: str,
                strides: tuple[int, ...], dilations: tuple[int, ...]) -> tuple[int, int, int, int]:
     """TF's SAME padding for the input's spatial size (conv.same_pads on a window of ``k``)."""
