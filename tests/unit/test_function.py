@@ -216,3 +216,13 @@ def test_value_and_grad_adapts_to_data_parallel_in_one_line():
     np.testing.assert_allclose(out[0], jv, rtol=1e-5)
     np.testing.assert_allclose(out[1], jw, rtol=1e-5)
     np.testing.assert_allclose(out[2], jb, rtol=1e-5)
+
+
+@pytest.mark.parametrize("key", [
+    (slice(None, None, -1),), (slice(3, 0, -2), slice(None, None, -2)), (-1, slice(1, -1)),
+    (Ellipsis, None, 2), (1,), (slice(-3, None), 0),
+], ids=str)
+def test_indexing_matches_numpy(key):
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    f = pytfrt.function(lambda x: x[key])
+    np.testing.assert_array_equal(f(a), a[key])
