@@ -100,7 +100,7 @@ def test_task_counts_match_brute_force(n: int, levels: int) -> None:
 
 
 def test_task_count_of_the_original_program() -> None:
-    # Spec 8.7: the C++ pool reports 11,167 tasks for 14/4 (root included).
+    # docs/nqueens.md: the C++ pool reports 11,167 tasks for 14/4 (root included).
     assert count_tasks(14, 4) == 11167
 
 

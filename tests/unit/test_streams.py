@@ -145,7 +145,7 @@ def allocator_function():  # type: ignore[no-untyped-def]
 
 
 def test_allocator_example() -> None:
-    """Spec 2.3 example 1: return 0, x2 1, x1 2, x0 3; run order x0, x2, x1."""
+    """TFRT's allocator.mlir case: return 0, x2 1, x1 2, x0 3; run order x0, x2, x1."""
     fn = allocator_function()
     a = analyze_streams(fn)
     assert a.cost_from_root_mode and a.threshold == 1
@@ -157,7 +157,7 @@ def test_allocator_example() -> None:
 
 
 def test_lifetimes_test_linear() -> None:
-    """Spec 2.3 example 2 (cost_threshold 1): the stream ids and the vt.value print order."""
+    """TFRT's lifetimes test_linear (cost_threshold 1): stream ids and vt.value print order."""
     types = {"ch0": CHAIN, "pch": CHAIN}
     ops = [
         ("tfrt.new.chain", [], ["ch0"]),
@@ -190,7 +190,7 @@ def lifo_function():  # type: ignore[no-untyped-def]
 
 
 def test_lifo_scheduling() -> None:
-    """Spec 2.3 example 3: all in stream 0; id 0 then id 2 run back to back."""
+    """TFRT's scheduling.mlir lifo case: all in stream 0; id 0 then id 2 run back to back."""
     fn = lifo_function()
     assign_stream_ids(Program([fn]))
     assert {k.stream_id for k in fn.kernels} == {0}
