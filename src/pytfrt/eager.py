@@ -470,17 +470,23 @@ def constant(value: Any, dtype: DType | str | Any = None) -> Tensor:
     if dtype is not None:
         np_dtype = dtype_from_name(dtype) if isinstance(dtype, str) else dtype
         np_dtype = np_dtype.np_dtype if isinstance(np_dtype, DType) else np.dtype(np_dtype)
-    array = np.asarray(value, dtype=np_dtype)
-    if np_dtype is None and not isinstance(value, np.ndarray | np.generic):
-        # Python numbers and lists of them: TF's defaults, float32 and int32
-        if array.dtype == np.float64:
-            array = array.astype(np.float32)
-        elif array.dtype == np.int64:
-            array = array.astype(np.int32)
+    array = np.asarray(value, dtype=np_dtype) if np_dtype is not None else as_array(value)
     if array.dtype.kind in "US" or (array.dtype == object and array.size
                                     and isinstance(array.reshape(-1)[0], str)):
         return _available(StringHostTensor.create(array.shape, array.reshape(-1).tolist()))
     return _available(array)
+
+
+def as_array(value: Any) -> np.ndarray:
+    """``np.asarray(value)``, except that Python floats and ints (and lists of them) become
+    float32 and int32, TF's defaults (NumPy arrays and scalars keep their dtype)."""
+    array = np.asarray(value)
+    if not isinstance(value, np.ndarray | np.generic):
+        if array.dtype == np.float64:
+            return array.astype(np.float32)
+        if array.dtype == np.int64:
+            return array.astype(np.int32)
+    return array
 
 
 def _adopt(handle: TensorHandle) -> Tensor:
@@ -959,6 +965,8 @@ __all__ = [
     "EagerOpError",
     "TracedBase",
     "arange",
+    "as_array",
+    "call_site",
     "dtype_to_numpy",
     "greater",
     "greater_equal",

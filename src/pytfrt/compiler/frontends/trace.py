@@ -108,13 +108,7 @@ class Tracer:
     # -- emitting ops -------------------------------------------------------------------------
     def constant(self, value: Any, dtype: Any = None) -> TracedValue:
         """A constant of this function (an inline value or a weight)."""
-        arr = np.asarray(value, dtype=dtype)
-        if dtype is None and not isinstance(value, np.ndarray | np.generic):
-            # Python numbers (and lists of them): TF's defaults, float32 and int32
-            if arr.dtype == np.float64:
-                arr = arr.astype(np.float32)
-            elif arr.dtype == np.int64:
-                arr = arr.astype(np.int32)
+        arr = np.asarray(value, dtype=dtype) if dtype is not None else eager.as_array(value)
         try:
             return TracedValue(self, self.fb.constant(arr))
         except GraphError as exc:
