@@ -35,16 +35,23 @@ def _finish(y: np.ndarray, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     return out
 
 
+def _shifted(
+    op: str, x: np.ndarray, axis: int, out: np.ndarray | None
+) -> tuple[np.ndarray, int]:
+    """The checks of (log-)softmax, then ``x - max(x)`` along the axis in the working dtype."""
+    work = _check_float(op, x)
+    ax = _axis(op, axis, x.ndim)
+    check_out(op, out, x.shape, x.dtype)
+    return np.subtract(x, np.max(x, axis=ax, keepdims=True), dtype=work), ax
+
+
 def softmax(x: np.ndarray, axis: int = -1, out: np.ndarray | None = None) -> np.ndarray:
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``.
 
     Raises:
         OpError: a non-float ``x``, an axis out of range, a bad ``out``.
     """
-    work = _check_float("softmax", x)
-    ax = _axis("softmax", axis, x.ndim)
-    check_out("softmax", out, x.shape, x.dtype)
-    y = np.subtract(x, np.max(x, axis=ax, keepdims=True), dtype=work)
+    y, ax = _shifted("softmax", x, axis, out)
     np.exp(y, out=y)
     y /= np.sum(y, axis=ax, keepdims=True)
     return _finish(y, x, out)
@@ -56,10 +63,7 @@ def log_softmax(x: np.ndarray, axis: int = -1, out: np.ndarray | None = None) ->
     Raises:
         OpError: a non-float ``x``, an axis out of range, a bad ``out``.
     """
-    work = _check_float("log_softmax", x)
-    ax = _axis("log_softmax", axis, x.ndim)
-    check_out("log_softmax", out, x.shape, x.dtype)
-    y = np.subtract(x, np.max(x, axis=ax, keepdims=True), dtype=work)
+    y, ax = _shifted("log_softmax", x, axis, out)
     y -= np.log(np.sum(np.exp(y), axis=ax, keepdims=True))
     return _finish(y, x, out)
 
