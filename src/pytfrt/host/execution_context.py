@@ -107,6 +107,7 @@ class RequestContext:
         # are atomic; cancel() takes a snapshot.
         self._inflight: dict[int, tuple[IndirectAsyncValue[Any], str, Location]] = {}
         self._abandoned: list[tuple[str, Location]] = []
+        self._cancel_done = threading.Event()  # set once cancel() has abandoned everything
         self._timer: threading.Timer | None = None
         self.deadline: float | None = None
         """The deadline (``time.monotonic()`` seconds), or ``None``."""
@@ -128,7 +129,10 @@ class RequestContext:
             timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
-        self._abandon_inflight()
+        try:
+            self._abandon_inflight()
+        finally:
+            self._cancel_done.set()
 
     def set_deadline(self, seconds: float) -> None:
         """Cancel the request with ``Deadline exceeded`` ``seconds`` from now (unless done).
@@ -189,13 +193,20 @@ class RequestContext:
         for key, (proxy, name, location) in list(self._inflight.items()):
             if self._inflight.pop(key, None) is None:
                 continue  # finished (or abandoned) meanwhile
-            if proxy.try_forward_to(cancel.add_ref()):
-                self._abandoned.append((name, location))
-            else:
+            entry = (name, location)
+            self._abandoned.append(entry)  # before forwarding: that may wake a waiter at once
+            if not proxy.try_forward_to(cancel.add_ref()):
                 cancel.drop_ref()
+                self._abandoned.remove(entry)
 
     def unfinished(self) -> list[tuple[str, Location]]:
-        """The kernels whose results were abandoned by cancellation or the deadline."""
+        """The kernels whose results were abandoned by cancellation or the deadline.
+
+        Once cancelled, waits (up to 5 s) until ``cancel()`` has abandoned every in-flight
+        result, since a waiter may wake before the canceller is done.
+        """
+        if self._cancel_value is not None:
+            self._cancel_done.wait(5.0)
         return list(self._abandoned)
 
     def is_cancelled(self) -> bool:
