@@ -9,6 +9,8 @@ operands' float dtype. Pure functions: thread-safe.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -235,119 +237,47 @@ def broadcast_gradient_args(s0: np.ndarray, s1: np.ndarray) -> tuple[np.ndarray,
     return np.asarray(r0, dtype=s0.dtype), np.asarray(r1, dtype=s0.dtype)
 
 
-@_register("conv2d_backprop_input")
-def conv2d_backprop_input(
-    input_shape: np.ndarray,
-    w: np.ndarray,
-    dy: np.ndarray,
-    *,
-    layout: str,
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    pads: Sequence[int],
-    groups: int,
-    static_shape: Sequence[int],
-) -> np.ndarray:
-    """The gradient of ``conv2d`` with respect to its input (``conv.conv2d_backprop_input``)."""
-    from pytfrt.backends.cpu import conv
+def _forward(
+    op: str, module: str, operands: tuple[str, ...], attrs: tuple[str, ...], doc: str
+) -> Callable[..., Any]:
+    """Register ``op`` as ``pytfrt.backends.cpu.<module>.<op>`` called with ``operands`` and
+    ``attrs`` (all required), minus ``static_shape`` (the result's shape, which the callee works
+    out itself). The explicit signature is what ``graph_kernels.make_kernel`` reads."""
 
-    return conv.conv2d_backprop_input(
-        input_shape,
-        w,
-        dy,
-        layout=layout,
-        strides=strides,
-        dilations=dilations,
-        pads=pads,
-        groups=groups,
+    def compute(*args: np.ndarray, **kw: Any) -> np.ndarray:
+        kw.pop("static_shape", None)
+        # Imported at first call: the convolution and pooling modules are heavy (Numba).
+        target = getattr(importlib.import_module(f"pytfrt.backends.cpu.{module}"), op)
+        return target(*args, **kw)  # type: ignore[no-any-return]
+
+    P = inspect.Parameter
+    compute.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [P(n, P.POSITIONAL_OR_KEYWORD) for n in operands] + [P(n, P.KEYWORD_ONLY) for n in attrs]
     )
+    compute.__name__ = compute.__qualname__ = op
+    compute.__doc__ = doc
+    return _register(op)(compute)
 
 
-@_register("conv2d_backprop_filter")
-def conv2d_backprop_filter(
-    x: np.ndarray,
-    filter_shape: np.ndarray,
-    dy: np.ndarray,
-    *,
-    layout: str,
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    pads: Sequence[int],
-    groups: int,
-    static_shape: Sequence[int],
-) -> np.ndarray:
-    """The gradient of ``conv2d`` with respect to its filter (``conv.conv2d_backprop_filter``)."""
-    from pytfrt.backends.cpu import conv
-
-    return conv.conv2d_backprop_filter(
-        x,
-        filter_shape,
-        dy,
-        layout=layout,
-        strides=strides,
-        dilations=dilations,
-        pads=pads,
-        groups=groups,
-    )
-
-
-@_register("max_pool2d_grad")
-def max_pool2d_grad(
-    x: np.ndarray,
-    y: np.ndarray,
-    dy: np.ndarray,
-    *,
-    layout: str,
-    ksize: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilations: Sequence[int],
-    ceil_mode: bool,
-) -> np.ndarray:
-    """The gradient of ``max_pool2d`` (``pooling.max_pool2d_grad``: the first maximum wins)."""
-    from pytfrt.backends.cpu import pooling
-
-    return pooling.max_pool2d_grad(
-        x,
-        y,
-        dy,
-        layout=layout,
-        ksize=ksize,
-        strides=strides,
-        pads=pads,
-        dilations=dilations,
-        ceil_mode=ceil_mode,
-    )
-
-
-@_register("avg_pool2d_grad")
-def avg_pool2d_grad(
-    input_shape: np.ndarray,
-    dy: np.ndarray,
-    *,
-    layout: str,
-    ksize: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilations: Sequence[int],
-    ceil_mode: bool,
-    count_include_pad: bool,
-    static_shape: Sequence[int],
-) -> np.ndarray:
-    """The gradient of ``avg_pool2d`` (``pooling.avg_pool2d_grad``)."""
-    from pytfrt.backends.cpu import pooling
-
-    return pooling.avg_pool2d_grad(
-        input_shape,
-        dy,
-        layout=layout,
-        ksize=ksize,
-        strides=strides,
-        pads=pads,
-        dilations=dilations,
-        ceil_mode=ceil_mode,
-        count_include_pad=count_include_pad,
-    )
+_CONV = ("layout", "strides", "dilations", "pads", "groups", "static_shape")
+_POOL = ("layout", "ksize", "strides", "pads", "dilations", "ceil_mode")
+conv2d_backprop_input = _forward(
+    "conv2d_backprop_input", "conv", ("input_shape", "w", "dy"), _CONV,
+    "The gradient of ``conv2d`` with respect to its input (``conv.conv2d_backprop_input``).",
+)
+conv2d_backprop_filter = _forward(
+    "conv2d_backprop_filter", "conv", ("x", "filter_shape", "dy"), _CONV,
+    "The gradient of ``conv2d`` with respect to its filter (``conv.conv2d_backprop_filter``).",
+)
+max_pool2d_grad = _forward(
+    "max_pool2d_grad", "pooling", ("x", "y", "dy"), _POOL,
+    "The gradient of ``max_pool2d`` (``pooling.max_pool2d_grad``: the first maximum wins).",
+)
+avg_pool2d_grad = _forward(
+    "avg_pool2d_grad", "pooling", ("input_shape", "dy"),
+    (*_POOL, "count_include_pad", "static_shape"),
+    "The gradient of ``avg_pool2d`` (``pooling.avg_pool2d_grad``).",
+)
 
 
 # -- stateless random numbers (Philox4x32-10, as TF's CPU kernels) -------------------------------
