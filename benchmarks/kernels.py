@@ -6,6 +6,8 @@ MobileNetV2 depthwise convolutions, ResNet's max pool) three implementations com
 
 * ``pytfrt`` -- :func:`pytfrt.backends.cpu.conv.conv2d` with a plan made once (fused bias and
   ReLU, ``out=`` buffer), NHWC for ResNet (as Keras runs it) and MobileNet;
+* ``builtin`` -- the same with the algorithm ``auto`` picks when oneDNN's convolution primitive
+  is not used (im2col/Winograd + GEMM, or depthwise loops; ``docs/kernels.md``);
 * ``numpy`` -- the plain NumPy formulation: pad, im2col with ``sliding_window_view``, one
   ``tensordot`` (OpenBLAS), then ``np.maximum(y + b, 0)`` (depthwise: per-tap multiply-adds);
 * ``onnxruntime`` -- a one-node ONNX model (``Conv`` with bias, then ``Relu``; NCHW, its
@@ -133,16 +135,23 @@ def bench_layer(spec, batch, repeats, rng):  # type: ignore[no-untyped-def]
         np.float32
     )
     b = rng.uniform(-0.1, 0.1, cout).astype(np.float32)
-    plan = conv.plan_conv2d(
-        w,
-        layout="NHWC",
-        strides=(stride, stride),
-        pads=pads,
-        groups=groups,
-        bias=b,
-        activation="relu",
-    )
+
+    def make_plan(algorithm: str) -> conv.ConvPlan:
+        return conv.plan_conv2d(
+            w,
+            layout="NHWC",
+            strides=(stride, stride),
+            pads=pads,
+            groups=groups,
+            bias=b,
+            activation="relu",
+            algorithm=algorithm,
+        )
+
+    plan = make_plan("auto")
     out = np.empty(plan.output_shape(x.shape), np.float32)
+    builtin_algo = plan.builtin_algorithm_for(out.shape)
+    builtin = make_plan(builtin_algo)
     x_nchw = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
     sess = onnx_session(
         h, cin, cout, k, stride, pads, groups, np.ascontiguousarray(w.transpose(3, 2, 0, 1)), b
@@ -151,7 +160,8 @@ def bench_layer(spec, batch, repeats, rng):  # type: ignore[no-untyped-def]
     ref = numpy_conv(x, w, b, stride, pads, groups)
     ort_y = sess.run(None, {"x": x_nchw})[0].transpose(0, 2, 3, 1)
     scale = float(np.abs(ref).max()) or 1.0
-    err = max(float(np.abs(ours - ref).max()), float(np.abs(ort_y - ref).max())) / scale
+    theirs = conv.conv2d(builtin, x)
+    err = max(float(np.abs(y - ref).max()) for y in (ours, ort_y, theirs)) / scale
     flops = 2.0 * out.size * k * k * cin / groups
     row = {
         "layer": name,
@@ -159,6 +169,8 @@ def bench_layer(spec, batch, repeats, rng):  # type: ignore[no-untyped-def]
         "algorithm": plan.algorithm_for(out.shape),
         "gflop": flops / 1e9,
         "pytfrt_ms": median_ms(lambda: conv.conv2d(plan, x, out=out), repeats),
+        "builtin_algorithm": builtin_algo,
+        "builtin_ms": median_ms(lambda: conv.conv2d(builtin, x, out=out), repeats),
         "numpy_ms": median_ms(lambda: numpy_conv(x, w, b, stride, pads, groups), repeats),
         "onnxruntime_ms": median_ms(lambda: sess.run(None, {"x": x_nchw}), repeats),
         "max_rel_diff": err,
@@ -203,6 +215,8 @@ def bench_maxpool(batch, repeats, rng):  # type: ignore[no-untyped-def]
         "algorithm": "strided views",
         "gflop": 0.0,
         "pytfrt_ms": median_ms(ours, repeats),
+        "builtin_algorithm": "strided views",
+        "builtin_ms": float("nan"),
         "numpy_ms": median_ms(plain, repeats),
         "onnxruntime_ms": median_ms(lambda: sess.run(None, {"x": x_nchw}), repeats),
         "max_rel_diff": diff,
@@ -231,11 +245,13 @@ def main(argv: list[str] | None = None) -> int:
         sel = [r for r in rows if r["batch"] == batch and not r["layer"].startswith(("dw", "max"))]
         if sel:
             totals[f"resnet distinct convs b{batch}"] = {
-                k: sum(r[k] for r in sel) for k in ("pytfrt_ms", "numpy_ms", "onnxruntime_ms")
+                k: sum(r[k] for r in sel)
+                for k in ("pytfrt_ms", "builtin_ms", "numpy_ms", "onnxruntime_ms")
             }
     for name, t in totals.items():
         print(
-            f"{name}: pytfrt {t['pytfrt_ms']:.1f} ms, numpy {t['numpy_ms']:.1f} ms, "
+            f"{name}: pytfrt {t['pytfrt_ms']:.1f} ms, builtin {t['builtin_ms']:.1f} ms, "
+            f"numpy {t['numpy_ms']:.1f} ms, "
             f"onnxruntime {t['onnxruntime_ms']:.1f} ms "
             f"(pytfrt/ort {t['pytfrt_ms'] / t['onnxruntime_ms']:.2f}x)"
         )
@@ -261,6 +277,7 @@ def print_row(r: dict) -> None:  # type: ignore[type-arg]
     best = min(r["numpy_ms"], r["onnxruntime_ms"])
     print(
         f"b{r['batch']} {r['layer']:<22} {r['algorithm']:<9} pytfrt {r['pytfrt_ms']:8.3f} ms  "
+        f"builtin({r['builtin_algorithm'][:9]}) {r['builtin_ms']:8.3f}  "
         f"numpy {r['numpy_ms']:8.3f}  ort {r['onnxruntime_ms']:8.3f}  "
         f"pytfrt/ort {r['pytfrt_ms'] / r['onnxruntime_ms']:5.2f}x  "
         f"pytfrt/best {r['pytfrt_ms'] / best:5.2f}x  diff {r['max_rel_diff']:.1e}",

@@ -430,24 +430,25 @@ def test_numpy_gemm_fallback_matches(monkeypatch, layout, k, stride, pads, group
 
 
 def test_auto_algorithm_choice():
+    # The built-in cost model (oneDNN's primitive, when installed, runs before it).
     w3 = np.ones((3, 3, 512, 512), np.float32)
     plan = conv.plan_conv2d(w3, layout="NHWC", pads=(1, 1, 1, 1))
     # Batch 1 on 7x7: F(4x4)'s transformed filter (4x the filter) costs more than it saves.
-    assert plan.algorithm_for((1, 7, 7, 512)) == "winograd2"
-    assert plan.algorithm_for((8, 7, 7, 512)) == "winograd4"
+    assert plan.builtin_algorithm_for((1, 7, 7, 512)) == "winograd2"
+    assert plan.builtin_algorithm_for((8, 7, 7, 512)) == "winograd4"
     assert (
-        conv.plan_conv2d(w3, layout="NHWC", pads=(1, 1, 1, 1), algorithm="winograd").algorithm_for(
-            (8, 7, 7, 512)
-        )
+        conv.plan_conv2d(
+            w3, layout="NHWC", pads=(1, 1, 1, 1), algorithm="winograd"
+        ).builtin_algorithm_for((8, 7, 7, 512))
         == "winograd4"
     )
-    assert conv.plan_conv2d(w3, layout="NHWC", strides=(2, 2)).algorithm_for((1, 8, 8, 512)) == (
-        "gemm"
-    )
+    assert conv.plan_conv2d(w3, layout="NHWC", strides=(2, 2)).builtin_algorithm_for(
+        (1, 8, 8, 512)
+    ) == ("gemm")
     small = conv.plan_conv2d(np.ones((3, 3, 4, 4), np.float32), layout="NHWC")
-    assert small.algorithm_for((1, 56, 56, 4)) == "gemm"  # too few channels to transform
+    assert small.builtin_algorithm_for((1, 56, 56, 4)) == "gemm"  # too few channels to transform
     dw = conv.plan_conv2d(np.ones((3, 3, 1, 8), np.float32), layout="NHWC", groups=8)
-    assert dw.algorithm_for((1, 4, 4, 8)) == "depthwise"
+    assert dw.builtin_algorithm_for((1, 4, 4, 8)) == "depthwise"
     ms = {a: conv.estimate_ms(plan, (1, 56, 56, 512), a) for a in ("gemm", "winograd4")}
     assert ms["winograd4"] < ms["gemm"]
     with pytest.raises(OpError, match="winograd"):

@@ -22,6 +22,11 @@ runs the plan on any input with the right channel count.  Algorithms (``docs/ker
   output transform.  ``auto`` picks among ``gemm`` and the two by a cost model of GEMM work,
   filter traffic and transform work (:func:`estimate_ms`), per input shape.
 * ``depthwise`` -- direct compiled loops (``groups == cin``), epilogue fused.
+* ``dnnl`` -- oneDNN's convolution primitive with the epilogue as fused post-ops
+  (:mod:`pytfrt.backends.cpu._dnnl_conv`): float32 plans run it under ``auto`` when the
+  oneDNN library is installed and has an optimised primitive for the shape, except 3x3 layers
+  where Winograd is chosen and the image is at least 14x14 (measured per layer on ResNet-50
+  and MobileNetV2, ``docs/kernels.md``); ``PYTFRT_CONV=builtin`` disables it.
 
 GEMMs run in oneDNN when its library is installed, else NumPy (``pytfrt.backends.cpu._blas``).
 float16 plans compute in float32 and round once.
@@ -42,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu import _conv_gemm as cg
-from pytfrt.backends.cpu import _depthwise, _winograd
+from pytfrt.backends.cpu import _depthwise, _dnnl_conv, _winograd
 from pytfrt.backends.cpu._geometry import (
     check_layout,
     check_out,
@@ -59,7 +64,7 @@ from pytfrt.backends.cpu.gemm import apply_epilogue
 from pytfrt.backends.cpu.ops import OpError
 
 FLOAT_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
-ALGORITHMS = ("auto", "gemm", "winograd", "winograd2", "winograd4", "depthwise")
+ALGORITHMS = ("auto", "gemm", "winograd", "winograd2", "winograd4", "depthwise", "dnnl")
 GEMM_FLOPS = 200e9
 """Cost model: sustained GEMM FLOP/s of one core (oneDNN, AVX-512; measured)."""
 WEIGHT_BYTES_PER_S = 20e9
@@ -68,6 +73,9 @@ MOVE_S = {"gemm": 0.3e-9, "winograd2": 0.25e-9, "winograd4": 0.5e-9}
 """Cost model: seconds per element of im2col copy / Winograd transform (measured)."""
 WINOGRAD_MIN_CHANNELS = 8
 """Fewest input and output channels for which a plan prepares Winograd."""
+WINOGRAD_OVER_DNNL_PIXELS = 14 * 14
+"""Under ``auto``, Winograd beats oneDNN's direct 3x3 convolution from this many output pixels
+per image (measured on ResNet-50's 3x3 layers at batch 1, ``docs/kernels.md``)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,6 +109,8 @@ class ConvPlan:
     """For float16 plans: the float32 plan that does the work."""
     hwio: np.ndarray | None = None
     """The filter as HWIO (kept for the Winograd transforms)."""
+    dnnl: _dnnl_conv.DnnlConv | None = None
+    """The oneDNN primitives (float32 plans, when the library is installed)."""
     _cache: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -148,10 +158,21 @@ class ConvPlan:
         """The algorithm :func:`conv2d` runs for an output shape (in the plan's layout)."""
         if self.compute is not None:
             return self.compute.algorithm_for(out_shape)
+        if self.dnnl is not None and self.algorithm in ("auto", "dnnl"):
+            if self.algorithm == "auto":
+                builtin = self.builtin_algorithm_for(out_shape)
+                _, oh, ow, _ = nhwc_shape(out_shape, self.layout)
+                if builtin.startswith("winograd") and oh * ow >= WINOGRAD_OVER_DNNL_PIXELS:
+                    return builtin
+            return "dnnl"
+        return self.builtin_algorithm_for(out_shape)
+
+    def builtin_algorithm_for(self, out_shape: Sequence[int]) -> str:
+        """The algorithm without oneDNN's primitive (its fallback for shapes it cannot run)."""
         if self.algorithm == "winograd":
             costs = {a: estimate_ms(self, out_shape, a) for a in ("winograd2", "winograd4")}
             return min(costs, key=costs.__getitem__)
-        if self.algorithm != "auto":
+        if self.algorithm not in ("auto", "dnnl"):
             return self.algorithm
         if self.groups > 1 and self.groups == self.cin:
             return "depthwise"
@@ -282,8 +303,8 @@ def plan_conv2d(
         activation, alpha: applied last (:mod:`pytfrt.backends.cpu.activations`).
         algorithm: ``"auto"`` (chosen per input shape), or force ``"gemm"``, ``"winograd"``
             (float32 3x3 stride-1 undilated, groups 1; the tile size chosen per shape),
-            ``"winograd2"``, ``"winograd4"`` or ``"depthwise"`` (``groups == cin``) -- for
-            tests and benchmarks.
+            ``"winograd2"``, ``"winograd4"``, ``"depthwise"`` (``groups == cin``) or
+            ``"dnnl"`` (float32, the oneDNN library installed) -- for tests and benchmarks.
 
     Raises:
         OpError: bad attributes, a filter that does not fit ``groups``, a bias of the wrong
@@ -370,12 +391,18 @@ def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> Conv
         algorithm == "auto" and min(cin, cout) >= WINOGRAD_MIN_CHANNELS
     )
     use_winograd = winograd_ok and wants_winograd
+    dnnl = None
+    if algorithm in ("auto", "dnnl") and w.dtype == np.float32:
+        dnnl = _dnnl_conv.make(w, bias, attrs)
+    if algorithm == "dnnl" and dnnl is None:
+        raise OpError(f"{op}: algorithm 'dnnl' needs float32 and the oneDNN library")
     return ConvPlan(
         dtype=w.dtype,
         weights=weights,
         winograd_ok=use_winograd,
         bias=bias,
         hwio=np.array(hwio, order="C", copy=True) if use_winograd else None,
+        dnnl=dnnl,
         **attrs,
     )
 
@@ -441,6 +468,17 @@ def _forward(
 ) -> np.ndarray:
     """Run ``plan`` into the C-contiguous ``y`` (shapes and dtypes checked)."""
     algo = plan.algorithm_for(y.shape)
+    if algo == "dnnl":
+        assert plan.dnnl is not None
+        if plan.dnnl.ready(x.shape, residual is not None):
+            xc = np.ascontiguousarray(x)
+            if residual is not None and not (
+                residual.ctypes.data == y.ctypes.data and residual.strides == y.strides
+            ):  # oneDNN's sum post-op adds what y holds
+                np.copyto(y, residual)
+            plan.dnnl.forward(xc, residual is not None, y)
+            return y
+        algo = plan.builtin_algorithm_for(y.shape)
     nhwc = plan.layout == "NHWC"
     beta = 0.0
     if residual is not None and np.may_share_memory(residual, y):

@@ -1,0 +1,588 @@
+"""float32 forward convolution through oneDNN's convolution primitive (C API, via ctypes).
+
+Private helper of :mod:`pytfrt.backends.cpu.conv`.  When the ``onednn-cpu-gomp`` wheel's
+``libdnnl.so.3`` is present (found like the GEMM's, :func:`pytfrt.backends.cpu._blas.
+_find_library`), :func:`pytfrt.backends.cpu.conv.plan_conv2d` attaches a :class:`DnnlConv` to
+float32 plans and ``algorithm="auto"`` runs it (``docs/kernels.md``).  ``PYTFRT_CONV=builtin``
+(read once, at first use) keeps the built-in algorithms.
+
+What it does: one oneDNN convolution primitive per input shape (created on first use of the
+shape, forward inference), with bias and the plan's epilogue as fused post-ops (``sum`` for the
+residual, then an ``eltwise`` for the activation).  Activations stay in the plan's plain layout
+(``NHWC`` = oneDNN's ``acdb``, or ``NCHW``): callers see ordinary arrays.  The filter is
+reordered once per primitive into the blocked format the primitive prefers.
+
+Threading: every primitive runs single-threaded on the calling thread (OpenMP team size one,
+as for the GEMMs of :mod:`pytfrt.backends.cpu._blas`); a convolution is split by output
+channels into parts that :func:`pytfrt.backends.cpu._parallel.parallel_for` runs on pytfrt's
+own threads.  Measured: oneDNN's two-thread OpenMP teams waited up to a scheduler tick (4 ms)
+per call on this project's shared 2-core machines, where the caller-runs-the-rest shards of
+``_parallel`` never wait for a descheduled thread (``docs/kernels.md``).  Primitives use
+user-managed scratchpads, so one primitive may run from several threads at once: every thread
+has its own stream, memory objects and scratchpad buffer.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pytfrt.backends.cpu import _blas, _parallel
+
+# -- the C API: enum values of oneDNN 3.x (oneapi/dnnl/dnnl_types.h, dnnl_common_types.h) ------
+_F32 = 3  # dnnl_f32
+_CPU = 1  # dnnl_cpu
+_STREAM_IN_ORDER = 1  # dnnl_stream_in_order
+_FORMAT_ANY = 1  # dnnl_format_tag_any
+_FORWARD_INFERENCE = 96  # dnnl_forward_inference
+_CONV_DIRECT = 0x1  # dnnl_convolution_direct
+_SCRATCHPAD_USER = 1  # dnnl_scratchpad_mode_user
+_Q_IMPL_INFO = 8  # dnnl_query_impl_info_str
+_Q_WEIGHTS_MD = 131  # dnnl_query_weights_md
+_Q_SCRATCHPAD_MD = 136  # dnnl_query_scratchpad_md
+_ARG_SRC, _ARG_DST, _ARG_WEIGHTS, _ARG_BIAS, _ARG_SCRATCHPAD = 1, 17, 33, 41, 80
+_ARG_FROM, _ARG_TO = 1, 17
+_ALLOCATE = ctypes.c_void_p(ctypes.c_size_t(-1).value)  # DNNL_MEMORY_ALLOCATE
+_ELT_RELU, _ELT_TANH, _ELT_LOGISTIC = 0x20, 0x21, 0x29
+_ELT_GELU_TANH, _ELT_SWISH, _ELT_CLIP_V2, _ELT_GELU_ERF, _ELT_HARDSWISH = (
+    0x2B,
+    0x2C,
+    0x2F,
+    0x31,
+    0x34,
+)
+
+_DIMS = ctypes.c_int64 * 12  # dnnl_dims_t
+
+
+class _ExecArg(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_int), ("memory", ctypes.c_void_p)]
+
+
+def eltwise_for(activation: str, alpha: float) -> tuple[int, float, float] | None:
+    """``(alg_kind, alpha, beta)`` of oneDNN's eltwise post-op for a pytfrt activation (names
+    of :mod:`pytfrt.backends.cpu.activations`; ``None`` for ``"none"``)."""
+    table: dict[str, tuple[int, float, float]] = {
+        "relu": (_ELT_RELU, 0.0, 0.0),
+        "relu6": (_ELT_CLIP_V2, 0.0, 6.0),
+        "leaky_relu": (_ELT_RELU, alpha, 0.0),
+        "sigmoid": (_ELT_LOGISTIC, 0.0, 0.0),
+        "tanh": (_ELT_TANH, 0.0, 0.0),
+        "silu": (_ELT_SWISH, 1.0, 0.0),
+        "gelu": (_ELT_GELU_ERF, 0.0, 0.0),
+        "gelu_tanh": (_ELT_GELU_TANH, 0.0, 0.0),
+        "hard_swish": (_ELT_HARDSWISH, 1.0 / 6.0, 0.5),
+    }
+    return table.get(activation)
+
+
+class _Lib:
+    """The loaded library with argument types set, one engine, and a stream per thread."""
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        p = ctypes.c_void_p
+        pp = ctypes.POINTER(ctypes.c_void_p)
+        sigs: dict[str, tuple[list[Any], Any]] = {
+            "dnnl_engine_create": ([pp, ctypes.c_int, ctypes.c_size_t], ctypes.c_int),
+            "dnnl_stream_create": ([pp, p, ctypes.c_uint], ctypes.c_int),
+            "dnnl_stream_wait": ([p], ctypes.c_int),
+            "dnnl_memory_desc_create_with_strides": (
+                [pp, ctypes.c_int, _DIMS, ctypes.c_int, _DIMS],
+                ctypes.c_int,
+            ),
+            "dnnl_memory_desc_create_with_tag": (
+                [pp, ctypes.c_int, _DIMS, ctypes.c_int, ctypes.c_int],
+                ctypes.c_int,
+            ),
+            "dnnl_memory_desc_destroy": ([p], ctypes.c_int),
+            "dnnl_memory_desc_clone": ([pp, p], ctypes.c_int),
+            "dnnl_memory_desc_equal": ([p, p], ctypes.c_int),
+            "dnnl_memory_desc_get_size": ([p], ctypes.c_size_t),
+            "dnnl_primitive_attr_create": ([pp], ctypes.c_int),
+            "dnnl_primitive_attr_destroy": ([p], ctypes.c_int),
+            "dnnl_primitive_attr_set_scratchpad_mode": ([p, ctypes.c_int], ctypes.c_int),
+            "dnnl_primitive_attr_set_post_ops": ([p, p], ctypes.c_int),
+            "dnnl_post_ops_create": ([pp], ctypes.c_int),
+            "dnnl_post_ops_destroy": ([p], ctypes.c_int),
+            "dnnl_post_ops_append_eltwise": (
+                [p, ctypes.c_int, ctypes.c_float, ctypes.c_float],
+                ctypes.c_int,
+            ),
+            "dnnl_post_ops_append_sum": (
+                [p, ctypes.c_float, ctypes.c_int32, ctypes.c_int],
+                ctypes.c_int,
+            ),
+            "dnnl_convolution_forward_primitive_desc_create": (
+                [pp, p, ctypes.c_int, ctypes.c_int, p, p, p, p, _DIMS, _DIMS, _DIMS, _DIMS, p],
+                ctypes.c_int,
+            ),
+            "dnnl_reorder_primitive_desc_create": ([pp, p, p, p, p, p], ctypes.c_int),
+            "dnnl_primitive_desc_query_md": ([p, ctypes.c_int, ctypes.c_int], p),
+            "dnnl_primitive_desc_query": ([p, ctypes.c_int, ctypes.c_int, p], ctypes.c_int),
+            "dnnl_primitive_desc_destroy": ([p], ctypes.c_int),
+            "dnnl_primitive_create": ([pp, p], ctypes.c_int),
+            "dnnl_primitive_destroy": ([p], ctypes.c_int),
+            "dnnl_primitive_execute": ([p, p, ctypes.c_int, p], ctypes.c_int),
+            "dnnl_memory_create": ([pp, p, p, p], ctypes.c_int),
+            "dnnl_memory_destroy": ([p], ctypes.c_int),
+            "dnnl_memory_set_data_handle": ([p, p], ctypes.c_int),
+        }
+        self.fn: dict[str, Callable[..., Any]] = {}
+        for name, (argtypes, restype) in sigs.items():
+            f = getattr(lib, name)
+            f.argtypes = argtypes
+            f.restype = restype
+            self.fn[name] = f
+        self.engine = self.new("dnnl_engine_create", _CPU, 0)
+        self.local = threading.local()
+
+    def call(self, name: str, *args: Any) -> None:
+        status = self.fn[name](*args)
+        if status != 0:
+            raise RuntimeError(f"oneDNN {name} failed with status {status}")
+
+    def new(self, name: str, *args: Any) -> ctypes.c_void_p:
+        """Call a ``dnnl_*_create`` function and return the handle it made."""
+        h = ctypes.c_void_p()
+        self.call(name, ctypes.byref(h), *args)
+        return h
+
+    def stream(self) -> ctypes.c_void_p:
+        s = getattr(self.local, "stream", None)
+        if s is None:
+            s = self.new("dnnl_stream_create", self.engine, _STREAM_IN_ORDER)
+            self.local.stream = s
+        return s
+
+    def strided_md(self, dims: tuple[int, ...], strides: tuple[int, ...]) -> ctypes.c_void_p:
+        return self.new(
+            "dnnl_memory_desc_create_with_strides", len(dims), _DIMS(*dims), _F32, _DIMS(*strides)
+        )
+
+
+_lock = threading.Lock()
+_loaded = False
+_lib: _Lib | None = None
+
+
+def library() -> _Lib | None:
+    """The oneDNN library (loaded once), or ``None`` if absent or ``PYTFRT_CONV=builtin``."""
+    global _loaded, _lib
+    if _loaded:
+        return _lib
+    with _lock:
+        if not _loaded:
+            if os.environ.get("PYTFRT_CONV", "").lower() != "builtin":
+                raw = _blas._find_library()
+                if raw is not None:
+                    try:
+                        _lib = _Lib(raw)
+                    except (AttributeError, RuntimeError):  # pragma: no cover - old library
+                        _lib = None
+            _loaded = True
+    return _lib
+
+
+def available() -> bool:
+    """Whether oneDNN convolutions may be used (library present, not disabled)."""
+    return library() is not None
+
+
+def _nchw_dims(layout: str, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """``(N, C, H, W)`` of an activation shape in ``layout``."""
+    if layout == "NHWC":
+        n, h, w, c = shape
+        return n, c, h, w
+    n, c, h, w = shape
+    return n, c, h, w
+
+
+def _md_strides(layout: str, dims: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    """Element strides of a C-contiguous activation of NCHW ``dims`` in ``layout``."""
+    _, c, h, w = dims
+    if layout == "NHWC":
+        return (h * w * c, 1, w * c, c)
+    return (c * h * w, h * w, w, 1)
+
+
+def _weights_md_dims(
+    layout: str, kh: int, kw: int, cig: int, cout: int, groups: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """oneDNN weight dims (``OIHW`` or ``GOIHW``) and strides of a C-contiguous HWIO/OIHW."""
+    cog = cout // groups
+    if layout == "NHWC":  # [kh, kw, cig, cout]
+        s_o, s_i, s_h, s_w = 1, cout, kw * cig * cout, cig * cout
+        s_g = cog
+    else:  # [cout, cig, kh, kw]
+        s_o, s_i, s_h, s_w = cig * kh * kw, kh * kw, kw, 1
+        s_g = cog * s_o
+    if groups == 1:
+        return (cout, cig, kh, kw), (s_o, s_i, s_h, s_w)
+    return (groups, cog, cig, kh, kw), (s_g, s_o, s_i, s_h, s_w)
+
+
+class _Prim:
+    """One primitive (one part of one input shape): descriptors, weights, offsets."""
+
+    def __init__(self, lib: _Lib) -> None:
+        self.lib = lib
+        self.handles: list[tuple[str, ctypes.c_void_p]] = []
+        """What :meth:`destroy` frees: ``(destroy function, handle)``."""
+        self.prim = ctypes.c_void_p()
+        self.pd = ctypes.c_void_p()
+        self.src_md = ctypes.c_void_p()
+        self.dst_md = ctypes.c_void_p()
+        self.weights = ctypes.c_void_p()
+        self.bias: ctypes.c_void_p | None = None
+        self.scratch = 0
+        self.src_off = 0
+        self.dst_off = 0
+        self.impl = ""
+        self.per_thread: dict[int, tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any]] = {}
+
+    def own(self, kind: str, h: ctypes.c_void_p) -> ctypes.c_void_p:
+        self.handles.append((kind, h))
+        return h
+
+    def destroy(self) -> None:
+        for state in self.per_thread.values():
+            for mem in state[1:]:
+                if mem:
+                    self.lib.fn["dnnl_memory_destroy"](mem)
+        self.per_thread.clear()
+        for kind, h in reversed(self.handles):
+            self.lib.fn[kind](h)
+        self.handles.clear()
+
+
+_Part = tuple[
+    tuple[int, int, int, int], tuple[int, int, int, int], tuple[int, int, int, int], int, int
+]
+"""``(src NCHW dims, dst NCHW dims, pads t/b/l/r, src byte offset, dst byte offset)``."""
+
+PARALLEL_MIN_MACS = 4_000_000
+"""Fewest multiply-adds for which a convolution is split into parts run in parallel."""
+
+
+class DnnlConv:
+    """A float32 convolution (fixed filter, bias and epilogue) run by oneDNN primitives.
+
+    Made by :func:`make`; :meth:`ready` then :meth:`forward` run it.  Per input shape, a large
+    convolution is split into up to :func:`pytfrt.backends.cpu._parallel.num_threads` parts
+    (by batch, or at batch 1 in ``NHWC`` by output rows: both keep every part's activations
+    dense, which oneDNN's fast kernels need), each one single-threaded primitive, run through
+    :func:`pytfrt.backends.cpu._parallel.parallel_for`.  Primitives whose implementation is
+    oneDNN's reference code (``ref:``) are not used (the caller falls back).  Thread-safe: any
+    number of threads may call :meth:`forward` at once.
+    """
+
+    def __init__(
+        self,
+        lib: _Lib,
+        w: np.ndarray,
+        bias: np.ndarray | None,
+        attrs: dict[str, Any],
+        eltwise: tuple[int, float, float] | None,
+    ) -> None:
+        self._lib = lib
+        self._w = np.array(w, dtype=np.float32, order="C", copy=True)
+        self._bias = None if bias is None else np.array(bias, np.float32, order="C", copy=True)
+        self._attrs = attrs
+        self._eltwise = eltwise
+        self._macs = attrs["kh"] * attrs["kw"] * attrs["cin"] // attrs["groups"]
+        self._prims: dict[tuple[tuple[int, ...], bool], list[_Prim] | None] = {}
+        self._weights: list[_Prim] = []
+        """Holders of reordered filters (shared by primitives wanting the same format)."""
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _destroy, self._prims, self._weights)
+
+    def ready(self, x_shape: tuple[int, ...], residual: bool) -> bool:
+        """Whether oneDNN has (non-reference) primitives for this input shape (made now if
+        new; creation errors mean ``False``)."""
+        return self._get(tuple(x_shape), residual) is not None
+
+    def impl(self, x_shape: tuple[int, ...], residual: bool = False) -> str | None:
+        """oneDNN's implementation name for an input shape (``None``: not used for it)."""
+        prims = self._get(tuple(x_shape), residual)
+        return None if prims is None else prims[0].impl
+
+    def parts(self, x_shape: tuple[int, ...], residual: bool = False) -> int:
+        """How many parts the convolution of this input shape is split into (0: not used)."""
+        prims = self._get(tuple(x_shape), residual)
+        return 0 if prims is None else len(prims)
+
+    def _get(self, shape: tuple[int, ...], residual: bool) -> list[_Prim] | None:
+        key = (shape, residual)
+        try:
+            return self._prims[key]
+        except KeyError:
+            pass
+        with self._lock:
+            if key not in self._prims:
+                made: list[_Prim] = []
+                try:
+                    for part in self._split(shape):
+                        p = _Prim(self._lib)
+                        made.append(p)
+                        self._create(p, part, residual)
+                        if p.impl.startswith("ref"):
+                            raise RuntimeError(f"oneDNN reference implementation {p.impl}")
+                except RuntimeError:
+                    for p in made:
+                        p.destroy()
+                    self._prims[key] = None
+                else:
+                    self._prims[key] = made
+            return self._prims[key]
+
+    def _split(self, shape: tuple[int, ...]) -> list[_Part]:
+        """The parts of the convolution of an input shape."""
+        a = self._attrs
+        layout = a["layout"]
+        n, c, h, w = _nchw_dims(layout, shape)
+        kh, kw = a["kh"], a["kw"]
+        sh, sw = a["strides"]
+        dh, dw = a["dilations"]
+        pt, pb, pl, pr = a["pads"]
+        oh = (h + pt + pb - (dh * (kh - 1) + 1)) // sh + 1
+        ow = (w + pl + pr - (dw * (kw - 1) + 1)) // sw + 1
+        cout = a["cout"]
+        whole: _Part = ((n, c, h, w), (n, cout, oh, ow), (pt, pb, pl, pr), 0, 0)
+        threads = _parallel.num_threads()
+        if threads < 2 or n * oh * ow * cout * self._macs < PARALLEL_MIN_MACS:
+            return [whole]
+        if n >= threads:
+            bounds = [n * i // threads for i in range(threads + 1)]
+            return [
+                (
+                    (b1 - b0, c, h, w),
+                    (b1 - b0, cout, oh, ow),
+                    (pt, pb, pl, pr),
+                    4 * b0 * c * h * w,
+                    4 * b0 * cout * oh * ow,
+                )
+                for b0, b1 in zip(bounds, bounds[1:], strict=False)
+            ]
+        if layout != "NHWC" or n != 1 or oh < 2 * threads:
+            return [whole]
+        parts: list[_Part] = []
+        bounds = [oh * i // threads for i in range(threads + 1)]
+        for r0, r1 in zip(bounds, bounds[1:], strict=False):
+            first = r0 * sh - pt  # input row of the part's first tap (may be negative)
+            last = (r1 - 1) * sh - pt + dh * (kh - 1)
+            i0, i1 = max(first, 0), min(last, h - 1)
+            pads = (i0 - first, last - i1, pl, pr)
+            src = (1, c, i1 - i0 + 1, w)
+            parts.append((src, (1, cout, r1 - r0, ow), pads, 4 * i0 * w * c, 4 * r0 * ow * cout))
+        return parts
+
+    def _create(self, p: _Prim, part: _Part, residual: bool) -> None:
+        lib, a = self._lib, self._attrs
+        layout, groups = a["layout"], a["groups"]
+        src, dst, (pt, pb, pl, pr), p.src_off, p.dst_off = part
+        md_free, temp = "dnnl_memory_desc_destroy", _Prim(lib)
+        _pin_one_thread()
+        try:
+            p.src_md = p.own(md_free, lib.strided_md(src, _md_strides(layout, src)))
+            p.dst_md = p.own(md_free, lib.strided_md(dst, _md_strides(layout, dst)))
+            cout, kh, kw = a["cout"], a["kh"], a["kw"]
+            wdims, wstrides = _weights_md_dims(layout, kh, kw, a["cin"] // groups, cout, groups)
+            user_w_md = temp.own(md_free, lib.strided_md(wdims, wstrides))
+            any_w_md = temp.own(
+                md_free,
+                lib.new(
+                    "dnnl_memory_desc_create_with_tag",
+                    len(wdims),
+                    _DIMS(*wdims),
+                    _F32,
+                    _FORMAT_ANY,
+                ),
+            )
+            bias_md = None
+            if self._bias is not None:
+                bias_md = temp.own(md_free, lib.strided_md((cout,), (1,)))
+                p.bias = p.own(
+                    "dnnl_memory_destroy",
+                    lib.new("dnnl_memory_create", bias_md, lib.engine, self._bias.ctypes.data),
+                )
+            attr = temp.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
+            lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, _SCRATCHPAD_USER)
+            if residual or self._eltwise is not None:
+                po = temp.own("dnnl_post_ops_destroy", lib.new("dnnl_post_ops_create"))
+                if residual:
+                    lib.call("dnnl_post_ops_append_sum", po, 1.0, 0, 0)
+                if self._eltwise is not None:
+                    lib.call("dnnl_post_ops_append_eltwise", po, *self._eltwise)
+                lib.call("dnnl_primitive_attr_set_post_ops", attr, po)
+            sh, sw = a["strides"]
+            dh, dw = a["dilations"]
+            p.pd = p.own(
+                "dnnl_primitive_desc_destroy",
+                lib.new(
+                    "dnnl_convolution_forward_primitive_desc_create",
+                    lib.engine,
+                    _FORWARD_INFERENCE,
+                    _CONV_DIRECT,
+                    p.src_md,
+                    any_w_md,
+                    bias_md,
+                    p.dst_md,
+                    _DIMS(sh, sw),
+                    _DIMS(dh - 1, dw - 1),
+                    _DIMS(pt, pl),
+                    _DIMS(pb, pr),
+                    attr,
+                ),
+            )
+            info = ctypes.c_char_p()
+            lib.call("dnnl_primitive_desc_query", p.pd, _Q_IMPL_INFO, 0, ctypes.byref(info))
+            p.impl = (info.value or b"").decode()
+            if p.impl.startswith("ref"):
+                return
+            w_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_WEIGHTS_MD, 0)
+            sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_SCRATCHPAD_MD, 0)
+            p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
+            p.weights = self._reordered(user_w_md, w_md)
+            p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+        finally:
+            temp.destroy()
+
+    def _reordered(self, user_md: ctypes.c_void_p, w_md: int) -> ctypes.c_void_p:
+        """The filter in the format ``w_md`` (reordered once per distinct format)."""
+        lib = self._lib
+        for holder in self._weights:
+            if lib.fn["dnnl_memory_desc_equal"](holder.src_md, w_md):
+                return holder.weights
+        holder = _Prim(lib)
+        self._weights.append(holder)
+        holder.src_md = holder.own("dnnl_memory_desc_destroy", _clone_md(lib, w_md))
+        holder.weights = holder.own(
+            "dnnl_memory_destroy", lib.new("dnnl_memory_create", w_md, lib.engine, _ALLOCATE)
+        )
+        temp = _Prim(lib)
+        try:
+            pd = temp.own(
+                "dnnl_primitive_desc_destroy",
+                lib.new(
+                    "dnnl_reorder_primitive_desc_create",
+                    user_md,
+                    lib.engine,
+                    w_md,
+                    lib.engine,
+                    None,
+                ),
+            )
+            src = temp.own(
+                "dnnl_memory_destroy",
+                lib.new("dnnl_memory_create", user_md, lib.engine, self._w.ctypes.data),
+            )
+            prim = temp.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", pd))
+            dst = holder.weights
+            args = (_ExecArg * 2)(_ExecArg(_ARG_FROM, src.value), _ExecArg(_ARG_TO, dst.value))
+            stream = lib.stream()
+            lib.call("dnnl_primitive_execute", prim, stream, 2, args)
+            lib.call("dnnl_stream_wait", stream)
+        finally:
+            temp.destroy()
+        return holder.weights
+
+    def forward(self, x: np.ndarray, residual: bool, y: np.ndarray) -> None:
+        """``y = act(conv(x) + bias [+ y])`` for C-contiguous float32 ``x`` and ``y`` in the
+        plan's layout (``residual``: ``y`` holds the residual on entry).  :meth:`ready` must
+        have returned true for the shape.
+        """
+        prims = self._prims[(tuple(x.shape), residual)]
+        assert prims is not None
+        xa, ya = int(x.ctypes.data), int(y.ctypes.data)
+        if len(prims) == 1:
+            self._run(prims[0], xa, ya)
+        else:
+            _parallel.parallel_for(lambda i: self._run(prims[i], xa, ya), len(prims))
+
+    def _run(self, p: _Prim, xa: int, ya: int) -> None:
+        lib = self._lib
+        if not getattr(_blas._local, "pinned", False):
+            _pin_one_thread()
+        tid = threading.get_ident()
+        state = p.per_thread.get(tid)
+        if state is None:
+            state = self._thread_state(p, tid)
+        args, src, dst, sp = state
+        set_handle = lib.fn["dnnl_memory_set_data_handle"]
+        set_handle(src, xa + p.src_off)
+        set_handle(dst, ya + p.dst_off)
+        if sp:
+            set_handle(sp, _scratch(lib, p.scratch))
+        stream = lib.stream()
+        lib.call("dnnl_primitive_execute", p.prim, stream, len(args), args)
+        lib.call("dnnl_stream_wait", stream)
+
+    def _thread_state(
+        self, p: _Prim, tid: int
+    ) -> tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any]:
+        """Memory objects and the argument array for one thread's calls of one primitive."""
+        lib = self._lib
+        src = lib.new("dnnl_memory_create", p.src_md, lib.engine, None)
+        dst = lib.new("dnnl_memory_create", p.dst_md, lib.engine, None)
+        pairs = [(_ARG_SRC, src), (_ARG_WEIGHTS, p.weights), (_ARG_DST, dst)]
+        if p.bias is not None:
+            pairs.append((_ARG_BIAS, p.bias))
+        sp = None
+        if p.scratch:
+            sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_SCRATCHPAD_MD, 0)
+            sp = lib.new("dnnl_memory_create", sp_md, lib.engine, None)
+            pairs.append((_ARG_SCRATCHPAD, sp))
+        args = (_ExecArg * len(pairs))(*(_ExecArg(k, m.value) for k, m in pairs))
+        state = (args, src, dst, sp)
+        with self._lock:
+            p.per_thread[tid] = state
+        return state
+
+
+def _clone_md(lib: _Lib, md: int) -> ctypes.c_void_p:
+    return lib.new("dnnl_memory_desc_clone", md)
+
+
+def _pin_one_thread() -> None:
+    """oneDNN runs single-threaded on the calling thread (see the module docstring)."""
+    _blas._pin_one_thread()
+
+
+def _scratch(lib: _Lib, size: int) -> int:
+    """The address of this thread's scratchpad (64-byte aligned, at least ``size`` bytes)."""
+    buf = getattr(lib.local, "scratch", None)
+    if buf is None or buf.size < size + 64:
+        buf = np.empty(max(size + 64, 1 << 20), np.uint8)
+        lib.local.scratch = buf
+    addr = int(buf.ctypes.data)
+    return (addr + 63) & ~63
+
+
+def _destroy(prims: dict[Any, list[_Prim] | None], weights: list[_Prim]) -> None:
+    for ps in prims.values():
+        for p in ps or ():
+            p.destroy()
+    prims.clear()
+    for holder in weights:
+        holder.destroy()
+    weights.clear()
+
+
+def make(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> DnnlConv | None:
+    """A :class:`DnnlConv` for a float32 filter (HWIO for NHWC, OIHW for NCHW), or ``None``
+    if oneDNN is unavailable or cannot express the epilogue."""
+    lib = library()
+    if lib is None or w.dtype != np.float32:
+        return None
+    eltwise = None
+    if attrs["activation"] != "none":
+        eltwise = eltwise_for(attrs["activation"], attrs["alpha"])
+        if eltwise is None:
+            return None
+    return DnnlConv(lib, w, bias, attrs, eltwise)
