@@ -13,9 +13,16 @@ from typing import Any, Final
 
 import numpy as np
 
-from pytfrt.host import AsyncValue, HostContext
-from pytfrt.serving.bridge import submit
-from pytfrt.serving.servable import ONNX, Arrays, LoadError, LoadOptions, Servable
+from pytfrt.host import HostContext
+from pytfrt.serving.servable import (
+    ONNX,
+    Arrays,
+    HostServable,
+    LoadError,
+    LoadOptions,
+    Servable,
+    require_format,
+)
 from pytfrt.serving.signature import ServingSignature, TensorInfo
 
 _ORT_TYPES: Final[dict[str, Any]] = {
@@ -43,7 +50,7 @@ def _info(arg: Any) -> TensorInfo:
     return TensorInfo.of(arg.name, _ORT_TYPES[arg.type], dims)
 
 
-class OnnxRuntimeServable(Servable):
+class OnnxRuntimeServable(HostServable):
     """An ``onnxruntime.InferenceSession`` on the CPU execution provider."""
 
     def __init__(self, path: Path, host: HostContext, intra_op_threads: int = 0) -> None:
@@ -81,16 +88,11 @@ class OnnxRuntimeServable(Servable):
             out[name] = array
         return out
 
-    def predict_async(self, inputs: Arrays) -> AsyncValue[Arrays]:
-        return submit(self._host, lambda: self.run(inputs))
-
     def close(self) -> None:
         self._session = None
 
 
 def load(path: Path, fmt: str, host: HostContext, options: LoadOptions) -> Servable:
     """Load an ``.onnx`` file (the only format this backend runs)."""
-    if fmt != ONNX:
-        raise LoadError(f"the onnxruntime backend serves .onnx files only; {path} is a {fmt} "
-                        "model (use --backend=pytfrt or --backend=tensorflow)")
+    require_format("onnxruntime", path, fmt, ONNX, ".onnx files")
     return OnnxRuntimeServable(path, host, options.intra_op_threads)

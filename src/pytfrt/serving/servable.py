@@ -34,6 +34,7 @@ from typing import Final
 import numpy as np
 
 from pytfrt.host import AsyncValue, HostContext
+from pytfrt.serving.bridge import submit
 from pytfrt.serving.errors import ServingError
 from pytfrt.serving.signature import ServingSignature
 from pytfrt.support.errors import ErrorCode
@@ -85,6 +86,29 @@ class Servable:
 
     def close(self) -> None:
         """Release the model (no request uses it any more)."""
+
+
+class HostServable(Servable):
+    """A servable with a synchronous :meth:`run`: :meth:`predict_async` runs it as blocking
+    work on the host (``self._host``), so requests never run a model on the event loop."""
+
+    _host: HostContext
+
+    def run(self, inputs: Arrays) -> Arrays:
+        """Run the model synchronously (on the calling thread)."""
+        raise NotImplementedError
+
+    def predict_async(self, inputs: Arrays) -> AsyncValue[Arrays]:
+        return submit(self._host, lambda: self.run(inputs))
+
+
+def require_format(backend: str, path: Path, fmt: str, served: str, what: str) -> None:
+    """Raise :class:`LoadError` unless ``fmt`` is ``served``, the one format ``backend`` runs
+    (``what`` names it in the message, which suggests the other backends)."""
+    if fmt != served:
+        others = " or ".join(f"--backend={b}" for b in BACKENDS if b != backend)
+        raise LoadError(f"the {backend} backend serves {what} only; {path} is a {fmt} "
+                        f"model (use {others})")
 
 
 def detect_format(version_dir: Path) -> tuple[str, Path]:

@@ -13,9 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.host import AsyncValue, HostContext
-from pytfrt.serving.bridge import submit
-from pytfrt.serving.servable import SAVED_MODEL, Arrays, LoadError, LoadOptions, Servable
+from pytfrt.host import HostContext
+from pytfrt.serving.servable import (
+    SAVED_MODEL,
+    Arrays,
+    HostServable,
+    LoadError,
+    LoadOptions,
+    Servable,
+    require_format,
+)
 from pytfrt.serving.signature import DEFAULT_SIGNATURE, ServingSignature, TensorInfo
 
 
@@ -24,7 +31,7 @@ def _info(name: str, spec: Any) -> TensorInfo:
     return TensorInfo.of(name, spec.dtype.as_numpy_dtype, shape)
 
 
-class TensorFlowServable(Servable):
+class TensorFlowServable(HostServable):
     """A SavedModel loaded with ``tf.saved_model.load``."""
 
     def __init__(self, path: Path, host: HostContext, intra_op_threads: int = 0) -> None:
@@ -65,9 +72,6 @@ class TensorFlowServable(Servable):
         result = self._fn(**feed)
         return {info.name: np.asarray(result[info.name].numpy()) for info in self.signature.outputs}
 
-    def predict_async(self, inputs: Arrays) -> AsyncValue[Arrays]:
-        return submit(self._host, lambda: self.run(inputs))
-
     def close(self) -> None:
         self._fn = None
         self._loaded = None
@@ -75,7 +79,5 @@ class TensorFlowServable(Servable):
 
 def load(path: Path, fmt: str, host: HostContext, options: LoadOptions) -> Servable:
     """Load a SavedModel directory (the only format this backend runs)."""
-    if fmt != SAVED_MODEL:
-        raise LoadError(f"the tensorflow backend serves SavedModels only; {path} is a {fmt} "
-                        "model (use --backend=pytfrt or --backend=onnxruntime)")
+    require_format("tensorflow", path, fmt, SAVED_MODEL, "SavedModels")
     return TensorFlowServable(path, host, options.intra_op_threads)
