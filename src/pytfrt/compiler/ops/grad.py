@@ -19,6 +19,8 @@ Also here, because a training step's dropout needs them: ``random_key_counter(se
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pytfrt.compiler.ops.base import (
     REQUIRED,
     AttrSpec,
@@ -80,22 +82,23 @@ def _shape_operand(ctx: InferContext, i: int, dtype: str, rank: int) -> TType:
     return TType(dtype, (None,) * rank)
 
 
-def _conv_backprop_input(ctx: InferContext) -> list[TType]:
-    if len(ctx.inputs) != 3:
-        raise ctx.error("takes 3 operands (input_shape, w, dy)")
-    _, w, dy = ctx.inputs
-    dtype = same_dtype(ctx, [1, 2])
-    _float(ctx, dy, "dy")
-    return [_shape_operand(ctx, 0, dtype, 4)]
+def _conv_backprop(shape_at: int, names: str) -> Callable[[InferContext], list[TType]]:
+    """The inference of a conv2d gradient with operands ``names``: the one at ``shape_at`` is
+    the result's shape, the other two the float tensors it is computed from."""
+    arrays = [i for i in range(3) if i != shape_at]
+
+    def infer(ctx: InferContext) -> list[TType]:
+        if len(ctx.inputs) != 3:
+            raise ctx.error(f"takes 3 operands ({names})")
+        dtype = same_dtype(ctx, arrays)
+        _float(ctx, ctx.inputs[2], "dy")
+        return [_shape_operand(ctx, shape_at, dtype, 4)]
+
+    return infer
 
 
-def _conv_backprop_filter(ctx: InferContext) -> list[TType]:
-    if len(ctx.inputs) != 3:
-        raise ctx.error("takes 3 operands (x, filter_shape, dy)")
-    x, _, dy = ctx.inputs
-    dtype = same_dtype(ctx, [0, 2])
-    _float(ctx, dy, "dy")
-    return [_shape_operand(ctx, 1, dtype, 4)]
+_conv_backprop_input = _conv_backprop(0, "input_shape, w, dy")
+_conv_backprop_filter = _conv_backprop(1, "x, filter_shape, dy")
 
 
 def _max_pool_grad(ctx: InferContext) -> list[TType]:
