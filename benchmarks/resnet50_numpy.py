@@ -12,7 +12,9 @@ Peers, in the same process and run (random weights everywhere; only time is comp
 * ``onnxruntime`` -- the same folded network as an ONNX graph (NCHW ``Conv``/``Relu``/``Add``,
   built with ``onnx.helper``), all graph optimisations on; its output is also compared with
   ours (max abs difference printed) as a correctness check.
-* ``pytfrt NHWC`` / ``pytfrt NCHW`` -- the network from our kernels in either layout.
+* ``pytfrt NHWC`` / ``pytfrt NCHW`` -- the network from our kernels in either layout;
+  ``pytfrt NHWC builtin`` -- the same without oneDNN's convolution primitive (listed when the
+  oneDNN library is installed).
 
 Prints a table (median and best ms per batch, ratio to ``tf.function``), writes
 ``benchmarks/results/resnet50_numpy.json`` and ``.png``.
@@ -23,6 +25,7 @@ Usage: ``python benchmarks/resnet50_numpy.py [--batches 1 8] [--repeats 30] [--s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -102,8 +105,10 @@ def resnet50_specs(seed: int = 0) -> tuple[list[tuple[str, object]], np.ndarray,
 class KernelResNet:
     """ResNet-50 from pytfrt's kernels in one layout; buffers allocated once per batch size."""
 
-    def __init__(self, layout: str, seed: int = 0) -> None:
+    def __init__(self, layout: str, seed: int = 0, builtin: bool = False) -> None:
         self.layout = layout
+        self.builtin = builtin
+        """Without oneDNN's convolution primitive (the built-in conv algorithms only)."""
         steps, fc_w, fc_b = resnet50_specs(seed)
         self.fc_w, self.fc_b = fc_w, fc_b
         self.steps: list[tuple[str, object]] = []
@@ -125,7 +130,7 @@ class KernelResNet:
 
     def _plan(self, spec: ConvSpec, act: str) -> conv.ConvPlan:
         w = spec.w if self.layout == "NHWC" else np.ascontiguousarray(spec.w.transpose(3, 2, 0, 1))
-        return conv.plan_conv2d(
+        plan = conv.plan_conv2d(
             w,
             layout=self.layout,
             strides=(spec.stride, spec.stride),
@@ -133,6 +138,7 @@ class KernelResNet:
             bias=spec.b,
             activation=act,
         )
+        return dataclasses.replace(plan, dnnl=None) if self.builtin else plan
 
     def _alloc(self, shape: tuple[int, ...]) -> list[np.ndarray]:
         bufs: list[np.ndarray] = []
@@ -283,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     nhwc = KernelResNet("NHWC")
     nchw = KernelResNet("NCHW")
     variants["pytfrt NHWC"] = nhwc
+    if conv.plan_conv2d(np.ones((1, 1, 1, 1), np.float32), layout="NHWC").dnnl is not None:
+        variants["pytfrt NHWC builtin"] = KernelResNet("NHWC", builtin=True)
     variants["pytfrt NCHW"] = lambda x: nchw(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
     import onnxruntime as ort
 
@@ -306,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     for batch in args.batches:
         x = rng.standard_normal((batch, 224, 224, 3)).astype(np.float32)
         ref = run_ort(x)
-        for name in ("pytfrt NHWC", "pytfrt NCHW"):
+        for name in [v for v in variants if v.startswith("pytfrt")]:
             diff = float(np.abs(np.asarray(variants[name](x)) - ref).max())
             print(f"b{batch} {name}: max |softmax - onnxruntime| = {diff:.2e}")
         times: dict[str, list[float]] = {k: [] for k in variants}
@@ -317,9 +325,9 @@ def main(argv: list[str] | None = None) -> int:
             k: {"median_ms": statistics.median(v), "best_ms": min(v)} for k, v in times.items()
         }
     base = "tf.function" if not args.skip_tf else "onnxruntime"
-    print(f"\n{'variant':<14}" + "".join(f"{b:>28}" for b in results))
+    print(f"\n{'variant':<20}" + "".join(f"{b:>28}" for b in results))
     for name in variants:
-        row = f"{name:<14}"
+        row = f"{name:<20}"
         for b in results:
             r = results[b][name]
             ratio = r["median_ms"] / results[b][base]["median_ms"]

@@ -23,10 +23,10 @@ runs the plan on any input with the right channel count.  Algorithms (``docs/ker
   filter traffic and transform work (:func:`estimate_ms`), per input shape.
 * ``depthwise`` -- direct compiled loops (``groups == cin``), epilogue fused.
 * ``dnnl`` -- oneDNN's convolution primitive with the epilogue as fused post-ops
-  (:mod:`pytfrt.backends.cpu._dnnl_conv`): float32 plans run it under ``auto`` when the
-  oneDNN library is installed and has an optimised primitive for the shape, except 3x3 layers
-  where Winograd is chosen and the image is at least 14x14 (measured per layer on ResNet-50
-  and MobileNetV2, ``docs/kernels.md``); ``PYTFRT_CONV=builtin`` disables it.
+  (:mod:`pytfrt.backends.cpu._dnnl_conv`): float32 plans run it under ``auto`` whenever the
+  oneDNN library is installed and has an optimised (non-reference) primitive for the shape;
+  the algorithms above are the fallback (measured on ResNet-50 and MobileNetV2,
+  ``docs/kernels.md``); ``PYTFRT_CONV=builtin`` disables it.
 
 GEMMs run in oneDNN when its library is installed, else NumPy (``pytfrt.backends.cpu._blas``).
 float16 plans compute in float32 and round once.
@@ -73,9 +73,6 @@ MOVE_S = {"gemm": 0.3e-9, "winograd2": 0.25e-9, "winograd4": 0.5e-9}
 """Cost model: seconds per element of im2col copy / Winograd transform (measured)."""
 WINOGRAD_MIN_CHANNELS = 8
 """Fewest input and output channels for which a plan prepares Winograd."""
-WINOGRAD_OVER_DNNL_PIXELS = 14 * 14
-"""Under ``auto``, Winograd beats oneDNN's direct 3x3 convolution from this many output pixels
-per image (measured on ResNet-50's 3x3 layers at batch 1, ``docs/kernels.md``)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,11 +156,6 @@ class ConvPlan:
         if self.compute is not None:
             return self.compute.algorithm_for(out_shape)
         if self.dnnl is not None and self.algorithm in ("auto", "dnnl"):
-            if self.algorithm == "auto":
-                builtin = self.builtin_algorithm_for(out_shape)
-                _, oh, ow, _ = nhwc_shape(out_shape, self.layout)
-                if builtin.startswith("winograd") and oh * ow >= WINOGRAD_OVER_DNNL_PIXELS:
-                    return builtin
             return "dnnl"
         return self.builtin_algorithm_for(out_shape)
 
