@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from pytfrt.compiler.frontends.tf_fold import strided_slice_index
-from pytfrt.compiler.frontends.tf_registry import tf_op
+from pytfrt.compiler.frontends.tf_registry import tf_direct, tf_op
 from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr, tf_dtype_name
 
 _BIG = 2**62
@@ -244,9 +244,7 @@ def _gather(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [cx.op("gather", [x, idx], axis=axis, batch_dims=bd)]
 
 
-@tf_op("GatherNd", tg="`gather_nd`")
-def _gather_nd(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
-    return [cx.op("gather_nd", ins)]
+tf_direct(__name__, {"GatherNd": "gather_nd"})
 
 
 @tf_op("ScatterNd", tg="`scatter_nd`")
@@ -342,9 +340,7 @@ def _rank(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     raise ConversionError("Rank of a tensor of unknown rank")
 
 
-@tf_op("Range", tg="`range`")
-def _range(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
-    return [cx.op("range", ins)]
+tf_direct(__name__, {"Range": "range"})
 
 
 @tf_op("OneHot", tg="`one_hot`")
@@ -352,9 +348,7 @@ def _one_hot(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [cx.op("one_hot", ins, axis=int(attr(node, "axis", -1)))]
 
 
-@tf_op("Where", tg="`where`", note="one operand (indices of true elements)")
-def _where(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
-    return [cx.op("where", ins)]
+tf_direct(__name__, {"Where": "where"}, note="one operand (indices of true elements)")
 
 
 @tf_op("TopKV2", tg="`top_k`")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.compiler.frontends.tf_ops import conv_attrs, depthwise_filter, filter_hw, pool_attrs
-from pytfrt.compiler.frontends.tf_registry import tf_op
+from pytfrt.compiler.frontends.tf_registry import tf_direct, tf_op
 from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -26,24 +26,15 @@ def _nhwc(node: Any) -> None:
         raise ConversionError("gradient ops support the NHWC layout only")
 
 
-@tf_op("ReluGrad", tg="`relu_grad`")
-def _relu_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
-    return [cx.op("relu_grad", ins)]
-
-
-@tf_op("Relu6Grad", tg="`relu6_grad`")
-def _relu6_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
-    return [cx.op("relu6_grad", ins)]
-
-
-@tf_op("SigmoidGrad", tg="`sigmoid_grad`")
-def _sigmoid_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
-    return [cx.op("sigmoid_grad", ins)]
-
-
-@tf_op("TanhGrad", tg="`tanh_grad`")
-def _tanh_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
-    return [cx.op("tanh_grad", ins)]
+tf_direct(
+    __name__,
+    {
+        "ReluGrad": "relu_grad",
+        "Relu6Grad": "relu6_grad",
+        "SigmoidGrad": "sigmoid_grad",
+        "TanhGrad": "tanh_grad",
+    },
+)
 
 
 @tf_op("RsqrtGrad", tg="`mul`, `square`", note="dy * y**3 * -0.5")

@@ -66,14 +66,9 @@ def _reserve(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [as_list(cx.const(start), elem)]
 
 
-@tf_op("TensorListGetItem", tg="`gather`", family="tf_lists")
+@tf_op("TensorListGetItem", "TensorListGather", tg="`gather`", family="tf_lists")
 def _get_item(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
-    lst, index = ins[0], ins[1]
-    return [cx.op("gather", [lst, index], axis=0, batch_dims=0)]
-
-
-@tf_op("TensorListGather", tg="`gather`", family="tf_lists")
-def _gather(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    """One index (GetItem) or a vector of them (Gather): the same gather along the list."""
     return [cx.op("gather", [ins[0], ins[1]], axis=0, batch_dims=0)]
 
 

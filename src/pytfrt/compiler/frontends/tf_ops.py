@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pytfrt.compiler.frontends.tf_registry import tf_op
+from pytfrt.compiler.frontends.tf_registry import tf_direct, tf_op
 from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr, tf_dtype_name
 
 _BINARY = {
@@ -75,18 +75,8 @@ _UNARY = {
 }
 
 
-def _binary(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
-    return [cx.op(_BINARY[node.op], ins)]
-
-
-def _unary(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
-    return [cx.op(_UNARY[node.op], ins)]
-
-
-for _name, _tg in _BINARY.items():
-    tf_op(_name, tg=f"`{_tg}`", note="NumPy broadcasting")(_binary)
-for _name, _tg in _UNARY.items():
-    tf_op(_name, tg=f"`{_tg}`")(_unary)
+tf_direct(__name__, _BINARY, note="NumPy broadcasting")
+tf_direct(__name__, _UNARY)
 
 
 @tf_op("Div", tg="`div`", note="floating point only (TF's integer `Div` truncates)")

@@ -54,6 +54,23 @@ def tf_op(
     return deco
 
 
+def tf_direct(module: str, table: dict[str, str], note: str = "") -> None:
+    """Register each TF op type of ``table`` (name -> graph dialect op) as that one op applied
+    to all the node's operands, without attributes; ``module`` (the caller's ``__name__``)
+    gives the family.
+
+    Raises:
+        ValueError: if a name is registered twice.
+    """
+
+    def convert(cx: Any, node: Any, ins: list[Any]) -> list[Any]:
+        return [cx.op(table[node.op], ins)]
+
+    family = module.rsplit(".", 1)[-1]
+    for name, tg in table.items():
+        tf_op(name, tg=f"`{tg}`", note=note, family=family)(convert)
+
+
 _FAMILY_TITLES = {
     "tf_graph": "Graph structure",
     "tf_ops": "Math, neural network and linear algebra",
