@@ -123,6 +123,10 @@ class _Lib:
                 ctypes.c_int,
             ),
             "dnnl_reorder_primitive_desc_create": ([pp, p, p, p, p, p], ctypes.c_int),
+            "dnnl_pooling_forward_primitive_desc_create": (
+                [pp, p, ctypes.c_int, ctypes.c_int, p, p, _DIMS, _DIMS, _DIMS, _DIMS, _DIMS, p],
+                ctypes.c_int,
+            ),
             "dnnl_primitive_desc_query_md": ([p, ctypes.c_int, ctypes.c_int], p),
             "dnnl_primitive_desc_query": ([p, ctypes.c_int, ctypes.c_int, p], ctypes.c_int),
             "dnnl_primitive_desc_destroy": ([p], ctypes.c_int),

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pytfrt.backends.cpu import _dnnl_pool
 from pytfrt.backends.cpu._geometry import (
     check_layout,
     check_out,
@@ -152,6 +153,17 @@ def max_pool2d(
     win = _window(op, x.shape, layout, ksize, strides, pads, dilations, ceil_mode)
     shape = _out_shape(x.shape, win)
     check_out(op, out, shape, x.dtype)
+    if x.dtype == np.float32 and x.flags.c_contiguous and min(x.shape) > 0:
+        # oneDNN's pooling primitive when installed (pytfrt.backends.cpu._dnnl_pool)
+        y = out if out is not None and out.flags.c_contiguous else np.empty(shape, x.dtype)
+        kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, ha, wa = win
+        pb = max((oh - 1) * sh + dh * (kh - 1) + 1 - x.shape[ha] - pt, 0)
+        pr = max((ow - 1) * sw + dw * (kw - 1) + 1 - x.shape[wa] - pl, 0)
+        if _dnnl_pool.max_pool2d(x, y, layout, win, (pb, pr)):
+            if out is not None and y is not out:
+                out[...] = y
+                return out
+            return y
     xp = _padded(x, win, _lowest(x.dtype), role="pool")
     taps = _taps(win)
     y = out if out is not None else np.empty(shape, dtype=x.dtype)

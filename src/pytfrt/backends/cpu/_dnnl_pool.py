@@ -1,0 +1,131 @@
+"""float32 max pooling through oneDNN's pooling primitive (C API, via ctypes).
+
+Private helper of :mod:`pytfrt.backends.cpu.pooling`: :func:`max_pool2d` runs a C-contiguous
+float32 ``NHWC``/``NCHW`` max pool in oneDNN (forward inference, ``pooling_max``) when the
+library is present (:func:`pytfrt.backends.cpu._dnnl_conv.library`, so ``PYTFRT_CONV=builtin``
+disables it too), and returns ``False`` otherwise (the caller runs its NumPy path).  One
+primitive per (shape, layout, window), made on first use and kept (at most
+:data:`MAX_PRIMITIVES`); single-threaded on the calling thread, like the convolutions.
+Thread-safe: per-thread streams, memory objects and scratchpads (user scratchpad mode).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+
+from pytfrt.backends.cpu import _dnnl_conv as dc
+
+_POOLING_MAX = 0x1FF  # dnnl_pooling_max (oneapi/dnnl/dnnl_types.h)
+MAX_PRIMITIVES = 256
+"""Most pooling primitives kept (further shapes run the NumPy path)."""
+
+_lock = threading.Lock()
+_prims: dict[tuple[Any, ...], dc._Prim | None] = {}
+
+
+def _create(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Prim:
+    layout, src, dst, kernel, strides, dil, pad_l, pad_r = key
+    p = dc._Prim(lib)
+    temp = dc._Prim(lib)
+    md_free = "dnnl_memory_desc_destroy"
+    dc._pin_one_thread()
+    try:
+        p.src_md = p.own(md_free, lib.strided_md(src, dc._md_strides(layout, src)))
+        p.dst_md = p.own(md_free, lib.strided_md(dst, dc._md_strides(layout, dst)))
+        attr = temp.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
+        lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
+        p.pd = p.own(
+            "dnnl_primitive_desc_destroy",
+            lib.new(
+                "dnnl_pooling_forward_primitive_desc_create",
+                lib.engine,
+                dc._FORWARD_INFERENCE,
+                _POOLING_MAX,
+                p.src_md,
+                p.dst_md,
+                dc._DIMS(*strides),
+                dc._DIMS(*kernel),
+                dc._DIMS(*dil),
+                dc._DIMS(*pad_l),
+                dc._DIMS(*pad_r),
+                attr,
+            ),
+        )
+        info = ctypes.c_char_p()
+        lib.call("dnnl_primitive_desc_query", p.pd, dc._Q_IMPL_INFO, 0, ctypes.byref(info))
+        p.impl = (info.value or b"").decode()
+        if p.impl.startswith("ref"):
+            raise RuntimeError(f"oneDNN reference implementation {p.impl}")
+        sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_SCRATCHPAD_MD, 0)
+        p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
+        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+    except RuntimeError:
+        p.destroy()
+        raise
+    finally:
+        temp.destroy()
+    return p
+
+
+def max_pool2d(
+    x: np.ndarray,
+    y: np.ndarray,
+    layout: str,
+    win: tuple[int, ...],
+    pads_br: tuple[int, int],
+) -> bool:
+    """``y = max_pool(x)`` in oneDNN for checked C-contiguous float32 ``x`` and ``y``.
+
+    ``win`` is pooling's ``(kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, ha, wa)``; ``pads_br`` the
+    bottom/right padding that gives ``oh``/``ow`` (ceil mode included).  Returns ``False`` if
+    oneDNN is absent or has no optimised primitive for it (``y`` untouched).
+    """
+    lib = dc.library()
+    if lib is None:
+        return False
+    kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, _, _ = win
+    src = dc._nchw_dims(layout, x.shape)
+    dst = dc._nchw_dims(layout, y.shape)
+    key = (layout, src, dst, (kh, kw), (sh, sw), (dh - 1, dw - 1), (pt, pl), pads_br)
+    p = _prims.get(key, 0)
+    if p == 0:
+        with _lock:
+            if key not in _prims and len(_prims) < MAX_PRIMITIVES:
+                try:
+                    _prims[key] = _create(lib, key)
+                except RuntimeError:
+                    _prims[key] = None
+            p = _prims.get(key)
+    if not isinstance(p, dc._Prim):
+        return False
+    if not getattr(dc._blas._local, "pinned", False):
+        dc._pin_one_thread()
+    tid = threading.get_ident()
+    state = p.per_thread.get(tid)
+    if state is None:
+        srcm = lib.new("dnnl_memory_create", p.src_md, lib.engine, None)
+        dstm = lib.new("dnnl_memory_create", p.dst_md, lib.engine, None)
+        pairs = [(dc._ARG_SRC, srcm), (dc._ARG_DST, dstm)]
+        sp = None
+        if p.scratch:
+            sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_SCRATCHPAD_MD, 0)
+            sp = lib.new("dnnl_memory_create", sp_md, lib.engine, None)
+            pairs.append((dc._ARG_SCRATCHPAD, sp))
+        args = (dc._ExecArg * len(pairs))(*(dc._ExecArg(k, m.value) for k, m in pairs))
+        state = (args, srcm, dstm, sp)
+        with _lock:
+            p.per_thread[tid] = state
+    args, srcm, dstm, sp = state
+    set_handle = lib.fn["dnnl_memory_set_data_handle"]
+    set_handle(srcm, x.ctypes.data)
+    set_handle(dstm, y.ctypes.data)
+    if sp:
+        set_handle(sp, dc._scratch(lib, p.scratch))
+    stream = lib.stream()
+    lib.call("dnnl_primitive_execute", p.prim, stream, len(args), args)
+    lib.call("dnnl_stream_wait", stream)
+    return True
