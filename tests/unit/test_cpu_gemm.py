@@ -51,32 +51,21 @@ def test_matmul_matches_numpy(case):
     res = rng.standard_normal(ref.shape).astype(dt) if case["res"] else None
     expected = ref + (0 if bias is None else bias) + (0 if res is None else res)
     expected = ACTS[case["act"]](torch.from_numpy(np.asarray(expected))).numpy()
-    got = gemm.matmul(
-        a,
-        b,
-        transpose_a=case["ta"],
-        transpose_b=case["tb"],
-        bias=bias,
-        residual=res,
-        activation=case["act"],
-        alpha=0.1,
-    )
+    kw = {
+        "transpose_a": case["ta"],
+        "transpose_b": case["tb"],
+        "bias": bias,
+        "residual": res,
+        "activation": case["act"],
+        "alpha": 0.1,
+    }
+    got = gemm.matmul(a, b, **kw)
     assert got.shape == expected.shape and got.dtype == dt
     tol = 1e-4 if dt == np.float32 else 1e-10
     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
     if got.ndim:
         out = np.empty(got.shape, dt)
-        again = gemm.matmul(
-            a,
-            b,
-            transpose_a=case["ta"],
-            transpose_b=case["tb"],
-            bias=bias,
-            residual=res,
-            activation=case["act"],
-            alpha=0.1,
-            out=out,
-        )
+        again = gemm.matmul(a, b, **kw, out=out)
         assert again is out
         np.testing.assert_array_equal(out, got)
 
