@@ -48,6 +48,19 @@ def mlp_graph(sizes: list[int], ws: list[np.ndarray], bs: list[np.ndarray]) -> G
     return gb.finish()
 
 
+def _interleaved(fns: dict[str, Any], x: Any, reps: int, inner: int) -> dict[str, list[float]]:
+    """Microseconds per call of each of ``fns`` on ``x``: ``reps`` samples of ``inner`` calls,
+    the functions interleaved so machine noise hits them alike."""
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            for _ in range(inner):
+                f(x)
+            samples[k].append((time.perf_counter() - t) / inner * 1e6)
+    return samples
+
+
 def bench_mlp(sizes: list[int], reps: int, inner: int) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     ws = [(rng.standard_normal((a, b)) * 0.05).astype(np.float32)
@@ -71,13 +84,7 @@ def bench_mlp(sizes: list[int], reps: int, inner: int) -> dict[str, Any]:
     for f in fns.values():
         for _ in range(inner):
             f(x)
-    samples: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(reps):
-        for k, f in fns.items():
-            t = time.perf_counter()
-            for _ in range(inner):
-                f(x)
-            samples[k].append((time.perf_counter() - t) / inner * 1e6)
+    samples = _interleaved(fns, x, reps, inner)
     med = {k: statistics.median(v) for k, v in samples.items()}
     return {"sizes": sizes, "us_median": med, "us_min": {k: min(v) for k, v in samples.items()},
             "ratio_optimised": med["pytfrt (optimised)"] / med["numpy"],
@@ -93,13 +100,7 @@ def bench_call_overhead(reps: int, inner: int) -> dict[str, Any]:
     model = compile_module(gb.finish())
     x = np.ones(1, np.float32)
     fns: dict[str, Any] = {"np.negative": np.negative, "CompiledModel": model}
-    samples: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(reps):
-        for k, f in fns.items():
-            t = time.perf_counter()
-            for _ in range(inner):
-                f(x)
-            samples[k].append((time.perf_counter() - t) / inner * 1e6)
+    samples = _interleaved(fns, x, reps, inner)
     med = {k: statistics.median(v) for k, v in samples.items()}
     return {"us_median": med, "overhead_us": med["CompiledModel"] - med["np.negative"]}
 
