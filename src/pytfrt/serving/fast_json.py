@@ -122,6 +122,7 @@ def _scan_impl(buf: Any, start: int, pow10: Any, dims: Any, out: Any
             seen = True
             i += 1
         if i < n and buf[i] == 46:  # '.'
+            # The digit loop repeats the integer part's on purpose (Numba-compiled hot path).
             i += 1
             fraction = False
             while i < n and 48 <= buf[i] <= 57:

@@ -137,12 +137,7 @@ def _decode_rows(instances: Any, signature: ServingSignature) -> dict[str, np.nd
     if any(named) and not all(named):
         raise invalid("'instances' mixes objects and plain values")
     if not named[0]:
-        if len(signature.inputs) != 1:
-            raise invalid(f"the model has {len(signature.inputs)} inputs "
-                          f"({', '.join(signature.input_names)}): each instance must be an "
-                          "object naming them")
-        info = signature.inputs[0]
-        return {info.name: to_array(instances, info)}
+        return _single_input(instances, signature, "each instance")
     for row, instance in enumerate(instances):
         _check_names(instance, signature, f"instance {row}")
     return {info.name: to_array([inst[info.name] for inst in instances], info)
@@ -153,12 +148,17 @@ def _decode_columns(inputs: Any, signature: ServingSignature) -> dict[str, np.nd
     if isinstance(inputs, dict) and not _is_b64(inputs):
         _check_names(inputs, signature, "'inputs'")
         return {info.name: to_array(inputs[info.name], info) for info in signature.inputs}
+    return _single_input(inputs, signature, "'inputs'")
+
+
+def _single_input(value: Any, signature: ServingSignature, what: str) -> dict[str, np.ndarray]:
+    """``value`` as the model's only input; ``what`` names it in the error if it has several."""
     if len(signature.inputs) != 1:
         raise invalid(f"the model has {len(signature.inputs)} inputs "
-                      f"({', '.join(signature.input_names)}): 'inputs' must be an object "
+                      f"({', '.join(signature.input_names)}): {what} must be an object "
                       "naming them")
     info = signature.inputs[0]
-    return {info.name: to_array(inputs, info)}
+    return {info.name: to_array(value, info)}
 
 
 def to_array(value: Any, info: TensorInfo) -> np.ndarray:
