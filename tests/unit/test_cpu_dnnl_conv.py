@@ -228,8 +228,9 @@ def test_float16_and_float64_plans():
 def test_fallback_when_no_primitive(monkeypatch):
     rng = np.random.default_rng(3)
     x, w, b = make_case(rng, "NCHW", 2, 10, 10, 6, 8, 3, 2)
-    plan = conv.plan_conv2d(w, layout="NCHW", groups=2, bias=b, activation="tanh")
+    plan = conv.plan_conv2d(w, layout="NCHW", groups=2, bias=b, activation="tanh", algorithm="dnnl")
     assert plan.dnnl is not None
+    assert conv.plan_conv2d(w, layout="NCHW", groups=2).dnnl is None  # auto: built-in for NCHW
     monkeypatch.setattr(plan.dnnl, "ready", lambda shape, residual: False)
     res = rng.standard_normal(plan.output_shape(x.shape)).astype(np.float32)
     ref = torch_ref(x, w, "NCHW", (1, 1), (1, 1), (0, 0, 0, 0), 2, b, res, "tanh")

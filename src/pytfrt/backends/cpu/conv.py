@@ -23,8 +23,9 @@ runs the plan on any input with the right channel count.  Algorithms (``docs/ker
   filter traffic and transform work (:func:`estimate_ms`), per input shape.
 * ``depthwise`` -- direct compiled loops (``groups == cin``), epilogue fused.
 * ``dnnl`` -- oneDNN's convolution primitive with the epilogue as fused post-ops
-  (:mod:`pytfrt.backends.cpu._dnnl_conv`): float32 plans run it under ``auto`` whenever the
-  oneDNN library is installed and has an optimised (non-reference) primitive for the shape;
+  (:mod:`pytfrt.backends.cpu._dnnl_conv`): float32 NHWC plans run it under ``auto`` whenever
+  the oneDNN library is installed and has an optimised (non-reference) primitive for the shape
+  (NCHW only when forced: oneDNN's NCHW kernels are slower than the built-in ones);
   the algorithms above are the fallback (measured on ResNet-50 and MobileNetV2,
   ``docs/kernels.md``); ``PYTFRT_CONV=builtin`` disables it.
 
@@ -384,7 +385,9 @@ def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> Conv
     )
     use_winograd = winograd_ok and wants_winograd
     dnnl = None
-    if algorithm in ("auto", "dnnl") and w.dtype == np.float32:
+    if w.dtype == np.float32 and (
+        algorithm == "dnnl" or (algorithm == "auto" and layout == "NHWC")
+    ):  # NCHW: oneDNN's im2col kernels measured 2x slower than the built-in ones
         dnnl = _dnnl_conv.make(w, bias, attrs)
     if algorithm == "dnnl" and dnnl is None:
         raise OpError(f"{op}: algorithm 'dnnl' needs float32 and the oneDNN library")
