@@ -82,23 +82,20 @@ def _shape_operand(ctx: InferContext, i: int, dtype: str, rank: int) -> TType:
     return TType(dtype, (None,) * rank)
 
 
-def _conv_backprop(shape_at: int, names: str) -> Callable[[InferContext], list[TType]]:
-    """The inference of a conv2d gradient with operands ``names``: the one at ``shape_at`` is
-    the result's shape, the other two the float tensors it is computed from."""
+def _conv_backprop(operands: tuple[str, ...]) -> Callable[[InferContext], list[TType]]:
+    """The inference of a conv2d gradient with ``operands``: the ``*_shape`` one is the result's
+    shape, the other two the float tensors it is computed from (``dy`` last)."""
+    shape_at = next(i for i, n in enumerate(operands) if n.endswith("_shape"))
     arrays = [i for i in range(3) if i != shape_at]
 
     def infer(ctx: InferContext) -> list[TType]:
         if len(ctx.inputs) != 3:
-            raise ctx.error(f"takes 3 operands ({names})")
+            raise ctx.error(f"takes 3 operands ({', '.join(operands)})")
         dtype = same_dtype(ctx, arrays)
         _float(ctx, ctx.inputs[2], "dy")
         return [_shape_operand(ctx, shape_at, dtype, 4)]
 
     return infer
-
-
-_conv_backprop_input = _conv_backprop(0, "input_shape, w, dy")
-_conv_backprop_filter = _conv_backprop(1, "x, filter_shape, dy")
 
 
 def _max_pool_grad(ctx: InferContext) -> list[TType]:
@@ -184,20 +181,11 @@ define(
     {"approximate": AttrSpec("bool", False)},
     family="grad",
 )
-define(
-    "conv2d_backprop_input",
-    ("input_shape", "w", "dy"),
-    _conv_backprop_input,
-    {**_CONV, **_HINT},
-    family="grad",
-)
-define(
-    "conv2d_backprop_filter",
-    ("x", "filter_shape", "dy"),
-    _conv_backprop_filter,
-    {**_CONV, **_HINT},
-    family="grad",
-)
+for _name, _operands in (
+    ("conv2d_backprop_input", ("input_shape", "w", "dy")),
+    ("conv2d_backprop_filter", ("x", "filter_shape", "dy")),
+):
+    define(_name, _operands, _conv_backprop(_operands), {**_CONV, **_HINT}, family="grad")
 define("max_pool2d_grad", ("x", "y", "dy"), _max_pool_grad, dict(_POOL), family="grad")
 define(
     "avg_pool2d_grad",
