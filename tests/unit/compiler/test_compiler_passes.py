@@ -175,3 +175,64 @@ def test_the_pipeline_is_idempotent() -> None:
     x = rng.standard_normal((2, 6)).astype(np.float32)
     np.testing.assert_allclose(compile_module(twice, optimize=False)(x),
                                compile_module(build(), optimize=False)(x), rtol=1e-5, atol=1e-6)
+
+
+@SETTINGS
+@given(st.sampled_from(["NHWC", "NCHW", "matmul"]), st.booleans(), st.booleans(),
+       st.booleans(), st.integers(0, 2**31 - 1))
+def test_an_expanded_batch_norm_folds_into_the_conv_or_matmul(
+        kind: str, pre_bias: bool, offset: bool, scalar_scale: bool, seed: int) -> None:
+    """``[add(] mul([add(] y, b [)], s) [, o)]`` with per-channel constants (TF's inference
+    batch norm after constant folding) becomes one conv/matmul with a bias epilogue."""
+    rng = np.random.default_rng(seed)
+    cin, cout = 3, 4
+    if kind == "matmul":
+        wshape, xshape, cshape = (cin, cout), (2, cin), (1, cout)
+    elif kind == "NHWC":
+        wshape, xshape, cshape = (3, 3, cin, cout), (2, 5, 5, cin), (1, 1, 1, cout)
+    else:
+        wshape, xshape, cshape = (cout, cin, 3, 3), (2, cin, 5, 5), (cout, 1, 1)
+    w = rng.standard_normal(wshape).astype(np.float32)
+    consts = [rng.uniform(0.5, 2, cout).astype(np.float32).reshape(cshape) for _ in range(3)]
+    if scalar_scale:
+        consts[1] = np.array(1.5, np.float32)
+
+    def build() -> GraphModule:
+        gb = GraphBuilder()
+        fn = gb.function("main", inputs=[("x", (None, *xshape[1:]), "f32")])
+        (x,) = fn.arguments
+        if kind == "matmul":
+            y = fn.op("matmul", [x, fn.constant(w, name="w")])
+        else:
+            y = fn.op("conv2d", [x, fn.constant(w, name="w")], layout=kind, strides=[1, 1],
+                      pads=[1, 1, 1, 1])
+        if pre_bias:
+            y = fn.op("add", [y, fn.constant(consts[0], name="b")])
+        y = fn.op("mul", [fn.constant(consts[1], name="s"), y])
+        if offset:
+            y = fn.op("add", [y, fn.constant(consts[2], name="o")])
+        fn.returns([fn.op("relu", [y])])
+        return gb.finish()
+
+    gm = _compare(build, [rng.standard_normal(xshape).astype(np.float32)], rtol=1e-4,
+                  atol=1e-4)
+    names = [n for n in _op_names(gm) if n not in ("tg.constant", "func.return")]
+    assert names == ["tg.matmul" if kind == "matmul" else "tg.conv2d"]
+
+
+def test_a_scale_that_varies_along_another_axis_is_not_folded() -> None:
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((3, 3, 2, 4)).astype(np.float32)
+    s = rng.uniform(0.5, 2, (1, 5, 1, 1)).astype(np.float32)  # along H, not the channels
+
+    def build() -> GraphModule:
+        gb = GraphBuilder()
+        fn = gb.function("main", inputs=[("x", (None, 5, 5, 2), "f32")])
+        y = fn.op("conv2d", [fn.arguments[0], fn.constant(w, name="w")], layout="NHWC",
+                  strides=[1, 1], pads=[1, 1, 1, 1])
+        fn.returns([fn.op("mul", [y, fn.constant(s, name="s")])])
+        return gb.finish()
+
+    gm = _compare(build, [rng.standard_normal((2, 5, 5, 2)).astype(np.float32)], rtol=1e-4,
+                  atol=1e-4)
+    assert "tg.mul" in _op_names(gm) or "tg.fused_elementwise" in _op_names(gm)

@@ -10,6 +10,13 @@ epilogue has no residual or activation, and the norm's axis is ``y``'s channel a
 (``s`` along the filter's output-channel axis: last for HWIO and ``matmul``'s ``[K, N]``, first
 for OIHW and a transposed ``matmul`` filter).  The add is left for ``-tg-fuse-epilogue``.
 Arithmetic in float64, rounded once to the weight's dtype.
+
+The same rewrite folds a batch norm that a front end has already expanded into elementwise ops
+(TF's inference ``FusedBatchNormV3`` after constant folding): ``mul(y, s)`` or
+``mul(add(y, b), s)``, optionally followed by ``add(., o)``, with constants ``b``, ``s``, ``o``
+that vary only along ``y``'s channel axis, becomes ``conv2d(x, w * s) + ((bias + b) * s + o)``
+-- so the affine part runs inside the conv's epilogue instead of as a separate pass over the
+activation.
 """
 
 from __future__ import annotations
@@ -84,10 +91,113 @@ def _fold(gm: GraphModule, bn: Operation) -> bool:
     return True
 
 
+def _channel_vector(c: np.ndarray, rank: int, axis: int, n: int) -> np.ndarray | None:
+    """``c`` as a float64 vector of length ``n`` if it varies only along ``axis`` of a rank-
+    ``rank`` value (broadcasting without growing it), else ``None``."""
+    if c.ndim > rank:
+        return None
+    full = (1,) * (rank - c.ndim) + tuple(c.shape)
+    if any(d != 1 for i, d in enumerate(full) if i != axis) or full[axis] not in (1, n):
+        return None
+    return np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (n,))
+
+
+def _const_operand(gm: GraphModule, op: Operation) -> tuple[int, np.ndarray] | None:
+    """(index of the non-constant operand, the constant) of a binary op with one constant."""
+    for side in (0, 1):
+        c = const_value(gm, op.operands[1 - side])
+        if c is not None and const_value(gm, op.operands[side]) is None:
+            return side, c
+    return None
+
+
+def _fold_scale(gm: GraphModule, mul: Operation) -> bool:
+    """The expanded form: ``[add(] mul([add(] y, b [)], s) [, o)]`` (see the module doc)."""
+    found = _const_operand(gm, mul)
+    if found is None:
+        return False
+    side, scale = found
+    v = mul.operands[side]
+    if single_use(v) is not mul or not isinstance(v.owner, Operation):
+        return False
+    pre_add = None
+    prod = v.owner
+    pre = _const_operand(gm, prod) if prod.name == "tg.add" else None
+    if pre is not None:
+        pre_add = prod
+        v = prod.operands[pre[0]]
+        if single_use(v) is not pre_add or not isinstance(v.owner, Operation):
+            return False
+        prod = v.owner
+    if prod.name not in ("tg.conv2d", "tg.matmul"):
+        return False
+    pa = attrs_of(prod)
+    flags = pa["epilogue_operands"]
+    w = const_value(gm, prod.operands[1])
+    rank = ttype(v).rank
+    if flags[1] or pa["activation"] != "none" or w is None or rank is None:
+        return False
+    if prod.name == "tg.conv2d":
+        nhwc = pa["layout"] == "NHWC"
+        axis, n = (rank - 1, w.shape[3]) if nhwc else (1, w.shape[0])
+        bias_shape: tuple[int, ...] = (-1,) if nhwc else (-1, 1, 1)
+    else:
+        if w.ndim != 2 or rank < 1:
+            return False
+        axis, n, bias_shape = rank - 1, w.shape[0 if pa["transpose_b"] else 1], (-1,)
+    consts = [scale] + ([pre[1]] if pre is not None else [])
+    post = single_use(mul.results[0])
+    post_c = _const_operand(gm, post) if post is not None and post.name == "tg.add" else None
+    if post_c is not None and post is not None and post.operands[post_c[0]] is mul.results[0]:
+        consts.append(post_c[1])
+    else:
+        post = None
+    if any(c.dtype != w.dtype for c in consts):
+        return False
+    vecs = [_channel_vector(c, rank, axis, n) for c in consts]
+    if any(x is None for x in vecs):
+        return False
+    s = vecs[0]
+    assert s is not None
+    bias = np.zeros(n)
+    if flags[0]:
+        b = const_value(gm, prod.operands[2])
+        if b is None or b.size != n:
+            return False
+        bias = np.asarray(b, np.float64).reshape(-1)
+    if pre is not None:
+        bias = bias + vecs[1]  # type: ignore[operator]
+    b2 = bias * s + (vecs[-1] if post is not None else 0.0)  # type: ignore[operator]
+    if prod.name == "tg.conv2d":
+        w2 = w.astype(np.float64) * (s if nhwc else s[:, None, None, None])
+    else:
+        w2 = w.astype(np.float64) * (s[:, None] if pa["transpose_b"] else s[None, :])
+    last = post if post is not None else mul
+    block = last.parent_block()
+    assert block is not None
+    wc = make_constant(gm, w2.astype(w.dtype), "scale_folded_w")
+    bc = make_constant(gm, b2.astype(w.dtype).reshape(bias_shape), "scale_folded_b")
+    attrs = {k: val for k, val in pa.items() if k != "epilogue_operands"}
+    op = new_op(gm, prod.name[3:], [prod.operands[0], wc.results[0]], attrs, prod.location)
+    add = new_op(gm, "add", [op.results[0], bc.results[0]], {}, last.location)
+    for new in (wc, bc, op, add):
+        block.insert_op_before(new, last)
+    replace(last, [add.results[0]])
+    for dead in (mul, pre_add, prod):
+        if dead is not None and dead is not last:
+            dead.detach()
+            dead.erase()
+    return True
+
+
 def fold_batch_norm(gm: GraphModule) -> GraphModule:
     """Run the pass in place (the old weights stay until ``-tg-dce``)."""
     for f in functions(gm):
         for op in list(f.body.block.ops):
             if op.name == "tg.batch_norm":
                 _fold(gm, op)
+    for f in functions(gm):
+        for op in list(f.body.block.ops):
+            if op.name == "tg.mul" and op.parent_block() is not None:
+                _fold_scale(gm, op)
     return gm
