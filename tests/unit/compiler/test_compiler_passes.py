@@ -186,6 +186,9 @@ def test_an_expanded_batch_norm_folds_into_the_conv_or_matmul(
     batch norm after constant folding) becomes one conv/matmul with a bias epilogue."""
     rng = np.random.default_rng(seed)
     cin, cout = 3, 4
+    wshape: tuple[int, ...]
+    xshape: tuple[int, ...]
+    cshape: tuple[int, ...]
     if kind == "matmul":
         wshape, xshape, cshape = (cin, cout), (2, cin), (1, cout)
     elif kind == "NHWC":
