@@ -67,6 +67,12 @@ SHARD_BYTES = 2 * 1024 * 1024
 packs the filter on every call) down to about this size, which still fits in L3."""
 
 
+def _row_shards(rows: int, ow: int, row_bytes: int) -> list[tuple[int, int]]:
+    """Shards of ``rows`` output rows (``ow`` pixels, ``row_bytes`` of columns plus output
+    each): at least ``MIN_SHARD_ROWS`` pixels and at most ``SHARD_BYTES`` a shard."""
+    return chunks(rows, max(1, MIN_SHARD_ROWS // ow), max(1, SHARD_BYTES // row_bytes))
+
+
 def forward_nhwc(
     x: np.ndarray,
     w_mat: np.ndarray,
@@ -95,9 +101,8 @@ def forward_nhwc(
         _pointwise_by_columns(x, w_mat[0], (sh, sw), y, bias, res, code, alpha, beta)
         return
     xp = x if pointwise else padded_nhwc(x, *geo[6:], out_role="pad")
-    rows = n * oh
     row_bytes = ow * ((cin if pointwise else kh * kw * cg) + cout) * x.itemsize
-    shards = chunks(rows, max(1, MIN_SHARD_ROWS // ow), max(1, SHARD_BYTES // row_bytes))
+    shards = _row_shards(n * oh, ow, row_bytes)
 
     def shard(i: int) -> None:
         r0, r1 = shards[i]
@@ -240,9 +245,8 @@ def forward_nchw(
     cin, h, w = x.shape[1:]
     kh, kw, sh, sw, dh, dw, pt, pb, pl, pr = geo
     pointwise = kh == kw == sh == sw == 1 and not any(geo[6:])
-    rows = n * oh
     row_bytes = ow * ((cin if pointwise else kcols * groups) + cout) * x.itemsize
-    shards = chunks(rows, max(1, MIN_SHARD_ROWS // ow), max(1, SHARD_BYTES // row_bytes))
+    shards = _row_shards(n * oh, ow, row_bytes)
     y3 = y.reshape(n, cout, oh * ow)
     r3 = None if res is None else res.reshape(n, cout, oh * ow)
     if pointwise:
