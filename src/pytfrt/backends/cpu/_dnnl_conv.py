@@ -272,6 +272,10 @@ _Part = tuple[
 
 PARALLEL_MIN_MACS = 4_000_000
 """Fewest multiply-adds for which a convolution is split into parts run in parallel."""
+PARTS_PER_THREAD = 3
+"""Parts per thread of a split convolution (batch items or output-row bands)."""
+PART_MIN_MACS = 2_000_000
+"""Fewest multiply-adds per part."""
 
 
 class DnnlConv:
@@ -358,11 +362,14 @@ class DnnlConv:
         ow = (w + pl + pr - (dw * (kw - 1) + 1)) // sw + 1
         cout = a["cout"]
         whole: _Part = ((n, c, h, w), (n, cout, oh, ow), (pt, pb, pl, pr), 0, 0)
-        threads = _parallel.num_threads()
-        if threads < 2 or n * oh * ow * cout * self._macs < PARALLEL_MIN_MACS:
+        macs = n * oh * ow * cout * self._macs
+        if _parallel.num_threads() < 2 or macs < PARALLEL_MIN_MACS:
             return [whole]
-        if n >= threads:
-            bounds = [n * i // threads for i in range(threads + 1)]
+        # More parts than threads: a helper descheduled mid-part delays the caller less.
+        parts_wanted = min(PARTS_PER_THREAD * _parallel.num_threads(), macs // PART_MIN_MACS)
+        if n >= 2:
+            k = min(parts_wanted, n)
+            bounds = [n * i // k for i in range(k + 1)]
             return [
                 (
                     (b1 - b0, c, h, w),
@@ -373,10 +380,11 @@ class DnnlConv:
                 )
                 for b0, b1 in zip(bounds, bounds[1:], strict=False)
             ]
-        if layout != "NHWC" or n != 1 or oh < 2 * threads:
+        k = min(parts_wanted, oh)
+        if layout != "NHWC" or k < 2:
             return [whole]
         parts: list[_Part] = []
-        bounds = [oh * i // threads for i in range(threads + 1)]
+        bounds = [oh * i // k for i in range(k + 1)]
         for r0, r1 in zip(bounds, bounds[1:], strict=False):
             first = r0 * sh - pt  # input row of the part's first tap (may be negative)
             last = (r1 - 1) * sh - pt + dh * (kh - 1)
