@@ -86,9 +86,20 @@ def bench_mlp(sizes: list[int], reps: int, inner: int) -> dict[str, Any]:
             f(x)
     samples = _interleaved(fns, x, reps, inner)
     med = {k: statistics.median(v) for k, v in samples.items()}
+    # the calling thread's CPU time (time.thread_time): what a loaded machine disturbs least
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, f in fns.items():
+            t = time.thread_time()
+            for _ in range(inner):
+                f(x)
+            cpu[k].append((time.thread_time() - t) / inner * 1e6)
+    cpu_med = {k: statistics.median(v) for k, v in cpu.items()}
     return {"sizes": sizes, "us_median": med, "us_min": {k: min(v) for k, v in samples.items()},
             "ratio_optimised": med["pytfrt (optimised)"] / med["numpy"],
-            "ratio_plain": med["pytfrt (no passes)"] / med["numpy"]}
+            "ratio_plain": med["pytfrt (no passes)"] / med["numpy"],
+            "cpu_us_median": cpu_med,
+            "cpu_ratio_optimised": cpu_med["pytfrt (optimised)"] / cpu_med["numpy"]}
 
 
 def bench_call_overhead(reps: int, inner: int) -> dict[str, Any]:
@@ -206,6 +217,9 @@ def main() -> None:
         m = r["us_median"]
         print(f"{name:<16} {m['numpy']:8.1f} {m['pytfrt (no passes)']:10.1f} "
               f"{m['pytfrt (optimised)']:10.1f} {r['ratio_optimised']:6.2f}")
+        c = r["cpu_us_median"]
+        print(f"{'  (thread CPU)':<16} {c['numpy']:8.1f} {c['pytfrt (no passes)']:10.1f} "
+              f"{c['pytfrt (optimised)']:10.1f} {r['cpu_ratio_optimised']:6.2f}")
     print(f"\none-kernel model: {call['us_median']['CompiledModel']:.2f} us per call vs "
           f"np.negative {call['us_median']['np.negative']:.2f} us: call path "
           f"{call['overhead_us']:.2f} us")
