@@ -48,16 +48,18 @@ def mlp_graph(sizes: list[int], ws: list[np.ndarray], bs: list[np.ndarray]) -> G
     return gb.finish()
 
 
-def _interleaved(fns: dict[str, Any], x: Any, reps: int, inner: int) -> dict[str, list[float]]:
+def _interleaved(fns: dict[str, Any], x: Any, reps: int, inner: int,
+                 clock: Any = time.perf_counter) -> dict[str, list[float]]:
     """Microseconds per call of each of ``fns`` on ``x``: ``reps`` samples of ``inner`` calls,
-    the functions interleaved so machine noise hits them alike."""
+    the functions interleaved so machine noise hits them alike (``clock``: wall time, or
+    ``time.thread_time`` for the calling thread's CPU time)."""
     samples: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(reps):
         for k, f in fns.items():
-            t = time.perf_counter()
+            t = clock()
             for _ in range(inner):
                 f(x)
-            samples[k].append((time.perf_counter() - t) / inner * 1e6)
+            samples[k].append((clock() - t) / inner * 1e6)
     return samples
 
 
@@ -87,13 +89,7 @@ def bench_mlp(sizes: list[int], reps: int, inner: int) -> dict[str, Any]:
     samples = _interleaved(fns, x, reps, inner)
     med = {k: statistics.median(v) for k, v in samples.items()}
     # the calling thread's CPU time (time.thread_time): what a loaded machine disturbs least
-    cpu: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(reps):
-        for k, f in fns.items():
-            t = time.thread_time()
-            for _ in range(inner):
-                f(x)
-            cpu[k].append((time.thread_time() - t) / inner * 1e6)
+    cpu = _interleaved(fns, x, reps, inner, time.thread_time)
     cpu_med = {k: statistics.median(v) for k, v in cpu.items()}
     return {"sizes": sizes, "us_median": med, "us_min": {k: min(v) for k, v in samples.items()},
             "ratio_optimised": med["pytfrt (optimised)"] / med["numpy"],
