@@ -24,6 +24,8 @@ import and to instantiate while parsing.
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -35,6 +37,7 @@ from xdsl.parser import Parser
 from xdsl.parser.core import UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from pytfrt.mlir.types import make_type
 
@@ -214,15 +217,68 @@ def parse_region_with_args(
             scopes.pop()
 
 
+#: IEEE layouts of the float types a literal may have: (width, mantissa bits, max exponent)
+_FLOAT_LAYOUTS: dict[str, tuple[int, int, int]] = {
+    "f16": (16, 10, 15),
+    "bf16": (16, 7, 127),
+    "f32": (32, 23, 127),
+    "f64": (64, 52, 1023),
+}
+
+
+def _float_from_bits(bits: int, width: int, mantissa: int) -> float:
+    """The value of the IEEE float of ``width`` bits whose bit pattern is ``bits``."""
+    if width == 64:
+        return float(struct.unpack("<d", bits.to_bytes(8, "little"))[0])
+    if mantissa == 7:  # bfloat16: the upper half of an f32
+        bits <<= 16
+        width = 32
+    fmt = "<f" if width == 32 else "<e"
+    return float(struct.unpack(fmt, bits.to_bytes(width // 8, "little"))[0])
+
+
 def parse_value_of_type(parser: Parser, type_: Attribute) -> Attribute:
-    """A bare literal typed by ``type_`` (``42``, ``1.0``, ``true``)."""
+    """A bare literal typed by ``type_`` (``42``, ``1.0``, ``true``, ``0x7FC00000``).
+
+    As in MLIR, a hexadecimal literal of a float type is the float's bit pattern.  A value
+    that does not fit the type (an integer out of range, a float literal that rounds to
+    infinity, a bit pattern wider than the type) is a ``ParseError`` at the literal.
+    """
+    start = parser.pos
+    negative = parser._parse_optional_token(MLIRTokenKind.MINUS) is not None
+    tok = parser._current_token
     if isinstance(type_, IntegerType):
-        b = parser.parse_optional_boolean()
+        b = None if negative else parser.parse_optional_boolean()
         if b is not None:
             return IntegerAttr(int(b), type_)
-        return IntegerAttr(parser.parse_integer(allow_boolean=False), type_)
-    num = parser.parse_number()
-    return FloatAttr(float(num), type_)  # type: ignore[arg-type,call-overload]
+        value = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        try:
+            return IntegerAttr(-value if negative else value, type_)
+        except VerifyException as err:
+            parser.raise_error(str(err), start, tok.span.end)
+    layout = _FLOAT_LAYOUTS.get(str(type_))
+    if tok.kind == MLIRTokenKind.INTEGER_LIT and tok.text[:2].lower() == "0x" and layout:
+        width, mantissa, _ = layout
+        if negative:
+            parser.raise_error("hexadecimal float literal should not have a leading minus",
+                               start, tok.span.end)
+        bits = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        if bits.bit_length() > width:
+            parser.raise_error(f"hexadecimal float constant out of range for type "
+                               f"'{type_}'", start, tok.span.end)
+        return FloatAttr(_float_from_bits(bits, width, mantissa), type_)  # type: ignore[arg-type,call-overload]
+    if tok.kind == MLIRTokenKind.INTEGER_LIT:
+        whole = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        num = float(whole) if whole.bit_length() <= 1024 else math.inf
+    else:
+        num = parser.parse_float(allow_negative=False)
+    if layout is not None:
+        _, mantissa, emax = layout
+        # Round to nearest even overflows from halfway past the largest finite value on.
+        if math.isinf(num) or abs(num) >= (2.0 - 2.0 ** -(mantissa + 1)) * 2.0**emax:
+            parser.raise_error(f"float constant out of range for type '{type_}'",
+                               start, tok.span.end)
+    return FloatAttr(-num if negative else num, type_)  # type: ignore[arg-type,call-overload]
 
 
 # -- printing helpers -----------------------------------------------------------------------
