@@ -79,7 +79,7 @@ def verify_module(parsed: ParsedModule) -> None:
     its ``tfrt.if``), in program order, and verification stops at the first failing op.
     """
     diags: list[MlirDiagnostic] = []
-    symbols = {op.sym_name.data for op in parsed.module.walk() if isinstance(op, FuncOp)}
+    symbols = {op.sym_name.data: op for op in parsed.module.walk() if isinstance(op, FuncOp)}
     for op in parsed.module.walk(region_first=True):
         if diags:
             break
@@ -100,6 +100,11 @@ def verify_module(parsed: ParsedModule) -> None:
                         )
                     )
                     continue
+                if isinstance(callee, b.SymbolRefAttr):
+                    mismatch = _call_mismatch(op, symbols[callee.root_reference.data])
+                    if mismatch:
+                        diags.append(parsed.diagnostic(op, f"'tfrt.call' op {mismatch}"))
+                        continue
             op.verify_()
         except Exception as err:  # noqa: BLE001 - verifier failures become diagnostics
             msg = str(err).strip() or type(err).__name__
@@ -108,6 +113,26 @@ def verify_module(parsed: ParsedModule) -> None:
             diags.append(parsed.diagnostic(op, msg))
     if diags:
         raise MlirError(diags, parsed.source)
+
+
+def _call_mismatch(call: CallOp, callee: FuncOp) -> str:
+    """MLIR's message for a call whose types differ from its callee's signature ("" if none)."""
+    from pytfrt.mlir.parser import type_to_str
+
+    fn_type = callee.function_type
+    for what, given, wanted in (
+        ("operand", [o.type for o in call.operands], fn_type.inputs.data),
+        ("result", list(call.result_types), fn_type.outputs.data),
+    ):
+        if len(given) != len(wanted):
+            return f"incorrect number of {what}s for callee"
+        for i, (have, want) in enumerate(zip(given, wanted, strict=True)):
+            if have != want:
+                return (
+                    f"{what} type mismatch: expected {what} type '{type_to_str(want)}', "
+                    f"but provided '{type_to_str(have)}' for {what} number {i}"
+                )
+    return ""
 
 
 def check_registered(
