@@ -115,5 +115,8 @@ def load_kernels(registry: KernelRegistry, spec: str) -> ModuleType:
         raise RegistryError(
             f"cannot load kernels from '{spec}': {type(exc).__name__}: {exc}"
         ) from exc
-    registry.add_module(module)
+    try:
+        registry.add_module(module)
+    except RegistryError as exc:
+        raise RegistryError(f"kernels from '{spec}': {exc}") from exc
     return module

@@ -192,10 +192,12 @@ def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def kernel(*names: str, sync: bool = False) -> Callable[[F], F]:
+def kernel(*names: str, sync: bool = False, override: bool = False) -> Callable[[F], F]:
     """Mark a function as the kernel(s) ``names`` (see the module docstring).
 
-    Records ``(name, kind)`` pairs on the function and returns it unchanged.
+    Records ``(name, kind)`` pairs on the function and returns it unchanged.  With
+    ``override=True`` the names may replace kernels already registered (built-in ones
+    included, see :meth:`KernelRegistry.add_kernel`).
     """
     if not names:
         raise RegistryError("@kernel needs at least one kernel name")
@@ -205,6 +207,9 @@ def kernel(*names: str, sync: bool = False) -> Callable[[F], F]:
         marks: list[tuple[str, KernelKind]] = list(getattr(fn, "__pytfrt_kernels__", []))
         marks.extend((name, kind) for name in names)
         fn.__pytfrt_kernels__ = marks  # type: ignore[attr-defined]
+        if override:
+            replaced = set(getattr(fn, "__pytfrt_overrides__", ())) | set(names)
+            fn.__pytfrt_overrides__ = replaced  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -221,6 +226,7 @@ class KernelRegistry:
         self._lazy: list[tuple[str, tuple[str, ...]]] = []
         self.load_errors: list[str] = []
         """Lazy libraries that failed to load, as ``module: error`` strings."""
+        self._lazy_loading = 0  # > 0 while a lazy library registers its kernels
 
     def kernel_names(self) -> list[str]:
         """Every registered kernel name, sorted (loads every pending lazy library first)."""
@@ -250,23 +256,40 @@ class KernelRegistry:
             for module_name, _ in matching:
                 # A broken library must not hide the kernels of the others: record the failure
                 # and report it only if a kernel stays unknown.
+                self._lazy_loading += 1
                 try:
                     self.add_module(importlib.import_module(module_name))
                 except Exception as exc:  # noqa: BLE001 - kept for the unknown-kernel error
                     self.load_errors.append(f"{module_name}: {type(exc).__name__}: {exc}")
+                finally:
+                    self._lazy_loading -= 1
 
     def add_kernel(
-        self, name: str, fn: Callable[..., Any], kind: KernelKind = KernelKind.ASYNC
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        kind: KernelKind = KernelKind.ASYNC,
+        override: bool = False,
     ) -> KernelEntry:
-        """Register ``fn`` under ``name``.
+        """Register ``fn`` under ``name``; with ``override=True`` it may replace a kernel.
+
+        A name that a pending lazy library may define (a built-in ``tfrt.add.i32``) loads
+        that library first, so a plugin cannot take a built-in kernel's place by registering
+        before it is loaded: it must ask with ``override=True``.
 
         Raises:
-            RegistryError: if ``name`` is already registered or ``fn`` cannot be adapted.
+            RegistryError: if ``name`` is already registered (and ``override`` is false) or
+                ``fn`` cannot be adapted.
         """
         entry = KernelEntry(name, fn, kind, analyze_signature(fn))
+        if not self._lazy_loading and self._lazy and name not in self._kernels:
+            self._load_lazy(name)
         with self._lock:
-            if name in self._kernels:
-                raise RegistryError(f"kernel '{name}' is already registered")
+            if name in self._kernels and not override:
+                raise RegistryError(
+                    f"kernel '{name}' is already registered (register it with "
+                    "override=True to replace it)"
+                )
             self._kernels[name] = entry
         return entry
 
@@ -274,14 +297,18 @@ class KernelRegistry:
         """Register a sync kernel (see :meth:`add_kernel`)."""
         return self.add_kernel(name, fn, KernelKind.SYNC)
 
-    def add(self, *fns: Callable[..., Any]) -> None:
-        """Register functions marked with ``@kernel`` under every name they carry."""
+    def add(self, *fns: Callable[..., Any], override: bool = False) -> None:
+        """Register functions marked with ``@kernel`` under every name they carry.
+
+        ``override=True`` (here or in ``@kernel``) lets them replace registered kernels.
+        """
         for fn in fns:
             marks = getattr(fn, "__pytfrt_kernels__", None)
             if not marks:
                 raise RegistryError(f"{fn!r} is not marked with @kernel")
+            overrides = getattr(fn, "__pytfrt_overrides__", ())
             for name, kind in marks:
-                self.add_kernel(name, fn, kind)
+                self.add_kernel(name, fn, kind, override or name in overrides)
 
     def add_module(self, module: ModuleType) -> None:
         """Call ``module.register(self)``, or add every ``@kernel`` function in the module."""

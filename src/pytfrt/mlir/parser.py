@@ -37,6 +37,12 @@ _RESULT_DEF = re.compile(r"\s*(?::\s*[0-9]+\s*)?(?:,\s*%[^\s,=:]+\s*(?::\s*[0-9]
 
 _LOC_ALIAS_DEF = re.compile(r"(?m)^[ \t]*(#[\w.$-]+)[ \t]*=[ \t]*(loc\()")
 
+#: The longest op name a diagnostic quotes whole (a longer one is cut, with its length).
+MAX_QUOTED_NAME = 80
+
+#: The deepest nesting of regions the parser accepts (docs/security.md, "Limits").
+MAX_REGION_DEPTH = 101
+
 #: 2020 op-name prefixes and their later spelling (examples/mlp_xor/README.md).
 OP_PREFIX_ALIASES = (("hex.", "tfrt."), ("dht.", "tfrt_dht."))
 #: 2020 type-name prefixes.
@@ -93,6 +99,7 @@ class TfrtParser(Parser):
         self.definition_offsets: dict[int, int] = {}
         self._int_float_types: dict[str, TypeAttribute | None] = {}
         self._dialect_types: dict[str, TypeAttribute] = {}
+        self._region_depth = 0
 
     # -- positions --------------------------------------------------------------------------
     def parse_operation(self) -> Operation:
@@ -107,6 +114,9 @@ class TfrtParser(Parser):
             content = self.lexer.input.content
             at = content.find(name, start)
             span = Span(at, at + len(name), self.lexer.input) if at >= 0 else err.span
+            if len(name) > MAX_QUOTED_NAME:  # quote a bounded prefix of a huge token
+                shown = name[:MAX_QUOTED_NAME] + f"...' ({len(name)} characters"
+                raise ParseError(span, f"custom op '{shown}) is unknown") from None
             raise ParseError(
                 span, f"custom op '{name}' is unknown{self._suggestion(name)}"
             ) from None
@@ -114,6 +124,19 @@ class TfrtParser(Parser):
         if id(op.location) in self._unknown_locs:
             self.explicit_unknown.add(op)
         return op
+
+    def parse_optional_region(self, arguments=None):  # type: ignore[no-untyped-def,override]
+        # The parser recurses per region (about eight Python frames a level): refuse deep
+        # nesting with a located error instead of exhausting Python's recursion limit.
+        if self._current_token.kind != MLIRTokenKind.L_BRACE:
+            return super().parse_optional_region(arguments)
+        if self._region_depth >= MAX_REGION_DEPTH:
+            self.raise_error(f"regions nested deeper than {MAX_REGION_DEPTH}")
+        self._region_depth += 1
+        try:
+            return super().parse_optional_region(arguments)
+        finally:
+            self._region_depth -= 1
 
     def parse_optional_location(self) -> LocationAttr | None:
         loc = super().parse_optional_location()
