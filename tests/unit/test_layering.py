@@ -6,7 +6,8 @@ anywhere in it -- module level, inside functions, under ``TYPE_CHECKING`` -- tha
 standard library; top-level facade modules (``pytfrt.eager``, ``pytfrt.tracing``) may use every
 runtime layer, and ``pytfrt/__init__.py`` none.  xDSL (the compiler front end) may be imported
 only by ``pytfrt.mlir`` and ``pytfrt.compiler``, and by ``pytfrt.tools`` inside functions, so
-running a ``.bef`` file never loads the compiler; a subprocess check confirms it for the runtime entry points.
+running a ``.bef`` file never loads the compiler; a subprocess check confirms it for the
+runtime entry points.
 Packages that do not exist yet are skipped.
 """
 
