@@ -121,7 +121,7 @@ def _same(op: str, x: np.ndarray, y: np.ndarray) -> None:
         ops.same_shape(op, x.shape, y.shape)
 
 
-def _unary_out(op: str, dtype: DType, fn: Callable[[np.ndarray, np.ndarray], None]) -> Kernel:
+def _unary_out(op: str, dtype: DType, fn: Callable[..., object]) -> Kernel:
     def kernel(a: Any, b: Any) -> Chain:
         x, y = _arr(a, dtype), _arr(b, dtype)
         _same(op, x, y)
@@ -131,7 +131,7 @@ def _unary_out(op: str, dtype: DType, fn: Callable[[np.ndarray, np.ndarray], Non
     return kernel
 
 
-def _unary_inplace(dtype: DType, fn: Callable[[np.ndarray], None]) -> Kernel:
+def _unary_inplace(dtype: DType, fn: Callable[..., object]) -> Kernel:
     def kernel(a: Any) -> Chain:
         fn(_arr(a, dtype))
         return CHAIN
@@ -140,7 +140,7 @@ def _unary_inplace(dtype: DType, fn: Callable[[np.ndarray], None]) -> Kernel:
 
 
 def _binary_out(
-    op: str, dtype: DType, fn: Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+    op: str, dtype: DType, fn: Callable[..., object]
 ) -> Kernel:
     def kernel(a: Any, b: Any, c: Any) -> Chain:
         x, y, z = _arr(a, dtype), _arr(b, dtype), _arr(c, dtype)
@@ -153,7 +153,7 @@ def _binary_out(
 
 
 def _binary_inplace(
-    op: str, dtype: DType, fn: Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+    op: str, dtype: DType, fn: Callable[..., object]
 ) -> Kernel:
     def kernel(a: Any, b: Any) -> Chain:
         x, y = _arr(a, dtype), _arr(b, dtype)
