@@ -334,6 +334,7 @@ class CompiledModel:
         self._ctx = ExecutionContext(RequestContext(self.host, self._resource_context))
         self._num_resources = num_resources
         self._resources = self._run_init(init, num_resources)
+        self._weights = _release_prepared(self._weights, self._resources)
         self._main = main
         self._checks = [_input_checker(i, s) for i, s in enumerate(signature.inputs)]
         self._n_inputs = len(self._checks)
@@ -460,6 +461,37 @@ class CompiledModel:
         ins = ", ".join(f"{s.name}: {np.dtype(s.dtype)}{_fmt(s.shape)}"
                         for s in self.signature.inputs)
         return f"<CompiledModel ({ins}) -> {len(self.signature.outputs)} outputs>"
+
+
+class _PreparedWeight:
+    """A weight that only a prepared plan uses (a conv filter): the plan holds the one prepared
+    copy and gives the original back on demand (``np.asarray``, e.g. by ``save``)."""
+
+    def __init__(self, restore: Callable[[], np.ndarray], shape: tuple[int, ...],
+                 dtype: np.dtype) -> None:
+        self._restore, self.shape, self.dtype = restore, shape, dtype
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self._restore()
+        return a if dtype is None else a.astype(dtype)
+
+
+def _release_prepared(weights: list[Any], resources: list[Any]) -> list[Any]:
+    """``weights`` with each array that a plan among ``resources`` was prepared from (the plan
+    has ``source``, a weak reference to it, and ``filter()``, which rebuilds it) and that no
+    other resource holds replaced by a :class:`_PreparedWeight`, so the model keeps one copy."""
+    held = {id(r.array) for r in resources if isinstance(r, DenseHostTensor)}
+    plans: dict[int, Any] = {}
+    for r in resources:
+        ref = getattr(r, "source", None)
+        src = ref() if callable(ref) else None
+        if src is not None and callable(getattr(r, "filter", None)):
+            plans[id(src)] = r
+    out: list[Any] = []
+    for w in weights:
+        plan = None if id(w) in held else plans.get(id(w))
+        out.append(w if plan is None else _PreparedWeight(plan.filter, w.shape, w.dtype))
+    return out
 
 
 class _Missing:

@@ -136,6 +136,7 @@ class _Lib:
             "dnnl_memory_create": ([pp, p, p, p], ctypes.c_int),
             "dnnl_memory_destroy": ([p], ctypes.c_int),
             "dnnl_memory_set_data_handle": ([p, p], ctypes.c_int),
+            "dnnl_memory_get_data_handle": ([p, pp], ctypes.c_int),
         }
         self.fn: dict[str, Callable[..., Any]] = {}
         for name, (argtypes, restype) in sigs.items():
@@ -300,7 +301,10 @@ class DnnlConv:
         eltwise: tuple[int, float, float] | None,
     ) -> None:
         self._lib = lib
-        self._w = np.array(w, dtype=np.float32, order="C", copy=True)
+        self._w: np.ndarray | None = np.ascontiguousarray(w, dtype=np.float32)
+        """The filter in the user's format until the first reorder (then ``None``: the first
+        reordered copy is the only one kept, see :meth:`user_filter`)."""
+        self._w_shape = tuple(w.shape)
         self._bias = None if bias is None else np.array(bias, np.float32, order="C", copy=True)
         self._attrs = attrs
         self._eltwise = eltwise
@@ -466,43 +470,86 @@ class DnnlConv:
             temp.destroy()
 
     def _reordered(self, user_md: ctypes.c_void_p, w_md: int) -> ctypes.c_void_p:
-        """The filter in the format ``w_md`` (reordered once per distinct format)."""
+        """The filter in the format ``w_md`` (reordered once per distinct format, from the
+        user's filter the first time, then from the first reordered copy; the user's filter
+        is released after the first).  Called with ``self._lock`` held."""
         lib = self._lib
         for holder in self._weights:
             if lib.fn["dnnl_memory_desc_equal"](holder.src_md, w_md):
                 return holder.weights
         holder = _Prim(lib)
-        self._weights.append(holder)
         holder.src_md = holder.own("dnnl_memory_desc_destroy", _clone_md(lib, w_md))
         holder.weights = holder.own(
             "dnnl_memory_destroy", lib.new("dnnl_memory_create", w_md, lib.engine, _ALLOCATE)
         )
+        try:
+            if self._w is not None:
+                self._reorder(user_md, self._w.ctypes.data, holder.src_md, holder.weights)
+            else:
+                master = self._weights[0]
+                self._reorder(master.src_md, _data_handle(lib, master.weights), holder.src_md,
+                              holder.weights)
+        except RuntimeError:
+            holder.destroy()
+            raise
+        self._weights.append(holder)
+        self._w = None
+        return holder.weights
+
+    def _reorder(self, src_md: Any, src_addr: int, dst_md: Any, dst_mem: Any) -> None:
+        """Copy the filter at ``src_addr`` (format ``src_md``) into the memory ``dst_mem``."""
+        lib = self._lib
         temp = _Prim(lib)
         try:
             pd = temp.own(
                 "dnnl_primitive_desc_destroy",
                 lib.new(
-                    "dnnl_reorder_primitive_desc_create",
-                    user_md,
-                    lib.engine,
-                    w_md,
-                    lib.engine,
-                    None,
+                    "dnnl_reorder_primitive_desc_create", src_md, lib.engine, dst_md,
+                    lib.engine, None,
                 ),
             )
             src = temp.own(
-                "dnnl_memory_destroy",
-                lib.new("dnnl_memory_create", user_md, lib.engine, self._w.ctypes.data),
+                "dnnl_memory_destroy", lib.new("dnnl_memory_create", src_md, lib.engine, src_addr)
             )
             prim = temp.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", pd))
-            dst = holder.weights
-            args = (_ExecArg * 2)(_ExecArg(_ARG_FROM, src.value), _ExecArg(_ARG_TO, dst.value))
+            args = (_ExecArg * 2)(
+                _ExecArg(_ARG_FROM, src.value), _ExecArg(_ARG_TO, dst_mem.value)
+            )
             stream = lib.stream()
             lib.call("dnnl_primitive_execute", prim, stream, 2, args)
             lib.call("dnnl_stream_wait", stream)
         finally:
             temp.destroy()
-        return holder.weights
+
+    def user_filter(self) -> np.ndarray:
+        """The filter in the user's format (HWIO for NHWC, OIHW for NCHW), read-only: the
+        array given to :func:`make` until the first primitive is made, afterwards a reorder
+        back from the prepared copy (exact: reorders of float32 copy bits).  Thread-safe."""
+        with self._lock:
+            if self._w is not None:
+                return self._w
+            a = self._attrs
+            groups = a["groups"]
+            wdims, wstrides = _weights_md_dims(
+                a["layout"], a["kh"], a["kw"], a["cin"] // groups, a["cout"], groups
+            )
+            out = np.empty(self._w_shape, np.float32)
+            temp = _Prim(self._lib)
+            try:
+                user_md = temp.own("dnnl_memory_desc_destroy",
+                                   self._lib.strided_md(wdims, wstrides))
+                user_mem = temp.own(
+                    "dnnl_memory_destroy",
+                    self._lib.new("dnnl_memory_create", user_md, self._lib.engine,
+                                  out.ctypes.data),
+                )
+                master = self._weights[0]
+                self._reorder(master.src_md, _data_handle(self._lib, master.weights), user_md,
+                              user_mem)
+            finally:
+                temp.destroy()
+        out.flags.writeable = False
+        return out
 
     def forward(self, x: np.ndarray, residual: bool, y: np.ndarray) -> None:
         """``y = act(conv(x) + bias [+ y])`` for C-contiguous float32 ``x`` and ``y`` in the
@@ -555,6 +602,13 @@ class DnnlConv:
         with self._lock:
             p.per_thread[tid] = state
         return state
+
+
+def _data_handle(lib: _Lib, mem: ctypes.c_void_p) -> int:
+    """The data address of a oneDNN memory object."""
+    h = ctypes.c_void_p()
+    lib.call("dnnl_memory_get_data_handle", mem, ctypes.byref(h))
+    return int(h.value or 0)
 
 
 def _clone_md(lib: _Lib, md: int) -> ctypes.c_void_p:

@@ -41,6 +41,7 @@ and what does not fit.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,9 +95,6 @@ class ConvPlan:
     dtype: np.dtype
     algorithm: str
     """What :func:`plan_conv2d` was asked for: ``auto`` or a forced algorithm."""
-    weights: np.ndarray
-    """The filter packed for ``gemm`` or ``depthwise``: NHWC ``(groups, kh*kw*cin_g,
-    cout_g)``; NCHW ``(groups, cout_g, cin_g*kh*kw)``; depthwise ``(kh, kw, cin * m)``."""
     winograd_ok: bool
     """Whether the plan may run Winograd (its transformed filters are made on first use)."""
     bias: np.ndarray | None
@@ -105,25 +103,64 @@ class ConvPlan:
     act_code: int
     compute: ConvPlan | None = None
     """For float16 plans: the float32 plan that does the work."""
-    hwio: np.ndarray | None = None
-    """The filter as HWIO (kept for the Winograd transforms)."""
     dnnl: _dnnl_conv.DnnlConv | None = None
     """The oneDNN primitives (float32 plans, when the library is installed)."""
-    _cache: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    filter_shape: tuple[int, ...] = ()
+    """The shape of the filter given to :func:`plan_conv2d` (HWIO or OIHW)."""
+    source: weakref.ref[np.ndarray] | None = None
+    """A weak reference to the filter array given to :func:`plan_conv2d` when it was not
+    copied (``copy=False``): its owner may drop it and rely on :meth:`filter` instead."""
+    _cache: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def _made(self, key: Any, make: Any) -> np.ndarray:
+        """``self._cache[key]``, made by ``make()`` on first use (thread-safe, read-only)."""
+        u = self._cache.get(key)
+        if u is None:
+            with self._lock:
+                u = self._cache.get(key)
+                if u is None:
+                    u = make()
+                    u.flags.writeable = False
+                    self._cache[key] = u
+        return u
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The filter packed for ``gemm`` or ``depthwise``: NHWC ``(groups, kh*kw*cin_g,
+        cout_g)``; NCHW ``(groups, cout_g, cin_g*kh*kw)``; depthwise ``(kh, kw, cin * m)``.
+
+        Plans that run oneDNN's primitive make it only if a shape falls back to the built-in
+        algorithms; otherwise it is what the plan holds (a view of the filter where possible).
+        """
+        return self._made("packed", lambda: _packed(self.filter(), self._attrs()))
 
     def winograd_filter(self, tile: int) -> np.ndarray:
         """The F(tile x tile, 3x3) transformed filter, made once (thread-safe)."""
-        u = self._cache.get(tile)
-        if u is None:
-            with self._lock:
-                u = self._cache.get(tile)
-                if u is None:
-                    assert self.hwio is not None
-                    u = _winograd.filter_transform(self.hwio, tile)
-                    u.flags.writeable = False
-                    self._cache[tile] = u
-        return u
+        return self._made(tile, lambda: _winograd.filter_transform(
+            _hwio(self.filter(), self.layout), tile))
+
+    def filter(self) -> np.ndarray:
+        """The filter as given to :func:`plan_conv2d` (HWIO for NHWC, OIHW for NCHW), read-only.
+
+        The plan keeps one prepared copy of the filter, not the original: this reconstructs
+        it exactly (a view of the packed filter, a reorder back from oneDNN's blocked format,
+        or float32 -> float16 for half plans).  Thread-safe.
+        """
+        if self.compute is not None:
+            w = self.compute.filter().astype(self.dtype)
+            w.flags.writeable = False
+            return w
+        src = None if self.source is None else self.source()
+        if src is not None:
+            return src
+        if self.dnnl is not None:
+            return self.dnnl.user_filter()
+        return _unpacked(self._cache["packed"], self._attrs(), self.filter_shape)
+
+    def _attrs(self) -> dict[str, Any]:
+        return dict(layout=self.layout, groups=self.groups, kh=self.kh, kw=self.kw,
+                    cin=self.cin, cout=self.cout, algorithm=self.algorithm)
 
     @property
     def geometry(self) -> cg.Geometry:
@@ -285,12 +322,17 @@ def plan_conv2d(
     activation: str = "none",
     alpha: float = 0.0,
     algorithm: str = "auto",
+    copy: bool = True,
 ) -> ConvPlan:
     """Prepare a convolution with filter ``w`` (and its fused epilogue) for :func:`conv2d`.
 
     Args:
         w: the filter, ``HWIO`` for ``NHWC``, ``OIHW`` for ``NCHW``; float16/32/64.  It is
-            copied into the plan (later changes to ``w`` do not affect it).
+            copied into the plan (later changes to ``w`` do not affect it) unless ``copy`` is
+            false: then the plan may keep ``w`` itself until it has prepared its own form
+            (the caller must not modify ``w``; :attr:`ConvPlan.source` says whether the plan
+            still refers to it).  Either way the plan holds one prepared copy of the filter
+            and :meth:`ConvPlan.filter` gives back the original.
         layout, strides, dilations, pads, groups: see the module docstring.
         bias: optional 1-D of length ``cout``, added per output channel.
         activation, alpha: applied last (:mod:`pytfrt.backends.cpu.activations`).
@@ -346,19 +388,53 @@ def plan_conv2d(
         algorithm=algorithm,
     )
     if w.dtype == np.float16:
-        twin = _pack(w.astype(np.float32), None if bias is None else bias.astype(np.float32), attrs)
-        return ConvPlan(
-            dtype=w.dtype, weights=twin.weights, winograd_ok=False, bias=bias, compute=twin, **attrs
-        )
-    return _pack(w, bias, attrs)
+        twin = _pack(w.astype(np.float32), None if bias is None else bias.astype(np.float32),
+                     attrs, None)
+        return ConvPlan(dtype=w.dtype, winograd_ok=False, bias=bias, compute=twin,
+                        filter_shape=tuple(w.shape), **attrs)
+    if copy:
+        return _pack(np.array(w, order="C", copy=True), bias, attrs, None)
+    wc = np.ascontiguousarray(w)
+    return _pack(wc, bias, attrs, weakref.ref(w) if wc is w else None)
 
 
-def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> ConvPlan:
-    """The plan for a float32/float64 filter: weights packed for the algorithms it may run."""
+def _is_depthwise_packing(attrs: dict[str, Any]) -> bool:
+    groups = attrs["groups"]
+    return groups > 1 and groups == attrs["cin"] and attrs["algorithm"] in ("auto", "depthwise")
+
+
+def _packed(w: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
+    """The filter packed for ``gemm``/``depthwise`` (see :attr:`ConvPlan.weights`): a view of
+    a C-contiguous ``w`` except for grouped, not depthwise, NHWC filters."""
+    layout, groups = attrs["layout"], attrs["groups"]
+    kh, kw, cout = attrs["kh"], attrs["kw"], attrs["cout"]
+    if _is_depthwise_packing(attrs):
+        return np.ascontiguousarray(_hwio(w, layout).reshape(kh, kw, cout))
+    if layout == "NHWC":
+        return np.ascontiguousarray(cg.group_matrices(w, groups))
+    return np.ascontiguousarray(w.reshape(groups, cout // groups, -1))
+
+
+def _unpacked(packed: np.ndarray, attrs: dict[str, Any], shape: tuple[int, ...]) -> np.ndarray:
+    """The inverse of :func:`_packed`: the filter of ``shape`` (HWIO or OIHW)."""
+    layout, groups = attrs["layout"], attrs["groups"]
+    if _is_depthwise_packing(attrs):
+        hwio = packed.reshape(attrs["kh"], attrs["kw"], 1, attrs["cout"])
+        return hwio if layout == "NHWC" else hwio.transpose(3, 2, 0, 1)
+    if layout == "NCHW":
+        return packed.reshape(shape)
+    kh, kw, cig, cout = shape
+    return (packed.reshape(groups, kh, kw, cig, cout // groups)
+            .transpose(1, 2, 3, 0, 4).reshape(shape))
+
+
+def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any],
+          source: weakref.ref[np.ndarray] | None) -> ConvPlan:
+    """The plan for a C-contiguous float32/float64 filter ``w`` (owned by the plan, or the
+    caller's array that ``source`` refers to): it keeps one prepared form of the filter."""
     op = "conv2d"
     layout, groups, algorithm = attrs["layout"], attrs["groups"], attrs["algorithm"]
     kh, kw, cin, cout = attrs["kh"], attrs["kw"], attrs["cin"], attrs["cout"]
-    hwio = _hwio(w, layout)
     depthwise = groups > 1 and groups == cin
     if algorithm == "depthwise" and not depthwise:
         raise OpError(f"{op}: algorithm 'depthwise' needs groups == cin ({cin}), got {groups}")
@@ -373,13 +449,6 @@ def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> Conv
         raise OpError(
             f"{op}: algorithm 'winograd' needs a float32 3x3 filter, stride 1, dilation 1, groups 1"
         )
-    if depthwise and algorithm in ("auto", "depthwise"):
-        weights = np.array(hwio.reshape(kh, kw, cout), order="C", copy=True)
-    elif layout == "NHWC":
-        weights = np.array(cg.group_matrices(hwio, groups), order="C", copy=True)
-    else:
-        weights = np.array(w.reshape(groups, cout // groups, -1), order="C", copy=True)
-    weights.flags.writeable = False
     wants_winograd = algorithm.startswith("winograd") or (
         algorithm == "auto" and min(cin, cout) >= WINOGRAD_MIN_CHANNELS
     )
@@ -391,15 +460,15 @@ def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> Conv
         dnnl = _dnnl_conv.make(w, bias, attrs)
     if algorithm == "dnnl" and dnnl is None:
         raise OpError(f"{op}: algorithm 'dnnl' needs float32 and the oneDNN library")
-    return ConvPlan(
-        dtype=w.dtype,
-        weights=weights,
-        winograd_ok=use_winograd,
-        bias=bias,
-        hwio=np.array(hwio, order="C", copy=True) if use_winograd else None,
-        dnnl=dnnl,
-        **attrs,
-    )
+    plan = ConvPlan(dtype=w.dtype, winograd_ok=use_winograd, bias=bias, dnnl=dnnl,
+                    filter_shape=tuple(w.shape), source=source, **attrs)
+    if dnnl is None:  # the packed filter is what the plan holds (a view of w where possible)
+        packed = _packed(w, attrs)
+        packed.flags.writeable = False
+        plan._cache["packed"] = packed
+        if source is not None and not np.shares_memory(packed, w):
+            object.__setattr__(plan, "source", None)  # the packed copy replaces w
+    return plan
 
 
 def conv2d(

@@ -169,8 +169,10 @@ def conv2d_prepare(w: np.ndarray, *extra: np.ndarray, layout: str, strides: tupl
     if padding == "SAME":
         return _DeferredConv(w, bias, dict(layout=layout, strides=strides, dilations=dilations,
                                            groups=groups, activation=activation, alpha=alpha))
+    # copy=False: the model's weights are never modified; the plan's prepared filter then
+    # replaces the model's copy (CompiledModel releases weights a plan can give back)
     return plan_conv2d(w, layout=layout, strides=strides, dilations=dilations, pads=pads,
-                       groups=groups, bias=bias, activation=activation, alpha=alpha)
+                       groups=groups, bias=bias, activation=activation, alpha=alpha, copy=False)
 
 
 conv2d_prepare.opaque_result = True  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ from pytfrt.compiler.passes.buffers import plan_buffers
 from pytfrt.compiler.passes.elementwise import fuse_elementwise
 from pytfrt.compiler.passes.epilogue import fuse_epilogue
 from pytfrt.compiler.passes.fold import constant_fold, dce
+from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
 
 Pass = Callable[[GraphModule], GraphModule]
@@ -25,6 +26,7 @@ PASSES: dict[str, Pass] = {
     "tg-dce": dce,
     "tg-fold-batch-norm": fold_batch_norm,
     "tg-fuse-epilogue": fuse_epilogue,
+    "tg-fold-pad": fold_pad,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-plan-buffers": plan_buffers,
 }
@@ -36,6 +38,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-dce",
     "tg-fold-batch-norm",
     "tg-fuse-epilogue",
+    "tg-fold-pad",
     "tg-fuse-elementwise",
     "tg-dce",
     "tg-plan-buffers",
