@@ -9,8 +9,10 @@ one rule in :data:`VJP_RULES`; the rules reuse the catalogue's gradient ops wher
 is undone by summing over the broadcast axes (static shapes are required).
 
 Non-float values carry no gradient; integer/boolean ops (comparisons, ``floor``, ``argmax``...)
-stop it.  Control flow (``tg.if``/``tg.while``) and ops without a rule raise
-:class:`AutodiffError` naming the op and its source location.
+stop it.  Ops without a rule raise :class:`AutodiffError` naming the op and its source location.
+Control flow (``tg.if``, ``tg.while``) has rules of its own in
+:mod:`pytfrt.compiler.autodiff_control`: they build gradient functions of the module and
+differentiate the bodies with :func:`backprop`.
 
 :func:`value_and_grad_traced` is what ``pytfrt.value_and_grad`` runs inside a trace.
 """
@@ -31,7 +33,7 @@ from pytfrt.compiler.errors import GraphError
 from pytfrt.compiler.ops import get_opdef
 from pytfrt.compiler.types import FLOAT_DTYPES, from_xdsl, np_dtype
 
-__all__ = ["VJP_RULES", "AutodiffError", "value_and_grad_traced", "vjp"]
+__all__ = ["VJP_RULES", "AutodiffError", "backprop", "value_and_grad_traced", "vjp"]
 
 
 class AutodiffError(GraphError):
@@ -41,9 +43,12 @@ class AutodiffError(GraphError):
 class _Ctx:
     """What a rule sees: the op's operands, results, attributes and an emitter."""
 
-    def __init__(self, fb: FunctionBuilder, op: Operation, name: str) -> None:
+    def __init__(self, fb: FunctionBuilder, op: Operation, name: str,
+                 active: set[SSAValue] | None = None) -> None:
         self.fb = fb
         self.name = name
+        self.operation = op
+        self.active: set[SSAValue] = active if active is not None else set()
         self.x = [Value(v, from_xdsl(v.type)) for v in op.operands]
         self.y = [Value(v, from_xdsl(v.type)) for v in op.results]
         opdef = get_opdef(name)
@@ -363,18 +368,44 @@ def vjp(fb: FunctionBuilder, wrt: Sequence[Value], output: Value,
     Raises:
         AutodiffError: an op on the path without a rule.
     """
+    return backprop(fb, list(fb.block.ops), wrt, [(output, seed)])
+
+
+def backprop(fb: FunctionBuilder, ops: Sequence[Operation], wrt: Sequence[Value],
+             outputs: Sequence[tuple[Value, Value | None]]) -> list[Value]:
+    """Reverse mode over ``ops`` (ops of ``fb``, in program order), emitting into ``fb``.
+
+    Args:
+        fb: the function the ops belong to; the gradient ops are appended to it.
+        ops: the forward ops to consider (the others are constants of the differentiation).
+        wrt: the values differentiated against (distinct SSA values).
+        outputs: ``(value, cotangent)`` pairs; a ``None`` cotangent means ones.  The same value
+            may appear several times (the cotangents add up).
+
+    Returns:
+        Per ``wrt`` value its gradient (zeros where no output depends on it).
+
+    Raises:
+        AutodiffError: an op on the path without a rule, or with dynamic shapes.
+    """
     active: set[SSAValue] = {v.ssa for v in wrt}
     tape: list[Operation] = []
-    for op in fb.block.ops:
+    for op in ops:
         if any(o in active for o in op.operands):
             for r in op.results:
                 if from_xdsl(r.type).dtype in FLOAT_DTYPES:
                     active.add(r)
             tape.append(op)
     cot: dict[SSAValue, Value] = {}
-    if output.ssa in active:
-        cot[output.ssa] = seed if seed is not None else fb.constant(
-            np.ones(tuple(output.shape or ()), np_dtype(output.dtype)))
+
+    def accumulate(v: SSAValue, g: Value, loc: str) -> None:
+        prev = cot.get(v)
+        cot[v] = g if prev is None else fb.op("add", [prev, g], loc=loc)
+
+    for output, seed in outputs:
+        if output.ssa in active:
+            accumulate(output.ssa, seed if seed is not None else fb.constant(
+                np.ones(tuple(output.shape or ()), np_dtype(output.dtype))), "autodiff")
     for op in reversed(tape):
         gs = [cot.get(r) for r in op.results]
         if all(g is None for g in gs):
@@ -382,25 +413,35 @@ def vjp(fb: FunctionBuilder, wrt: Sequence[Value], output: Value,
         name = op.name.split(".", 1)[1]
         if name in NON_DIFFERENTIABLE:
             continue
-        rule = VJP_RULES.get(name)
-        ctx = _Ctx(fb, op, name)
-        if rule is None or len(op.results) != 1:
-            raise AutodiffError(f"tg.{name} is not differentiable by pytfrt.grad (at {ctx.loc})"
-                                + ("; use Python control flow, which unrolls while tracing"
-                                   if name in ("if", "while", "case") else ""))
-        grads = rule(ctx, gs[0])  # type: ignore[arg-type]
+        ctx = _Ctx(fb, op, name, active)
+        control = _control_rules().get(name)
+        if control is not None:
+            grads = control(ctx, gs)
+        else:
+            rule = VJP_RULES.get(name)
+            if rule is None or len(op.results) != 1:
+                raise AutodiffError(f"tg.{name} is not differentiable by pytfrt.grad (at "
+                                    f"{ctx.loc})")
+            grads = rule(ctx, gs[0])  # type: ignore[arg-type]
         for operand, g in zip(op.operands, grads, strict=True):
-            if g is None or operand not in active:
-                continue
-            prev = cot.get(operand)
-            cot[operand] = g if prev is None else fb.op("add", [prev, g], loc=ctx.loc)
+            if g is not None and operand in active:
+                accumulate(operand, g, ctx.loc)
     out = []
     for v in wrt:
         g = cot.get(v.ssa)
         if g is None:
-            g = fb.constant(np.zeros(tuple(v.shape or ()), np_dtype(v.dtype)))
+            g = fb.constant(np.zeros(_static(v, "autodiff"), np_dtype(v.dtype)))
         out.append(g)
     return out
+
+
+ControlRule = Callable[[_Ctx, list[Value | None]], list[Value | None]]
+
+
+def _control_rules() -> dict[str, ControlRule]:
+    from pytfrt.compiler.autodiff_control import CONTROL_RULES
+
+    return CONTROL_RULES
 
 
 def value_and_grad_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -438,6 +479,14 @@ def value_and_grad_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs:
         raise TypeError(f"grad requires a function returning a floating-point scalar, got "
                         f"{v.value.type} (at {trace.user_location()})")
     grads = [trace.TracedValue(t, g) for g in vjp(t.fb, wrt, t.resolve(v))]
+    # a loop the while rule rebuilt: the value and aux name the new loop's results
+    from pytfrt.compiler.autodiff_control import forwarded
+
+    for leaf in tree_flatten((v, aux))[0]:
+        if isinstance(leaf, trace.TracedValue) and leaf.tracer is t:
+            new = forwarded(t.fb, leaf.value.ssa)
+            if new is not None:
+                leaf.value = new
     # the fresh identities have served (the gradients are separate values now): drop them
     for w in wrt:
         op = w.ssa.owner

@@ -1,0 +1,251 @@
+"""Reverse mode through functional control flow: the ``tg.if`` and ``tg.while`` rules.
+
+Both rules build new functions of the module being traced (through the
+:class:`~pytfrt.compiler.builder.GraphBuilder` that holds the bodies) and differentiate a copy
+of a body with :func:`pytfrt.compiler.autodiff.backprop`; a body's inner values are recomputed
+in the gradient function from the body's inputs, so nested control flow (a ``cond`` in a loop
+body, a loop in a branch, loops in loops) is handled by the same rules recursively.
+
+``tg.if(p, args...)`` (JAX's ``lax.cond`` contract: both branches are differentiated, the taken
+one runs): the gradient is ``tg.if(p, args..., cotangents...)`` on the same predicate, whose
+branches ``@<branch>_grad_N`` recompute their forward branch from ``args`` and return its
+vector-Jacobian product (the float arguments' cotangents).
+
+``tg.while(vars...)`` (TF's approach for ``tf.while_loop``, which JAX's ``while_loop`` does not
+support in reverse mode): the loop is replaced by one that also counts its iterations and pushes
+the loop-carried values of each iteration onto stacks (``[n, *shape]`` tensors grown by
+``concat``, the first dimension dynamic).  The adjoint loop then runs the trip count down:
+iteration ``k`` reads the values of forward iteration ``k`` from the stacks (``gather``),
+recomputes the body from them and maps the loop variables' cotangents through the body's
+vector-Jacobian product.  Loop variables the body passes through unchanged (the captured values)
+are not stacked.  A loop variable with a dynamic shape cannot be stacked: :class:`AutodiffError`.
+
+Not thread-safe (a trace belongs to one thread, as the builder).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.func import ReturnOp
+from xdsl.ir import Operation, SSAValue
+
+from pytfrt.compiler.autodiff import AutodiffError, ControlRule, _Ctx, _static, backprop
+from pytfrt.compiler.builder import FunctionBuilder, GraphBuilder, Value
+from pytfrt.compiler.types import FLOAT_DTYPES, from_xdsl, np_dtype
+
+__all__ = ["CONTROL_RULES", "forwarded"]
+
+_forwarded: weakref.WeakKeyDictionary[FunctionBuilder, dict[SSAValue, Value]] = (
+    weakref.WeakKeyDictionary())
+
+
+def forwarded(fb: FunctionBuilder, ssa: SSAValue) -> Value | None:
+    """The value that replaced ``ssa`` (a result of a ``tg.while`` the while rule rebuilt)."""
+    table = _forwarded.get(fb)
+    return None if table is None else table.get(ssa)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _body(gb: GraphBuilder, name: str, where: str) -> FunctionBuilder:
+    fb = gb.functions.get(name)
+    if fb is None or fb.result_types is None:
+        raise AutodiffError(f"{where}: the body @{name} is not a function of the module being "
+                            "traced (differentiate while tracing)")
+    return fb
+
+
+def _fresh_name(gb: GraphBuilder, base: str) -> str:
+    i = 1
+    while f"{base}_{i}" in gb.functions:
+        i += 1
+    return f"{base}_{i}"
+
+
+def inline(dst: FunctionBuilder, src: FunctionBuilder, args: Sequence[Value]) -> list[Value]:
+    """Copy ``src``'s ops into ``dst`` with its arguments bound to ``args``; its results."""
+    mapping: dict[SSAValue, SSAValue] = {
+        a: v.ssa for a, v in zip(src.block.args, args, strict=True)}
+    results: list[Value] = []
+    for op in src.block.ops:
+        if isinstance(op, ReturnOp):
+            results = [Value(mapping.get(o, o), from_xdsl(o.type)) for o in op.operands]
+            continue
+        dst.block.add_op(op.clone(value_mapper=mapping))
+    return results
+
+
+def _inline_ops(dst: FunctionBuilder, src: FunctionBuilder, args: Sequence[Value]
+                ) -> tuple[list[Operation], list[Value]]:
+    """:func:`inline`, plus the ops it added."""
+    last = dst.block.last_op
+    outs = inline(dst, src, args)
+    return _ops_after(dst, last), outs
+
+
+def _ops_after(fb: FunctionBuilder, last: Operation | None) -> list[Operation]:
+    """The ops of ``fb`` after ``last`` (all of them for ``None``)."""
+    ops: list[Operation] = []
+    op = fb.block.first_op if last is None else last.next_op
+    while op is not None:
+        ops.append(op)
+        op = op.next_op
+    return ops
+
+
+@contextmanager
+def _before(fb: FunctionBuilder, anchor: Operation) -> Iterator[None]:
+    """Ops ``fb`` appends inside the block are moved before ``anchor``."""
+    last = fb.block.last_op
+    yield
+    for op in _ops_after(fb, last):
+        op.detach()
+        fb.block.insert_op_before(op, anchor)
+
+
+def _zeros(fb: FunctionBuilder, like: Value, where: str) -> Value:
+    return fb.constant(np.zeros(_static(like, where), np_dtype(like.dtype)))
+
+
+def _results(out: Value | list[Value]) -> list[Value]:
+    return out if isinstance(out, list) else [out]
+
+
+# -- tg.if ---------------------------------------------------------------------------------------
+
+
+def _if(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
+    fb, gb = c.fb, c.fb.graph
+    pred, args = c.x[0], c.x[1:]
+    seeds = [(j, g) for j, g in enumerate(gs) if g is not None]
+    diff = [i for i, a in enumerate(args)
+            if a.dtype in FLOAT_DTYPES and c.operation.operands[1 + i] in c.active]
+    if not diff:
+        return [None] * len(c.x)
+    names = []
+    for key in ("then_branch", "else_branch"):
+        src = _body(gb, c.attrs[key], f"tg.if (at {c.loc})")
+        name = _fresh_name(gb, f"{src.name}_grad")
+        inputs: list[tuple[str, Any, str]] = [(f"arg_{i}", a.shape, a.dtype)
+                                              for i, a in enumerate(args)]
+        inputs += [(f"cotangent_{j}", g.shape, g.dtype) for j, g in seeds]
+        gfb = gb.function(name, inputs)
+        ops, outs = _inline_ops(gfb, src, gfb.arguments[:len(args)])
+        cots = gfb.arguments[len(args):]
+        seeded: list[tuple[Value, Value | None]] = [
+            (outs[j], cots[k]) for k, (j, _) in enumerate(seeds)]
+        gfb.returns(backprop(gfb, ops, [gfb.arguments[i] for i in diff], seeded))
+        names.append(name)
+    res = _results(fb.op("if", [pred, *args, *[g for _, g in seeds]], n_results=len(diff),
+                         loc=c.loc, then_branch=names[0], else_branch=names[1]))
+    out: list[Value | None] = [None] * len(c.x)
+    for k, i in enumerate(diff):
+        out[1 + i] = res[k]
+    return out
+
+
+# -- tg.while ------------------------------------------------------------------------------------
+
+
+def _while(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
+    fb, gb = c.fb, c.fb.graph
+    where = f"tg.while (at {c.loc})"
+    body = _body(gb, c.attrs["body"], where)
+    cond = _body(gb, c.attrs["cond"], where)
+    vs = c.x
+    n = len(vs)
+    ret = body.block.last_op
+    assert isinstance(ret, ReturnOp)
+    passthrough = [ret.operands[k] is body.block.args[k] for k in range(n)]
+    carried = [k for k in range(n) if not passthrough[k]]
+    floats = [k for k in range(n) if vs[k].dtype in FLOAT_DTYPES]
+    shapes: dict[int, tuple[int, ...]] = {}
+    for k in sorted(set(carried) | set(floats)):
+        shape = vs[k].shape
+        if shape is None or any(d is None for d in shape):
+            raise AutodiffError(
+                f"{where}: loop variable {k} has the dynamic type {vs[k].type}; pytfrt.grad "
+                "stacks the loop variables of every iteration and needs static shapes (so a "
+                "gradient of a while loop's gradient, whose loop carries the stacks, is not "
+                "supported)")
+        if from_xdsl(ret.operands[k].type) != vs[k].type:
+            raise AutodiffError(f"{where}: the body returns loop variable {k} as "
+                                f"{ret.operands[k].type}, not as its type {vs[k].type}")
+        shapes[k] = _static(vs[k], "while")
+
+    # 1. the forward loop again, counting its iterations and stacking the carried values
+    stack_in: list[tuple[str, Any, str]] = [(f"stack_{k}", (None, *shapes[k]), vs[k].dtype)
+                                            for k in carried]
+    inputs: list[tuple[str, Any, str]] = [(f"arg_{k}", v.shape, v.dtype)
+                                          for k, v in enumerate(vs)]
+    inputs += [("trip_count", (), "i32"), *stack_in]
+    fcond = gb.function(_fresh_name(gb, f"{cond.name}_stacked"), inputs)
+    fcond.returns(inline(fcond, cond, fcond.arguments[:n]))
+    fbody = gb.function(_fresh_name(gb, f"{body.name}_stacked"), inputs)
+    outs = inline(fbody, body, fbody.arguments[:n])
+    trip = fbody.op("add", [fbody.arguments[n], fbody.constant(np.int32(1))], loc=c.loc)
+    stacks = [fbody.op("concat", [fbody.arguments[n + 1 + i], fbody.op(
+        "expand_dims", [fbody.arguments[k]], axis=0, loc=c.loc)], axis=0, loc=c.loc)
+        for i, k in enumerate(carried)]
+    fbody.returns([*outs, trip, *stacks])
+    op = c.operation
+    with _before(fb, op):
+        init = [fb.constant(np.int32(0))] + [
+            fb.constant(np.zeros((0, *shapes[k]), np_dtype(vs[k].dtype))) for k in carried]
+        fwd = _results(fb.op("while", [*vs, *init], n_results=n + 1 + len(carried), loc=c.loc,
+                             cond=fcond.name, body=fbody.name))
+    # the uses of the old loop's results move to the new one (the old loop, unused, is removed
+    # by -tg-dce; a traced value still naming it keeps it correct)
+    table = _forwarded.setdefault(fb, {})
+    for old, new in zip(op.results, fwd[:n], strict=True):
+        old.replace_all_uses_with(new.ssa)
+        table[old] = new
+
+    # 2. the adjoint loop: k = trip_count - 1 ... 0
+    g_init: list[Value] = []
+    for k in floats:
+        g = gs[k]
+        g_init.append(_zeros(fb, vs[k], "while") if g is None else g)
+    passed = [k for k in range(n) if passthrough[k]]
+    binputs: list[tuple[str, Any, str]] = [("k", (), "i32")]
+    binputs += [(f"cotangent_{k}", shapes[k], vs[k].dtype) for k in floats]
+    binputs += stack_in + [(f"arg_{k}", vs[k].shape, vs[k].dtype) for k in passed]
+    bcond = gb.function(_fresh_name(gb, f"{cond.name}_adjoint"), binputs)
+    bcond.returns([bcond.op("greater_equal", [bcond.arguments[0], bcond.constant(np.int32(0))],
+                            loc=c.loc)])
+    bbody = gb.function(_fresh_name(gb, f"{body.name}_adjoint"), binputs)
+    a = bbody.arguments
+    kk, cots = a[0], a[1:1 + len(floats)]
+    stack_args = a[1 + len(floats):1 + len(floats) + len(carried)]
+    pass_args = a[1 + len(floats) + len(carried):]
+    state: list[Value] = [None] * n  # type: ignore[list-item]
+    for s, k in zip(stack_args, carried, strict=True):
+        v = bbody.op("gather", [s, kk], axis=0, loc=c.loc)
+        if v.shape != shapes[k]:
+            v = bbody.op("reshape", [v], shape=list(shapes[k]), loc=c.loc)
+        state[k] = v
+    for p, k in zip(pass_args, passed, strict=True):
+        state[k] = p
+    ops, outs = _inline_ops(bbody, body, state)
+    seeded: list[tuple[Value, Value | None]] = [
+        (outs[k], g) for k, g in zip(floats, cots, strict=True)]
+    grads = backprop(bbody, ops, [state[k] for k in floats], seeded)
+    k_next = bbody.op("sub", [kk, bbody.constant(np.int32(1))], loc=c.loc)
+    bbody.returns([k_next, *grads, *stack_args, *pass_args])
+    k0 = fb.op("sub", [fwd[n], fb.constant(np.int32(1))], loc=c.loc)
+    res = _results(fb.op("while", [k0, *g_init, *fwd[n + 1:], *[vs[k] for k in passed]],
+                         n_results=len(binputs), loc=c.loc, cond=bcond.name, body=bbody.name))
+    out: list[Value | None] = [None] * n
+    for i, k in enumerate(floats):
+        out[k] = res[1 + i]
+    return out
+
+
+CONTROL_RULES: dict[str, ControlRule] = {"if": _if, "while": _while}
+"""Control-flow op name -> its reverse-mode rule (operand cotangents from result cotangents)."""
