@@ -65,20 +65,50 @@ _HOST_LOCK = threading.Lock()
 _HOST: HostContext | None = None
 
 
-def default_host() -> HostContext:
-    """The process-wide HostContext models run on (created on first use).
+def create_host(work_queue_type: str) -> HostContext:
+    """A new HostContext for models: a ``work_queue_type`` work queue (TFRT's type strings:
+    ``s``, ``mstd``, ``mstd:N``, ``mstd:N,M``) and the built-in kernels.
 
-    Its work queue is ``mstd:N`` with N = the CPU count (``PYTFRT_MODEL_QUEUE`` overrides the
-    TFRT queue type); ``call_async`` runs calls there.
+    Pass it as ``host=`` to :func:`load` / ``pytfrt.compile`` (several models may share one);
+    it owns its threads until ``shutdown()``.
+
+    Raises:
+        ValueError: if ``work_queue_type`` is not one of the accepted forms.
+    """
+    from pytfrt.host.kernel_libraries import builtin_registry
+
+    return HostContext(work_queue_type, registry=builtin_registry())
+
+
+def default_host() -> HostContext:
+    """The process-wide HostContext models run on when no ``host=`` is given (created on first
+    use, never shut down).
+
+    Its work queue is ``mstd:N`` with N = the CPU count; the environment variable
+    ``PYTFRT_MODEL_QUEUE``, if set when the host is created, overrides the queue type (a
+    fallback: prefer an explicit ``host=`` / :func:`create_host`).  ``call_async`` runs calls
+    there.
     """
     global _HOST
     with _HOST_LOCK:
         if _HOST is None:
-            from pytfrt.host.kernel_libraries import builtin_registry
-
             spec = os.environ.get("PYTFRT_MODEL_QUEUE") or f"mstd:{max(os.cpu_count() or 1, 1)}"
-            _HOST = HostContext(spec, registry=builtin_registry())
+            _HOST = create_host(spec)
         return _HOST
+
+
+def resolve_host(host: HostContext | str | None) -> HostContext:
+    """The HostContext a model runs on: ``host`` itself, a new one for a work-queue type
+    string (:func:`create_host`), or :func:`default_host` for ``None``.
+
+    Raises:
+        ValueError: a string that is not a work-queue type.
+    """
+    if host is None:
+        return default_host()
+    if isinstance(host, str):
+        return create_host(host)
+    return host
 
 
 def _input_checker(index: int, spec: TensorSpec) -> Callable[[Any], np.ndarray]:
@@ -307,21 +337,23 @@ class CompiledModel:
         num_resources: the number of leading ``@main`` arguments produced by ``@tg_init``.
         weight_names: the names of ``weights`` (for ``save``).
         variables: names of the model's variables (state).
-        host: the HostContext to run on (default :func:`default_host`).
+        host: the HostContext to run on, or a work-queue type string for a new one of its own
+            (:func:`resolve_host`; default :func:`default_host`).
 
     Raises:
         ModelError: if the program cannot be loaded or ``@tg_init`` fails.
+        ValueError: ``host`` is a string that is not a work-queue type.
     """
 
     def __init__(self, program: Program, weights: Sequence[np.ndarray], signature: Signature,
                  num_resources: int, weight_names: Sequence[str] = (),
-                 variables: Sequence[str] = (), host: HostContext | None = None) -> None:
+                 variables: Sequence[str] = (), host: HostContext | str | None = None) -> None:
         self.program = program
         self.signature = signature
         self.weight_names = list(weight_names) or [f"w{i}" for i in range(len(weights))]
         self._weights = list(weights)
         self._variables = list(variables)
-        self.host = host or default_host()
+        self.host = resolve_host(host)
         try:
             bef = load_program(program, self.host)
         except PytfrtError as exc:
@@ -614,10 +646,15 @@ def map_btf(path: Path) -> list[np.ndarray]:
     return out
 
 
-def load(path: str | os.PathLike[str], host: HostContext | None = None) -> CompiledModel:
+def load(path: str | os.PathLike[str], host: HostContext | str | None = None) -> CompiledModel:
     """Load a model saved with :meth:`CompiledModel.save` (weights memory-mapped, not copied).
 
+    ``host``: the HostContext the model runs on (its work queue runs ``call_async``), a
+    work-queue type string such as ``"mstd:1"`` for a new one (:func:`create_host`), or
+    ``None`` for :func:`default_host`.
+
     Raises:
+        ValueError: ``host`` is a string that is not a work-queue type.
         ModelError: if ``path`` is not a saved model directory, is of another format or
             version, or a file is missing or damaged (the message says which).
     """

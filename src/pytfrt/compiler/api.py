@@ -21,6 +21,7 @@ from typing import Any
 
 from pytfrt.compiler.builder import GraphModule
 from pytfrt.compiler.errors import GraphError
+from pytfrt.host.host_context import HostContext
 from pytfrt.model import CompiledModel
 
 
@@ -76,8 +77,10 @@ def parse_graph(text: str, filename: str = "<string>") -> GraphModule:
     return GraphModule(parsed.module, {}, signature_of(parsed.module), zero_fill=True)
 
 
-def compile_module(gm: GraphModule, *, optimize: bool = True) -> CompiledModel:
-    """Optimise (the default pipeline, if ``optimize``) and lower ``gm``; a CompiledModel."""
+def compile_module(gm: GraphModule, *, optimize: bool = True,
+                   host: HostContext | str | None = None) -> CompiledModel:
+    """Optimise (the default pipeline, if ``optimize``) and lower ``gm``; a CompiledModel
+    running on ``host`` (see :func:`pytfrt.model.resolve_host`)."""
     from pytfrt.compiler.lowering import lower
 
     if optimize:
@@ -89,11 +92,11 @@ def compile_module(gm: GraphModule, *, optimize: bool = True) -> CompiledModel:
             gm = default_pipeline(gm)
     low = lower(gm)
     return CompiledModel(low.program, [low.weights[n] for n in low.init_inputs], low.signature,
-                         low.num_resources, low.init_inputs, low.variables)
+                         low.num_resources, low.init_inputs, low.variables, host)
 
 
 def compile(obj: Any, input_signature: Any = None, *, signature: str | None = None,  # noqa: A001
-            optimize: bool = True) -> CompiledModel:
+            optimize: bool = True, host: HostContext | str | None = None) -> CompiledModel:
     """Compile a model (see the module docstring) into a :class:`CompiledModel`.
 
     Args:
@@ -102,9 +105,11 @@ def compile(obj: Any, input_signature: Any = None, *, signature: str | None = No
             without an input signature); passed to the front end.
         signature: the SavedModel signature key (TensorFlow front end).
         optimize: run the default pass pipeline.
+        host: the HostContext the model runs on, a work-queue type string (``"mstd:1"``) for
+            a new one, or ``None`` for ``pytfrt.model.default_host()``.
 
     Raises:
         GraphError / UnsupportedOpError: the model cannot be expressed or is malformed.
     """
     return compile_module(to_graph(obj, input_signature, signature=signature),
-                          optimize=optimize)
+                          optimize=optimize, host=host)
