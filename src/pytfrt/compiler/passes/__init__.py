@@ -17,6 +17,7 @@ from pytfrt.compiler.passes.epilogue import fuse_epilogue
 from pytfrt.compiler.passes.fold import constant_fold, dce
 from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
+from pytfrt.compiler.passes.layout import layout_nhwc
 
 Pass = Callable[[GraphModule], GraphModule]
 
@@ -25,6 +26,7 @@ PASSES: dict[str, Pass] = {
     "tg-constant-fold": constant_fold,
     "tg-dce": dce,
     "tg-fold-batch-norm": fold_batch_norm,
+    "tg-layout-nhwc": layout_nhwc,
     "tg-fuse-epilogue": fuse_epilogue,
     "tg-fold-pad": fold_pad,
     "tg-fuse-elementwise": fuse_elementwise,
@@ -37,6 +39,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-constant-fold",
     "tg-dce",
     "tg-fold-batch-norm",
+    "tg-layout-nhwc",
     "tg-fuse-epilogue",
     "tg-fold-pad",
     "tg-fuse-elementwise",
