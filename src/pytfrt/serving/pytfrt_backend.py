@@ -9,9 +9,9 @@ written to a temporary directory and renamed into place, so concurrent servers n
 half-written one.
 
 Requests call ``CompiledModel.call_async`` (thread-safe; each call gets its own request
-context), which runs the call on the model's HostContext -- ``pytfrt.model.default_host()``,
-which the server also uses for its own request work when this backend is chosen, so there is
-one runtime and one work queue (:func:`pytfrt.serving.server.make_host`).
+context), which runs the call on the model's HostContext: models are loaded and compiled with
+``host=`` the server's host (:func:`pytfrt.serving.server.make_host`), so request work and
+model calls share one runtime and one work queue.
 """
 
 from __future__ import annotations
@@ -56,8 +56,10 @@ def content_hash(path: Path) -> str:
 
 
 def compile_cached(path: Path, fmt: str, cache_dir: Path | None,
-                   log: Callable[[str], None] | None = None) -> Any:
-    """The ``CompiledModel`` for a SavedModel directory or ``.onnx`` file, via the cache.
+                   log: Callable[[str], None] | None = None,
+                   host: HostContext | None = None) -> Any:
+    """The ``CompiledModel`` for a SavedModel directory or ``.onnx`` file, via the cache,
+    running on ``host`` (``None``: ``pytfrt.model.default_host()``).
 
     A cache entry that cannot be loaded is compiled again; a model that cannot be saved is
     served without being cached (both are reported through ``log``).
@@ -67,13 +69,13 @@ def compile_cached(path: Path, fmt: str, cache_dir: Path | None,
     say = log or (lambda line: None)
     signature = DEFAULT_SIGNATURE if fmt == SAVED_MODEL else None
     if cache_dir is None:
-        return pytfrt.compile(str(path), signature=signature)
+        return pytfrt.compile(str(path), signature=signature, host=host)
     version = getattr(pytfrt, "__version__", "0")
     key = hashlib.sha256(f"{version}\0{fmt}\0{content_hash(path)}".encode()).hexdigest()[:32]
     entry = cache_dir / key
     if (entry / "manifest.json").is_file():
         try:
-            model = pytfrt.load(str(entry))
+            model = pytfrt.load(str(entry), host=host)
         except Exception as exc:  # noqa: BLE001 - a damaged entry is compiled again
             say(f"pytfrt serve: compile cache entry {entry} cannot be loaded ({exc}); "
                 "compiling again")
@@ -81,7 +83,7 @@ def compile_cached(path: Path, fmt: str, cache_dir: Path | None,
             say(f"pytfrt serve: {path} loaded from the compile cache ({entry})")
             return model
     started = time.perf_counter()
-    model = pytfrt.compile(str(path), signature=signature)
+    model = pytfrt.compile(str(path), signature=signature, host=host)
     say(f"pytfrt serve: compiled {path} in {time.perf_counter() - started:.2f} s")
     cache_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=cache_dir))
@@ -135,7 +137,7 @@ def load(path: Path, fmt: str, host: HostContext, options: LoadOptions) -> Serva
     import pytfrt
 
     if fmt == COMPILED:
-        return PytfrtServable(pytfrt.load(str(path)), "pytfrt compiled model")
+        return PytfrtServable(pytfrt.load(str(path), host=host), "pytfrt compiled model")
     model = compile_cached(path, fmt, options.cache_dir,
-                           lambda line: print(line, file=sys.stderr, flush=True))
+                           lambda line: print(line, file=sys.stderr, flush=True), host)
     return PytfrtServable(model, f"pytfrt, compiled from {fmt}")

@@ -16,7 +16,6 @@ models, the work queue is drained and the process exits with status 0.
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import sys
@@ -53,21 +52,69 @@ class ServerOptions:
     cache_dir: Path | None = None
     intra_op_parallelism: int = 0
     graceful_shutdown_seconds: float = GRACEFUL_SHUTDOWN_SECONDS
+    http_parser: str = "auto"
+    """uvicorn's HTTP/1.1 implementation: ``h11``, ``httptools`` or ``auto``
+    (:func:`resolve_http`)."""
+    event_loop: str = "auto"
+    """The asyncio event loop: ``asyncio``, ``uvloop`` or ``auto`` (:func:`resolve_loop`)."""
+
+
+HTTP_PARSERS: Final = ("auto", "h11", "httptools")
+EVENT_LOOPS: Final = ("auto", "asyncio", "uvloop")
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _resolve(choice: str, choices: tuple[str, ...], fast: str, fallback: str, what: str,
+             flag: str) -> str:
+    if choice not in choices:
+        raise ValueError(f"unknown {what} {choice!r} (choose from {', '.join(choices)})")
+    if choice == "auto":
+        return fast if _importable(fast) else fallback
+    if choice == fast and not _importable(fast):
+        raise ValueError(f"{flag}={fast} needs the {fast} package (pip install {fast})")
+    return choice
+
+
+def resolve_http(choice: str) -> str:
+    """The HTTP implementation uvicorn runs: ``httptools`` (C, llhttp) when ``auto`` finds it
+    installed, else the pure-Python ``h11``.
+
+    Raises:
+        ValueError: an unknown choice, or ``httptools`` asked for but not installed.
+    """
+    return _resolve(choice, HTTP_PARSERS, "httptools", "h11", "HTTP parser", "--http_parser")
+
+
+def resolve_loop(choice: str) -> str:
+    """The event loop uvicorn runs: ``uvloop`` (libuv) when ``auto`` finds it installed, else
+    asyncio's own.
+
+    Raises:
+        ValueError: an unknown choice, or ``uvloop`` asked for but not installed.
+    """
+    return _resolve(choice, EVENT_LOOPS, "uvloop", "asyncio", "event loop", "--event_loop")
 
 
 def make_host(backend: str, work_queue_type: str) -> HostContext:
-    """The runtime requests run on: a ``work_queue_type`` queue.
+    """The runtime requests run on: a new HostContext with a ``work_queue_type`` queue.
 
-    For the pytfrt backend it is ``pytfrt.model.default_host()`` -- the host compiled models
-    run their calls on -- configured with ``work_queue_type``, so request work and model work
-    share one queue.  The baselines get a HostContext of their own.
+    For the pytfrt backend it is made by ``pytfrt.model.create_host`` (the built-in kernels
+    registered) and every model is loaded or compiled with ``host=`` this host, so request work
+    and model work share one queue.  The baselines get a plain HostContext.
+
+    Raises:
+        ValueError: if ``work_queue_type`` is not a TFRT work-queue type.
     """
     if backend != "pytfrt":
         return HostContext(work_queue_type)
-    os.environ["PYTFRT_MODEL_QUEUE"] = work_queue_type
-    from pytfrt.model import default_host
+    from pytfrt.model import create_host
 
-    return default_host()
+    return create_host(work_queue_type)
 
 
 def listen(host: str, port: int, backlog: int = 2048) -> socket.socket:
@@ -148,8 +195,9 @@ def run_server(options: ServerOptions) -> int:
         bound_host, bound_port = sock.getsockname()[:2]
         app = ServingApp(manager, host, metrics, options.max_request_bytes)
         config = uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="on", http="h11",
-            loop="asyncio", timeout_graceful_shutdown=int(options.graceful_shutdown_seconds),
+            app, log_level="warning", access_log=False, lifespan="on",
+            http=resolve_http(options.http_parser), loop=resolve_loop(options.event_loop),
+            timeout_graceful_shutdown=int(options.graceful_shutdown_seconds),
             proxy_headers=False, server_header=False,  # less work per request
         )
         server = uvicorn.Server(config)

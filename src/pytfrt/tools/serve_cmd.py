@@ -64,6 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compile_cache_dir", type=Path, default=None,
                         help="where the pytfrt backend caches models it compiles "
                              "(default $XDG_CACHE_HOME/pytfrt/serving)")
+    parser.add_argument("--http_parser", default="auto",
+                        help="uvicorn's HTTP implementation: auto (httptools if installed, else "
+                             "h11), h11 or httptools (default auto)")
+    parser.add_argument("--event_loop", default="auto",
+                        help="the event loop: auto (uvloop if installed, else asyncio), asyncio "
+                             "or uvloop (default auto)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,11 +79,13 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if args.tensorflow_intra_op_parallelism > 0:
-        # Read by the BLAS and OpenMP libraries when NumPy loads, which has not happened yet
-        # when the command runs as a program (in-process callers that loaded NumPy already
-        # keep the library's default).
+        # Read by the BLAS and OpenMP libraries when NumPy loads and by pytfrt's conv kernels
+        # (PYTFRT_NUM_THREADS, pytfrt.backends.cpu._parallel) when they are imported, neither
+        # of which has happened yet when the command runs as a program (in-process callers
+        # that loaded them already keep the library's default).
         threads = str(args.tensorflow_intra_op_parallelism)
-        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                     "PYTFRT_NUM_THREADS"):
             os.environ[name] = threads
     from pytfrt.host.work_queue import parse_work_queue_type
     from pytfrt.serving.config import (
@@ -86,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         load_batching_parameters,
         load_model_config,
     )
-    from pytfrt.serving.server import ServerOptions, run_server
+    from pytfrt.serving.server import ServerOptions, resolve_http, resolve_loop, run_server
 
     def fail(message: str) -> int:
         print(f"pytfrt serve: error: {message}", file=sys.stderr)
@@ -94,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         parse_work_queue_type(args.work_queue_type)
+        resolve_http(args.http_parser)
+        resolve_loop(args.event_loop)
         if args.model_config_file and args.model_base_path:
             return fail("give either --model_config_file or --model_base_path, not both")
         if args.model_config_file:
@@ -127,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
         max_request_bytes=args.max_request_bytes,
         cache_dir=args.compile_cache_dir or _default_cache_dir(),
         intra_op_parallelism=args.tensorflow_intra_op_parallelism,
+        http_parser=args.http_parser,
+        event_loop=args.event_loop,
     )
     try:
         return run_server(options)

@@ -222,8 +222,10 @@ def test_config_errors_exit_with_a_message(tmp_path: Path) -> None:
 def test_single_threaded_work_queue_serves(tmp_path: Path, server_factory: Any) -> None:
     base = tmp_path / "mlp"
     model = make_onnx_mlp(base / "1" / "model.onnx", seed=9)
+    # Also the pure-Python HTTP stack (h11 on asyncio's loop), whatever "auto" would pick.
     server = server_factory("--backend=onnxruntime", "--work_queue_type=s", "--model_name=mlp",
-                            f"--model_base_path={base}", "--file_system_poll_wait_seconds=0")
+                            f"--model_base_path={base}", "--file_system_poll_wait_seconds=0",
+                            "--http_parser=h11", "--event_loop=asyncio")
     inputs = [_x(300 + i) for i in range(4)]
     for x, r in zip(inputs, _concurrent_predicts(server.url, inputs), strict=True):
         assert r.status_code == 200, r.text
@@ -237,6 +239,8 @@ def test_single_threaded_work_queue_serves(tmp_path: Path, server_factory: Any) 
     ("--tensorflow_intra_op_parallelism=-1", "must not be negative"),
     ("--max_request_bytes=0", "must be positive"),
     ("--batching_parameters_file=/nonexistent", "needs --enable_batching"),
+    ("--http_parser=nginx", "unknown HTTP parser 'nginx'"),
+    ("--event_loop=trio", "unknown event loop 'trio'"),
 ])
 def test_bad_flags_are_errors(tmp_path: Path, flag: str, words: str) -> None:
     import subprocess
@@ -310,3 +314,16 @@ def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_auto_http_stack_takes_the_fast_one_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytfrt.serving import server
+
+    monkeypatch.setattr(server, "_importable", lambda module: True)
+    assert (server.resolve_http("auto"), server.resolve_loop("auto")) == ("httptools", "uvloop")
+    monkeypatch.setattr(server, "_importable", lambda module: False)
+    assert (server.resolve_http("auto"), server.resolve_loop("auto")) == ("h11", "asyncio")
+    with pytest.raises(ValueError, match="needs the httptools package"):
+        server.resolve_http("httptools")
+    with pytest.raises(ValueError, match="needs the uvloop package"):
+        server.resolve_loop("uvloop")
