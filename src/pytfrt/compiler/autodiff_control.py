@@ -120,6 +120,64 @@ def _results(out: Value | list[Value]) -> list[Value]:
 # -- tg.if ---------------------------------------------------------------------------------------
 
 
+class _Branch:
+    """One branch's gradient function while the ``tg.if`` rule builds it.
+
+    ``fwd``: the ops recomputing the forward branch (first in ``fn``), ``outs``: its results,
+    ``saved``: the forward values the gradient ops use (the intermediates the forward ``if``
+    will return instead).
+    """
+
+    def __init__(self, fn: FunctionBuilder, fwd: list[Operation], outs: list[Value]) -> None:
+        self.fn = fn
+        self.fwd = fwd
+        self.outs = [forwarded(fn, o.ssa) or o for o in outs]
+        inside = set(fwd)
+        self.saved: list[SSAValue] = []
+        for op in fwd:
+            if op.name == "tg.constant":
+                continue  # constants stay in the gradient function
+            for r in op.results:
+                if any(u.operation not in inside for u in r.uses):
+                    self.saved.append(r)
+
+    def forward_into(self, dst: FunctionBuilder, then: _Branch, other: _Branch) -> None:
+        """End ``dst`` (a forward branch): the branch's results, then the saved values of
+        ``then`` and of ``other`` -- this branch's own, placeholders for the other's (never
+        read: the other branch is not taken)."""
+        mapping: dict[SSAValue, SSAValue] = {
+            a: v.ssa for a, v in zip(self.fn.block.args, dst.arguments, strict=False)}
+        for op in self.fwd:
+            dst.block.add_op(op.clone(value_mapper=mapping))
+        res = [Value(mapping.get(v.ssa, v.ssa), v.type) for v in self.outs]
+        for br in (then, other):
+            res += [Value(mapping[v], from_xdsl(v.type)) if br is self
+                    else _placeholder(dst, from_xdsl(v.type)) for v in br.saved]
+        dst.returns(res)
+
+    def take_saved(self, first: Sequence[SSAValue], second: Sequence[SSAValue]) -> None:
+        """Give the gradient function arguments for ``first`` then ``second`` (saved values of
+        the two branches; this branch's are read, the others only passed), and drop the
+        forward ops the gradient no longer needs."""
+        fn = self.fn
+        for v in [*first, *second]:
+            t = from_xdsl(v.type)
+            arg = fn.block.insert_arg(v.type, len(fn.block.args))
+            fn.arguments.append(Value(arg, t))
+            fn.input_names.append(f"saved_{len(fn.input_names)}")
+            if v in self.saved:
+                v.replace_all_uses_with(arg)
+        for op in reversed(self.fwd):
+            if all(not r.uses for r in op.results):
+                op.detach()
+                op.erase()
+
+
+def _placeholder(fb: FunctionBuilder, t: Any) -> Value:
+    shape = () if t.shape is None else tuple(d or 0 for d in t.shape)
+    return fb.constant(np.zeros(shape, np_dtype(t.dtype)))
+
+
 def _if(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
     fb, gb = c.fb, c.fb.graph
     pred, args = c.x[0], c.x[1:]
@@ -128,26 +186,57 @@ def _if(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
             if a.dtype in FLOAT_DTYPES and c.operation.operands[1 + i] in c.active]
     if not diff:
         return [None] * len(c.x)
-    names = []
+    branches = []
     for key in ("then_branch", "else_branch"):
         src = _body(gb, c.attrs[key], f"tg.if (at {c.loc})")
-        name = _fresh_name(gb, f"{src.name}_grad")
         inputs: list[tuple[str, Any, str]] = [(f"arg_{i}", a.shape, a.dtype)
                                               for i, a in enumerate(args)]
         inputs += [(f"cotangent_{j}", g.shape, g.dtype) for j, g in seeds]
-        gfb = gb.function(name, inputs)
+        gfb = gb.function(_fresh_name(gb, f"{src.name}_grad"), inputs)
         ops, outs = _inline_ops(gfb, src, gfb.arguments[:len(args)])
+        last = gfb.block.last_op  # the forward ops end here (rules insert before their op)
         cots = gfb.arguments[len(args):]
         seeded: list[tuple[Value, Value | None]] = [
             (outs[j], cots[k]) for k, (j, _) in enumerate(seeds)]
         gfb.returns(backprop(gfb, ops, [gfb.arguments[i] for i in diff], seeded))
-        names.append(name)
-    res = _results(fb.op("if", [pred, *args, *[g for _, g in seeds]], n_results=len(diff),
-                         loc=c.loc, then_branch=names[0], else_branch=names[1]))
+        fwd = [] if last is None else _ops_after(gfb, None)
+        if last is not None:
+            fwd = fwd[:fwd.index(last) + 1]
+        branches.append(_Branch(gfb, fwd, outs))
+    then, other = branches
+    # the forward if again, returning each branch's saved intermediates too
+    fwd_fns = []
+    for br, key in ((then, "then_branch"), (other, "else_branch")):
+        dst = gb.function(_fresh_name(gb, f"{c.attrs[key]}_saving"),
+                          [(f"arg_{i}", a.shape, a.dtype) for i, a in enumerate(args)])
+        br.forward_into(dst, then, other)
+        fwd_fns.append(dst.name)
+    m = len(c.y)
+    op = c.operation
+    with _before(fb, op):
+        new = _results(fb.op("if", [pred, *args], loc=c.loc, then_branch=fwd_fns[0],
+                             else_branch=fwd_fns[1],
+                             n_results=m + len(then.saved) + len(other.saved)))
+    _forward_results(fb, op, new[:m])
+    then.take_saved(then.saved, other.saved)
+    other.take_saved(then.saved, other.saved)
+    res = _results(fb.op("if", [pred, *args, *[g for _, g in seeds], *new[m:]],
+                         n_results=len(diff), loc=c.loc, then_branch=then.fn.name,
+                         else_branch=other.fn.name))
     out: list[Value | None] = [None] * len(c.x)
     for k, i in enumerate(diff):
         out[1 + i] = res[k]
     return out
+
+
+def _forward_results(fb: FunctionBuilder, old: Operation, new: Sequence[Value]) -> None:
+    """The uses of ``old``'s results move to ``new`` (``old``, unused, is removed by
+    ``-tg-dce``; a traced value still naming it keeps it correct and :func:`forwarded` maps
+    it)."""
+    table = _forwarded.setdefault(fb, {})
+    for r, v in zip(old.results, new, strict=True):
+        r.replace_all_uses_with(v.ssa)
+        table[r] = v
 
 
 # -- tg.while ------------------------------------------------------------------------------------
@@ -200,12 +289,7 @@ def _while(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
             fb.constant(np.zeros((0, *shapes[k]), np_dtype(vs[k].dtype))) for k in carried]
         fwd = _results(fb.op("while", [*vs, *init], n_results=n + 1 + len(carried), loc=c.loc,
                              cond=fcond.name, body=fbody.name))
-    # the uses of the old loop's results move to the new one (the old loop, unused, is removed
-    # by -tg-dce; a traced value still naming it keeps it correct)
-    table = _forwarded.setdefault(fb, {})
-    for old, new in zip(op.results, fwd[:n], strict=True):
-        old.replace_all_uses_with(new.ssa)
-        table[old] = new
+    _forward_results(fb, op, fwd[:n])
 
     # 2. the adjoint loop: k = trip_count - 1 ... 0
     g_init: list[Value] = []
