@@ -9,12 +9,15 @@ whenever it cannot promise that, so the caller takes the general path (which als
 the error message for a malformed body).  ``None`` is returned for: any other body shape, a
 token that is not a plain decimal number (``NaN``, ``Infinity``, strings, ``true``, objects),
 more than 18 significant digits or a decimal exponent beyond +-66, ragged or malformed lists,
-and -- checked per element -- a value within four float64 ulps of a float32 rounding midpoint.
-Why that suffices: each value is computed in float64 with at most four roundings (the
-mantissa, then products or quotients by exact powers of ten up to 1e22), so it is within two
-ulps of the decimal; away from a float32 midpoint it rounds to the same float32 as the
-correctly rounded double the general path makes.  Pure function; thread-safe; the kernel
-releases the GIL.
+and -- checked per element, in the scan -- a value whose float32 rounding is not settled: the
+float64 ``v`` computed for a number must round to the same float32 as ``v - t`` and ``v + t``
+with ``t = 1.2e-15 * |v|`` (over five float64 ulps), and that float32 must be finite.  Why that
+suffices: ``v`` is computed with at most four roundings (the mantissa, then products or
+quotients by exact powers of ten up to 1e22), so it is within two ulps of the decimal, whose
+correctly rounded double (the general path's) is then within 2.5 ulps of ``v``, inside
+``[v - t, v + t]``; rounding to float32 is monotonic, so it rounds to the same float32.  The
+scan writes the float32 values directly.  Pure function; thread-safe; the kernel releases the
+GIL.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ def _scan_impl(buf: Any, start: int, pow10: Any, dims: Any, out: Any
                ) -> tuple[int, int, int, int]:
     """The scan, compiled by Numba: returns (status, rank, count, end); status 0 = handled.
 
-    Fills ``dims`` (the shape) and ``out`` (the values as float64, in row-major order).
+    Fills ``dims`` (the shape) and ``out`` (the values as float32, in row-major order).
     """
+    inf32 = np.float32(np.inf)
     n = buf.shape[0]
     i = start
     depth = 0
@@ -159,7 +163,7 @@ def _scan_impl(buf: Any, start: int, pow10: Any, dims: Any, out: Any
         if count >= out.shape[0]:
             return 2, 0, 0, i
         if mantissa == 0:
-            value = 0.0
+            single = np.float32(0.0)
         elif scale > 66 or scale < -66:
             return 2, 0, 0, i
         else:
@@ -173,7 +177,12 @@ def _scan_impl(buf: Any, start: int, pow10: Any, dims: Any, out: Any
                 else:
                     value = value / pow10[step]
                 left -= step
-        out[count] = -value if negative else value
+            single = np.float32(value)
+            slack = value * 1.2e-15
+            if single == inf32 or np.float32(value - slack) != single or \
+                    np.float32(value + slack) != single:
+                return 2, 0, 0, i  # the float32 rounding is not settled (or overflows)
+        out[count] = -single if negative else single
         count += 1
         counts[depth] += 1
         expect_value[depth] = False
@@ -203,22 +212,6 @@ def warm_up() -> None:
     parse_float32_tensor(body)
 
 
-def _near_float32_midpoint(v: np.ndarray, f32: np.ndarray) -> bool:
-    """True if any ``v`` (float64) is within four float64 ulps of a float32 rounding midpoint,
-    or rounds to an infinity (left to the general path)."""
-    if not np.all(np.isfinite(f32)):
-        return True
-    with np.errstate(over="ignore", invalid="ignore"):  # neighbours of the largest float32
-        f = f32.astype(np.float64)
-        up = np.nextafter(f32, np.float32(np.inf)).astype(np.float64)
-        down = np.nextafter(f32, np.float32(-np.inf)).astype(np.float64)
-        mid_up = (f + up) / 2  # exact in float64 (float32 neighbours)
-        mid_down = (f + down) / 2
-        tol = 4 * np.spacing(np.abs(v))
-        near = (np.abs(v - mid_up) <= tol) | (np.abs(v - mid_down) <= tol)
-    return bool(np.any(near))
-
-
 def parse_float32_tensor(body: bytes) -> tuple[str, np.ndarray] | None:
     """``(key, array)`` for a ``{"instances"|"inputs": <numbers>}`` body, else ``None``.
 
@@ -238,7 +231,7 @@ def parse_float32_tensor(body: bytes) -> tuple[str, np.ndarray] | None:
     if scan is None:
         return None
     dims = np.full(MAX_RANK, -1, np.int64)
-    out = np.empty(len(body) // 2 + 1, np.float64)  # a number and its comma: >= 2 bytes
+    out = np.empty(len(body) // 2 + 1, np.float32)  # a number and its comma: >= 2 bytes
     try:
         status, rank, count, end = scan(buf, start, _POW10, dims, out)
     except Exception:  # noqa: BLE001 - e.g. a Numba compile error: use the general path
@@ -248,9 +241,4 @@ def parse_float32_tensor(body: bytes) -> tuple[str, np.ndarray] | None:
     shape = tuple(int(d) for d in dims[:rank])
     if int(np.prod(shape)) != count:
         return None
-    values = out[:count]
-    with np.errstate(over="ignore"):  # an infinity is refused just below
-        f32 = values.astype(np.float32)
-    if _near_float32_midpoint(values, f32):
-        return None
-    return match.group(1).decode("ascii"), f32.reshape(shape)
+    return match.group(1).decode("ascii"), out[:count].copy().reshape(shape)

@@ -75,6 +75,25 @@ def test_any_decimal_is_exact_or_refused(rows: list[list[str]]) -> None:
     check(pad(text))
 
 
+@pytest.mark.parametrize("number", [
+    "16777217",                  # 2**24 + 1: halfway between two float32s (ties to even)
+    "16777217.000000001",        # its double is the midpoint: the general path rounds down
+    "16777216.999999999",
+    "-16777219",
+    "1.00000005960464477",       # 1 + 2**-24 rounded to 18 digits
+    "3.4028235677973366e38",     # halfway between the largest float32 and 2**128
+    "3.4028234663852886e38",     # the largest float32
+    "7.006492321624085e-46",     # half the smallest float32 subnormal
+])
+def test_float32_midpoints_are_exact_or_refused(number: str) -> None:
+    check(pad('{"instances": [' + number + ', 1.5]}'))
+
+
+def test_midpoints_are_refused_and_float32_values_are_not() -> None:
+    assert fast_json.parse_float32_tensor(pad('{"instances": [16777217, 1.5]}')) is None
+    assert check(pad('{"instances": [16777216, 16777218, 3.4028234663852886e38]}')) is not None
+
+
 @pytest.mark.parametrize("text", [
     '{"instances": [[1, 2], [3]]}',            # ragged
     '{"instances": [[1, 2], 3]}',              # a number beside a list
