@@ -298,7 +298,8 @@ def value_and_grad(fn: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
     Raises:
         TypeError: bad ``argnums`` or a non-scalar / non-float result.
-        pytfrt.compiler.autodiff.AutodiffError: an op on the path has no gradient rule.
+        pytfrt.compiler.autodiff.AutodiffError: an op on the path has no gradient rule (or a
+            second-order gradient through ``while_loop``).
     """
     multi = isinstance(argnums, (tuple, list))
     nums = tuple(int(a) for a in argnums) if multi else (int(argnums),)  # type: ignore[arg-type,union-attr]
@@ -364,7 +365,8 @@ def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
     Inside a traced function with a traced ``pred`` this builds ``tg.if`` (lowered to
     ``tfrt.if``): both branches are traced, must return the same number of values of the same
     dtypes, and may use values of the enclosing function (captured).  Otherwise it is a Python
-    ``if``.
+    ``if``.  Differentiable by :func:`grad` (JAX's ``lax.cond`` contract: both branches are
+    differentiated, the taken one runs; see :mod:`pytfrt.compiler.autodiff_control`).
     """
     from pytfrt.compiler.frontends import trace
 
@@ -377,7 +379,10 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
 
     ``loop_vars`` is a tuple/list of tensors (or one tensor).  Inside a traced function this
     builds ``tg.while`` (lowered to ``tfrt.while``): the body must return values of the loop
-    variables' dtypes.  Otherwise it is a Python loop.
+    variables' dtypes.  Otherwise it is a Python loop.  Differentiable by :func:`grad` in
+    reverse mode, for any trip count (TF's method: the loop-carried values of every iteration
+    are stacked, an adjoint loop runs back over them; see
+    :mod:`pytfrt.compiler.autodiff_control`); loop variables must keep static shapes.
     """
     from pytfrt.compiler.frontends import trace
 
