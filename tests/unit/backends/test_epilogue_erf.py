@@ -1,0 +1,52 @@
+"""The vectorised ``erf`` of the fused epilogue (GELU) against ``math.erf``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from pytfrt.backends.cpu._epilogue import _erf, epilogue_2d
+from pytfrt.backends.cpu.activations import apply_activation
+
+_ERF = np.vectorize(math.erf)
+
+
+def test_rational_erf_is_within_1e_8_of_math_erf_and_exact_in_the_tails() -> None:
+    x = np.linspace(-3.9199, 3.9199, 200_001)
+    got = np.array([_erf(float(v)) for v in x])
+    np.testing.assert_allclose(got, _ERF(x), rtol=0, atol=1e-8)
+    tails = np.array([3.92, 4.5, 6.0, 50.0, np.inf])
+    assert all(_erf(float(v)) == 1.0 and _erf(float(-v)) == -1.0 for v in tails)
+    np.testing.assert_allclose(_ERF(tails), 1.0, rtol=0, atol=3e-8)
+    assert _erf(0.0) == 0.0 and np.all(np.abs(got) <= 1.0)
+
+
+def _gelu_ref(x: np.ndarray) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    return 0.5 * x64 * (1.0 + _ERF(x64 / math.sqrt(2.0)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(arrays(np.float32, st.tuples(st.integers(1, 5), st.integers(1, 70)),
+              elements=st.floats(-12, 12, width=32)),
+       st.booleans())
+def test_gelu_epilogue_float32(x: np.ndarray, with_bias: bool) -> None:
+    bias = np.linspace(-1, 1, x.shape[1]).astype(np.float32) if with_bias else None
+    y = x.copy()
+    epilogue_2d(y, bias, None, 7, 0.0)
+    pre = x.astype(np.float64) + (0 if bias is None else bias.astype(np.float32))
+    ref = _gelu_ref(pre.astype(np.float32))
+    # the approximation (<= 1e-8) plus float32 rounding of the input sum and the result
+    np.testing.assert_allclose(y, ref, rtol=3e-7, atol=1e-7)
+
+
+def test_gelu_float64_stays_exact() -> None:
+    x = np.linspace(-8, 8, 4001).reshape(1, -1)
+    y = x.copy()
+    apply_activation(y, "gelu")
+    np.testing.assert_allclose(y, _gelu_ref(x), rtol=1e-15, atol=1e-15)
+    assert np.array_equal(y[0, 2000:2001], [0.0])
