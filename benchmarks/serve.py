@@ -24,10 +24,18 @@ peers are compared within a round and over the same rounds, never across runs):
 
 Then the soak: ``--soak-clients`` clients on the pytfrt MLP for ``--soak-seconds`` with the
 server's resident memory sampled every second (errors must be zero, memory flat).  Each
-backend's first response is checked against the TensorFlow backend's.  Prints a table, writes
-``serve.json`` and ``serve.png`` into ``--out`` (``--tag`` renames them).  ``--batching`` and
-``--intra-op N`` and ``--work-queue Q`` start every server with ``--enable_batching``,
-``--tensorflow_intra_op_parallelism=N`` and ``--work_queue_type=Q``.
+backend's first response is checked against the TensorFlow backend's, and each scenario
+records the server process's CPU time per request beside the wall-clock figures.
+
+Before the servers start, the load generator's own ceiling is measured: the same MLP request
+sent to a trivial HTTP endpoint (a fixed response, no parsing) in a subprocess, at 1 and
+``--clients`` clients, with the generator's CPU time per request -- it must be far above the
+rates it is used to measure.
+
+Prints a table, writes ``serve.json`` and ``serve.png`` into ``--out`` (``--tag`` renames
+them).  ``--batching`` and ``--intra-op N`` and ``--work-queue Q`` start every server with
+``--enable_batching``, ``--tensorflow_intra_op_parallelism=N`` and ``--work_queue_type=Q``;
+``--server-flag F`` (repeatable) passes any other flag.
 
 Run: ``pytfrt bench serve`` or ``.venv/bin/python benchmarks/serve.py`` (``--help``).
 """
@@ -53,7 +61,7 @@ from pytfrt.serving.loadgen import LoadResult, ServerProcess, run_load  # noqa: 
 from pytfrt.tools.bench import format_table, machine_info, progress, write_json  # noqa: E402
 
 BACKENDS = ("pytfrt", "tensorflow", "onnxruntime")
-MODELS = {
+MODELS: dict[str, dict[str, tuple[int, ...]]] = {
     "mlp": {"shape": (1, 784)},
     "resnet50": {"shape": (1, 224, 224, 3)},
 }
@@ -81,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--tensorflow_intra_op_parallelism for every server (0: default)")
     parser.add_argument("--work-queue", default=None,
                         help="--work_queue_type for every server (default: the server's)")
+    parser.add_argument("--server-flag", action="append", default=[],
+                        help="another flag for every server, e.g. --server-flag=--http_parser=h11 "
+                             "(repeatable)")
+    parser.add_argument("--ceiling-seconds", type=float, default=3.0,
+                        help="seconds per load-generator ceiling run (0 skips it; default 3)")
     parser.add_argument("--tag", default="serve",
                         help="output file names: TAG.json, TAG.png (default serve)")
     parser.add_argument("--work-dir", type=Path,
@@ -150,6 +163,79 @@ def _body(name: str) -> bytes:
 def _load(server: ServerProcess, name: str, clients: int, seconds: float) -> LoadResult:
     return run_load(f"{server.url}/v1/models/{name}:predict", _body(name), clients=clients,
                     duration=seconds, request_timeout=120.0)
+
+
+def _timed_load(server: ServerProcess, name: str, clients: int, seconds: float
+                ) -> tuple[LoadResult, float]:
+    """A load run and the server's CPU seconds spent during it (NaN where unknown)."""
+    before = server.cpu()
+    result = _load(server, name, clients, seconds)
+    after = server.cpu()
+    spent = float("nan") if before is None or after is None else after - before
+    return result, spent
+
+
+# -- the load generator's ceiling ---------------------------------------------------------------
+
+_TRIVIAL_RESPONSE = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                     b"content-length: 20\r\n\r\n" + b'{"predictions":[1]}\n')
+
+
+def trivial_server(port_file: str) -> None:
+    """Answer every ``POST /`` on a connection with one fixed response (no HTTP parsing): the
+    cheapest server the load generator can talk to.  Writes its port into ``port_file``."""
+    import asyncio
+
+    class Protocol(asyncio.Protocol):
+        def connection_made(self, transport: Any) -> None:
+            self.transport = transport
+            self.tail = b""
+
+        def data_received(self, data: bytes) -> None:
+            buf = self.tail + data
+            n = buf.count(b"POST /")
+            self.tail = buf[-5:]  # a marker split over two reads is counted once, next time
+            if n:
+                self.transport.write(_TRIVIAL_RESPONSE * n)
+
+    async def serve() -> None:
+        server = await asyncio.get_running_loop().create_server(Protocol, "127.0.0.1", 0)
+        tmp = port_file + ".tmp"
+        Path(tmp).write_text(str(server.sockets[0].getsockname()[1]))
+        os.replace(tmp, port_file)
+        await server.serve_forever()
+
+    asyncio.run(serve())
+
+
+def loadgen_ceiling(clients: list[int], seconds: float, work: Path) -> list[dict[str, Any]]:
+    """The load generator's rate and CPU per request against :func:`trivial_server`."""
+    import resource
+    import subprocess
+
+    port_file = work / "trivial.port"
+    port_file.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, __file__, "--trivial-server", str(port_file)])
+    records = []
+    try:
+        deadline = time.monotonic() + 60
+        while not port_file.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the trivial endpoint did not start")
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port_file.read_text()}/v1/models/mlp:predict"
+        for n in clients:
+            before = resource.getrusage(resource.RUSAGE_SELF)
+            res = run_load(url, _body("mlp"), clients=n, duration=seconds)
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            records.append({"clients": n, "requests": res.ok, "errors": res.error_count,
+                            "throughput_rps": round(res.throughput, 1),
+                            "client_cpu_us_per_request": round(cpu / max(res.ok, 1) * 1e6, 1)})
+    finally:
+        proc.terminate()
+        proc.wait()
+    return records
 
 
 def _merge(results: list[LoadResult]) -> LoadResult:
@@ -223,6 +309,15 @@ def run(args: argparse.Namespace) -> int:
         flags.append(f"--tensorflow_intra_op_parallelism={args.intra_op}")
     if args.work_queue:
         flags.append(f"--work_queue_type={args.work_queue}")
+    flags += args.server_flag
+    ceiling = []
+    if args.ceiling_seconds > 0:
+        ceiling = loadgen_ceiling(sorted({1, args.clients, args.soak_clients}),
+                                  args.ceiling_seconds, work)
+        for c in ceiling:
+            progress(f"load generator ceiling (trivial endpoint), {c['clients']:3d} clients: "
+                     f"{c['throughput_rps']:8.0f} req/s, {c['client_cpu_us_per_request']} us "
+                     "client CPU per request", args.quiet)
     try:
         for backend in args.backends:
             progress(f"starting the {backend} server", args.quiet)
@@ -234,6 +329,7 @@ def run(args: argparse.Namespace) -> int:
             progress(f"  {backend} ready in {time.perf_counter() - started:.1f} s", args.quiet)
         scenarios = [(name, kind) for name in args.models for kind in ("latency", "throughput")]
         raw: dict[tuple[str, str, str], list[LoadResult]] = {}
+        cpu: dict[tuple[str, str, str], float] = {}
         for name in args.models:  # warm-up: first calls (allocation, lazy init) are not timed
             for server in servers.values():
                 _load(server, name, 1, 1.0)
@@ -243,11 +339,14 @@ def run(args: argparse.Namespace) -> int:
                     args.clients if name == "mlp" else args.resnet_clients)
                 seconds = args.seconds if name == "mlp" else args.resnet_seconds
                 for backend, server in servers.items():
-                    res = _load(server, name, clients, seconds)
+                    res, spent = _timed_load(server, name, clients, seconds)
                     raw.setdefault((backend, name, kind), []).append(res)
+                    cpu[(backend, name, kind)] = cpu.get((backend, name, kind), 0.0) + spent
                     progress(f"round {rnd + 1}/{args.rounds} {backend:<11} {name:<8} {kind:<10} "
                              f"{res.throughput:8.1f} req/s  p50 {res.percentile(50) * 1e3:8.2f} ms"
-                             f"  errors {res.error_count}", args.quiet)
+                             f"  server CPU/request {spent / max(res.ok, 1) * 1e3:7.2f} ms"
+                             f"  errors {res.error_count}  load {os.getloadavg()[0]:.1f}",
+                             args.quiet)
         results = {key: _merge(value) for key, value in raw.items()}
         soak_record = None
         if args.soak_seconds > 0 and "pytfrt" in servers and "mlp" in args.models:
@@ -258,11 +357,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for server in servers.values():
             server.stop()
-    return report(args, results, soak_record, exits)
+    return report(args, results, soak_record, exits, cpu, ceiling)
 
 
 def report(args: argparse.Namespace, results: dict[tuple[str, str, str], LoadResult],
-           soak_record: dict[str, Any] | None, exits: dict[str, int | None]) -> int:
+           soak_record: dict[str, Any] | None, exits: dict[str, int | None],
+           cpu: dict[tuple[str, str, str], float], ceiling: list[dict[str, Any]]) -> int:
     """Print the table, write serve.json and serve.png; the exit status."""
     rows = []
     records = []
@@ -276,15 +376,22 @@ def report(args: argparse.Namespace, results: dict[tuple[str, str, str], LoadRes
         diff = None
         if reference is not None and reference.first_body and res.first_body:
             diff = float(np.max(np.abs(_outputs(res.first_body) - _outputs(reference.first_body))))
+        cpu_ms = cpu.get((backend, name, kind), float("nan")) / max(res.ok, 1) * 1e3
         records.append({"backend": backend, "model": name, "scenario": kind, **summary,
+                        "server_cpu_ms_per_request": round(cpu_ms, 3),
                         "p50_vs_tensorflow": None if ratio is None else round(ratio, 3),
                         "max_abs_diff_vs_tensorflow": diff})
         rows.append([name, kind, backend, summary["clients"], summary["requests"],
                      summary["errors"], f"{summary['throughput_rps']:.1f}",
                      f"{summary['p50_ms']:.2f}", f"{summary['p90_ms']:.2f}",
-                     f"{summary['p99_ms']:.2f}", "-" if ratio is None else f"{ratio:.2f}x"])
+                     f"{summary['p99_ms']:.2f}", f"{cpu_ms:.2f}",
+                     "-" if ratio is None else f"{ratio:.2f}x"])
+    for c in ceiling:
+        print(f"load generator ceiling (trivial endpoint): {c['clients']} clients "
+              f"{c['throughput_rps']:.0f} req/s, {c['client_cpu_us_per_request']} us client CPU "
+              "per request")
     print(format_table(["model", "scenario", "backend", "clients", "requests", "errors", "req/s",
-                        "p50 ms", "p90 ms", "p99 ms", "p50 vs tf"], rows))
+                        "p50 ms", "p90 ms", "p99 ms", "server CPU ms/req", "p50 vs tf"], rows))
     if soak_record is not None:
         print(f"\nsoak (pytfrt, mlp): {soak_record['clients']} clients, "
               f"{soak_record['seconds']:.0f} s, {soak_record['requests']} requests, "
@@ -298,6 +405,8 @@ def report(args: argparse.Namespace, results: dict[tuple[str, str, str], LoadRes
                                                     else sys.argv[1:]),
         "machine": machine_info(),
         "options": {k: str(v) for k, v in vars(args).items() if k != "func"},
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "loadgen_ceiling": ceiling,
         "results": records,
         "soak": soak_record,
         "exit_statuses": exits,
@@ -346,6 +455,10 @@ def _plot(records: list[dict[str, Any]], soak_record: dict[str, Any] | None, pat
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--trivial-server"]:  # the subprocess of loadgen_ceiling
+        trivial_server(argv[1])
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))

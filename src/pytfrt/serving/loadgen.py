@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final
@@ -33,7 +34,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from pytfrt.serving.metrics import resident_memory_bytes
+from pytfrt.serving.metrics import cpu_seconds, resident_memory_bytes
 
 START_TIMEOUT: Final = 600.0
 READY_PREFIX: Final = "Exporting HTTP/REST API at:"
@@ -112,6 +113,10 @@ class ServerProcess:
     def rss(self) -> int | None:
         """The server's resident memory in bytes (``None`` off Linux or once it exited)."""
         return resident_memory_bytes(self.pid) if self.proc and self.proc.poll() is None else None
+
+    def cpu(self) -> float | None:
+        """The server's CPU time so far in seconds (``None`` off Linux or once it exited)."""
+        return cpu_seconds(self.pid) if self.proc and self.proc.poll() is None else None
 
     def terminate(self) -> None:
         """Send SIGTERM and return at once."""
@@ -256,7 +261,8 @@ async def _run_load(url: str, body: bytes, clients: int, duration: float, max_re
 
 
 def run_load(url: str, body: bytes, *, clients: int, duration: float,
-             max_requests: int = 10**9, request_timeout: float = 60.0) -> LoadResult:
+             max_requests: int = 10**9, request_timeout: float = 60.0,
+             event_loop: str = "auto") -> LoadResult:
     """Closed-loop load on ``url`` (a ``:predict`` URL on a loopback address).
 
     Args:
@@ -266,8 +272,27 @@ def run_load(url: str, body: bytes, *, clients: int, duration: float,
         duration: stop sending new requests after this many seconds.
         max_requests: stop after this many requests in all.
         request_timeout: a request with no full response by then counts as a ``timeout`` error.
+        event_loop: the client's event loop: ``uvloop``, ``asyncio`` or ``auto`` (uvloop when
+            installed: measured ~20 us of client CPU per request against ~30-40 us with
+            asyncio's loop, which matters on a small machine shared with the server).
 
     Raises:
-        ValueError: if the URL's host is not a loopback address.
+        ValueError: if the URL's host is not a loopback address, or a bad ``event_loop``.
     """
-    return asyncio.run(_run_load(url, body, clients, duration, max_requests, request_timeout))
+    with asyncio.Runner(loop_factory=_loop_factory(event_loop)) as runner:
+        return runner.run(_run_load(url, body, clients, duration, max_requests, request_timeout))
+
+
+def _loop_factory(event_loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    if event_loop not in ("auto", "asyncio", "uvloop"):
+        raise ValueError(f"unknown event loop {event_loop!r} (auto, asyncio or uvloop)")
+    if event_loop == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if event_loop == "uvloop":
+            raise ValueError("event_loop='uvloop' needs the uvloop package") from None
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory

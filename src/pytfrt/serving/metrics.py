@@ -196,3 +196,16 @@ def resident_memory_bytes(pid: int | None = None) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def cpu_seconds(pid: int | None = None) -> float | None:
+    """User + system CPU time of process ``pid`` (default: this one) so far, all threads, or
+    ``None`` off Linux."""
+    path = f"/proc/{pid or os.getpid()}/stat"
+    try:
+        with open(path, encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat(5))
+    except (OSError, ValueError, IndexError):
+        return None
+    return ticks / os.sysconf("SC_CLK_TCK")
