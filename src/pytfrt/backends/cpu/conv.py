@@ -61,6 +61,8 @@ from pytfrt.backends.cpu._geometry import (
     quad,
     to_nhwc,
 )
+from pytfrt.backends.cpu._blas import sgemm
+from pytfrt.backends.cpu._epilogue import epilogue_2d
 from pytfrt.backends.cpu.activations import check_activation
 from pytfrt.backends.cpu.gemm import apply_epilogue
 from pytfrt.backends.cpu.ops import OpError
@@ -105,6 +107,9 @@ class ConvPlan:
     """For float16 plans: the float32 plan that does the work."""
     dnnl: _dnnl_conv.DnnlConv | None = None
     """The oneDNN primitives (float32 plans, when the library is installed)."""
+    gemv_ok: bool = False
+    """A 1x1, ungrouped, unpadded float32/float64 plan: on a 1x1 image :func:`conv2d` runs it
+    as one small matrix product (squeeze-and-excite blocks)."""
     filter_shape: tuple[int, ...] = ()
     """The shape of the filter given to :func:`plan_conv2d` (HWIO or OIHW)."""
     source: weakref.ref[np.ndarray] | None = None
@@ -134,6 +139,16 @@ class ConvPlan:
         algorithms; otherwise it is what the plan holds (a view of the filter where possible).
         """
         return self._made("packed", lambda: _packed(self.filter(), self._attrs()))
+
+    def gemv_matrix(self) -> np.ndarray:
+        """The filter of a 1x1 ungrouped plan as the ``(cin, cout)`` matrix of its product
+        with a 1x1 image (a view of the filter where the plan still has it; made once)."""
+        def make() -> np.ndarray:
+            f = self.filter()
+            if self.layout == "NHWC":
+                return f.reshape(self.cin, self.cout)
+            return f.reshape(self.cout, self.cin).T
+        return self._made("gemv", make)
 
     def winograd_filter(self, tile: int) -> np.ndarray:
         """The F(tile x tile, 3x3) transformed filter, made once (thread-safe)."""
@@ -460,8 +475,10 @@ def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any],
         dnnl = _dnnl_conv.make(w, bias, attrs)
     if algorithm == "dnnl" and dnnl is None:
         raise OpError(f"{op}: algorithm 'dnnl' needs float32 and the oneDNN library")
+    gemv_ok = kh == kw == 1 and groups == 1 and attrs["pads"] == (0, 0, 0, 0) and (
+        algorithm in ("auto", "gemm"))
     plan = ConvPlan(dtype=w.dtype, winograd_ok=use_winograd, bias=bias, dnnl=dnnl,
-                    filter_shape=tuple(w.shape), source=source, **attrs)
+                    gemv_ok=gemv_ok, filter_shape=tuple(w.shape), source=source, **attrs)
     if dnnl is None:  # the packed filter is what the plan holds (a view of w where possible)
         packed = _packed(w, attrs)
         packed.flags.writeable = False
@@ -491,6 +508,10 @@ def conv2d(
         OpError: wrong rank, channel count or dtype; an input smaller than the window; a
             residual or ``out`` of the wrong shape or dtype.
     """
+    if plan.gemv_ok and x.ndim == 4 and x.dtype == plan.dtype:
+        y = _gemv(plan, x, residual, out)
+        if y is not None:
+            return y
     op = "conv2d"
     check_rank4(op, x)
     if x.dtype != plan.dtype:
@@ -524,6 +545,48 @@ def conv2d(
     if out is not None and not direct:
         out[...] = y
         return out
+    return y
+
+
+GEMV_SGEMM_MACS = 1 << 16
+"""Above this many multiply-adds a 1x1-spatial convolution's product runs in oneDNN's GEMM
+(single-threaded) rather than NumPy's (whose OpenBLAS may thread it)."""
+
+
+def _gemv(plan: ConvPlan, x: np.ndarray, residual: np.ndarray | None,
+          out: np.ndarray | None) -> np.ndarray | None:
+    """A 1x1 convolution of a 1x1 image (squeeze-and-excite): ``act(x[n, :] @ W + b [+ r])``
+    as one small matrix product and the epilogue, without the primitive's per-call set-up.
+    ``None`` when the operands are not the simple case (the caller takes the general path,
+    which also reports errors)."""
+    if plan.layout == "NHWC":
+        n, h, w, c = x.shape
+    else:
+        n, c, h, w = x.shape
+    if h != 1 or w != 1 or c != plan.cin:
+        return None
+    cout = plan.cout
+    shape = (n, 1, 1, cout) if plan.layout == "NHWC" else (n, cout, 1, 1)
+    if residual is not None and (residual.shape != shape or residual.dtype != plan.dtype):
+        return None
+    if out is None:
+        y = np.empty(shape, plan.dtype)
+    elif out.shape == shape and out.dtype == plan.dtype and out.flags.c_contiguous:
+        if np.may_share_memory(out, x):
+            return None
+        y = out
+    else:
+        return None
+    if residual is not None and np.may_share_memory(residual, y):
+        residual = residual.copy()  # the product overwrites y first
+    wm = plan.gemv_matrix()
+    x2, y2 = x.reshape(n, c), y.reshape(n, cout)
+    if plan.dtype == np.float32 and n * c * cout > GEMV_SGEMM_MACS:
+        sgemm(x2, wm, y2)
+    else:
+        np.matmul(x2, wm, out=y2)
+    epilogue_2d(y2, plan.bias, None if residual is None else residual.reshape(n, cout),
+                plan.act_code, plan.alpha)
     return y
 
 
