@@ -50,6 +50,8 @@ import numpy as np
 
 from pytfrt.backends.cpu import _conv_gemm as cg
 from pytfrt.backends.cpu import _depthwise, _dnnl_conv, _winograd
+from pytfrt.backends.cpu._blas import sgemm
+from pytfrt.backends.cpu._epilogue import epilogue_2d
 from pytfrt.backends.cpu._geometry import (
     check_layout,
     check_out,
@@ -61,8 +63,6 @@ from pytfrt.backends.cpu._geometry import (
     quad,
     to_nhwc,
 )
-from pytfrt.backends.cpu._blas import sgemm
-from pytfrt.backends.cpu._epilogue import epilogue_2d
 from pytfrt.backends.cpu.activations import check_activation
 from pytfrt.backends.cpu.gemm import apply_epilogue
 from pytfrt.backends.cpu.ops import OpError
