@@ -395,6 +395,12 @@ class _ModuleLowerer:
             else:
                 (chain,) = m.kernel(op.name, [m.reg(op, 0), chain], [CHAIN], key, loc)
                 outs = []
+        elif op.name == "tg.fused_graph":
+            from pytfrt.compiler.passes.small_graph import graph_program
+
+            program = sa.StringAttr(graph_program(op))
+            outs = m.kernel(op.name, [m.reg(op, i) for i in range(len(op.operands))], types,
+                            [("program", program)], loc)
         elif op.name == "tg.fused_elementwise":
             program = sa.StringAttr(region_program(op.regions[0].blocks.first))  # type: ignore[arg-type]
             outs = self._kernel(m, op, op.name, [m.reg(op, i) for i in range(len(op.operands))],

@@ -16,7 +16,8 @@ private functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonical
 The graph-dialect passes (``-tg-infer-shapes``, ``-tg-constant-fold``, ``-tg-dce``,
 ``-tg-fold-batch-norm``, ``-tg-layout-nhwc``, ``-tg-fuse-epilogue``, ``-tg-fold-pad``,
 ``-tg-fuse-elementwise``,
-``-tg-plan-buffers``, ``-tg-default-pipeline``) run in command-line order (:mod:`pytfrt.compiler.passes.opt`);
+``-tg-fuse-small-graph``, ``-tg-plan-buffers``, ``-tg-default-pipeline``) run in command-line
+order (:mod:`pytfrt.compiler.passes.opt`);
 ``-tg-print-after-all`` also prints the module after each of them, to stderr.
 Without ``--allow-unregistered-dialect`` ops of unknown dialects are rejected;
 unknown ops of TFRT's dialects are accepted in generic form.  Flags take one or two dashes.
@@ -64,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
 TG_PASSES = (
     "tg-infer-shapes", "tg-constant-fold", "tg-dce", "tg-fold-batch-norm", "tg-layout-nhwc",
     "tg-fuse-epilogue",
-    "tg-fold-pad", "tg-fuse-elementwise", "tg-plan-buffers", "tg-default-pipeline",
+    "tg-fold-pad", "tg-fuse-elementwise", "tg-fuse-small-graph", "tg-plan-buffers",
+    "tg-default-pipeline",
 )
 
 

@@ -93,18 +93,30 @@ _FLAT: dict[tuple[str, tuple[str, ...], tuple[bool, ...]], Any] = {}
 _NUMBA_TYPES = {"float32": "float32", "float64": "float64"}
 
 
-def source_of(program: dict[str, Any]) -> str:
-    """The Python source of the scalar function of ``program`` (named ``_kernel``)."""
-    n = int(program["n"])
-    names = [f"x{i}" for i in range(n)]
-    lines = [f"def _kernel({', '.join(names)}):"]
+def scalar_body(program: dict[str, Any], args: list[str], prefix: str = "v"
+                ) -> tuple[list[str], str]:
+    """The statements evaluating ``program`` on the scalar expressions ``args`` (one per
+    input): ``(["v0 = ...", ...], name of the result)``; locals are ``<prefix><i>``.
+
+    Raises:
+        OpError: for an op that cannot be fused.
+    """
+    names = list(args)
+    lines = []
     for i, (op, operands, attrs) in enumerate(program["ops"]):
         if op not in SCALAR:
             raise OpError(f"fused_elementwise: op '{op}' cannot be fused")
-        expr = SCALAR[op]([names[j] for j in operands], attrs)
-        names.append(f"v{i}")
-        lines.append(f"    v{i} = {expr}")
-    lines.append(f"    return {names[-1]}")
+        lines.append(f"{prefix}{i} = {SCALAR[op]([names[j] for j in operands], attrs)}")
+        names.append(f"{prefix}{i}")
+    return lines, names[-1]
+
+
+def source_of(program: dict[str, Any]) -> str:
+    """The Python source of the scalar function of ``program`` (named ``_kernel``)."""
+    names = [f"x{i}" for i in range(int(program["n"]))]
+    body, result = scalar_body(program, names)
+    lines = [f"def _kernel({', '.join(names)}):", *[f"    {x}" for x in body],
+             f"    return {result}"]
     return "\n".join(lines) + "\n"
 
 
@@ -154,13 +166,10 @@ def compile_flat(text: str, dtypes: tuple[str, ...], scalars: tuple[bool, ...]) 
         params = ", ".join(f"x{i}" for i in range(n))
         loads = "".join(f"        a{i} = x{i}[i]\n" for i in range(n) if not scalars[i])
         hoist = "".join(f"    a{i} = x{i}\n" for i in range(n) if scalars[i])
-        names = [f"a{i}" for i in range(n)]
-        body = []
-        for j, (op, operands, attrs) in enumerate(program["ops"]):
-            body.append(f"        v{j} = {SCALAR[op]([names[k] for k in operands], attrs)}\n")
-            names.append(f"v{j}")
+        lines, result = scalar_body(program, [f"a{i}" for i in range(n)])
+        body = "".join(f"        {x}\n" for x in lines)
         src = (f"def _flat(out, {params}):\n{hoist}    for i in range(out.shape[0]):\n"
-               f"{loads}{''.join(body)}        out[i] = {names[-1]}\n")
+               f"{loads}{body}        out[i] = {result}\n")
         namespace: dict[str, Any] = {"math": math}
         exec(compile(src, "<fused_elementwise flat>", "exec"), namespace)  # noqa: S102
         fn = numba.njit(nogil=True, cache=False)(namespace["_flat"])
@@ -257,3 +266,22 @@ def fused_elementwise(*inputs: np.ndarray, program: str,
                       out: np.ndarray | None = None) -> np.ndarray:
     """Run a fused program (see the module docstring) on the inputs."""
     return run(program, *inputs, out=out)
+
+
+@GRAPH_OPS.op("fused_graph")
+def fused_graph(*inputs: np.ndarray, program: str) -> Any:
+    """Run a whole-region program (:mod:`pytfrt.backends.cpu.small_graph`): one Numba call;
+    returns a tuple of the outputs (one array for one output)."""
+    from pytfrt.backends.cpu.small_graph import caller
+
+    return caller(program)(*inputs)
+
+
+def _specialize_graph(constants: dict[int, Any], program: str) -> Any:
+    """``CompiledModel``'s call path binds the region's caller once (no lookup per call)."""
+    from pytfrt.backends.cpu.small_graph import caller
+
+    return caller(program)
+
+
+fused_graph.specialize = _specialize_graph  # type: ignore[attr-defined]

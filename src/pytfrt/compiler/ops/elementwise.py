@@ -105,5 +105,10 @@ def _made_by_pass(ctx: InferContext) -> list[TType]:
 
 define("fused_elementwise", ("inputs*",), _made_by_pass, family="fusion", compute=None,
        doc="a region of elementwise ops run as one Numba kernel (made by a pass)")
-define("yield", ("value",), _made_by_pass, family="fusion", compute=None, num_results=0,
-       doc="the terminator of a fused_elementwise region")
+define("fused_graph", ("inputs*",), _made_by_pass, family="fusion", compute=None,
+       num_results=None,
+       doc="a region of ops with small static shapes run as one Numba function (made by "
+           "-tg-fuse-small-graph; results: the values its yield returns)")
+define("yield", ("value", "values*"), _made_by_pass, family="fusion", compute=None,
+       num_results=0,
+       doc="the terminator of a fused_elementwise (one value) or fused_graph region")

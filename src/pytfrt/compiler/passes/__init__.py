@@ -18,6 +18,7 @@ from pytfrt.compiler.passes.fold import constant_fold, dce
 from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
 from pytfrt.compiler.passes.layout import layout_nhwc
+from pytfrt.compiler.passes.small_graph import fuse_small_graph
 
 Pass = Callable[[GraphModule], GraphModule]
 
@@ -30,6 +31,7 @@ PASSES: dict[str, Pass] = {
     "tg-fuse-epilogue": fuse_epilogue,
     "tg-fold-pad": fold_pad,
     "tg-fuse-elementwise": fuse_elementwise,
+    "tg-fuse-small-graph": fuse_small_graph,
     "tg-plan-buffers": plan_buffers,
 }
 """Flag name (without the dash) -> pass."""
@@ -44,6 +46,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fold-pad",
     "tg-fuse-elementwise",
     "tg-dce",
+    "tg-fuse-small-graph",
     "tg-plan-buffers",
 )
 """The passes ``-tg-default-pipeline`` (and ``pytfrt.compile``) run, in order."""

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import builtin as b
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from pytfrt.compiler.attrs import from_xattr, to_xattr
 from pytfrt.compiler.builder import INLINE_LIMIT, GraphModule
@@ -180,3 +180,39 @@ def prune_weights(gm: GraphModule) -> None:
                 used.add(w.data)
     for name in [n for n in gm.weights if n not in used]:
         del gm.weights[name]
+
+
+def make_region(ops: Sequence[Operation], name: str, outputs: Sequence[SSAValue]) -> Operation:
+    """Move ``ops`` (consecutive in effect: no op outside them both uses one of their results
+    and feeds one of them) into the region of a new ``tg.<name>`` op inserted before the last
+    of them.  The region's arguments are the values ``ops`` use from outside; its ``yield``
+    returns ``outputs``, whose uses outside ``ops`` now use the new op's results.  Returns it.
+    """
+    members = set(ops)
+    inputs: list[SSAValue] = []
+    for op in ops:
+        for v in op.operands:
+            owner = v.owner
+            if (not isinstance(owner, Operation) or owner not in members) and v not in inputs:
+                inputs.append(v)
+    last = ops[-1]
+    block = Block(arg_types=[v.type for v in inputs])
+    region_op = op_class(name).create(
+        operands=inputs, result_types=[v.type for v in outputs], regions=[Region(block)])
+    region_op.location = last.location
+    parent = last.parent_block()
+    assert parent is not None
+    parent.insert_op_before(region_op, last)
+    for v, new in zip(outputs, region_op.results, strict=True):
+        for use in list(v.uses):
+            if use.operation not in members:
+                use.operation.operands[use.index] = new
+    mapping = dict(zip(inputs, block.args, strict=True))
+    for op in ops:
+        op.detach()
+        for i, v in enumerate(op.operands):
+            if v in mapping:
+                op.operands[i] = mapping[v]
+        block.add_op(op)
+    block.add_op(op_class("yield").create(operands=list(outputs)))
+    return region_op

@@ -18,11 +18,10 @@ program and input dtypes (:mod:`pytfrt.backends.cpu.fused`).
 
 from __future__ import annotations
 
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Operation
 
 from pytfrt.compiler.builder import GraphModule
-from pytfrt.compiler.dialect import op_class
-from pytfrt.compiler.passes.common import functions, single_use, ttype
+from pytfrt.compiler.passes.common import functions, make_region, single_use, ttype
 
 FLOATS = ("f32", "f64")
 
@@ -37,30 +36,7 @@ def fusable(op: Operation) -> bool:
 
 
 def _fuse(group: list[Operation]) -> None:
-    root = group[-1]
-    members = set(group)
-    inputs: list[SSAValue] = []
-    for op in group:
-        for v in op.operands:
-            owner = v.owner
-            if (not isinstance(owner, Operation) or owner not in members) and v not in inputs:
-                inputs.append(v)
-    block = Block(arg_types=[v.type for v in inputs])
-    fused = op_class("fused_elementwise").create(
-        operands=inputs, result_types=[root.results[0].type], regions=[Region(block)])
-    fused.location = root.location
-    parent = root.parent_block()
-    assert parent is not None
-    parent.insert_op_before(fused, root)
-    root.results[0].replace_all_uses_with(fused.results[0])
-    mapping = dict(zip(inputs, block.args, strict=True))
-    for op in group:
-        op.detach()
-        for i, v in enumerate(op.operands):
-            if v in mapping:
-                op.operands[i] = mapping[v]
-        block.add_op(op)
-    block.add_op(op_class("yield").create(operands=[root.results[0]]))
+    make_region(group, "fused_elementwise", [group[-1].results[0]])
 
 
 def fuse_elementwise(gm: GraphModule) -> GraphModule:
