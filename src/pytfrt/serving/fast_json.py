@@ -1,4 +1,4 @@
-"""A compiled fast path for the one JSON request that is slow in Python: a big float tensor.
+"""A compiled fast path for the JSON request that is slow in Python: a float tensor.
 
 An image request (ResNet-50: 150,528 numbers, 3 MB of JSON) spends longer in ``json.loads``
 and ``np.asarray`` than a fast model spends computing.  :func:`parse_float32_tensor` reads the
@@ -27,8 +27,10 @@ from typing import Any, Final
 
 import numpy as np
 
-MIN_BYTES: Final = 64 * 1024
-"""Smaller bodies take the general path (it is fast enough there)."""
+MIN_BYTES: Final = 1024
+"""Smaller bodies take the general path.  Measured (thread CPU time per decode, one process):
+the two break even near 300 bytes (16 numbers); at 1.3 KB (64 numbers) the scan took 10 us
+against 18 us, for the MLP's 16 KB (784 numbers) 34 us against 153 us."""
 MAX_RANK: Final = 32
 
 _PREFIX: Final = re.compile(rb'\s*\{\s*"(instances|inputs)"\s*:\s*')
