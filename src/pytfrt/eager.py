@@ -364,7 +364,21 @@ class Tensor(TensorHandle):
     def __ge__(self, other: Any) -> Tensor:
         return greater_equal(self, other)
 
-    # ``==`` stays identity (handles are used as keys); use eager.equal / not_equal
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        """Elementwise ``==`` (a bool Tensor), TF2's: see :func:`_tensor_equal`."""
+        return _tensor_equal(self, other)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        """Elementwise ``!=`` (a bool Tensor), TF2's: see :func:`_tensor_not_equal`."""
+        return _tensor_not_equal(self, other)
+
+    def __hash__(self) -> int:
+        """Tensors are unhashable (``==`` is elementwise), as in TF2: key by :meth:`ref`."""
+        raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
+
+    def ref(self) -> TensorRef:
+        """A hashable reference to this Tensor (equal only to references to the same one)."""
+        return TensorRef(self)
 
     def __len__(self) -> int:
         shape = self.shape
@@ -416,6 +430,32 @@ class Tensor(TensorHandle):
     def astype(self, dtype: Any) -> Tensor:
         """``cast(self, dtype)``."""
         return cast(self, dtype)
+
+
+class TensorRef:
+    """A hashable reference to a tensor, compared by identity (TF's ``tensor.ref()``).
+
+    For dict keys and set members, which Tensors cannot be (``==`` is elementwise).
+    ``deref()`` returns the tensor.
+    """
+
+    __slots__ = ("_tensor",)
+
+    def __init__(self, tensor: Any) -> None:
+        self._tensor = tensor
+
+    def deref(self) -> Any:
+        """The referenced tensor."""
+        return self._tensor
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TensorRef) and other._tensor is self._tensor
+
+    def __hash__(self) -> int:
+        return id(self._tensor)
+
+    def __repr__(self) -> str:
+        return f"<Reference wrapping {self._tensor!r}>"
 
 
 def _available(tensor: Any) -> Tensor:
@@ -824,6 +864,35 @@ not_equal = _host_binary("not_equal", np.not_equal, "``x != y`` (bool).")
 pow = _host_binary("pow", np.power, "``x ** y`` (NumPy's rules after promotion).")  # noqa: A001
 
 
+def _equality(name: str, ufunc: Callable[[Any, Any], Any], unequal: bool
+              ) -> Callable[[Any, Any], Any]:
+    """The Tensor ``==`` / ``!=`` operators (TF2's ``tensor_equals`` / ``tensor_not_equals``).
+
+    Elementwise, a bool Tensor (NumPy's promotion and broadcasting); ``None`` is unequal to
+    every tensor (a Python bool, ``unequal``); shapes that do not broadcast are unequal (a bool
+    scalar Tensor).  Traced operands trace ``tg.equal`` / ``tg.not_equal``.
+    """
+    elementwise = _host_binary(name, ufunc, "")
+
+    def op(x: Any, y: Any) -> Any:
+        if x is None or y is None:
+            return unequal
+        if not isinstance(x, TracedBase) and not isinstance(y, TracedBase):
+            try:
+                np.broadcast_shapes(np.shape(x.numpy() if isinstance(x, Tensor) else x),
+                                    np.shape(y.numpy() if isinstance(y, Tensor) else y))
+            except ValueError:
+                return _available(np.asarray(unequal))
+        return elementwise(x, y)
+
+    op.__name__ = op.__qualname__ = f"_tensor_{name}"
+    return op
+
+
+_tensor_equal = _equality("equal", np.equal, False)
+_tensor_not_equal = _equality("not_equal", np.not_equal, True)
+
+
 def zeros(shape: Any, dtype: Any = np.float32) -> Tensor:
     """A tensor of zeros (float32 by default)."""
     return _available(np.zeros(shape, dtype_to_numpy(dtype)))
@@ -963,6 +1032,7 @@ def wait(tensors: Sequence[TensorHandle]) -> None:
 
 __all__ = [
     "EagerOpError",
+    "TensorRef",
     "TracedBase",
     "arange",
     "as_array",

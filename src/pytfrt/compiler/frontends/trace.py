@@ -326,7 +326,13 @@ class TracedValue(eager.TracedBase):
     def __ne__(self, o: Any) -> TracedValue:  # type: ignore[override]
         return binary("not_equal", self, o)
 
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:
+        """Unhashable, as eager Tensors (``==`` is elementwise): key by :meth:`ref`."""
+        raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
+
+    def ref(self) -> eager.TensorRef:
+        """A hashable reference to this traced value (equal only to references to it)."""
+        return eager.TensorRef(self)
 
     def __and__(self, o: Any) -> TracedValue:
         return binary("logical_and" if self.value.dtype == "i1" else "bitwise_and", self, o)
@@ -433,8 +439,9 @@ def getitem(x: TracedValue, key: Any) -> TracedValue:
     if n_real > len(shape):
         raise TraceError(f"too many indices for a rank-{len(shape)} tensor (at "
                          f"{user_location()})")
-    if Ellipsis in key:
-        i = key.index(Ellipsis)
+    dots = [i for i, k in enumerate(key) if k is Ellipsis]  # by identity: == is elementwise
+    if dots:
+        i = dots[0]
         key = key[:i] + (slice(None),) * (len(shape) - n_real) + key[i + 1:]
     key = key + (slice(None),) * (len(shape) - n_real - 0)
     starts, ends, axes, steps, out_shape = [], [], [], [], []
@@ -527,6 +534,7 @@ EAGER_OPS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Any]] = {
     "eager.less_equal": _eager_binary("less_equal"),
     "eager.greater": _eager_binary("greater"),
     "eager.greater_equal": _eager_binary("greater_equal"),
+    "eager.equal": _eager_binary("equal"),
     "eager.not_equal": _eager_binary("not_equal"),
     "eager.pow": _eager_binary("pow"),
     "tfrt_test.relu": _eager_unary("relu"),
