@@ -298,6 +298,7 @@ def soak(server: ServerProcess, clients: int, seconds: float) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark; 0 on success, 1 if a server failed or requests failed."""
+    _exit_on_sigterm()
     work: Path = args.work_dir
     work.mkdir(parents=True, exist_ok=True)
     paths = {name: prepare(name, work, args.quiet) for name in args.models}
@@ -462,6 +463,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM ends the run through ``run``'s clean-up (the servers are stopped, not orphaned)."""
+    import signal
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 if __name__ == "__main__":
