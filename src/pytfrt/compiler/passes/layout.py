@@ -13,14 +13,16 @@ the pass walks the ops once in program order and
 2. sinks every transpose ``t = transpose(x, p)`` into the op that uses it when that op is
    layout-agnostic, by rewriting ``op(t, ...)`` as ``transpose(op'(x, ...), q)``:
 
-   * elementwise ops (``add``, ``mul``, activations, ``select``, ...): the other operands must
-     be transposes by the same ``p``, constants (re-laid out at compile time, after NumPy's
-     right-aligned broadcasting) or scalars;
+   * elementwise ops (``add``, ``mul``, activations, ``select``, ...): the other operands are
+     transposes by the same ``p`` (their inputs are used), constants (re-laid out at compile
+     time, after NumPy's right-aligned broadcasting), scalars, or values of full rank, which
+     get the inverse transpose -- one per value, placed after its definition and shared (the
+     residual add of a model's input reuses the transpose the first conv made);
    * axis ops: ``softmax``, ``log_softmax``, ``lrn``, ``cumsum``, ``batch_norm`` (``axis`` ->
      ``p[axis]``), ``l2_normalize``; reductions ``reduce_*``, ``argmax``/``argmin`` and
      ``squeeze`` (axes remapped; the dims that remain keep ``x``'s order, so ``q`` is what is
      left of ``p`` -- often the identity, then no transpose is emitted);
-   * ``concat`` (every operand a transpose by ``p`` or a constant; ``axis`` remapped), ``split``
+   * ``concat`` (operands as for elementwise ops, all of full rank; ``axis`` remapped), ``split``
      (each result transposed), ``pad`` with attribute pads (remapped per dim);
    * ``reshape`` when ``t`` does not move data: the dims of ``x`` that may be larger than 1
      keep their order under ``p`` (global pooling's ``[N, 1, 1, C]`` before a flatten), so
@@ -115,6 +117,9 @@ class _Rewriter:
 
     def __init__(self, gm: GraphModule) -> None:
         self.gm = gm
+        self.made: dict[tuple[SSAValue, Perm], SSAValue] = {}
+        """Transposes of non-constant values made by the pass (placed right after the value's
+        definition, so every later op may use them): one per value and permutation."""
 
     # -- building blocks ------------------------------------------------------------------
     def permuted(self, v: SSAValue, perm: Sequence[int], before: Operation) -> SSAValue:
@@ -127,15 +132,23 @@ class _Rewriter:
             perm = tuple(q[a] for a in perm)
         if perm == tuple(range(len(perm))):
             return v
-        block = before.parent_block()
-        assert block is not None
         c = const_value(self.gm, v)
         if c is not None:
-            new = make_constant(self.gm, np.ascontiguousarray(np.transpose(c, perm)), "nhwc")
-        else:
+            return self.permuted_const(c, perm, before)
+        key = (v, perm)
+        if key not in self.made:
             new = new_op(self.gm, "transpose", [v], {"perm": perm}, before.location)
-        block.insert_op_before(new, before)
-        return new.results[0]
+            owner = v.owner
+            if isinstance(owner, Operation):
+                block = owner.parent_block()
+                assert block is not None
+                block.insert_op_after(new, owner)
+            else:
+                block = before.parent_block()
+                assert block is not None and block.first_op is not None
+                block.insert_op_before(new, block.first_op)
+            self.made[key] = new.results[0]
+        return self.made[key]
 
     def rebuild(self, op: Operation, operands: list[SSAValue], attrs: dict[str, Any],
                 out_perms: Sequence[Perm | None]) -> None:
@@ -217,10 +230,19 @@ class _Rewriter:
         return False
 
     def _elementwise(self, op: Operation, p: Perm, attrs: dict[str, Any]) -> bool:
-        rank = len(p)
-        out_rank = ttype(op.results[0]).rank
-        if out_rank != rank:
+        if ttype(op.results[0]).rank != len(p):
             return False
+        operands = self._pulled(op, p, broadcast=True)
+        if operands is None:
+            return False
+        self.rebuild(op, operands, attrs, [p])
+        return True
+
+    def _pulled(self, op: Operation, p: Perm, broadcast: bool) -> list[SSAValue] | None:
+        """``op``'s operands for the rewritten op (see the module docstring), or ``None``:
+        transposes by ``p`` give their inputs, other full-rank values the inverse transpose;
+        with ``broadcast`` also lower-rank constants (aligned right) and scalars."""
+        rank = len(p)
         inv = _inverse(p)
         operands: list[SSAValue] = []
         for v in op.operands:
@@ -228,21 +250,21 @@ class _Rewriter:
             if t is not None and t[1] == p:
                 operands.append(t[0])
                 continue
-            c = const_value(self.gm, v)
             r = ttype(v).rank
+            c = const_value(self.gm, v) if broadcast else None
             if c is not None and c.ndim <= rank:
                 if c.size == 1 and c.ndim <= 1:
                     operands.append(v)
                     continue
                 aligned = c.reshape((1,) * (rank - c.ndim) + c.shape)
                 operands.append(self.permuted_const(aligned, inv, op))
-                continue
-            if r == 0:
+            elif broadcast and r == 0:
                 operands.append(v)
-                continue
-            return False
-        self.rebuild(op, operands, attrs, [p])
-        return True
+            elif r == rank:  # a plain operand: transposed the other way (once per value)
+                operands.append(self.permuted(v, inv, op))
+            else:
+                return None
+        return operands
 
     def permuted_const(self, c: np.ndarray, perm: Perm, before: Operation) -> SSAValue:
         block = before.parent_block()
@@ -281,19 +303,10 @@ class _Rewriter:
         return True
 
     def _concat(self, op: Operation, p: Perm, attrs: dict[str, Any]) -> bool:
-        rank = len(p)
-        inv = _inverse(p)
-        operands: list[SSAValue] = []
-        for v in op.operands:
-            t = _transposed_by(v)
-            if t is not None and t[1] == p:
-                operands.append(t[0])
-                continue
-            c = const_value(self.gm, v)
-            if c is None or c.ndim != rank:
-                return False
-            operands.append(self.permuted_const(c, inv, op))
-        attrs["axis"] = p[attrs["axis"] % rank]
+        operands = self._pulled(op, p, broadcast=False)
+        if operands is None:
+            return False
+        attrs["axis"] = p[attrs["axis"] % len(p)]
         self.rebuild(op, operands, attrs, [p])
         return True
 
