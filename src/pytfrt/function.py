@@ -139,9 +139,88 @@ def _is_traced(x: Any) -> bool:
 # -- Function -------------------------------------------------------------------------------------
 
 
+_MISS = object()
+"""What a guarded fast call returns when the arguments do not fit its entry."""
+
+
+def _render_fast(tree: Any, leaves: list[Any], entry: _Entry) -> Callable[..., Any] | None:
+    """A guarded call ``fast(args, kwargs)`` for one cache entry: it checks that the arguments
+    have the entry's pytree structure (tuples, lists, ``None``) and array leaves of its shapes
+    and dtypes, calls the model's call function on the leaves and builds the result tree
+    directly -- no generic flatten, cache key or unflatten.  Returns :data:`_MISS` when the
+    arguments do not fit (the general path then runs).  ``None`` when the entry has keyword
+    arguments, dicts or non-array leaves in its arguments, or a model not returning a flat
+    tuple (those keep the general path)."""
+    model = entry.model
+    if (model is None or not entry.all_inputs or model.signature.structure != "tuple"
+            or tree[0] is not tuple or tree[1][1] != (dict, (), ())):
+        return None
+    ns: dict[str, Any] = {"_MISS": _MISS, "_nd": np.ndarray, "_call": model._call}
+    lines = ["def _fast(args, kwargs):"]
+    names: list[str] = []
+    counter = [0]
+
+    def guard(d: Any, expr: str) -> bool:
+        if d is None:
+            lines.append(f"    if {expr} is not None: return _MISS")
+            return True
+        if d is _LEAF:
+            i = len(names)
+            x = leaves[i]
+            if type(x) is not np.ndarray:
+                return False
+            name = f"l{i}"
+            names.append(name)
+            ns[f"_s{i}"], ns[f"_d{i}"] = x.shape, x.dtype
+            lines.append(f"    {name} = {expr}")
+            lines.append(f"    if type({name}) is not _nd or {name}.shape != _s{i} or "
+                         f"{name}.dtype is not _d{i}: return _MISS")
+            return True
+        if d[0] is dict:
+            return False
+        node = f"n{counter[0]}"
+        counter[0] += 1
+        lines.append(f"    {node} = {expr}")
+        lines.append(f"    if type({node}) is not {d[0].__name__} or len({node}) != {len(d[1])}:"
+                     " return _MISS")
+        return all(guard(c, f"{node}[{j}]") for j, c in enumerate(d[1]))
+
+    (argdef, _kw) = tree[1]
+    lines.append("    if kwargs: return _MISS")
+    if not guard(argdef, "args"):
+        return None
+    outs = iter(range(len(entry.out_static)))
+    static = iter(entry.out_static)
+
+    def build(d: Any) -> str:
+        if d is None:
+            return "None"
+        if d is _LEAF:
+            j = next(outs)
+            s = next(static)
+            if s is None:
+                return f"o[{sum(1 for t in entry.out_static[:j] if t is None)}]"
+            ns[f"_st{j}"] = s[0]
+            return f"_st{j}"
+        if d[0] is dict:
+            keys = []
+            for k in d[1]:
+                ns[f"_k{len(ns)}"] = k
+                keys.append(f"_k{len(ns) - 1}")
+            items = [f"{k}: {build(c)}" for k, c in zip(keys, d[2], strict=True)]
+            return "{" + ", ".join(items) + "}"
+        inner = "".join(f"{build(c)}, " for c in d[1])
+        return f"({inner})" if d[0] is tuple else f"[{inner}]"
+
+    lines.append(f"    o = _call(({''.join(n + ', ' for n in names)}))")
+    lines.append(f"    return {build(entry.out_tree)}")
+    exec(compile("\n".join(lines) + "\n", "<pytfrt.function call>", "exec"), ns)  # noqa: S102
+    return ns["_fast"]  # type: ignore[no-any-return]
+
+
 class _Entry:
     __slots__ = ("model", "positions", "out_tree", "out_static", "mlir", "all_inputs",
-                 "all_outputs")
+                 "all_outputs", "fast")
 
     def __init__(self, model: Any, positions: list[int], out_tree: Any,
                  out_static: list[Any], mlir: str) -> None:
@@ -152,6 +231,7 @@ class _Entry:
         self.mlir = mlir
         self.all_inputs = False  # every leaf is a program input (set by Function._build)
         self.all_outputs = all(s is None for s in out_static)
+        self.fast: Callable[..., Any] | None = None  # the guarded call (set by Function._trace)
 
 
 class Function:
@@ -167,6 +247,8 @@ class Function:
         self.optimize = optimize
         self._cache: dict[Any, _Entry] = {}
         self._lock = threading.Lock()
+        # the guarded call of the entry used last (see _render_fast): a monomorphic call site
+        self._fast: Callable[..., Any] | None = None
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -183,6 +265,11 @@ class Function:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the compiled program for these arguments (tracing it on a new signature)."""
+        fast = self._fast
+        if fast is not None:
+            out = fast(args, kwargs)
+            if out is not _MISS:
+                return out
         leaves: list[Any] = []
         keys: list[Any] = [False]  # keys[0]: a leaf is traced (set by _flatten_keyed)
         tree = _flatten_keyed((args, kwargs), leaves, keys)
@@ -192,6 +279,8 @@ class Function:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(leaves, tree, key)
+        if entry.fast is not None:
+            self._fast = entry.fast
         model = entry.model
         if model is None:
             return tree_unflatten(entry.out_tree, [s[0] for s in entry.out_static])  # type: ignore[index]
@@ -230,6 +319,7 @@ class Function:
             if entry is not None:
                 return entry
             entry = self._build(leaves, tree)
+            entry.fast = _render_fast(tree, leaves, entry)
             self._cache[key] = entry
             return entry
 

@@ -304,12 +304,17 @@ def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Se
     def invoke(out: str | None) -> str:
         return f"_c{i}({', '.join(args + kw + ([f'out={out}'] if out else []))})"
 
+    # a specialised function may promise its results are ndarrays (``fn.num_arrays``)
+    exact = getattr(fn, "num_arrays", None) == len(k.results)
     if len(k.results) != 1:
         if not k.results:
             return [invoke(None)]
+        if exact:
+            return [f"{targets}, = {invoke(None)}"]
         return [f"{targets}, = _arrs({invoke(None)}, {len(k.results)})"]
     (t,) = k.results
-    fix = [] if ck.opaque_result else [f"if r{t}.__class__ is not _nd:", f"    r{t} = _arr(r{t})"]
+    fix = [] if ck.opaque_result or exact else [f"if r{t}.__class__ is not _nd:",
+                                                f"    r{t} = _arr(r{t})"]
     if buffer is None:
         return [f"r{t} = {invoke(None)}", *fix]
     slot, site = buffer

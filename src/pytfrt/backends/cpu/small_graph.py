@@ -421,11 +421,12 @@ def evaluate(text: str, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def caller(text: str) -> Callable[..., Any]:
     """A function ``f(*inputs)`` running the program ``text``: allocates the outputs, calls
-    the compiled kernel once, returns the outputs (a tuple; one array for one output).
+    the compiled kernel once, returns the outputs (a tuple of arrays; one array for one output;
+    its attribute ``num_arrays`` says how many).
 
-    The kernel is compiled on the first call (Numba types the actual inputs); if that fails,
-    the call and every later one runs :func:`evaluate` instead and a ``RuntimeWarning`` says
-    why.
+    The kernel is compiled on the first call (Numba types the actual inputs); if Numba cannot
+    compile it, that call and later ones of those input types run :func:`evaluate` instead,
+    with a ``RuntimeWarning`` saying why.
 
     Raises:
         OpError: for a malformed or unsupported program (at once).
@@ -433,44 +434,34 @@ def caller(text: str) -> Callable[..., Any]:
     fn = _CALLS.get(text)
     if fn is not None:
         return fn
+    from numba.core.errors import NumbaError
+
     k = kernel(text)
     program = json.loads(text)
     n_in = len(program["inputs"])
     types = [program["inputs"][i] if i < n_in else program["ops"][i - n_in][3][0]
              for i in program["outputs"]]
-    ns: dict[str, Any] = {"_E": np.empty, "_k": k, "np": np}
+    warned: list[bool] = []
+
+    def fallback(exc: Exception, *xs: np.ndarray) -> Any:
+        if not warned:
+            warned.append(True)
+            warnings.warn(f"fused_graph: Numba could not compile the region ({exc}); running "
+                          "its ops one by one", RuntimeWarning, stacklevel=3)
+        r = evaluate(text, *xs)
+        return r[0] if len(r) == 1 else r
+
+    ns: dict[str, Any] = {"_E": np.empty, "_k": k, "np": np, "_NumbaError": NumbaError,
+                          "_fallback": fallback}
     params = ", ".join(f"x{i}" for i in range(n_in))
     allocs = [f"    o{p} = _E({tuple(shape)!r}, np.{dt})" for p, (dt, shape) in enumerate(types)]
     outs = ", ".join(f"o{p}" for p in range(len(types)))
     ret = "o0" if len(types) == 1 else f"({outs},)"
-    src = "\n".join([f"def _run({params}):", *allocs, f"    _k({params}, {outs})",
+    src = "\n".join([f"def _run({params}):", *allocs, "    try:", f"        _k({params}, {outs})",
+                     "    except _NumbaError as exc:", f"        return _fallback(exc, {params})",
                      f"    return {ret}"]) + "\n"
     exec(compile(src, "<fused_graph call>", "exec"), ns)  # noqa: S102 - generated
-    fast = ns["_run"]
-    state: list[Callable[..., Any]] = []
-
-    def first(*xs: np.ndarray) -> Any:
-        if state:
-            return state[0](*xs)
-        try:
-            result = fast(*xs)
-        except Exception as exc:  # numba's typing/lowering errors have no common base
-            from numba.core.errors import NumbaError
-
-            if not isinstance(exc, NumbaError):
-                raise
-            warnings.warn(f"fused_graph: Numba could not compile the region ({exc}); running "
-                          "its ops one by one", RuntimeWarning, stacklevel=2)
-            state.append(lambda *a: (lambda r: r[0] if len(r) == 1 else r)(evaluate(text, *a)))
-            return state[0](*xs)
-        state.append(fast)
-        return result
-
-    def call(*xs: np.ndarray) -> Any:
-        return (state[0] if state else first)(*xs)
-
-    # once compiled, the plain function is used directly (see specialize)
-    call.fast = fast  # type: ignore[attr-defined]
-    call.state = state  # type: ignore[attr-defined]
+    run = ns["_run"]
+    run.num_arrays = len(types)
     with _LOCK:
-        return _CALLS.setdefault(text, call)
+        return _CALLS.setdefault(text, run)  # type: ignore[no-any-return]
