@@ -48,6 +48,15 @@ _Q_WEIGHTS_MD = 131  # dnnl_query_weights_md
 _Q_SCRATCHPAD_MD = 136  # dnnl_query_scratchpad_md
 _ARG_SRC, _ARG_DST, _ARG_WEIGHTS, _ARG_BIAS, _ARG_SCRATCHPAD = 1, 17, 33, 41, 80
 _ARG_FROM, _ARG_TO = 1, 17
+_ARG_POST_OP0_SRC1 = 32768 * 1 | 2  # DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1
+_BINARY_ADD = 0x1FFF0  # dnnl_binary_add
+NO_RESIDUAL, RESIDUAL_IN_DST, RESIDUAL_OPERAND = 0, 1, 2
+BINARY_RESIDUAL_IMPLS = ("brgconv",)
+"""Implementations trusted with :data:`RESIDUAL_OPERAND` (``brgconv``, ``brgconv_1x1``: the
+dense NHWC convolutions; oneDNN 3.2's ``jit:avx512_core`` grouped kernels gave wrong sums
+with a full-tensor binary post-op in this project's tests, so other kernels copy instead)."""
+"""Residual modes of a primitive: none; ``sum`` post-op (the output buffer holds the residual
+on entry); ``binary add`` post-op reading the residual from its own buffer (no copy)."""
 _ALLOCATE = ctypes.c_void_p(ctypes.c_size_t(-1).value)  # DNNL_MEMORY_ALLOCATE
 _ELT_RELU, _ELT_TANH, _ELT_LOGISTIC = 0x20, 0x21, 0x29
 _ELT_GELU_TANH, _ELT_SWISH, _ELT_CLIP_V2, _ELT_GELU_ERF, _ELT_HARDSWISH = (
@@ -114,6 +123,7 @@ class _Lib:
                 [p, ctypes.c_int, ctypes.c_float, ctypes.c_float],
                 ctypes.c_int,
             ),
+            "dnnl_post_ops_append_binary": ([p, ctypes.c_int, p], ctypes.c_int),
             "dnnl_post_ops_append_sum": (
                 [p, ctypes.c_float, ctypes.c_int32, ctypes.c_int],
                 ctypes.c_int,
@@ -248,8 +258,9 @@ class _Prim:
         self.scratch = 0
         self.src_off = 0
         self.dst_off = 0
+        self.residual = NO_RESIDUAL
         self.impl = ""
-        self.per_thread: dict[int, tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any]] = {}
+        self.per_thread: dict[int, tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any, Any]] = {}
 
     def own(self, kind: str, h: ctypes.c_void_p) -> ctypes.c_void_p:
         self.handles.append((kind, h))
@@ -315,23 +326,23 @@ class DnnlConv:
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _destroy, self._prims, self._weights)
 
-    def ready(self, x_shape: tuple[int, ...], residual: bool) -> bool:
+    def ready(self, x_shape: tuple[int, ...], residual: int) -> bool:
         """Whether oneDNN has (non-reference) primitives for this input shape (made now if
         new; creation errors mean ``False``)."""
         return self._get(tuple(x_shape), residual) is not None
 
-    def impl(self, x_shape: tuple[int, ...], residual: bool = False) -> str | None:
+    def impl(self, x_shape: tuple[int, ...], residual: int = NO_RESIDUAL) -> str | None:
         """oneDNN's implementation name for an input shape (``None``: not used for it)."""
         prims = self._get(tuple(x_shape), residual)
         return None if prims is None else prims[0].impl
 
-    def parts(self, x_shape: tuple[int, ...], residual: bool = False) -> int:
+    def parts(self, x_shape: tuple[int, ...], residual: int = NO_RESIDUAL) -> int:
         """How many parts the convolution of this input shape is split into (0: not used)."""
         prims = self._get(tuple(x_shape), residual)
         return 0 if prims is None else len(prims)
 
-    def _get(self, shape: tuple[int, ...], residual: bool) -> list[_Prim] | None:
-        key = (shape, residual)
+    def _get(self, shape: tuple[int, ...], residual: int) -> list[_Prim] | None:
+        key = (shape, int(residual))
         try:
             return self._prims[key]
         except KeyError:
@@ -346,6 +357,9 @@ class DnnlConv:
                         self._create(p, part, residual)
                         if p.impl.startswith("ref"):
                             raise RuntimeError(f"oneDNN reference implementation {p.impl}")
+                        if residual == RESIDUAL_OPERAND and not p.impl.startswith(
+                                BINARY_RESIDUAL_IMPLS):
+                            raise RuntimeError(f"no residual operand for {p.impl}")
                 except RuntimeError:
                     for p in made:
                         p.destroy()
@@ -398,10 +412,11 @@ class DnnlConv:
             parts.append((src, (1, cout, r1 - r0, ow), pads, 4 * i0 * w * c, 4 * r0 * ow * cout))
         return parts
 
-    def _create(self, p: _Prim, part: _Part, residual: bool) -> None:
+    def _create(self, p: _Prim, part: _Part, residual: int) -> None:
         lib, a = self._lib, self._attrs
         layout, groups = a["layout"], a["groups"]
         src, dst, (pt, pb, pl, pr), p.src_off, p.dst_off = part
+        p.residual = int(residual)
         md_free, temp = "dnnl_memory_desc_destroy", _Prim(lib)
         _pin_one_thread()
         try:
@@ -431,7 +446,9 @@ class DnnlConv:
             lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, _SCRATCHPAD_USER)
             if residual or self._eltwise is not None:
                 po = temp.own("dnnl_post_ops_destroy", lib.new("dnnl_post_ops_create"))
-                if residual:
+                if residual == RESIDUAL_OPERAND:  # same dims and strides as the output
+                    lib.call("dnnl_post_ops_append_binary", po, _BINARY_ADD, p.dst_md)
+                elif residual:
                     lib.call("dnnl_post_ops_append_sum", po, 1.0, 0, 0)
                 if self._eltwise is not None:
                     lib.call("dnnl_post_ops_append_eltwise", po, *self._eltwise)
@@ -551,20 +568,23 @@ class DnnlConv:
         out.flags.writeable = False
         return out
 
-    def forward(self, x: np.ndarray, residual: bool, y: np.ndarray) -> None:
-        """``y = act(conv(x) + bias [+ y])`` for C-contiguous float32 ``x`` and ``y`` in the
-        plan's layout (``residual``: ``y`` holds the residual on entry).  :meth:`ready` must
-        have returned true for the shape.
+    def forward(self, x: np.ndarray, residual: int, y: np.ndarray,
+                r: np.ndarray | None = None) -> None:
+        """``y = act(conv(x) + bias [+ residual])`` for C-contiguous float32 ``x`` and ``y`` in
+        the plan's layout.  ``residual``: :data:`NO_RESIDUAL`; :data:`RESIDUAL_IN_DST` (``y``
+        holds it on entry); :data:`RESIDUAL_OPERAND` (``r``, C-contiguous, ``y``'s shape, not
+        overlapping ``y``).  :meth:`ready` must have returned true for the shape and mode.
         """
-        prims = self._prims[(tuple(x.shape), residual)]
+        prims = self._prims[(tuple(x.shape), int(residual))]
         assert prims is not None
         xa, ya = int(x.ctypes.data), int(y.ctypes.data)
+        ra = int(r.ctypes.data) if r is not None and residual == RESIDUAL_OPERAND else 0
         if len(prims) == 1:
-            self._run(prims[0], xa, ya)
+            self._run(prims[0], xa, ya, ra)
         else:
-            _parallel.parallel_for(lambda i: self._run(prims[i], xa, ya), len(prims))
+            _parallel.parallel_for(lambda i: self._run(prims[i], xa, ya, ra), len(prims))
 
-    def _run(self, p: _Prim, xa: int, ya: int) -> None:
+    def _run(self, p: _Prim, xa: int, ya: int, ra: int) -> None:
         lib = self._lib
         if not getattr(_blas._local, "pinned", False):
             _pin_one_thread()
@@ -572,10 +592,12 @@ class DnnlConv:
         state = p.per_thread.get(tid)
         if state is None:
             state = self._thread_state(p, tid)
-        args, src, dst, sp = state
+        args, src, dst, sp, res = state
         set_handle = lib.fn["dnnl_memory_set_data_handle"]
         set_handle(src, xa + p.src_off)
         set_handle(dst, ya + p.dst_off)
+        if res:
+            set_handle(res, ra + p.dst_off)
         if sp:
             set_handle(sp, _scratch(lib, p.scratch))
         stream = lib.stream()
@@ -584,7 +606,7 @@ class DnnlConv:
 
     def _thread_state(
         self, p: _Prim, tid: int
-    ) -> tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any]:
+    ) -> tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any, Any]:
         """Memory objects and the argument array for one thread's calls of one primitive."""
         lib = self._lib
         src = lib.new("dnnl_memory_create", p.src_md, lib.engine, None)
@@ -597,8 +619,12 @@ class DnnlConv:
             sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_SCRATCHPAD_MD, 0)
             sp = lib.new("dnnl_memory_create", sp_md, lib.engine, None)
             pairs.append((_ARG_SCRATCHPAD, sp))
+        res = None
+        if p.residual == RESIDUAL_OPERAND:
+            res = lib.new("dnnl_memory_create", p.dst_md, lib.engine, None)
+            pairs.append((_ARG_POST_OP0_SRC1, res))
         args = (_ExecArg * len(pairs))(*(_ExecArg(k, m.value) for k, m in pairs))
-        state = (args, src, dst, sp)
+        state = (args, src, dst, sp, res)
         with self._lock:
             p.per_thread[tid] = state
         return state

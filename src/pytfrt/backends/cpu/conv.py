@@ -597,13 +597,24 @@ def _forward(
     algo = plan.algorithm_for(y.shape)
     if algo == "dnnl":
         assert plan.dnnl is not None
-        if plan.dnnl.ready(x.shape, residual is not None):
+        mode = _dnnl_conv.NO_RESIDUAL
+        if residual is not None:
+            if residual.ctypes.data == y.ctypes.data and residual.strides == y.strides:
+                mode = _dnnl_conv.RESIDUAL_IN_DST  # y holds it: the sum post-op
+            elif (plan.layout == "NHWC" and residual.flags.c_contiguous
+                  and not np.may_share_memory(residual, y)):
+                mode = _dnnl_conv.RESIDUAL_OPERAND  # read where it is: no copy
+            else:
+                mode = _dnnl_conv.RESIDUAL_IN_DST
+        if mode == _dnnl_conv.RESIDUAL_OPERAND and not plan.dnnl.ready(x.shape, mode):
+            mode = _dnnl_conv.RESIDUAL_IN_DST  # this kernel cannot read it: copy it into y
+        if plan.dnnl.ready(x.shape, mode):
             xc = np.ascontiguousarray(x)
-            if residual is not None and not (
+            if mode == _dnnl_conv.RESIDUAL_IN_DST and residual is not None and not (
                 residual.ctypes.data == y.ctypes.data and residual.strides == y.strides
             ):  # oneDNN's sum post-op adds what y holds
                 np.copyto(y, residual)
-            plan.dnnl.forward(xc, residual is not None, y)
+            plan.dnnl.forward(xc, mode, y, residual)
             return y
         algo = plan.builtin_algorithm_for(y.shape)
     nhwc = plan.layout == "NHWC"
