@@ -320,7 +320,7 @@ class DnnlConv:
         self._attrs = attrs
         self._eltwise = eltwise
         self._macs = attrs["kh"] * attrs["kw"] * attrs["cin"] // attrs["groups"]
-        self._prims: dict[tuple[tuple[int, ...], bool], list[_Prim] | None] = {}
+        self._prims: dict[tuple[tuple[int, ...], int], list[_Prim] | None] = {}
         self._weights: list[_Prim] = []
         """Holders of reordered filters (shared by primitives wanting the same format)."""
         self._lock = threading.Lock()
