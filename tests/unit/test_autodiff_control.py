@@ -232,17 +232,23 @@ def test_pytree_params_inside_function():
         np.testing.assert_allclose(g[k], jg[k], rtol=1e-4, atol=1e-6)
 
 
+_LOOP_GRAD = pytfrt.grad(_loop_pt, argnums=(0, 1))  # traced and compiled once for all examples
+_COND_GRAD = pytfrt.grad(_cond_pt)
+_LOOP_JGRAD = jax.jit(jax.grad(_loop_jax, argnums=(0, 1)))  # the oracle, compiled once too
+_COND_JGRAD = jax.jit(jax.grad(_cond_jax))
+
+
 @settings(max_examples=25)
 @given(st.lists(st.floats(-2.0, 2.0, width=32), min_size=3, max_size=3),
        st.floats(0.125, 0.875, width=32))
 def test_hypothesis_cond_and_loop(xs, w):
     x = np.asarray(xs, np.float32)
-    g = pytfrt.grad(_loop_pt, argnums=(0, 1))(x, np.full(3, w, np.float32))
-    jg = jax.grad(_loop_jax, argnums=(0, 1))(x, np.full(3, w, np.float32))
+    g = _LOOP_GRAD(x, np.full(3, w, np.float32))
+    jg = _LOOP_JGRAD(x, np.full(3, w, np.float32))
     for a, b in zip(g, jg, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
-    gc = pytfrt.grad(_cond_pt)(x, np.float32(w))
-    np.testing.assert_allclose(gc, jax.grad(_cond_jax)(x, np.float32(w)),
+    gc = _COND_GRAD(x, np.float32(w))
+    np.testing.assert_allclose(gc, _COND_JGRAD(x, np.float32(w)),
                                rtol=1e-3, atol=1e-4)
 
 
