@@ -30,6 +30,7 @@ import numpy as np
 
 from pytfrt.host import AsyncValue, HostContext
 from pytfrt.serving.bridge import then
+from pytfrt.serving.errors import ServingError
 from pytfrt.serving.servable import (
     COMPILED,
     SAVED_MODEL,
@@ -39,6 +40,7 @@ from pytfrt.serving.servable import (
     Servable,
 )
 from pytfrt.serving.signature import DEFAULT_SIGNATURE, ServingSignature
+from pytfrt.support.errors import ErrorCode
 
 
 def content_hash(path: Path) -> str:
@@ -111,7 +113,9 @@ def _as_outputs(result: Any, names: list[str]) -> Arrays:
 
 
 class PytfrtServable(Servable):
-    """A ``CompiledModel``; requests are ``call_async`` calls."""
+    """A ``CompiledModel``; requests are ``call_async`` calls, or direct calls (:meth:`run`) on
+    the request's task when the model's ``@main`` is a sync function (it then computes on the
+    calling thread: ``CompiledModel.call_source`` is set)."""
 
     def __init__(self, model: Any, description: str) -> None:
         self._model = model
@@ -119,10 +123,20 @@ class PytfrtServable(Servable):
                                                      model.signature.outputs)
         self._output_names = self.signature.output_names
         self.description = description
+        self.runs_inline = bool(getattr(model, "call_source", ""))
 
     def predict_async(self, inputs: Arrays) -> AsyncValue[Arrays]:
         names = self._output_names
         return then(self._model.call_async(**inputs), lambda result: _as_outputs(result, names))
+
+    def run(self, inputs: Arrays) -> Arrays:
+        from pytfrt.model import ModelError
+
+        try:
+            result = self._model(**inputs)
+        except ModelError as exc:  # as call_async reports it: the kernel's message
+            raise ServingError(str(exc), ErrorCode.INTERNAL) from None
+        return _as_outputs(result, self._output_names)
 
     def close(self) -> None:
         self._model = None

@@ -20,8 +20,11 @@ compiled pytfrt model (``model.bef`` + ``manifest.json``), or one ``.onnx`` file
 
 Contract of every servable: ``predict_async`` may be called from any thread, concurrently; it
 never blocks the caller on model work (that runs as a task on the host's work queue) and
-reports failures as an error AsyncValue.  ``close()`` is called once, after the last request
-using the servable has finished.
+reports failures as an error AsyncValue.  A servable whose ``runs_inline`` is true also has a
+synchronous ``run`` that a task already on the host's work queue may call (it computes on the
+calling thread and never waits for other work-queue tasks): an unbatched request then decodes,
+runs and encodes in one task instead of hopping to a second one.  ``close()`` is called once,
+after the last request using the servable has finished.
 """
 
 from __future__ import annotations
@@ -79,9 +82,15 @@ class Servable:
     """The model's inputs and outputs."""
     description: str = ""
     """What runs it (for logs and the status API), e.g. ``tensorflow SavedModel``."""
+    runs_inline: bool = False
+    """True if :meth:`run` may be called on a work-queue thread (see the module docstring)."""
 
     def predict_async(self, inputs: Arrays) -> AsyncValue[Arrays]:
         """Run the model on ``inputs`` (name -> array); the result maps output names to arrays."""
+        raise NotImplementedError
+
+    def run(self, inputs: Arrays) -> Arrays:
+        """Run the model synchronously on the calling thread (only if :attr:`runs_inline`)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -93,10 +102,7 @@ class HostServable(Servable):
     work on the host (``self._host``), so requests never run a model on the event loop."""
 
     _host: HostContext
-
-    def run(self, inputs: Arrays) -> Arrays:
-        """Run the model synchronously (on the calling thread)."""
-        raise NotImplementedError
+    runs_inline = True
 
     def predict_async(self, inputs: Arrays) -> AsyncValue[Arrays]:
         return submit(self._host, lambda: self.run(inputs))
