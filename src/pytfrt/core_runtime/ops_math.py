@@ -243,6 +243,7 @@ def _fast_binary(ufunc: Callable[[Any, Any], Any]) -> Callable[..., Any]:
             return r if type(r) is _ndarray else _asarray(r)
         return None
 
+    fast.ufunc = ufunc  # type: ignore[attr-defined]  # eager inlines it for float32/64
     return fast
 
 
