@@ -21,8 +21,8 @@ from pytfrt.compiler.passes.layout import layout_nhwc
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 WITHOUT = tuple(p for p in DEFAULT_PIPELINE if p != "tg-layout-nhwc")
-STEPS = ("conv", "depthwise", "bias", "act", "residual", "pool", "avg_pool", "concat", "split",
-         "pad", "se", "batch_norm", "softmax", "mean_keep")
+STEPS = ("conv", "depthwise", "deconv", "bias", "act", "residual", "pool", "avg_pool",
+         "concat", "split", "pad", "se", "batch_norm", "softmax", "mean_keep")
 
 
 def _names(gm: GraphModule) -> list[str]:
@@ -67,6 +67,10 @@ def _build(g: dict[str, Any]) -> GraphModule:
         elif step == "depthwise":
             cur = fn.op("conv2d", [cur, const(c, 1, 3, 3)], layout="NCHW", groups=c,
                         pads=[1, 1, 1, 1])
+        elif step == "deconv" and h <= 8:  # IOHW filter, groups 1 or 2
+            gr = 2 if c % 2 == 0 and rng.integers(2) else 1
+            cur = fn.op("conv2d_transpose", [cur, const(c, 4 // gr, 3, 3)], layout="NCHW",
+                        strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1], groups=gr)
         elif step == "bias":
             cur = fn.op("add", [cur, const(c, 1, 1)])
         elif step == "act":
@@ -126,7 +130,8 @@ def test_random_nchw_graphs_keep_their_results(g: dict[str, Any]) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     # transposes only at the boundaries: the input's, and the result's if it is an NCHW map
     names = _names(gm)
-    has_layout_op = any(s in g["steps"] for s in ("conv", "depthwise", "pool", "avg_pool", "se")
+    has_layout_op = any(s in g["steps"] for s in ("conv", "depthwise", "deconv", "pool",
+                                                  "avg_pool", "se")
                         ) or g["head"] in ("flatten", "squeeze")
     if has_layout_op:
         assert names.count("tg.transpose") <= 1 + (g["head"] == "map"), str(gm)
@@ -200,3 +205,16 @@ def test_zoo_cnns_from_onnx_have_one_transpose_and_match_onnxruntime(
         None, feeds)[0]
     got = compile_module(gm, optimize=False)(**feeds)
     assert zoo.relative_error(np.asarray(got), want) <= 1e-4
+
+
+@pytest.mark.parametrize("steps", [["conv", "deconv", "act", "concat"],
+                                   ["depthwise", "deconv", "se", "pool"]])
+def test_transposed_convs_run_nhwc_between_the_others(steps: list[str]) -> None:
+    g = {"channels": 4, "size": 6, "steps": steps, "head": "map", "seed": 11}
+    x = np.random.default_rng(1).standard_normal((2, 4, 6, 6)).astype(np.float32)
+    gm = default_pipeline(_build(g))
+    names = _names(gm)
+    assert "tg.conv2d_transpose" in names and names.count("tg.transpose") == 2, str(gm)
+    np.testing.assert_allclose(compile_module(gm, optimize=False)(x),
+                               compile_module(_build(g), optimize=False)(x),
+                               rtol=1e-4, atol=1e-4)

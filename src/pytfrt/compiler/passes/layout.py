@@ -3,13 +3,14 @@ cancelled.
 
 ONNX models (and TF graphs converted by tf2onnx) are NCHW; the CPU backend's fast convolution
 path (oneDNN's primitive, ``docs/kernels.md``) runs NHWC only.  In every function holding an
-NCHW ``conv2d``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool`` or ``global_max_pool``,
-the pass walks the ops once in program order and
+NCHW ``conv2d``, ``conv2d_transpose``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool`` or
+``global_max_pool`` (:data:`LAYOUT_OPS`), the pass walks the ops once in program order and
 
-1. rewrites each such op to ``layout = "NHWC"`` between two transposes:
-   ``transpose(op_nhwc(transpose(x, [0, 2, 3, 1])), [0, 3, 1, 2])``; a constant conv filter is
-   re-laid out from OIHW to HWIO at compile time, a fused residual is transposed like ``x``, a
-   fused 1-D bias is kept;
+1. rewrites each such op to ``layout = "NHWC"`` between two
+   transposes: ``transpose(op_nhwc(transpose(x, [0, 2, 3, 1])), [0, 3, 1, 2])``; a constant
+   filter is re-laid out at compile time (OIHW -> HWIO; ``conv2d_transpose``: IOHW -> HWOI), a
+   non-constant one gets a transpose, a fused residual is transposed like ``x``, a fused 1-D
+   bias is kept;
 2. sinks every transpose ``t = transpose(x, p)`` into the op that uses it when that op is
    layout-agnostic, by rewriting ``op(t, ...)`` as ``transpose(op'(x, ...), q)``:
 
@@ -48,6 +49,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 
 from pytfrt.compiler.builder import GraphModule
@@ -69,8 +71,8 @@ TO_NCHW = (0, 3, 1, 2)
 OIHW_TO_HWIO = (2, 3, 1, 0)
 """The permutation taking an OIHW filter to HWIO."""
 
-LAYOUT_OPS = ("tg.conv2d", "tg.max_pool2d", "tg.avg_pool2d", "tg.global_avg_pool",
-              "tg.global_max_pool")
+LAYOUT_OPS = ("tg.conv2d", "tg.conv2d_transpose", "tg.max_pool2d", "tg.avg_pool2d",
+              "tg.global_avg_pool", "tg.global_max_pool")
 """Ops with a ``layout`` attribute the pass turns from NCHW to NHWC."""
 
 _AXIS_OPS = ("tg.softmax", "tg.log_softmax", "tg.lrn", "tg.cumsum", "tg.batch_norm")
@@ -134,7 +136,9 @@ class _Rewriter:
             return v
         c = const_value(self.gm, v)
         if c is not None:
-            return self.permuted_const(c, perm, before)
+            w = v.owner.attributes.get("weight") if isinstance(v.owner, Operation) else None
+            hint = f"{w.data}/nhwc" if isinstance(w, StringAttr) else "nhwc"
+            return self.permuted_const(c, perm, before, hint)
         key = (v, perm)
         if key not in self.made:
             new = new_op(self.gm, "transpose", [v], {"perm": perm}, before.location)
@@ -167,6 +171,8 @@ class _Rewriter:
     def to_nhwc(self, op: Operation) -> None:
         attrs = dict(attrs_of(op), layout="NHWC")
         operands = [self.permuted(op.operands[0], TO_NHWC, op)]
+        if op.name == "tg.conv2d_transpose":  # IOHW -> HWOI: the same permutation
+            operands.append(self.permuted(op.operands[1], OIHW_TO_HWIO, op))
         if op.name == "tg.conv2d":
             operands.append(self.permuted(op.operands[1], OIHW_TO_HWIO, op))
             flags = attrs["epilogue_operands"]
@@ -266,10 +272,13 @@ class _Rewriter:
                 return None
         return operands
 
-    def permuted_const(self, c: np.ndarray, perm: Perm, before: Operation) -> SSAValue:
+    def permuted_const(self, c: np.ndarray, perm: Perm, before: Operation,
+                       hint: str = "nhwc") -> SSAValue:
+        """A new constant ``transpose(c, perm)`` before ``before`` (a weight named after
+        ``hint`` when large)."""
         block = before.parent_block()
         assert block is not None
-        new = make_constant(self.gm, np.ascontiguousarray(np.transpose(c, perm)), "nhwc")
+        new = make_constant(self.gm, np.ascontiguousarray(np.transpose(c, perm)), hint)
         block.insert_op_before(new, before)
         return new.results[0]
 
