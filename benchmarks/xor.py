@@ -8,12 +8,16 @@ Variants (all the same 2-2-1 sigmoid MLP, full batch of 4, MSE, plain SGD, float
 * ``pytfrt python`` -- ``examples/mlp_xor/xor_training.py``: the step written in Python with
   ``@pytfrt.function`` + ``pytfrt.value_and_grad``, compiled once, called once per step from a
   Python loop (the per-call path of a compiled function).
+* ``pytfrt python per-kernel`` -- the same, compiled without ``-tg-fuse-small-graph``: one
+  Python call per kernel (17), the call path before the whole-region Numba kernel.
 * ``numpy loop`` -- a hand-written NumPy loop of the same maths.
 * ``jax jit`` -- the same step with ``jax.value_and_grad`` under ``jax.jit``, called once per
   step (if jax is installed).
 * ``torch eager`` -- PyTorch eager with autograd (``loss.backward()`` + in-place updates), if
   torch is installed (``pip install torch==2.13.0``).
 
+Also times, in fresh processes, the Python step's trace + compile and its first call (the Numba
+compile of the whole-region kernel with a cold cache directory, its load with a warm one).
 Prints a table (steps/s, us/step, ratio to the NumPy loop), writes
 ``benchmarks/results/xor.json`` and ``benchmarks/results/xor.png``.
 
@@ -137,6 +141,70 @@ def pytfrt_python_runner(steps: int) -> Callable[[], float]:
     return run
 
 
+def pytfrt_per_kernel_runner(steps: int) -> Callable[[], float]:
+    """The same compiled step without ``-tg-fuse-small-graph`` (one call per kernel: the call
+    path before the whole-region kernel), for a before/after in one run."""
+    import sys
+
+    import pytfrt
+    from pytfrt.compiler import passes
+
+    sys.path.insert(0, str(PROGRAM.parent))
+    try:
+        import xor_training
+    finally:
+        sys.path.pop(0)
+    step = pytfrt.function(xor_training.train_step.fn)
+    saved = passes.DEFAULT_PIPELINE
+    passes.DEFAULT_PIPELINE = tuple(p for p in saved if p != "tg-fuse-small-graph")
+    try:
+        step(xor_training.INITIAL_PARAMS, X, Y)  # trace and compile without the pass
+    finally:
+        passes.DEFAULT_PIPELINE = saved
+
+    def run() -> float:
+        params = xor_training.INITIAL_PARAMS
+        start = time.perf_counter()
+        for _ in range(steps):
+            _, params = step(params, X, Y)
+        return time.perf_counter() - start
+
+    return run
+
+
+COMPILE_PROBE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+t0 = time.perf_counter()
+import numpy as np
+import xor_training as xt
+t1 = time.perf_counter()
+xt.train_step.compiled(xt.INITIAL_PARAMS, xt.X, xt.Y)
+t2 = time.perf_counter()
+xt.train_step(xt.INITIAL_PARAMS, xt.X, xt.Y)
+t3 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "trace_compile_s": t2 - t1, "first_call_s": t3 - t2}))
+"""
+
+
+def compile_times() -> list[dict[str, Any]]:
+    """Trace + passes + lowering, and the first call (the Numba compile of the whole-region
+    kernel, or its load from Numba's on-disk cache) of ``xor_training.py``'s step, each in a
+    fresh process: a cold cache directory, then the same directory again (warm)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    out = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, PYTFRT_CACHE_DIR=cache)
+        for label in ("cold cache", "warm cache"):
+            res = subprocess.run([sys.executable, "-c", COMPILE_PROBE, str(PROGRAM.parent)],
+                                 env=env, capture_output=True, text=True, check=True)
+            out.append({"cache": label, **json.loads(res.stdout.strip().splitlines()[-1])})
+    return out
+
+
 def jax_step() -> Callable[..., Any] | None:
     """The XOR step (``examples/mlp_xor/xor_training.py``'s maths: forward, MSE,
     ``jax.value_and_grad``, SGD with rate 4 on the MSE gradient) under ``jax.jit``: ``step(params,
@@ -230,6 +298,7 @@ def main() -> None:
         "pytfrt s": pytfrt_runner("s", args.steps),
         "pytfrt mstd:2": pytfrt_runner("mstd:2", args.steps),
         "pytfrt python": pytfrt_python_runner(args.steps),
+        "pytfrt python per-kernel": pytfrt_per_kernel_runner(args.steps),
     }
     torch_run = torch_runner(args.steps)
     if torch_run is not None:
@@ -284,7 +353,12 @@ def main() -> None:
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%d"),
     }
-    (RESULTS / "xor.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    compiles = compile_times()
+    print("xor_training.py step, fresh process: trace+compile / first call (Numba)")
+    for c in compiles:
+        print(f"  {c['cache']:<12}{c['trace_compile_s']:>8.2f} s{c['first_call_s']:>8.2f} s")
+    (RESULTS / "xor.json").write_text(json.dumps({"meta": meta, "rows": rows,
+                                                  "compile": compiles}, indent=2))
     try:
         import matplotlib
 

@@ -404,19 +404,41 @@ def kernel(text: str) -> Any:
     return fn
 
 
-def evaluate(text: str, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The program run op by op with each op's own compute function (the unfused path): the
-    fallback when Numba cannot compile a program, and a reference."""
-    from pytfrt.backends.cpu.graph_kernels import graph_ops
+_STEPS: dict[str, tuple[list[tuple[Callable[..., Any], list[int], dict[str, Any]]],
+                        list[int]]] = {}
 
-    table = graph_ops()
-    program = json.loads(text)
+
+def _steps(text: str) -> tuple[list[tuple[Callable[..., Any], list[int], dict[str, Any]]],
+                                list[int]]:
+    steps = _STEPS.get(text)
+    if steps is None:
+        from pytfrt.backends.cpu.graph_kernels import graph_ops
+
+        table = graph_ops()
+        program = json.loads(text)
+        ops = [(table[op], [int(j) for j in operands],
+                {k: (tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()})
+               for op, operands, attrs, _results in program["ops"]]
+        steps = _STEPS[text] = (ops, [int(o) for o in program["outputs"]])
+    return steps
+
+
+def evaluate(text: str, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The program run op by op with each op's own compute function (the unfused path): a
+    region's first calls (:data:`COMPILE_AFTER`), the fallback when Numba cannot compile a
+    program, and a reference."""
+    ops, outputs = _steps(text)
     values: list[Any] = list(inputs)
-    for op, operands, attrs, _results in program["ops"]:
-        kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()}
-        r = table[op](*[values[j] for j in operands], **kw)
+    for fn, operands, kw in ops:
+        r = fn(*[values[j] for j in operands], **kw)
         values.append(r if type(r) is np.ndarray else np.asarray(r))
-    return tuple(values[o] for o in program["outputs"])
+    return tuple(values[o] for o in outputs)
+
+
+COMPILE_AFTER = 2
+"""Calls of a region that run op by op (:func:`evaluate`) before its Numba function is
+compiled: a model called once or twice (a test, a one-off evaluation) never pays the compile;
+a training loop pays it on its third step."""
 
 
 def caller(text: str) -> Callable[..., Any]:
@@ -424,9 +446,9 @@ def caller(text: str) -> Callable[..., Any]:
     the compiled kernel once, returns the outputs (a tuple of arrays; one array for one output;
     its attribute ``num_arrays`` says how many).
 
-    The kernel is compiled on the first call (Numba types the actual inputs); if Numba cannot
-    compile it, that call and later ones of those input types run :func:`evaluate` instead,
-    with a ``RuntimeWarning`` saying why.
+    The first :data:`COMPILE_AFTER` calls run :func:`evaluate`; the next one compiles the
+    kernel (Numba types the actual inputs).  If Numba cannot compile it, calls of those input
+    types keep running :func:`evaluate`, with a ``RuntimeWarning`` saying why.
 
     Raises:
         OpError: for a malformed or unsupported program (at once).
@@ -442,24 +464,40 @@ def caller(text: str) -> Callable[..., Any]:
     types = [program["inputs"][i] if i < n_in else program["ops"][i - n_in][3][0]
              for i in program["outputs"]]
     warned: list[bool] = []
+    ns: dict[str, Any] = {"_E": np.empty, "_k": k, "np": np, "_NumbaError": NumbaError,
+                          "_warm": COMPILE_AFTER <= 0}
+    calls = [0]
+
+    def op_by_op(*xs: np.ndarray) -> Any:
+        r = evaluate(text, *xs)
+        return r[0] if len(r) == 1 else r
+
+    def cold(*xs: np.ndarray) -> Any:
+        calls[0] += 1
+        if calls[0] > COMPILE_AFTER:
+            ns["_warm"] = True  # this call compiles (the kernel's first call)
+            return ns["_run"](*xs)
+        return op_by_op(*xs)
 
     def fallback(exc: Exception, *xs: np.ndarray) -> Any:
         if not warned:
             warned.append(True)
             warnings.warn(f"fused_graph: Numba could not compile the region ({exc}); running "
                           "its ops one by one", RuntimeWarning, stacklevel=3)
-        r = evaluate(text, *xs)
-        return r[0] if len(r) == 1 else r
+        return op_by_op(*xs)
 
-    ns: dict[str, Any] = {"_E": np.empty, "_k": k, "np": np, "_NumbaError": NumbaError,
-                          "_fallback": fallback}
+    ns["_cold"] = cold
+    ns["_fallback"] = fallback
     params = ", ".join(f"x{i}" for i in range(n_in))
-    allocs = [f"    o{p} = _E({tuple(shape)!r}, np.{dt})" for p, (dt, shape) in enumerate(types)]
+    allocs = [f"        o{p} = _E({tuple(shape)!r}, np.{dt})"
+              for p, (dt, shape) in enumerate(types)]
     outs = ", ".join(f"o{p}" for p in range(len(types)))
     ret = "o0" if len(types) == 1 else f"({outs},)"
-    src = "\n".join([f"def _run({params}):", *allocs, "    try:", f"        _k({params}, {outs})",
-                     "    except _NumbaError as exc:", f"        return _fallback(exc, {params})",
-                     f"    return {ret}"]) + "\n"
+    src = "\n".join([f"def _run({params}):", "    if _warm:", *allocs,
+                     "        try:", f"            _k({params}, {outs})",
+                     "        except _NumbaError as exc:",
+                     f"            return _fallback(exc, {params})",
+                     f"        return {ret}", f"    return _cold({params})"]) + "\n"
     exec(compile(src, "<fused_graph call>", "exec"), ns)  # noqa: S102 - generated
     run = ns["_run"]
     run.num_arrays = len(types)
