@@ -190,6 +190,28 @@ class SingleThreadedWorkQueue(WorkQueue):
         self._check_not_worker("quiesce()")
         return self._drive(_never, None, _deadline(timeout))
 
+    def run_pending(self) -> None:
+        """From inside a task: run every queued task, and those they add, on this thread.
+
+        What TFRT's single-threaded ``Quiesce`` does when a task calls it (the
+        ``tfrt_test.quiesce`` kernel): the tasks queued so far run inline, in FIFO order, until
+        the queue is empty.  Tasks of the batch the caller itself belongs to are not queued
+        any more (the driver already took them), so they run after the caller, as in TFRT.
+
+        Raises:
+            WorkQueueError: if the calling thread is not running a task of this queue (use
+                :meth:`quiesce` there).
+        """
+        if not self.is_in_worker_thread():
+            raise WorkQueueError("run_pending() must be called from inside a task; use quiesce()")
+        while batch := self._take_batch():
+            for task in batch:
+                self._running_depth += 1
+                try:
+                    self._run(task)
+                finally:
+                    self._running_depth -= 1
+
     def shutdown(self, timeout: float | None = None) -> None:
         if self._closed:
             return

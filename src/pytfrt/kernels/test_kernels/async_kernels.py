@@ -25,6 +25,7 @@ from pytfrt.host.async_value import (
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function
 from pytfrt.host.registry import Attr, KernelFrame, KernelRegistry, kernel
+from pytfrt.host.work_queue import SingleThreadedWorkQueue
 from pytfrt.kernels.common import enqueue, enqueue_blocking, print_line, wrap_i32
 
 
@@ -139,8 +140,18 @@ def blocking_usleep(exec_ctx: ExecutionContext, microseconds: int) -> AsyncValue
 
 @kernel("tfrt_test.quiesce")
 def quiesce(frame: KernelFrame) -> None:
-    """Calls ``quiesce()`` on the host from inside a kernel; any results are ready chains."""
-    frame.exec_ctx.host.quiesce()
+    """Quiesces the host's work queue from inside a kernel; any results are ready chains.
+
+    On the single-threaded queue a kernel may itself run inside a task (a stream the executor
+    enqueued): then, as TFRT's ``Quiesce`` does, the queued tasks run inline
+    (``SingleThreadedWorkQueue.run_pending``).  Elsewhere it is ``host.quiesce()``, which
+    reports an error when called from a worker thread of the multi-threaded queue.
+    """
+    queue = frame.exec_ctx.queue
+    if isinstance(queue, SingleThreadedWorkQueue) and queue.is_in_worker_thread():
+        queue.run_pending()
+    else:
+        frame.exec_ctx.host.quiesce()
     for i in range(frame.num_results):
         frame.emplace_result(i, CHAIN)
 
