@@ -416,11 +416,34 @@ def _steps(text: str) -> tuple[list[tuple[Callable[..., Any], list[int], dict[st
 
         table = graph_ops()
         program = json.loads(text)
-        ops = [(table[op], [int(j) for j in operands],
-                {k: (tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()})
-               for op, operands, attrs, _results in program["ops"]]
+        ops = []
+        for op, operands, attrs, _results in program["ops"]:
+            if op == "fused_elementwise":
+                # its ops one by one too: no Numba compile for a region run op by op
+                fn: Callable[..., Any] = _inner(table, json.loads(attrs["program"]))
+                kw: dict[str, Any] = {}
+            else:
+                fn = table[op]
+                kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()}
+            ops.append((fn, [int(j) for j in operands], kw))
         steps = _STEPS[text] = (ops, [int(o) for o in program["outputs"]])
     return steps
+
+
+def _inner(table: dict[str, Callable[..., Any]], program: dict[str, Any]
+           ) -> Callable[..., np.ndarray]:
+    """A ``fused_elementwise`` program as calls of its ops' compute functions."""
+    ops = [(table[op], [int(j) for j in operands],
+            {k: (tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()})
+           for op, operands, attrs in program["ops"]]
+
+    def run(*inputs: np.ndarray) -> np.ndarray:
+        values: list[Any] = list(inputs)
+        for fn, operands, kw in ops:
+            values.append(fn(*[values[j] for j in operands], **kw))
+        return values[-1]  # type: ignore[no-any-return]
+
+    return run
 
 
 def evaluate(text: str, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
