@@ -167,7 +167,8 @@ class _DeferredConv:
             pads = _same_pads(x.shape, (kh, kw), a["layout"], a["strides"], a["dilations"])
             plan = plan_conv2d(self.w, layout=a["layout"], strides=a["strides"],
                                dilations=a["dilations"], pads=pads, groups=a["groups"],
-                               bias=self.bias, activation=a["activation"], alpha=a["alpha"])
+                               bias=self.bias, activation=a["activation"], alpha=a["alpha"],
+                               copy=False)  # self.w is kept (and never modified) anyway
             self.plans[key] = plan  # a benign race: two threads may both build one
         return plan
 
