@@ -176,31 +176,24 @@ def _conv_split(attrs: dict[str, Any], n: int) -> tuple[list[int], list[int]]:
 
 
 def _conv2d_transpose(ctx: InferContext) -> list[TType]:
+    """The CPU kernel's own output-shape rule (``conv.conv2d_transpose_output_shape``)."""
+    from pytfrt.backends.cpu.conv import conv2d_transpose_output_shape
+    from pytfrt.backends.cpu.ops import OpError
+
     x, w = ctx.inputs
     dtype = same_dtype(ctx)
-    h_ax, w_ax, c_ax = _spatial(ctx, x)
-    strides, dil = _pair(ctx, "strides"), _pair(ctx, "dilations")
-    pads, opad = _pair(ctx, "pads", 4), _pair(ctx, "output_padding")
-    groups = ctx.attrs["groups"]
-    nhwc = ctx.attrs["layout"] == "NHWC"
-    if w.shape is None or x.shape is None:
+    _spatial(ctx, x)
+    if w.shape is None or x.shape is None or any(d is None for d in w.shape):
         return [TType(dtype, None)]
-    if nhwc:  # HWOI
-        kh, kw, cout_g, cin = w.shape
-    else:  # IOHW
-        cin, cout_g, kh, kw = w.shape
-    if x.shape[c_ax] is not None and cin is not None and x.shape[c_ax] != cin:
-        raise ctx.error(f"input channels {x.shape[c_ax]} do not match the filter's {cin}")
-    cout = None if cout_g is None else cout_g * groups
-
-    def size(i: int | None, k: int | None, s: int, d: int, p0: int, p1: int, op: int) -> Any:
-        if i is None or k is None:
-            return None
-        return (i - 1) * s - p0 - p1 + d * (k - 1) + op + 1
-
-    oh = size(x.shape[h_ax], kh, strides[0], dil[0], pads[0], pads[1], opad[0])
-    ow = size(x.shape[w_ax], kw, strides[1], dil[1], pads[2], pads[3], opad[1])
-    shape = (x.shape[0], oh, ow, cout) if nhwc else (x.shape[0], cout, oh, ow)
+    try:
+        shape = conv2d_transpose_output_shape(
+            x.shape, w.shape,  # type: ignore[arg-type]
+            layout=ctx.attrs["layout"], strides=_pair(ctx, "strides"),
+            dilations=_pair(ctx, "dilations"), pads=_pair(ctx, "pads", 4),
+            groups=ctx.attrs["groups"], output_padding=_pair(ctx, "output_padding"),
+        )
+    except OpError as exc:
+        raise ctx.error(str(exc).removeprefix("conv2d_transpose: ")) from None
     return [TType(dtype, shape)]
 
 
