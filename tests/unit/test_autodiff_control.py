@@ -161,7 +161,7 @@ def test_while_zero_iterations_is_the_identity():
     np.testing.assert_allclose(pytfrt.grad(f)(_any(3)), np.full(3, 2.0))
 
 
-def test_cond_in_loop_and_loop_in_cond_and_loop_in_loop():
+def test_nested_cond_in_loop_loop_in_cond_loop_in_loop_cond_in_cond():
     def cond_in_loop(x):
         def body(i, a):
             return i + 1, pytfrt.cond(eager.reduce_sum(a) > 0, lambda u: u * eager.exp(u * 0.3),
@@ -196,8 +196,22 @@ def test_cond_in_loop_and_loop_in_cond_and_loop_in_loop():
             0, 2, lambda j, b: jax.nn.sigmoid(b) + a, a)
         return jnp.sum(jax.lax.fori_loop(0, 3, lambda i, a: inner(a) * 0.5, x))
 
+    def cond_in_cond(x, y):
+        inner = lambda a: pytfrt.cond(  # noqa: E731
+            eager.reduce_sum(a * y) > 0, lambda b: eager.exp(b) * y, lambda b: b * b, a)
+        return eager.reduce_sum(pytfrt.cond(eager.reduce_sum(x) > 0, inner,
+                                            lambda a: eager.tanh(a) * y, x))
+
+    def cond_in_cond_j(x, y):
+        inner = lambda a: jax.lax.cond(  # noqa: E731
+            jnp.sum(a * y) > 0, lambda b: jnp.exp(b) * y, lambda b: b * b, a)
+        return jnp.sum(jax.lax.cond(jnp.sum(x) > 0, inner, lambda a: jnp.tanh(a) * y, x))
+
     x = _any(3)
     for s in (1.0, -1.0):
+        for y in (0.7, -0.7):  # all three leaves
+            _check(cond_in_cond, cond_in_cond_j, [np.abs(x) * s, np.float32(y)], argnums=(0, 1),
+                   fd=False)
         _check(cond_in_loop, cond_in_loop_j, [np.abs(x) * s])
         _check(loop_in_cond, loop_in_cond_j, [np.abs(x) * s, np.float32(0.6)], argnums=(0, 1))
     _check(loop_in_loop, loop_in_loop_j, [x])
