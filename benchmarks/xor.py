@@ -5,6 +5,10 @@ Variants (all the same 2-2-1 sigmoid MLP, full batch of 4, MSE, plain SGD, float
 * ``pytfrt s`` / ``pytfrt mstd:2`` -- ``examples/mlp_xor/xor_training.mlir`` compiled once, then
   the ``xor_training`` function executed (load and compile time excluded); per step ~55 kernels
   in three function invocations (the loop body, ``tfrt.call @mlp_forward``, a ``tfrt.if`` branch).
+  The function qualifies for whole-function execution (docs/executor.md): on ``s`` it runs as
+  generated straight-line code; on ``mstd:2`` its several streams keep the dataflow executor.
+* ``pytfrt s dataflow`` -- the same on ``s`` with whole-function execution off
+  (``load_program(..., whole_function=False)``, i.e. ``PYTFRT_WHOLE_FUNCTION=0``): the before.
 * ``pytfrt python`` -- ``examples/mlp_xor/xor_training.py``: the step written in Python with
   ``@pytfrt.function`` + ``pytfrt.value_and_grad``, compiled once, called once per step from a
   Python loop (the per-call path of a compiled function).
@@ -65,8 +69,10 @@ WH = np.array([[0.27, -0.46], [-0.92, -0.97]], np.float32)
 WO = np.array([[0.63], [0.83]], np.float32)
 
 
-def pytfrt_runner(queue: str, steps: int) -> Callable[[], float]:
-    """Compile the program once; the returned callable runs it and returns the seconds taken."""
+def pytfrt_runner(queue: str, steps: int, whole: bool = True) -> Callable[[], float]:
+    """Compile the program once; the returned callable runs it and returns the seconds taken.
+
+    ``whole``: whole-function execution on (the default) or off (the dataflow executor)."""
     from pytfrt.executor import load_program
     from pytfrt.host import HostContext, ResourceContext
     from pytfrt.host.kernel_libraries import builtin_registry
@@ -76,7 +82,7 @@ def pytfrt_runner(queue: str, steps: int) -> Callable[[], float]:
         "%steps = tfrt.constant.i32 2000", f"%steps = tfrt.constant.i32 {steps}"
     )
     host = HostContext(queue, builtin_registry())
-    bef = load_program(compile_mlir(text, str(PROGRAM)), host)
+    bef = load_program(compile_mlir(text, str(PROGRAM)), host, whole_function=whole)
     fn = bef.get_function("xor_training")
     assert fn is not None
 
@@ -298,6 +304,7 @@ def main() -> None:
         "numpy loop": numpy_runner(args.steps),
         "pytfrt s": pytfrt_runner("s", args.steps),
         "pytfrt mstd:2": pytfrt_runner("mstd:2", args.steps),
+        "pytfrt s dataflow": pytfrt_runner("s", args.steps, whole=False),
         "pytfrt python": pytfrt_python_runner(args.steps),
         "pytfrt python per-kernel": pytfrt_per_kernel_runner(args.steps),
     }
@@ -334,14 +341,14 @@ def main() -> None:
     base = next(r for r in rows if r["variant"] == "numpy loop")["us_per_step"]
     torch_row = next((r for r in rows if r["variant"] == "torch eager"), None)
     print(f"XOR training, {args.steps} steps, median of {args.repeats} (interleaved)")
-    print(f"{'variant':<16}{'steps/s':>12}{'us/step':>12}{'x numpy':>10}{'x torch':>10}")
+    print(f"{'variant':<26}{'steps/s':>12}{'us/step':>12}{'x numpy':>10}{'x torch':>10}")
     for r in rows:
         r["ratio_vs_numpy"] = r["us_per_step"] / base
         if torch_row is not None:
             r["ratio_vs_torch"] = r["us_per_step"] / torch_row["us_per_step"]
         print(
-            f"{r['variant']:<16}{r['steps_per_s']:>12.0f}{r['us_per_step']:>12.1f}"
-            f"{r['ratio_vs_numpy']:>10.1f}{r.get('ratio_vs_torch', float('nan')):>10.2f}"
+            f"{r['variant']:<26}{r['steps_per_s']:>12.0f}{r['us_per_step']:>12.1f}"
+            f"{r['ratio_vs_numpy']:>10.2f}{r.get('ratio_vs_torch', float('nan')):>10.2f}"
         )
 
     RESULTS.mkdir(parents=True, exist_ok=True)
