@@ -22,6 +22,7 @@ from pytfrt.executor.async_executor import BEFFunction
 from pytfrt.executor.kernel_info import FunctionInfo, build_function_info, link_functions
 from pytfrt.executor.native import NativeFunction, NativeRegistry, test_native_registry
 from pytfrt.executor.sync_executor import SyncBEFFunction
+from pytfrt.executor.whole_function import WholeBEFFunction, attach, enabled_by_default
 from pytfrt.host.diagnostics import Diagnostic
 from pytfrt.host.function import Function, FunctionKind
 from pytfrt.host.host_context import HostContext
@@ -61,6 +62,7 @@ def load_program(
     program: Program,
     host: HostContext,
     natives: NativeRegistry | None = None,
+    whole_function: bool | None = None,
 ) -> BEFFile:
     """Resolve ``program`` against ``host.registry`` and ``natives`` (see the module docstring).
 
@@ -68,12 +70,17 @@ def load_program(
         program: a Program (finalized here if needed).
         host: supplies the kernel registry and receives load diagnostics.
         natives: native implementations; TFRT's test natives if omitted.
+        whole_function: run functions that need no asynchrony as generated straight-line
+            code (:mod:`pytfrt.executor.whole_function`); default: on unless the environment
+            variable ``PYTFRT_WHOLE_FUNCTION`` is ``0``.
 
     Raises:
         LoadError: after emitting the diagnostic that explains it.
     """
     if natives is None:
         natives = test_native_registry()
+    if whole_function is None:
+        whole_function = enabled_by_default()
     for fn in program.functions:
         if fn.kind is not FunctionKind.NATIVE and len(fn.use_counts) != fn.num_registers:
             fn.finalize()
@@ -98,12 +105,16 @@ def load_program(
             functions.append(
                 SyncBEFFunction(info, fn.argument_types, fn.result_types, fn.register_types)
             )
+        elif whole_function:
+            functions.append(WholeBEFFunction(info, fn.argument_types, fn.result_types))
         else:
             functions.append(BEFFunction(info, fn.argument_types, fn.result_types))
     # Resolve function references (kernels look them up at call time, so order is free).
     for maybe_info in infos:
         if maybe_info is not None:
             link_functions(maybe_info, functions)
+    if whole_function:
+        attach(functions)
     return BEFFile(program, functions)
 
 
