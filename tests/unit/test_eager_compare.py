@@ -94,6 +94,7 @@ def test_traced_comparisons_build_graph_ops():
         with pytest.raises(TypeError, match="unhashable"):
             hash(x)
         assert {x.ref(): 0}[x.ref()] == 0
+        assert (x == None) is False and (x != None) is True  # noqa: E711
         return x[..., eager.constant(0)]  # a Tensor in an index is not compared with ...
 
     np.testing.assert_array_equal(g(np.arange(6, dtype=np.float32).reshape(3, 2)), [0, 2, 4])

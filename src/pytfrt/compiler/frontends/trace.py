@@ -320,10 +320,14 @@ class TracedValue(eager.TracedBase):
     def __ge__(self, o: Any) -> TracedValue:
         return binary("greater_equal", self, o)
 
-    def __eq__(self, o: Any) -> TracedValue:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+        if o is None:  # as eager Tensors (TF2): unequal to None
+            return False
         return binary("equal", self, o)
 
-    def __ne__(self, o: Any) -> TracedValue:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+        if o is None:
+            return True
         return binary("not_equal", self, o)
 
     def __hash__(self) -> int:
