@@ -4,9 +4,10 @@ cancelled.
 ONNX models (and TF graphs converted by tf2onnx) are NCHW; the CPU backend's fast convolution
 path (oneDNN's primitive, ``docs/kernels.md``) runs NHWC only.  In every function holding an
 NCHW ``conv2d``, ``conv2d_transpose``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool`` or
-``global_max_pool`` (:data:`LAYOUT_OPS`), the pass walks the ops once in program order and
+``global_max_pool`` (:data:`TRIGGER_OPS`), the pass walks the ops once in program order and
 
-1. rewrites each such op to ``layout = "NHWC"`` between two
+1. rewrites each such op, and each NCHW ``resize``, ``depth_to_space`` and
+   ``space_to_depth`` (:data:`LAYOUT_OPS`), to ``layout = "NHWC"`` between two
    transposes: ``transpose(op_nhwc(transpose(x, [0, 2, 3, 1])), [0, 3, 1, 2])``; a constant
    filter is re-laid out at compile time (OIHW -> HWIO; ``conv2d_transpose``: IOHW -> HWOI), a
    non-constant one gets a transpose, a fused residual is transposed like ``x``, a fused 1-D
@@ -71,9 +72,12 @@ TO_NCHW = (0, 3, 1, 2)
 OIHW_TO_HWIO = (2, 3, 1, 0)
 """The permutation taking an OIHW filter to HWIO."""
 
-LAYOUT_OPS = ("tg.conv2d", "tg.conv2d_transpose", "tg.max_pool2d", "tg.avg_pool2d",
-              "tg.global_avg_pool", "tg.global_max_pool")
-"""Ops with a ``layout`` attribute the pass turns from NCHW to NHWC."""
+TRIGGER_OPS = ("tg.conv2d", "tg.conv2d_transpose", "tg.max_pool2d", "tg.avg_pool2d",
+               "tg.global_avg_pool", "tg.global_max_pool")
+"""NCHW ops that make the pass rewrite a function (their NHWC kernels are the fast ones)."""
+LAYOUT_OPS = (*TRIGGER_OPS, "tg.resize", "tg.depth_to_space", "tg.space_to_depth")
+"""Ops with a ``layout`` attribute the pass turns from NCHW to NHWC (in a function it
+rewrites: a lone NCHW ``resize`` gains nothing from two transposes)."""
 
 _AXIS_OPS = ("tg.softmax", "tg.log_softmax", "tg.lrn", "tg.cumsum", "tg.batch_norm")
 _DROP_OPS = ("tg.reduce_sum", "tg.reduce_mean", "tg.reduce_max", "tg.reduce_min",
@@ -333,7 +337,7 @@ class _Rewriter:
 
 
 def _has_nchw(ops: list[Operation]) -> bool:
-    return any(op.name in LAYOUT_OPS and attrs_of(op)["layout"] == "NCHW" for op in ops)
+    return any(op.name in TRIGGER_OPS and attrs_of(op)["layout"] == "NCHW" for op in ops)
 
 
 def _erase_dead_transposes(ops: list[Operation]) -> None:
