@@ -1,5 +1,17 @@
 // no_bef_translation
 // RUN: tfrt_opt -tg-layout-nhwc -tg-dce %s | FileCheck %s
+// RUN: tfrt_opt -tg-infer-shapes -tg-constant-fold -tg-dce -tg-fold-batch-norm -tg-layout-nhwc -tg-fuse-epilogue -tg-dce %s | FileCheck %s --check-prefix=PIPE
+
+// In the default pipeline's order the [1, 1, 1, C] bias and the ReLU then fuse into the NHWC
+// conv's epilogue as a 1-D bias.
+// PIPE-LABEL: func.func @block
+// PIPE-NEXT: %[[X:.*]] = "tg.transpose"(%arg0) {perm = [0, 2, 3, 1]}
+// PIPE-NEXT: %[[W:.*]] = "tg.constant"() {{.*}} : tensor<1x1x2x2xf32>}
+// PIPE-NEXT: %[[B:.*]] = "tg.constant"() {value = dense<[5.000000e-01, -5.000000e-01]> : tensor<2xf32>}
+// PIPE-NEXT: %[[C:.*]] = "tg.conv2d"(%[[X]], %[[W]], %[[B]]) {activation = "relu", {{.*}}epilogue_operands = [1, 0], groups = 1, layout = "NHWC"
+// PIPE-NEXT: "tg.add"(%[[C]], %[[X]])
+// PIPE-NEXT: "tg.max_pool2d"
+// PIPE-SAME: layout = "NHWC"
 
 // An ONNX-style block (NCHW conv, [C, 1, 1] bias add, ReLU, a residual add of the input, max
 // pool, global pool, flatten): the ops run NHWC after one transpose of the input; the OIHW
