@@ -410,6 +410,7 @@ class MultiThreadedWorkQueue(WorkQueue):
             if task is _STOP:
                 return
             self._run(task)  # type: ignore[arg-type]
+            del task  # an idle worker must not keep the last task's values alive
             self._finish_one()
 
     def _blocking_worker(self) -> None:
@@ -427,6 +428,7 @@ class MultiThreadedWorkQueue(WorkQueue):
             if task is _STOP:
                 return
             self._run(task)  # type: ignore[arg-type]
+            del task  # as in _worker: drop the finished task's values
             with self._mutex:
                 self._idle_blocking += 1
             self._finish_one()

@@ -144,6 +144,11 @@ def test_compiled_model_holds_one_copy_and_saves_the_original(tmp_path: Path):
     x = RNG.standard_normal((2, 8, 8, 16)).astype(np.float32)
     ref = np.maximum(_direct_nhwc(x, w.astype(np.float64), (1, 1, 1, 1)) + b, 0)
     np.testing.assert_allclose(model(x), ref, rtol=1e-4, atol=1e-4)
+    gc.collect()
+    plans = [r for r in model._resources if hasattr(r, "source")]
+    assert plans
+    if _dnnl_conv.available():  # after a call nothing keeps the original filter alive
+        assert all(p.source is None or p.source() is None for p in plans)
     held = [np.asarray(v) for v in model._weights]
     if _dnnl_conv.available():  # the filter is not an ndarray of the model any more
         assert not any(isinstance(v, np.ndarray) and v.shape == w.shape
