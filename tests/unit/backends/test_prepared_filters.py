@@ -132,7 +132,7 @@ def _conv_model(w: np.ndarray, b: np.ndarray):
     gb = GraphBuilder()
     fn = gb.function("main", inputs=[("x", (None, 8, 8, w.shape[2]), "f32")])
     (x,) = fn.arguments
-    y = fn.op("conv2d", [x, fn.constant(w, name="w")], layout="NHWC", pads=[1, 1, 1, 1])
+    y = fn.op("conv2d", [x, fn.constant(w.copy(), name="w")], layout="NHWC", pads=[1, 1, 1, 1])
     fn.returns([fn.op("relu", [fn.op("add", [y, fn.constant(b, name="b")])])])
     return compile_module(gb.finish())
 
