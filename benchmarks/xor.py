@@ -323,9 +323,12 @@ def main() -> None:
     for run in variants.values():
         run()  # warm-up
     times: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.repeats):
         for name, run in variants.items():
+            c0 = time.thread_time()
             times[name].append(run())
+            cpu[name].append(time.thread_time() - c0)
     rows = []
     for name in variants:
         median = statistics.median(times[name])
@@ -336,19 +339,27 @@ def main() -> None:
                 "best_seconds": min(times[name]),
                 "us_per_step": median / args.steps * 1e6,
                 "steps_per_s": args.steps / median,
+                # the calling thread's CPU time: not inflated by time spent descheduled on a
+                # loaded machine (which favours short runs); undercounts variants that work on
+                # other threads (mstd:2, JAX)
+                "cpu_us_per_step": statistics.median(cpu[name]) / args.steps * 1e6,
             }
         )
     base = next(r for r in rows if r["variant"] == "numpy loop")["us_per_step"]
     torch_row = next((r for r in rows if r["variant"] == "torch eager"), None)
     print(f"XOR training, {args.steps} steps, median of {args.repeats} (interleaved)")
-    print(f"{'variant':<26}{'steps/s':>12}{'us/step':>12}{'x numpy':>10}{'x torch':>10}")
+    cpu_base = next(r for r in rows if r["variant"] == "numpy loop")["cpu_us_per_step"]
+    print(f"{'variant':<26}{'steps/s':>12}{'us/step':>12}{'x numpy':>10}{'x torch':>10}"
+          f"{'cpu us':>10}{'cpu x np':>10}")
     for r in rows:
         r["ratio_vs_numpy"] = r["us_per_step"] / base
+        r["cpu_ratio_vs_numpy"] = r["cpu_us_per_step"] / cpu_base
         if torch_row is not None:
             r["ratio_vs_torch"] = r["us_per_step"] / torch_row["us_per_step"]
         print(
             f"{r['variant']:<26}{r['steps_per_s']:>12.0f}{r['us_per_step']:>12.1f}"
             f"{r['ratio_vs_numpy']:>10.2f}{r.get('ratio_vs_torch', float('nan')):>10.2f}"
+            f"{r['cpu_us_per_step']:>10.1f}{r['cpu_ratio_vs_numpy']:>10.2f}"
         )
 
     RESULTS.mkdir(parents=True, exist_ok=True)
