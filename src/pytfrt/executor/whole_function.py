@@ -69,10 +69,12 @@ from pytfrt.host.async_value import (
     AsyncValue,
     IndirectAsyncValue,
     make_available,
+    make_error,
 )
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function
 from pytfrt.host.kernel_frame import KernelFrame
+from pytfrt.support.errors import Status
 
 ENV_SWITCH: Final = "PYTFRT_WHOLE_FUNCTION"
 """Environment variable: ``0`` turns whole-function execution off for programs loaded later."""
@@ -818,11 +820,17 @@ class WholeFunction:
                 known = next(run)
             except StopIteration as stop:
                 self._publish(results, stop.value, kept, held)
-                for a in kept:
-                    a.drop_ref()
+            except Exception as exc:  # noqa: BLE001 - never leave a result unresolved
+                error = make_error(Status(f"whole-function execution of '{self.fn.name}' "
+                                          f"failed: {_message(exc)}"))
+                self._publish(results, [error] * len(results), kept, held)
+                error.drop_ref()
+            else:
+                self._publish(results, known, kept, held, partial=True)
+                queue.add_task(rest)
                 return
-            self._publish(results, known, kept, held, partial=True)
-            queue.add_task(rest)
+            for a in kept:
+                a.drop_ref()
 
         queue.add_task(rest)
         return list(results)  # the caller may change its list
