@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytfrt.bef.program import Program
 from pytfrt.bef.streams import assign_stream_ids
 from pytfrt.executor import load_program
 from pytfrt.host import AsyncValue, DiagnosticCollector, HostContext, kernel, make_unconstructed
@@ -39,7 +40,14 @@ def run_mlir(text: str, queue: str = "s", function: str = "main",
     Results are payloads, or ``"<<error: message>>"`` for error values."""
     from pytfrt.mlir import compile_mlir
 
-    program = compile_mlir(text, "robust.mlir")
+    return run_program(compile_mlir(text, "robust.mlir"), queue, function, extra_kernels,
+                       timeout, data_dirs)
+
+
+def run_program(program: Program, queue: str = "s", function: str = "main",
+                extra_kernels: tuple[Callable[..., Any], ...] = (),
+                timeout: float | None = None, data_dirs: list[str] | None = None) -> Run:
+    """Load ``program`` on a fresh host and run ``function`` (as :func:`run_mlir`)."""
     if not program.streams_assigned:
         assign_stream_ids(program)
     registry = builtin_registry(entry_points=False)

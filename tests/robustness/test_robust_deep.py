@@ -7,6 +7,9 @@ fails with ``maximum recursion depth exceeded`` at a few hundred levels).
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+
 import pytest
 from robust_harness import (
     QUEUES,
@@ -16,9 +19,11 @@ from robust_harness import (
     probe_i32,
     repeat_loop,
     run_mlir,
+    run_program,
     while_loop,
 )
 
+from pytfrt.bef.program import Program
 from pytfrt.host.async_value import (
     MAX_NESTING,
     IndirectAsyncValue,
@@ -26,6 +31,8 @@ from pytfrt.host.async_value import (
     nesting_depth,
     run_nested,
 )
+from pytfrt.mlir import compile_mlir
+from pytfrt.mlir.walk import stack_depth
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -94,9 +101,47 @@ def test_while_stack_does_not_grow_with_iterations() -> None:
     assert depth <= short + 10
 
 
+# -- long loops on every queue, with Python's recursion limit lowered ---------------------------
+# A loop that recursed per iteration would need 100,000 frames; these run with a limit a few
+# hundred frames above the test's own depth (on every thread: the limit is process-wide).
+# The million-iteration runs are in benchmarks/limits.py (docs/benchmarks.md).
+
+#: Frames allowed above the caller (the executor nests at most MAX_NESTING levels per thread).
+FRAME_MARGIN = 300
+
+
+@pytest.fixture
+def low_recursion_limit() -> Iterator[None]:
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(stack_depth() + FRAME_MARGIN)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+@pytest.fixture(scope="module")
+def long_loops() -> dict[str, Program]:
+    return {"while": compile_mlir(while_loop(100_000), "while.mlir"),
+            "repeat": compile_mlir(repeat_loop(100_000), "repeat.mlir")}
+
+
+@pytest.mark.parametrize("queue", QUEUES)
+@pytest.mark.parametrize(("loop", "answer"), [("while", 100_001), ("repeat", 100_000)])
+def test_100000_iterations_in_bounded_stack(long_loops: dict[str, Program], queue: str,
+                                            loop: str, answer: int,
+                                            low_recursion_limit: None) -> None:
+    assert run_program(long_loops[loop], queue).results == [answer]
+
+
 @pytest.mark.slow
-def test_repeat_one_million_iterations() -> None:
-    assert run_mlir(repeat_loop(1_000_000)).results == [1_000_000]
+@pytest.mark.timeout(600)
+def test_distinct_call_chain_10000_deep_on_every_queue() -> None:
+    program = compile_mlir(call_chain(10_000), "chain.mlir")
+    for queue in QUEUES:
+        STACK_DEPTHS.clear()
+        assert run_program(program, queue, extra_kernels=(probe_i32,)).results == [10_002]
+        assert len(STACK_DEPTHS) == 10_000 and max(STACK_DEPTHS) < 400
 
 
 # -- the trampoline itself ---------------------------------------------------------------------
@@ -105,7 +150,7 @@ def test_repeat_one_million_iterations() -> None:
 def test_indirect_chain_of_100000_resolves_in_constant_stack() -> None:
     # i_k forwards to i_{k+1}; the last forwards to a pending value made available last.
     root = make_unconstructed()
-    chain = [IndirectAsyncValue() for _ in range(100_000)]
+    chain: list[IndirectAsyncValue[int]] = [IndirectAsyncValue() for _ in range(100_000)]
     for a, b in zip(chain, chain[1:], strict=False):
         a.forward_to(b)
     chain[-1].forward_to(root)

@@ -7,6 +7,7 @@ one, detected as a deadlock; its results become errors, the rest of the program 
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import threading
@@ -89,7 +90,7 @@ def test_deadlock_is_detected_when_no_thread_can_help(queue: str) -> None:
 
 def test_several_threads_await_on_one_s_host() -> None:
     with HostContext("s") as host:
-        values = [host.enqueue_work(lambda i=i: i * i) for i in range(40)]
+        values = [host.enqueue_work(functools.partial(pow, i, 2)) for i in range(40)]
         got: dict[int, int] = {}
         errors: list[BaseException] = []
 

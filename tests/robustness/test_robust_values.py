@@ -1,4 +1,5 @@
-"""Wrong values are errors, not output: literals, call signatures, nesting and kernel names.
+"""Wrong values are errors, not output: literals, call signatures and kernel names (nesting:
+``test_robust_nesting.py``).
 
 Each test feeds the MLIR front end (or the kernel loader) an input that used to produce a
 wrong value or an unlocated failure, and checks the diagnostic against its own line and
@@ -13,7 +14,6 @@ import struct
 import pytest
 
 from pytfrt.mlir import MlirError, compile_mlir
-from pytfrt.mlir import parser as parser_mod
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -22,38 +22,6 @@ def error_of(text: str) -> str:
     with pytest.raises(MlirError) as info:
         compile_mlir(text, "bad.mlir")
     return str(info.value)
-
-
-def nested_ifs(depth: int) -> str:
-    """A function whose deepest region is at nesting level ``depth`` (the body is level 1)."""
-    body = "tfrt.return %x : i32"
-    for _ in range(depth - 1):
-        body = (
-            "%r = tfrt.if %c, %c, %x : (i1, i32) -> (i32) {\n" + body +
-            "\n} else {\n tfrt.return %x : i32\n}\ntfrt.return %r : i32"
-        )
-    return ("func.func @main() -> i32 {\n%c = tfrt.constant.i1 true\n"
-            "%x = tfrt.constant.i32 7\n" + body + "\n}\n")
-
-
-def test_regions_at_the_depth_limit_compile() -> None:
-    program = compile_mlir(nested_ifs(parser_mod.MAX_REGION_DEPTH), "deep.mlir")
-    assert program is not None
-
-
-@pytest.mark.parametrize("depth", [parser_mod.MAX_REGION_DEPTH + 1, 140, 2000])
-def test_regions_nested_too_deep_are_a_located_error(depth: int) -> None:
-    text = nested_ifs(depth)
-    message = error_of(text)
-    limit = parser_mod.MAX_REGION_DEPTH
-    # The `{` opening level limit + 1 is the limit-th `{` after the function's own.
-    offset = -1
-    for _ in range(limit + 1):
-        offset = text.index("{", offset + 1)
-    line = text.count("\n", 0, offset) + 1
-    col = offset - text.rfind("\n", 0, offset)
-    assert message.startswith(f"bad.mlir:{line}:{col}: error: regions nested deeper than {limit}")
-    assert "recursion" not in message
 
 
 def test_unknown_op_message_quotes_a_bounded_prefix() -> None:

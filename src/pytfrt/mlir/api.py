@@ -11,20 +11,24 @@ traceback escapes for bad input.  Thread-safe (each call has its own parser and 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.dialects import builtin as b
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
-from xdsl.utils.exceptions import ParseError
+from xdsl.irdl import OpDef, traits_def
+from xdsl.traits import IsolatedFromAbove
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 from pytfrt.bef.program import Program
 from pytfrt.mlir.context import KNOWN_DIALECTS, make_context
 from pytfrt.mlir.diagnostics import MlirDiagnostic, MlirError, SourceFile
 from pytfrt.mlir.dialect_tfrt import CallOp
 from pytfrt.mlir.lowering import lower_module, op_name
-from pytfrt.mlir.parser import TfrtParser
+from pytfrt.mlir.parser import DeepNesting, TfrtParser
+from pytfrt.mlir.walk import call_with_deep_stack, stack_depth, walk_ops
 
 
 @dataclass
@@ -47,10 +51,51 @@ class ParsedModule:
 
 
 def parse_source(text: str, filename: str) -> ParsedModule:
-    """Parse MLIR text (unregistered ops allowed). Raises :class:`MlirError`."""
+    """Parse MLIR text (unregistered ops allowed). Raises :class:`MlirError`.
+
+    Regions may nest up to :data:`~pytfrt.mlir.parser.MAX_REGION_DEPTH` levels: text nested
+    deeper than the calling thread's stack allows is parsed again on a helper thread with a
+    large stack (:func:`~pytfrt.mlir.walk.call_with_deep_stack`)."""
+    shallow = _shallow_depth()
+    parsed = None
+    if shallow > 0:
+        try:
+            parsed = _parse(text, filename, shallow)
+        except DeepNesting:
+            parsed = None
+    if parsed is None:
+        try:
+            parsed = call_with_deep_stack(lambda: _parse(text, filename, None))
+        except RuntimeError as err:  # no thread with a large stack: the nesting is the problem
+            source = SourceFile(filename, text)
+            raise MlirError(
+                [MlirDiagnostic(filename, 0, 0, "error", f"regions nested too deep: {err}")],
+                source,
+            ) from None
+    for op in walk_ops(parsed.module):
+        if len(op.attributes) > 1:
+            op.attributes = dict(sorted(op.attributes.items()))
+    return parsed
+
+
+#: Python frames per region level the shallow parse budgets (about 10 measured for tfrt.if).
+_FRAMES_PER_LEVEL = 16
+#: Frames kept free for the work at the deepest level.
+_FRAME_RESERVE = 200
+#: The deepest nesting parsed on the calling thread.
+_SHALLOW_MAX = 48
+
+
+def _shallow_depth() -> int:
+    """How many region levels the calling thread's remaining recursion budget can parse."""
+    free = sys.getrecursionlimit() - stack_depth() - _FRAME_RESERVE
+    return max(0, min(_SHALLOW_MAX, free // _FRAMES_PER_LEVEL))
+
+
+def _parse(text: str, filename: str, shallow_depth: int | None) -> ParsedModule:
     source = SourceFile(filename, text)
     try:
-        parser = TfrtParser(make_context(), text, filename)  # lexes the first token
+        parser = TfrtParser(make_context(), text, filename, shallow_depth)  # lexes a token
     except ParseError as err:
         raise MlirError([source.diagnostic(err.span.start, err.msg)], source) from None
     try:
@@ -60,15 +105,14 @@ def parse_source(text: str, filename: str) -> ParsedModule:
         for offset, note in getattr(err, "notes", ()):
             diags.append(source.diagnostic(offset, note, "note"))
         raise MlirError(diags, source) from None
+    except DeepNesting:
+        raise
     except Exception as err:  # noqa: BLE001 - any xDSL failure is a diagnostic, not a crash
         pos = parser._current_token.span.start
         msg = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
         raise MlirError([source.diagnostic(pos, msg)], source) from None
     if not isinstance(module, b.ModuleOp):  # pragma: no cover - parse_module guarantees it
         raise MlirError([MlirDiagnostic(filename, 0, 0, "error", "expected a module")], source)
-    for op in module.walk():
-        if len(op.attributes) > 1:
-            op.attributes = dict(sorted(op.attributes.items()))
     return ParsedModule(module, source, parser.op_positions, parser.explicit_unknown)
 
 
@@ -79,8 +123,8 @@ def verify_module(parsed: ParsedModule) -> None:
     its ``tfrt.if``), in program order, and verification stops at the first failing op.
     """
     diags: list[MlirDiagnostic] = []
-    symbols = {op.sym_name.data: op for op in parsed.module.walk() if isinstance(op, FuncOp)}
-    for op in parsed.module.walk(region_first=True):
+    symbols = {op.sym_name.data: op for op in walk_ops(parsed.module) if isinstance(op, FuncOp)}
+    for op in walk_ops(parsed.module, region_first=True):
         if diags:
             break
         if isinstance(op, b.UnregisteredOp):
@@ -105,7 +149,10 @@ def verify_module(parsed: ParsedModule) -> None:
                     if mismatch:
                         diags.append(parsed.diagnostic(op, f"'tfrt.call' op {mismatch}"))
                         continue
-            op.verify_()
+            if isinstance(op, FuncOp):
+                _verify_func(op)
+            else:
+                op.verify_()
         except Exception as err:  # noqa: BLE001 - verifier failures become diagnostics
             msg = str(err).strip() or type(err).__name__
             if not msg.startswith("'"):
@@ -113,6 +160,42 @@ def verify_module(parsed: ParsedModule) -> None:
             diags.append(parsed.diagnostic(op, msg))
     if diags:
         raise MlirError(diags, parsed.source)
+
+
+_func_def_cache: list[OpDef] = []
+
+
+def _verify_func(func: FuncOp) -> None:
+    """``func.verify_()`` in time linear in the body, however deeply its regions nest.
+
+    xDSL's ``IsolatedFromAbove`` check walks up the parent chain of every operand's owner
+    (time proportional to the nesting depth for each operand); here the owners are looked up
+    in the set of the function's ops and blocks instead.  The other checks are xDSL's: the op
+    definition without that trait, then ``FuncOp``'s own check of the entry block."""
+    if not _func_def_cache:
+        full = FuncOp.get_irdl_definition()
+        kept = (t for t in full.traits if not isinstance(t, IsolatedFromAbove))
+        _func_def_cache.append(replace(full, traits=traits_def(*kept)))
+    _func_def_cache[0].verify(func)
+    inside: set[int] = set()
+    nested = list(walk_ops(func))
+    for op in nested:
+        inside.add(id(op))
+        for region in op.regions:
+            inside.update(id(block) for block in region.blocks)
+    inside.discard(id(func))
+    for op in nested:
+        for operand in op.operands:
+            if id(operand.owner) not in inside:
+                raise VerifyException(
+                    f"Operation using value defined out of its IsolatedFromAbove parent: "
+                    f"'{op_name(op)}'"
+                )
+    entry = func.body.blocks.first
+    if entry is not None and func.function_type.inputs.data != tuple(entry.arg_types):
+        raise VerifyException(
+            "Expected entry block arguments to have the same types as the function input types"
+        )
 
 
 def _call_mismatch(call: CallOp, callee: FuncOp) -> str:
@@ -143,7 +226,7 @@ def check_registered(
     An op that names a registered kernel (``is_kernel(name)``, e.g. the playground's
     ``sigmoid_inplace.f32``) is known too: in pytfrt a kernel is its op's definition.
     """
-    for op in parsed.module.walk():
+    for op in walk_ops(parsed.module):
         if not isinstance(op, b.UnregisteredOp):
             continue
         name = op.op_name.data

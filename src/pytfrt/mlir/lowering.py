@@ -16,16 +16,19 @@ Called by :mod:`pytfrt.mlir.api` after parsing and verification; pure, no shared
 
 from __future__ import annotations
 
+from typing import Any
+
 from xdsl.dialects import builtin as b
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute as XAttr
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Operation, Region, SSAValue
 
 from pytfrt.bef.program import Function, Kernel, Program
 from pytfrt.mlir.attributes import UnsupportedAttribute, convert_attribute, convert_location
 from pytfrt.mlir.diagnostics import MlirDiagnostic, MlirError, SourceFile
 from pytfrt.mlir.parser import canonical_attr_name
 from pytfrt.mlir.printer import attr_to_str, print_module
+from pytfrt.mlir.walk import walk_ops
 from pytfrt.support.function_kind import FunctionKind
 from pytfrt.support.location import FileLineColLoc, Location
 
@@ -89,32 +92,51 @@ class _Lowerer:
 
     # -- collection order -------------------------------------------------------------------
     def collect(self, module: b.ModuleOp) -> list[tuple[Operation, object]]:
-        """Assign function indices in BEF order; returns (owner op, func op | region) pairs."""
-        order: list[tuple[Operation, object]] = []
+        """Assign function indices in BEF order; returns (owner op, func op | region) pairs.
 
-        def visit_ops(block: Block) -> None:
-            for op in block.ops:
-                if isinstance(op, b.ModuleOp):
+        Iterative (an explicit stack), so region nesting costs no Python stack."""
+        order: list[tuple[Operation, object]] = []
+        # Work items: ("ops", iterator) visits a block's ops; ("func", op) / ("region", op,
+        # region) index a function once everything nested in it is indexed; ("regions", op,
+        # iterator) visits an op's regions in order.
+        stack: list[tuple[Any, ...]] = [("ops", iter(module.body.block.ops))]
+        while stack:
+            item = stack[-1]
+            kind = item[0]
+            if kind == "ops":
+                op = next(item[1], None)
+                if op is None:
+                    stack.pop()
+                elif isinstance(op, b.ModuleOp):
                     if "tfrt.compiled" in op.attributes:
                         if op.sym_name is not None:
                             self.compiled.add(op.sym_name.data)
-                        continue
-                    visit_ops(op.body.block)
-                    continue
-                if isinstance(op, FuncOp):
+                    else:
+                        stack.append(("ops", iter(op.body.block.ops)))
+                elif isinstance(op, FuncOp):
+                    stack.append(("func", op))
                     if op.body.blocks:
-                        visit_ops(op.body.blocks.first)  # type: ignore[arg-type]
-                    self.index[id(op)] = len(order)
-                    self.named[op.sym_name.data] = len(order)
-                    order.append((op, op))
+                        stack.append(("ops", iter(op.body.blocks.first.ops)))  # type: ignore[union-attr]
+                elif op.regions:
+                    stack.append(("regions", op, iter(op.regions)))
+            elif kind == "regions":
+                region = next(item[2], None)
+                if region is None:
+                    stack.pop()
                     continue
-                for region in op.regions:
-                    for blk in region.blocks:
-                        visit_ops(blk)
-                    self.index[id(region)] = len(order)
-                    order.append((op, region))
-
-        visit_ops(module.body.block)
+                stack.append(("region", item[1], region))
+                for blk in reversed(list(region.blocks)):
+                    stack.append(("ops", iter(blk.ops)))
+            elif kind == "func":
+                stack.pop()
+                func = item[1]
+                self.index[id(func)] = len(order)
+                self.named[func.sym_name.data] = len(order)
+                order.append((func, func))
+            else:
+                stack.pop()
+                self.index[id(item[2])] = len(order)
+                order.append((item[1], item[2]))
         return order
 
     # -- lowering -----------------------------------------------------------------------------
@@ -323,7 +345,7 @@ def lower_module_with_ops(
 
 
 def _compiled_module_text(module: b.ModuleOp, name: str) -> str:
-    for op in module.walk():
+    for op in walk_ops(module):
         if isinstance(op, b.ModuleOp) and op.sym_name is not None and op.sym_name.data == name:
             return print_module(op, generic=True).rstrip("\n")
     return ""

@@ -13,7 +13,8 @@
   :mod:`pytfrt.mlir.lexer` (xDSL's lexer dominates the parse time of large functions).
 
 One parser per input; not thread-safe.  Errors are xDSL ``ParseError`` exceptions, converted
-to diagnostics by :mod:`pytfrt.mlir.diagnostics`.
+to diagnostics by :mod:`pytfrt.mlir.diagnostics`; a parser made with ``shallow_depth`` raises
+:class:`DeepNesting` at that region depth instead of recursing further.
 """
 
 from __future__ import annotations
@@ -40,8 +41,16 @@ _LOC_ALIAS_DEF = re.compile(r"(?m)^[ \t]*(#[\w.$-]+)[ \t]*=[ \t]*(loc\()")
 #: The longest op name a diagnostic quotes whole (a longer one is cut, with its length).
 MAX_QUOTED_NAME = 80
 
-#: The deepest nesting of regions the parser accepts (docs/security.md, "Limits").
-MAX_REGION_DEPTH = 101
+#: The deepest nesting of regions the parser accepts, the function body counting as one
+#: (docs/security.md, "Limits").  The parser recurses per level; beyond a few dozen levels
+#: :func:`pytfrt.mlir.api.parse_source` parses on a helper thread with a large stack
+#: (:func:`pytfrt.mlir.walk.call_with_deep_stack`).
+MAX_REGION_DEPTH = 16_384
+
+
+class DeepNesting(Exception):
+    """Raised by a parser made with ``shallow_depth`` when regions nest deeper than that: the
+    caller parses again on a deep stack.  Not a ``ParseError``, so no backtracking catches it."""
 
 #: 2020 op-name prefixes and their later spelling (examples/mlp_xor/README.md).
 OP_PREFIX_ALIASES = (("hex.", "tfrt."), ("dht.", "tfrt_dht."))
@@ -77,7 +86,9 @@ class NotedParseError(ParseError):
 class TfrtParser(Parser):
     """xDSL parser recording op positions and accepting the 2020 syntax."""
 
-    def __init__(self, ctx: Context, text: str, name: str = "<unknown>") -> None:
+    def __init__(
+        self, ctx: Context, text: str, name: str = "<unknown>", shallow_depth: int | None = None
+    ) -> None:
         # Mirrors Parser.__init__ with the fast lexer.
         Parser.__init__(self, ctx, "", name)
         self._parser_state = ParserState(FastMLIRLexer(Input(text, name)))
@@ -100,6 +111,7 @@ class TfrtParser(Parser):
         self._int_float_types: dict[str, TypeAttribute | None] = {}
         self._dialect_types: dict[str, TypeAttribute] = {}
         self._region_depth = 0
+        self.shallow_depth = shallow_depth
 
     # -- positions --------------------------------------------------------------------------
     def parse_operation(self) -> Operation:
@@ -126,12 +138,14 @@ class TfrtParser(Parser):
         return op
 
     def parse_optional_region(self, arguments=None):  # type: ignore[no-untyped-def,override]
-        # The parser recurses per region (about eight Python frames a level): refuse deep
-        # nesting with a located error instead of exhausting Python's recursion limit.
+        # The parser recurses per region (about ten Python frames a level): hand deep nesting
+        # to a deep stack, refuse nesting beyond the cap with a located error.
         if self._current_token.kind != MLIRTokenKind.L_BRACE:
             return super().parse_optional_region(arguments)
         if self._region_depth >= MAX_REGION_DEPTH:
             self.raise_error(f"regions nested deeper than {MAX_REGION_DEPTH}")
+        if self.shallow_depth is not None and self._region_depth >= self.shallow_depth:
+            raise DeepNesting
         self._region_depth += 1
         try:
             return super().parse_optional_region(arguments)

@@ -20,6 +20,8 @@ from xdsl.dialects import builtin as b
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
+from pytfrt.mlir.walk import walk_ops
+
 _CALL_OPS = ("tfrt.call", "func.call")
 _RETURN_OPS = ("tfrt.return", "func.return")
 
@@ -81,7 +83,7 @@ def _symbol_uses(module: b.ModuleOp) -> set[str]:
             for e in attr.data.values():
                 collect(e)
 
-    for op in module.walk():
+    for op in walk_ops(module):
         if isinstance(op, FuncOp):
             continue
         for attr in op.attributes.values():
@@ -95,13 +97,15 @@ def inline_calls(module: b.ModuleOp) -> None:
     for _ in range(16):  # nested calls: repeat until nothing changes (bounded, no recursion)
         changed = False
         for fn in functions.values():
-            calls = [op for op in fn.walk() if op.name in _CALL_OPS]
+            calls = [op for op in walk_ops(fn) if op.name in _CALL_OPS]
             for call in calls:
                 name = _callee_name(call)
                 callee = functions.get(name) if name is not None else None
                 if callee is None or callee is fn or not callee.body.blocks:
                     continue
-                if any(op.name in _CALL_OPS and _callee_name(op) == name for op in callee.walk()):
+                if any(
+                    op.name in _CALL_OPS and _callee_name(op) == name for op in walk_ops(callee)
+                ):
                     continue  # recursive
                 changed |= _inline_one(call, callee)
         if not changed:
@@ -115,7 +119,7 @@ def inline_calls(module: b.ModuleOp) -> None:
 
 def canonicalize(module: b.ModuleOp) -> None:
     """Apply the ``tfrt.merge.chains`` canonicalization everywhere in ``module``."""
-    for op in [o for o in module.walk() if o.name == "tfrt.merge.chains"]:
+    for op in [o for o in walk_ops(module) if o.name == "tfrt.merge.chains"]:
         operands = list(op.operands)
         if not operands:
             continue

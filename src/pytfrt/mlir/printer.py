@@ -151,7 +151,20 @@ class MlirPrinter(Printer):
 
 
 def print_module(module: Operation, generic: bool = False) -> str:
-    """The module as MLIR text (custom syntax unless ``generic``)."""
-    out = io.StringIO()
-    MlirPrinter(stream=out, print_generic_format=generic).print_module(module)
-    return out.getvalue()
+    """The module as MLIR text (custom syntax unless ``generic``).
+
+    xDSL's printer recurses per region level: a module nested too deeply for the calling
+    thread's stack is printed again on a deep stack
+    (:func:`pytfrt.mlir.walk.call_with_deep_stack`)."""
+
+    def render() -> str:
+        out = io.StringIO()
+        MlirPrinter(stream=out, print_generic_format=generic).print_module(module)
+        return out.getvalue()
+
+    try:
+        return render()
+    except RecursionError:
+        from pytfrt.mlir.walk import call_with_deep_stack
+
+        return call_with_deep_stack(render)
