@@ -79,11 +79,17 @@ def test_create_fill_set_equal_for_every_dtype(dtype: dt.DType) -> None:
     assert ne.value(0) is False
 
 
-def test_bool_suffix_alias_and_rank_suffix_not_checked() -> None:
-    t = run("tfrt_dht.create_uninitialized_tensor.bool.0", [], [(4,)], chain=False).value()
+def test_bool_suffix_alias_and_rank_suffix_is_an_upper_bound() -> None:
+    t = run("tfrt_dht.create_uninitialized_tensor.bool.1", [], [(4,)], chain=False).value()
     assert t.dtype is dt.I1 and t.array.shape == (4,)
+    # Shorter than the suffix: accepted (TFRT's MNIST program creates its biases this way).
     t2 = run("tfrt_dht.create_uninitialized_tensor.f32.2", [], [(2,)], chain=False).value()
     assert t2.array.shape == (2,)
+    # Longer than the suffix: an error at the kernel.
+    out = run("tfrt_dht.create_uninitialized_tensor.bool.0", [], [(4,)], chain=False)
+    assert out.diagnostics == ["shape [4] has 1 dimensions, more than the kernel's rank 0"]
+    out = run("tfrt_dht_sync.create_uninitialized_tensor.f32.1", [], [(2, 3)], chain=False)
+    assert out.diagnostics == ["shape [2, 3] has 2 dimensions, more than the kernel's rank 1"]
 
 
 def test_set_values_count_mismatch_and_wrong_dtype() -> None:

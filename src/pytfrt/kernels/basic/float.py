@@ -5,8 +5,8 @@ does: ``f32 = 312.271362`` where f64 gives ``312.271370``); ``f64`` -> Python ``
 ``numpy.float16``; ``bf16`` -> ``ml_dtypes.bfloat16``; ``complex64`` -> ``numpy.complex64``;
 ``complex128`` -> Python ``complex``.  Casts follow C++ ``static_cast`` (float to int truncates
 toward zero; NaN or out-of-range gives ``INT64_MIN``, the x86 result).  Prints use C ``%f``;
-``f16`` prints its raw 16-bit pattern (docs/conformance.md).  Division by ``0.0`` reports
-``Divide by zero``.
+``f16`` and ``bf16`` print their raw 16-bit patterns (docs/conformance.md).  Division by
+``0.0`` reports ``Divide by zero``.
 """
 
 from __future__ import annotations
@@ -39,11 +39,30 @@ def _load_numpy() -> None:
     np = numpy  # last: ``np is not None`` means everything above is set
 
 
-def bfloat16(value: float) -> Any:
-    """``value`` as an ``ml_dtypes.bfloat16`` scalar (imported on first use)."""
-    import ml_dtypes
+_BF16: Any = None  # ml_dtypes.bfloat16, imported on first use
 
-    return ml_dtypes.bfloat16(value)
+
+def bfloat16(value: float) -> Any:
+    """``value`` as an ``ml_dtypes.bfloat16`` scalar (imported on first use).
+
+    ``bfloat16`` is registered as a ``numbers.Real`` (as NumPy registers its own float
+    scalars): the executor checks that a ``bf16`` result is a real number."""
+    global _BF16
+    if _BF16 is None:
+        import numbers
+
+        import ml_dtypes
+
+        numbers.Real.register(ml_dtypes.bfloat16)
+        _BF16 = ml_dtypes.bfloat16
+    return _BF16(value)
+
+
+def bf16_bits(value: Any) -> int:
+    """The raw 16-bit pattern of ``value`` as a bfloat16."""
+    if np is None:
+        _load_numpy()
+    return int(np.asarray(bfloat16(float(value))).view(np.uint16))
 
 
 # -- constants ---------------------------------------------------------------------------------
@@ -222,6 +241,13 @@ def print_f16(value: Any) -> Chain:
     return _print(f"f16 = {f16_bits(value)}")
 
 
+@kernel("tfrt.print.bf16")
+def print_bf16(value: Any) -> Chain:
+    """Prints ``bf16 = <raw bits as unsigned>`` (as ``tfrt.print.f16`` and as tensors print
+    their bf16 elements)."""
+    return _print(f"bf16 = {bf16_bits(value)}")
+
+
 @kernel("tfrt.print.complex64")
 def print_complex64(value: Any) -> Chain:
     """Prints ``complex64 = <re %f>+<im %f>i``."""
@@ -243,5 +269,5 @@ def register(registry: KernelRegistry) -> None:
         constant_complex64, constant_complex128,
         add_f32, add_f64, multiply_f32, multiply_f64, minimum, div_f32, div_f64,
         cast_i64_to_f32, cast_i64_to_f64, cast_float_to_i64,
-        print_f32, print_f64, print_f16, print_complex64, print_complex128,
+        print_f32, print_f64, print_f16, print_bf16, print_complex64, print_complex128,
     )

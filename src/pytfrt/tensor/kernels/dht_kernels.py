@@ -3,9 +3,11 @@
 Families are registered for every numeric dtype (``ui8 ui16 ui32 ui64 i1/bool i8 i16 i32 i64
 f16 bf16 f32 f64 complex64 complex128``):
 
-* ``create_uninitialized_tensor.T.R`` (R 0..5; the rank suffix is not checked, as in TFRT) --
-  a new zero-filled tensor from the ``shape`` attribute; allocation refused ->
-  ``Cannot allocate tensor``;
+* ``create_uninitialized_tensor.T.R`` (R 0..5) -- a new zero-filled tensor from the ``shape``
+  attribute; allocation refused -> ``Cannot allocate tensor``.  The rank suffix is an upper
+  bound: a shape with more than R dimensions is an error at the kernel, a shorter one is
+  accepted (TFRT's MNIST integration program and the XOR playground create their rank-1 biases
+  with ``.f32.2`` and ``shape = [2]``);
 * ``fill_tensor_with_constant.T``, ``set_tensor_with_constant_values.T`` (count mismatch ->
   ``Incorrect number of values for the tensor: <given>, but expected <n>``),
   ``set_tensor_with_values.T``, ``make_tensor.T``;
@@ -106,10 +108,16 @@ def _scalar(dtype: DType, value: Any) -> Any:
 # -- per-dtype kernel factories ------------------------------------------------------------------
 
 
-def _create(dtype: DType) -> Callable[..., Any]:
+def _create(dtype: DType, rank: int) -> Callable[..., Any]:
     def create_uninitialized_tensor(shape: Attr[Any], exec_ctx: ExecutionContext) -> Any:
         try:
-            return allocate_dense(exec_ctx, dtype, dims_of(shape))
+            dims = dims_of(shape)
+            if len(dims) > rank:
+                raise KernelError(
+                    f"shape {list(dims)} has {len(dims)} dimensions, more than the kernel's "
+                    f"rank {rank}"
+                )
+            return allocate_dense(exec_ctx, dtype, dims)
         except (AllocationError, ShapeError) as exc:
             raise KernelError(str(exc)) from None
 
@@ -290,9 +298,9 @@ def register(registry: KernelRegistry) -> None:
     add = registry.add_kernel
     add_sync = registry.add_sync_kernel
     for dtype in NUMERIC_DTYPES:
-        create = _create(dtype)
+        creates = [_create(dtype, rank) for rank in range(0, 6)]
         for sfx in suffixes(dtype):
-            for rank in range(0, 6):
+            for rank, create in enumerate(creates):
                 add(f"tfrt_dht.create_uninitialized_tensor.{sfx}.{rank}", create)
                 add_sync(f"tfrt_dht_sync.create_uninitialized_tensor.{sfx}.{rank}", create)
             add(f"tfrt_dht.fill_tensor_with_constant.{sfx}", _fill(dtype))
