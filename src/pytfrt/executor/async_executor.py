@@ -70,7 +70,9 @@ from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function, FunctionKind
 from pytfrt.host.registry import KernelFrame
 
+TRACE_LEVEL_VERBOSE: Final = 1
 TRACE_LEVEL_DEBUG: Final = 2
+PROCESS_READY_KERNELS_SCOPE: Final = "BEFExecutor::ProcessReadyKernels"
 
 _new_object: Final = object.__new__
 _copy = itemgetter(slice(None))  # t[:]: a fresh copy of a list, the tuple itself for a tuple
@@ -385,6 +387,22 @@ class _Invocation:
         (:meth:`_enqueue_outline`) passes the shared ``batch`` of stream groups: whenever the
         current stream runs dry it takes the next group, until none is left.
         """
+        tracer = self.tracer
+        if tracer is not None:
+            # TFRT's executor opens this scope around every ProcessReadyKernels call (the
+            # first run, each continuation and each enqueued stream task); kernel scopes nest
+            # inside it.
+            tracer.begin_scope(PROCESS_READY_KERNELS_SCOPE, TRACE_LEVEL_VERBOSE)
+            try:
+                self._process_loop(stream, inline, outline, batch)
+            finally:
+                tracer.end_scope()
+        else:
+            self._process_loop(stream, inline, outline, batch)
+
+    def _process_loop(self, stream: int, inline: list[int], outline: list[int],
+                      batch: deque[tuple[int, list[int]]] | None) -> None:
+        """The loop of :meth:`_process` (see there)."""
         kernels = self.kernels
         registers = self.registers
         request = self.request

@@ -1,9 +1,11 @@
 // Core runtime op dispatch scopes (docs/tracing.md): each corert.executeop
 // kernel opens `<op>#op_handler=<handler>#`, inside it `RunMetadataFunction` and
-// `RunDispatch: <op>`.
+// `RunDispatch: <op>`.  Kernel scopes sit inside the executor's
+// `BEFExecutor::ProcessReadyKernels` scope.
 // RUN: bef_executor --enable_tracing --tracing_level=debug --test_init_function=register_op_handlers_cpu %s.bef | FileCheck %s --dump-input=fail
 
 // CHECK: Scope:Function: register_op_handlers_cpu
+// CHECK-NEXT: Scope:BEFExecutor::ProcessReadyKernels
 func.func @register_op_handlers_cpu() {
   // CHECK-NEXT: Scope:corert.create_null_op_handler
   // CHECK-NEXT: End Scope

@@ -23,10 +23,12 @@ func.func @cancelled() -> i32 {
 }
 
 // CHECK: Scope:Function: failing
+// CHECK-NEXT: Scope:BEFExecutor::ProcessReadyKernels
 // CHECK-NEXT: Scope:tfrt_test.fail
 // CHECK-NEXT: Event:error: tfrt_test.fail
 // CHECK-NEXT: End Scope
 // CHECK-NEXT: Event:skipped: tfrt.add.i32
+// CHECK-NEXT: End Scope
 // CHECK-NEXT: End Scope
 // CHECK: Scope:Function: cancelled
 // CHECK: Scope:tfrt_test.cancel

@@ -1,4 +1,4 @@
-// The debug text sink (docs/tracing.md): driver, function and kernel scopes.  The
+// The debug text sink (docs/tracing.md): driver, function, executor loop and kernel scopes.  The
 // trace lines are buffered separately and appear after the program's normal output.
 // RUN: bef_executor --enable_tracing --tracing_level=debug %s.bef 2>&1 | FileCheck %s --dump-input=fail
 
@@ -7,6 +7,7 @@
 func.func @print_test() {
 // CHECK-NEXT: Scope:Bef Executor
 // CHECK-NEXT: Scope:Function: print_test
+// CHECK-NEXT: Scope:BEFExecutor::ProcessReadyKernels
 
   // CHECK-NEXT: Scope:tfrt.new.chain
   %ch0 = tfrt.new.chain
@@ -18,6 +19,7 @@ func.func @print_test() {
 
   tfrt.return
 
+// CHECK-NEXT: End Scope
 // CHECK-NEXT: End Scope
 // CHECK-NEXT: End Scope
 // CHECK-NOT: Scope
