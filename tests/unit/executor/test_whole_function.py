@@ -284,7 +284,7 @@ def test_destroy_hooks_run_in_the_dataflow_executors_order() -> None:
                           whole_function=whole).get_function("f")
         assert fn is not None
         assert isinstance(fn, WholeBEFFunction) == whole
-        if whole:
+        if isinstance(fn, WholeBEFFunction):
             assert fn.whole_function is not None, fn.why_not
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
@@ -415,3 +415,78 @@ def test_random_programs_match_the_dataflow_executor(text: str) -> None:
     out, diagnostics, results = _run(text, "main", True)
     out0, diagnostics0, results0 = _run(text, "main", False)
     assert (out, sorted(diagnostics), results) == (out0, sorted(diagnostics0), results0), text
+
+
+NOT_QUALIFIED = {
+    # a frame kernel (it reads reference counts)
+    "frame": """
+func.func @f() -> i1 {
+  %a = tfrt.constant.i32 1
+  %u = "tfrt_test.get_uniqueness"(%a) : (i32) -> (i1)
+  tfrt.return %u : i1
+}
+""",
+    # a branch returns a new tensor: which value the result is depends on the branch
+    "branch": """
+func.func @f() -> !t.tensor {
+  %ch0 = tfrt.new.chain
+  %true = tfrt.constant.i1 1
+  %x = tfrt_dht.create_uninitialized_tensor.f32.1 [2 : i64]
+  %r = tfrt.if %true, %x : (!t.tensor) -> (!t.tensor) {
+    %y = tfrt_dht.create_uninitialized_tensor.f32.1 [2 : i64]
+    tfrt.return %y : !t.tensor
+  } else {
+    tfrt.return %x : !t.tensor
+  }
+  tfrt.return %r : !t.tensor
+}
+""",
+    # recursion cannot be inlined
+    "recursive": """
+func.func @f(%n: i32) -> i32 {
+  %r = tfrt.call @f(%n) : (i32) -> i32
+  tfrt.return %r : i32
+}
+""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_QUALIFIED))
+def test_functions_that_keep_the_dataflow_executor(case: str) -> None:
+    host = HostContext("s", builtin_registry())
+    fn = load_program(compile_mlir(NOT_QUALIFIED[case], "t.mlir"), host).get_function("f")
+    assert isinstance(fn, WholeBEFFunction)
+    assert fn.whole_function is None and fn.why_not
+
+
+PASS_THROUGH = """
+func.func @f() -> (!tfrt.chain, i32) {
+  %ch0 = tfrt.new.chain
+  %x = tfrt_dht.create_uninitialized_tensor.f32.1 [2 : i64]
+  %ch1 = tfrt_dht.fill_tensor_with_constant.f32 %x, %ch0 1.0 : f32
+  %n = tfrt.constant.i32 3
+  %zero = tfrt.constant.i32 0
+  %rc, %rt, %ri = tfrt.repeat.i32 %n, %ch1, %x, %zero : !tfrt.chain, !t.tensor, i32 {
+    %one = tfrt.constant.i32 1
+    %next = tfrt.add.i32 %zero, %one
+    %ch2 = tfrt_dht.print_tensor %x, %ch1
+    tfrt.return %ch2, %x, %next : !tfrt.chain, !t.tensor, i32
+  }
+  %c = tfrt.equal.i32 %ri, %n
+  %sc, %st = tfrt.if %c, %rc, %rt : (!tfrt.chain, !t.tensor) -> (!tfrt.chain, !t.tensor) {
+    %p = tfrt_dht.print_tensor %rt, %rc
+    tfrt.return %p, %rt : !tfrt.chain, !t.tensor
+  } else {
+    tfrt.return %rc, %rt : !tfrt.chain, !t.tensor
+  }
+  %p = tfrt_dht.print_tensor %st, %sc
+  tfrt.return %p, %ri : !tfrt.chain, i32
+}
+"""
+
+
+def test_tensors_passed_through_loops_and_branches() -> None:
+    assert _qualifies(PASS_THROUGH, "f")
+    fast = _run(PASS_THROUGH, "f", True)
+    assert fast == _run(PASS_THROUGH, "f", False)
+    assert fast[0].count("DenseHostTensor") == 5 and fast[2] == ["Chain()", "3"]
