@@ -13,6 +13,7 @@ from pytfrt.host import (
     AsyncValue,
     MultiThreadedWorkQueue,
     SingleThreadedWorkQueue,
+    WorkQueueError,
     create_work_queue,
     make_unconstructed,
 )
@@ -70,6 +71,35 @@ def test_s_tasks_added_during_a_batch_run_after_the_batch() -> None:
     q.add_task(lambda: order.append("c"))
     q.quiesce()
     assert order == ["a", "b", "c", "a-child"]
+
+
+def test_s_run_pending_from_a_task_runs_later_tasks_inline() -> None:
+    # TFRT's single-threaded Quiesce called by a task: the tasks queued after the driver took
+    # the current batch run at once, inline; the rest of the batch runs after the caller.
+    q = SingleThreadedWorkQueue()
+    order: list[str] = []
+
+    def child() -> None:
+        order.append("child")
+        q.add_task(lambda: order.append("grand"))
+
+    def first() -> None:
+        order.append("a")
+        q.add_task(child)
+        q.run_pending()
+        order.append("a-end")
+
+    q.add_task(first)
+    q.add_task(lambda: order.append("b"))
+    q.quiesce()
+    assert order == ["a", "child", "grand", "a-end", "b"]
+
+
+def test_s_run_pending_outside_a_task_is_an_error() -> None:
+    q = SingleThreadedWorkQueue()
+    q.add_task(lambda: None)
+    with pytest.raises(WorkQueueError, match="run_pending"):
+        q.run_pending()
 
 
 def test_s_await_stops_early_and_leaves_the_rest_queued_in_order() -> None:
