@@ -116,10 +116,10 @@ def max_pool2d(
             sp = lib.new("dnnl_memory_create", sp_md, lib.engine, None)
             pairs.append((dc._ARG_SCRATCHPAD, sp))
         args = (dc._ExecArg * len(pairs))(*(dc._ExecArg(k, m.value) for k, m in pairs))
-        state = (args, srcm, dstm, sp)
+        state = (args, srcm, dstm, sp, None)  # no residual memory (see _dnnl_conv._Prim)
         with _lock:
             p.per_thread[tid] = state
-    args, srcm, dstm, sp = state
+    args, srcm, dstm, sp, _ = state
     set_handle = lib.fn["dnnl_memory_set_data_handle"]
     set_handle(srcm, x.ctypes.data)
     set_handle(dstm, y.ctypes.data)
