@@ -85,6 +85,10 @@ MAX_INLINED_KERNELS: Final = 20000
 MAX_BLOCK_DEPTH: Final = 8
 """Nested control-flow levels one generated function may have (Python limits nested blocks)."""
 
+MAX_CALL_DEPTH: Final = 32
+"""Nested calls one generated function may inline (the analysis recurses per call): a deeper
+chain keeps the dataflow executor, which runs any depth in constant stack."""
+
 _CONTROL_FLOW_MODULE: Final = "pytfrt.kernels.basic.control_flow"
 _BASIC_KERNELS: Final = "pytfrt.kernels.basic."
 _CONSTANT_PREFIX: Final = "tfrt.constant."
@@ -282,6 +286,8 @@ class _Generator:
             raise _NotQualified(f"function '{fn.name}' is recursive")
         if level > MAX_BLOCK_DEPTH:
             raise _NotQualified("control flow nested too deeply")
+        if len(self.active) > MAX_CALL_DEPTH:
+            raise _NotQualified("calls nested too deeply to inline")
         self.active.append(fn)
         info = fn.info
         names = dict(enumerate(arg_names))
@@ -594,6 +600,8 @@ def _origins(fn: BEFFunction, active: list[BEFFunction]) -> list[tuple[str, int]
     (through calls, branches and loops), else ``("new", register)``."""
     if fn in active:
         raise _NotQualified(f"function '{fn.name}' is recursive")
+    if len(active) > MAX_CALL_DEPTH:
+        raise _NotQualified("calls nested too deeply to inline")
     info = fn.info
     root = list(range(info.num_registers))
     for k in info.kernels[1:]:  # program order is a topological order
