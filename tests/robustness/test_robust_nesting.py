@@ -137,3 +137,14 @@ def test_1000_nested_ifs_print_and_parse_back() -> None:
     once = print_module(parse_source(nested_ifs(1000), "a.mlir").module)
     assert once.count("tfrt.if") == 1000
     assert print_module(parse_source(once, "b.mlir").module) == once
+
+
+def test_1000_nested_ifs_disassemble_and_compile_back() -> None:
+    from pytfrt.bef.disasm import program_to_mlir
+
+    data = write_bef(compile_mlir(nested_ifs(1000), "a.mlir"))
+    text = program_to_mlir(read_bef(data))  # tfrt_translate -bef-to-mlir
+    assert text.count('"tfrt.if"') == 1000
+    again = compile_mlir(text, "b.mlir")
+    assert len(again.functions) == 2001
+    assert run_program(again).results == [2]

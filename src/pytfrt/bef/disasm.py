@@ -292,40 +292,83 @@ class _Printer:
         return names
 
     def body(self, fn: Function, names: list[str], indent: str) -> list[str]:
-        types = fn.register_types
-        lines = []
-        for kern in fn.kernels:
-            regions = []
-            for f in kern.functions[len(kern.functions) - kern.num_regions :]:
-                regions.append(self.region(self.program.functions[f], indent + "  "))
-            pairs = [(n, attribute_to_mlir(v)) for n, v in kern.attributes]
-            pairs += _function_attrs(self.program, kern)
-            pairs.sort(key=lambda p: p[0])
-            dict_text = ", ".join(f"{n if _BARE.match(n) else _string(n)} = {v}" for n, v in pairs)
-            lhs = ", ".join(names[r] for r in kern.results)
-            text = indent + (f"{lhs} = " if lhs else "")
-            text += f"{_string(kern.name)}({', '.join(names[r] for r in kern.operands)})"
-            if regions:
-                text += " (" + ", ".join(regions) + ")"
-            if dict_text:
-                text += " {" + dict_text + "}"
-            operand_types = ", ".join(types[r] for r in kern.operands)
-            result_types = ", ".join(types[r] for r in kern.results)
-            text += f" : ({operand_types}) -> ({result_types})" + self.loc(kern.location)
-            lines.append(text)
-        returned = ", ".join(names[r] for r in fn.return_registers)
-        return_types = ", ".join(types[r] for r in fn.return_registers)
-        lines.append(f'{indent}"tfrt.return"({returned}) : ({return_types}) -> ()')
-        return lines
+        """The lines of ``fn``'s kernels and return at ``indent``.
 
-    def region(self, fn: Function, indent: str) -> str:
-        names = self.names(fn)
+        Regions print inside their kernel's line, named depth-first in program order.  An
+        explicit stack instead of recursion: nesting depth costs no Python stack."""
+        root = _Body(fn, names, indent)
+        stack = [root]
+        while stack:
+            top = stack[-1]
+            if top.pending:  # the next region of the current kernel
+                region = self.program.functions[top.pending.pop()]
+                stack.append(_Body(region, self.names(region), top.indent + "    ", top))
+                continue
+            if top.kernel is not None:  # every region of the current kernel is printed
+                top.lines.append(self.kernel_line(top, top.kernel, top.regions))
+                top.kernel = None
+            if top.next < len(top.fn.kernels):
+                kern = top.fn.kernels[top.next]
+                top.next += 1
+                top.kernel, top.regions = kern, []
+                count = len(kern.functions)
+                top.pending = list(reversed(kern.functions[count - kern.num_regions :]))
+                continue
+            types = top.fn.register_types
+            returned = ", ".join(top.names[r] for r in top.fn.return_registers)
+            return_types = ", ".join(types[r] for r in top.fn.return_registers)
+            top.lines.append(f'{top.indent}"tfrt.return"({returned}) : ({return_types}) -> ()')
+            stack.pop()
+            if top.parent is not None:
+                top.parent.regions.append(self.region_text(top))
+        return root.lines
+
+    def kernel_line(self, at: _Body, kern: Kernel, regions: list[str]) -> str:
+        """One kernel as a generic op, with its printed ``regions``."""
+        names, types = at.names, at.fn.register_types
+        pairs = [(n, attribute_to_mlir(v)) for n, v in kern.attributes]
+        pairs += _function_attrs(self.program, kern)
+        pairs.sort(key=lambda p: p[0])
+        dict_text = ", ".join(f"{n if _BARE.match(n) else _string(n)} = {v}" for n, v in pairs)
+        lhs = ", ".join(names[r] for r in kern.results)
+        text = at.indent + (f"{lhs} = " if lhs else "")
+        text += f"{_string(kern.name)}({', '.join(names[r] for r in kern.operands)})"
+        if regions:
+            text += " (" + ", ".join(regions) + ")"
+        if dict_text:
+            text += " {" + dict_text + "}"
+        operand_types = ", ".join(types[r] for r in kern.operands)
+        result_types = ", ".join(types[r] for r in kern.results)
+        return text + f" : ({operand_types}) -> ({result_types})" + self.loc(kern.location)
+
+    @staticmethod
+    def region_text(region: _Body) -> str:
+        """A printed region: braces, block arguments, then its body's lines."""
+        fn, names = region.fn, region.names
+        outer = region.indent[:-2]  # the block-argument line's indent
         lines = ["{"]
         if fn.num_arguments:
             args = ", ".join(
                 f"{names[a]}: {t}" for a, t in enumerate(fn.register_types[: fn.num_arguments])
             )
-            lines.append(f"{indent}^bb0({args}):")
-        lines.extend(self.body(fn, names, indent + "  "))
-        lines.append(indent[:-2] + "}")
+            lines.append(f"{outer}^bb0({args}):")
+        lines.extend(region.lines)
+        lines.append(outer[:-2] + "}")
         return "\n".join(lines)
+
+
+class _Body:
+    """A function body being printed by :meth:`_Printer.body` (one level of its stack)."""
+
+    def __init__(
+        self, fn: Function, names: list[str], indent: str, parent: _Body | None = None
+    ) -> None:
+        self.fn = fn
+        self.names = names
+        self.indent = indent
+        self.parent = parent
+        self.lines: list[str] = []
+        self.next = 0  # the next kernel to print
+        self.kernel: Kernel | None = None  # the kernel whose regions are being printed
+        self.regions: list[str] = []  # its regions printed so far
+        self.pending: list[int] = []  # its regions still to print (last first)
