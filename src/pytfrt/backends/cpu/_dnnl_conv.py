@@ -68,6 +68,8 @@ _ELT_GELU_TANH, _ELT_SWISH, _ELT_CLIP_V2, _ELT_GELU_ERF, _ELT_HARDSWISH = (
 )
 
 _DIMS = ctypes.c_int64 * 12  # dnnl_dims_t
+_GIL_HELD = frozenset({"dnnl_memory_set_data_handle", "dnnl_memory_get_data_handle"})
+"""oneDNN calls made without releasing the GIL (they only store or read a pointer)."""
 
 
 class _ExecArg(ctypes.Structure):
@@ -148,9 +150,13 @@ class _Lib:
             "dnnl_memory_set_data_handle": ([p, p], ctypes.c_int),
             "dnnl_memory_get_data_handle": ([p, pp], ctypes.c_int),
         }
+        # Calls that only set a pointer keep the GIL (PyDLL): each GIL release of a ctypes call
+        # is a chance for a helper thread to take the GIL and make the caller wait for it;
+        # only the primitive's execution (and creation) should hand it over.
+        keep_gil = ctypes.PyDLL(lib._name, handle=lib._handle)
         self.fn: dict[str, Callable[..., Any]] = {}
         for name, (argtypes, restype) in sigs.items():
-            f = getattr(lib, name)
+            f = getattr(keep_gil if name in _GIL_HELD else lib, name)
             f.argtypes = argtypes
             f.restype = restype
             self.fn[name] = f
