@@ -131,20 +131,22 @@ func.func private @body(%i: i32) -> (i32) {
     assert_same_walks(parse_source(text, "w.mlir").module)
 
 
-def test_1000_nested_ifs_print_and_parse_back() -> None:
+# 600 levels: beyond what the recursive printers managed on Python's default stack (the
+# printed text grows with the square of the depth: its indentation).
+def test_600_nested_ifs_print_and_parse_back() -> None:
     from pytfrt.mlir import print_module
 
-    once = print_module(parse_source(nested_ifs(1000), "a.mlir").module)
-    assert once.count("tfrt.if") == 1000
+    once = print_module(parse_source(nested_ifs(600), "a.mlir").module)
+    assert once.count("tfrt.if") == 600
     assert print_module(parse_source(once, "b.mlir").module) == once
 
 
-def test_1000_nested_ifs_disassemble_and_compile_back() -> None:
+def test_600_nested_ifs_disassemble_and_compile_back() -> None:
     from pytfrt.bef.disasm import program_to_mlir
 
-    data = write_bef(compile_mlir(nested_ifs(1000), "a.mlir"))
+    data = write_bef(compile_mlir(nested_ifs(600), "a.mlir"))
     text = program_to_mlir(read_bef(data))  # tfrt_translate -bef-to-mlir
-    assert text.count('"tfrt.if"') == 1000
+    assert text.count('"tfrt.if"') == 600
     again = compile_mlir(text, "b.mlir")
-    assert len(again.functions) == 2001
+    assert len(again.functions) == 1201
     assert run_program(again).results == [2]
