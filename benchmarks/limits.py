@@ -3,7 +3,9 @@
 Each case runs with a closed-form oracle and reports its wall time; the loops and call chains
 run with Python's recursion limit lowered to ``FRAME_MARGIN`` frames above the caller (a loop
 or call chain that recursed per iteration would need a million frames), on every work queue
-type.  The nesting case times each phase (parse, verify, lower, BEF write, BEF read, run).
+type.  The nesting case times each phase (parse, verify, lower, BEF write, BEF read, run).  Loops
+and calls run twice: on the dataflow executor (``whole_function=False``, the path of programs
+with asynchronous kernels) and by default (whole-function code where a function qualifies).
 The suite tests 100,000 iterations and 1,000 levels (``tests/robustness/``); these are the
 sizes too slow for it.
 
@@ -59,8 +61,9 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return value, time.perf_counter() - start
 
 
-def run_results(program: Program, queue: str) -> list[Any]:
-    return run_program(program, queue, extra_kernels=(probe_i32,)).results
+def run_results(program: Program, queue: str, whole_function: bool | None = None) -> list[Any]:
+    return run_program(program, queue, extra_kernels=(probe_i32,),
+                       whole_function=whole_function).results
 
 
 def low_stack(fn: Callable[[], Any]) -> Any:
@@ -85,7 +88,7 @@ def main() -> int:
         verdict = "ok" if got == want else f"WRONG ({got!r})"
         rows.append({"case": case, "queue": queue, "verdict": verdict,
                      "seconds": round(seconds, 2)})
-        print(f"{case:<34} {queue:<9} {verdict:<6} {seconds:8.1f} s", flush=True)
+        print(f"{case:<48} {queue:<9} {verdict:<6} {seconds:8.1f} s", flush=True)
 
     n = args.iterations
     loops = {
@@ -94,17 +97,21 @@ def main() -> int:
     }
     for case, (text, want) in loops.items():
         loop = compile_mlir(text, "loop.mlir")
-        for queue in QUEUES:
-            result, seconds = timed(partial(low_stack, partial(run_results, loop, queue)))
-            record(case, queue, result, [want], seconds)
+        for mode, whole_function in (("dataflow", False), ("default", None)):
+            for queue in QUEUES:
+                result, seconds = timed(partial(
+                    low_stack, partial(run_results, loop, queue, whole_function)))
+                record(f"{case} ({mode})", queue, result, [want], seconds)
 
     calls = f"{args.calls:,} distinct tfrt.call"
     start = time.perf_counter()
     chain = compile_mlir(call_chain(args.calls), "chain.mlir")
     record(f"{calls}: compile", "-", "ok", "ok", time.perf_counter() - start)
-    for queue in QUEUES:
-        result, seconds = timed(partial(low_stack, partial(run_results, chain, queue)))
-        record(f"{calls}: run", queue, result, [args.calls + 2], seconds)
+    for mode, whole_function in (("dataflow", False), ("default", None)):
+        for queue in QUEUES:
+            result, seconds = timed(partial(
+                low_stack, partial(run_results, chain, queue, whole_function)))
+            record(f"{calls}: run ({mode})", queue, result, [args.calls + 2], seconds)
 
     d = args.depth
     ifs = f"{d:,} nested tfrt.if"

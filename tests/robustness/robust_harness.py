@@ -46,8 +46,10 @@ def run_mlir(text: str, queue: str = "s", function: str = "main",
 
 def run_program(program: Program, queue: str = "s", function: str = "main",
                 extra_kernels: tuple[Callable[..., Any], ...] = (),
-                timeout: float | None = None, data_dirs: list[str] | None = None) -> Run:
-    """Load ``program`` on a fresh host and run ``function`` (as :func:`run_mlir`)."""
+                timeout: float | None = None, data_dirs: list[str] | None = None,
+                whole_function: bool | None = None) -> Run:
+    """Load ``program`` on a fresh host and run ``function`` (as :func:`run_mlir`);
+    ``whole_function=False`` keeps every function on the dataflow executor."""
     if not program.streams_assigned:
         assign_stream_ids(program)
     registry = builtin_registry(entry_points=False)
@@ -56,7 +58,7 @@ def run_program(program: Program, queue: str = "s", function: str = "main",
     diags = DiagnosticCollector()
     dirs = DataDirectories(data_dirs) if data_dirs is not None else None
     with HostContext(queue, registry, diags, data_dirs=dirs) as host:
-        bef = load_program(program, host)
+        bef = load_program(program, host, whole_function=whole_function)
         fn = bef.get_function(function)
         assert fn is not None
         ctx = host.new_execution_context()

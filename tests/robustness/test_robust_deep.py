@@ -126,21 +126,27 @@ def long_loops() -> dict[str, Program]:
             "repeat": compile_mlir(repeat_loop(100_000), "repeat.mlir")}
 
 
+# Both executors: the dataflow one (trampolined continuations) and whole-function code.
+@pytest.mark.parametrize("whole_function", [False, True])
 @pytest.mark.parametrize("queue", QUEUES)
 @pytest.mark.parametrize(("loop", "answer"), [("while", 100_001), ("repeat", 100_000)])
 def test_100000_iterations_in_bounded_stack(long_loops: dict[str, Program], queue: str,
-                                            loop: str, answer: int,
+                                            loop: str, answer: int, whole_function: bool,
                                             low_recursion_limit: None) -> None:
-    assert run_program(long_loops[loop], queue).results == [answer]
+    run = run_program(long_loops[loop], queue, whole_function=whole_function)
+    assert run.results == [answer]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_distinct_call_chain_10000_deep_on_every_queue() -> None:
     program = compile_mlir(call_chain(10_000), "chain.mlir")
-    for queue in QUEUES:
+    # The dataflow executor on every queue, and the default (whole-function code where it fits).
+    for queue, whole_function in [*((q, False) for q in QUEUES), ("s", None)]:
         STACK_DEPTHS.clear()
-        assert run_program(program, queue, extra_kernels=(probe_i32,)).results == [10_002]
+        run = run_program(program, queue, extra_kernels=(probe_i32,),
+                          whole_function=whole_function)
+        assert run.results == [10_002]
         assert len(STACK_DEPTHS) == 10_000 and max(STACK_DEPTHS) < 600
 
 
