@@ -115,15 +115,14 @@ def sgemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, beta: float = 0.0) -> Non
     if fn is None or c.dtype != np.float32 or a.dtype != np.float32 or b.dtype != np.float32:
         _numpy_gemm(a, b, c, beta)
         return
-    if not getattr(_local, "pinned", False):
-        _pin_one_thread()
+    pin_thread()
     m, k = a.shape
     n = b.shape[1]
     if m == 0 or n == 0:
         return
     ldc = _ld(c)
-    ta, lda = _trans(a)
-    tb, ldb = _trans(b)
+    ta, lda = layout(a)
+    tb, ldb = layout(b)
     if ldc is None or lda is None or ldb is None or k == 0:
         _numpy_gemm(a, b, c, beta)
         return
@@ -137,6 +136,38 @@ def sgemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, beta: float = 0.0) -> Non
 _local = threading.local()
 
 
+def pin_thread() -> None:
+    """Pin oneDNN's OpenMP to one thread for calls made from this thread (once per thread)."""
+    if not getattr(_local, "pinned", False):
+        _pin_one_thread()
+
+
+_cfunc: Any = None
+
+
+def gemm_cfunc() -> Any:
+    """``dnnl_sgemm`` as a ctypes function Numba's ``nopython`` code can call, or ``None``.
+
+    Same C function as :func:`gemm_fn`, typed ``(uint8 transa, uint8 transb, int64 m, n, k,
+    float32 alpha, int64 a_address, int64 lda, int64 b_address, int64 ldb, float32 beta,
+    int64 c_address, int64 ldc) -> int32`` (addresses as integers: the same x86-64/AArch64
+    calling convention as pointers), so a compiled loop can run a batch of GEMMs without a
+    Python call per product.  Callers pin the thread first (:func:`pin_thread`).
+    """
+    global _cfunc
+    fn = _load()
+    if fn is None:
+        return None
+    if _cfunc is None:
+        i64, u8, f32 = ctypes.c_int64, ctypes.c_uint8, ctypes.c_float
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, u8, u8, i64, i64, i64, f32, i64, i64, i64, i64,
+                                 f32, i64, i64)
+        address = ctypes.cast(fn, ctypes.c_void_p).value  # type: ignore[arg-type]
+        assert address is not None
+        _cfunc = proto(address)
+    return _cfunc
+
+
 def _pin_one_thread() -> None:
     """Make oneDNN's OpenMP use one thread when called from this thread (a per-thread setting)."""
     _local.pinned = True
@@ -147,7 +178,7 @@ def _pin_one_thread() -> None:
     gomp.omp_set_num_threads(1)
 
 
-def _trans(x: np.ndarray) -> tuple[bytes, int | None]:
+def layout(x: np.ndarray) -> tuple[bytes, int | None]:
     """(``b"N"``/``b"T"``, leading dimension) to pass a 2-D view to a row-major GEMM."""
     ld = _ld(x)
     if ld is not None:

@@ -6,8 +6,13 @@ broadcast their leading (batch) dimensions; a rank-1 ``a`` is a row vector and a
 a column vector, and that dimension is dropped from the result.  ``transpose_a`` /
 ``transpose_b`` swap the last two axes of a rank >= 2 operand (a view: no copy).
 
-The product runs in BLAS (float32 matrices: oneDNN when installed, split into row shards across
-threads, see :mod:`pytfrt.backends.cpu._blas`; otherwise NumPy's ``matmul``; GIL released);
+The product runs in BLAS (GIL released).  Float32 with oneDNN installed
+(:mod:`pytfrt.backends.cpu._blas`): a 2-D product is split into row shards, a batched one
+(``[..., M, K] x [..., K, N]``, the attention products of a Transformer) into shards of whole
+products, both run on the CPU kernels' helper threads with oneDNN single-threaded per call --
+never a threaded BLAS, whose spinning threads cost a loaded machine several times the work.
+Otherwise (other dtypes, rank-1 operands, tiny batched products, layouts oneDNN cannot take
+such as reversed strides) NumPy's ``matmul``;
 ``bias`` (1-D, the result's last
 dimension), ``residual`` (broadcastable to the result) and the activation are applied in one
 compiled pass over the result while it is still in cache
@@ -17,9 +22,11 @@ is C-contiguous).  Thread-safety: pure function; it writes only ``out``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from pytfrt.backends.cpu._blas import parallel_gemm, sgemm
+from pytfrt.backends.cpu._blas import layout, parallel_gemm, pin_thread, sgemm
 from pytfrt.backends.cpu._epilogue import epilogue_2d
 from pytfrt.backends.cpu._parallel import chunks, parallel_for
 from pytfrt.backends.cpu.activations import check_activation
@@ -154,6 +161,17 @@ def matmul(
             out[...] = y
             return out
         return y
+    if (a.ndim >= 2 and b.ndim >= 2 and a.dtype == np.float32
+            and a.shape[-2] * a.shape[-1] * b.shape[-1] >= BATCHED_MIN and parallel_gemm()):
+        y = target if target is not None else np.empty(shape, dtype=a.dtype)
+        if _batched(a, b, y, bias if residual is None else None,
+                    code if residual is None else 0, alpha):
+            if residual is not None:
+                apply_epilogue(y, bias, residual, code, alpha)
+            if out is not None and y is not out:
+                out[...] = y
+                return out
+            return y
     y = np.matmul(a, b, out=target)
     if target is None and not isinstance(y, np.ndarray):  # rank-0 result of two vectors
         y = np.asarray(y, dtype=a.dtype)
@@ -186,6 +204,98 @@ def _sharded_2d(
         epilogue_2d(yb, bias, None if res is None else res[r0:r1], code, alpha)
 
     parallel_for(shard, len(shards))
+
+
+BATCHED_MIN = 1 << 13
+"""``m * k * n`` from which each product of a batched float32 matmul runs in oneDNN (below it
+NumPy's loop of small GEMMs, which does not thread, costs less than setting up the batch)."""
+_SHARD_MACS = 1 << 18
+"""Multiply-adds per shard of a batched matmul split across the helper threads."""
+
+_batch_kernel: Any = None
+
+
+def _kernel() -> Any:
+    """The compiled batch loop over ``dnnl_sgemm`` (Numba calls the C function directly: no
+    Python call per product, GIL released); built on first use (about 0.3 s)."""
+    global _batch_kernel
+    if _batch_kernel is None:
+        import numba
+
+        from pytfrt.backends.cpu._blas import gemm_cfunc
+
+        f = gemm_cfunc()
+
+        @numba.njit(nogil=True)
+        def run(ta, tb, m, n, k, pa, lda, pb, ldb, pc, ldc, lo, hi):  # type: ignore[no-untyped-def]
+            status = 0
+            one, zero = np.float32(1.0), np.float32(0.0)
+            for i in range(lo, hi):
+                status |= f(ta, tb, m, n, k, one, pa[i], lda, pb[i], ldb, zero, pc[i], ldc)
+            return status
+
+        _batch_kernel = run
+    return _batch_kernel
+
+
+def _addresses(x: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
+    """The address of each matrix of ``x`` broadcast over ``batch`` (flat, C order)."""
+    xb = np.broadcast_to(x, (*batch, *x.shape[-2:]))
+    addr = np.full(batch, xb.ctypes.data, dtype=np.int64)
+    for axis, (d, st) in enumerate(zip(batch, xb.strides[:-2], strict=True)):
+        if d > 1 and st:
+            shape = [1] * len(batch)
+            shape[axis] = d
+            addr += (np.arange(d, dtype=np.int64) * st).reshape(shape)
+    return addr.reshape(-1)
+
+
+def _batched(
+    a: np.ndarray,
+    b: np.ndarray,
+    y: np.ndarray,
+    bias: np.ndarray | None,
+    code: int,
+    alpha: float,
+) -> bool:
+    """``y = act(a @ b + bias)`` for float32 operands of rank >= 2 (batch dimensions
+    broadcast) and a C-contiguous ``y``: one single-threaded oneDNN GEMM per product, the
+    batch split into shards across the helper threads when the work is large, each shard's
+    epilogue applied while its rows are in cache.  ``False`` (nothing written) when a
+    layout cannot be passed to oneDNN (negative or zero strides inside a matrix)."""
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = y.shape[:-2]
+    count = int(np.prod(batch))
+    if count == 0 or m == 0 or n == 0:
+        return True
+    if k == 0:
+        y.fill(0)
+        apply_epilogue(y, bias, None, code, alpha)
+        return True
+    ta, lda = layout(a[(0,) * (a.ndim - 2)])
+    tb, ldb = layout(b[(0,) * (b.ndim - 2)])
+    if lda is None or ldb is None:
+        return False
+    pa, pb = _addresses(a, batch), _addresses(b, batch)
+    pc = y.ctypes.data + np.arange(count, dtype=np.int64) * (m * n * 4)
+    run = _kernel()
+    y3 = y.reshape(count, m * n)
+    shards = chunks(count, max(1, -(-_SHARD_MACS // (m * n * k))))
+    errors: list[int] = []
+
+    def shard(i: int) -> None:
+        lo, hi = shards[i]
+        pin_thread()
+        status = run(ord(ta), ord(tb), m, n, k, pa, lda, pb, ldb, pc, n, lo, hi)
+        if status:  # pragma: no cover - oneDNN only fails on bad arguments, checked above
+            errors.append(status)
+        epilogue_2d(y3[lo:hi].reshape(-1, n), bias, None, code, alpha)
+
+    parallel_for(shard, len(shards))
+    if errors:  # pragma: no cover
+        raise RuntimeError(f"dnnl_sgemm failed with status {errors[0]}")
+    return True
 
 
 def apply_epilogue(
