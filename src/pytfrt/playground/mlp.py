@@ -29,6 +29,7 @@ import numpy as np
 from pytfrt.backends.cpu.ops import sigmoid_inplace
 from pytfrt.host import CHAIN, Chain, KernelError, KernelRegistry, kernel
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
+from pytfrt.tensor.dtype import F32
 
 
 def _shape(t: DenseHostTensor) -> str:
@@ -36,10 +37,9 @@ def _shape(t: DenseHostTensor) -> str:
 
 
 def _check_f32(t: DenseHostTensor, what: str) -> np.ndarray:
-    array = t.array
-    if array.dtype != np.float32:
+    if t.dtype is not F32:
         raise KernelError(f"{what} expects an f32 tensor, got {t.dtype.name}")
-    return array
+    return t.array
 
 
 def _check_same_shape(a: DenseHostTensor, b: DenseHostTensor) -> None:
@@ -81,7 +81,13 @@ def mse_loss_f32(prediction: DenseHostTensor, target: DenseHostTensor) -> float:
     p = _check_f32(prediction, "mlp.mse_loss.f32")
     t = _check_f32(target, "mlp.mse_loss.f32")
     diff = p - t
-    return float(np.float32(np.mean(diff * diff, dtype=np.float32)))
+    np.multiply(diff, diff, out=diff)
+    n = diff.size
+    if n == 0:  # np.mean's "Mean of empty slice" warning and NaN
+        return float(np.float32(np.mean(diff, dtype=np.float32)))
+    # np.mean's own steps without its Python-level dispatch, with the same roundings: the
+    # float32 sum, divided by the element count in float64, rounded to float32.
+    return float(np.float32(float(np.add.reduce(diff, None, np.float32)) / n))
 
 
 @kernel("mlp.print_progress")

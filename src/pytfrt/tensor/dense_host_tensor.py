@@ -36,7 +36,12 @@ class AllocationError(PytfrtError):
 
 
 class _Accounting:
-    """One accounted allocation, released at most once (``list.pop`` is atomic)."""
+    """One accounted allocation, released at most once (``list.pop`` is atomic).
+
+    Released explicitly (``__tfrt_destroy__`` of its owner) or, failing that, when it is
+    collected together with its owner: the finalizer lives here, so the many unaccounted
+    tensors pay no ``__del__`` call.
+    """
 
     __slots__ = ("_token", "nbytes")
 
@@ -51,6 +56,8 @@ class _Accounting:
             return
         allocator.deallocate(self.nbytes)
 
+    __del__ = release
+
 
 def _account(allocator: Any, nbytes: int) -> _Accounting | None:
     """Ask ``allocator`` for a tensor buffer of ``nbytes`` data bytes.
@@ -64,6 +71,28 @@ def _account(allocator: Any, nbytes: int) -> _Accounting | None:
     if not allocator.allocate(size):
         raise AllocationError("Cannot allocate tensor")
     return _Accounting(allocator, size)
+
+
+def _checked_dims(dims: Iterable[int]) -> tuple[int, ...]:
+    """``dims`` as a tuple of non-negative ints.
+
+    A tuple of non-negative ``int`` is returned as it is (the kernels' common case, without
+    the per-dimension conversion); anything else is converted with ``int``.
+
+    Raises:
+        ShapeError: for a negative dimension.
+    """
+    if type(dims) is tuple:
+        for d in dims:
+            if d.__class__ is not int or d < 0:
+                break
+        else:
+            return dims
+    shape = tuple(int(d) for d in dims)
+    for d in shape:
+        if d < 0:
+            raise ShapeError(f"invalid dimension {d} in shape {format_dims(shape)}")
+    return shape
 
 
 class HostBuffer:
@@ -107,10 +136,6 @@ class HostBuffer:
         acct = self._acct
         if acct is not None:
             acct.release()
-
-    def __del__(self) -> None:
-        if self._acct is not None:
-            self._acct.release()
 
     def __str__(self) -> str:
         return f"HostBuffer<pointer=0x{self.data.ctypes.data:x}, size={self.size}>"
@@ -159,11 +184,10 @@ class DenseHostTensor:
             AllocationError: ``Cannot allocate tensor`` if the allocator refuses.
             ShapeError: for a negative dimension.
         """
-        shape = tuple(int(d) for d in dims)
-        for d in shape:
-            if d < 0:
-                raise ShapeError(f"invalid dimension {d} in shape {format_dims(shape)}")
+        shape = _checked_dims(dims)
         array = np.zeros(shape, dtype.np_dtype)
+        if allocator is None:
+            return cls(dtype, array)
         return cls(dtype, array, _account(allocator, array.nbytes))
 
     # -- metadata -------------------------------------------------------------------------
@@ -217,10 +241,6 @@ class DenseHostTensor:
         if acct is not None:
             acct.release()
 
-    def __del__(self) -> None:
-        if self._acct is not None:
-            self._acct.release()
-
     # -- printing -------------------------------------------------------------------------
 
     def __str__(self) -> str:
@@ -238,8 +258,9 @@ def allocate_dense(exec_ctx: Any, dtype: DType, dims: Iterable[int]) -> DenseHos
     Raises:
         AllocationError: ``Cannot allocate tensor`` if the allocator refuses.
     """
-    allocator = None if exec_ctx is None else exec_ctx.request_context.host.allocator
-    return DenseHostTensor.create(dtype, dims, allocator)
+    if exec_ctx is None:
+        return DenseHostTensor.create(dtype, dims)
+    return DenseHostTensor.create(dtype, dims, exec_ctx.request_context.host.allocator)
 
 
 def wrap_result(exec_ctx: Any, dtype: DType, array: np.ndarray) -> DenseHostTensor:

@@ -91,12 +91,21 @@ def _matmul(dtype: DType) -> Kernel:
     scalar = dtype.np_dtype.type
 
     def matmul(alpha: Any, a: Any, b: Any, beta: Any, c: Any) -> Chain:
-        x, y, z = _arr(a, dtype), _arr(b, dtype), _arr(c, dtype)
+        if (a.__class__ is DenseHostTensor and b.__class__ is DenseHostTensor
+                and c.__class__ is DenseHostTensor and a.dtype is dtype and b.dtype is dtype
+                and c.dtype is dtype):
+            x, y, z = a.array, b.array, c.array
+        else:
+            x, y, z = _arr(a, dtype), _arr(b, dtype), _arr(c, dtype)
         if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0] or z.shape != (
             x.shape[0], y.shape[1]
         ):
             ops.matmul_shape(x.shape, y.shape, z.shape)
-        ops.matmul(scalar(alpha), x, y, scalar(beta), z)
+        if alpha.__class__ is not scalar:
+            alpha = scalar(alpha)
+        if beta.__class__ is not scalar:
+            beta = scalar(beta)
+        ops.matmul(alpha, x, y, beta, z)
         return CHAIN
 
     return matmul

@@ -23,6 +23,12 @@ def dims_of(value: Any) -> tuple[int, ...]:
     Raises:
         KernelError: for an unranked shape attribute or a non-integer element.
     """
+    if value.__class__ is tuple:  # the common case: a tuple of ints, returned as it is
+        for d in value:
+            if d.__class__ is not int:
+                break
+        else:
+            return value
     if hasattr(value, "dims"):
         dims = value.dims
         if dims is None:
