@@ -109,6 +109,28 @@ def _payload_error(k: KernelInfo, index: int, value: Any) -> str | None:
     return f"kernel '{k.name}' returned a {cls.__name__} for its {declared} result {index}"
 
 
+def _results_error(k: KernelInfo, out: Any) -> str | None:
+    """Why ``out`` is not a usable return value of ``k``, a kernel with several results (a
+    tuple of ``k.num_results`` values, each an AsyncValue or a valid payload), or ``None``.
+
+    On a bad payload the AsyncValues in ``out`` are released (the kernel handed over their
+    references).  Shared by the dataflow executor and the whole-function executor.
+    """
+    n = k.num_results
+    if out is None:
+        return f"kernel '{k.name}' did not set all of its {n} results"
+    if not isinstance(out, tuple) or len(out) != n:
+        return f"kernel '{k.name}' must return {n} results"
+    for i, v in enumerate(out):
+        wrong = None if isinstance(v, AsyncValue) else _payload_error(k, i, v)
+        if wrong is not None:
+            for other in out:
+                if isinstance(other, AsyncValue):
+                    other.drop_ref()
+            return wrong
+    return None
+
+
 class BEFFunction(Function):
     """An async BEF function of a loaded program (see the module docstring).
 
@@ -490,17 +512,9 @@ class _Invocation:
             return [make_available(out)]
         if n == 0:
             return []
-        if out is None:
-            return self._report(k, f"kernel '{k.name}' did not set all of its {n} results")
-        if not isinstance(out, tuple) or len(out) != n:
-            return self._report(k, f"kernel '{k.name}' must return {n} results")
-        for i, v in enumerate(out):
-            wrong = None if isinstance(v, AsyncValue) else _payload_error(k, i, v)
-            if wrong is not None:
-                for other in out:
-                    if isinstance(other, AsyncValue):
-                        other.drop_ref()
-                return self._report(k, wrong)
+        wrong = _results_error(k, out)
+        if wrong is not None:
+            return self._report(k, wrong)
         return [v if isinstance(v, AsyncValue) else make_available(v) for v in out]
 
     def _call(self, k: KernelInfo, args: list[AsyncValue[Any]]) -> list[AsyncValue[Any]]:

@@ -55,7 +55,13 @@ from collections.abc import Callable, Sequence
 from itertools import groupby
 from typing import Any, Final
 
-from pytfrt.executor.async_executor import BEFFunction, _message, _payload_error, _switch_stream
+from pytfrt.executor.async_executor import (
+    BEFFunction,
+    _message,
+    _payload_error,
+    _results_error,
+    _switch_stream,
+)
 from pytfrt.executor.kernel_info import (
     MODE_STATIC,
     MODE_SYNC,
@@ -716,19 +722,9 @@ def _chk1(x: ExecutionContext, k: KernelInfo, out: Any, errors: bool,
 def _chkn(x: ExecutionContext, k: KernelInfo, out: Any, errors: bool,
           held: dict[int, AsyncValue[Any]], oks: list[set[type]]) -> tuple[Any, bool]:
     """Check the results of a kernel with several; ``(tuple of values, errors flag)``."""
-    n = k.num_results
-    if out is None:
-        error = _report(x, k, f"kernel '{k.name}' did not set all of its {n} results")
-        return (error,) * n, True
-    if not isinstance(out, tuple) or len(out) != n:
-        return (_report(x, k, f"kernel '{k.name}' must return {n} results"),) * n, True
-    for i, v in enumerate(out):
-        wrong = None if isinstance(v, AsyncValue) else _payload_error(k, i, v)
-        if wrong is not None:
-            for other in out:
-                if isinstance(other, AsyncValue):
-                    other.drop_ref()
-            return (_report(x, k, wrong),) * n, True
+    wrong = _results_error(k, out)
+    if wrong is not None:
+        return (_report(x, k, wrong),) * k.num_results, True
     values = []
     for i, v in enumerate(out):
         if isinstance(v, AsyncValue):
