@@ -26,6 +26,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from pytfrt.backends.cpu._epilogue import GELU_EXACT, _act, _erf
 from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
@@ -70,7 +71,7 @@ SCALAR: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
                "math.expm1({0})))"),
     "softplus": _f("(max({0}, 0.0) + math.log1p(math.exp(-abs({0}))))"),
     "softsign": _f("({0} / (1.0 + abs({0})))"),
-    "erf": _f("math.erf({0})"),
+    "erf": lambda a, k: f"_erf({a[0]})" if k.get(FAST_ERF) else f"math.erf({a[0]})",
     "sin": _f("math.sin({0})"),
     "cos": _f("math.cos({0})"),
     "silu": _f("({0} / (1.0 + math.exp(-{0})))"),
@@ -79,7 +80,7 @@ SCALAR: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
     "gelu": lambda a, k: (
         f"(0.5 * {a[0]} * (1.0 + math.tanh({_SQRT_2_OVER_PI!r} * ({a[0]} + 0.044715 * {a[0]} "
         f"* {a[0]} * {a[0]}))))" if k.get("approximate")
-        else f"(0.5 * {a[0]} * (1.0 + math.erf({a[0]} * {1 / math.sqrt(2.0)!r})))"),
+        else f"_act({a[0]}, {7 if k.get(FAST_ERF) else GELU_EXACT}, 0.0)"),
     "leaky_relu": lambda a, k: f"({a[0]} if {a[0]} >= 0 else {float(k['alpha'])!r} * {a[0]})",
     "hard_sigmoid": lambda a, k: (
         f"min(max({float(k['alpha'])!r} * {a[0]} + {float(k['beta'])!r}, 0.0), 1.0)"),
@@ -87,16 +88,26 @@ SCALAR: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
 }
 """Op name -> ``(argument expressions, attributes) -> scalar expression``."""
 
+FAST_ERF = "__fast_erf__"
+"""Attribute :func:`scalar_body` adds for float32 programs: ``erf`` and exact ``gelu`` then use
+the epilogue's rational ``erf`` (:func:`pytfrt.backends.cpu._epilogue._erf`, within 7.7e-9 of
+``math.erf``, below float32 resolution), which LLVM vectorises -- ``math.erf`` is a libm call per
+element.  Float64 programs keep ``math.erf``.  Generated code refers to ``math``, ``_act`` and
+``_erf``: :data:`NAMESPACE`."""
+NAMESPACE: dict[str, Any] = {"math": math, "_act": _act, "_erf": _erf}
+"""The globals generated scalar code needs (copied per compile)."""
+
 _LOCK = threading.RLock()
 _CACHE: dict[tuple[str, tuple[str, ...]], Any] = {}
 _FLAT: dict[tuple[str, tuple[str, ...], tuple[bool, ...]], Any] = {}
 _NUMBA_TYPES = {"float32": "float32", "float64": "float64"}
 
 
-def scalar_body(program: dict[str, Any], args: list[str], prefix: str = "v"
-                ) -> tuple[list[str], str]:
+def scalar_body(program: dict[str, Any], args: list[str], prefix: str = "v",
+                fast_erf: bool = False) -> tuple[list[str], str]:
     """The statements evaluating ``program`` on the scalar expressions ``args`` (one per
     input): ``(["v0 = ...", ...], name of the result)``; locals are ``<prefix><i>``.
+    ``fast_erf`` (float32 results) selects the vectorisable ``erf`` (see :data:`FAST_ERF`).
 
     Raises:
         OpError: for an op that cannot be fused.
@@ -106,15 +117,17 @@ def scalar_body(program: dict[str, Any], args: list[str], prefix: str = "v"
     for i, (op, operands, attrs) in enumerate(program["ops"]):
         if op not in SCALAR:
             raise OpError(f"fused_elementwise: op '{op}' cannot be fused")
+        if fast_erf:
+            attrs = {**attrs, FAST_ERF: True}
         lines.append(f"{prefix}{i} = {SCALAR[op]([names[j] for j in operands], attrs)}")
         names.append(f"{prefix}{i}")
     return lines, names[-1]
 
 
-def source_of(program: dict[str, Any]) -> str:
+def source_of(program: dict[str, Any], fast_erf: bool = False) -> str:
     """The Python source of the scalar function of ``program`` (named ``_kernel``)."""
     names = [f"x{i}" for i in range(int(program["n"]))]
-    body, result = scalar_body(program, names)
+    body, result = scalar_body(program, names, fast_erf=fast_erf)
     lines = [f"def _kernel({', '.join(names)}):", *[f"    {x}" for x in body],
              f"    return {result}"]
     return "\n".join(lines) + "\n"
@@ -139,8 +152,9 @@ def compile_program(text: str, dtypes: tuple[str, ...]) -> Any:
             if d not in _NUMBA_TYPES:
                 raise OpError(f"fused_elementwise: inputs must be float32/float64, got {d}")
         out = "float64" if "float64" in dtypes else "float32"
-        namespace: dict[str, Any] = {"math": math}
-        exec(compile(source_of(program), "<fused_elementwise>", "exec"), namespace)  # noqa: S102
+        namespace = dict(NAMESPACE)
+        source = source_of(program, fast_erf=out == "float32")
+        exec(compile(source, "<fused_elementwise>", "exec"), namespace)  # noqa: S102
         sig = f"{out}({', '.join(dtypes)})"
         fn = numba.vectorize([sig], nopython=True)(namespace["_kernel"])
         _CACHE[key] = fn
@@ -166,11 +180,12 @@ def compile_flat(text: str, dtypes: tuple[str, ...], scalars: tuple[bool, ...]) 
         params = ", ".join(f"x{i}" for i in range(n))
         loads = "".join(f"        a{i} = x{i}[i]\n" for i in range(n) if not scalars[i])
         hoist = "".join(f"    a{i} = x{i}\n" for i in range(n) if scalars[i])
-        lines, result = scalar_body(program, [f"a{i}" for i in range(n)])
+        lines, result = scalar_body(program, [f"a{i}" for i in range(n)],
+                                    fast_erf="float64" not in dtypes)
         body = "".join(f"        {x}\n" for x in lines)
         src = (f"def _flat(out, {params}):\n{hoist}    for i in range(out.shape[0]):\n"
                f"{loads}{body}        out[i] = {result}\n")
-        namespace: dict[str, Any] = {"math": math}
+        namespace = dict(NAMESPACE)
         exec(compile(src, "<fused_elementwise flat>", "exec"), namespace)  # noqa: S102
         fn = numba.njit(nogil=True, cache=False)(namespace["_flat"])
         _FLAT[key] = fn
