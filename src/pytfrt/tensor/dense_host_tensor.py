@@ -28,7 +28,13 @@ from pytfrt.host.allocator import HOST_BUFFER_HEADER
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor.dtype import DType, dtype_from_numpy
 from pytfrt.tensor.printing import format_dense
-from pytfrt.tensor.shape import ShapeError, TensorMetadata, TensorShape, format_dims
+from pytfrt.tensor.shape import (
+    ShapeError,
+    TensorMetadata,
+    TensorShape,
+    checked_dims,
+    format_dims,
+)
 
 
 class AllocationError(PytfrtError):
@@ -71,28 +77,6 @@ def _account(allocator: Any, nbytes: int) -> _Accounting | None:
     if not allocator.allocate(size):
         raise AllocationError("Cannot allocate tensor")
     return _Accounting(allocator, size)
-
-
-def _checked_dims(dims: Iterable[int]) -> tuple[int, ...]:
-    """``dims`` as a tuple of non-negative ints.
-
-    A tuple of non-negative ``int`` is returned as it is (the kernels' common case, without
-    the per-dimension conversion); anything else is converted with ``int``.
-
-    Raises:
-        ShapeError: for a negative dimension.
-    """
-    if type(dims) is tuple:
-        for d in dims:
-            if d.__class__ is not int or d < 0:
-                break
-        else:
-            return dims
-    shape = tuple(int(d) for d in dims)
-    for d in shape:
-        if d < 0:
-            raise ShapeError(f"invalid dimension {d} in shape {format_dims(shape)}")
-    return shape
 
 
 class HostBuffer:
@@ -184,7 +168,7 @@ class DenseHostTensor:
             AllocationError: ``Cannot allocate tensor`` if the allocator refuses.
             ShapeError: for a negative dimension.
         """
-        shape = _checked_dims(dims)
+        shape = checked_dims(dims)
         array = np.zeros(shape, dtype.np_dtype)
         if allocator is None:
             return cls(dtype, array)

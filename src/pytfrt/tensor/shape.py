@@ -30,6 +30,28 @@ def format_dims(dims: Iterable[int]) -> str:
     return "[" + ", ".join(str(d) for d in dims) + "]"
 
 
+def checked_dims(dims: Iterable[int]) -> tuple[int, ...]:
+    """``dims`` as a tuple of non-negative ints.
+
+    A tuple of non-negative ``int`` is returned as it is (the common case, without the
+    per-dimension conversion); anything else is converted with ``int``.
+
+    Raises:
+        ShapeError: ``invalid dimension <d> in shape [..]`` for a negative dimension.
+    """
+    if type(dims) is tuple:
+        for d in dims:
+            if d.__class__ is not int or d < 0:
+                break
+        else:
+            return dims
+    t = tuple(int(d) for d in dims)
+    for d in t:
+        if d < 0:
+            raise ShapeError(f"invalid dimension {d} in shape {format_dims(t)}")
+    return t
+
+
 class TensorShape:
     """A fully known tensor shape."""
 
@@ -38,11 +60,7 @@ class TensorShape:
     dims: tuple[int, ...]
 
     def __init__(self, dims: Iterable[int] = ()) -> None:
-        t = tuple(int(d) for d in dims)
-        for d in t:
-            if d < 0:
-                raise ShapeError(f"invalid dimension {d} in shape {format_dims(t)}")
-        object.__setattr__(self, "dims", t)
+        object.__setattr__(self, "dims", checked_dims(dims))
 
     @classmethod
     def _trusted(cls, dims: tuple[int, ...]) -> TensorShape:

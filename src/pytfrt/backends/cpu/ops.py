@@ -303,6 +303,7 @@ def reduce_mean(a: np.ndarray) -> np.ndarray:
 
 # Integers below this are exact in float32 (a 24-bit significand).
 _EXACT_F32_INT = 1 << 24
+_F32_F64 = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def mean_axis_zero_shape(a: Sequence[int], out: Sequence[int]) -> Dims:
@@ -331,7 +332,7 @@ def mean_axis_zero(a: np.ndarray, out: np.ndarray) -> None:
     """
     rows = a.shape[0]
     dtype = out.dtype
-    if 0 < rows < _EXACT_F32_INT and (dtype == np.float32 or dtype == np.float64):
+    if 0 < rows < _EXACT_F32_INT and dtype in _F32_F64:
         np.add.reduce(a, 0, dtype, out=out)
         out /= rows
         return
