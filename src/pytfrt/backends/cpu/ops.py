@@ -374,7 +374,10 @@ def flatten_shape(a: Sequence[int], out: Sequence[int]) -> Dims:
 
 def flatten(a: np.ndarray, out: np.ndarray) -> None:
     """Copy ``a``'s elements (row-major) into ``out``."""
-    out.reshape(-1)[:] = a.reshape(-1)
+    if a.shape == out.shape:
+        out[...] = a
+    else:
+        out.reshape(-1)[:] = a.reshape(-1)
 
 
 def slice_shape(a: Sequence[int], begin: Sequence[int], out: Sequence[int]) -> Dims:
