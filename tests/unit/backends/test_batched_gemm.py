@@ -140,3 +140,49 @@ def test_large_batch_uses_helper_threads_and_gelu_epilogue() -> None:
     pre = a.astype(np.float64) @ b.astype(np.float64) + bias
     ref = 0.5 * pre * (1.0 + np.vectorize(math.erf)(pre / math.sqrt(2.0)))
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    vector_first=st.booleans(), batch=st.lists(st.integers(1, 3), min_size=0, max_size=2),
+    m=st.integers(1, 60), k=st.integers(1, 300), transpose=st.booleans(),
+    with_bias=st.booleans(), with_residual=st.booleans(), contiguous_out=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_matrix_vector_products_match_numpy(vector_first: bool, batch: list[int], m: int,
+                                            k: int, transpose: bool, with_bias: bool,
+                                            with_residual: bool, contiguous_out: bool,
+                                            seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    vec = rng.standard_normal(k).astype(np.float32)
+    mat_shape = (m, k) if vector_first == transpose else (k, m)
+    mat = rng.standard_normal((*batch, *mat_shape)).astype(np.float32)
+    a, b = (vec, mat) if vector_first else (mat, vec)
+    ta, tb = (False, transpose) if vector_first else (transpose, False)
+    ref = _reference(a, b, ta, tb, None, None, False)
+    bias = rng.standard_normal((ref.shape[-1],)).astype(np.float32) if with_bias else None
+    residual = rng.standard_normal(ref.shape).astype(np.float32) if with_residual else None
+    buf = np.zeros((*ref.shape, 2), np.float32)
+    out = np.zeros(ref.shape, np.float32) if contiguous_out else buf[..., 0]
+    got = matmul(a, b, transpose_a=ta, transpose_b=tb, bias=bias, residual=residual,
+                 activation="relu", out=out)
+    assert got is out
+    _check(got, _reference(a, b, ta, tb, bias, residual, True), k)
+
+
+@needs_onednn
+def test_matrix_vector_product_avoids_numpy_matmul(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A classifier-style GEMV must not reach NumPy's (threaded) matmul either."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(2048).astype(np.float32)
+    w = rng.standard_normal((2048, 1000)).astype(np.float32)
+
+    def no_numpy(*args: object, **kwargs: object) -> None:
+        raise AssertionError("np.matmul called")
+
+    monkeypatch.setattr(gemm.np, "matmul", no_numpy)
+    y = matmul(x, w)
+    yt = matmul(w, x, transpose_a=True)
+    monkeypatch.undo()
+    _check(y, x.astype(np.float64) @ w.astype(np.float64), 2048)
+    _check(yt, w.T.astype(np.float64) @ x.astype(np.float64), 2048)

@@ -11,7 +11,8 @@ The product runs in BLAS (GIL released).  Float32 with oneDNN installed
 (``[..., M, K] x [..., K, N]``, the attention products of a Transformer) into shards of whole
 products, both run on the CPU kernels' helper threads with oneDNN single-threaded per call --
 never a threaded BLAS, whose spinning threads cost a loaded machine several times the work.
-Otherwise (other dtypes, rank-1 operands, tiny batched products, layouts oneDNN cannot take
+A rank-1 operand becomes a 1-row / 1-column matrix of these paths.
+Otherwise (other dtypes, two vectors, tiny batched products, layouts oneDNN cannot take
 such as reversed strides) NumPy's ``matmul``;
 ``bias`` (1-D, the result's last
 dimension), ``residual`` (broadcastable to the result) and the activation are applied in one
@@ -136,6 +137,19 @@ def matmul(
             f"{list(getattr(out, 'shape', ()))} {getattr(out, 'dtype', None)}"
         )
     target = out if out is not None and out.flags.c_contiguous else None
+    if (a.ndim == 1) != (b.ndim == 1) and a.dtype == np.float32 and parallel_gemm():
+        # A matrix-vector product (which OpenBLAS threads): the vector as a 1-row / 1-column
+        # matrix through the paths below, then the epilogue on the result's own shape.
+        a2 = a.reshape(1, -1) if a.ndim == 1 else a
+        b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+        full = matmul_output_shape(a2.shape, b2.shape)
+        y = matmul(a2, b2, out=None if target is None else target.reshape(full)).reshape(shape)
+        apply_epilogue(y, bias, residual, code, alpha)
+        if out is None:
+            return y
+        if target is None:  # a non-contiguous out (a contiguous one holds y already)
+            out[...] = y
+        return out
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous and a.dtype == np.float32:
         # A dense layer on [..., K] rows: one [rows, K] x [K, N] GEMM, not a batch of GEMVs.
         rows = a.reshape(-1, a.shape[-1])
