@@ -220,3 +220,15 @@ def test_the_generated_source_is_cached_on_disk(tmp_path: Path,
     np.testing.assert_allclose(m, y.max(axis=1, keepdims=True))
     files = list((tmp_path / "graphs").glob("g_*.py"))
     assert len(files) == 1 and "def _graph(" in files[0].read_text()
+
+
+def test_a_cache_directory_others_may_write_is_not_used(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Code is imported from the cache: a directory others can write to would let them inject it.
+    monkeypatch.setenv("PYTFRT_CACHE_DIR", str(tmp_path))
+    d = small_graph.cache_dir()
+    assert d == tmp_path / "graphs"
+    d.chmod(0o777)
+    assert small_graph.cache_dir() is None
+    d.chmod(0o755)
+    assert small_graph.cache_dir() == d

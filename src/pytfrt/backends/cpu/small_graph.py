@@ -74,7 +74,11 @@ DTYPES = ("float32", "float64")
 
 def cache_dir() -> Path | None:
     """Where generated kernels and Numba's cache of them live: ``$PYTFRT_CACHE_DIR/graphs``,
-    else ``$XDG_CACHE_HOME/pytfrt/graphs`` (``~/.cache``); ``None`` if it cannot be created."""
+    else ``$XDG_CACHE_HOME/pytfrt/graphs`` (``~/.cache``); ``None`` if it cannot be created.
+
+    Code is imported from this directory (the generated module and Numba's pickled cache), so
+    it is used only when the current user owns it and nobody else may write to it; otherwise
+    kernels are compiled in memory each run (docs/security.md)."""
     root = os.environ.get("PYTFRT_CACHE_DIR")
     if root:
         base = Path(root)
@@ -86,7 +90,15 @@ def cache_dir() -> Path | None:
         d.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
-    return d if os.access(d, os.W_OK) else None
+    if not os.access(d, os.W_OK):
+        return None
+    try:
+        st = d.stat()
+    except OSError:
+        return None
+    if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+        return None
+    return d
 
 
 # -- code generation --------------------------------------------------------------------------
