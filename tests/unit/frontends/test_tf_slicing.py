@@ -37,15 +37,18 @@ def strided_specs(draw: Any) -> tuple[tuple[int, ...], dict[str, Any]]:
         "shrink_axis_mask": 0,
     }
     ellipsis_at = draw(st.one_of(st.none(), st.integers(0, n - 1)))
+    kinds = [draw(st.sampled_from(["slice", "slice", "shrink", "new"])) for _ in range(n)]
     dim = 0
     for i in range(n):
         bit = 1 << i
         if i == ellipsis_at:
             masks["ellipsis_mask"] |= bit
             _put(begin, end, strides, 0, 0, 1)
-            dim = len(shape) - (n - 1 - i)
+            # The entries after the ellipsis index the last dimensions; new axes index none.
+            after = sum(k != "new" for k in kinds[i + 1:])
+            dim = max(dim, len(shape) - after)
             continue
-        kind = draw(st.sampled_from(["slice", "slice", "shrink", "new"]))
+        kind = kinds[i]
         size = shape[dim] if dim < len(shape) else None
         if kind == "new" or size is None:
             masks["new_axis_mask"] |= bit
