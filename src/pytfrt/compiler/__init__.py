@@ -4,7 +4,8 @@ See ``docs/graph_dialect.md`` (the contract) and ``docs/compiler.md`` (the pipel
 Public names are imported lazily (importing this package loads neither xDSL nor NumPy):
 
 * :func:`compile` -- a TF function / Keras model / SavedModel dir / ONNX model / GraphModule
-  -> :class:`pytfrt.model.CompiledModel`;
+  -> :class:`pytfrt.model.CompiledModel`; :func:`fingerprint` -- a digest of the compiler
+  (keys caches of compiled models);
 * :class:`GraphBuilder`, :class:`FunctionBuilder`, :class:`Value`, :class:`GraphModule`;
 * :class:`Signature`, :class:`TensorSpec`; :class:`GraphError`, :class:`UnsupportedOpError`.
 """
@@ -16,6 +17,7 @@ from typing import Any
 _LAZY = {
     "compile": "pytfrt.compiler.api",
     "compile_module": "pytfrt.compiler.api",
+    "fingerprint": "pytfrt.compiler.api",
     "GraphBuilder": "pytfrt.compiler.builder",
     "FunctionBuilder": "pytfrt.compiler.builder",
     "Value": "pytfrt.compiler.builder",

@@ -15,6 +15,8 @@ lazily, so ``import pytfrt`` never loads TensorFlow or ONNX.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -113,3 +115,22 @@ def compile(obj: Any, input_signature: Any = None, *, signature: str | None = No
     """
     return compile_module(to_graph(obj, input_signature, signature=signature),
                           optimize=optimize, host=host)
+
+
+@functools.cache
+def fingerprint() -> str:
+    """A digest of this compiler: pytfrt's version and the source of every compiler module.
+
+    Two processes with the same fingerprint compile a model to the same program, so it keys
+    caches of compiled models (``pytfrt serve --compile_cache_dir``): a changed pass, front end
+    or lowering invalidates them even when the version string did not move. Thread-safe
+    (computed once per process); reads the package's ``.py`` files.
+    """
+    import pytfrt
+
+    digest = hashlib.sha256(getattr(pytfrt, "__version__", "0").encode() + b"\0")
+    root = Path(__file__).resolve().parent
+    for file in sorted(root.rglob("*.py")):
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(file.read_bytes() + b"\0")
+    return digest.hexdigest()

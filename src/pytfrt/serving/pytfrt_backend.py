@@ -3,10 +3,10 @@
 A version directory holding a compiled model (``model.bef`` + ``manifest.json``, written by
 ``CompiledModel.save``) is loaded with ``pytfrt.load`` -- no TensorFlow, ONNX or compiler
 needed.  A SavedModel or ``.onnx`` version is compiled on load with ``pytfrt.compile`` and the
-result saved in the compile cache under the SHA-256 of the version's files (and pytfrt's
-version), so a restart or another server loads it without compiling again.  The cache entry is
-written to a temporary directory and renamed into place, so concurrent servers never see a
-half-written one.
+result saved in the compile cache under the SHA-256 of the version's files (and the compiler's
+fingerprint, so a changed compiler compiles again), so a restart or another server loads it
+without compiling again.  The cache entry is written to a temporary directory and renamed
+into place, so concurrent servers never see a half-written one.
 
 Requests call ``CompiledModel.call_async`` (thread-safe; each call gets its own request
 context), which runs the call on the model's HostContext: models are loaded and compiled with
@@ -72,8 +72,12 @@ def compile_cached(path: Path, fmt: str, cache_dir: Path | None,
     signature = DEFAULT_SIGNATURE if fmt == SAVED_MODEL else None
     if cache_dir is None:
         return pytfrt.compile(str(path), signature=signature, host=host)
-    version = getattr(pytfrt, "__version__", "0")
-    key = hashlib.sha256(f"{version}\0{fmt}\0{content_hash(path)}".encode()).hexdigest()[:32]
+    from pytfrt.compiler import fingerprint
+
+    # The compiler's fingerprint, not just the version: a changed pass must not serve a
+    # program an older compiler produced.
+    source = f"{fingerprint()}\0{fmt}\0{content_hash(path)}"
+    key = hashlib.sha256(source.encode()).hexdigest()[:32]
     entry = cache_dir / key
     if (entry / "manifest.json").is_file():
         try:
