@@ -678,7 +678,7 @@ def _ratio(
 
 
 def _goals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The brief's latency goals, evaluated on this run's medians."""
+    """The latency goals (docs/benchmarks.md), evaluated on this run's medians."""
     spec = [
         (
             "ResNet-50 b1 pytfrt / tf.function (Keras ResNet50)",
