@@ -254,6 +254,7 @@ def _fast_float_unary(fn: Callable[[Any], Any]) -> Callable[..., Any]:
             return r if type(r) is _ndarray else _asarray(r)
         return None
 
+    fast.ufunc = fn  # type: ignore[attr-defined]  # eager's C fast path calls it for float32/64
     return fast
 
 
