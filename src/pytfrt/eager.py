@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import builtins
 import contextvars
+import functools
 import os
 import sys
 import threading
@@ -714,6 +715,9 @@ def _coerce2(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray] | None:
 
 # -- op functions (generated: each tries the record's fast path, then the general path) -------
 
+# op name -> (its Python function, the ufunc or fast function, binary?) for the C fast path
+_C_CANDIDATES: dict[str, tuple[Callable[..., Tensor], Callable[..., Any], bool]] = {}
+
 
 def _unary(op_name: str, doc: str) -> Callable[[Any], Tensor]:
     record = cpu_op_registry().get(op_name)
@@ -735,6 +739,8 @@ def _unary(op_name: str, doc: str) -> Callable[[Any], Tensor]:
 
     op.__name__ = op.__qualname__ = op_name.rsplit(".", 1)[-1]
     op.__doc__ = doc
+    if fast is not None:
+        _C_CANDIDATES[op.__name__] = (op, getattr(fast, "ufunc", fast), False)
     return op
 
 
@@ -799,6 +805,8 @@ def _binary(op_name: str, doc: str) -> Callable[[Any, Any], Tensor]:
 
     op.__name__ = op.__qualname__ = op_name.rsplit(".", 1)[-1]
     op.__doc__ = doc
+    if ufunc is not None:
+        _C_CANDIDATES[op.__name__] = (op, ufunc, True)
     return op
 
 
@@ -818,6 +826,75 @@ sqrt = _unary("tfrt_test.sqrt", "Square root (floating point only).")
 neg = _unary("tfrt_test.neg", "``-x``.")
 abs = _unary("tfrt_test.abs", "``|x|``.")  # noqa: A001 - NumPy's name
 square = _unary("tfrt_test.square", "``x * x``.")
+
+
+# -- the C fast path (the optional extension pytfrt._eager_fast, docs/eager.md) ----------------
+
+# Tensor operators served by a binary C op object: dunder -> (op name, reflected?)
+_C_OPERATORS = {"__add__": ("add", False), "__radd__": ("add", True),
+                "__sub__": ("subtract", False), "__rsub__": ("subtract", True),
+                "__mul__": ("multiply", False), "__rmul__": ("multiply", True)}
+_PY_OPERATORS = {name: Tensor.__dict__[name] for name in _C_OPERATORS}
+
+
+def _load_c_fast_path() -> dict[str, Any]:
+    """The C op objects (op name or Tensor dunder -> object); empty when the extension is not
+    built or ``PYTFRT_NO_C_EAGER`` is set to anything but ``""``/``"0"``."""
+    if os.environ.get("PYTFRT_NO_C_EAGER", "") not in ("", "0"):
+        return {}
+    try:
+        from pytfrt import _eager_fast
+    except ImportError:
+        return {}
+    # NumPy >= 2 converts a Python float operand to the array's dtype itself (NEP 50 weak
+    # scalars): the C path then passes it as is, with the result _weak_scalar's conversion gives
+    weak_floats = int(np.__version__.split(".")[0]) >= 2
+    _eager_fast.configure(Tensor, _ndarray, _F32, _F64, np.float32, np.float64, np.asarray,
+                          CPU_DEVICE, fast_path_counts, weak_floats)
+    objs: dict[str, Any] = {}
+    for name, (py_op, fn, is_binary) in _C_CANDIDATES.items():
+        obj = _eager_fast.binary(fn, py_op) if is_binary else _eager_fast.unary(fn, py_op)
+        functools.update_wrapper(obj, py_op)
+        objs[name] = obj
+    for dunder, (name, reflected) in _C_OPERATORS.items():
+        py_op = _C_CANDIDATES[name][0]
+        obj = _eager_fast.binary(_C_CANDIDATES[name][1], py_op, reflected)
+        functools.update_wrapper(obj, _PY_OPERATORS[dunder])
+        objs[dunder] = obj
+    return objs
+
+
+_C_OPS = _load_c_fast_path()
+_c_enabled = False
+
+
+def use_c_fast_path(enabled: bool = True) -> bool:
+    """Route the fast-path ops (``add``, ``subtract``, ``multiply``, ``maximum``, ``minimum``,
+    ``exp``, ``log``, ``tanh``, ``sqrt``, ``sigmoid``, ``relu`` and ``Tensor``'s ``+ - *``)
+    through the C extension (``enabled``) or the pure-Python functions.
+
+    Returns whether the C path is in use afterwards (``False`` when the extension is not built
+    or ``PYTFRT_NO_C_EAGER`` is set).  Both paths give identical results and errors.  Rebinds
+    module globals and Tensor methods: not thread-safe while ops run (call it at start-up or in
+    tests); modules that imported an op by name keep the function they imported.
+    """
+    global _c_enabled
+    on = enabled and bool(_C_OPS)
+    g = globals()
+    for name, (py_op, _, _) in _C_CANDIDATES.items():
+        g[name] = _C_OPS[name] if on else py_op
+    for dunder in _C_OPERATORS:
+        setattr(Tensor, dunder, _C_OPS[dunder] if on else _PY_OPERATORS[dunder])
+    _c_enabled = on
+    return on
+
+
+def c_fast_path_enabled() -> bool:
+    """Whether the eager ops currently run through the C extension (see :func:`use_c_fast_path`)."""
+    return _c_enabled
+
+
+use_c_fast_path(True)
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False) -> Tensor:
@@ -1082,6 +1159,7 @@ __all__ = [
     "argmax",
     "async_copy",
     "broadcast_to",
+    "c_fast_path_enabled",
     "cast",
     "concat",
     "configure",
@@ -1115,5 +1193,6 @@ __all__ = [
     "subtract",
     "tanh",
     "transpose",
+    "use_c_fast_path",
     "wait",
 ]
