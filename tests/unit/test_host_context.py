@@ -201,7 +201,7 @@ def test_diagnostics_reach_the_handler(host: HostContext) -> None:
     host.await_values([done])
     assert handler.messages == ["first", "from a task"]
     assert str(handler.diagnostics[0]) == "prog.mlir:3:7: error: first"
-    assert handler.diagnostics[0].status == Status("first", ErrorCode.INTERNAL)
+    assert handler.diagnostics[0].status == Status("first", ErrorCode.UNKNOWN)
 
 
 def test_default_diagnostic_handler_prints_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,11 +19,16 @@ from pytfrt.support.location import UNKNOWN_LOC, Location
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
-    """An error emitted at a location (TFRT's ``DecodedDiagnostic``)."""
+    """An error emitted at a location (TFRT's ``DecodedDiagnostic``).
+
+    A kernel's diagnostic carries ``UNKNOWN`` unless it names a code, as TFRT's
+    ``EmitErrorAsync(exec_ctx, message)`` does (``ErrorCode::kUnknown``, TFRT's
+    ``include/tfrt/host_context/diagnostic.h`` of the era of its published test files).
+    """
 
     message: str
     location: Location = UNKNOWN_LOC
-    code: ErrorCode = ErrorCode.INTERNAL
+    code: ErrorCode = ErrorCode.UNKNOWN
 
     @property
     def status(self) -> Status:

@@ -19,7 +19,7 @@ from pytfrt.host.async_value import AsyncValue, IndirectAsyncValue, make_availab
 from pytfrt.host.diagnostics import Diagnostic
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function
-from pytfrt.support.errors import PytfrtError, Status
+from pytfrt.support.errors import PytfrtError
 from pytfrt.support.location import UNKNOWN_LOC, Location
 
 
@@ -95,8 +95,9 @@ class KernelFrame:
 
     def emit_error(self, message: str) -> AsyncValue[Any]:
         """Emit a diagnostic at this kernel's location and return an error value."""
-        self.exec_ctx.host.emit_error(Diagnostic(message, self.location))
-        return make_error(Status(message))
+        diag = Diagnostic(message, self.location)
+        self.exec_ctx.host.emit_error(diag)
+        return make_error(diag.status)
 
     def report_error(self, message: str) -> None:
         """Emit a diagnostic and make every unset or still-unavailable result an error.
@@ -104,8 +105,9 @@ class KernelFrame:
         Unset slots get one shared error value; allocated, unavailable, non-indirect results
         are set to the error in place (docs/host.md).
         """
-        self.exec_ctx.host.emit_error(Diagnostic(message, self.location))
-        status = Status(message)
+        diag = Diagnostic(message, self.location)
+        self.exec_ctx.host.emit_error(diag)
+        status = diag.status
         error: AsyncValue[Any] | None = None
         for i, slot in enumerate(self.results):
             if slot is None:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytfrt.bef.program import Program
     from pytfrt.host import AsyncValue, Diagnostic, HostContext
+    from pytfrt.support.errors import ErrorCode
 
 PROG = "bef_executor"
 BEF_MAGIC = b"\x0b\xef"
@@ -238,6 +239,13 @@ def _compile_mlir(data: bytes, name: str) -> Program:
 # -- printing results ---------------------------------------------------------------------------
 
 
+def error_code_name(code: ErrorCode) -> str:
+    """``code`` as TFRT's driver prints it: the ``ErrorCode`` enumerator names of TFRT's
+    ``include/tfrt/support/error_type.def`` (``Unknown``, ``Cancelled``, ``InvalidArgument``,
+    ...), i.e. the canonical name in CamelCase."""
+    return "".join(part.capitalize() for part in code.name.split("_"))
+
+
 def format_result(value: AsyncValue[Any], type_name: str, print_error_code: bool) -> str:
     """One result as the driver prints it (docs/conformance.md)."""
     if value.is_unavailable():  # only after a deadline or deadlock that could not be forced
@@ -245,7 +253,7 @@ def format_result(value: AsyncValue[Any], type_name: str, print_error_code: bool
     if value.is_error():
         status = value.error
         if print_error_code:
-            return f"<<error: {status.message}, code: {status.code.name}>>"
+            return f"<<error: {status.message}, code: {error_code_name(status.code)}>>"
         return f"<<error: {status.message}>>"
     payload = value.get()
     if type_name == "i1":

@@ -30,7 +30,7 @@ func.func @no_results() {
 
 // CHECK-NEXT: 'errors' returned <<error: something bad happened>>
 // CODE-LABEL: --- Running 'errors'
-// CODE-NEXT: 'errors' returned <<error: something bad happened, code: INTERNAL>>
+// CODE-NEXT: 'errors' returned <<error: something bad happened, code: Unknown>>
 func.func @errors() -> i32 {
   // expected-error @+1 {{runtime error: something bad happened}}
   %x = "tfrt_test.fail"() : () -> i32
@@ -40,7 +40,7 @@ func.func @errors() -> i32 {
 // CHECK-LABEL: --- Running 'cancelled'
 // CHECK-NEXT: 'cancelled' returned <<error: Cancelled>>
 // CODE-LABEL: --- Running 'cancelled'
-// CODE-NEXT: 'cancelled' returned <<error: Cancelled, code: CANCELLED>>
+// CODE-NEXT: 'cancelled' returned <<error: Cancelled, code: Cancelled>>
 func.func @cancelled() -> i32 {
   %ch0 = tfrt.new.chain
   %zero, %ch1 = "tfrt_test.cancel"(%ch0) : (!tfrt.chain) -> (i32, !tfrt.chain)

@@ -6,6 +6,6 @@
 func.func @test_error_code() -> i32 {
   // expected-error @+1 {{runtime error: something bad happened}}
   %x = "tfrt_test.fail"() : () -> i32
-  // CHECK-NEXT: 'test_error_code' returned <<error: something bad happened, code: INTERNAL>>
+  // CHECK-NEXT: 'test_error_code' returned <<error: something bad happened, code: Unknown>>
   tfrt.return %x : i32
 }
