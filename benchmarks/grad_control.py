@@ -1,7 +1,7 @@
 """Reverse mode through ``pytfrt.while_loop``: time per gradient vs the trip count.
 
 The function: ``a = x; repeat n times: a = tanh(a * w + x)``; loss ``sum(a)``; the gradient
-with respect to ``x`` (a float32 vector of 256), for ``n`` in 10, 100, 1000.  Variants:
+with respect to ``x`` (a float32 vector of 256), for ``n`` in 10, 100, 1000, 10000.  Variants:
 
 * ``pytfrt while`` -- ``pytfrt.grad`` through ``pytfrt.while_loop`` (the forward loop stacks the
   loop-carried values, the adjoint loop runs back over them; ``docs/function.md``);
@@ -13,10 +13,12 @@ with respect to ``x`` (a float32 vector of 256), for ``n`` in 10, 100, 1000.  Va
   reference for what the gradient adds.
 
 Every variant is compiled/traced once (excluded); calls are interleaved round-robin and the
-median per call is reported with the ratio to JAX.  Writes ``benchmarks/results/
-grad_control.json`` and ``.png``.
+median per call is reported with the ratio to JAX and the time per trip (constant when the
+cost is linear in the trip count).  Writes ``benchmarks/results/<out>.json`` and ``.png``
+(``<out>`` defaults to ``grad_control``).
 
-Usage: ``python benchmarks/grad_control.py [--repeats 15]``
+Usage: ``python benchmarks/grad_control.py [--repeats 15] [--trips 10,100,1000,10000]
+[--out grad_control]``
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import numpy as np
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 SIZE = 256
-TRIPS = (10, 100, 1000)
+TRIPS = (10, 100, 1000, 10000)
 
 
 def _loop(n: int) -> Callable[[Any, Any], Any]:
@@ -93,12 +95,16 @@ def jax_fori(n: int) -> Callable[[np.ndarray, np.ndarray], Any] | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--trips", default=",".join(map(str, TRIPS)),
+                    help="comma-separated trip counts")
+    ap.add_argument("--out", default="grad_control", help="results file name (no suffix)")
     args = ap.parse_args()
+    trips = [int(t) for t in args.trips.split(",")]
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, SIZE).astype(np.float32)
     w = rng.uniform(0.2, 0.8, SIZE).astype(np.float32)
     rows: list[dict[str, Any]] = []
-    for n in TRIPS:
+    for n in trips:
         variants: dict[str, Callable[..., Any]] = {"pytfrt while": pytfrt_while(n)}
         if n <= 100:
             variants["pytfrt unrolled"] = pytfrt_unrolled(n)
@@ -123,16 +129,18 @@ def main() -> None:
         for name, ts in times.items():
             med = statistics.median(ts)
             rows.append({"trips": n, "variant": name, "median_ms": med * 1e3,
-                         "vs_jax": med / base if base else None})
-    print(f"{'trips':>6} {'variant':<18} {'median ms':>10} {'x jax':>7}")
+                         "us_per_trip": med * 1e6 / n, "vs_jax": med / base if base else None})
+    print(f"{'trips':>6} {'variant':<20} {'median ms':>10} {'us/trip':>8} {'x jax':>7}")
     for r in rows:
         ratio = f"{r['vs_jax']:.1f}" if r["vs_jax"] else "-"
-        print(f"{r['trips']:>6} {r['variant']:<18} {r['median_ms']:>10.2f} {ratio:>7}")
-    meta = {"command": f"python benchmarks/grad_control.py --repeats {args.repeats}",
+        print(f"{r['trips']:>6} {r['variant']:<20} {r['median_ms']:>10.2f} "
+              f"{r['us_per_trip']:>8.1f} {ratio:>7}")
+    meta = {"command": f"python benchmarks/grad_control.py --repeats {args.repeats} "
+                       f"--trips {args.trips} --out {args.out}",
             "machine": f"{platform.machine()} {os.cpu_count()} cpus",
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "size": SIZE}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "grad_control.json").write_text(json.dumps({"meta": meta, "rows": rows},
+    (RESULTS / f"{args.out}.json").write_text(json.dumps({"meta": meta, "rows": rows},
                                                           indent=1))
     try:
         import matplotlib
@@ -150,7 +158,7 @@ def main() -> None:
     ax.set_title(f"grad through a loop, state f32[{SIZE}]")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(RESULTS / "grad_control.png", dpi=120)
+    fig.savefig(RESULTS / f"{args.out}.png", dpi=120)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,13 @@ Layout, in pipeline order (see ``docs/layout.md``):
 
 * :mod:`pytfrt.compiler` -- the graph dialect, its passes and lowering; :mod:`pytfrt.model` --
   ``CompiledModel``; :mod:`pytfrt.function` -- ``@pytfrt.function``, ``grad``,
-  ``value_and_grad``, ``cond``, ``while_loop`` (Python traced into the graph dialect).
+  ``value_and_grad``, ``cond``, ``switch_case``, ``while_loop`` (Python traced into the graph
+  dialect).
 
 Importing :mod:`pytfrt` imports nothing heavy and changes no global state:
 :func:`compile`, :func:`load`, :class:`CompiledModel`, :func:`function`, :func:`grad`,
-:func:`value_and_grad`, :func:`cond` and :func:`while_loop` are imported on first use.
+:func:`value_and_grad`, :func:`cond`, :func:`switch_case` and :func:`while_loop` are imported on
+first use.
 """
 
 from typing import Any
@@ -35,6 +37,7 @@ _LAZY = {
     "value_and_grad": ("pytfrt.function", "value_and_grad"),
     "cond": ("pytfrt.function", "cond"),
     "while_loop": ("pytfrt.function", "while_loop"),
+    "switch_case": ("pytfrt.function", "switch_case"),
 }
 
 

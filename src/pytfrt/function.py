@@ -1,4 +1,5 @@
-"""``pytfrt.function``, ``grad``, ``value_and_grad``, ``cond``, ``while_loop``: Python, compiled.
+"""``pytfrt.function``, ``grad``, ``value_and_grad``, ``cond``, ``switch_case``, ``while_loop``:
+Python, compiled.
 
 ::
 
@@ -36,8 +37,8 @@ import numpy as np
 
 from pytfrt import eager
 
-__all__ = ["Function", "cond", "function", "grad", "tree_flatten", "tree_unflatten",
-           "value_and_grad", "while_loop"]
+__all__ = ["Function", "cond", "function", "grad", "switch_case", "tree_flatten",
+           "tree_unflatten", "value_and_grad", "while_loop"]
 
 
 # -- pytrees --------------------------------------------------------------------------------------
@@ -461,6 +462,57 @@ def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
     from pytfrt.compiler.frontends import trace
 
     return trace.cond(pred, true_fn, false_fn, *operands)
+
+
+def switch_case(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+    """``branches[index](*operands)``; an index out of ``[0, len(branches))`` (negative
+    included) runs the last branch, as TF's ``tf.switch_case`` without ``default``.
+
+    Inside a traced function with a traced ``index`` (an integer scalar) this builds ``tg.case``
+    (lowered to ``tfrt.case``): every branch is traced, all must return the same number of
+    values of the same dtypes, and may use values of the enclosing function (captured).
+    Otherwise (an index known at trace time) it is a Python call of the selected branch.
+    Differentiable by :func:`grad` (the gradient is a ``tg.case`` on the same index; see
+    :mod:`pytfrt.compiler.autodiff_control`).
+
+    Raises:
+        TypeError: no branches, or a non-integer index.
+        pytfrt.compiler.frontends.trace.TraceError: a non-scalar index, or branches returning
+            different numbers of values.
+    """
+    from pytfrt.compiler.frontends import trace
+
+    fns = list(branches)
+    if not fns or not all(callable(f) for f in fns):
+        raise TypeError("switch_case: branches must be a non-empty sequence of callables")
+    if not isinstance(index, trace.TracedValue):  # known now: run the branch
+        i = np.asarray(index)
+        if i.dtype.kind not in "iu" or i.size != 1:
+            raise TypeError(f"switch_case: the index must be one integer, got {index!r}")
+        k = int(i.reshape(()))
+        return fns[k if 0 <= k < len(fns) else -1](*operands)
+    t = index.tracer
+    ops = [trace.as_traced(t, o) for o in operands]
+    idx = trace.as_traced(t, index)
+    if idx.value.dtype not in ("i32", "i64"):
+        raise TypeError(f"switch_case: the index must be an i32/i64 scalar, got "
+                        f"{idx.value.type} (at {trace.user_location()})")
+    if idx.shape != ():
+        raise trace.TraceError(f"pytfrt.switch_case: the index must be a scalar, got shape "
+                               f"{idx.shape} (at {trace.user_location()})")
+    types_ = trace._types(t, ops)
+    found = [trace._body(t, "case_branch", types_, f, None)[1] for f in fns]
+    captured = list({id(c): c for cap in found for c in cap}.values())
+    names, counts = [], set()
+    for f in fns:
+        name, _, n = trace._body(t, "case_branch", types_, f, captured)
+        names.append(name)
+        counts.add(n)
+    if len(counts) != 1:
+        raise trace.TraceError(f"pytfrt.switch_case: the branches return different numbers of "
+                               f"values ({sorted(counts)}) (at {trace.user_location()})")
+    out = t.emit("case", [idx, *ops, *captured], n_results=counts.pop(), branches=names)
+    return tuple(out) if isinstance(out, list) else out
 
 
 def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],

@@ -1,6 +1,7 @@
-"""Reverse mode through functional control flow: the ``tg.if`` and ``tg.while`` rules.
+"""Reverse mode through functional control flow: the ``tg.if``, ``tg.case`` and ``tg.while``
+rules.
 
-Both rules build new functions of the module being traced (through the
+The rules build new functions of the module being traced (through the
 :class:`~pytfrt.compiler.builder.GraphBuilder` that holds the bodies) and differentiate a copy
 of a body with :func:`pytfrt.compiler.autodiff.backprop`; a body's inner values are recomputed
 in the gradient function from the body's inputs, so nested control flow (a ``cond`` in a loop
@@ -9,7 +10,10 @@ body, a loop in a branch, loops in loops) is handled by the same rules recursive
 ``tg.if(p, args...)`` (JAX's ``lax.cond`` contract: both branches are differentiated, the taken
 one runs): the gradient is ``tg.if(p, args..., cotangents...)`` on the same predicate, whose
 branches ``@<branch>_grad_N`` recompute their forward branch from ``args`` and return its
-vector-Jacobian product (the float arguments' cotangents).
+vector-Jacobian product (the float arguments' cotangents).  ``tg.case(i, args...)`` (TF's
+``Case``, ``tf.switch_case``) is the same with N branches: the gradient is a ``tg.case`` on the
+same index, so an out-of-range index differentiates the branch it ran (the last one, TF's rule,
+which ``tfrt.case`` implements).
 
 ``tg.while(vars...)`` (TF's approach for ``tf.while_loop``, which JAX's ``while_loop`` does not
 support in reverse mode): the loop is replaced by one that also counts its iterations and pushes
@@ -26,7 +30,7 @@ Not thread-safe (a trace belongs to one thread, as the builder).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -117,14 +121,14 @@ def _results(out: Value | list[Value]) -> list[Value]:
     return out if isinstance(out, list) else [out]
 
 
-# -- tg.if ---------------------------------------------------------------------------------------
+# -- tg.if / tg.case -----------------------------------------------------------------------------
 
 
 class _Branch:
-    """One branch's gradient function while the ``tg.if`` rule builds it.
+    """One branch's gradient function while the ``tg.if``/``tg.case`` rule builds it.
 
     ``fwd``: the ops recomputing the forward branch (first in ``fn``), ``outs``: its results,
-    ``saved``: the forward values the gradient ops use (the intermediates the forward ``if``
+    ``saved``: the forward values the gradient ops use (the intermediates the forward op
     will return instead).
     """
 
@@ -141,26 +145,26 @@ class _Branch:
                 if any(u.operation not in inside for u in r.uses):
                     self.saved.append(r)
 
-    def forward_into(self, dst: FunctionBuilder, then: _Branch, other: _Branch) -> None:
+    def forward_into(self, dst: FunctionBuilder, branches: Sequence[_Branch]) -> None:
         """End ``dst`` (a forward branch): the branch's results, then the saved values of
-        ``then`` and of ``other`` -- this branch's own, placeholders for the other's (never
-        read: the other branch is not taken)."""
+        every branch in order -- this branch's own, placeholders for the others' (never
+        read: the other branches are not taken)."""
         mapping: dict[SSAValue, SSAValue] = {
             a: v.ssa for a, v in zip(self.fn.block.args, dst.arguments, strict=False)}
         for op in self.fwd:
             dst.block.add_op(op.clone(value_mapper=mapping))
         res = [Value(mapping.get(v.ssa, v.ssa), v.type) for v in self.outs]
-        for br in (then, other):
+        for br in branches:
             res += [Value(mapping[v], from_xdsl(v.type)) if br is self
                     else _placeholder(dst, from_xdsl(v.type)) for v in br.saved]
         dst.returns(res)
 
-    def take_saved(self, first: Sequence[SSAValue], second: Sequence[SSAValue]) -> None:
-        """Give the gradient function arguments for ``first`` then ``second`` (saved values of
-        the two branches; this branch's are read, the others only passed), and drop the
-        forward ops the gradient no longer needs."""
+    def take_saved(self, saved: Sequence[SSAValue]) -> None:
+        """Give the gradient function arguments for ``saved`` (the saved values of every
+        branch; this branch's are read, the others' only passed), and drop the forward ops
+        the gradient no longer needs."""
         fn = self.fn
-        for v in [*first, *second]:
+        for v in saved:
             t = from_xdsl(v.type)
             arg = fn.block.insert_arg(v.type, len(fn.block.args))
             fn.arguments.append(Value(arg, t))
@@ -178,17 +182,28 @@ def _placeholder(fb: FunctionBuilder, t: Any) -> Value:
     return fb.constant(np.zeros(shape, np_dtype(t.dtype)))
 
 
-def _if(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
+def _branching(c: _Ctx, gs: list[Value | None], names: list[str], what: str,
+               emit: Callable[[list[Value], list[str], int], list[Value]]
+               ) -> list[Value | None]:
+    """The rule of a branching op (``tg.if``, ``tg.case``): operand 0 selects one of the
+    functions ``names``, the other operands are their arguments.
+
+    Every branch gets a gradient function recomputing nothing it can read: the forward op is
+    rebuilt (``emit(operands, branch names, result count)``) with branches that also return
+    their saved intermediates, and the gradient is the same op on the same selector over the
+    gradient functions (which take the arguments, the seeded cotangents and every branch's
+    saved values).
+    """
     fb, gb = c.fb, c.fb.graph
-    pred, args = c.x[0], c.x[1:]
+    sel, args = c.x[0], c.x[1:]
     seeds = [(j, g) for j, g in enumerate(gs) if g is not None]
     diff = [i for i, a in enumerate(args)
             if a.dtype in FLOAT_DTYPES and c.operation.operands[1 + i] in c.active]
     if not diff:
         return [None] * len(c.x)
     branches = []
-    for key in ("then_branch", "else_branch"):
-        src = _body(gb, c.attrs[key], f"tg.if (at {c.loc})")
+    for name in names:
+        src = _body(gb, name, f"{what} (at {c.loc})")
         inputs: list[tuple[str, Any, str]] = [(f"arg_{i}", a.shape, a.dtype)
                                               for i, a in enumerate(args)]
         inputs += [(f"cotangent_{j}", g.shape, g.dtype) for j, g in seeds]
@@ -203,30 +218,42 @@ def _if(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
         if last is not None:
             fwd = fwd[:fwd.index(last) + 1]
         branches.append(_Branch(gfb, fwd, outs))
-    then, other = branches
-    # the forward if again, returning each branch's saved intermediates too
+    # the forward op again, returning each branch's saved intermediates too
     fwd_fns = []
-    for br, key in ((then, "then_branch"), (other, "else_branch")):
-        dst = gb.function(_fresh_name(gb, f"{c.attrs[key]}_saving"),
+    for br, name in zip(branches, names, strict=True):
+        dst = gb.function(_fresh_name(gb, f"{name}_saving"),
                           [(f"arg_{i}", a.shape, a.dtype) for i, a in enumerate(args)])
-        br.forward_into(dst, then, other)
+        br.forward_into(dst, branches)
         fwd_fns.append(dst.name)
     m = len(c.y)
+    saved = [v for br in branches for v in br.saved]
     op = c.operation
     with _before(fb, op):
-        new = _results(fb.op("if", [pred, *args], loc=c.loc, then_branch=fwd_fns[0],
-                             else_branch=fwd_fns[1],
-                             n_results=m + len(then.saved) + len(other.saved)))
+        new = emit([sel, *args], fwd_fns, m + len(saved))
     _forward_results(fb, op, new[:m])
-    then.take_saved(then.saved, other.saved)
-    other.take_saved(then.saved, other.saved)
-    res = _results(fb.op("if", [pred, *args, *[g for _, g in seeds], *new[m:]],
-                         n_results=len(diff), loc=c.loc, then_branch=then.fn.name,
-                         else_branch=other.fn.name))
+    for br in branches:
+        br.take_saved(saved)
+    res = emit([sel, *args, *[g for _, g in seeds], *new[m:]], [br.fn.name for br in branches],
+               len(diff))
     out: list[Value | None] = [None] * len(c.x)
     for k, i in enumerate(diff):
         out[1 + i] = res[k]
     return out
+
+
+def _if(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
+    def emit(operands: list[Value], fns: list[str], n: int) -> list[Value]:
+        return _results(c.fb.op("if", operands, loc=c.loc, then_branch=fns[0],
+                                else_branch=fns[1], n_results=n))
+
+    return _branching(c, gs, [c.attrs["then_branch"], c.attrs["else_branch"]], "tg.if", emit)
+
+
+def _case(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
+    def emit(operands: list[Value], fns: list[str], n: int) -> list[Value]:
+        return _results(c.fb.op("case", operands, loc=c.loc, branches=fns, n_results=n))
+
+    return _branching(c, gs, list(c.attrs["branches"]), "tg.case", emit)
 
 
 def _forward_results(fb: FunctionBuilder, old: Operation, new: Sequence[Value]) -> None:
@@ -331,5 +358,5 @@ def _while(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
     return out
 
 
-CONTROL_RULES: dict[str, ControlRule] = {"if": _if, "while": _while}
+CONTROL_RULES: dict[str, ControlRule] = {"if": _if, "case": _case, "while": _while}
 """Control-flow op name -> its reverse-mode rule (operand cotangents from result cotangents)."""
