@@ -12,7 +12,9 @@
   else, as TFRT does, as one attribute named ``callee`` (``@f``, or ``[@f, @g]`` for several);
   this keeps the attribute-name order (and so the executor's binding order) unchanged;
 * untyped attributes (:class:`RawAttr`) as ``0xdeadbeef : i32``;
-* optionally ``loc(...)`` suffixes.
+* optionally ``loc(...)`` suffixes;
+* with ``op_generic`` (``--mlir-print-op-generic``) the module and functions in generic form
+  as well (``"builtin.module"``, ``"builtin.func"`` with ``sym_name`` / ``type`` attributes).
 
 :func:`bef_to_mlir` is the ``tfrt_translate --bef-to-mlir`` pipeline (read + print + the
 ``Missing ... sections.`` warning); :func:`describe_bef` a short human dump of the sections.
@@ -71,7 +73,8 @@ _DENSE_FORMATS = {
 }
 
 
-def program_to_mlir(program: Program, *, generic: bool = True, locations: bool = False) -> str:
+def program_to_mlir(program: Program, *, generic: bool = True, locations: bool = False,
+                    op_generic: bool = False) -> str:
     """Print ``program`` as an MLIR module (see the module docstring for the form).
 
     Args:
@@ -79,10 +82,16 @@ def program_to_mlir(program: Program, *, generic: bool = True, locations: bool =
         generic: kernels are printed in generic op form; that is the only form this
             disassembler knows (``False`` raises ``NotImplementedError``).
         locations: append ``loc(...)`` to every op and function.
+        op_generic: print the module and the functions in generic form too
+            (``tfrt_translate --bef-to-mlir --mlir-print-op-generic``), as the MLIR of TFRT's
+            published test files does: ``"builtin.module"() ({...}) : () -> ()`` and
+            ``"builtin.func"() ({...}) {sym_name = "f", type = (i32) -> i32} : () -> ()``,
+            the function's attributes after its body (docs/conformance.md).
     """
     if not generic:
         raise NotImplementedError("only the generic op form is supported")
-    return _Printer(program, locations).module()
+    printer = _Printer(program, locations)
+    return printer.generic_module() if op_generic else printer.module()
 
 
 def bef_to_mlir(data: bytes, *, locations: bool = False) -> tuple[str, list[str]]:
@@ -281,6 +290,40 @@ class _Printer:
         head = f"  func.func {_symbol(fn.name)}({args}){sig_results}{attrs.get(fn.kind, '')} {{"
         body = self.body(fn, names, "    ")
         return [head, *body, "  }" + self.loc(fn.location)]
+
+    def generic_module(self) -> str:
+        """The module with the module and function ops in generic form (``op_generic``)."""
+        lines = ['"builtin.module"() ({']
+        for text in self.program.compiled_modules.values():
+            lines.extend("  " + line for line in text.strip().splitlines())
+        for fn in self.program.functions:
+            if fn.name:
+                lines.extend(self.generic_function(fn))
+        lines.append("}) : () -> ()")
+        return "\n".join(lines) + "\n"
+
+    def generic_function(self, fn: Function) -> list[str]:
+        """``fn`` as a generic ``"builtin.func"`` op: body region, then its attributes."""
+        self.counter = self.arg_counter = 0
+        results = fn.result_types
+        ret = results[0] if len(results) == 1 and "->" not in results[0] else (
+            "(" + ", ".join(results) + ")")
+        attrs = [f"sym_name = {_string(fn.name)}",
+                 f"type = ({', '.join(fn.argument_types)}) -> {ret}"]
+        if fn.kind is FunctionKind.NATIVE:
+            attrs = [*attrs, 'sym_visibility = "private"', "tfrt.native"]
+            return ['  "builtin.func"() ({', "  }) {" + ", ".join(sorted(attrs)) + "} : () -> ()"
+                    + self.loc(fn.location)]
+        if fn.kind is FunctionKind.SYNC:
+            attrs.append("tfrt.sync")
+        names = self.names(fn)
+        lines = ['  "builtin.func"() ({']
+        if fn.num_arguments:
+            args = ", ".join(f"{names[a]}: {t}" for a, t in enumerate(fn.argument_types))
+            lines.append(f"  ^bb0({args}):")
+        lines.extend(self.body(fn, names, "    "))
+        lines.append("  }) {" + ", ".join(sorted(attrs)) + "} : () -> ()" + self.loc(fn.location))
+        return lines
 
     def names(self, fn: Function) -> list[str]:
         """SSA names for the registers of ``fn``, unique within the enclosing ``func``."""

@@ -141,7 +141,7 @@ def _bef_to_mlir(args: argparse.Namespace) -> int:
     except BefError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    text = disasm.program_to_mlir(program)
+    text = disasm.program_to_mlir(program, op_generic=args.mlir_print_op_generic)
     if getattr(program, "missing_optional_sections", False) or not _has_optional(data):
         print(
             "warning: Missing AttributeTypes, AttributeNames or RegisterTypes sections.",
