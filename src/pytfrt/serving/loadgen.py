@@ -59,10 +59,15 @@ class ServerProcess:
         flags: ``pytfrt serve`` flags (``--rest_api_port`` and ``--rest_api_host`` are set here).
         log_path: where the server's stderr goes.
         env: extra environment variables.
+        command: the program and its leading arguments (default ``python -m
+            pytfrt.tools.pytfrt_cli serve``; ``benchmarks/serve_breakdown.py`` runs the same
+            server with timing hooks through it).
     """
 
-    def __init__(self, *flags: str, log_path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *flags: str, log_path: Path, env: dict[str, str] | None = None,
+                 command: list[str] | None = None) -> None:
         self.flags = list(flags)
+        self.command = command or [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve"]
         self.log_path = log_path
         self.env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
         self.proc: subprocess.Popen[str] | None = None
@@ -75,8 +80,7 @@ class ServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve", "--rest_api_host=127.0.0.1",
-             "--rest_api_port=0", *self.flags],
+            [*self.command, "--rest_api_host=127.0.0.1", "--rest_api_port=0", *self.flags],
             stdout=subprocess.PIPE, stderr=self._log, text=True, env=self.env,
         )
         threading.Thread(target=self._pump, daemon=True).start()

@@ -137,3 +137,117 @@ def test_decode_uses_it_with_the_same_results_and_errors() -> None:
     ragged = pad('{"instances": [[1.0, 2.0], [3.0]]}')
     with pytest.raises(ServingError, match="ragged"):
         decode_predict_request(ragged, sig)
+
+
+# -- the two-halves scan (bodies of SPLIT_BYTES or more; ``split_at`` forces it in tests) -------
+
+
+def oracle_or_none(body: bytes) -> np.ndarray | None:
+    """The general path's float32 array, or ``None`` where it would not give one."""
+    try:
+        (value,) = json.loads(body).values()
+        array = np.asarray(value)
+    except (ValueError, json.JSONDecodeError):
+        return None
+    if array.dtype.kind not in "fiu" or array.ndim == 0:
+        return None
+    with np.errstate(over="ignore"):
+        return array.astype(np.float32)
+
+
+def check_split(body: bytes, cut: int) -> np.ndarray | None:
+    """The split scan at ``cut``: bit-identical to the oracle, or ``None`` (never another
+    array, never an exception)."""
+    got = fast_json.parse_float32_tensor(body, split_at=cut)
+    if got is None:
+        return None
+    want = oracle_or_none(body)
+    assert want is not None, body
+    _, array = got
+    assert array.dtype == np.float32 and array.shape == want.shape, (array.shape, want.shape)
+    assert np.array_equal(array.view(np.uint32), want.view(np.uint32)), (array, want)
+    return array
+
+
+edge_numbers = st.sampled_from([
+    "0", "-0", "0.0", "-0.0", "1e0", "1E+5", "-2.5e-3", "1e-45", "1.4e-45", "-1.17549435e-38",
+    "3.4028234e38", "3.5e38", "1e39", "123456789012345678", "0.000000000000000000001",
+    "16777217", "1.00000005960464477", "7", "-9.5", "12e-2",
+])
+numbers_text = st.one_of(decimals, edge_numbers)
+spaces = st.sampled_from(["", " ", "\n", "  \t", "\r\n "])
+
+
+@st.composite
+def tensor_texts(draw: st.DrawFn) -> str:
+    """A nested list of numbers (usually rectangular, sometimes ragged) with random spacing."""
+    shape = draw(st.lists(st.integers(1, 3), min_size=1, max_size=4))
+    ragged = draw(st.booleans()) and draw(st.booleans())
+
+    def build(dims: list[int]) -> str:
+        if not dims:
+            return draw(numbers_text)
+        n = dims[0] + (draw(st.integers(-1, 1)) if ragged else 0)
+        items = [build(dims[1:]) for _ in range(max(n, 1))]
+        sep = draw(spaces)
+        return "[" + sep + ("," + sep).join(items) + draw(spaces) + "]"
+
+    return '{"' + draw(st.sampled_from(["instances", "inputs"])) + '":' + draw(spaces) + \
+        build(shape) + draw(spaces) + "}"
+
+
+@settings(max_examples=int(os.environ.get("FAST_JSON_EXAMPLES", "200")))
+@given(tensor_texts(), st.data())
+def test_split_scan_is_exact_or_refused(text: str, data: st.DataObject) -> None:
+    body = pad(text)
+    cut = data.draw(st.integers(0, len(text)))
+    check_split(body, cut)
+
+
+@settings(max_examples=int(os.environ.get("FAST_JSON_EXAMPLES", "200")))
+@given(tensor_texts(), st.data())
+def test_split_scan_on_malformed_bodies(text: str, data: st.DataObject) -> None:
+    # Drop, double or replace one character of a well-formed body: the result is the general
+    # path's array or None, whatever the cut.
+    body = bytearray(pad(text))
+    where = data.draw(st.integers(0, len(text) - 1))
+    how = data.draw(st.sampled_from(["drop", "double", "replace"]))
+    if how == "drop":
+        del body[where]
+    elif how == "double":
+        body.insert(where, body[where])
+    else:
+        body[where] = ord(data.draw(st.sampled_from(list("[],-.e0 }x"))))
+    check_split(bytes(body), data.draw(st.integers(0, len(text))))
+
+
+@settings(max_examples=40)
+@given(float32_arrays.filter(lambda x: x.size > 1), st.sampled_from([None, 1, 2]))
+def test_split_takes_float32_tensors_at_every_cut(x: np.ndarray, indent: int | None) -> None:
+    # Every cut with a comma after it must give the array from the two halves, not from the
+    # one-pass fallback.
+    text = json.dumps({"instances": x.tolist()}, indent=indent)
+    body = pad(text)
+    whole = fast_json._whole
+    try:
+        fast_json._whole = None  # type: ignore[assignment]  # a fallback would raise: None
+        for cut in range(text.index("["), text.rindex(",")):
+            assert check_split(body, cut) is not None, cut
+    finally:
+        fast_json._whole = whole
+
+
+def test_big_bodies_are_split_and_exact() -> None:
+    x = np.random.default_rng(1).standard_normal((1, 64, 64, 24)).astype(np.float32)
+    body = json.dumps({"instances": x.tolist()}).encode()
+    assert len(body) >= fast_json.SPLIT_BYTES
+    got = fast_json.parse_float32_tensor(body)
+    assert got is not None
+    assert np.array_equal(got[1].view(np.uint32), x.view(np.uint32))
+
+
+def test_integer_minus_zero_is_positive_zero() -> None:
+    # json.loads makes "-0" the int 0 (float32 +0.0), but "-0.0" and "-0e0" the float -0.0.
+    got = check(pad('{"instances": [-0, -0.0, -0e0, 1.5]}'))
+    assert got is not None
+    assert list(np.signbit(got)) == [False, True, True, False]
