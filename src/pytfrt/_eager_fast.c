@@ -1,15 +1,15 @@
 /* pytfrt._eager_fast: the eager fast path of pytfrt.eager as C callables (docs/eager.md).
  *
- * An eager op such as ``pytfrt.eager.add`` is, when this extension is built, a ``binary``
- * object: its vectorcall does the commonest case itself -- both operands an ``eager.Tensor``
- * holding an ndarray, or an ndarray, of one dtype float32 or float64 (or one of them a Python
- * float/int, converted to the array's dtype first) -> the NumPy ufunc -> a new available
- * ``eager.Tensor`` -- and hands every other call, unchanged, to the Python op function it wraps
- * (``fallback``), which keeps all the rules (weak scalars, promotion, broadcasting errors,
- * tracing, the general core-runtime path).  A ``unary`` object does the same for one-operand
- * ops.  The objects are also method descriptors, so they can serve as ``Tensor.__add__`` etc.
+ * An eager op such as ``pytfrt.eager.add`` is, when this extension is built, an ``op`` object
+ * made by ``binary()``: its vectorcall does the commonest case itself -- both operands an
+ * ``eager.Tensor`` holding an ndarray, or an ndarray, of one dtype float32 or float64 (or one
+ * of them a Python float/int, converted to the array's dtype) -> the NumPy ufunc -> a new
+ * available ``eager.Tensor`` -- and hands every other call, unchanged, to the Python op function
+ * it wraps (``fallback``), which keeps all the rules (weak scalars, promotion, broadcasting
+ * errors, tracing, the general core-runtime path).  ``unary()`` makes one for a one-operand
+ * op.  The objects are also method descriptors, so they can serve as ``Tensor.__add__`` etc.
  *
- * Only the stable CPython API is used on NumPy objects (types and dtypes are compared by
+ * NumPy objects are handled through the CPython API only (types and dtypes are compared by
  * identity, ``ndarray.dtype`` is read as an attribute): no NumPy headers are needed to build.
  * The ``Tensor`` and ``FastPathCounts`` slots are written through the offsets of their
  * ``__slots__`` member descriptors, read once by ``configure``.
@@ -238,7 +238,8 @@ typedef struct {
     PyObject *fallback;  /* the Python op function: every call the fast case declines */
     PyObject *dict;      /* __name__, __doc__, __wrapped__, ... (functools.update_wrapper) */
     vectorcallfunc vectorcall;
-    int swapped;         /* binary: called as (y, x), as a reflected operator */
+    int nargs;           /* 1 (unary) or 2 (binary) */
+    int swapped;         /* binary: computes fn(args[1], args[0]) (a reflected operator) */
 } FastOp;
 
 static int
@@ -270,13 +271,11 @@ fastop_dealloc(FastOp *self)
     Py_DECREF(tp);
 }
 
+/* The Python function gets every declined call with its arguments unchanged (a reflected
+ * operator's fallback is the Python ``__radd__`` etc., which swaps them itself). */
 static PyObject *
 fastop_call_fallback(FastOp *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    if (self->swapped && PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL) {
-        PyObject *swapped[2] = {args[1], args[0]};
-        return PyObject_Vectorcall(self->fallback, swapped, 2, NULL);
-    }
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
@@ -392,15 +391,17 @@ unary_vectorcall(FastOp *self, PyObject *const *args, size_t nargsf, PyObject *k
     return make_tensor(r);
 }
 
+static PyTypeObject *op_type;  /* pytfrt._eager_fast.op, created by module_exec */
+
 static PyObject *
-fastop_new(PyTypeObject *type, PyObject *args, PyObject *kwds, int binary)
+fastop_new(PyObject *args, PyObject *kwds, int nargs)
 {
     static char *binary_kwlist[] = {"fn", "fallback", "swapped", NULL};
     static char *unary_kwlist[] = {"fn", "fallback", NULL};
     PyObject *fn, *fallback;
     int swapped = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, binary ? "OO|p:binary" : "OO:unary",
-                                     binary ? binary_kwlist : unary_kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, nargs == 2 ? "OO|p:binary" : "OO:unary",
+                                     nargs == 2 ? binary_kwlist : unary_kwlist,
                                      &fn, &fallback, &swapped)) {
         return NULL;
     }
@@ -408,29 +409,43 @@ fastop_new(PyTypeObject *type, PyObject *args, PyObject *kwds, int binary)
         PyErr_SetString(PyExc_TypeError, "fn and fallback must be callable");
         return NULL;
     }
-    FastOp *self = (FastOp *)type->tp_alloc(type, 0);
+    FastOp *self = (FastOp *)op_type->tp_alloc(op_type, 0);
     if (self == NULL) {
         return NULL;
     }
     self->fn = Py_NewRef(fn);
     self->fallback = Py_NewRef(fallback);
     self->dict = NULL;
+    self->nargs = nargs;
     self->swapped = swapped;
-    self->vectorcall = binary ? (vectorcallfunc)binary_vectorcall
-                              : (vectorcallfunc)unary_vectorcall;
+    self->vectorcall = nargs == 2 ? (vectorcallfunc)binary_vectorcall
+                                  : (vectorcallfunc)unary_vectorcall;
     return (PyObject *)self;
 }
 
-static PyObject *
-binary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    return fastop_new(type, args, kwds, 1);
-}
+PyDoc_STRVAR(binary_doc,
+"binary(ufunc, fallback, swapped=False) -> op\n"
+"\n"
+"A two-operand eager op: float32/float64 Tensors or ndarrays of one dtype (or one of them\n"
+"and a Python float/int) -> ufunc(x, y) as a new Tensor; any other call -> fallback(*args).\n"
+"swapped: computes ufunc(y, x) (a reflected operator such as Tensor.__radd__).");
 
 static PyObject *
-unary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+binary(PyObject *module, PyObject *args, PyObject *kwds)
 {
-    return fastop_new(type, args, kwds, 0);
+    return fastop_new(args, kwds, 2);
+}
+
+PyDoc_STRVAR(unary_doc,
+"unary(fn, fallback) -> op\n"
+"\n"
+"A one-operand eager op: a float32/float64 Tensor or ndarray -> fn(x) as a new Tensor (fn\n"
+"returning None declines); any other call -> fallback(*args).");
+
+static PyObject *
+unary(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    return fastop_new(args, kwds, 1);
 }
 
 /* Bound as a method (``Tensor.__add__ = binary(...)``): ``t.__add__`` is a bound method. */
@@ -446,7 +461,8 @@ fastop_descr_get(PyObject *self, PyObject *obj, PyObject *type)
 static PyObject *
 fastop_repr(FastOp *self)
 {
-    return PyUnicode_FromFormat("<%s%s wrapping %R>", Py_TYPE(self)->tp_name,
+    return PyUnicode_FromFormat("<%s %s%s wrapping %R>", Py_TYPE(self)->tp_name,
+                                self->nargs == 2 ? "binary" : "unary",
                                 self->swapped ? " (swapped)" : "", self->fallback);
 }
 
@@ -454,6 +470,7 @@ static PyMemberDef fastop_members[] = {
     {"fn", T_OBJECT_EX, offsetof(FastOp, fn), READONLY, "the ufunc (or fast function) called"},
     {"fallback", T_OBJECT_EX, offsetof(FastOp, fallback), READONLY,
      "the Python op function every declined call goes to"},
+    {"nargs", T_INT, offsetof(FastOp, nargs), READONLY, "1 (unary) or 2 (binary)"},
     {"swapped", T_INT, offsetof(FastOp, swapped), READONLY,
      "1 if the operands are swapped (a reflected operator)"},
     {"__dictoffset__", T_PYSSIZET, offsetof(FastOp, dict), READONLY},
@@ -466,8 +483,7 @@ static PyGetSetDef fastop_getset[] = {
     {NULL},
 };
 
-static PyType_Slot binary_slots[] = {
-    {Py_tp_new, binary_new},
+static PyType_Slot op_slots[] = {
     {Py_tp_dealloc, fastop_dealloc},
     {Py_tp_traverse, fastop_traverse},
     {Py_tp_clear, fastop_clear},
@@ -476,40 +492,23 @@ static PyType_Slot binary_slots[] = {
     {Py_tp_repr, fastop_repr},
     {Py_tp_members, fastop_members},
     {Py_tp_getset, fastop_getset},
-    {Py_tp_doc, "binary(ufunc, fallback, swapped=False): a two-operand eager op (see the "
-                "module docstring)."},
+    {Py_tp_doc, "An eager op made by binary() or unary() (see the module docstring)."},
     {0, NULL},
 };
 
-static PyType_Slot unary_slots[] = {
-    {Py_tp_new, unary_new},
-    {Py_tp_dealloc, fastop_dealloc},
-    {Py_tp_traverse, fastop_traverse},
-    {Py_tp_clear, fastop_clear},
-    {Py_tp_call, PyVectorcall_Call},
-    {Py_tp_descr_get, fastop_descr_get},
-    {Py_tp_repr, fastop_repr},
-    {Py_tp_members, fastop_members},
-    {Py_tp_getset, fastop_getset},
-    {Py_tp_doc, "unary(fn, fallback): a one-operand eager op (see the module docstring)."},
-    {0, NULL},
-};
-
-#define FASTOP_FLAGS (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL \
-                      | Py_TPFLAGS_METHOD_DESCRIPTOR)
-
-static PyType_Spec binary_spec = {
-    "pytfrt._eager_fast.binary", sizeof(FastOp), 0, FASTOP_FLAGS, binary_slots,
-};
-
-static PyType_Spec unary_spec = {
-    "pytfrt._eager_fast.unary", sizeof(FastOp), 0, FASTOP_FLAGS, unary_slots,
+static PyType_Spec op_spec = {
+    "pytfrt._eager_fast.op", sizeof(FastOp), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
+        | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    op_slots,
 };
 
 /* -- the module -------------------------------------------------------------------------------- */
 
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS, configure_doc},
+    {"binary", (PyCFunction)(void (*)(void))binary, METH_VARARGS | METH_KEYWORDS, binary_doc},
+    {"unary", (PyCFunction)(void (*)(void))unary, METH_VARARGS | METH_KEYWORDS, unary_doc},
     {NULL},
 };
 
@@ -520,18 +519,12 @@ module_exec(PyObject *m)
     if (S.dtype_name == NULL) {
         return -1;
     }
-    PyObject *binary = PyType_FromModuleAndSpec(m, &binary_spec, NULL);
-    if (binary == NULL || PyModule_AddObjectRef(m, "binary", binary) < 0) {
-        Py_XDECREF(binary);
+    PyObject *type = PyType_FromModuleAndSpec(m, &op_spec, NULL);
+    if (type == NULL || PyModule_AddObjectRef(m, "op", type) < 0) {
+        Py_XDECREF(type);
         return -1;
     }
-    Py_DECREF(binary);
-    PyObject *unary = PyType_FromModuleAndSpec(m, &unary_spec, NULL);
-    if (unary == NULL || PyModule_AddObjectRef(m, "unary", unary) < 0) {
-        Py_XDECREF(unary);
-        return -1;
-    }
-    Py_DECREF(unary);
+    Py_XSETREF(op_type, (PyTypeObject *)type);
     return 0;
 }
 

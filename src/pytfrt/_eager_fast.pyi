@@ -28,27 +28,23 @@ def configure(
         TypeError: the Tensor class or the counts object lacks the expected ``__slots__``.
     """
 
-class binary:  # noqa: N801 - a C type, named like a function
-    """A two-operand eager op: ``binary(ufunc, fallback, swapped=False)(x, y)``."""
+class op:  # noqa: N801 - a C type
+    """An eager op made by :func:`binary` or :func:`unary` (a method descriptor too)."""
 
     fn: Callable[..., Any]
     fallback: Callable[..., Any]
+    nargs: int
     swapped: int
     __wrapped__: Callable[..., Any]
 
-    def __new__(cls, fn: Callable[..., Any], fallback: Callable[..., Any],
-                swapped: bool = False) -> binary: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, obj: Any, owner: Any = None) -> Any: ...
 
-class unary:  # noqa: N801 - a C type, named like a function
-    """A one-operand eager op: ``unary(fn, fallback)(x)``."""
+def binary(fn: Callable[..., Any], fallback: Callable[..., Any], swapped: bool = False) -> op:
+    """A two-operand op: float32/float64 Tensors or ndarrays of one dtype (or one of them and a
+    Python float/int) -> ``fn(x, y)`` as a new Tensor; any other call -> ``fallback(*args)``.
+    ``swapped``: computes ``fn(y, x)`` (a reflected operator such as ``Tensor.__radd__``)."""
 
-    fn: Callable[..., Any]
-    fallback: Callable[..., Any]
-    swapped: int
-    __wrapped__: Callable[..., Any]
-
-    def __new__(cls, fn: Callable[..., Any], fallback: Callable[..., Any]) -> unary: ...
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
-    def __get__(self, obj: Any, owner: Any = None) -> Any: ...
+def unary(fn: Callable[..., Any], fallback: Callable[..., Any]) -> op:
+    """A one-operand op: a float32/float64 Tensor or ndarray -> ``fn(x)`` as a new Tensor
+    (``fn`` returning ``None`` declines); any other call -> ``fallback(*args)``."""

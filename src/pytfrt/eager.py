@@ -857,9 +857,9 @@ def _load_c_fast_path() -> dict[str, Any]:
         functools.update_wrapper(obj, py_op)
         objs[name] = obj
     for dunder, (name, reflected) in _C_OPERATORS.items():
-        py_op = _C_CANDIDATES[name][0]
-        obj = _eager_fast.binary(_C_CANDIDATES[name][1], py_op, reflected)
-        functools.update_wrapper(obj, _PY_OPERATORS[dunder])
+        py_method = _PY_OPERATORS[dunder]
+        obj = _eager_fast.binary(_C_CANDIDATES[name][1], py_method, reflected)
+        functools.update_wrapper(obj, py_method)
         objs[dunder] = obj
     return objs
 
