@@ -1,5 +1,6 @@
 """Print the traced program (graph dialect, before the passes) of a gradient through
-``pytfrt.cond`` (argument ``cond``) or ``pytfrt.while_loop`` (argument ``while``)."""
+``pytfrt.cond`` (argument ``cond``), ``pytfrt.switch_case`` (argument ``case``) or
+``pytfrt.while_loop`` (argument ``while``)."""
 
 import sys
 
@@ -15,6 +16,11 @@ def through_cond(x, y):
                        lambda a: eager.reduce_sum(eager.tanh(a)), x)
 
 
+def through_case(x, i):
+    return eager.reduce_sum(pytfrt.switch_case(
+        i, [lambda a: eager.exp(a), lambda a: a * 3.0, lambda a: eager.tanh(a)], x))
+
+
 def through_while(x):
     def body(i, a):
         return i + 1, eager.sigmoid(a) * x
@@ -25,5 +31,7 @@ def through_while(x):
 x = np.array([1.0, 2.0], np.float32)
 if sys.argv[1] == "cond":
     print(pytfrt.function(pytfrt.grad(through_cond)).get_mlir(x, np.float32(3.0)))
+elif sys.argv[1] == "case":
+    print(pytfrt.function(pytfrt.grad(through_case)).get_mlir(x, np.int32(1)))
 else:
     print(pytfrt.function(pytfrt.grad(through_while)).get_mlir(x))
