@@ -262,21 +262,44 @@ class Tracer:
 
     def trace_op_record(self, record: Any) -> Any:
         """A copy of a core-runtime op record whose metadata and dispatch functions run in
-        ``RunMetadataFunction`` / ``RunDispatch: <op>`` debug scopes (TFRT's names).
+        ``RunMetadataFunction`` / ``RunDispatchFunction: <op>#...#`` debug scopes (TFRT's names).
 
         ``record`` is a dataclass with ``name``, ``metadata`` (or ``None``) and ``dispatch``
         fields (``pytfrt.core_runtime.op_registry.OpRecord``); the CPU op handler calls this
-        per dispatch while tracing.
+        per dispatch while tracing.  The dispatch scope's name describes the invocation as
+        TFRT's core runtime did (:func:`dispatch_scope_name`); it is completed when the
+        dispatch function returns, since the result metadata is known then.
         """
         import dataclasses
 
         metadata = record.metadata
+        dispatch = record.dispatch
+        name = record.name
+
+        def traced_dispatch(tensors: Sequence[Any], attrs: Any, exec_ctx: Any) -> Any:
+            records = self._records()
+            index = len(records)
+            self.begin_scope(f"RunDispatchFunction: {name}", TracingLevel.DEBUG)
+            out = None
+            try:
+                out = dispatch(tensors, attrs, exec_ctx)
+                return out
+            finally:
+                self.end_scope()
+                outs = out if isinstance(out, tuple) else (out,)
+                location = getattr(exec_ctx, "location", None)
+                full = dispatch_scope_name(
+                    name, location.debug_info() if location is not None else None,
+                    [_metadata_text(t) for t in tensors], [_metadata_text(o) for o in outs],
+                    attrs.format() if hasattr(attrs, "format") else str(attrs))
+                if index < len(records) and records[index][0] == BEGIN:
+                    records[index] = (BEGIN, records[index][1], full, *records[index][3:])
+
         return dataclasses.replace(
             record,
             metadata=None if metadata is None else self.wrap(
                 metadata, "RunMetadataFunction", TracingLevel.DEBUG),
-            dispatch=self.wrap(record.dispatch, f"RunDispatch: {record.name}",
-                               TracingLevel.DEBUG),
+            dispatch=traced_dispatch,
         )
 
     # -- executor hooks -----------------------------------------------------------------------
@@ -371,6 +394,39 @@ class InvocationTracer:
     def end_scope(self) -> None:
         """Close a plain scope (delegates to the tracer)."""
         self.tracer.end_scope()
+
+
+def dispatch_scope_name(op: str, long_name: str | None, inputs: Sequence[str],
+                        results: Sequence[str], attributes: str) -> str:
+    """The name of an op's dispatch scope, as TFRT's core runtime wrote it:
+    ``RunDispatchFunction: <op>#op_name=<op>,[long_name=<name>,]Inputs=(<md>;...),``
+    ``Results=(<md>;...),Attributes=<OpAttrs print>#`` (metadata as ``f32 [2, 3]``; the
+    long name is the op's named location, e.g. ``loc("scope/name")``)."""
+    named = f"long_name={long_name}," if long_name else ""
+    return (f"RunDispatchFunction: {op}#op_name={op},{named}Inputs=({';'.join(inputs)}),"
+            f"Results=({';'.join(results)}),Attributes={attributes}#")
+
+
+def _metadata_text(value: Any) -> str:
+    """A tensor's (or an available AsyncValue's tensor's) metadata as text, ``?`` if unknown."""
+    if isinstance(value, AsyncValue):
+        if not value.is_concrete():
+            return "?"
+        value = value.get()
+    md = getattr(value, "metadata", None)
+    if md is not None:
+        return str(md)
+    dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
+    kind, size = getattr(dtype, "kind", None), getattr(dtype, "itemsize", 0)
+    if kind is None or not isinstance(shape, tuple):
+        return "?"
+    # A NumPy array (the CPU ops' dense form): TFRT's dtype spelling (i1, i32, ui8, f32,
+    # complex64) follows from the kind and width; the host layer does not import pytfrt.tensor.
+    prefix = {"b": "i", "i": "i", "u": "ui", "f": "f", "c": "complex"}.get(kind)
+    if prefix is None:
+        return "?"
+    name = "i1" if kind == "b" else f"{prefix}{8 * size}"
+    return f"{name} [{', '.join(str(d) for d in shape)}]"
 
 
 def task_name(fn: Any) -> str:

@@ -1,6 +1,7 @@
 // Core runtime op dispatch scopes (docs/tracing.md): each corert.executeop
 // kernel opens `<op>#op_handler=<handler>#`, inside it `RunMetadataFunction` and
-// `RunDispatch: <op>`.  Kernel scopes sit inside the executor's
+// `RunDispatchFunction: <op>#op_name=<op>,[long_name=<named loc>,]Inputs=(<md>;...),
+// Results=(<md>),Attributes=<OpAttrs print>#`.  Kernel scopes sit inside the executor's
 // `BEFExecutor::ProcessReadyKernels` scope.
 // RUN: bef_executor --enable_tracing --tracing_level=debug --test_init_function=register_op_handlers_cpu %s.bef | FileCheck %s --dump-input=fail
 
@@ -30,7 +31,11 @@ func.func @basic_test_matmul_f32() -> !tfrt.chain {
   // CHECK-NEXT: Scope:tfrt_test.create_dense_tensor#op_handler=cpu#
   // CHECK-NEXT: Scope:RunMetadataFunction
   // CHECK-NEXT: End Scope
-  // CHECK-NEXT: Scope:RunDispatch: tfrt_test.create_dense_tensor
+  // CHECK-NEXT: Scope:RunDispatchFunction: tfrt_test.create_dense_tensor#op_name=tfrt_test.create_dense_tensor,Inputs=(),Results=(f32 [1, 4]),Attributes=OpAttrs contains 2 entries:
+  // CHECK-NEXT: {{^}}  'shape' type=I64 value=[1, 4]
+  // CHECK-NEXT: {{^}}  'values' type=F32 value=[1.000000e+00]
+  // CHECK-EMPTY:
+  // CHECK-NEXT: {{^}}#
   // CHECK-NEXT: End Scope
   // CHECK-NEXT: End Scope
   // CHECK-NEXT: End Scope
@@ -46,7 +51,8 @@ func.func @basic_test_matmul_f32() -> !tfrt.chain {
   // CHECK-NEXT: Scope:tfrt_test.matmul#op_handler=cpu#
   // CHECK-NEXT: Scope:RunMetadataFunction
   // CHECK-NEXT: End Scope
-  // CHECK-NEXT: Scope:RunDispatch: tfrt_test.matmul
+  // CHECK-NEXT: Scope:RunDispatchFunction: tfrt_test.matmul#op_name=tfrt_test.matmul,long_name=MyScope/MyMatmul,Inputs=(f32 [1, 4];f32 [4, 1]),Results=(f32 [1, 1]),Attributes=OpAttrs contains 2 entries:
+  // CHECK-NEXT: 'transpose_a' type=BOOL value=0
   %r = corert.executeop(%cpu) "tfrt_test.matmul"(%a, %b)
     {transpose_a = false, transpose_b = false} : 1 loc("MyScope/MyMatmul")
 
