@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
-import json
 import os
 import platform
 import subprocess
@@ -45,6 +44,7 @@ from pytfrt.kernels.basic.integer import add_i32
 from pytfrt.kernels.test_kernels.async_kernels import sum_i32
 from pytfrt.support.attributes import IntAttr
 from pytfrt.support.function_kind import FunctionKind
+from pytfrt.tools.bench import save_results
 
 
 def cpu_model() -> str:
@@ -249,15 +249,13 @@ def main() -> None:
         print(f"bef_executor start-up on a small .bef (whole process): {startup:.3f} s")
     for note in notes:
         print("note:", note)
-    RESULTS.mkdir(parents=True, exist_ok=True)
     meta = {"n": n, "repeat": repeat, "clock": args.clock,
             "tree": str(Path(pytfrt.__file__).parent), "nproc": os.cpu_count(),
             "machine": cpu_model(),
             "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
             "startup_s": startup, "notes": notes, "rows": rows}
     stem = f"executor-{args.label}" if args.label else "executor"
-    (RESULTS / f"{stem}.json").write_text(json.dumps(meta, indent=2))
-    plot(rows, RESULTS / f"{stem}.png")
+    save_results(stem, meta, lambda path: plot(rows, path), newline=False, results_dir=RESULTS)
 
 
 def plot(rows: list[dict[str, object]], path: Path) -> None:

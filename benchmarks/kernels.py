@@ -22,7 +22,6 @@ Usage: ``python benchmarks/kernels.py [--repeats 7] [--batches 1 8] [--only resn
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -35,6 +34,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from pytfrt.backends.cpu import _blas, conv, pooling
+from pytfrt.tools.bench import save_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from xor import cpu_model  # noqa: E402 - the benchmarks' shared helper
@@ -265,11 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         "env": {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS", "PYTFRT"))},
         "load_average": os.getloadavg(),
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "kernels.json").write_text(
-        json.dumps({"meta": meta, "rows": rows, "totals": totals}, indent=2)
-    )
-    plot(rows, RESULTS / "kernels.png")
+    save_results("kernels", {"meta": meta, "rows": rows, "totals": totals},
+                 lambda path: plot(rows, path), newline=False, results_dir=RESULTS)
     return 0
 
 

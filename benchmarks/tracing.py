@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import gc
 import inspect
-import json
 import os
 import platform
 import statistics
@@ -45,6 +44,7 @@ from pytfrt.host.kernel_libraries import builtin_registry
 from pytfrt.host.tracing import Tracer
 from pytfrt.support.attributes import IntAttr
 from pytfrt.support.function_kind import FunctionKind
+from pytfrt.tools.bench import save_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -205,13 +205,10 @@ def main() -> None:
             for row in results.values()
         )
         print(f"{name:<18}{cells}")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "tracing.json").write_text(json.dumps({
+    save_results("tracing", {
         "n": args.n, "repeat": args.repeat, "cpus": os.cpu_count(), "cpu": cpu_model(),
         "date": time.strftime("%Y-%m-%d"), "us_per_kernel": results,
-    }, indent=2) + "\n")
-    plot(results, RESULTS / "tracing.png")
-    print(f"wrote {RESULTS / 'tracing.json'} and {RESULTS / 'tracing.png'}")
+    }, lambda path: plot(results, path), results_dir=RESULTS)
 
 
 if __name__ == "__main__":

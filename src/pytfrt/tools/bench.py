@@ -21,7 +21,7 @@ import os
 import platform
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +121,41 @@ def write_json(path: Path, record: dict[str, Any]) -> None:
     """Write ``record`` as indented JSON, creating the directory."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+RESULTS_DIR = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+"""Where the benchmark scripts save their JSON and PNG files (``benchmarks/results``)."""
+
+
+def save_results(stem: str | Path, record: Any, plot: Callable[[Path], Any] | None = None, *,
+                 indent: int | None = 2, newline: bool = True,
+                 results_dir: Path = RESULTS_DIR, quiet: bool = False) -> Path:
+    """The shared ending of a benchmark script: write ``<stem>.json``, plot ``<stem>.png``.
+
+    Args:
+        stem: the file name without extension, relative to ``results_dir`` (or absolute).
+        record: the JSON record (written with ``json.dumps(record, indent=indent)``, plus a
+            final newline if ``newline``, so existing result files keep their exact form).
+        plot: called with the PNG path to draw the figure (skipped when ``None``).
+        results_dir: the directory, created if missing.
+        quiet: do not print the ``wrote ...`` line.
+
+    Returns:
+        The JSON path.  Errors writing the files propagate (``OSError``).
+    """
+    base = results_dir / stem
+    base.parent.mkdir(parents=True, exist_ok=True)
+    json_path = base.parent / (base.name + ".json")
+    json_path.write_text(json.dumps(record, indent=indent) + ("\n" if newline else ""),
+                         encoding="utf-8")
+    written = [str(json_path)]
+    if plot is not None:
+        png_path = base.parent / (base.name + ".png")
+        plot(png_path)
+        written.append(str(png_path))
+    if not quiet:
+        print("wrote " + " and ".join(written))
+    return json_path
 
 
 def progress(message: str, quiet: bool = False) -> None:
