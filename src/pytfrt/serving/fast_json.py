@@ -35,6 +35,8 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
+from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -44,8 +46,12 @@ MIN_BYTES: Final = 1024
 the two break even near 300 bytes (16 numbers); at 1.3 KB (64 numbers) the scan took 10 us
 against 18 us, for the MLP's 16 KB (784 numbers) 34 us against 153 us."""
 SPLIT_BYTES: Final = 256 * 1024
-"""Bodies this large are scanned in two halves at once (a hand-off to the helper thread costs
-~50 us; a 256 KB half scan ~0.2 ms)."""
+"""Bodies this large are scanned in pieces on two threads (a hand-off to the helper thread
+costs ~50 us; scanning 128 KB ~0.2 ms)."""
+PIECE_BYTES: Final = 128 * 1024
+MAX_PIECES: Final = 8
+"""A split body is cut into ``min(MAX_PIECES, size // PIECE_BYTES)`` pieces: several, so that
+the work still divides when one thread is slow to start or is preempted."""
 MAX_RANK: Final = 32
 
 _PREFIX: Final = re.compile(rb'\s*\{\s*"(instances|inputs)"\s*:\s*')
@@ -59,24 +65,27 @@ _CPUS: Final = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
 _kernel: Any = None
 _unavailable = False
 _helper: Any = None
-_helper_idle = threading.Lock()
+_helper_idle = threading.Lock()  # held while the helper scans for one request
+_helper_made = threading.Lock()
 
 
 def _scan_impl(buf: Any, start: int, stop: int, suffix: bool, pow10: Any,
-               dims: Any, counts: Any, partial: Any, out: Any
-               ) -> tuple[int, int, int, int, int, int, int]:
-    """Scan ``buf[start:stop]``: (status, rank, number_depth, depth, min_pos, count, end).
+               dims: Any, counts: Any, partial: Any, inherited: Any, out: Any
+               ) -> tuple[int, int, int, int, int, int, int, int]:
+    """Scan ``buf[start:stop]``: (status, rank, number_depth, depth, min_depth, min_pos, count,
+    end).
 
     status 0 = done, 1 = not handled (malformed), 2 = refused, 3 = reached ``stop`` inside the
-    tensor (the first half of a split).  ``suffix=False``: ``start`` is the outermost ``[``;
+    tensor (the first piece of a split).  ``suffix=False``: ``start`` is the outermost ``[``;
     the scan ends when it closes.  ``suffix=True``: ``start`` follows a comma of the tensor;
     levels are relative (see the module docstring); the scan ends at ``}`` or ``stop``;
-    ``partial[level]`` gets the items this half added to each list the other half opened, and
-    ``min_pos`` is the position right after the ``]`` that first reached the lowest level.
-    ``dims[level]`` (-1 = unknown) gets the items of every list wholly inside the scan,
-    ``counts[level]`` the items of the lists open at the end, ``out`` the values.
-    Levels index the arrays at ``level + MAX_RANK``; ``rank`` and ``number_depth`` are
-    ``_NONE`` if unseen.
+    ``partial[level]`` gets the items this piece added to each list opened before it that it
+    closes, ``inherited[level]`` tells at the end whether the list open at that level was
+    opened before the piece, and ``min_pos`` is the position right after the ``]`` that first
+    reached ``min_depth``, the lowest level.  ``dims[level]`` (-1 = unknown) gets the items of
+    every list wholly inside the scan, ``counts[level]`` the items of the lists open at the end,
+    ``out`` the values.  Levels index the arrays at ``level + MAX_RANK``; ``rank`` and
+    ``number_depth`` are ``_NONE`` if unseen.
     """
     top = MAX_RANK
     n = buf.shape[0]
@@ -89,7 +98,7 @@ def _scan_impl(buf: Any, start: int, stop: int, suffix: bool, pow10: Any,
     min_depth = 0
     min_pos = start
     expect = np.zeros(2 * MAX_RANK + 1, np.bool_)
-    inherited = np.zeros(2 * MAX_RANK + 1, np.bool_)
+    inherited[:] = False
     if suffix:
         for k in range(top + 1):
             inherited[k] = True  # levels <= 0: lists opened before ``start``
@@ -102,15 +111,15 @@ def _scan_impl(buf: Any, start: int, stop: int, suffix: bool, pow10: Any,
             continue
         if c == 91:  # '['
             if number_depth != _NONE and depth >= number_depth:
-                return 1, 0, 0, 0, 0, 0, i  # a list beside numbers
+                return 1, 0, 0, 0, 0, 0, 0, i  # a list beside numbers
             if suffix or depth > 0:
                 if not expect[depth + top]:
-                    return 1, 0, 0, 0, 0, 0, i
+                    return 1, 0, 0, 0, 0, 0, 0, i
                 expect[depth + top] = False
                 counts[depth + top] += 1
             depth += 1
             if depth > top:
-                return 1, 0, 0, 0, 0, 0, i
+                return 1, 0, 0, 0, 0, 0, 0, i
             counts[depth + top] = 0
             expect[depth + top] = True
             inherited[depth + top] = False
@@ -118,55 +127,55 @@ def _scan_impl(buf: Any, start: int, stop: int, suffix: bool, pow10: Any,
             continue
         if c == 93:  # ']'
             if depth <= (-top + 1 if suffix else 0):
-                return 1, 0, 0, 0, 0, 0, i
+                return 1, 0, 0, 0, 0, 0, 0, i
             k = depth + top
             items = counts[k]
             if expect[k] and (items > 0 or inherited[k]):  # trailing comma
-                return 1, 0, 0, 0, 0, 0, i
+                return 1, 0, 0, 0, 0, 0, 0, i
             if rank == _NONE:
                 rank = depth  # the first list to close is the deepest
             if depth > rank:
-                return 1, 0, 0, 0, 0, 0, i
+                return 1, 0, 0, 0, 0, 0, 0, i
             if inherited[k]:
                 partial[k] = items
                 inherited[k] = False
             elif dims[k] == -1:
                 dims[k] = items
             elif dims[k] != items:
-                return 1, 0, 0, 0, 0, 0, i  # ragged
+                return 1, 0, 0, 0, 0, 0, 0, i  # ragged
             depth -= 1
             i += 1
             if depth < min_depth:
                 min_depth = depth
                 min_pos = i
             if depth == 0 and not suffix:
-                return 0, rank, number_depth, depth, min_pos, count, i
+                return 0, rank, number_depth, depth, min_depth, min_pos, count, i
             continue
         if c == 44:  # ','
             k = depth + top
             if (depth == 0 and not suffix) or expect[k] or (counts[k] == 0 and not inherited[k]):
-                return 1, 0, 0, 0, 0, 0, i
+                return 1, 0, 0, 0, 0, 0, 0, i
             expect[k] = True
             i += 1
             continue
         if c == 125 and suffix:  # '}': the end of the body
-            return 0, rank, number_depth, depth, min_pos, count, i
+            return 0, rank, number_depth, depth, min_depth, min_pos, count, i
         # A number: -?digits[.digits][(e|E)[+-]digits]
         k = depth + top
         if (depth == 0 and not suffix) or not expect[k]:
-            return 1, 0, 0, 0, 0, 0, i
+            return 1, 0, 0, 0, 0, 0, 0, i
         if rank != _NONE and depth != rank:
-            return 1, 0, 0, 0, 0, 0, i  # a number beside lists
+            return 1, 0, 0, 0, 0, 0, 0, i  # a number beside lists
         if number_depth == _NONE:
             number_depth = depth
         elif depth != number_depth:
-            return 1, 0, 0, 0, 0, 0, i
+            return 1, 0, 0, 0, 0, 0, 0, i
         negative = False
         if i < n and buf[i] == 45:  # '-'
             negative = True
             i += 1
         if i + 1 < n and buf[i] == 48 and 48 <= buf[i + 1] <= 57:
-            return 1, 0, 0, 0, 0, 0, i  # a leading zero: not JSON
+            return 1, 0, 0, 0, 0, 0, 0, i  # a leading zero: not JSON
         mantissa = 0
         digits = 0
         scale = 0
@@ -175,7 +184,7 @@ def _scan_impl(buf: Any, start: int, stop: int, suffix: bool, pow10: Any,
             if mantissa > 0 or buf[i] != 48:
                 digits += 1
                 if digits > 18:
-                    return 2, 0, 0, 0, 0, 0, i
+                    return 2, 0, 0, 0, 0, 0, 0, i
                 mantissa = mantissa * 10 + (buf[i] - 48)
             seen = True
             i += 1
@@ -190,15 +199,15 @@ def _scan_impl(buf: Any, start: int, stop: int, suffix: bool, pow10: Any,
                 if mantissa > 0 or buf[i] != 48:
                     digits += 1
                     if digits > 18:
-                        return 2, 0, 0, 0, 0, 0, i
+                        return 2, 0, 0, 0, 0, 0, 0, i
                     mantissa = mantissa * 10 + (buf[i] - 48)
                 scale -= 1
                 fraction = True
                 i += 1
             if not fraction:
-                return 1, 0, 0, 0, 0, 0, i
+                return 1, 0, 0, 0, 0, 0, 0, i
         if not seen:
-            return 1, 0, 0, 0, 0, 0, i
+            return 1, 0, 0, 0, 0, 0, 0, i
         if i < n and (buf[i] == 101 or buf[i] == 69):  # 'e' 'E'
             integer = False
             i += 1
@@ -213,17 +222,17 @@ def _scan_impl(buf: Any, start: int, stop: int, suffix: bool, pow10: Any,
                 exponent = exponent * 10 + (buf[i] - 48)
                 edigits += 1
                 if edigits > 4:
-                    return 2, 0, 0, 0, 0, 0, i
+                    return 2, 0, 0, 0, 0, 0, 0, i
                 i += 1
             if edigits == 0:
-                return 1, 0, 0, 0, 0, 0, i
+                return 1, 0, 0, 0, 0, 0, 0, i
             scale += esign * exponent
         if mantissa == 0:
             single = zero
             if integer:
                 negative = False  # the int -0 is 0; the floats -0.0 and -0e0 keep their sign
         elif scale > 66 or scale < -66:
-            return 2, 0, 0, 0, 0, 0, i
+            return 2, 0, 0, 0, 0, 0, 0, i
         else:
             # Powers of ten up to 1e22 are exact doubles: at most 4 roundings in all.
             value = float(mantissa)
@@ -239,17 +248,17 @@ def _scan_impl(buf: Any, start: int, stop: int, suffix: bool, pow10: Any,
             slack = value * 1.2e-15
             if single == inf32 or np.float32(value - slack) != single or \
                     np.float32(value + slack) != single:
-                return 2, 0, 0, 0, 0, 0, i  # the float32 rounding is not settled (or overflows)
+                return 2, 0, 0, 0, 0, 0, 0, i  # the float32 rounding is not settled (or overflows)
         result = -single if negative else single
         if count >= out.shape[0]:
-            return 2, 0, 0, 0, 0, 0, i
+            return 2, 0, 0, 0, 0, 0, 0, i
         out[count] = result
         count += 1
         counts[k] += 1
         expect[k] = False
     if suffix:
-        return 0, rank, number_depth, depth, min_pos, count, i
-    return 3 if stop < buf.shape[0] else 1, rank, number_depth, depth, min_pos, count, i
+        return 0, rank, number_depth, depth, min_depth, min_pos, count, i
+    return 3 if stop < buf.shape[0] else 1, rank, number_depth, depth, min_depth, min_pos, count, i
 
 
 def _compile() -> Any:
@@ -274,99 +283,177 @@ def warm_up() -> None:
     not pay for it."""
     body = b'{"instances": [[1.5, 2.0], [3.0, 4.0]]}' + b" " * MIN_BYTES
     parse_float32_tensor(body)
-    parse_float32_tensor(body, split_at=25)
+    parse_float32_tensor(body, split_at=[25])
 
 
-def _arrays(size: int) -> tuple[Any, Any, Any, Any]:
+def _arrays(size: int) -> tuple[Any, Any, Any, Any, Any]:
+    """Fresh ``dims``, ``counts``, ``partial``, ``inherited`` and ``out`` arrays for a scan."""
     return (np.full(_LEVELS, -1, np.int64), np.zeros(_LEVELS, np.int64),
-            np.zeros(_LEVELS, np.int64), np.empty(size, np.float32))
+            np.zeros(_LEVELS, np.int64), np.zeros(_LEVELS, np.bool_),
+            np.empty(size, np.float32))
 
 
 def _whole(scan: Any, buf: Any, start: int) -> tuple[np.ndarray, int] | None:
     """One pass: (values, end) or ``None``."""
-    dims, counts, partial, out = _arrays(buf.shape[0] // 2 + 1)  # a number and a comma: 2 B
-    status, rank, _, _, _, count, end = scan(buf, start, buf.shape[0], False, _POW10, dims,
-                                             counts, partial, out)
+    arrays = _arrays(buf.shape[0] // 2 + 1)  # a number and its comma: >= 2 bytes
+    status, rank, _, _, _, _, count, end = scan(buf, start, buf.shape[0], False, _POW10,
+                                                *arrays)
     if status != 0:
         return None
-    shape = tuple(int(d) for d in dims[MAX_RANK + 1:MAX_RANK + 1 + rank])
+    shape = tuple(int(d) for d in arrays[0][MAX_RANK + 1:MAX_RANK + 1 + rank])
     if int(np.prod(shape)) != count:
         return None
-    return out[:count].copy().reshape(shape), end
+    return arrays[4][:count].copy().reshape(shape), end
 
 
-def _split(scan: Any, body: bytes, buf: Any, start: int, at: int
-           ) -> tuple[np.ndarray, int] | None:
-    """Two halves at once (see the module docstring): (values, end) or ``None`` if they do not
-    fit (then the caller scans in one pass).  Call with ``_helper_idle`` held: released here."""
-    try:
-        comma = body.find(b",", max(at, start))
+Piece = tuple[tuple[int, ...], tuple[Any, ...]]
+"""A piece's scan result and its arrays (see :func:`_scan_impl`)."""
+
+
+def _cuts(body: bytes, start: int, pieces: int, at: Sequence[int] | None) -> list[int]:
+    """Piece boundaries: ``start``, positions right after a comma, ``len(body)``."""
+    n = len(body)
+    targets = sorted(at) if at is not None else [start + (n - start) * k // pieces
+                                                 for k in range(1, pieces)]
+    cuts = [start]
+    for target in targets:
+        comma = body.find(b",", max(target, cuts[-1]))
         if comma < 0:
-            return None
-        cut = comma + 1
-        first = _arrays(cut // 2 + 1)
-        second = _arrays((buf.shape[0] - cut) // 2 + 1)
-        later = _helper_thread().submit(scan, buf, cut, buf.shape[0], True, _POW10, *second)
+            break
+        if comma + 1 > cuts[-1]:
+            cuts.append(comma + 1)
+    cuts.append(n)
+    return cuts
+
+
+def _split(scan: Any, body: bytes, buf: Any, cuts: list[int]) -> tuple[np.ndarray, int] | None:
+    """Scan the pieces between ``cuts`` on this thread and the helper thread (see the module
+    docstring): (values, end), or ``None`` if they do not fit together (then the caller scans
+    in one pass).  Call with ``_helper_idle`` held: the helper releases it when it stops.
+
+    Both threads take the next unclaimed piece until none is left; a piece the helper is still
+    on when this thread runs out is scanned here too if the helper does not finish it within
+    this thread's own time per piece (the helper may not be running at all on a busy machine),
+    so the split never waits much longer than one pass would.
+    """
+    total = len(cuts) - 1
+    results: list[Piece | None] = [None] * total
+    done = [threading.Event() for _ in range(total)]
+    lock = threading.Lock()
+    claimed = [0]
+
+    def claim() -> int:
+        with lock:
+            index = claimed[0]
+            claimed[0] += 1
+        return index if index < total else -1
+
+    def run(index: int) -> None:
+        begin, stop = cuts[index], cuts[index + 1]
+        arrays = _arrays((stop - begin) // 2 + 1)
+        result = scan(buf, begin, stop, index > 0, _POW10, *arrays)
+        with lock:
+            if results[index] is None:
+                results[index] = (result, arrays)
+        done[index].set()
+
+    def helper() -> None:
         try:
-            a = scan(buf, start, cut, False, _POW10, *first)
+            while (index := claim()) >= 0:
+                run(index)
         finally:
-            b = later.result()
-    finally:
+            _helper_idle.release()
+
+    try:
+        _helper_thread().submit(helper)
+    except BaseException:
         _helper_idle.release()
-    return _merge(body, a, first, b, second)
+        raise
+    began = time.perf_counter()
+    mine = 0
+    while (index := claim()) >= 0:
+        run(index)
+        mine += 1
+    per_piece = (time.perf_counter() - began) / mine if mine else 0.005
+    for index in range(total):
+        if not done[index].wait(per_piece):
+            run(index)  # the helper is late: scan it here as well; the first result counts
+    return _merge(body, cuts, [r for r in results if r is not None])
 
 
-def _merge(body: bytes, a: Any, first: Any, b: Any, second: Any
-           ) -> tuple[np.ndarray, int] | None:
-    status_a, rank_a, numbers_a, depth, _, count_a, _ = a
-    status_b, rank_b, numbers_b, depth_b, min_pos, count_b, end = b
-    dims_a, counts_a, _, out_a = first
-    dims_b, _, partial_b, out_b = second
-    if status_a != 3 or status_b != 0 or depth < 1 or depth_b != -depth:
-        return None
-    if body[min_pos:end].strip():  # the second half went on after closing the tensor
-        return None
+def _merge(body: bytes, cuts: list[int], pieces: list[Piece]) -> tuple[np.ndarray, int] | None:
+    """Join the pieces' scans (see the module docstring), or ``None`` if they do not fit."""
     top = MAX_RANK
-    rank = rank_a if rank_a != _NONE else (rank_b + depth if rank_b != _NONE else _NONE)
-    if rank == _NONE or rank > top or (rank_b != _NONE and rank_b + depth != rank):
+    (status, rank, numbers, depth, _, _, total, _), (dims0, counts0, _, _, out0) = pieces[0]
+    if status != 3 or depth < 1 or len(pieces) != len(cuts) - 1:
         return None
-    if (numbers_a != _NONE and numbers_a != rank) or \
-            (numbers_b != _NONE and numbers_b + depth != rank):
-        return None
-    shape = []
-    for level in range(1, rank + 1):
-        known = {int(d) for d in (dims_a[level + top], dims_b[level - depth + top]) if d != -1}
-        if level <= depth:  # a list open at the cut: the halves' items add up
-            known.add(int(counts_a[level + top] + partial_b[level - depth + top]))
-        if len(known) != 1:
+    dims = {level: int(dims0[level + top]) for level in range(1, top + 1)
+            if dims0[level + top] != -1}
+    counts = {level: int(counts0[level + top]) for level in range(1, depth + 1)}
+    end = 0
+    for index, (result, arrays) in enumerate(pieces[1:], start=1):
+        status, rank_k, numbers_k, final, lowest, min_pos, count, end = result
+        dims_k, counts_k, partial_k, inherited_k, _ = arrays
+        last = index == len(pieces) - 1
+        if status != 0 or (not last and end != cuts[index + 1]):
             return None
-        shape.append(known.pop())
-    if int(np.prod(shape)) != count_a + count_b:
+        if depth + lowest < (0 if last else 1):
+            return None  # closed more lists than were open, or the tensor before its end
+        for mine, theirs in ((rank_k, rank), (numbers_k, numbers)):
+            if mine != _NONE and theirs != _NONE and mine + depth != theirs:
+                return None
+        rank = rank if rank != _NONE or rank_k == _NONE else rank_k + depth
+        numbers = numbers if numbers != _NONE or numbers_k == _NONE else numbers_k + depth
+        sizes = [(level + depth, int(dims_k[level + top])) for level in range(-top, top + 1)
+                 if dims_k[level + top] != -1]
+        # The lists open before the piece that it closed: their items add up.
+        sizes += [(level + depth, counts[level + depth] + int(partial_k[level + top]))
+                  for level in range(lowest + 1, 1)]
+        for level, size in sizes:
+            if not 1 <= level <= top or dims.setdefault(level, size) != size:
+                return None
+        for level in range(lowest, final + 1):  # the lists open at the piece's end
+            if level + depth >= 1:
+                mine = int(counts_k[level + top])
+                counts[level + depth] = (counts.get(level + depth, 0) + mine
+                                         if inherited_k[level + top] else mine)
+        depth += final
+        total += count
+        if last and (depth != 0 or lowest != final or body[min_pos:end].strip()):
+            return None  # the tensor must close at the end of the last piece, then only "}"
+    if rank == _NONE or rank > top or numbers not in (rank, _NONE):
         return None
-    values = np.empty(count_a + count_b, np.float32)
-    values[:count_a] = out_a[:count_a]
-    values[count_a:] = out_b[:count_b]
+    shape = [dims.get(level, -1) for level in range(1, rank + 1)]
+    if -1 in shape or len(dims) != rank or int(np.prod(shape)) != total:
+        return None
+    values = np.empty(total, np.float32)
+    offset = 0
+    for result, arrays in pieces:
+        count = result[6]
+        values[offset:offset + count] = arrays[4][:count]
+        offset += count
     return values.reshape(shape), end
 
 
 def _helper_thread() -> Any:
     global _helper
-    if _helper is None:
-        from concurrent.futures import ThreadPoolExecutor
+    with _helper_made:
+        if _helper is None:
+            from concurrent.futures import ThreadPoolExecutor
 
-        _helper = ThreadPoolExecutor(1, thread_name_prefix="pytfrt-fast-json")
+            _helper = ThreadPoolExecutor(1, thread_name_prefix="pytfrt-fast-json")
     return _helper
 
 
-def parse_float32_tensor(body: bytes, *, split_at: int | None = None
+def parse_float32_tensor(body: bytes, *, split_at: Sequence[int] | None = None
                          ) -> tuple[str, np.ndarray] | None:
     """``(key, array)`` for a ``{"instances"|"inputs": <numbers>}`` body, else ``None``.
 
     ``array`` is float32 and equal, element for element, to what ``json.loads`` + float64 +
     float32 gives; ``None`` means "take the general path" (see the module docstring).
-    ``split_at`` (for tests) scans in two halves cut at the first comma from that offset,
-    whatever the body's size; by default bodies of :data:`SPLIT_BYTES` or more are split in
-    the middle when the helper thread is idle.  Thread-safe.
+    By default a body of :data:`SPLIT_BYTES` or more is scanned in pieces on two threads when
+    the helper thread is idle; ``split_at`` (for tests) forces a split with a cut at the first
+    comma from each of these offsets, whatever the body's size.  Thread-safe.
     """
     if len(body) < MIN_BYTES:
         return None
@@ -382,10 +469,12 @@ def parse_float32_tensor(body: bytes, *, split_at: int | None = None
         return None
     try:
         parsed = None
-        if split_at is None and len(body) >= SPLIT_BYTES and _CPUS > 1:
-            split_at = start + (len(body) - start) // 2
-        if split_at is not None and _helper_idle.acquire(blocking=False):
-            parsed = _split(scan, body, buf, start, split_at)
+        pieces = min(MAX_PIECES, len(body) // PIECE_BYTES) if _CPUS > 1 else 0
+        if split_at is not None or len(body) >= SPLIT_BYTES and pieces >= 2:
+            cuts = _cuts(body, start, pieces, split_at)
+            # Tests (``split_at``) wait for the helper; requests never do.
+            if len(cuts) > 2 and _helper_idle.acquire(blocking=split_at is not None):
+                parsed = _split(scan, body, buf, cuts)
         if parsed is None:
             parsed = _whole(scan, buf, start)
     except Exception:  # noqa: BLE001 - e.g. a Numba compile error: use the general path

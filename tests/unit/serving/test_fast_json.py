@@ -155,10 +155,10 @@ def oracle_or_none(body: bytes) -> np.ndarray | None:
         return array.astype(np.float32)
 
 
-def check_split(body: bytes, cut: int) -> np.ndarray | None:
-    """The split scan at ``cut``: bit-identical to the oracle, or ``None`` (never another
-    array, never an exception)."""
-    got = fast_json.parse_float32_tensor(body, split_at=cut)
+def check_split(body: bytes, cuts: list[int]) -> np.ndarray | None:
+    """The scan in pieces cut at ``cuts``: bit-identical to the oracle, or ``None`` (never
+    another array, never an exception)."""
+    got = fast_json.parse_float32_tensor(body, split_at=cuts)
     if got is None:
         return None
     want = oracle_or_none(body)
@@ -176,6 +176,11 @@ edge_numbers = st.sampled_from([
 ])
 numbers_text = st.one_of(decimals, edge_numbers)
 spaces = st.sampled_from(["", " ", "\n", "  \t", "\r\n "])
+
+
+def cut_lists(size: int) -> st.SearchStrategy[list[int]]:
+    """One to four cut offsets into a body of ``size`` characters."""
+    return st.lists(st.integers(0, size), min_size=1, max_size=4)
 
 
 @st.composite
@@ -200,8 +205,7 @@ def tensor_texts(draw: st.DrawFn) -> str:
 @given(tensor_texts(), st.data())
 def test_split_scan_is_exact_or_refused(text: str, data: st.DataObject) -> None:
     body = pad(text)
-    cut = data.draw(st.integers(0, len(text)))
-    check_split(body, cut)
+    check_split(body, data.draw(cut_lists(len(text))))
 
 
 @settings(max_examples=int(os.environ.get("FAST_JSON_EXAMPLES", "200")))
@@ -218,7 +222,7 @@ def test_split_scan_on_malformed_bodies(text: str, data: st.DataObject) -> None:
         body.insert(where, body[where])
     else:
         body[where] = ord(data.draw(st.sampled_from(list("[],-.e0 }x"))))
-    check_split(bytes(body), data.draw(st.integers(0, len(text))))
+    check_split(bytes(body), data.draw(cut_lists(len(text))))
 
 
 @settings(max_examples=40)
@@ -232,7 +236,9 @@ def test_split_takes_float32_tensors_at_every_cut(x: np.ndarray, indent: int | N
     try:
         fast_json._whole = None  # type: ignore[assignment]  # a fallback would raise: None
         for cut in range(text.index("["), text.rindex(",")):
-            assert check_split(body, cut) is not None, cut
+            assert check_split(body, [cut]) is not None, cut
+        for cuts in ([text.index(","), text.rindex(",") - 1], list(range(len(text)))):
+            assert check_split(body, cuts) is not None, cuts
     finally:
         fast_json._whole = whole
 
