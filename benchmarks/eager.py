@@ -3,8 +3,9 @@
 Measured in one run (each figure: the median of several repetitions of a timed loop; the
 machine is shared and noisy, so the frameworks are interleaved repetition by repetition):
 
-* per-op dispatch for a 4x2 float32 ``add``, ``add`` of a Python float, a 4x2 @ 2x2 ``matmul``
-  and a 4x2 ``sigmoid``, with eager Tensor inputs and with NumPy array inputs:
+* per-op dispatch for a 4x2 float32 ``add``, the ``a + b`` operator, ``add`` of a Python float,
+  a 4x2 @ 2x2 ``matmul`` and a 4x2 ``sigmoid``, with eager Tensor inputs and with NumPy array
+  inputs (and, when the C fast path is built, the same ops on the pure-Python path):
   NumPy's direct call (``np.add``, ``np.matmul``, ``1 / (1 + np.exp(-x))``, and SciPy's
   ``expit`` ufunc when installed), ``pytfrt.eager``, PyTorch eager, TensorFlow eager and JAX
   (dispatch only: no host copy, like the others);
@@ -121,6 +122,7 @@ def per_op_cases(peers: dict[str, Any]) -> dict[str, dict[str, Callable[[], Any]
     cases: dict[str, dict[str, Callable[[], Any]]] = {
         "add": {"numpy": lambda: np.add(a, b), "pytfrt": lambda: te.add(ta, tb),
                 "pytfrt (numpy inputs)": lambda: te.add(a, b)},
+        "a + b": {"numpy": lambda: a + b, "pytfrt": lambda: ta + tb},
         "add scalar": {"numpy": lambda: np.add(a, np.float32(2.0)),
                        "pytfrt": lambda: te.add(ta, 2.0),
                        "pytfrt (numpy input)": lambda: te.add(a, 2.0)},
@@ -132,6 +134,11 @@ def per_op_cases(peers: dict[str, Any]) -> dict[str, dict[str, Callable[[], Any]
             "pytfrt (numpy input)": lambda: te.sigmoid(a),
         },
     }
+    if te.c_fast_path_enabled():  # the same ops on the pure-Python path, for comparison
+        py_add, py_sigmoid = te.add.__wrapped__, te.sigmoid.__wrapped__  # type: ignore[attr-defined]
+        cases["add"]["pytfrt (pure Python)"] = lambda: py_add(ta, tb)
+        cases["add scalar"]["pytfrt (pure Python)"] = lambda: py_add(ta, 2.0)
+        cases["sigmoid"]["pytfrt (pure Python)"] = lambda: py_sigmoid(ta)
     if "expit" in peers:
         expit = peers["expit"]
         cases["sigmoid"]["numpy (expit ufunc)"] = lambda: expit(a)
@@ -139,18 +146,21 @@ def per_op_cases(peers: dict[str, Any]) -> dict[str, dict[str, Callable[[], Any]
         torch = peers["torch"]
         pa, pb, pw = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(w)
         cases["add"]["torch"] = lambda: torch.add(pa, pb)
+        cases["a + b"]["torch"] = lambda: pa + pb
         cases["matmul"]["torch"] = lambda: torch.matmul(pa, pw)
         cases["sigmoid"]["torch"] = lambda: torch.sigmoid(pa)
     if "tf" in peers:
         tf = peers["tf"]
         fa, fb, fw = tf.constant(a), tf.constant(b), tf.constant(w)
         cases["add"]["tensorflow"] = lambda: tf.add(fa, fb)
+        cases["a + b"]["tensorflow"] = lambda: fa + fb
         cases["matmul"]["tensorflow"] = lambda: tf.matmul(fa, fw)
         cases["sigmoid"]["tensorflow"] = lambda: tf.sigmoid(fa)
     if "jax" in peers:
         jax, jnp = peers["jax"]
         ja, jb, jw = jnp.asarray(a), jnp.asarray(b), jnp.asarray(w)
         cases["add"]["jax"] = lambda: jnp.add(ja, jb)
+        cases["a + b"]["jax"] = lambda: ja + jb
         cases["matmul"]["jax"] = lambda: jnp.matmul(ja, jw)
         cases["sigmoid"]["jax"] = lambda: jax.nn.sigmoid(ja)
     return cases
@@ -267,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "machine": {"nproc": os.cpu_count(), "cpu": _cpu_model(), "python": sys.version.split()[0],
                     "numpy": np.__version__},
+        "c_fast_path": te.c_fast_path_enabled(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": "python benchmarks/eager.py" + (" --quick" if args.quick else ""),
         "notes": notes,
@@ -277,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         if mod in peers:
             m = peers[mod][0] if mod == "jax" else peers[mod]
             results["machine"][mod] = m.__version__
-    print("per-op dispatch, us/op (ratio to NumPy's direct call)")
+    print("per-op dispatch, us/op (ratio to NumPy's direct call); pytfrt's C fast path: "
+          + ("on" if te.c_fast_path_enabled() else "off (not built or PYTFRT_NO_C_EAGER set)"))
     for op, cases in per_op_cases(peers).items():
         res = measure(cases, number, repeats)
         results["per_op_us"][op] = res

@@ -142,6 +142,19 @@ def test_env_var_disables_the_extension() -> None:
     assert out.stdout.strip() == "function"
 
 
+def test_missing_extension_leaves_the_python_path() -> None:
+    """An install without a C compiler has no ``_eager_fast``: the import fails quietly."""
+    code = ("import sys; sys.modules['pytfrt._eager_fast'] = None; import numpy as np; "
+            "from pytfrt import eager as te; assert not te.c_fast_path_enabled(); "
+            "t = te.constant(np.arange(3, dtype=np.float32)); "
+            "assert (t * 2.0 + t).numpy().tolist() == [0.0, 3.0, 6.0]; "
+            "assert te.fast_path_counts.fast == 2; print(type(te.Tensor.__add__).__name__)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTFRT_NO_C_EAGER"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "function"
+
+
 # -- oracle: NumPy -----------------------------------------------------------------------------
 
 SHAPES = [((4, 2), (4, 2)), ((4, 2), (2,)), ((3, 1), (1, 5)), ((), ()), ((2, 3), ()),
