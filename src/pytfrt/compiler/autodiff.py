@@ -8,9 +8,15 @@ one rule in :data:`VJP_RULES`; the rules reuse the catalogue's gradient ops wher
 (``relu_grad``, ``relu6_grad``, ``sigmoid_grad``, ``tanh_grad``, ``gelu_grad``).  Broadcasting
 is undone by summing over the broadcast axes (static shapes are required).
 
-Non-float values carry no gradient; integer/boolean ops (comparisons, ``floor``, ``argmax``...)
-stop it.  Ops without a rule raise :class:`AutodiffError` naming the op and its source location.
-Control flow (``tg.if``, ``tg.while``) has rules of its own in
+Ops with several results (``split``, ``identity_n``) have their rule in
+:data:`MULTI_VJP_RULES`.  Every catalogue op is in exactly one of: a rule,
+:data:`NON_DIFFERENTIABLE` (non-float values carry no gradient; integer, boolean and
+piecewise-constant ops such as comparisons, ``floor``, ``argmax`` stop it), or :data:`NO_RULE`
+(deliberate exceptions, each with its reason); ``tests/unit/test_autodiff_catalogue.py``
+enumerates the catalogue to keep it so.  An op without a rule on a differentiated path raises
+:class:`AutodiffError` naming the op, its source location and the reason.
+
+Control flow (``tg.if``, ``tg.case``, ``tg.while``) has rules of its own in
 :mod:`pytfrt.compiler.autodiff_control`: they build gradient functions of the module and
 differentiate the bodies with :func:`backprop`.
 
@@ -33,7 +39,8 @@ from pytfrt.compiler.errors import GraphError
 from pytfrt.compiler.ops import get_opdef
 from pytfrt.compiler.types import FLOAT_DTYPES, from_xdsl, np_dtype
 
-__all__ = ["VJP_RULES", "AutodiffError", "backprop", "value_and_grad_traced", "vjp"]
+__all__ = ["MULTI_VJP_RULES", "NON_DIFFERENTIABLE", "NO_RULE", "VJP_RULES", "AutodiffError",
+           "backprop", "value_and_grad_traced", "vjp"]
 
 
 class AutodiffError(GraphError):
@@ -193,7 +200,33 @@ _UNARY: dict[str, Callable[[_Ctx, Value, Value, Value], Value]] = {
         "greater_equal", x, c.const(c.attrs["min"], x)), c.op(
         "less_equal", x, c.const(c.attrs["max"], x))), g, c.const(0.0, g)),
     "cast": lambda c, g, x, y: c.op("cast", g, to=x.dtype),
+    "tan": lambda c, g, x, y: c.op("mul", g, c.op("add", c.op("square", y), c.const(1.0, y))),
+    "softsign": lambda c, g, x, y: c.op("div", g, c.op("square", c.op(
+        "add", c.op("abs", x), c.const(1.0, x)))),
+    "leaky_relu": lambda c, g, x, y: c.op("select", c.op("greater_equal", x, c.const(0.0, x)),
+                                          g, c.mul(g, c.attrs["alpha"])),
+    "elu": lambda c, g, x, y: c.op("select", c.op("greater", x, c.const(0.0, x)), g,
+                                   c.op("mul", g, c.op("add", y, c.const(1.0, y)))),
+    "selu": lambda c, g, x, y: c.op("select", c.op("greater", x, c.const(0.0, x)),
+                                    c.mul(g, _SELU_SCALE), c.op("mul", g, c.op(
+                                        "add", y, c.const(_SELU_SCALE * _SELU_ALPHA, y)))),
+    "hard_sigmoid": lambda c, g, x, y: c.op("select", c.op("logical_and", c.op(
+        "greater", y, c.const(0.0, y)), c.op("less", y, c.const(1.0, y))),
+        c.mul(g, c.attrs["alpha"]), c.const(0.0, g)),
+    "hard_swish": lambda c, g, x, y: _hard_swish_d(c, g, x),
 }
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _hard_swish_d(c: _Ctx, g: Value, x: Value) -> Value:
+    """``x * relu6(x + 3) / 6``: 0 below -3, 1 above 3, ``(2x + 3) / 6`` between."""
+    mid = c.op("add", c.mul(x, 1.0 / 3.0), c.const(0.5, x))
+    inner = c.op("logical_and", c.op("greater", x, c.const(-3.0, x)),
+                 c.op("less", x, c.const(3.0, x)))
+    above = c.op("cast", c.op("greater_equal", x, c.const(3.0, x)), to=x.dtype)
+    return c.op("mul", g, c.op("select", inner, mid, above))
 
 
 def _silu_d(c: _Ctx, x: Value) -> Value:
@@ -315,6 +348,141 @@ def _select(c: _Ctx, g: Value) -> list[Value | None]:
             c.unbroadcast(c.op("select", cond, zero, g), bb)]
 
 
+def _atan2(c: _Ctx, g: Value) -> list[Value | None]:
+    a, bb = c.x  # atan2(a, b) = angle of (b, a)
+    den = c.op("add", c.op("square", a), c.op("square", bb))
+    q = c.op("div", g, den)
+    return [c.unbroadcast(c.op("mul", q, bb), a), c.unbroadcast(c.op("neg", c.op("mul", q, a)), bb)]
+
+
+def _tanh_grad(c: _Ctx, g: Value) -> list[Value | None]:
+    y, dy = c.x  # dy * (1 - y^2)
+    gy = c.mul(c.op("mul", g, c.op("mul", dy, y)), -2.0)
+    return [c.unbroadcast(gy, y), c.unbroadcast(c.op("tanh_grad", y, g), dy)]
+
+
+def _sigmoid_grad(c: _Ctx, g: Value) -> list[Value | None]:
+    y, dy = c.x  # dy * y * (1 - y)
+    gy = c.op("mul", c.op("mul", g, dy), c.op("sub", c.const(1.0, y), c.mul(y, 2.0)))
+    return [c.unbroadcast(gy, y), c.unbroadcast(c.op("sigmoid_grad", y, g), dy)]
+
+
+def _masked_grad(c: _Ctx, g: Value) -> list[Value | None]:
+    # relu_grad / relu6_grad(dy, x): linear in dy, piecewise constant in x
+    return [c.op(c.name, g, c.x[1]), None]
+
+
+def _pad(c: _Ctx, g: Value) -> list[Value | None]:
+    if len(c.x) != 1 or c.attrs["mode"] != "constant":
+        raise AutodiffError(f"tg.pad: only constant padding with static pads has a gradient rule"
+                            f" (mode {c.attrs['mode']!r}, at {c.loc})")
+    xs = _static(c.x[0], c.name)
+    pads = list(c.attrs["pads"])
+    r = len(xs)
+    if any(p < 0 for p in pads):
+        raise AutodiffError(f"tg.pad: negative pads have no gradient rule (at {c.loc})")
+    starts = pads[:r]
+    return [c.op("slice", g, starts=starts, ends=[s + d for s, d in zip(starts, xs, strict=True)],
+                 axes=list(range(r)), steps=[1] * r)]
+
+
+def _tile(c: _Ctx, g: Value) -> list[Value | None]:
+    if len(c.x) != 1:
+        raise AutodiffError(f"tg.tile with a multiples operand has no gradient rule (at {c.loc})")
+    xs = _static(c.x[0], c.name)
+    mult = list(c.attrs["multiples"])
+    split = [v for m, d in zip(mult, xs, strict=True) for v in (m, d)]
+    g = c.op("reshape", g, shape=split)
+    g = c.op("reduce_sum", g, axes=list(range(0, 2 * len(xs), 2)), keepdims=False)
+    return [g]
+
+
+def _cumsum(c: _Ctx, g: Value) -> list[Value | None]:
+    return [c.op("cumsum", g, axis=c.attrs["axis"], exclusive=c.attrs["exclusive"],
+                 reverse=not c.attrs["reverse"])]
+
+
+def _same_op(c: _Ctx, g: Value) -> list[Value | None]:
+    # linear ops that are their own transpose (trilu: a mask)
+    return [c.op(c.name, g, **c.attrs)]
+
+
+def _depth_to_space(c: _Ctx, g: Value) -> list[Value | None]:
+    # a permutation: its transpose is its inverse, space_to_depth (of TF's DCR order only)
+    if c.attrs["mode"] != "DCR":
+        raise AutodiffError(f"tg.depth_to_space in {c.attrs['mode']} mode has no gradient rule "
+                            f"(at {c.loc})")
+    return [c.op("space_to_depth", g, block_size=c.attrs["block_size"],
+                 layout=c.attrs["layout"])]
+
+
+def _space_to_depth(c: _Ctx, g: Value) -> list[Value | None]:
+    return [c.op("depth_to_space", g, block_size=c.attrs["block_size"],
+                 layout=c.attrs["layout"], mode="DCR")]
+
+
+def _fill(c: _Ctx, g: Value) -> list[Value | None]:
+    return [None, c.op("reduce_sum", g, axes=[], keepdims=False)]
+
+
+def _global_avg_pool(c: _Ctx, g: Value) -> list[Value | None]:
+    xs = _static(c.x[0], c.name)
+    spatial = (1, 2) if c.attrs["layout"] == "NHWC" else (2, 3)
+    g = c.op("broadcast_to", g, c.fb.constant(np.asarray(xs, np.int64)))
+    return [c.mul(g, 1.0 / (xs[spatial[0]] * xs[spatial[1]]))]
+
+
+def _global_max_pool(c: _Ctx, g: Value) -> list[Value | None]:
+    x = c.x[0]
+    shape = c.fb.constant(np.asarray(_static(x, c.name), np.int64))
+    spatial = [1, 2] if c.attrs["layout"] == "NHWC" else [2, 3]
+    mask = c.op("cast", c.op("equal", x, c.op("broadcast_to", c.y[0], shape)), to=x.dtype)
+    share = c.op("div", mask, c.op("reduce_sum", mask, axes=spatial, keepdims=True))
+    return [c.op("mul", c.op("broadcast_to", g, shape), share)]
+
+
+def _gather(c: _Ctx, g: Value) -> list[Value | None]:
+    """The transpose of a gather: ``one_hot(indices)^T @ g`` (repeated indices add up)."""
+    x, idx = c.x
+    if c.attrs["batch_dims"]:
+        raise AutodiffError(f"tg.gather with batch_dims has no gradient rule (at {c.loc})")
+    xs = _static(x, c.name)
+    k = int(np.prod(_static(idx, c.name)))
+    a = c.attrs["axis"] % len(xs)
+    n = xs[a]
+    p, r = int(np.prod(xs[:a])), int(np.prod(xs[a + 1:]))
+    flat = c.op("reshape", idx, shape=[k])
+    flat = c.op("floor_mod", flat, c.fb.constant(np.asarray(n, np_dtype(idx.dtype))))
+    oh = c.op("one_hot", flat, c.fb.constant(np.asarray(n, np.int64)), c.const(1.0, g),
+              c.const(0.0, g), axis=-1)  # [k, n]
+    g2 = c.op("transpose", c.op("reshape", g, shape=[p, k, r]), perm=[1, 0, 2])
+    gx = c.op("matmul", oh, c.op("reshape", g2, shape=[k, p * r]), transpose_a=True,
+              transpose_b=False)  # [n, p * r]
+    gx = c.op("transpose", c.op("reshape", gx, shape=[n, p, r]), perm=[1, 0, 2])
+    return [c.op("reshape", gx, shape=list(xs)), None]
+
+
+MultiRule = Callable[[_Ctx, list[Value | None]], list[Value | None]]
+
+
+def _zeros_like(c: _Ctx, v: Value) -> Value:
+    return c.fb.constant(np.zeros(_static(v, c.name), np_dtype(v.dtype)))
+
+
+def _split(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
+    parts = [g if g is not None else _zeros_like(c, y) for g, y in zip(gs, c.y, strict=True)]
+    return [parts[0] if len(parts) == 1 else c.op("concat", *parts, axis=c.attrs["axis"])]
+
+
+def _identity_n(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
+    return list(gs)
+
+
+MULTI_VJP_RULES: dict[str, MultiRule] = {"split": _split, "identity_n": _identity_n}
+"""Catalogue op name -> the rule of an op with several results (a cotangent per result,
+``None`` for results the output does not depend on)."""
+
+
 VJP_RULES: dict[str, Rule] = {
     "add": _add,
     "sub": _sub,
@@ -340,6 +508,21 @@ VJP_RULES: dict[str, Rule] = {
     "softmax": _softmax,
     "log_softmax": _log_softmax,
     "select": _select,
+    "atan2": _atan2,
+    "tanh_grad": _tanh_grad,
+    "sigmoid_grad": _sigmoid_grad,
+    "relu_grad": _masked_grad,
+    "relu6_grad": _masked_grad,
+    "pad": _pad,
+    "tile": _tile,
+    "cumsum": _cumsum,
+    "trilu": _same_op,
+    "depth_to_space": _depth_to_space,
+    "space_to_depth": _space_to_depth,
+    "fill": _fill,
+    "global_avg_pool": _global_avg_pool,
+    "global_max_pool": _global_max_pool,
+    "gather": _gather,
 }
 """Catalogue op name -> its vector-Jacobian product rule."""
 
@@ -347,9 +530,59 @@ NON_DIFFERENTIABLE = frozenset({
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "sign", "floor",
     "ceil", "round", "floor_div", "floor_mod", "is_nan", "is_inf", "argmax", "argmin", "shape",
-    "size", "where", "constant",
+    "size", "where", "constant", "reduce_all", "reduce_any", "range", "broadcast_gradient_args",
+    "random_key_counter", "random_uniform",
 })
-"""Ops whose outputs carry no gradient (integer-valued or piecewise constant)."""
+"""Ops whose outputs carry no gradient (integer-valued, boolean, piecewise constant or random
+samples)."""
+
+NO_RULE: dict[str, str] = {
+    # -- not on a differentiable path by construction
+    "read_variable": "a source (no operands): differentiate a variable's value by passing it "
+                     "as an argument",
+    "assign_variable": "no results (a state write)",
+    "assign_add_variable": "no results (a state write)",
+    "assign_sub_variable": "no results (a state write)",
+    "fused_elementwise": "made by the fusion passes, which run after pytfrt.grad has "
+                         "differentiated the traced program",
+    "fused_graph": "made by the fusion passes, which run after differentiation",
+    "yield": "the terminator of a fused region (made by the passes, after differentiation)",
+    # -- the gradient ops themselves: second order not written (relu/relu6/sigmoid/tanh's
+    #    are, for second-order gradients of the common activations)
+    "gelu_grad": "second-order gelu not written",
+    "avg_pool2d_grad": "second order of pooling not written",
+    "max_pool2d_grad": "second order of pooling not written",
+    "batch_norm_grad": "second order of batch_norm not written",
+    "layer_norm_grad": "second order of layer_norm not written",
+    "bias_add_grad": "second order not written (the TF front end's gradient op)",
+    "conv2d_backprop_input": "second order of conv2d not written",
+    "conv2d_backprop_filter": "second order of conv2d not written",
+    "softmax_cross_entropy": "the TF front end's fused loss-and-gradient op (its second result "
+                             "is already a gradient); write the loss with log_softmax instead",
+    "sparse_softmax_cross_entropy": "the TF front end's fused loss-and-gradient op; write the "
+                                    "loss with log_softmax and gather instead",
+    # -- differentiable, rule not written yet (an AutodiffError naming the op if on the path)
+    "conv2d": "rule not written yet (the catalogue's conv2d_backprop_* ops would serve)",
+    "conv2d_transpose": "rule not written yet",
+    "max_pool2d": "rule not written yet (max_pool2d_grad would serve)",
+    "avg_pool2d": "rule not written yet (avg_pool2d_grad would serve)",
+    "batch_norm": "rule not written yet",
+    "layer_norm": "rule not written yet (layer_norm_grad would serve)",
+    "l2_normalize": "rule not written yet",
+    "lrn": "rule not written yet",
+    "einsum": "rule not written yet",
+    "resize": "rule not written yet",
+    "reduce_prod": "the y / x form is wrong where x has zeros and the zero-safe form needs a "
+                   "cumulative product the catalogue lacks",
+    "gather_nd": "rule not written yet",
+    "gather_elements": "rule not written yet",
+    "scatter_nd": "rule not written yet",
+    "scatter_elements": "rule not written yet",
+    "top_k": "rule not written yet",
+    "one_hot": "rule not written yet (its on/off values are constants in the front ends)",
+}
+"""Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
+raised when one is on a differentiated path says it)."""
 
 
 # -- the transformation ---------------------------------------------------------------------------
@@ -414,14 +647,15 @@ def backprop(fb: FunctionBuilder, ops: Sequence[Operation], wrt: Sequence[Value]
         if name in NON_DIFFERENTIABLE:
             continue
         ctx = _Ctx(fb, op, name, active)
-        control = _control_rules().get(name)
-        if control is not None:
-            grads = control(ctx, gs)
+        multi = _control_rules().get(name) or MULTI_VJP_RULES.get(name)
+        if multi is not None:
+            grads = multi(ctx, gs)
         else:
             rule = VJP_RULES.get(name)
             if rule is None or len(op.results) != 1:
+                why = NO_RULE.get(name)
                 raise AutodiffError(f"tg.{name} is not differentiable by pytfrt.grad (at "
-                                    f"{ctx.loc})")
+                                    f"{ctx.loc})" + (f": {why}" if why else ""))
             grads = rule(ctx, gs[0])  # type: ignore[arg-type]
         for operand, g in zip(op.operands, grads, strict=True):
             if g is not None and operand in active:

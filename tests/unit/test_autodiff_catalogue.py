@@ -1,0 +1,193 @@
+"""Every op of the catalogue is accounted for by pytfrt.grad, and every gradient rule is checked.
+
+:func:`test_every_catalogue_op_is_classified` enumerates ``pytfrt.compiler.ops.CATALOGUE``: each
+op must have a rule checked against JAX and float64 finite differences (here, in
+``test_autodiff.py``, ``test_autodiff_control.py`` or ``test_autodiff_case.py``), or carry no
+gradient (``NON_DIFFERENTIABLE``), or be a deliberate exception with its reason
+(``pytfrt.compiler.autodiff.NO_RULE``); it fails naming any other op.  The rules added beyond
+``test_autodiff.py``'s lists are checked here with the same oracle (``test_autodiff._check``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import test_autodiff as base  # the rule lists and the JAX + finite-difference check
+from test_autodiff import _any, _away_from_zero, _check, _pos, _tg
+
+import pytfrt
+from pytfrt import eager
+from pytfrt.compiler.autodiff import (
+    MULTI_VJP_RULES,
+    NO_RULE,
+    NON_DIFFERENTIABLE,
+    VJP_RULES,
+    AutodiffError,
+)
+from pytfrt.compiler.autodiff_control import CONTROL_RULES
+from pytfrt.compiler.frontends import trace
+from pytfrt.compiler.ops import CATALOGUE
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+RNG = np.random.default_rng(4)
+
+
+def _small(*shape: int) -> np.ndarray:
+    return RNG.uniform(-1.2, 1.2, shape).astype(np.float32)
+
+
+def _off_kinks(*shape: int) -> np.ndarray:
+    """Values in (-4, 4) away from hard_swish's kinks at -3 and 3."""
+    x = RNG.uniform(-4.0, 4.0, shape)
+    return np.where(np.abs(np.abs(x) - 3.0) < 0.2, 1.0, x).astype(np.float32)
+
+
+def _emit(op: str, n: int, **attrs: object):  # an op with n results, traced directly
+    return lambda *xs: trace.tracer_for(*xs).emit(op, list(xs), n_results=n, **attrs)
+
+
+def _d2s_jax(x, b):  # TF's DepthToSpace (DCR), NHWC
+    n, h, w, c = x.shape
+    y = x.reshape(n, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5)
+    return y.reshape(n, h * b, w * b, c // (b * b))
+
+
+def _s2d_jax(x, b):
+    n, h, w, c = x.shape
+    y = x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
+    return y.reshape(n, h // b, w // b, b * b * c)
+
+
+def _cumsum_jax(x, axis, exclusive, reverse):
+    y = jnp.flip(x, axis) if reverse else x
+    c = jnp.cumsum(y, axis)
+    if exclusive:
+        c = c - y
+    return jnp.flip(c, axis) if reverse else c
+
+
+# (name, pytfrt function, jax function, inputs, argnums)
+RULES = [
+    ("tan", _tg("tan"), jnp.tan, [_small(3, 4)], (0,)),
+    ("softsign", _tg("softsign"), jax.nn.soft_sign, [_any(3, 4)], (0,)),
+    ("leaky_relu", _tg("leaky_relu", alpha=0.2), lambda x: jax.nn.leaky_relu(x, 0.2),
+     [_away_from_zero(3, 4)], (0,)),
+    ("elu", _tg("elu"), jax.nn.elu, [_away_from_zero(3, 4)], (0,)),
+    ("selu", _tg("selu"), jax.nn.selu, [_away_from_zero(3, 4)], (0,)),
+    ("hard_sigmoid", _tg("hard_sigmoid", alpha=0.3, beta=0.5),
+     lambda x: jnp.clip(0.3 * x + 0.5, 0.0, 1.0), [_off_kinks(3, 4)], (0,)),
+    ("hard_swish", _tg("hard_swish"), jax.nn.hard_swish, [_off_kinks(3, 4)], (0,)),
+    ("atan2", _tg("atan2"), jnp.arctan2, [_away_from_zero(3, 4), _away_from_zero(3, 4)],
+     (0, 1)),
+    ("tanh_grad", _tg("tanh_grad"), lambda y, dy: dy * (1 - y * y), [_small(3, 4), _any(3, 4)],
+     (0, 1)),
+    ("sigmoid_grad", _tg("sigmoid_grad"), lambda y, dy: dy * y * (1 - y),
+     [_small(3, 4), _any(3, 4)], (0, 1)),
+    ("relu_grad", _tg("relu_grad"), lambda dy, x: jnp.where(x > 0, dy, 0.0),
+     [_any(3, 4), _away_from_zero(3, 4)], (0, 1)),
+    ("relu6_grad", _tg("relu6_grad"), lambda dy, x: jnp.where((x > 0) & (x < 6), dy, 0.0),
+     [_any(3, 4), _away_from_zero(3, 4) * 4], (0, 1)),
+    ("pad", _tg("pad", pads=[1, 0, 2, 1], mode="constant", value=0.5),
+     lambda x: jnp.pad(x, ((1, 2), (0, 1)), constant_values=0.5), [_any(3, 4)], (0,)),
+    ("tile", _tg("tile", multiples=[2, 3]), lambda x: jnp.tile(x, (2, 3)), [_any(3, 4)], (0,)),
+    ("trilu", _tg("trilu", upper=True, k=1), lambda x: jnp.triu(x, 1), [_any(3, 4)], (0,)),
+    ("depth_to_space", _tg("depth_to_space", block_size=2, layout="NHWC"),
+     lambda x: _d2s_jax(x, 2), [_any(1, 2, 3, 8)], (0,)),
+    ("space_to_depth", _tg("space_to_depth", block_size=2, layout="NHWC"),
+     lambda x: _s2d_jax(x, 2), [_any(1, 4, 2, 3)], (0,)),
+    ("fill", lambda v: _tg("fill")(np.asarray([2, 3], np.int64), v),
+     lambda v: jnp.full((2, 3), v), [np.float32(0.7)], (0,)),
+    ("global_avg_pool", _tg("global_avg_pool", layout="NHWC"),
+     lambda x: jnp.mean(x, axis=(1, 2), keepdims=True), [_any(2, 3, 4, 2)], (0,)),
+    ("global_max_pool", _tg("global_max_pool", layout="NCHW"),
+     lambda x: jnp.max(x, axis=(2, 3), keepdims=True), [_any(2, 2, 3, 4)], (0,)),
+    ("gather", lambda x: _tg("gather", axis=1, batch_dims=0)(
+        x, np.asarray([[0, 4], [-1, 0]], np.int32)),
+     lambda x: x[:, jnp.asarray([[0, 4], [-1, 0]])], [_any(3, 5, 2)], (0,)),
+    ("split", lambda x: eager.concat(
+        [(lambda p: p[2])(_emit("split", 3, axis=1, sizes=[1, 2, 1])(x)),
+         (lambda p: p[0] * 3.0)(_emit("split", 3, axis=1, sizes=[1, 2, 1])(x))], axis=1),
+     lambda x: jnp.concatenate([x[:, 3:4], x[:, 0:1] * 3.0], axis=1), [_any(3, 4)], (0,)),
+    ("identity_n", lambda a, b: (lambda o: o[0] * 2.0 + o[1] * o[1])(
+        _emit("identity_n", 2)(a, b)), lambda a, b: a * 2.0 + b * b, [_any(3, 4), _any(3, 4)],
+     (0, 1)),
+]
+RULES += [(f"cumsum-exclusive={e}-reverse={r}", _tg("cumsum", axis=1, exclusive=e, reverse=r),
+           lambda x, e=e, r=r: _cumsum_jax(x, 1, e, r), [_any(3, 4)], (0,))
+          for e in (False, True) for r in (False, True)]
+
+
+@pytest.mark.parametrize("case", RULES, ids=[c[0] for c in RULES])
+def test_rule(case):
+    _, f_pt, f_jax, inputs, argnums = case
+    _check(f_pt, f_jax, inputs, argnums)
+
+
+def _op_of(test_name: str) -> str:
+    return {"gelu_tanh": "gelu", "index": "slice"}.get(test_name, test_name.split("-")[0])
+
+
+# op -> where its rule is checked against JAX and finite differences
+CHECKED: dict[str, str] = {
+    **{_op_of(c[0]): "test_autodiff.py" for c in base.UNARY + base.BINARY},
+    "matmul": "test_autodiff.py::test_matmul_rule",
+    **{_op_of(c[0]): "test_autodiff_catalogue.py" for c in RULES},
+    "if": "test_autodiff_control.py (cond)",
+    "while": "test_autodiff_control.py (while_loop)",
+    "case": "test_autodiff_case.py",
+}
+
+
+def test_every_catalogue_op_is_classified():
+    problems = []
+    for name in sorted(CATALOGUE):
+        has_rule = name in VJP_RULES or name in MULTI_VJP_RULES or name in CONTROL_RULES
+        kinds = [has_rule, name in NON_DIFFERENTIABLE, name in NO_RULE]
+        if sum(kinds) != 1:
+            problems.append(f"tg.{name}: in {sum(kinds)} of (rule, NON_DIFFERENTIABLE, NO_RULE)")
+        elif has_rule and name not in CHECKED:
+            problems.append(f"tg.{name}: a gradient rule no test checks against JAX/TF and "
+                            "finite differences")
+    for name in [*VJP_RULES, *MULTI_VJP_RULES, *CONTROL_RULES, *NON_DIFFERENTIABLE, *NO_RULE]:
+        if name not in CATALOGUE:
+            problems.append(f"tg.{name}: classified but not in the catalogue")
+    problems += [f"tg.{n}: NO_RULE gives no reason" for n, why in NO_RULE.items()
+                 if not why.strip()]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(("op", "attrs"), [("reduce_prod", {"axes": [1], "keepdims": False}),
+                                           ("l2_normalize", {"axis": [-1], "epsilon": 1e-6})])
+def test_no_rule_ops_raise_with_their_reason(op, attrs):
+    with pytest.raises(AutodiffError, match=rf"tg.{op} is not differentiable by pytfrt.grad "
+                       rf"\(at .*test_autodiff\w*.py:\d+\): \S"):
+        pytfrt.grad(lambda x: eager.reduce_sum(_tg(op, **attrs)(x)))(_pos(2, 3))
+
+
+@pytest.mark.parametrize("op", ["sign", "floor", "ceil", "round"])
+def test_piecewise_constant_ops_give_zero_gradients(op):
+    x = _away_from_zero(3, 4) + 0.25  # away from the jumps
+    g = pytfrt.grad(lambda a: eager.reduce_sum(_tg(op)(a) * a))(x)
+    jg = jax.grad(lambda a: jnp.sum(getattr(jnp, op)(a) * a))(x)
+    np.testing.assert_allclose(g, jg, rtol=1e-6)
+
+
+def test_second_order_through_activations():
+    # the rules of tanh_grad / sigmoid_grad / relu_grad make grad-of-grad work through them
+    for f_pt, f_jax in ((eager.tanh, jnp.tanh), (eager.sigmoid, jax.nn.sigmoid),
+                        (lambda t: eager.relu(t) * t, lambda t: jax.nn.relu(t) * t)):
+        d2 = pytfrt.grad(pytfrt.grad(lambda s, f=f_pt: f(s)))
+        jd2 = jax.grad(jax.grad(f_jax))
+        for s in (-0.7, 0.4, 1.3):
+            assert float(d2(np.float32(s))) == pytest.approx(float(jd2(s)), rel=1e-4, abs=1e-6)
+
+
+def test_unsupported_forms_raise():
+    x = _any(2, 3)
+    with pytest.raises(AutodiffError, match="tg.pad: only constant padding"):
+        pytfrt.grad(lambda a: eager.reduce_sum(_tg("pad", pads=[1, 1, 0, 0], mode="edge")(a)))(x)
+    with pytest.raises(AutodiffError, match="tg.depth_to_space in CRD mode"):
+        pytfrt.grad(lambda a: eager.reduce_sum(_tg(
+            "depth_to_space", block_size=2, layout="NHWC", mode="CRD")(a)))(_any(1, 1, 1, 4))
