@@ -9,8 +9,9 @@
  * errors, tracing, the general core-runtime path).  ``unary()`` makes one for a one-operand
  * op.  The objects are also method descriptors, so they can serve as ``Tensor.__add__`` etc.
  *
- * NumPy objects are handled through the CPython API only (types and dtypes are compared by
- * identity, ``ndarray.dtype`` is read as an attribute): no NumPy headers are needed to build.
+ * NumPy objects are handled through the CPython API (types and dtypes are compared by identity)
+ * and one field of NumPy's array struct, the dtype (its layout checked at ``configure``, else
+ * ``ndarray.dtype`` is read as an attribute): no NumPy headers are needed to build.
  * The ``Tensor`` and ``FastPathCounts`` slots are written through the offsets of their
  * ``__slots__`` member descriptors, read once by ``configure``.
  *
@@ -38,10 +39,25 @@ typedef struct {
     PyObject *counts;            /* pytfrt.eager.fast_path_counts */
     PyObject *dtype_name;        /* interned "dtype" */
     int weak_floats;             /* the ufuncs take a Python float as weak (NumPy >= 2) */
+    int descr_direct;            /* ndarray's dtype is read from its struct (ArrayHead) */
     Py_ssize_t off_t, off_av, off_md, off_device, off_fast;
 } State;
 
 static State S;
+
+/* The head of NumPy's array object (``PyArrayObject_fields`` in NumPy's ``ndarraytypes.h``):
+ * part of NumPy's ABI, since its public macros (``PyArray_DESCR``) read these fields in
+ * compiled extensions.  ``configure`` checks the layout on real arrays before using it and
+ * reads ``.dtype`` as an attribute otherwise. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    Py_ssize_t *dimensions;
+    Py_ssize_t *strides;
+    PyObject *base;
+    PyObject *descr;
+} ArrayHead;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -91,7 +107,9 @@ PyDoc_STRVAR(configure_doc,
 "the float32/float64 dtypes and scalar types, np.asarray, the CPU device name and the\n"
 "FastPathCounts object (its 'fast' slot is incremented). weak_floats: NumPy's ufuncs\n"
 "convert a Python float operand to the array's dtype themselves (NEP 50, NumPy >= 2), so\n"
-"it is passed as is. Raises TypeError if a class does not have the expected slots.");
+"it is passed as is. Returns whether an array's dtype is read from NumPy's array struct\n"
+"(its layout checked on two arrays) rather than as the .dtype attribute. Raises TypeError\n"
+"if a class does not have the expected slots.");
 
 static PyObject *
 configure(PyObject *module, PyObject *args)
@@ -133,8 +151,25 @@ configure(PyObject *module, PyObject *args)
     S.off_device = off_device;
     S.off_fast = off_fast;
     S.weak_floats = weak_floats;
+    S.descr_direct = 0;
+    int direct = S.ndarray_type->tp_basicsize >= (Py_ssize_t)sizeof(ArrayHead);
+    for (int i = 0; i < 2 && direct; i++) {
+        PyObject *scalar = PyObject_CallOneArg(i ? f64_type : f32_type, Py_False);
+        PyObject *probe = scalar == NULL ? NULL : PyObject_CallOneArg(asarray, scalar);
+        PyObject *d = probe == NULL ? NULL : PyObject_GetAttr(probe, S.dtype_name);
+        direct = d != NULL && Py_IS_TYPE(probe, S.ndarray_type)
+                 && ((ArrayHead *)probe)->descr == d && d == (i ? f64 : f32);
+        Py_XDECREF(d);
+        Py_XDECREF(probe);
+        Py_XDECREF(scalar);
+        if (PyErr_Occurred()) {
+            state_clear();
+            return NULL;
+        }
+    }
+    S.descr_direct = direct;
     S.ready = 1;
-    Py_RETURN_NONE;
+    return PyBool_FromLong(direct);
 }
 
 /* -- the shared pieces ----------------------------------------------------------------------- */
@@ -162,6 +197,10 @@ operand_array(PyObject *v)
 static inline PyObject *
 float_dtype(PyObject *a)
 {
+    if (S.descr_direct) {
+        PyObject *d = ((ArrayHead *)a)->descr;
+        return (d == S.f32 || d == S.f64) ? d : NULL;
+    }
     PyObject *d = PyObject_GetAttr(a, S.dtype_name);
     if (d == NULL) {
         PyErr_Clear();

@@ -837,6 +837,9 @@ _C_OPERATORS = {"__add__": ("add", False), "__radd__": ("add", True),
 _PY_OPERATORS = {name: Tensor.__dict__[name] for name in _C_OPERATORS}
 
 
+_c_reads_array_struct = False  # the extension reads an ndarray's dtype from NumPy's struct
+
+
 def _load_c_fast_path() -> dict[str, Any]:
     """The C op objects (op name or Tensor dunder -> object); empty when the extension is not
     built or ``PYTFRT_NO_C_EAGER`` is set to anything but ``""``/``"0"``."""
@@ -849,8 +852,10 @@ def _load_c_fast_path() -> dict[str, Any]:
     # NumPy >= 2 converts a Python float operand to the array's dtype itself (NEP 50 weak
     # scalars): the C path then passes it as is, with the result _weak_scalar's conversion gives
     weak_floats = int(np.__version__.split(".")[0]) >= 2
-    _eager_fast.configure(Tensor, _ndarray, _F32, _F64, np.float32, np.float64, np.asarray,
-                          CPU_DEVICE, fast_path_counts, weak_floats)
+    global _c_reads_array_struct
+    _c_reads_array_struct = _eager_fast.configure(
+        Tensor, _ndarray, _F32, _F64, np.float32, np.float64, np.asarray, CPU_DEVICE,
+        fast_path_counts, weak_floats)
     objs: dict[str, Any] = {}
     for name, (py_op, fn, is_binary) in _C_CANDIDATES.items():
         obj = _eager_fast.binary(fn, py_op) if is_binary else _eager_fast.unary(fn, py_op)

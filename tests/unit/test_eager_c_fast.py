@@ -102,6 +102,7 @@ def test_extension_is_built_and_enabled_by_default() -> None:
     import pytfrt._eager_fast as ext
 
     assert te.c_fast_path_enabled()
+    assert te._c_reads_array_struct  # NumPy's array layout was recognised
     assert type(te.add) is ext.op and type(te.exp) is ext.op
     assert _c("add").nargs == 2 and _c("exp").nargs == 1
     assert te.Tensor.__dict__["__radd__"].swapped == 1
