@@ -6,7 +6,11 @@ Variants (all the same 2-2-1 sigmoid MLP, full batch of 4, MSE, plain SGD, float
   the ``xor_training`` function executed (load and compile time excluded); per step ~55 kernels
   in three function invocations (the loop body, ``tfrt.call @mlp_forward``, a ``tfrt.if`` branch).
   The function qualifies for whole-function execution (docs/executor.md): on ``s`` it runs as
-  generated straight-line code; on ``mstd:2`` its several streams keep the dataflow executor.
+  generated straight-line code whose tensor kernels form one fused segment per step (one Numba
+  call; the integer kernels and the ``tfrt.if`` that prints stay Python calls); on ``mstd:2``
+  its several streams keep the dataflow executor.
+* ``pytfrt s unfused`` -- whole-function execution with fused segments off
+  (``PYTFRT_FUSE_SEGMENTS=0``): one Python call per kernel, the before of the fused segments.
 * ``pytfrt s dataflow`` -- the same on ``s`` with whole-function execution off
   (``load_program(..., whole_function=False)``, i.e. ``PYTFRT_WHOLE_FUNCTION=0``): the before.
 * ``pytfrt python`` -- ``examples/mlp_xor/xor_training.py``: the step written in Python with
@@ -69,11 +73,14 @@ WH = np.array([[0.27, -0.46], [-0.92, -0.97]], np.float32)
 WO = np.array([[0.63], [0.83]], np.float32)
 
 
-def pytfrt_runner(queue: str, steps: int, whole: bool = True) -> Callable[[], float]:
+def pytfrt_runner(queue: str, steps: int, whole: bool = True,
+                  fuse: bool = True) -> Callable[[], float]:
     """Compile the program once; the returned callable runs it and returns the seconds taken.
 
-    ``whole``: whole-function execution on (the default) or off (the dataflow executor)."""
+    ``whole``: whole-function execution on (the default) or off (the dataflow executor);
+    ``fuse``: its fused segments on (the default) or off (``PYTFRT_FUSE_SEGMENTS=0``)."""
     from pytfrt.executor import load_program
+    from pytfrt.executor.whole_function import FUSE_SWITCH
     from pytfrt.host import HostContext, ResourceContext
     from pytfrt.host.kernel_libraries import builtin_registry
     from pytfrt.mlir import compile_mlir
@@ -82,7 +89,15 @@ def pytfrt_runner(queue: str, steps: int, whole: bool = True) -> Callable[[], fl
         "%steps = tfrt.constant.i32 2000", f"%steps = tfrt.constant.i32 {steps}"
     )
     host = HostContext(queue, builtin_registry())
-    bef = load_program(compile_mlir(text, str(PROGRAM)), host, whole_function=whole)
+    saved = os.environ.get(FUSE_SWITCH)
+    os.environ[FUSE_SWITCH] = "1" if fuse else "0"  # read when the program is loaded
+    try:
+        bef = load_program(compile_mlir(text, str(PROGRAM)), host, whole_function=whole)
+    finally:
+        if saved is None:
+            del os.environ[FUSE_SWITCH]
+        else:
+            os.environ[FUSE_SWITCH] = saved
     fn = bef.get_function("xor_training")
     assert fn is not None
 
@@ -304,6 +319,7 @@ def main() -> None:
         "numpy loop": numpy_runner(args.steps),
         "pytfrt s": pytfrt_runner("s", args.steps),
         "pytfrt mstd:2": pytfrt_runner("mstd:2", args.steps),
+        "pytfrt s unfused": pytfrt_runner("s", args.steps, fuse=False),
         "pytfrt s dataflow": pytfrt_runner("s", args.steps, whole=False),
         "pytfrt python": pytfrt_python_runner(args.steps),
         "pytfrt python per-kernel": pytfrt_per_kernel_runner(args.steps),

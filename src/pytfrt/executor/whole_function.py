@@ -62,6 +62,13 @@ from pytfrt.executor.async_executor import (
     _results_error,
     _switch_stream,
 )
+from pytfrt.executor.fused_segments import (
+    FusedSegment,
+    NotFusible,
+    SegmentBuilder,
+    Sym,
+    provider,
+)
 from pytfrt.executor.kernel_info import (
     MODE_STATIC,
     MODE_SYNC,
@@ -85,6 +92,10 @@ from pytfrt.support.errors import Status
 ENV_SWITCH: Final = "PYTFRT_WHOLE_FUNCTION"
 """Environment variable: ``0`` turns whole-function execution off for programs loaded later."""
 
+FUSE_SWITCH: Final = "PYTFRT_FUSE_SEGMENTS"
+"""Environment variable: ``0`` turns fused segments off for programs loaded later (the
+generated code then calls every kernel)."""
+
 MAX_INLINED_KERNELS: Final = 20000
 """A function inlining more kernels than this keeps the dataflow executor."""
 
@@ -102,6 +113,14 @@ _CALL: Final = "tfrt.call"
 _IF: Final = frozenset({"tfrt.if", "tfrt.cond"})
 _REPEAT: Final = "tfrt.repeat.i32"
 _WHILE: Final = "tfrt.while"
+
+
+def fuse_by_default() -> bool:
+    """Whether whole-function code fuses segments of tensor kernels (``PYTFRT_FUSE_SEGMENTS``,
+    on unless ``0``; needs Numba)."""
+    if os.environ.get(FUSE_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    return provider() is not None
 
 
 def enabled_by_default() -> bool:
@@ -262,6 +281,16 @@ class _Generator:
         # Whether some inlined body has kernels outside its root stream (docs/executor.md).
         self.multi_stream = False
         self.deferred = False  # the top-level body yields before its deferred part
+        # Fused segments (pytfrt.executor.fused_segments): on unless switched off.
+        self.fuse = fuse_by_default()
+        self.pin: tuple[dict[int, str], dict[int, str]] | None = None
+        if self.fuse:
+            import numpy as np
+
+            from pytfrt.host.async_value import CHAIN
+
+            dht, f32 = provider().tensor_types()
+            self.namespace.update(_DHT=dht, _F32D=f32, _F32=np.float32, _CHAIN=CHAIN)
 
     def var(self) -> str:
         self.counter += 1
@@ -338,8 +367,22 @@ class _Generator:
                 continue
             releases.setdefault(last[r], []).append(r)
         defined = set(range(info.num_arguments))
-        for pos, kid in enumerate(order):
-            k = info.kernels[kid]
+
+        def emit_item(pos: int, d: int) -> None:
+            k = info.kernels[order[pos]]
+            self.kernels += 1
+            if self.kernels > MAX_INLINED_KERNELS:
+                raise _NotQualified("too many kernels to inline")
+            if kinds[pos]:
+                self._emit_control_flow(inst, k, kinds[pos], plans[pos], d, level)
+            else:
+                self._emit_kernel(inst, k, d)
+            for r in sorted(releases.get(pos, ()), key=lambda r: _release_rank(k, r)):
+                self.emit(d, f"_rel({names[r]}, H)")
+
+        pos = 0
+        while pos < len(order):
+            k = info.kernels[order[pos]]
             if pos in task_starts:
                 # What follows runs in a work-queue task, as the dataflow executor's other
                 # streams: hand out the results computed so far (``WholeFunction.execute``).
@@ -347,16 +390,32 @@ class _Generator:
                 known = [names[r] if r in defined else "_NA" for r in info.result_registers]
                 self.emit(depth, f"yield [{', '.join(known)}]")
                 self.emit(depth, "if R._cancel_value is not None: E = True")
-            defined.update(k.results)
-            self.kernels += 1
-            if self.kernels > MAX_INLINED_KERNELS:
-                raise _NotQualified("too many kernels to inline")
-            if kinds[pos]:
-                self._emit_control_flow(inst, k, kinds[pos], plans[pos], depth, level)
-            else:
-                self._emit_kernel(inst, k, depth)
-            for r in sorted(releases.get(pos, ()), key=lambda r: _release_rank(k, r)):
-                self.emit(depth, f"_rel({names[r]}, H)")
+            segment = self._segment(inst, order, kinds, pos, task_starts) if self.fuse else None
+            if segment is None:
+                defined.update(k.results)
+                emit_item(pos, depth)
+                pos += 1
+                continue
+            end, builder, env, deferred = segment
+            saved, self.lines = self.lines, []
+            for p in range(pos, end):
+                defined.update(info.kernels[order[p]].results)
+                emit_item(p, depth + 1)
+            fallback, self.lines = self.lines, []
+            # The fused path runs the deferred items after the Numba call, into the same
+            # variables as the unfused path.
+            pinned = {r: names[r] for p in deferred for r in info.kernels[order[p]].results}
+            self.pin = (names, pinned)
+            for p in deferred:
+                emit_item(p, depth + 1)
+            self.pin = None
+            after, self.lines = self.lines, saved
+            self._emit_segment(inst, order, pos, end, builder, env, releases, depth,
+                               set(deferred))
+            self.lines.extend(after)
+            self.emit(depth, "else:")
+            self.lines.extend(fallback)
+            pos = end
         self.active.pop()
         results = [names[r] for r in info.result_registers]
         origins: list[tuple[str, int]] = []
@@ -370,10 +429,147 @@ class _Generator:
         """``k``'s operand variables (a list and a tuple expression) and new result variables."""
         ops = [names[r] for r in k.operands]
         outs = []
+        pinned = self.pin[1] if self.pin is not None and self.pin[0] is names else {}
         for r in k.results:
-            names[r] = self.var()
+            names[r] = pinned.get(r) or self.var()
             outs.append(names[r])
         return ops, f"({', '.join(ops)}{',' if len(ops) == 1 else ''})", outs
+
+    # -- fused segments (pytfrt.executor.fused_segments) ------------------------------------------
+
+    def _segment(self, inst: _Instance, order: list[int], kinds: list[str], pos: int,
+                 task_starts: set[int]
+                 ) -> tuple[int, SegmentBuilder, dict[int, Any], list[int]] | None:
+        """The longest segment starting at ``pos``: ``(end, builder, register -> (Sym or
+        None, Python expression), deferred positions)``, or ``None`` if none worth it starts
+        there.
+
+        Items that cannot be fused but see only scalar and chain values (operands and
+        results) may sit inside a segment: they touch no tensor, so the fused path runs them
+        after the Numba call (the unfused path keeps the original order)."""
+        info = inst.info
+        builder = SegmentBuilder(self.const)
+        env: dict[int, tuple[Sym | None, str]] = {}
+        deferred: list[int] = []
+        deferred_regs: set[int] = set()
+        end = last = pos
+        while end < len(order):
+            if end != pos and end in task_starts:
+                break
+            k = info.kernels[order[end]]
+            trial, trial_env = builder.clone(), dict(env)
+            try:
+                if deferred_regs.intersection(k.operands):
+                    raise NotFusible("uses a deferred result")
+                self._fuse_item(trial, trial_env, inst.names, k, kinds[end], [])
+            except NotFusible:
+                if end == pos or not all(_is_plain(inst.types[r])
+                                         for r in (*k.operands, *k.results)):
+                    break
+                deferred.append(end)
+                deferred_regs.update(k.results)
+                end += 1
+                continue
+            builder, env = trial, trial_env
+            end += 1
+            last = end
+        if last == pos or (builder.kernels == 0 and (builder.allocs or deferred)):
+            return None
+        return last, builder, env, [p for p in deferred if p < last]
+
+    def _fuse_item(self, builder: SegmentBuilder, env: dict[int, Any], names: dict[int, str],
+                   k: KernelInfo, kind: str, stack: list[BEFFunction]) -> None:
+        """Add kernel ``k`` (or the body of the function it calls) to ``builder``."""
+        operands = [env[r] if r in env else (None, names[r]) for r in k.operands]
+        if kind == _CALL:
+            callee = k.funcs[0] if k.funcs else None
+            if not isinstance(callee, BEFFunction) or callee in stack or \
+                    callee in self.active or len(stack) > MAX_CALL_DEPTH:
+                raise NotFusible("call")
+            cinfo = callee.info
+            if cinfo.num_arguments != len(operands) or \
+                    len(cinfo.result_registers) != k.num_results:
+                raise NotFusible("call does not fit")
+            cenv: dict[int, Any] = dict(enumerate(operands))
+            corder, _ = schedule(cinfo)
+            for kid in corder:
+                ck = cinfo.kernels[kid]
+                self._fuse_item(builder, cenv, {}, ck, _control_flow(ck) or "",
+                                [*stack, callee])
+            results = [cenv[r] for r in cinfo.result_registers]
+        elif kind:
+            raise NotFusible(kind)
+        else:
+            try:
+                _check_kernel(k)
+            except _NotQualified:
+                raise NotFusible(k.name) from None
+            if not str(getattr(k.fn, "__module__", "")).startswith("pytfrt."):
+                raise NotFusible("not a built-in kernel")
+            results = [(sym, "") for sym in builder.add(k, operands, _fold_constant(k))]
+        for r, value in zip(k.results, results, strict=True):
+            env[r] = value
+
+    def _emit_segment(self, inst: _Instance, order: list[int], start: int, end: int,
+                      builder: SegmentBuilder, env: dict[int, Any],
+                      releases: dict[int, list[int]], depth: int, deferred: set[int]
+                      ) -> None:
+        """The fused path of a segment up to its deferred items (the caller appends them and
+        the unfused path, its ``else``)."""
+        info, names = inst.info, inst.names
+        inside: list[int] = []
+        for p in range(start, end):
+            if p not in deferred:
+                inside.extend(info.kernels[order[p]].results)
+        used = set(info.result_registers)
+        for p in [*range(end, len(order)), *deferred]:
+            used.update(info.kernels[order[p]].operands)
+        outs: list[str] = []
+        assigns: list[str] = []
+        for r in dict.fromkeys(inside):
+            if r not in used:
+                continue
+            sym, py = env[r]
+            if sym is None:
+                expr = py
+            elif sym.kind in "ns":
+                outs.append(sym.name)
+                expr = f"_f[{len(outs)}]" if sym.kind == "s" else f"_DHT(_F32D, _f[{len(outs)}])"
+            elif sym.kind == "c":
+                expr = "_CHAIN"
+            else:
+                expr = sym.py
+            assigns.append(f"{names[r]} = {expr}")
+        d = depth
+        if builder.kernels:
+            conds = ["not E"]
+            conds += [f"{py}.__class__ is _DHT and {py}.dtype is _F32D"
+                      for py in builder.ext_tensors]
+            conds += [f"{py}.__class__ is _F32" for py in builder.ext_scalars]
+            if builder.allocs:
+                if "_noalloc = ctx.request_context.host.allocator is None" not in self.hoisted:
+                    self.hoisted.append("_noalloc = ctx.request_context.host.allocator is None")
+                conds.append("_noalloc")
+            seg = self.const(FusedSegment(builder.source(outs), inst.fn.name))
+            args = [f"{py}.array" for py in builder.ext_tensors] + list(builder.ext_scalars)
+            self.emit(d, f"_f = {seg}({', '.join(args)}) if {' and '.join(conds)} else None")
+        else:
+            self.emit(d, "_f = None if E else True")
+        self.emit(d, "if _f is not None:")
+        for a in assigns:
+            self.emit(d + 1, a)
+        inside_set = set(inside)
+        for p in range(start, end):
+            if p in deferred:
+                continue
+            k = info.kernels[order[p]]
+            for r in sorted(releases.get(p, ()), key=lambda r: _release_rank(k, r)):
+                if r not in inside_set:
+                    self.emit(d + 1, f"_rel({names[r]}, H)")
+        if builder.kernels:
+            self.emit(d + 1, "if R._cancel_value is not None: E = True")
+        elif not assigns:
+            self.emit(d + 1, "pass")
 
     # -- plain kernels ------------------------------------------------------------------------
 

@@ -1,0 +1,288 @@
+"""Fused segments: a run of tensor kernels of whole-function code as ONE Numba call.
+
+Whole-function execution (:mod:`pytfrt.executor.whole_function`, docs/executor.md) turns a
+BEF function into straight-line Python code, one guarded call per kernel.  Inside it, a
+*segment* -- a maximal run of consecutive kernels (in the executor's order) that all have a
+Numba implementation (:data:`pytfrt.backends.cpu.fusible_kernels.FUSIBLE`), plus chain kernels,
+folded constants, ``ts.build_shape``, ``tfrt_dht.create_uninitialized_tensor.f32.R`` and
+``tfrt.call`` of a function made only of such kernels -- is also compiled into one
+``@numba.njit`` function (:class:`SegmentBuilder`).  The generated code then runs, per
+segment::
+
+    if not E and <every outside tensor is a float32 DenseHostTensor> [and no allocator]:
+        r = segment(arrays..., scalars...)    # None: not compiled yet, or a check failed
+    if r is None:
+        <the segment's kernels, one by one, exactly as without fusion>
+
+The Numba function first allocates the segment's new tensors (their shapes are known when the
+code is generated), then checks every kernel's shape rule, that the outside arrays are
+C-contiguous and that no two of them share memory; only if all hold does it compute, in the
+kernels' order.  So it never fails half-way: when anything would go wrong, nothing was
+mutated and the unfused code runs and reports the very same error as without fusion.
+
+What the fused path keeps: results (new tensors become DenseHostTensors only if used after the
+segment), the order of side effects (a segment holds no kernel with Python side effects), the
+destroy hooks of outside values released inside the segment (run right after it, in order).
+What it does not do: account the tensors it makes with a host allocator (segments that make
+tensors run fused only when the host has no allocator), check for cancellation between its
+kernels (it is checked before and after the segment, as around one kernel).
+
+Compilation reuses the whole-region kernels' machinery (:mod:`pytfrt.backends.cpu.small_graph`):
+the first :data:`~pytfrt.backends.cpu.small_graph.COMPILE_AFTER` runs of a segment are
+unfused, the next compiles it (Numba's on-disk cache in ``cache_dir()``, if that directory is
+owner-only writable: docs/security.md).  If Numba cannot compile it, the segment stays unfused.
+
+Thread-safety: a :class:`FusedSegment` compiles under a lock; calls only read it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytfrt.executor.kernel_info import KernelInfo
+
+_CREATE_PREFIX = "tfrt_dht.create_uninitialized_tensor.f32."
+_BROADCAST_PREFIX = "tfrt_test.broadcast.f32."
+
+
+class NotFusible(Exception):
+    """A kernel (or called function) cannot join the segment."""
+
+
+@dataclass
+class Sym:
+    """What a register holds in a segment being built.
+
+    ``kind``: ``x`` an outside tensor (``name``: its njit argument), ``n`` a tensor made in the
+    segment (``name``: its njit variable), ``s`` a float32 scalar (``name``: njit expression),
+    ``c`` a chain, ``h`` a shape known now (``value``: the TensorShape), ``k`` a folded
+    constant (``value``; ``name`` its njit argument if used as a scalar).
+    """
+
+    kind: str
+    name: str = ""
+    value: Any = None
+    py: str = ""  # the Python expression of an outside value / constant
+
+
+@dataclass
+class SegmentBuilder:
+    """Builds one segment's Numba source while kernels are added (in order)."""
+
+    const: Any  # callable: a value -> the name of a generated-code constant holding it
+    ext_tensors: dict[str, str] = field(default_factory=dict)   # python expr -> njit arg
+    ext_scalars: dict[str, str] = field(default_factory=dict)   # python expr -> njit arg
+    allocs: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+    scalars: list[str] = field(default_factory=list)   # njit names of computed scalars
+    kernels: int = 0        # kernels with njit code
+    counter: int = 0
+
+    def clone(self) -> SegmentBuilder:
+        return SegmentBuilder(self.const, dict(self.ext_tensors), dict(self.ext_scalars),
+                              list(self.allocs), list(self.checks), list(self.calls),
+                              list(self.scalars), self.kernels, self.counter)
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    # -- operands -----------------------------------------------------------------------------
+
+    def _tensor(self, sym: Sym | None, py: str) -> str:
+        if sym is None:
+            name = self.ext_tensors.get(py)
+            if name is None:
+                name = self.ext_tensors[py] = f"x{len(self.ext_tensors)}"
+            return name
+        if sym.kind in "xn":
+            return sym.name
+        raise NotFusible("not a tensor")
+
+    def _scalar(self, sym: Sym | None, py: str) -> str:
+        if sym is None:
+            name = self.ext_scalars.get(py)
+            if name is None:
+                name = self.ext_scalars[py] = f"s{len(self.ext_scalars)}"
+            return name
+        if sym.kind == "s":
+            return sym.name
+        if sym.kind == "k":
+            import numpy as np
+
+            if sym.value.__class__ is not np.float32:
+                raise NotFusible("constant is not an f32")
+            return self._scalar(None, sym.py)
+        raise NotFusible("not a scalar")
+
+    # -- kernels ------------------------------------------------------------------------------
+
+    def add(self, k: KernelInfo, operands: Sequence[tuple[Sym | None, str]],
+            folded: tuple[Any] | None) -> list[Sym]:
+        """Add kernel ``k`` (operands: per operand its Sym if made in the segment, else
+        ``None``, and its Python expression); returns its results' Syms.
+
+        Raises:
+            NotFusible: ``k`` cannot join.
+        """
+        FUSIBLE = provider().FUSIBLE  # noqa: N806 - the table
+
+        if folded is not None:
+            return [Sym("k", value=folded[0], py=self.const(folded[0]))]
+        name = k.name
+        if name.startswith(_CREATE_PREFIX):
+            return [self._create(k)]
+        spec = FUSIBLE.get(name)
+        if spec is None and name.startswith(_BROADCAST_PREFIX):
+            spec = FUSIBLE["tfrt_test.broadcast.f32.2"]
+        if spec is None or k.num_results != 1 or len(operands) < len(spec.roles):
+            raise NotFusible(name)
+        if spec.result == "shape":
+            return [self._shape(k)]
+        args: list[str] = []
+        shapes: list[tuple[int, ...]] = []
+        for role, (sym, py) in zip(spec.roles, operands, strict=False):
+            if role == "t":
+                args.append(self._tensor(sym, py))
+            elif role == "s":
+                args.append(self._scalar(sym, py))
+            elif role == "h":
+                if sym is None or sym.kind != "h":
+                    raise NotFusible("shape not known")
+                shapes.append(tuple(sym.value.dims))
+                args.append(repr(tuple(sym.value.dims)))
+            else:
+                args.append("")
+        for i, j in spec.distinct:
+            if args[i] == args[j]:
+                raise NotFusible("operands must differ")
+        if spec.result == "chain" and not spec.call:
+            return [Sym("c")]
+        out = ""
+        result: Sym
+        if spec.result == "new":
+            (target,) = shapes
+            if not target:
+                raise NotFusible("empty target shape")
+            out = self.fresh("n")
+            self.allocs.append(f"{out} = np.empty({target!r}, np.float32)")
+            self.checks.append(f"{provider().MODULE_ALIAS}.broadcast_ok({args[0]}, {target[-1]})")
+            result = Sym("n", out)
+        elif spec.result == "f32":
+            out = self.fresh("r")
+            self.scalars.append(out)
+            result = Sym("s", out)
+        else:
+            result = Sym("c")
+        if spec.check:
+            self.checks.append(spec.check.format(*args))
+        self.calls.append(spec.call.format(*args, out=out))
+        self.kernels += 1
+        return [result]
+
+    def _create(self, k: KernelInfo) -> Sym:
+        try:
+            t = k.fn(k.attrs[0], None)  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 - fails at run time: not fusible
+            raise NotFusible("bad shape") from None
+        shape = tuple(int(d) for d in t.array.shape)
+        name = self.fresh("n")
+        self.allocs.append(f"{name} = np.zeros({shape!r}, np.float32)")
+        return Sym("n", name)
+
+    def _shape(self, k: KernelInfo) -> Sym:
+        try:
+            value = k.fn(k.attrs[0])  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 - fails at run time: not fusible
+            raise NotFusible("bad shape") from None
+        return Sym("h", value=value, py=self.const(value))
+
+    # -- the function ---------------------------------------------------------------------------
+
+    def source(self, outs: Sequence[str]) -> str:
+        """The njit function ``_seg(x..., s...)`` returning ``(ok, *outs)``."""
+        xs = list(self.ext_tensors.values())
+        params = xs + list(self.ext_scalars.values())
+        lines = [f"def _seg({', '.join(params)}):"]
+        lines += [f"    {a}" for a in self.allocs]
+        lines += [f"    {r} = 0.0" for r in self.scalars]
+        conds = [f"{x}.flags.c_contiguous" for x in xs]
+        conds += [f"not {provider().MODULE_ALIAS}.overlap({a}, {b})"
+                  for i, a in enumerate(xs) for b in xs[i + 1:]]
+        conds += self.checks
+        lines.append("    ok = True")
+        for c in conds:
+            lines.append(f"    if ok and not ({c}):")
+            lines.append("        ok = False")
+        lines.append("    if ok:")
+        lines += [f"        {c}" for c in self.calls] or ["        pass"]
+        lines.append(f"    return (ok, {''.join(o + ', ' for o in outs)})")
+        return "\n".join(lines) + "\n"
+
+
+PROVIDER = "pytfrt.backends.cpu.fusible_kernels"
+"""The module with the Numba kernels (``FUSIBLE``, ``IMPORT``, ``tensor_types``,
+``compile_segment``, ``compile_after``), imported by name like the kernel libraries
+(docs/layout.md: the executor does not import backends)."""
+
+
+def provider() -> Any:
+    """The :data:`PROVIDER` module (``None`` if it cannot be imported, e.g. without Numba)."""
+    try:
+        return importlib.import_module(PROVIDER)
+    except ImportError:
+        return None
+
+
+class FusedSegment:
+    """One segment's compiled function (see the module docstring).
+
+    Calling it returns the Numba function's tuple ``(True, *results)``, or ``None``: not
+    compiled yet (the first ``COMPILE_AFTER`` calls), not compilable for these inputs, or a
+    check failed -- then the caller runs the segment unfused.
+    """
+
+    def __init__(self, source: str, label: str) -> None:
+        self.source = source
+        self.label = label
+        self.calls = 0
+        self.hits = 0  # calls that ran fused
+        self.failed = False
+        self._fn: Any = None
+        self._lock = threading.Lock()
+
+    def _compile(self) -> Any:
+        with self._lock:
+            if self._fn is None and not self.failed:
+                try:
+                    self._fn = provider().compile_segment(self.source, "_seg")
+                except Exception:  # noqa: BLE001 - stays unfused
+                    self.failed = True
+            return self._fn
+
+    def __call__(self, *args: Any) -> Any:
+        fn = self._fn
+        if fn is None:
+            if self.failed:
+                return None
+            self.calls += 1
+            if self.calls <= provider().compile_after():
+                return None
+            fn = self._compile()
+            if fn is None:
+                return None
+        try:
+            r = fn(*args)
+        except Exception:  # noqa: BLE001 - typing failed for these inputs (before running)
+            self.failed = True
+            self._fn = None
+            return None
+        if not r[0]:
+            return None
+        self.hits += 1
+        return r
