@@ -100,7 +100,7 @@ slot_offset(PyObject *type, const char *name)
 
 PyDoc_STRVAR(configure_doc,
 "configure(tensor_type, ndarray_type, f32, f64, f32_type, f64_type, asarray, device, counts,\n"
-"          weak_floats=False)\n"
+"          weak_floats=False, read_struct=True)\n"
 "\n"
 "Tell the extension the objects it works with (pytfrt.eager calls it once at import):\n"
 "the Tensor class (its _t/_av/_md/_device slots are written directly), numpy.ndarray,\n"
@@ -108,18 +108,18 @@ PyDoc_STRVAR(configure_doc,
 "FastPathCounts object (its 'fast' slot is incremented). weak_floats: NumPy's ufuncs\n"
 "convert a Python float operand to the array's dtype themselves (NEP 50, NumPy >= 2), so\n"
 "it is passed as is. Returns whether an array's dtype is read from NumPy's array struct\n"
-"(its layout checked on two arrays) rather than as the .dtype attribute. Raises TypeError\n"
-"if a class does not have the expected slots.");
+"(read_struct and its layout checked on two arrays) rather than as the .dtype attribute.\n"
+"Raises TypeError if a class does not have the expected slots.");
 
 static PyObject *
 configure(PyObject *module, PyObject *args)
 {
     PyObject *tensor_type, *ndarray_type, *f32, *f64, *f32_type, *f64_type, *asarray, *device,
              *counts;
-    int weak_floats = 0;
-    if (!PyArg_ParseTuple(args, "O!O!OOOOOUO|p:configure", &PyType_Type, &tensor_type,
+    int weak_floats = 0, read_struct = 1;
+    if (!PyArg_ParseTuple(args, "O!O!OOOOOUO|pp:configure", &PyType_Type, &tensor_type,
                           &PyType_Type, &ndarray_type, &f32, &f64, &f32_type, &f64_type,
-                          &asarray, &device, &counts, &weak_floats)) {
+                          &asarray, &device, &counts, &weak_floats, &read_struct)) {
         return NULL;
     }
     Py_ssize_t off_t = slot_offset(tensor_type, "_t");
@@ -152,7 +152,7 @@ configure(PyObject *module, PyObject *args)
     S.off_fast = off_fast;
     S.weak_floats = weak_floats;
     S.descr_direct = 0;
-    int direct = S.ndarray_type->tp_basicsize >= (Py_ssize_t)sizeof(ArrayHead);
+    int direct = read_struct && S.ndarray_type->tp_basicsize >= (Py_ssize_t)sizeof(ArrayHead);
     for (int i = 0; i < 2 && direct; i++) {
         PyObject *scalar = PyObject_CallOneArg(i ? f64_type : f32_type, Py_False);
         PyObject *probe = scalar == NULL ? NULL : PyObject_CallOneArg(asarray, scalar);

@@ -20,12 +20,13 @@ def configure(
     device: str,
     counts: Any,
     weak_floats: bool = False,
+    read_struct: bool = True,
     /,
 ) -> bool:
     """Tell the extension the classes and objects it works with (``pytfrt.eager`` calls it once).
 
-    Returns whether an array's dtype is read from NumPy's array struct (its layout checked on
-    two arrays first) rather than as the ``.dtype`` attribute.
+    Returns whether an array's dtype is read from NumPy's array struct (``read_struct`` and its
+    layout checked on two arrays first) rather than as the ``.dtype`` attribute.
 
     Raises:
         TypeError: the Tensor class or the counts object lacks the expected ``__slots__``.

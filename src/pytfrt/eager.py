@@ -840,6 +840,22 @@ _PY_OPERATORS = {name: Tensor.__dict__[name] for name in _C_OPERATORS}
 _c_reads_array_struct = False  # the extension reads an ndarray's dtype from NumPy's struct
 
 
+def _configure_c(ext: Any, weak_floats: bool | None = None, read_struct: bool = True) -> None:
+    """Hand the extension this module's classes and objects.
+
+    ``weak_floats``: pass a Python float to the ufunc as is (default: on NumPy >= 2, whose
+    ufuncs convert it to the array's dtype themselves -- NEP 50's weak scalars -- with the result
+    :func:`_weak_scalar`'s conversion gives); ``read_struct=False`` reads an array's dtype as
+    the attribute.  The non-default settings exist for tests of those paths.
+    """
+    global _c_reads_array_struct
+    if weak_floats is None:
+        weak_floats = int(np.__version__.split(".")[0]) >= 2
+    _c_reads_array_struct = ext.configure(Tensor, _ndarray, _F32, _F64, np.float32, np.float64,
+                                          np.asarray, CPU_DEVICE, fast_path_counts, weak_floats,
+                                          read_struct)
+
+
 def _load_c_fast_path() -> dict[str, Any]:
     """The C op objects (op name or Tensor dunder -> object); empty when the extension is not
     built or ``PYTFRT_NO_C_EAGER`` is set to anything but ``""``/``"0"``."""
@@ -849,13 +865,7 @@ def _load_c_fast_path() -> dict[str, Any]:
         from pytfrt import _eager_fast
     except ImportError:
         return {}
-    # NumPy >= 2 converts a Python float operand to the array's dtype itself (NEP 50 weak
-    # scalars): the C path then passes it as is, with the result _weak_scalar's conversion gives
-    weak_floats = int(np.__version__.split(".")[0]) >= 2
-    global _c_reads_array_struct
-    _c_reads_array_struct = _eager_fast.configure(
-        Tensor, _ndarray, _F32, _F64, np.float32, np.float64, np.asarray, CPU_DEVICE,
-        fast_path_counts, weak_floats)
+    _configure_c(_eager_fast)
     objs: dict[str, Any] = {}
     for name, (py_op, fn, is_binary) in _C_CANDIDATES.items():
         obj = _eager_fast.binary(fn, py_op) if is_binary else _eager_fast.unary(fn, py_op)

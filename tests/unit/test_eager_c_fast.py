@@ -349,6 +349,32 @@ def test_hypothesis_unary_c_equals_python(a: np.ndarray, name: str, wrap: bool) 
                                rtol=1e-6 if a.dtype == np.float32 else 1e-14)
 
 
+@pytest.mark.parametrize("weak_floats", [False, True])
+@pytest.mark.parametrize("read_struct", [False, True])
+def test_extension_settings_give_the_same_results(weak_floats: bool, read_struct: bool) -> None:
+    """Python floats converted by ``np.float32(v)`` or by the ufunc, the dtype read from the
+    array struct or as the attribute: the same results and warnings as the Python path."""
+    import pytfrt._eager_fast as ext
+
+    _c("add")
+    a = _rng_array((4, 2), np.float32)
+    big = np.full(2, 3e38, np.float32)
+    try:
+        te._configure_c(ext, weak_floats, read_struct)
+        assert te._c_reads_array_struct is read_struct
+        te.fast_path_counts.reset()
+        for name in BINARY:
+            for args in ((a, a), (te.constant(a), 0.1), (1e-3, a), (big, 1e300), (a, 7),
+                         (a, a.astype(np.float64)), (a.astype(np.float64), 0.1)):
+                assert _outcome(_c(name), *args) == _outcome(_py(name), *args)
+        for name in UNARY:
+            assert _outcome(_c(name), te.constant(a)) == _outcome(_py(name), te.constant(a))
+        assert te.fast_path_counts.fast > 0
+    finally:
+        te._configure_c(ext)
+    assert te._c_reads_array_struct
+
+
 # -- reference counts, memory, threads ----------------------------------------------------------
 
 
