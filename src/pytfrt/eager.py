@@ -18,7 +18,10 @@ Errors:
 Fast path: when an op's inputs are already-computed dense tensors and its cheap guard accepts
 them, the op runs inline: one dict-free closure call, the NumPy call, one object allocation --
 no AsyncValue, task, lock or metadata object.  Anything else (future inputs, NumPy/Python inputs,
-other dtypes, errors) takes the general core-runtime path, which checks metadata first.
+other dtypes, errors) takes the general core-runtime path, which checks metadata first.  When the
+optional C extension ``pytfrt._eager_fast`` is built, the commonest case (float32/float64
+operands) of the elementwise ops and of ``Tensor``'s ``+ - *`` runs in C, every other call in
+the Python functions below (:func:`use_c_fast_path`; ``PYTFRT_NO_C_EAGER=1`` turns it off).
 
 Zero-copy: ``constant(ndarray)`` wraps the array and ``numpy()`` returns the tensor's array
 itself; mutating either mutates the other.
