@@ -19,23 +19,21 @@ correctly rounded double (the general path's) is then within 2.5 ulps of ``v``, 
 scan writes the float32 values directly.  Pure function; thread-safe; the kernel releases the
 GIL.
 
-A body of :data:`SPLIT_BYTES` or more is scanned in two halves at once, on the calling thread
-and on one helper thread (when the machine has two or more CPUs and the helper is idle; else in
-one pass).  The second half starts right after a comma at an unknown depth, so its scan works
-with *relative* depths: level 0 is the comma's list, negative levels are lists the first half
-opened.  Each half validates its own grammar and learns what dimensions it can; the merge then
-checks that the halves fit -- the second half closes exactly the lists the first left open, the
-items of each such list add up to that dimension, the number depth, rank and every dimension
-agree, and nothing but ``}`` follows -- else the body is scanned again in one pass, so a split
-can only change the speed, never the result.
+A body of :data:`SPLIT_BYTES` or more is scanned in pieces (up to :data:`MAX_PIECES`, cut
+right after commas) in parallel, on the calling thread and the CPU kernels' thread pool
+(:func:`pytfrt.backends.cpu._parallel.parallel_for`).  A piece after the first starts right
+after a comma at a depth it does not know, so its scan works with *relative* levels: level 0
+is the comma's list, negative levels are lists opened before the piece.  Each piece validates
+its own grammar and learns what dimensions it can; :func:`_merge` then folds the pieces in
+order and checks that they fit -- each piece closes only lists that are open, the items of a
+list split across pieces add up to its dimension, the rank, the numbers' depth and every
+dimension agree, the last piece closes the tensor and only ``}`` follows -- else the body is
+scanned again in one pass, so splitting can change the speed, never the result.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import threading
-import time
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -46,8 +44,8 @@ MIN_BYTES: Final = 1024
 the two break even near 300 bytes (16 numbers); at 1.3 KB (64 numbers) the scan took 10 us
 against 18 us, for the MLP's 16 KB (784 numbers) 34 us against 153 us."""
 SPLIT_BYTES: Final = 256 * 1024
-"""Bodies this large are scanned in pieces on two threads (a hand-off to the helper thread
-costs ~50 us; scanning 128 KB ~0.2 ms)."""
+"""Bodies this large are scanned in pieces in parallel (handing a piece to the pool costs
+~50 us; scanning 128 KB ~0.25 ms)."""
 PIECE_BYTES: Final = 128 * 1024
 MAX_PIECES: Final = 8
 """A split body is cut into ``min(MAX_PIECES, size // PIECE_BYTES)`` pieces: several, so that
@@ -59,14 +57,9 @@ _POW10: Final = np.array([10.0**k for k in range(23)])
 _LEVELS: Final = 2 * MAX_RANK + 1
 """Per-level arrays are indexed by ``level + MAX_RANK`` (relative levels go down to -MAX_RANK)."""
 _NONE: Final = -1000  # "not seen yet" for a level
-_CPUS: Final = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                else os.cpu_count() or 1)
 
 _kernel: Any = None
 _unavailable = False
-_helper: Any = None
-_helper_idle = threading.Lock()  # held while the helper scans for one request
-_helper_made = threading.Lock()
 
 
 def _scan_impl(buf: Any, start: int, stop: int, suffix: bool, pow10: Any,
@@ -267,6 +260,13 @@ def _compile() -> Any:
     return numba.njit(nogil=True, cache=True)(_scan_impl)
 
 
+def _threads() -> int:
+    """Threads a split scan may use (the CPU kernels' pool and the caller)."""
+    from pytfrt.backends.cpu._parallel import num_threads
+
+    return num_threads()
+
+
 def _scan() -> Any:
     """The compiled scan, or ``None`` if Numba cannot build it (the general path is used)."""
     global _kernel, _unavailable
@@ -327,58 +327,24 @@ def _cuts(body: bytes, start: int, pieces: int, at: Sequence[int] | None) -> lis
 
 
 def _split(scan: Any, body: bytes, buf: Any, cuts: list[int]) -> tuple[np.ndarray, int] | None:
-    """Scan the pieces between ``cuts`` on this thread and the helper thread (see the module
-    docstring): (values, end), or ``None`` if they do not fit together (then the caller scans
-    in one pass).  Call with ``_helper_idle`` held: the helper releases it when it stops.
+    """Scan the pieces between ``cuts`` in parallel (see the module docstring): (values, end),
+    or ``None`` if they do not fit together (then the caller scans in one pass).
 
-    Both threads take the next unclaimed piece until none is left; a piece the helper is still
-    on when this thread runs out is scanned here too if the helper does not finish it within
-    this thread's own time per piece (the helper may not be running at all on a busy machine),
-    so the split never waits much longer than one pass would.
+    The pieces are shards of :func:`pytfrt.backends.cpu._parallel.parallel_for`, the pool the
+    CPU kernels use: this thread claims pieces too and never waits for a helper that has not
+    started, so on a busy machine the split costs at most one piece's wait over one pass.
     """
-    total = len(cuts) - 1
-    results: list[Piece | None] = [None] * total
-    done = [threading.Event() for _ in range(total)]
-    lock = threading.Lock()
-    claimed = [0]
+    from pytfrt.backends.cpu._parallel import parallel_for
 
-    def claim() -> int:
-        with lock:
-            index = claimed[0]
-            claimed[0] += 1
-        return index if index < total else -1
+    pieces: list[Piece | None] = [None] * (len(cuts) - 1)
 
     def run(index: int) -> None:
         begin, stop = cuts[index], cuts[index + 1]
         arrays = _arrays((stop - begin) // 2 + 1)
-        result = scan(buf, begin, stop, index > 0, _POW10, *arrays)
-        with lock:
-            if results[index] is None:
-                results[index] = (result, arrays)
-        done[index].set()
+        pieces[index] = (scan(buf, begin, stop, index > 0, _POW10, *arrays), arrays)
 
-    def helper() -> None:
-        try:
-            while (index := claim()) >= 0:
-                run(index)
-        finally:
-            _helper_idle.release()
-
-    try:
-        _helper_thread().submit(helper)
-    except BaseException:
-        _helper_idle.release()
-        raise
-    began = time.perf_counter()
-    mine = 0
-    while (index := claim()) >= 0:
-        run(index)
-        mine += 1
-    per_piece = (time.perf_counter() - began) / mine if mine else 0.005
-    for index in range(total):
-        if not done[index].wait(per_piece):
-            run(index)  # the helper is late: scan it here as well; the first result counts
-    return _merge(body, cuts, [r for r in results if r is not None])
+    parallel_for(run, len(pieces))
+    return _merge(body, cuts, [p for p in pieces if p is not None])
 
 
 def _merge(body: bytes, cuts: list[int], pieces: list[Piece]) -> tuple[np.ndarray, int] | None:
@@ -435,25 +401,16 @@ def _merge(body: bytes, cuts: list[int], pieces: list[Piece]) -> tuple[np.ndarra
     return values.reshape(shape), end
 
 
-def _helper_thread() -> Any:
-    global _helper
-    with _helper_made:
-        if _helper is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _helper = ThreadPoolExecutor(1, thread_name_prefix="pytfrt-fast-json")
-    return _helper
-
-
 def parse_float32_tensor(body: bytes, *, split_at: Sequence[int] | None = None
                          ) -> tuple[str, np.ndarray] | None:
     """``(key, array)`` for a ``{"instances"|"inputs": <numbers>}`` body, else ``None``.
 
     ``array`` is float32 and equal, element for element, to what ``json.loads`` + float64 +
     float32 gives; ``None`` means "take the general path" (see the module docstring).
-    By default a body of :data:`SPLIT_BYTES` or more is scanned in pieces on two threads when
-    the helper thread is idle; ``split_at`` (for tests) forces a split with a cut at the first
-    comma from each of these offsets, whatever the body's size.  Thread-safe.
+    By default a body of :data:`SPLIT_BYTES` or more is scanned in pieces in parallel (when
+    the CPU kernels' pool has more than one thread); ``split_at`` (for tests) forces a split
+    with a cut at the first comma from each of these offsets, whatever the body's size.
+    Thread-safe.
     """
     if len(body) < MIN_BYTES:
         return None
@@ -469,11 +426,9 @@ def parse_float32_tensor(body: bytes, *, split_at: Sequence[int] | None = None
         return None
     try:
         parsed = None
-        pieces = min(MAX_PIECES, len(body) // PIECE_BYTES) if _CPUS > 1 else 0
-        if split_at is not None or len(body) >= SPLIT_BYTES and pieces >= 2:
-            cuts = _cuts(body, start, pieces, split_at)
-            # Tests (``split_at``) wait for the helper; requests never do.
-            if len(cuts) > 2 and _helper_idle.acquire(blocking=split_at is not None):
+        if split_at is not None or len(body) >= SPLIT_BYTES and _threads() > 1:
+            cuts = _cuts(body, start, min(MAX_PIECES, len(body) // PIECE_BYTES), split_at)
+            if len(cuts) > 2:
                 parsed = _split(scan, body, buf, cuts)
         if parsed is None:
             parsed = _whole(scan, buf, start)
