@@ -257,3 +257,17 @@ def test_integer_minus_zero_is_positive_zero() -> None:
     got = check(pad('{"instances": [-0, -0.0, -0e0, 1.5]}'))
     assert got is not None
     assert list(np.signbit(got)) == [False, True, True, False]
+
+
+@pytest.mark.parametrize("number", [
+    "0.0012573022246360779",     # 17 significant digits after leading zeros: taken
+    "-0.000000000000000000012573022246360779",
+    "000.5",                     # not JSON
+    "1234567890123456789",       # 19 significant digits: refused (the general path answers)
+    "0.1234567890123456789",
+    "99999999999999999999999",   # would wrap an int64 mantissa: refused, not wrong
+])
+def test_leading_zeros_do_not_count_as_digits(number: str) -> None:
+    got = check(pad('{"instances": [' + number + ', 1.5]}'))
+    if number.lstrip("-").startswith("0.0"):
+        assert got is not None
