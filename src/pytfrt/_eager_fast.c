@@ -505,6 +505,18 @@ fastop_repr(FastOp *self)
                                 self->swapped ? " (swapped)" : "", self->fallback);
 }
 
+/* Pickled by reference, as Python functions are: the name it is found by in its module. */
+static PyObject *
+fastop_reduce(PyObject *self, PyObject *unused)
+{
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef fastop_methods[] = {
+    {"__reduce__", fastop_reduce, METH_NOARGS, "pickled by its module and qualified name"},
+    {NULL},
+};
+
 static PyMemberDef fastop_members[] = {
     {"fn", T_OBJECT_EX, offsetof(FastOp, fn), READONLY, "the ufunc (or fast function) called"},
     {"fallback", T_OBJECT_EX, offsetof(FastOp, fallback), READONLY,
@@ -530,6 +542,7 @@ static PyType_Slot op_slots[] = {
     {Py_tp_descr_get, fastop_descr_get},
     {Py_tp_repr, fastop_repr},
     {Py_tp_members, fastop_members},
+    {Py_tp_methods, fastop_methods},
     {Py_tp_getset, fastop_getset},
     {Py_tp_doc, "An eager op made by binary() or unary() (see the module docstring)."},
     {0, NULL},

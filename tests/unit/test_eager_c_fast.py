@@ -9,9 +9,11 @@ errors against each other.  Reference counts, memory, threads, tracing and the b
 
 from __future__ import annotations
 
+import copy
 import gc
 import inspect
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -121,6 +123,13 @@ def test_c_op_looks_like_the_python_function(name: str) -> None:
     assert c.__doc__ == py.__doc__ and c.__doc__
     assert c.__wrapped__ is py and c.fallback is py
     assert inspect.signature(c) == inspect.signature(py)
+
+
+def test_ops_pickle_and_copy_by_reference(path: str) -> None:
+    """As Python functions do (Ray and multiprocessing ship functions that use them)."""
+    for op in (te.add, te.exp, te.Tensor.__dict__["__rmul__"]):
+        assert pickle.loads(pickle.dumps(op)) is op
+        assert copy.copy(op) is op and copy.deepcopy(op) is op
 
 
 def test_operators_bind_as_methods(path: str) -> None:
