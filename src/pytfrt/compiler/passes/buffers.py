@@ -13,7 +13,12 @@ buffer it writes.  A linear scan over ``@main`` in program order hands out slots
 * a slot is reused by a later value of the same type once its value is dead; an elementwise
   op (``add``, ``relu``, ``fused_elementwise``, ...) may take the slot of an operand whose
   lifetime ends at that op (in place).  Ops that read an operand after writing (conv, matmul,
-  pooling, norms) never write into an operand's slot.
+  pooling, norms) never write into an operand's slot -- except a convolution's fused
+  residual (``epilogue_operands``), which each output element reads once, just before writing
+  it: a ``conv2d`` may take its dying residual's slot (not when the residual is also its input
+  ``x``).  oneDNN then adds the residual with its ``sum`` post-op where it lies, instead of
+  reading it from a second buffer: one activation-sized buffer less in the cache per
+  residual block (``docs/compiler.md``, "Where the time goes per model").
 
 The lowering turns annotated ops into ``tg.<op>.buf`` kernels that take the call's arena
 (``pytfrt.backends.cpu.arena``).  Functions with control flow are left alone.
@@ -46,6 +51,17 @@ def buffered_ops() -> frozenset[str]:
         if accepts_out(fn) and not name.endswith(".prepare"):
             out.add(f"tg.{name}")
     return frozenset(out)
+
+
+def _conv_residual(op: Operation) -> SSAValue | None:
+    """The fused residual operand of a ``tg.conv2d`` (its last operand), or ``None``."""
+    flags = op.attributes.get("epilogue_operands")
+    if not isinstance(flags, b.ArrayAttr) or len(flags.data) != 2:
+        return None
+    has_residual = flags.data[1]
+    if not isinstance(has_residual, b.IntegerAttr) or not has_residual.value.data:
+        return None
+    return op.operands[-1]
 
 
 def plan_buffers(gm: GraphModule) -> GraphModule:
@@ -100,6 +116,12 @@ def plan_buffers(gm: GraphModule) -> GraphModule:
                         slot = slot_of.pop(v)
                         dying.remove(v)
                         break
+            elif op.name == "tg.conv2d":
+                res = _conv_residual(op)
+                if (res is not None and res in dying and res is not op.operands[0]
+                        and str(ttype(res)) == key[0]):
+                    slot = slot_of.pop(res)
+                    dying.remove(res)
             if slot is None:
                 pool = free.get(key)
                 if pool:
