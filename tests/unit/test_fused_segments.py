@@ -122,7 +122,7 @@ func.func @main() -> !tfrt.chain {
   %a = tfrt_dht.create_uninitialized_tensor.f32.2 [2 : i64, 3 : i64]
   %ch1 = tfrt_dht.fill_tensor_with_constant.f32 %a, %ch0 0.5 : f32
   %b = tfrt_dht.create_uninitialized_tensor.f32.2 [SHAPE]
-  %ch2 = tfrt_dht.fill_tensor_with_constant.f32 %b, %ch1 2.0 : f32
+  %ch2 = tfrt_dht.fill_tensor_with_constant.f32 %b, %ch1 FILL : f32
   %c = tfrt_dht.create_uninitialized_tensor.f32.2 [2 : i64, 3 : i64]
   %ch3 = tfrt_dht.fill_tensor_with_constant.f32 %c, %ch2 1.0 : f32
   %n = tfrt.constant.i32 4
@@ -149,7 +149,7 @@ def test_error_inside_a_segment_is_the_unfused_error(monkeypatch: pytest.MonkeyP
     fail after the multiply in every iteration: the fused check fails before anything is
     mutated, and the unfused code reports the error exactly as without fusion."""
     monkeypatch.setattr(small_graph, "COMPILE_AFTER", 0)
-    text = _ERROR_PROGRAM.replace("SHAPE", shape)
+    text = _ERROR_PROGRAM.replace("SHAPE", shape).replace("FILL", "2.0")
     fused, segments = _run(text, "main", True, monkeypatch, runs=2)
     unfused, _ = _run(text, "main", False, monkeypatch)
     assert fused[0] == unfused[0] and fused[1] == unfused[0]
@@ -158,6 +158,24 @@ def test_error_inside_a_segment_is_the_unfused_error(monkeypatch: pytest.MonkeyP
         assert segments[0].hits == 8 and not unfused[0][1]
     else:
         assert segments[0].hits == 0 and len(unfused[0][1]) == 1, unfused
+
+
+def test_numpy_raising_on_overflow_keeps_the_segment_unfused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``np.errstate(over="raise")`` the sigmoid's ``exp`` overflows with an error: the
+    segment (which calls NumPy's ``exp`` back) must not run fused, so the error is the
+    unfused one; with the default error state the same program runs fused."""
+    monkeypatch.setattr(small_graph, "COMPILE_AFTER", 0)
+    text = _ERROR_PROGRAM.replace("SHAPE", "3 : i64, 3 : i64").replace("FILL", "-100.0")
+    with np.errstate(over="raise"):
+        fused, segments = _run(text, "main", True, monkeypatch)
+        unfused, _ = _run(text, "main", False, monkeypatch)
+    assert fused == unfused and "overflow" in " ".join(unfused[0][1])
+    assert segments[0].hits == 0
+    with np.errstate(over="ignore"):
+        fused, segments = _run(text, "main", True, monkeypatch)
+        unfused, _ = _run(text, "main", False, monkeypatch)
+    assert fused == unfused and not unfused[0][1] and segments[0].hits == 4
 
 
 # -- random kernel chains --------------------------------------------------------------------
@@ -229,7 +247,7 @@ def _programs(draw: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=10, deadline=None,
+@settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(text=_programs())
 def test_random_kernel_chains_fused_equal_unfused(monkeypatch: pytest.MonkeyPatch,

@@ -25,7 +25,10 @@ segment), the order of side effects (a segment holds no kernel with Python side 
 destroy hooks of outside values released inside the segment (run right after it, in order).
 What it does not do: account the tensors it makes with a host allocator (segments that make
 tensors run fused only when the host has no allocator), check for cancellation between its
-kernels (it is checked before and after the segment, as around one kernel).
+kernels (it is checked before and after the segment, as around one kernel).  The one call back into
+NumPy (``exp``, whose float32 results the compiled code could not reproduce bit for bit) could
+raise half-way only under ``np.seterr``/``np.errstate`` set to ``raise`` or ``call``: a segment
+with it runs unfused while they are.
 
 Compilation reuses the whole-region kernels' machinery (:mod:`pytfrt.backends.cpu.small_graph`):
 the first :data:`~pytfrt.backends.cpu.small_graph.COMPILE_AFTER` runs of a segment are
@@ -82,11 +85,13 @@ class SegmentBuilder:
     scalars: list[str] = field(default_factory=list)   # njit names of computed scalars
     kernels: int = 0        # kernels with njit code
     counter: int = 0
+    calls_back: bool = False  # some kernel calls NumPy back (see Fusible.calls_back)
 
     def clone(self) -> SegmentBuilder:
         return SegmentBuilder(self.const, dict(self.ext_tensors), dict(self.ext_scalars),
                               list(self.allocs), list(self.checks), list(self.calls),
-                              list(self.scalars), self.kernels, self.counter)
+                              list(self.scalars), self.kernels, self.counter,
+                              self.calls_back)
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -183,6 +188,7 @@ class SegmentBuilder:
             self.checks.append(spec.check.format(*args))
         self.calls.append(spec.call.format(*args, out=out))
         self.kernels += 1
+        self.calls_back = self.calls_back or spec.calls_back
         return [result]
 
     def _create(self, k: KernelInfo) -> Sym:
@@ -247,9 +253,10 @@ class FusedSegment:
     check failed -- then the caller runs the segment unfused.
     """
 
-    def __init__(self, source: str, label: str) -> None:
+    def __init__(self, source: str, label: str, calls_back: bool = False) -> None:
         self.source = source
         self.label = label
+        self.calls_back = calls_back
         self.calls = 0
         self.hits = 0  # calls that ran fused
         self.failed = False
@@ -267,6 +274,8 @@ class FusedSegment:
 
     def __call__(self, *args: Any) -> Any:
         fn = self._fn
+        if self.calls_back and not provider().numpy_errors_quiet():
+            return None  # NumPy may raise half-way: unfused
         if fn is None:
             if self.failed:
                 return None
@@ -278,7 +287,8 @@ class FusedSegment:
                 return None
         try:
             r = fn(*args)
-        except Exception:  # noqa: BLE001 - typing failed for these inputs (before running)
+        except Exception:  # noqa: BLE001 - typing failed for these inputs (before running: the
+            # compiled code raises nothing once it runs, see calls_back)
             self.failed = True
             self._fn = None
             return None

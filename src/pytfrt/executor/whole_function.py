@@ -550,7 +550,8 @@ class _Generator:
                 if "_noalloc = ctx.request_context.host.allocator is None" not in self.hoisted:
                     self.hoisted.append("_noalloc = ctx.request_context.host.allocator is None")
                 conds.append("_noalloc")
-            seg = self.const(FusedSegment(builder.source(outs), inst.fn.name))
+            seg = self.const(FusedSegment(builder.source(outs), inst.fn.name,
+                                          builder.calls_back))
             args = [f"{py}.array" for py in builder.ext_tensors] + list(builder.ext_scalars)
             self.emit(d, f"_f = {seg}({', '.join(args)}) if {' and '.join(conds)} else None")
         else:
@@ -1068,12 +1069,24 @@ class WholeFunction:
 
 
 def compile_function(fn: BEFFunction) -> WholeFunction:
-    """Translate ``fn`` (a qualifying BEF function) into a :class:`WholeFunction`.
+    """Translate ``fn`` (a qualifying BEF function) into a :class:`WholeFunction`; if the
+    code with fused segments is too big or nests too deeply, the code without them.
 
     Raises:
         _NotQualified: ``fn`` does not qualify (see the module docstring).
     """
     gen = _Generator()
+    if not gen.fuse:
+        return _compile(fn, gen)
+    try:
+        return _compile(fn, gen)
+    except _NotQualified:
+        gen = _Generator()
+        gen.fuse = False
+        return _compile(fn, gen)
+
+
+def _compile(fn: BEFFunction, gen: _Generator) -> WholeFunction:
     info = fn.info
     args = [gen.var() for _ in range(info.num_arguments)]
     results, origins = gen.body(fn, args, "ctx", 1, 0, top=True)

@@ -45,6 +45,8 @@ class Fusible:
             boolean expression, or ``""`` (always succeeds once the guards hold).
         call: a format string of the njit statement computing the kernel; ``{out}`` is the
             result's name (``new``/``f32``).
+        calls_back: it calls NumPy from the compiled code, which may raise only if
+            :func:`numpy_errors_quiet` is false (then the segment runs unfused).
         distinct: operand pairs that must be different values (an out-of-place kernel whose
             NumPy code copies through a temporary when they are the same).
     """
@@ -54,6 +56,7 @@ class Fusible:
     check: str = ""
     call: str = ""
     distinct: tuple[tuple[int, int], ...] = ()
+    calls_back: bool = False
 
 
 # -- shape checks -----------------------------------------------------------------------------
@@ -148,6 +151,32 @@ def broadcast(bias: Any, out: Any) -> None:
     for i in range(o.shape[0]):
         for j in range(bias.size):
             o[i, j] = bias[j]
+
+
+def _errstate_getter() -> Any:
+    try:
+        from numpy._core import _ufunc_config
+
+        return _ufunc_config._extobj_contextvar.get  # type: ignore[attr-defined]
+    except (ImportError, AttributeError):  # another NumPy: check every time
+        return object
+
+
+_errstate = _errstate_getter()
+_quiet_errstate: list[Any] = []
+
+
+def numpy_errors_quiet() -> bool:
+    """Whether NumPy's floating-point error handling (``np.seterr``/``np.errstate``) neither
+    raises nor calls back, so :func:`exp_inplace_numpy` cannot raise.  Fast when the state is
+    one seen before (a context variable's identity)."""
+    state = _errstate()
+    if _quiet_errstate and state is _quiet_errstate[0]:
+        return True
+    if any(v in ("raise", "call") for v in np.geterr().values()):
+        return False
+    _quiet_errstate[:] = [state]
+    return True
 
 
 def exp_inplace_numpy(a: np.ndarray) -> None:
@@ -266,7 +295,8 @@ FUSIBLE: dict[str, Fusible] = {
         f"{MODULE_ALIAS}.matmul({{0}}, {{1}}, {{2}}, {{3}}, {{4}})"),
     "tfrt_test.broadcast.f32.2": Fusible(
         "th", "new", "", f"{MODULE_ALIAS}.broadcast({{0}}, {{out}})"),
-    "sigmoid_inplace.f32": Fusible("t", "chain", "", f"{MODULE_ALIAS}.sigmoid_inplace({{0}})"),
+    "sigmoid_inplace.f32": Fusible("t", "chain", "", f"{MODULE_ALIAS}.sigmoid_inplace({{0}})",
+                                   calls_back=True),
     "sigmoid_grad_inplace.f32": Fusible(
         "tt", "chain", f"{MODULE_ALIAS}.same_shape({{0}}, {{1}})",
         f"{MODULE_ALIAS}.sigmoid_grad_inplace({{0}}, {{1}})"),
