@@ -1,7 +1,8 @@
 """A/B of ``pytfrt serve`` configurations: several servers side by side, one model, interleaved.
 
 Each variant is ``NAME=FLAGS`` (``pytfrt serve`` flags, space-separated; ``--backend=...``
-picks the backend, default pytfrt), e.g.::
+picks the backend, default pytfrt; a ``VAR=VALUE`` word sets an environment variable of that
+server, e.g. ``onepass=PYTFRT_JSON_SPLIT_BYTES=999999999``), e.g.::
 
     .venv/bin/python benchmarks/serve_ab.py --model mlp --clients 1 32 \\
         "h11=--http_parser=h11 --event_loop=asyncio" \\
@@ -44,6 +45,12 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
     return name, shlex.split(flags)
 
 
+def split_env(flags: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Separate ``VAR=VALUE`` environment settings from the ``--flags`` of a variant."""
+    env = dict(f.split("=", 1) for f in flags if not f.startswith("-") and "=" in f)
+    return [f for f in flags if f.startswith("-") or "=" not in f], env
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("variants", nargs="+", help="NAME=FLAGS (see the module docstring)")
@@ -68,14 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     servers: dict[str, ServerProcess] = {}
     runs: dict[tuple[str, int], list[dict[str, float]]] = {}
     try:
-        for name, flags in variants.items():
+        for name, words in variants.items():
+            flags, env = split_env(words)
             backend = next((f.split("=", 1)[1] for f in flags if f.startswith("--backend=")),
                            "pytfrt")
             config = serve._config(paths, backend, work / f"ab-{name}.config")
             servers[name] = ServerProcess(
                 f"--model_config_file={config}", "--file_system_poll_wait_seconds=0",
                 f"--compile_cache_dir={work / 'compiled'}", *flags,
-                log_path=work / f"{args.tag}-{name}.log").start()
+                log_path=work / f"{args.tag}-{name}.log", env=env).start()
             serve._load(servers[name], args.model, 1, 1.0)  # warm-up
         for rnd in range(args.rounds):
             for clients in args.clients:

@@ -1,6 +1,6 @@
 """Where the time of one ``:predict`` request goes, per part, in ``pytfrt serve``.
 
-Runs the same server as ``benchmarks/serve_ab.py`` (one per backend, the models of
+Runs the same server as ``benchmarks/serve_ab.py`` (one per variant, the models of
 ``benchmarks/serve.py``), but started through this script, which wraps the server's steps with
 clocks before handing over to ``pytfrt serve`` -- the request path itself is unchanged.  Per
 request it records, on the server's own clock:
@@ -21,11 +21,13 @@ outside        the client's latency minus the server's span (request write and h
                the response's transfer and parsing on the client)
 =============  ===================================================================================
 
-and, per run, the client's and the server's CPU time per request.  It prints the medians per
-backend (ms) and writes ``TAG.json`` into ``--out``.  The wrappers cost a few microseconds per
-request.  Usage::
+and, per run, the client's and the server's CPU time per request.  Variants are
+``NAME=FLAGS`` as in ``benchmarks/serve_ab.py``, run one after the other.  It prints the
+medians per variant (ms) and writes ``TAG.json`` into ``--out``.  The wrappers cost a few
+microseconds per request.  Usage::
 
-    .venv/bin/python benchmarks/serve_breakdown.py --model resnet50 --seconds 8 --tag h
+    .venv/bin/python benchmarks/serve_breakdown.py --model resnet50 --seconds 8 --tag h \\
+        pytfrt= onepass=PYTFRT_JSON_SPLIT_BYTES=999999999 tensorflow=--backend=tensorflow
 """
 
 from __future__ import annotations
@@ -179,13 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "--child":
         return child(argv[1], argv[3:] if argv[2:3] == ["--"] else argv[2:])
     import serve  # benchmarks/serve.py
+    from serve_ab import parse_variant, split_env
 
     from pytfrt.serving.loadgen import ServerProcess
     from pytfrt.tools.bench import format_table, machine_info, progress, write_json
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="resnet50", choices=list(serve.MODELS))
-    parser.add_argument("--backends", nargs="+", default=["pytfrt", "tensorflow"])
+    parser.add_argument("variants", nargs="*",
+                        default=["pytfrt=", "tensorflow=--backend=tensorflow"],
+                        help="NAME=FLAGS, as in benchmarks/serve_ab.py (default: pytfrt= "
+                             "tensorflow=--backend=tensorflow)")
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--work-dir", type=Path,
                         default=Path(os.path.expanduser("~/.cache/pytfrt/bench_serve")))
@@ -193,20 +199,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tag", default="serve_breakdown")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    try:
+        variants = dict(parse_variant(v) for v in args.variants)
+    except ValueError as exc:
+        parser.error(str(exc))
     work: Path = args.work_dir
     work.mkdir(parents=True, exist_ok=True)
     paths = {args.model: serve.prepare(args.model, work, args.quiet)}
     serve._exit_on_sigterm()
     results: dict[str, Any] = {}
     rows = []
-    for backend in args.backends:
-        trace = work / f"{args.tag}-{backend}.trace.json"
+    for name, words in variants.items():
+        flags, env = split_env(words)
+        backend = next((f.split("=", 1)[1] for f in flags if f.startswith("--backend=")),
+                       "pytfrt")
+        trace = work / f"{args.tag}-{name}.trace.json"
         trace.unlink(missing_ok=True)
-        config = serve._config(paths, backend, work / f"breakdown-{backend}.config")
+        config = serve._config(paths, backend, work / f"breakdown-{name}.config")
         server = ServerProcess(
             f"--model_config_file={config}", "--file_system_poll_wait_seconds=0",
-            f"--compile_cache_dir={work / 'compiled'}", f"--backend={backend}",
-            log_path=work / f"{args.tag}-{backend}.log",
+            f"--compile_cache_dir={work / 'compiled'}", *flags,
+            log_path=work / f"{args.tag}-{name}.log", env=env,
             command=[sys.executable, str(Path(__file__).resolve()), "--child", str(trace), "--"])
         try:
             server.start()
@@ -223,14 +236,14 @@ def main(argv: list[str] | None = None) -> int:
         med["client_p50"] = res.percentile(50) * 1e3
         med["server_cpu"] = spent / max(res.ok, 1) * 1e3
         med["client_cpu"] = client_cpu / max(res.ok, 1) * 1e3
-        results[backend] = {"medians_ms": {k: round(v, 3) for k, v in med.items()},
+        results[name] = {"flags": words, "medians_ms": {k: round(v, 3) for k, v in med.items()},
                             "requests": res.ok, "errors": res.error_count}
-        rows.append([backend, *(f"{med.get(k, float('nan')):.2f}" for k in PARTS),
+        rows.append([name, *(f"{med.get(k, float('nan')):.2f}" for k in PARTS),
                      f"{med.get('decode_cpu', float('nan')):.2f}",
                      f"{med.get('chunks', float('nan')):.0f}", f"{med['client_p50']:.2f}",
                      f"{med['server_cpu']:.2f}", f"{med['client_cpu']:.2f}", res.error_count])
-        progress(f"{backend}: {res.ok} requests, p50 {med['client_p50']:.2f} ms", args.quiet)
-    print(format_table(["backend", *PARTS, "decode CPU", "chunks", "client p50",
+        progress(f"{name}: {res.ok} requests, p50 {med['client_p50']:.2f} ms", args.quiet)
+    print(format_table(["variant", *PARTS, "decode CPU", "chunks", "client p50",
                         "server CPU/req", "client CPU/req", "errors"], rows))
     output = {"benchmark": "serve_breakdown",
               "command": " ".join(["benchmarks/serve_breakdown.py", *argv]),

@@ -33,6 +33,7 @@ scanned again in one pass, so splitting can change the speed, never the result.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from typing import Any, Final
@@ -43,9 +44,11 @@ MIN_BYTES: Final = 1024
 """Smaller bodies take the general path.  Measured (thread CPU time per decode, one process):
 the two break even near 300 bytes (16 numbers); at 1.3 KB (64 numbers) the scan took 10 us
 against 18 us, for the MLP's 16 KB (784 numbers) 34 us against 153 us."""
-SPLIT_BYTES: Final = 256 * 1024
+SPLIT_BYTES: Final = int(os.environ.get("PYTFRT_JSON_SPLIT_BYTES", "") or 256 * 1024)
 """Bodies this large are scanned in pieces in parallel (handing a piece to the pool costs
-~50 us; scanning 128 KB ~0.25 ms)."""
+~50 us; scanning 128 KB ~0.25 ms).  The environment variable ``PYTFRT_JSON_SPLIT_BYTES``
+(read at import) overrides it, e.g. a huge value to A/B the one-pass scan
+(``benchmarks/serve_ab.py`` takes ``NAME=VALUE`` environment settings in a variant)."""
 PIECE_BYTES: Final = 128 * 1024
 MAX_PIECES: Final = 8
 """A split body is cut into ``min(MAX_PIECES, size // PIECE_BYTES)`` pieces: several, so that
