@@ -4,7 +4,9 @@ The function: ``a = x; repeat n times: a = tanh(a * w + x)``; loss ``sum(a)``; t
 with respect to ``x`` (a float32 vector of 256), for ``n`` in 10, 100, 1000, 10000.  Variants:
 
 * ``pytfrt while`` -- ``pytfrt.grad`` through ``pytfrt.while_loop`` (the forward loop stacks the
-  loop-carried values, the adjoint loop runs back over them; ``docs/function.md``);
+  loop-carried values in chunks, the adjoint loop runs back over them; ``docs/function.md``);
+* ``pytfrt while 1 chunk`` -- the same with the stacks grown by one ``concat`` per iteration
+  (copying them: quadratic in the trip count), as the while rule stacked before its chunks;
 * ``pytfrt unrolled`` -- the same loop as Python ``for`` (unrolled while tracing: n copies of the
   body and of its gradient), n <= 100 only;
 * ``jax fori_loop`` -- ``jax.jit(jax.grad(...))`` of ``lax.fori_loop`` (a scan in reverse mode),
@@ -59,6 +61,21 @@ def pytfrt_while(n: int) -> Callable[[np.ndarray, np.ndarray], Any]:
     return pytfrt.grad(_loop(n))  # type: ignore[no-any-return]
 
 
+def pytfrt_while_one_chunk(n: int, x: np.ndarray, w: np.ndarray) -> Callable[..., Any]:
+    """``pytfrt while`` with the stacks grown by one ``concat`` per iteration (the chunk limit
+    set beyond the trip count): the quadratic copy the chunked stacks avoid, as a peer."""
+    from pytfrt.compiler import autodiff_control
+
+    g = pytfrt_while(n)
+    saved = autodiff_control.CHUNK
+    autodiff_control.CHUNK = 2**30
+    try:
+        g(x, w)  # traced now, with one chunk
+    finally:
+        autodiff_control.CHUNK = saved
+    return g
+
+
 def pytfrt_forward(n: int) -> Callable[[np.ndarray, np.ndarray], Any]:
     import pytfrt
 
@@ -105,7 +122,9 @@ def main() -> None:
     w = rng.uniform(0.2, 0.8, SIZE).astype(np.float32)
     rows: list[dict[str, Any]] = []
     for n in trips:
-        variants: dict[str, Callable[..., Any]] = {"pytfrt while": pytfrt_while(n)}
+        variants: dict[str, Callable[..., Any]] = {
+            "pytfrt while": pytfrt_while(n),
+            "pytfrt while 1 chunk": pytfrt_while_one_chunk(n, x, w)}
         if n <= 100:
             variants["pytfrt unrolled"] = pytfrt_unrolled(n)
         j = jax_fori(n)

@@ -278,3 +278,25 @@ def test_second_order_through_cond_and_the_while_limit():
     with pytest.raises(AutodiffError, match=r"tg.while \(at .*test_autodiff_control.py:\d+\)"
                        r".*dynamic type.*gradient of a while loop's gradient"):
         pytfrt.grad(pytfrt.grad(loop))(np.float32(2.0))
+
+
+@pytest.mark.parametrize(("trips", "chunk"), [(197, 64), (128, 64), (90, 2)],
+                         ids=["across-chunks", "chunk-multiple", "sqrt-sized-chunks"])
+def test_while_many_iterations_across_stack_chunks(monkeypatch, trips, chunk):
+    # the forward loop stacks its iterations in chunks of max(CHUNK, sqrt(trips so far)):
+    # crossing chunk boundaries (and, with CHUNK = 2, growing chunks) must not change the result
+    from pytfrt.compiler import autodiff_control
+
+    monkeypatch.setattr(autodiff_control, "CHUNK", chunk)
+
+    # every iteration's state differs (the i term), so a stack read out of order shows
+    def f(x, w):
+        def body(i, a):
+            return i + 1, eager.tanh(a * w + x + eager.cast(i, np.float32) * 0.02)
+        return eager.reduce_sum(pytfrt.while_loop(lambda i, a: i < trips, body, (0, x))[1])
+
+    def fj(x, w):
+        return jnp.sum(jax.lax.fori_loop(0, trips, lambda i, a: jnp.tanh(a * w + x + i * 0.02),
+                                         x))
+
+    _check(f, fj, [_any(3), np.full(3, 0.5, np.float32)], argnums=(0, 1), fd=False)

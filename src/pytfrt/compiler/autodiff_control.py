@@ -17,8 +17,16 @@ which ``tfrt.case`` implements).
 
 ``tg.while(vars...)`` (TF's approach for ``tf.while_loop``, which JAX's ``while_loop`` does not
 support in reverse mode): the loop is replaced by one that also counts its iterations and pushes
-the loop-carried values of each iteration onto stacks (``[n, *shape]`` tensors grown by
-``concat``, the first dimension dynamic).  The adjoint loop then runs the trip count down:
+the loop-carried values of each iteration onto stacks (``[n, *shape]`` tensors, the first
+dimension dynamic).  Every op makes a new tensor, so a stack grown by one ``concat`` per
+iteration would be copied whole each time (``n^2 / 2`` rows for ``n`` iterations); instead the
+forward loop is two nested loops: the inner one stacks up to ``limit = max(CHUNK,
+sqrt(iterations so far))`` iterations onto a chunk, the outer one appends each chunk to the
+stacks.  Rows copied per iteration: about ``limit / 2`` onto the chunk plus ``n / limit`` for
+the appends -- at most about ``1.5 * CHUNK`` up to ``CHUNK^2`` iterations, about
+``1.5 * sqrt(n)`` beyond: ``O(n^1.5)`` in all instead of ``n^2 / 2``.  (An amortised ``O(1)``
+push needs a kernel appending in place, which the catalogue lacks.)  The adjoint loop then runs
+the trip count down:
 iteration ``k`` reads the values of forward iteration ``k`` from the stacks (``gather``),
 recomputes the body from them and maps the loop variables' cotangents through the body's
 vector-Jacobian product.  Loop variables the body passes through unchanged (the captured values)
@@ -295,21 +303,43 @@ def _while(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
                                 f"{ret.operands[k].type}, not as its type {vs[k].type}")
         shapes[k] = _static(vs[k], "while")
 
-    # 1. the forward loop again, counting its iterations and stacking the carried values
+    # 1. the forward loop again, counting its iterations and stacking the carried values: an
+    #    outer loop of chunks, each an inner loop that stacks at most `limit` iterations
+    #    (max(CHUNK, sqrt(trips so far))) before the outer one appends the chunk to the stacks
     stack_in: list[tuple[str, Any, str]] = [(f"stack_{k}", (None, *shapes[k]), vs[k].dtype)
                                             for k in carried]
     inputs: list[tuple[str, Any, str]] = [(f"arg_{k}", v.shape, v.dtype)
                                           for k, v in enumerate(vs)]
+    chunk_in = [*inputs, ("j", (), "i32"), ("limit", (), "i32"), *stack_in]
+    icond = gb.function(_fresh_name(gb, f"{cond.name}_chunk"), chunk_in)
+    a = icond.arguments
+    icond.returns([icond.op("logical_and", [inline(icond, cond, a[:n])[0], icond.op(
+        "less", [a[n], a[n + 1]], loc=c.loc)], loc=c.loc)])
+    ibody = gb.function(_fresh_name(gb, f"{body.name}_chunk"), chunk_in)
+    a = ibody.arguments
+    outs = inline(ibody, body, a[:n])
+    j = ibody.op("add", [a[n], ibody.constant(np.int32(1))], loc=c.loc)
+    chunks = [ibody.op("concat", [a[n + 2 + i], ibody.op(
+        "expand_dims", [a[k]], axis=0, loc=c.loc)], axis=0, loc=c.loc)
+        for i, k in enumerate(carried)]
+    ibody.returns([*outs, j, a[n + 1], *chunks])
+
     inputs += [("trip_count", (), "i32"), *stack_in]
     fcond = gb.function(_fresh_name(gb, f"{cond.name}_stacked"), inputs)
     fcond.returns(inline(fcond, cond, fcond.arguments[:n]))
     fbody = gb.function(_fresh_name(gb, f"{body.name}_stacked"), inputs)
-    outs = inline(fbody, body, fbody.arguments[:n])
-    trip = fbody.op("add", [fbody.arguments[n], fbody.constant(np.int32(1))], loc=c.loc)
-    stacks = [fbody.op("concat", [fbody.arguments[n + 1 + i], fbody.op(
-        "expand_dims", [fbody.arguments[k]], axis=0, loc=c.loc)], axis=0, loc=c.loc)
-        for i, k in enumerate(carried)]
-    fbody.returns([*outs, trip, *stacks])
+    a = fbody.arguments
+    root = fbody.op("cast", [fbody.op("sqrt", [fbody.op("cast", [a[n]], to="f32", loc=c.loc)],
+                                      loc=c.loc)], to="i32", loc=c.loc)
+    limit = fbody.op("maximum", [root, fbody.constant(np.int32(CHUNK))], loc=c.loc)
+    empty = [fbody.constant(np.zeros((0, *shapes[k]), np_dtype(vs[k].dtype))) for k in carried]
+    inner = _results(fbody.op("while", [*a[:n], fbody.constant(np.int32(0)), limit, *empty],
+                              n_results=n + 2 + len(carried), loc=c.loc, cond=icond.name,
+                              body=ibody.name))
+    trip = fbody.op("add", [a[n], inner[n]], loc=c.loc)
+    stacks = [fbody.op("concat", [a[n + 1 + i], inner[n + 2 + i]], axis=0, loc=c.loc)
+              for i in range(len(carried))]
+    fbody.returns([*inner[:n], trip, *stacks])
     op = c.operation
     with _before(fb, op):
         init = [fb.constant(np.int32(0))] + [
@@ -357,6 +387,9 @@ def _while(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
         out[k] = res[1 + i]
     return out
 
+
+CHUNK = 64
+"""The least number of iterations the while rule's forward loop stacks in a chunk."""
 
 CONTROL_RULES: dict[str, ControlRule] = {"if": _if, "case": _case, "while": _while}
 """Control-flow op name -> its reverse-mode rule (operand cotangents from result cotangents)."""
