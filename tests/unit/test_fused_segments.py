@@ -202,6 +202,12 @@ _KERNELS = {
             "(!t.tensor, !t.tensor, !tfrt.chain) -> f32\n"
             '    {out} = "mlp.print_progress"(%step, %l{j}, {ch}) : '
             "(i32, f32, !tfrt.chain) -> !tfrt.chain",
+    # integer kernels (fused too), one dividing by %d, which may be zero
+    "ints": '%a{j} = tfrt.add.i32 %step, %step\n'
+            '    %q{j}, %m{j} = tfrt.div.i32 %a{j}, %d\n'
+            '    %e{j} = tfrt.equal.i32 %m{j}, %step\n'
+            '    {out} = "mlp.print_progress"(%q{j}, %s, {ch}) : '
+            "(i32, f32, !tfrt.chain) -> !tfrt.chain",
 }
 """Kernel templates of the random programs."""
 
@@ -229,6 +235,7 @@ def _programs(draw: Any) -> str:
     lines.append(f"    %s = tfrt.constant.f32 {draw(st.sampled_from(['1.0', '-0.5', '0.0']))}")
     lines.append("    %one = tfrt.constant.f32 1.0")
     lines.append("    %step = tfrt.constant.i32 7")
+    lines.append(f"    %d = tfrt.constant.i32 {draw(st.sampled_from([3, 0, -2]))}")
     chain = "%ready"
     for j, op in enumerate(draw(st.lists(st.sampled_from(sorted(_KERNELS)), min_size=1,
                                          max_size=7))):
@@ -247,7 +254,7 @@ def _programs(draw: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=8, deadline=None,
+@settings(max_examples=6, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(text=_programs())
 def test_random_kernel_chains_fused_equal_unfused(monkeypatch: pytest.MonkeyPatch,

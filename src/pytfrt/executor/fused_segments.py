@@ -40,6 +40,7 @@ Thread-safety: a :class:`FusedSegment` compiles under a lock; calls only read it
 
 from __future__ import annotations
 
+import copy
 import importlib
 import threading
 from collections.abc import Sequence
@@ -60,10 +61,9 @@ class NotFusible(Exception):
 class Sym:
     """What a register holds in a segment being built.
 
-    ``kind``: ``x`` an outside tensor (``name``: its njit argument), ``n`` a tensor made in the
-    segment (``name``: its njit variable), ``s`` a float32 scalar (``name``: njit expression),
-    ``c`` a chain, ``h`` a shape known now (``value``: the TensorShape), ``k`` a folded
-    constant (``value``; ``name`` its njit argument if used as a scalar).
+    ``kind``: ``n`` a tensor made in the segment (``name``: its njit variable), ``s`` a float32
+    scalar and ``i`` an integer computed in it (``name``: its njit variable), ``c`` a chain, ``h`` a
+    shape known now (``value``: the TensorShape), ``k`` a folded constant (``value``).
     """
 
     kind: str
@@ -79,19 +79,23 @@ class SegmentBuilder:
     const: Any  # callable: a value -> the name of a generated-code constant holding it
     ext_tensors: dict[str, str] = field(default_factory=dict)   # python expr -> njit arg
     ext_scalars: dict[str, str] = field(default_factory=dict)   # python expr -> njit arg
+    ext_ints: dict[str, str] = field(default_factory=dict)      # python expr -> njit arg
     allocs: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
-    scalars: list[str] = field(default_factory=list)   # njit names of computed scalars
+    scalars: list[tuple[str, str]] = field(default_factory=list)  # computed: (name, initial)
     kernels: int = 0        # kernels with njit code
     counter: int = 0
     calls_back: bool = False  # some kernel calls NumPy back (see Fusible.calls_back)
 
     def clone(self) -> SegmentBuilder:
-        return SegmentBuilder(self.const, dict(self.ext_tensors), dict(self.ext_scalars),
-                              list(self.allocs), list(self.checks), list(self.calls),
-                              list(self.scalars), self.kernels, self.counter,
-                              self.calls_back)
+        """A copy to add a kernel to (kept if the kernel fits)."""
+        c = copy.copy(self)
+        c.ext_tensors, c.ext_scalars, c.ext_ints = \
+            dict(self.ext_tensors), dict(self.ext_scalars), dict(self.ext_ints)
+        c.allocs, c.checks, c.calls, c.scalars = \
+            list(self.allocs), list(self.checks), list(self.calls), list(self.scalars)
+        return c
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -105,9 +109,20 @@ class SegmentBuilder:
             if name is None:
                 name = self.ext_tensors[py] = f"x{len(self.ext_tensors)}"
             return name
-        if sym.kind in "xn":
+        if sym.kind == "n":
             return sym.name
         raise NotFusible("not a tensor")
+
+    def _int(self, sym: Sym | None, py: str) -> str:
+        if sym is None or (sym.kind == "k" and sym.value.__class__ in (int, bool)):
+            key = py if sym is None else sym.py
+            name = self.ext_ints.get(key)
+            if name is None:
+                name = self.ext_ints[key] = f"i{len(self.ext_ints)}"
+            return name
+        if sym.kind == "i":
+            return sym.name
+        raise NotFusible("not an integer")
 
     def _scalar(self, sym: Sym | None, py: str) -> str:
         if sym is None:
@@ -145,7 +160,8 @@ class SegmentBuilder:
         spec = FUSIBLE.get(name)
         if spec is None and name.startswith(_BROADCAST_PREFIX):
             spec = FUSIBLE["tfrt_test.broadcast.f32.2"]
-        if spec is None or k.num_results != 1 or len(operands) < len(spec.roles):
+        if spec is None or len(operands) < len(spec.roles) or \
+                (k.num_results != 1 and spec.result != "int int"):
             raise NotFusible(name)
         if spec.result == "shape":
             return [self._shape(k)]
@@ -156,6 +172,8 @@ class SegmentBuilder:
                 args.append(self._tensor(sym, py))
             elif role == "s":
                 args.append(self._scalar(sym, py))
+            elif role == "i":
+                args.append(self._int(sym, py))
             elif role == "h":
                 if sym is None or sym.kind != "h":
                     raise NotFusible("shape not known")
@@ -169,27 +187,36 @@ class SegmentBuilder:
         if spec.result == "chain" and not spec.call:
             return [Sym("c")]
         out = ""
-        result: Sym
-        if spec.result == "new":
+        results: list[Sym] = []
+        if spec.result.startswith(("int", "bool")):
+            kinds = spec.result.split()
+            names = [self.fresh("r") for _ in kinds]
+            if len(names) != k.num_results:
+                raise NotFusible(name)
+            self.scalars.extend((r, "0" if t == "int" else "False")
+                                for r, t in zip(names, kinds, strict=True))
+            results = [Sym("i", r) for r in names]
+            out = ", ".join(names)
+        elif spec.result == "new":
             (target,) = shapes
             if not target:
                 raise NotFusible("empty target shape")
             out = self.fresh("n")
             self.allocs.append(f"{out} = np.empty({target!r}, np.float32)")
             self.checks.append(f"{provider().MODULE_ALIAS}.broadcast_ok({args[0]}, {target[-1]})")
-            result = Sym("n", out)
+            results = [Sym("n", out)]
         elif spec.result == "f32":
             out = self.fresh("r")
-            self.scalars.append(out)
-            result = Sym("s", out)
+            self.scalars.append((out, "0.0"))
+            results = [Sym("s", out)]
         else:
-            result = Sym("c")
+            results = [Sym("c")]
         if spec.check:
             self.checks.append(spec.check.format(*args))
         self.calls.append(spec.call.format(*args, out=out))
         self.kernels += 1
         self.calls_back = self.calls_back or spec.calls_back
-        return [result]
+        return results
 
     def _create(self, k: KernelInfo) -> Sym:
         try:
@@ -213,10 +240,10 @@ class SegmentBuilder:
     def source(self, outs: Sequence[str]) -> str:
         """The njit function ``_seg(x..., s...)`` returning ``(ok, *outs)``."""
         xs = list(self.ext_tensors.values())
-        params = xs + list(self.ext_scalars.values())
+        params = xs + list(self.ext_scalars.values()) + list(self.ext_ints.values())
         lines = [f"def _seg({', '.join(params)}):"]
         lines += [f"    {a}" for a in self.allocs]
-        lines += [f"    {r} = 0.0" for r in self.scalars]
+        lines += [f"    {r} = {init}" for r, init in self.scalars]
         conds = [f"{x}.flags.c_contiguous" for x in xs]
         conds += [f"not {provider().MODULE_ALIAS}.overlap({a}, {b})"
                   for i, a in enumerate(xs) for b in xs[i + 1:]]
@@ -257,6 +284,7 @@ class FusedSegment:
         self.source = source
         self.label = label
         self.calls_back = calls_back
+        self._quiet = provider().numpy_errors_quiet
         self.calls = 0
         self.hits = 0  # calls that ran fused
         self.failed = False
@@ -274,7 +302,7 @@ class FusedSegment:
 
     def __call__(self, *args: Any) -> Any:
         fn = self._fn
-        if self.calls_back and not provider().numpy_errors_quiet():
+        if self.calls_back and not self._quiet():
             return None  # NumPy may raise half-way: unfused
         if fn is None:
             if self.failed:

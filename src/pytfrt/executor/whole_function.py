@@ -290,7 +290,8 @@ class _Generator:
             from pytfrt.host.async_value import CHAIN
 
             dht, f32 = provider().tensor_types()
-            self.namespace.update(_DHT=dht, _F32D=f32, _F32=np.float32, _CHAIN=CHAIN)
+            self.namespace.update(_DHT=dht, _F32D=f32, _F32=np.float32, _CHAIN=CHAIN,
+                                  _INT=int)
 
     def var(self) -> str:
         self.counter += 1
@@ -532,9 +533,9 @@ class _Generator:
             sym, py = env[r]
             if sym is None:
                 expr = py
-            elif sym.kind in "ns":
+            elif sym.kind in "nsi":
                 outs.append(sym.name)
-                expr = f"_f[{len(outs)}]" if sym.kind == "s" else f"_DHT(_F32D, _f[{len(outs)}])"
+                expr = f"_DHT(_F32D, _f[{len(outs)}])" if sym.kind == "n" else f"_f[{len(outs)}]"
             elif sym.kind == "c":
                 expr = "_CHAIN"
             else:
@@ -546,13 +547,15 @@ class _Generator:
             conds += [f"{py}.__class__ is _DHT and {py}.dtype is _F32D"
                       for py in builder.ext_tensors]
             conds += [f"{py}.__class__ is _F32" for py in builder.ext_scalars]
+            conds += [f"{py}.__class__ is _INT" for py in builder.ext_ints]
             if builder.allocs:
                 if "_noalloc = ctx.request_context.host.allocator is None" not in self.hoisted:
                     self.hoisted.append("_noalloc = ctx.request_context.host.allocator is None")
                 conds.append("_noalloc")
             seg = self.const(FusedSegment(builder.source(outs), inst.fn.name,
                                           builder.calls_back))
-            args = [f"{py}.array" for py in builder.ext_tensors] + list(builder.ext_scalars)
+            args = [f"{py}.array" for py in builder.ext_tensors] + list(builder.ext_scalars) \
+                + list(builder.ext_ints)
             self.emit(d, f"_f = {seg}({', '.join(args)}) if {' and '.join(conds)} else None")
         else:
             self.emit(d, "_f = None if E else True")

@@ -12,10 +12,11 @@ roundings, so a fused kernel gives the same bits as its Python kernel: matrix pr
 the same BLAS (``np.dot``), and ``exp`` -- which NumPy computes with its own SIMD
 approximation -- is NumPy's, called back from the compiled code.
 
-Operand roles: ``t`` a float32 DenseHostTensor, ``s`` a float32 scalar, ``h`` a shape known
-when the code is generated (``ts.build_shape``), ``-`` any value (a chain) that is only
-waited for.  Results: ``chain``, ``f32`` (a Python float), ``new`` (a new float32 tensor whose
-shape is known when the code is generated) or ``shape``.
+Operand roles: ``t`` a float32 DenseHostTensor, ``s`` a float32 scalar, ``i`` a Python int
+(or bool), ``h`` a shape known when the code is generated (``ts.build_shape``), ``-`` any
+value (a chain) that is only waited for.  Results: ``chain``, ``f32`` (a Python float),
+``int`` (a Python int; ``int int`` for two), ``bool``, ``new`` (a new float32 tensor whose shape
+is known when the code is generated) or ``shape``.
 
 Thread-safety: the functions are pure apart from writing their output operands.
 """
@@ -40,7 +41,7 @@ class Fusible:
     Attributes:
         roles: one character per operand (see the module docstring); operands beyond it are
             ``-``.
-        result: ``chain``, ``f32``, ``new`` or ``shape``.
+        result: ``chain``, ``f32``, ``int``, ``int int``, ``bool``, ``new`` or ``shape``.
         check: a format string over the operand names (``{0}``, ``{1}``...) giving an njit
             boolean expression, or ``""`` (always succeeds once the guards hold).
         call: a format string of the njit statement computing the kernel; ``{out}`` is the
@@ -276,6 +277,27 @@ def gradient_descent(g: Any, lr: Any, out: Any) -> None:
 
 
 @_jit
+def is_i32(a: int) -> bool:
+    """Whether an integer fits in int32 (the fused integer kernels' domain)."""
+    return -0x80000000 <= a <= 0x7FFFFFFF  # type: ignore[no-any-return]
+
+
+@_jit
+def add_i32(a: int, b: int) -> int:
+    """Wrapping 32-bit addition (``tfrt.add.i32``)."""
+    return ((a + b + 0x80000000) & 0xFFFFFFFF) - 0x80000000  # type: ignore[no-any-return]
+
+
+@_jit
+def div_i32(a: int, b: int) -> tuple[int, int]:
+    """Truncating quotient (wrapped to 32 bits) and remainder (``tfrt.div.i32``; ``b != 0``)."""
+    q = abs(a) // abs(b)
+    if (a < 0) != (b < 0):
+        q = -q
+    return ((q + 0x80000000) & 0xFFFFFFFF) - 0x80000000, a - b * q
+
+
+@_jit
 def overlap(a: Any, b: Any) -> bool:
     """Whether two C-contiguous arrays share memory."""
     sa = a.ctypes.data
@@ -320,6 +342,16 @@ FUSIBLE: dict[str, Fusible] = {
     "tfrt_test.mean_axis_zero.f32": Fusible(
         "tt", "chain", f"{MODULE_ALIAS}.mean_axis_zero_ok({{0}}, {{1}})",
         f"{MODULE_ALIAS}.mean_axis_zero({{0}}, {{1}})", distinct=((0, 1),)),
+    "tfrt.add.i32": Fusible(
+        "ii", "int", f"{MODULE_ALIAS}.is_i32({{0}}) and {MODULE_ALIAS}.is_i32({{1}})",
+        f"{{out}} = {MODULE_ALIAS}.add_i32({{0}}, {{1}})"),
+    "tfrt.div.i32": Fusible(
+        "ii", "int int",
+        f"{MODULE_ALIAS}.is_i32({{0}}) and {MODULE_ALIAS}.is_i32({{1}}) and {{1}} != 0",
+        f"{{out}} = {MODULE_ALIAS}.div_i32({{0}}, {{1}})"),
+    "tfrt.equal.i32": Fusible(
+        "ii", "bool", f"{MODULE_ALIAS}.is_i32({{0}}) and {MODULE_ALIAS}.is_i32({{1}})",
+        "{out} = {0} == {1}"),
     "tfrt_test.gradient_descent.f32": Fusible(
         "ttt", "chain", f"{MODULE_ALIAS}.gradient_descent_ok({{0}}, {{1}}, {{2}})",
         f"{MODULE_ALIAS}.gradient_descent({{0}}, {{1}}, {{2}})"),
