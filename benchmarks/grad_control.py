@@ -77,9 +77,9 @@ def pytfrt_while_one_chunk(n: int, x: np.ndarray, w: np.ndarray) -> Callable[...
 
 
 def pytfrt_forward(n: int) -> Callable[[np.ndarray, np.ndarray], Any]:
-    import pytfrt
+    from pytfrt.function import function
 
-    return pytfrt.function(_loop(n))  # type: ignore[no-any-return]
+    return function(_loop(n))  # type: ignore[no-any-return]
 
 
 def pytfrt_unrolled(n: int) -> Callable[[np.ndarray, np.ndarray], Any]:
