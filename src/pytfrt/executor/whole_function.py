@@ -99,6 +99,9 @@ generated code then calls every kernel)."""
 MAX_INLINED_KERNELS: Final = 20000
 """A function inlining more kernels than this keeps the dataflow executor."""
 
+MAX_SEGMENT_ITEMS: Final = 256
+"""Kernels (and calls) one fused segment may span at most (bounds the generation time)."""
+
 MAX_BLOCK_DEPTH: Final = 8
 """Nested control-flow levels one generated function may have (Python limits nested blocks)."""
 
@@ -381,7 +384,7 @@ class _Generator:
             for r in sorted(releases.get(pos, ()), key=lambda r: _release_rank(k, r)):
                 self.emit(d, f"_rel({names[r]}, H)")
 
-        pos = 0
+        pos = no_segment_before = 0
         while pos < len(order):
             k = info.kernels[order[pos]]
             if pos in task_starts:
@@ -391,13 +394,19 @@ class _Generator:
                 known = [names[r] if r in defined else "_NA" for r in info.result_registers]
                 self.emit(depth, f"yield [{', '.join(known)}]")
                 self.emit(depth, "if R._cancel_value is not None: E = True")
-            segment = self._segment(inst, order, kinds, pos, task_starts) if self.fuse else None
-            if segment is None:
+            found = None
+            if self.fuse and pos >= no_segment_before:
+                tried = self._segment(inst, order, kinds, pos, task_starts)
+                if isinstance(tried, int):  # none starts before that position either
+                    no_segment_before = tried
+                else:
+                    found = tried
+            if found is None:
                 defined.update(k.results)
                 emit_item(pos, depth)
                 pos += 1
                 continue
-            end, builder, env, deferred = segment
+            end, builder, env, deferred = found
             saved, self.lines = self.lines, []
             for p in range(pos, end):
                 defined.update(info.kernels[order[p]].results)
@@ -406,10 +415,10 @@ class _Generator:
             # The fused path runs the deferred items after the Numba call, into the same
             # variables as the unfused path.
             pinned = {r: names[r] for p in deferred for r in info.kernels[order[p]].results}
-            self.pin = (names, pinned)
+            outer_pin, self.pin = self.pin, (names, pinned)  # segments nest (in branches)
             for p in deferred:
                 emit_item(p, depth + 1)
-            self.pin = None
+            self.pin = outer_pin
             after, self.lines = self.lines, saved
             self._emit_segment(inst, order, pos, end, builder, env, releases, depth,
                                set(deferred))
@@ -440,10 +449,11 @@ class _Generator:
 
     def _segment(self, inst: _Instance, order: list[int], kinds: list[str], pos: int,
                  task_starts: set[int]
-                 ) -> tuple[int, SegmentBuilder, dict[int, Any], list[int]] | None:
+                 ) -> tuple[int, SegmentBuilder, dict[int, Any], list[int]] | int | None:
         """The longest segment starting at ``pos``: ``(end, builder, register -> (Sym or
-        None, Python expression), deferred positions)``, or ``None`` if none worth it starts
-        there.
+        None, Python expression), deferred positions)``; ``None`` if none starts there; a
+        position if none worth it starts before it (only chains, constants, shapes or new
+        tensors up to there).  At most :data:`MAX_SEGMENT_ITEMS` items.
 
         Items that cannot be fused but see only scalar and chain values (operands and
         results) may sit inside a segment: they touch no tensor, so the fused path runs them
@@ -454,7 +464,7 @@ class _Generator:
         deferred: list[int] = []
         deferred_regs: set[int] = set()
         end = last = pos
-        while end < len(order):
+        while end < len(order) and end - pos < MAX_SEGMENT_ITEMS:
             if end != pos and end in task_starts:
                 break
             k = info.kernels[order[end]]
@@ -474,8 +484,10 @@ class _Generator:
             builder, env = trial, trial_env
             end += 1
             last = end
-        if last == pos or (builder.kernels == 0 and (builder.allocs or deferred)):
+        if last == pos:
             return None
+        if builder.kernels == 0 and (builder.allocs or deferred):
+            return last
         return last, builder, env, [p for p in deferred if p < last]
 
     def _fuse_item(self, builder: SegmentBuilder, env: dict[int, Any], names: dict[int, str],
