@@ -21,9 +21,11 @@ GIL.
 
 A body of :data:`SPLIT_BYTES` or more is scanned in pieces (up to :data:`MAX_PIECES`, cut
 right after commas) in parallel, on the calling thread and the CPU kernels' thread pool
-(:func:`pytfrt.backends.cpu._parallel.parallel_for`).  A piece after the first starts right
-after a comma at a depth it does not know, so its scan works with *relative* levels: level 0
-is the comma's list, negative levels are lists opened before the piece.  Each piece validates
+(:func:`pytfrt.backends.cpu._parallel.parallel_for`) -- while that pays: when the pool's thread
+does not get a core (a busy machine), splitting pauses (:data:`SPLIT_MIN_SPEEDUP`).  A piece
+after the first starts right after a comma at a depth it does not know, so its scan works
+with *relative* levels: level 0 is the comma's list, negative levels are lists opened before
+the piece.  Each piece validates
 its own grammar and learns what dimensions it can; :func:`_merge` then folds the pieces in
 order and checks that they fit -- each piece closes only lists that are open, the items of a
 list split across pieces add up to its dimension, the rank, the numbers' depth and every
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -49,6 +52,15 @@ SPLIT_BYTES: Final = int(os.environ.get("PYTFRT_JSON_SPLIT_BYTES", "") or 256 * 
 ~50 us; scanning 128 KB ~0.25 ms).  The environment variable ``PYTFRT_JSON_SPLIT_BYTES``
 (read at import) overrides it, e.g. a huge value to A/B the one-pass scan
 (``benchmarks/serve_ab.py`` takes ``NAME=VALUE`` environment settings in a variant)."""
+SPLIT_MIN_SPEEDUP: Final = 1.25
+SPLIT_PAUSE_SECONDS: Final = 1.0
+"""A split whose pieces took less than ``SPLIT_MIN_SPEEDUP`` times its wall time in CPU time
+(the pool's thread did not run beside this one: the machine has no idle core) pauses
+splitting for ``SPLIT_PAUSE_SECONDS``; then a split is tried again.  Measured on the 2-core
+machine under a load average of 12 (other jobs): pieces in parallel 16.1 ms median against
+13.5 ms for one pass -- a thread holding the GIL between two pieces is descheduled and the
+other waits -- so a busy machine parses in one pass, with one probe a second."""
+_split_paused_until = 0.0
 PIECE_BYTES: Final = 128 * 1024
 MAX_PIECES: Final = 8
 """A split body is cut into ``min(MAX_PIECES, size // PIECE_BYTES)`` pieces: several, so that
@@ -351,14 +363,33 @@ def _split(scan: Any, body: bytes, buf: Any, cuts: list[int]) -> tuple[np.ndarra
     from pytfrt.backends.cpu._parallel import parallel_for
 
     pieces: list[Piece | None] = [None] * (len(cuts) - 1)
+    work = [0.0] * len(pieces)
 
     def run(index: int) -> None:
+        cpu = time.thread_time()
         begin, stop = cuts[index], cuts[index + 1]
         arrays = _arrays((stop - begin) // 2 + 1)
         pieces[index] = (scan(buf, begin, stop, index > 0, _POW10, *arrays), arrays)
+        work[index] = time.thread_time() - cpu
 
+    began = time.perf_counter()
     parallel_for(run, len(pieces))
+    _note_speedup(sum(work), time.perf_counter() - began)
     return _merge(body, cuts, [p for p in pieces if p is not None])
+
+
+def _note_speedup(work: float, wall: float) -> None:
+    """After a split that took ``wall`` seconds for ``work`` seconds of scanning (CPU time):
+    if that is under :data:`SPLIT_MIN_SPEEDUP`, pause splitting for
+    :data:`SPLIT_PAUSE_SECONDS`.  Thread-safe (one float; a lost update is harmless)."""
+    global _split_paused_until
+    if wall > 0 and work / wall < SPLIT_MIN_SPEEDUP:
+        _split_paused_until = time.monotonic() + SPLIT_PAUSE_SECONDS
+
+
+def splitting() -> bool:
+    """Whether big bodies are split now (not paused by :func:`_note_speedup`)."""
+    return time.monotonic() >= _split_paused_until
 
 
 def _merge(body: bytes, cuts: list[int], pieces: list[Piece]) -> tuple[np.ndarray, int] | None:
@@ -440,7 +471,7 @@ def parse_float32_tensor(body: bytes, *, split_at: Sequence[int] | None = None
         return None
     try:
         parsed = None
-        if split_at is not None or len(body) >= SPLIT_BYTES and _threads() > 1:
+        if split_at is not None or len(body) >= SPLIT_BYTES and _threads() > 1 and splitting():
             cuts = _cuts(body, start, min(MAX_PIECES, len(body) // PIECE_BYTES), split_at)
             if len(cuts) > 2:
                 parsed = _split(scan, body, buf, cuts)

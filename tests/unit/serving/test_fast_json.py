@@ -271,3 +271,24 @@ def test_leading_zeros_do_not_count_as_digits(number: str) -> None:
     got = check(pad('{"instances": [' + number + ', 1.5]}'))
     if number.lstrip("-").startswith("0.0"):
         assert got is not None
+
+
+def test_splitting_pauses_after_a_split_without_speedup(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A split whose pieces ran one after the other (CPU time == wall time) pauses splitting;
+    # one that ran in parallel does not; the pause ends after SPLIT_PAUSE_SECONDS.
+    clock = [1000.0]
+    monkeypatch.setattr(fast_json.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(fast_json, "_split_paused_until", 0.0)
+    fast_json._note_speedup(work=1.9, wall=1.0)
+    assert fast_json.splitting()
+    fast_json._note_speedup(work=1.0, wall=1.0)
+    assert not fast_json.splitting()
+    x = np.random.default_rng(2).standard_normal((1, 64, 64, 24)).astype(np.float32)
+    body = json.dumps({"instances": x.tolist()}).encode()
+    split = fast_json._split
+    monkeypatch.setattr(fast_json, "_split", None)  # called while paused: TypeError -> None
+    got = fast_json.parse_float32_tensor(body)
+    assert got is not None and np.array_equal(got[1], x)  # one pass, same array
+    clock[0] += fast_json.SPLIT_PAUSE_SECONDS
+    assert fast_json.splitting()
+    monkeypatch.setattr(fast_json, "_split", split)

@@ -1,0 +1,86 @@
+"""The ``:predict`` body parser alone: one pass, pieces in parallel, and ``json.loads``.
+
+Parses the ResNet-50 request body of ``benchmarks/serve.py`` (``{"instances": [1x224x224x3
+float32 as json.dumps writes it]}``, 3.2 MB) in one process, the variants interleaved call by
+call: ``pytfrt.serving.fast_json`` as the server runs it (pieces on the calling thread and the
+CPU kernels' pool), its one-pass scan, and the general path (``json.loads`` + ``np.asarray`` +
+``astype(float32)``, fewer repeats).  Per variant: median and minimum wall time and the calling
+thread's CPU time, in ms.  Writes ``TAG.json`` into ``--out``.  Usage::
+
+    .venv/bin/python benchmarks/serve_parse.py --repeats 40 --tag serve_parse
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from pytfrt.serving import fast_json  # noqa: E402
+from pytfrt.tools.bench import format_table, machine_info, write_json  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--tag", default="serve_parse")
+    args = parser.parse_args(argv)
+    x = np.random.default_rng(0).standard_normal((1, 224, 224, 3)).astype(np.float32)
+    body = json.dumps({"instances": x.tolist()}).encode()
+    fast_json.warm_up()
+    scan = fast_json._scan()
+    buf = np.frombuffer(body, np.uint8)
+    start = body.index(b"[")
+
+    def general() -> Any:
+        return np.asarray(json.loads(body)["instances"]).astype(np.float32)
+
+    variants: dict[str, tuple[Callable[[], Any], int]] = {
+        "pieces in parallel": (lambda: fast_json.parse_float32_tensor(body)[1], 1),
+        "one pass": (lambda: fast_json._whole(scan, buf, start)[0], 1),
+        "json.loads": (general, 8),
+    }
+    for fn, _ in variants.values():  # each gives the array itself
+        assert np.array_equal(fn(), x)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    for i in range(args.repeats):
+        for name, (fn, every) in variants.items():
+            if i % every:
+                continue
+            wall, cpu = time.perf_counter(), time.thread_time()
+            fn()
+            times[name].append((time.perf_counter() - wall, time.thread_time() - cpu))
+    rows, results = [], {}
+    for name, samples in times.items():
+        a = np.array(samples) * 1e3
+        results[name] = {"median_ms": round(float(np.median(a[:, 0])), 3),
+                         "min_ms": round(float(a[:, 0].min()), 3),
+                         "caller_cpu_ms": round(float(np.median(a[:, 1])), 3),
+                         "calls": len(samples)}
+        rows.append([name, f"{results[name]['median_ms']:.2f}", f"{results[name]['min_ms']:.2f}",
+                     f"{results[name]['caller_cpu_ms']:.2f}", len(samples)])
+    print(format_table(["parser", "median ms", "min ms", "calling thread CPU ms", "calls"],
+                       rows))
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / f"{args.tag}.json", {
+        "benchmark": "serve_parse", "command": " ".join(["benchmarks/serve_parse.py",
+                                                         *(argv or sys.argv[1:])]),
+        "machine": machine_info(), "body_bytes": len(body), "results": results,
+        "load_average_at_end": [round(v, 2) for v in os.getloadavg()]})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
