@@ -114,6 +114,52 @@ RULES = [
         _emit("identity_n", 2)(a, b)), lambda a, b: a * 2.0 + b * b, [_any(3, 4), _any(3, 4)],
      (0, 1)),
 ]
+def _conv_jax(x, w, layout, strides, padding, dilations, groups):
+    dn = ("NHWC", "HWIO", "NHWC") if layout == "NHWC" else ("NCHW", "OIHW", "NCHW")
+    return jax.lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=dilations,
+                                        dimension_numbers=dn, feature_group_count=groups)
+
+
+def _window(layout, k):
+    return (1, *k, 1) if layout == "NHWC" else (1, 1, *k)
+
+
+def _pool_jax(x, kind, layout, k, strides, padding):
+    win, st = _window(layout, k), _window(layout, strides)
+    pad = padding if isinstance(padding, str) else (
+        ((0, 0), *padding, (0, 0)) if layout == "NHWC" else ((0, 0), (0, 0), *padding))
+    if kind == "max":
+        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, win, st, pad)
+    total = jax.lax.reduce_window(x, 0.0, jax.lax.add, win, st, pad)
+    count = jax.lax.reduce_window(jnp.ones_like(x), 0.0, jax.lax.add, win, st, pad)
+    return total / count  # TF's average: padding not counted
+
+
+CONVS = [  # layout, x shape, w shape, strides, padding (pytfrt attrs, jax), dilations, groups
+    ("NHWC", (2, 7, 6, 3), (3, 3, 3, 4), (1, 1), ({"padding": "SAME"}, "SAME"), (1, 1), 1),
+    ("NHWC", (1, 8, 7, 4), (3, 2, 2, 6), (2, 2), ({"padding": "SAME"}, "SAME"), (1, 1), 2),
+    ("NCHW", (2, 3, 7, 6), (4, 3, 3, 3), (2, 1),
+     ({"pads": [1, 0, 2, 1]}, ((1, 0), (2, 1))), (1, 2), 1),
+    ("NCHW", (1, 2, 6, 6), (3, 2, 2, 2), (1, 1), ({"padding": "VALID"}, "VALID"), (2, 2), 1),
+]
+RULES += [(f"conv2d-{lay}-{'x'.join(map(str, ws))}-s{st[0]}{st[1]}-d{d[0]}-g{gr}",
+           lambda x, w, lay=lay, st=st, pa=pa, d=d, gr=gr: _tg(
+               "conv2d", layout=lay, strides=list(st), dilations=list(d), groups=gr, **pa[0])(x, w),
+           lambda x, w, lay=lay, st=st, pa=pa, d=d, gr=gr: _conv_jax(x, w, lay, st, pa[1], d, gr),
+           [_any(*xs), _any(*ws)], (0, 1))
+          for lay, xs, ws, st, pa, d, gr in CONVS]
+POOLS = [  # kind, layout, x shape, ksize, strides, padding (pytfrt attrs, jax)
+    ("max", "NHWC", (2, 7, 6, 3), (3, 3), (2, 2), ({"padding": "SAME"}, "SAME")),
+    ("max", "NCHW", (1, 2, 6, 5), (2, 2), (1, 1), ({"pads": [1, 0, 0, 1]}, ((1, 0), (0, 1)))),
+    ("avg", "NHWC", (2, 7, 6, 3), (3, 2), (2, 2), ({"padding": "SAME"}, "SAME")),
+    ("avg", "NCHW", (1, 2, 6, 5), (2, 2), (2, 1), ({"padding": "VALID"}, "VALID")),
+]
+RULES += [(f"{kind}_pool2d-{lay}-k{k[0]}{k[1]}-s{st[0]}{st[1]}",
+           lambda x, kind=kind, lay=lay, k=k, st=st, pa=pa: _tg(
+               f"{kind}_pool2d", layout=lay, ksize=list(k), strides=list(st), **pa[0])(x),
+           lambda x, kind=kind, lay=lay, k=k, st=st, pa=pa: _pool_jax(x, kind, lay, k, st, pa[1]),
+           [_any(*xs)], (0,))
+          for kind, lay, xs, k, st, pa in POOLS]
 RULES += [(f"cumsum-exclusive={e}-reverse={r}", _tg("cumsum", axis=1, exclusive=e, reverse=r),
            lambda x, e=e, r=r: _cumsum_jax(x, 1, e, r), [_any(3, 4)], (0,))
           for e in (False, True) for r in (False, True)]

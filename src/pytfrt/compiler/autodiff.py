@@ -462,6 +462,52 @@ def _gather(c: _Ctx, g: Value) -> list[Value | None]:
     return [c.op("reshape", gx, shape=list(xs)), None]
 
 
+def _window_pads(c: _Ctx, xs: tuple[int, ...], k: Sequence[int]) -> list[int]:
+    """The op's ``(top, bottom, left, right)`` pads, ``SAME`` resolved as TF does (output
+    ``ceil(in / stride)``, the odd row/column at the end)."""
+    if c.attrs["padding"] != "SAME":
+        return list(c.attrs["pads"])
+    spatial = (1, 2) if c.attrs["layout"] == "NHWC" else (2, 3)
+    pads: list[int] = []
+    for ax, kk, st, d in zip(spatial, k, c.attrs["strides"], c.attrs["dilations"], strict=True):
+        size = xs[ax]
+        total = max((-(-size // st) - 1) * st + d * (kk - 1) + 1 - size, 0)
+        pads += [total // 2, total - total // 2]
+    return pads
+
+
+def _conv2d(c: _Ctx, g: Value) -> list[Value | None]:
+    if len(c.x) != 2 or c.attrs["activation"] != "none":
+        raise AutodiffError(f"tg.conv2d with a fused epilogue has no gradient rule "
+                            f"(differentiate before the passes; at {c.loc})")
+    x, w = c.x
+    xs, ws = _static(x, c.name), _static(w, c.name)
+    k = ws[:2] if c.attrs["layout"] == "NHWC" else ws[2:]
+    conv = {key: c.attrs[key] for key in ("layout", "strides", "dilations", "groups")}
+    conv["pads"] = _window_pads(c, xs, k)
+    shape = c.fb.constant
+    return [c.op("conv2d_backprop_input", shape(np.asarray(xs, np.int64)), w, g, **conv),
+            c.op("conv2d_backprop_filter", x, shape(np.asarray(ws, np.int64)), g, **conv)]
+
+
+def _pool_attrs(c: _Ctx, xs: tuple[int, ...]) -> dict[str, Any]:
+    attrs = {key: c.attrs[key] for key in ("layout", "ksize", "strides", "dilations",
+                                             "ceil_mode")}
+    attrs["pads"] = _window_pads(c, xs, c.attrs["ksize"])
+    return attrs
+
+
+def _max_pool2d(c: _Ctx, g: Value) -> list[Value | None]:
+    x = c.x[0]
+    return [c.op("max_pool2d_grad", x, c.y[0], g, **_pool_attrs(c, _static(x, c.name)))]
+
+
+def _avg_pool2d(c: _Ctx, g: Value) -> list[Value | None]:
+    xs = _static(c.x[0], c.name)
+    return [c.op("avg_pool2d_grad", c.fb.constant(np.asarray(xs, np.int64)), g,
+                 count_include_pad=c.attrs["count_include_pad"], **_pool_attrs(c, xs))]
+
+
 MultiRule = Callable[[_Ctx, list[Value | None]], list[Value | None]]
 
 
@@ -523,6 +569,9 @@ VJP_RULES: dict[str, Rule] = {
     "global_avg_pool": _global_avg_pool,
     "global_max_pool": _global_max_pool,
     "gather": _gather,
+    "conv2d": _conv2d,
+    "max_pool2d": _max_pool2d,
+    "avg_pool2d": _avg_pool2d,
 }
 """Catalogue op name -> its vector-Jacobian product rule."""
 
@@ -562,10 +611,7 @@ NO_RULE: dict[str, str] = {
     "sparse_softmax_cross_entropy": "the TF front end's fused loss-and-gradient op; write the "
                                     "loss with log_softmax and gather instead",
     # -- differentiable, rule not written yet (an AutodiffError naming the op if on the path)
-    "conv2d": "rule not written yet (the catalogue's conv2d_backprop_* ops would serve)",
     "conv2d_transpose": "rule not written yet",
-    "max_pool2d": "rule not written yet (max_pool2d_grad would serve)",
-    "avg_pool2d": "rule not written yet (avg_pool2d_grad would serve)",
     "batch_norm": "rule not written yet",
     "layer_norm": "rule not written yet (layer_norm_grad would serve)",
     "l2_normalize": "rule not written yet",
