@@ -51,18 +51,32 @@ def split_env(flags: list[str]) -> tuple[list[str], dict[str, str]]:
     return [f for f in flags if f.startswith("-") or "=" not in f], env
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("variants", nargs="+", help="NAME=FLAGS (see the module docstring)")
-    parser.add_argument("--model", default="mlp", choices=list(serve.MODELS))
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 32])
-    parser.add_argument("--seconds", type=float, default=4.0, help="per run (default 4)")
-    parser.add_argument("--rounds", type=int, default=3)
+def variant_server(name: str, words: list[str], paths: dict[str, dict[str, Path]], work: Path,
+                   tag: str, command: list[str] | None = None) -> ServerProcess:
+    """The (not yet started) server of variant ``name`` (``words``: its flags and ``VAR=VALUE``
+    settings), serving the models at ``paths`` with the shared compile cache in ``work``."""
+    flags, env = split_env(words)
+    backend = next((f.split("=", 1)[1] for f in flags if f.startswith("--backend=")), "pytfrt")
+    config = serve._config(paths, backend, work / f"{tag}-{name}.config")
+    return ServerProcess(
+        f"--model_config_file={config}", "--file_system_poll_wait_seconds=0",
+        f"--compile_cache_dir={work / 'compiled'}", *flags,
+        log_path=work / f"{tag}-{name}.log", env=env, command=command)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, tag: str) -> None:
+    """``--work-dir``, ``--out``, ``--tag`` (default ``tag``) and ``--quiet``."""
     parser.add_argument("--work-dir", type=Path,
                         default=Path(os.path.expanduser("~/.cache/pytfrt/bench_serve")))
     parser.add_argument("--out", type=Path, default=HERE / "results")
-    parser.add_argument("--tag", default="serve_ab")
+    parser.add_argument("--tag", default=tag)
     parser.add_argument("--quiet", action="store_true")
+
+
+def start_run(parser: argparse.ArgumentParser, argv: list[str] | None
+              ) -> tuple[argparse.Namespace, dict[str, list[str]], Path, dict[str, Any]]:
+    """Parse the arguments (``variants`` and ``--model`` among them) and export the model:
+    (args, {variant name: words}, work directory, model paths)."""
     args = parser.parse_args(argv)
     try:
         variants = dict(parse_variant(v) for v in args.variants)
@@ -72,18 +86,23 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     paths = {args.model: serve.prepare(args.model, work, args.quiet)}
     serve._exit_on_sigterm()
+    return args, variants, work, paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("variants", nargs="+", help="NAME=FLAGS (see the module docstring)")
+    parser.add_argument("--model", default="mlp", choices=list(serve.MODELS))
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--seconds", type=float, default=4.0, help="per run (default 4)")
+    parser.add_argument("--rounds", type=int, default=3)
+    add_run_arguments(parser, "serve_ab")
+    args, variants, work, paths = start_run(parser, argv)
     servers: dict[str, ServerProcess] = {}
     runs: dict[tuple[str, int], list[dict[str, float]]] = {}
     try:
         for name, words in variants.items():
-            flags, env = split_env(words)
-            backend = next((f.split("=", 1)[1] for f in flags if f.startswith("--backend=")),
-                           "pytfrt")
-            config = serve._config(paths, backend, work / f"ab-{name}.config")
-            servers[name] = ServerProcess(
-                f"--model_config_file={config}", "--file_system_poll_wait_seconds=0",
-                f"--compile_cache_dir={work / 'compiled'}", *flags,
-                log_path=work / f"{args.tag}-{name}.log", env=env).start()
+            servers[name] = variant_server(name, words, paths, work, args.tag).start()
             serve._load(servers[name], args.model, 1, 1.0)  # warm-up
         for rnd in range(args.rounds):
             for clients in args.clients:

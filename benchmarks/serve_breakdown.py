@@ -181,9 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "--child":
         return child(argv[1], argv[3:] if argv[2:3] == ["--"] else argv[2:])
     import serve  # benchmarks/serve.py
-    from serve_ab import parse_variant, split_env
+    from serve_ab import add_run_arguments, start_run, variant_server
 
-    from pytfrt.serving.loadgen import ServerProcess
     from pytfrt.tools.bench import format_table, machine_info, progress, write_json
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -193,33 +192,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="NAME=FLAGS, as in benchmarks/serve_ab.py (default: pytfrt= "
                              "tensorflow=--backend=tensorflow)")
     parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--work-dir", type=Path,
-                        default=Path(os.path.expanduser("~/.cache/pytfrt/bench_serve")))
-    parser.add_argument("--out", type=Path, default=HERE / "results")
-    parser.add_argument("--tag", default="serve_breakdown")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    try:
-        variants = dict(parse_variant(v) for v in args.variants)
-    except ValueError as exc:
-        parser.error(str(exc))
-    work: Path = args.work_dir
-    work.mkdir(parents=True, exist_ok=True)
-    paths = {args.model: serve.prepare(args.model, work, args.quiet)}
-    serve._exit_on_sigterm()
+    add_run_arguments(parser, "serve_breakdown")
+    args, variants, work, paths = start_run(parser, argv)
     results: dict[str, Any] = {}
     rows = []
     for name, words in variants.items():
-        flags, env = split_env(words)
-        backend = next((f.split("=", 1)[1] for f in flags if f.startswith("--backend=")),
-                       "pytfrt")
         trace = work / f"{args.tag}-{name}.trace.json"
         trace.unlink(missing_ok=True)
-        config = serve._config(paths, backend, work / f"breakdown-{name}.config")
-        server = ServerProcess(
-            f"--model_config_file={config}", "--file_system_poll_wait_seconds=0",
-            f"--compile_cache_dir={work / 'compiled'}", *flags,
-            log_path=work / f"{args.tag}-{name}.log", env=env,
+        server = variant_server(
+            name, words, paths, work, args.tag,
             command=[sys.executable, str(Path(__file__).resolve()), "--child", str(trace), "--"])
         try:
             server.start()
