@@ -136,7 +136,9 @@ def test_inter_dependent_side_uses_merge_cheap_streams() -> None:
     )
     a, b, d = merged.kernels[0], merged.kernels[3], merged.kernels[4]
     assert a.stream_id == b.stream_id == d.stream_id
-    assert a.stream_cost == 6 + 6 + 1
+    # The root joins that (costliest) stream, and so does the operand-less return's cheap one.
+    assert a.stream_cost == 6 + 6 + 1 + 1 + 1
+    assert merged.root.stream_id == a.stream_id
 
 
 def allocator_function():  # type: ignore[no-untyped-def]
@@ -145,19 +147,28 @@ def allocator_function():  # type: ignore[no-untyped-def]
 
 
 def test_allocator_example() -> None:
-    """TFRT's allocator.mlir case: return 0, x2 1, x1 2, x0 3; run order x0, x2, x1."""
+    """TFRT's allocator.mlir case: return 0, x2 1, x1 2, x0 3; run order x0, x2, x1.
+
+    The return has no operands, so its stream is an ordinary child of the root, and the root
+    joins the first of the equally costly children, x0's stream (3)."""
     fn = allocator_function()
     a = analyze_streams(fn)
     assert a.cost_from_root_mode and a.threshold == 1
     assert [k.stream_id for k in a.kernels] == [3, 2, 1]
-    assert a.return_op.stream_id == 0 and a.root.stream_id == 0
+    assert a.return_op.stream_id == 0 and a.root.stream_id == 3
+    assert a.return_op.parent_stream == 3
     program = assign_stream_ids(Program([fn]))
     assert program.streams_assigned
     assert simulate_order(fn) == [0, 2, 1]
 
 
 def test_lifetimes_test_linear() -> None:
-    """TFRT's lifetimes test_linear (cost_threshold 1): stream ids and vt.value print order."""
+    """TFRT's lifetimes test_linear: stream ids and the vt.value construction order.
+
+    The return has no operands, so the root joins the costliest child stream, the one of
+    constant 1, add and print (3): constant 1 runs inline first, then the other streams'
+    tasks in stream order (5, 4, 2), then add -- values 1, 5, 4, 2, 3 as TFRT's
+    mlir_tests/bef_executor/lifetimes.mlir expects."""
     types = {"ch0": CHAIN, "pch": CHAIN}
     ops = [
         ("tfrt.new.chain", [], ["ch0"]),
@@ -172,9 +183,9 @@ def test_lifetimes_test_linear() -> None:
     program = assign_stream_ids(Program([fn]))
     ids = [k.stream_id for k in program.functions[0].kernels]
     assert ids == [5, 3, 4, 3, 3, 2, 1]
-    assert fn.root_stream_id == 0
-    # CHECK order: value 1, 2, add (3), print, constant 4, constant 5 (new.chain first).
-    assert simulate_order(fn) == [0, 6, 5, 1, 2, 3, 4]
+    assert fn.root_stream_id == 3
+    # Run order: constant 1, constant 5, constant 4, constant 2, add, new.chain, print.
+    assert simulate_order(fn) == [1, 6, 5, 2, 3, 0, 4]
 
 
 def lifo_function():  # type: ignore[no-untyped-def]

@@ -185,9 +185,14 @@ def analyze_streams(fn: Function) -> StreamAnalysis:
     def scost(s: int | None) -> int:
         return 0 if s is None else st.cost[st.find(s)]
 
+    # The stream holding the return stays with its parent op (the root's stream holds the
+    # return).  A return without operands is on no data path: its one-op stream is an
+    # ordinary child of the root, and the root joins the costliest child stream, as in TFRT
+    # (docs/executor.md; TFRT's lifetimes.mlir observes it through the ready order).
+    return_has_operands = bool(fn.return_registers)
     for x in [*range(n, -1, -1), root]:
         if not children[x]:
-            op_stream[x] = st.new(x, cost[x], x == ret)
+            op_stream[x] = st.new(x, cost[x], x == ret and return_has_operands)
             continue
 
         def above(a: int | None, b: int | None, x: int = x) -> bool:
