@@ -160,6 +160,34 @@ RULES += [(f"{kind}_pool2d-{lay}-k{k[0]}{k[1]}-s{st[0]}{st[1]}",
            lambda x, kind=kind, lay=lay, k=k, st=st, pa=pa: _pool_jax(x, kind, lay, k, st, pa[1]),
            [_any(*xs)], (0,))
           for kind, lay, xs, k, st, pa in POOLS]
+def _bn_jax(x, scale, offset, mean, var, axis):
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    r = lambda v: v.reshape(shape)  # noqa: E731
+    return (x - r(mean)) * r(scale) / jnp.sqrt(r(var) + 1e-3) + r(offset)
+
+
+def _ln_jax(x, gamma, beta, axis):
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    mu = jnp.mean(x, axis=axes, keepdims=True)
+    v = jnp.mean((x - mu) ** 2, axis=axes, keepdims=True)
+    return (x - mu) / jnp.sqrt(v + 1e-5) * gamma + beta
+
+
+RULES += [
+    ("batch_norm-NHWC", _tg("batch_norm", epsilon=1e-3, axis=-1),
+     lambda *a: _bn_jax(*a, axis=3), [_any(2, 3, 2, 4), _any(4), _any(4), _any(4), _pos(4)],
+     (0, 1, 2, 3, 4)),
+    ("batch_norm-NCHW", _tg("batch_norm", epsilon=1e-3, axis=1),
+     lambda *a: _bn_jax(*a, axis=1), [_any(2, 3, 2, 4), _any(3), _any(3), _any(3), _pos(3)],
+     (0, 1, 2, 3, 4)),
+    ("layer_norm-gamma-beta", _tg("layer_norm", axis=-1, epsilon=1e-5, has_gamma=True,
+                                  has_beta=True),
+     lambda x, ga, be: _ln_jax(x, ga, be, -1), [_any(3, 5), _any(5), _any(5)], (0, 1, 2)),
+    ("layer_norm-plain", _tg("layer_norm", axis=1, epsilon=1e-5, has_gamma=False,
+                             has_beta=False),
+     lambda x: _ln_jax(x, 1.0, 0.0, 1), [_any(2, 3, 4)], (0,)),
+]
 RULES += [(f"cumsum-exclusive={e}-reverse={r}", _tg("cumsum", axis=1, exclusive=e, reverse=r),
            lambda x, e=e, r=r: _cumsum_jax(x, 1, e, r), [_any(3, 4)], (0,))
           for e in (False, True) for r in (False, True)]

@@ -508,6 +508,38 @@ def _avg_pool2d(c: _Ctx, g: Value) -> list[Value | None]:
                  count_include_pad=c.attrs["count_include_pad"], **_pool_attrs(c, xs))]
 
 
+def _batch_norm(c: _Ctx, g: Value) -> list[Value | None]:
+    """Inference batch norm ``(x - mean) * scale / sqrt(variance + eps) + offset``: every
+    operand may be differentiated (mean and variance are operands, not batch statistics)."""
+    x, scale, _offset, _mean, var = c.x
+    rank = len(_static(x, c.name))
+    axis = c.attrs["axis"] % rank
+    dx, dscale, doffset = c.fb.op("batch_norm_grad", [g, *c.x[:2], *c.x[3:]], n_results=3,
+                                  loc=c.loc, epsilon=c.attrs["epsilon"], axis=axis,
+                                  is_training=False)
+    others = [a for a in range(rank) if a != axis]
+    dmean = c.op("neg", c.op("reduce_sum", dx, axes=others, keepdims=False))
+    dvar = c.mul(c.op("div", c.op("mul", dscale, scale), c.op(
+        "add", var, c.const(c.attrs["epsilon"], var))), -0.5)
+    return [dx, dscale, doffset, dmean, dvar]
+
+
+def _layer_norm(c: _Ctx, g: Value) -> list[Value | None]:
+    x = c.x[0]
+    xs = _static(x, c.name)
+    axis = c.attrs["axis"] % len(xs)
+    has_gamma, has_beta = c.attrs["has_gamma"], c.attrs["has_beta"]
+    gamma = c.x[1] if has_gamma else c.fb.constant(np.ones(xs[axis:], np_dtype(x.dtype)))
+    dx, dgamma, dbeta = c.fb.op("layer_norm_grad", [g, x, gamma], n_results=3, loc=c.loc,
+                                axis=axis, epsilon=c.attrs["epsilon"])
+    grads: list[Value | None] = [dx]
+    if has_gamma:
+        grads.append(c.unbroadcast(dgamma, c.x[1]))
+    if has_beta:
+        grads.append(c.unbroadcast(dbeta, c.x[-1]))
+    return grads
+
+
 MultiRule = Callable[[_Ctx, list[Value | None]], list[Value | None]]
 
 
@@ -572,6 +604,8 @@ VJP_RULES: dict[str, Rule] = {
     "conv2d": _conv2d,
     "max_pool2d": _max_pool2d,
     "avg_pool2d": _avg_pool2d,
+    "batch_norm": _batch_norm,
+    "layer_norm": _layer_norm,
 }
 """Catalogue op name -> its vector-Jacobian product rule."""
 
@@ -612,8 +646,6 @@ NO_RULE: dict[str, str] = {
                                     "loss with log_softmax and gather instead",
     # -- differentiable, rule not written yet (an AutodiffError naming the op if on the path)
     "conv2d_transpose": "rule not written yet",
-    "batch_norm": "rule not written yet",
-    "layer_norm": "rule not written yet (layer_norm_grad would serve)",
     "l2_normalize": "rule not written yet",
     "lrn": "rule not written yet",
     "einsum": "rule not written yet",
