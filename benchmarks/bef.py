@@ -10,7 +10,6 @@ validation), in the same run.  Prints a table and saves JSON + PNG under
 
 from __future__ import annotations
 
-import json
 import pickle
 import platform
 import statistics
@@ -21,6 +20,7 @@ from pytfrt.bef import Program, read_bef, write_bef
 from pytfrt.bef.builder import CHAIN, build_function
 from pytfrt.support.attributes import IntAttr
 from pytfrt.support.location import FileLineColLoc
+from pytfrt.tools.bench import pyplot, save_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -101,32 +101,31 @@ def main() -> None:
             f"{r['pickle_bytes']:>9} {r['write_s'] * 1e3:>9.1f} {r['read_s'] * 1e3:>8.1f} "
             f"{r['pickle_loads_s'] * 1e3:>11.1f} {r['read_vs_pickle']:>13.2f}"
         )
-    RESULTS.mkdir(exist_ok=True)
     meta = {"python": platform.python_version(), "machine": platform.machine()}
-    (RESULTS / "bef.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    try:
-        import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    fig, ax = plt.subplots(figsize=(6, 4))
-    labels = [str(r["kernels"]) for r in rows]
-    x = range(len(rows))
-    width = 0.27
-    for k, (key, name) in enumerate(
-        [("write_s", "write_bef"), ("read_s", "read_bef"), ("pickle_loads_s", "pickle.loads")]
-    ):
-        ax.bar([i + (k - 1) * width for i in x], [r[key] * 1e3 for r in rows], width, label=name)
-    ax.set_xticks(list(x), labels)
-    ax.set_xlabel("kernels in the function")
-    ax.set_ylabel("milliseconds (best of 5)")
-    ax.set_yscale("log")
-    ax.set_title("BEF write/read vs pickle")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(RESULTS / "bef.png", dpi=100)
+    def draw(path: Path) -> None:
+        plt = pyplot()
+        if plt is None:
+            return
+        fig, ax = plt.subplots(figsize=(6, 4))
+        labels = [str(r["kernels"]) for r in rows]
+        x = range(len(rows))
+        width = 0.27
+        for k, (key, name) in enumerate(
+            [("write_s", "write_bef"), ("read_s", "read_bef"), ("pickle_loads_s", "pickle.loads")]
+        ):
+            ax.bar([i + (k - 1) * width for i in x], [r[key] * 1e3 for r in rows], width,
+                   label=name)
+        ax.set_xticks(list(x), labels)
+        ax.set_xlabel("kernels in the function")
+        ax.set_ylabel("milliseconds (best of 5)")
+        ax.set_yscale("log")
+        ax.set_title("BEF write/read vs pickle")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+
+    save_results("bef", {"meta": meta, "rows": rows}, draw, newline=False, results_dir=RESULTS)
     _ = statistics  # the best-of-N minimum is the reported statistic
 
 

@@ -9,13 +9,14 @@ own parser on the same generic text (what the front end would cost without its f
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from pytfrt.tools.bench import pyplot, save_results
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -118,29 +119,27 @@ def main() -> None:
             f"  {r['syntax']} {r['kernels']}: plain xDSL parse / our parse = {ratio:.2f}x, "
             f"BEF/MLIR size = {r['bef_bytes'] / r['mlir_bytes']:.2f}"
         )
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "compile.json").write_text(json.dumps({"rows": rows, "startup_s": start}, indent=2))
-    try:
-        import matplotlib
+    def draw(path: Path) -> None:
+        plt = pyplot()
+        if plt is None:
+            return
+        fig, ax = plt.subplots(figsize=(7, 4))
+        labels = [f"{r['syntax']}\n{r['kernels']}" for r in rows]
+        bottom = [0.0] * len(rows)
+        for key in ("parse_s", "verify_s", "lower_s", "write_s"):
+            vals = [r[key] for r in rows]
+            ax.bar(labels, vals, bottom=bottom, label=key[:-2])
+            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        ax.plot(labels, [r["xdsl_plain_parse_s"] for r in rows], "k^", label="plain xDSL parse")
+        ax.axhline(2.0, color="red", linestyle="--", label="goal (10k)")
+        ax.set_ylabel("seconds")
+        ax.set_title("MLIR -> BEF compile time")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    fig, ax = plt.subplots(figsize=(7, 4))
-    labels = [f"{r['syntax']}\n{r['kernels']}" for r in rows]
-    bottom = [0.0] * len(rows)
-    for key in ("parse_s", "verify_s", "lower_s", "write_s"):
-        vals = [r[key] for r in rows]
-        ax.bar(labels, vals, bottom=bottom, label=key[:-2])
-        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-    ax.plot(labels, [r["xdsl_plain_parse_s"] for r in rows], "k^", label="plain xDSL parse")
-    ax.axhline(2.0, color="red", linestyle="--", label="goal (10k)")
-    ax.set_ylabel("seconds")
-    ax.set_title("MLIR -> BEF compile time")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(RESULTS / "compile.png")
+    save_results("compile", {"rows": rows, "startup_s": start}, draw, newline=False,
+                 results_dir=RESULTS)
 
 
 if __name__ == "__main__":

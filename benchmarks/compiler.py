@@ -15,7 +15,6 @@ Prints tables and saves ``benchmarks/results/compiler.json`` and ``compiler.png`
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -30,6 +29,7 @@ from pytfrt.compiler.api import compile_module
 from pytfrt.compiler.lowering import lower
 from pytfrt.compiler.passes import default_pipeline
 from pytfrt.model import CompiledModel
+from pytfrt.tools.bench import pyplot, save_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -227,31 +227,27 @@ def main() -> None:
     if "forward_ms_batch1" in comp:
         print(f"forward at batch 1 (ms): {comp['forward_ms_batch1']}; max |diff| vs "
               f"unoptimised {comp['max_abs_diff_vs_unoptimised']:.2e}")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "compiler.json").write_text(json.dumps(
-        {"meta": meta, "mlp": mlp, "mlp_tiny": tiny, "call_overhead": call,
-         "resnet50_compile": comp}, indent=2))
-    try:
-        import matplotlib
+    def draw(path: Path) -> None:
+        plt = pyplot()
+        if plt is None:
+            return
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+        names = list(mlp["us_median"])
+        a1.bar(names, [mlp["us_median"][n] for n in names], color=["grey", "tab:blue", "tab:green"])
+        a1.set_ylabel("us per call (median)")
+        a1.set_title("784-512-512-10 MLP, batch 1")
+        a1.tick_params(axis="x", labelsize=8)
+        stages = ["build_s", "passes_s", "lower_s", "load_s"]
+        a2.bar([s[:-2] for s in stages], [comp[s] for s in stages], color="tab:orange")
+        a2.axhline(30, color="red", linestyle="--", label="goal (30 s total)")
+        a2.set_ylabel("seconds")
+        a2.set_title(f"compile a ResNet-50-sized graph ({comp['nodes']} ops)")
+        a2.legend()
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    names = list(mlp["us_median"])
-    a1.bar(names, [mlp["us_median"][n] for n in names], color=["grey", "tab:blue", "tab:green"])
-    a1.set_ylabel("us per call (median)")
-    a1.set_title("784-512-512-10 MLP, batch 1")
-    a1.tick_params(axis="x", labelsize=8)
-    stages = ["build_s", "passes_s", "lower_s", "load_s"]
-    a2.bar([s[:-2] for s in stages], [comp[s] for s in stages], color="tab:orange")
-    a2.axhline(30, color="red", linestyle="--", label="goal (30 s total)")
-    a2.set_ylabel("seconds")
-    a2.set_title(f"compile a ResNet-50-sized graph ({comp['nodes']} ops)")
-    a2.legend()
-    fig.tight_layout()
-    fig.savefig(RESULTS / "compiler.png", dpi=100)
+    save_results("compiler", {"meta": meta, "mlp": mlp, "mlp_tiny": tiny, "call_overhead": call,
+                              "resnet50_compile": comp}, draw, newline=False, results_dir=RESULTS)
 
 
 if __name__ == "__main__":

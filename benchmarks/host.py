@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import concurrent.futures
 import gc
-import json
 import os
 import platform
 import statistics
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pytfrt.host import AsyncValue, HostContext
+from pytfrt.tools.bench import pyplot, save_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -219,7 +219,6 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def save(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
     meta = {
         "command": "python benchmarks/host.py" + (" --quick" if args.quick else ""),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -227,28 +226,26 @@ def save(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         "cpu": cpu_model(),
         "python": platform.python_version(),
     }
-    (RESULTS / "host.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    try:
-        import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no PNG (pip install -e '.[bench]')", file=sys.stderr)
-        return
-    fig, ax = plt.subplots(figsize=(10, 5))
-    colors = ["tab:blue" if r["name"].startswith(("AsyncValue", "HostContext")) else "tab:gray"
-              for r in rows]
-    ax.barh([r["name"] for r in rows], [r["median_us"] for r in rows], color=colors)
-    ax.set_xscale("log")
-    ax.invert_yaxis()
-    ax.set_xlabel("microseconds per operation (median, log scale)")
-    ax.set_title(f"pytfrt host runtime vs stdlib peers ({meta['nproc']} cores, {meta['cpu']})")
-    for i, r in enumerate(rows):
-        ax.text(r["median_us"], i, f" {r['median_us']:.2f}", va="center", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(RESULTS / "host.png", dpi=110)
-    plt.close(fig)
+    def draw(path: Path) -> None:
+        plt = pyplot()
+        if plt is None:
+            return
+        fig, ax = plt.subplots(figsize=(10, 5))
+        colors = ["tab:blue" if r["name"].startswith(("AsyncValue", "HostContext")) else "tab:gray"
+                  for r in rows]
+        ax.barh([r["name"] for r in rows], [r["median_us"] for r in rows], color=colors)
+        ax.set_xscale("log")
+        ax.invert_yaxis()
+        ax.set_xlabel("microseconds per operation (median, log scale)")
+        ax.set_title(f"pytfrt host runtime vs stdlib peers ({meta['nproc']} cores, {meta['cpu']})")
+        for i, r in enumerate(rows):
+            ax.text(r["median_us"], i, f" {r['median_us']:.2f}", va="center", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+
+    save_results("host", {"meta": meta, "rows": rows}, draw, results_dir=RESULTS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,7 +256,6 @@ def main(argv: list[str] | None = None) -> int:
     rows = run_all(args.quick, args.repeat)
     print_table(rows)
     save(rows, args)
-    print(f"\nsaved {RESULTS / 'host.json'} and host.png")
     return 0
 
 

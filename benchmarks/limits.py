@@ -17,7 +17,6 @@ Run: ``.venv/bin/python benchmarks/limits.py [--iterations 1000000] [--calls 100
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -46,6 +45,7 @@ from pytfrt.bef.writer import write_bef  # noqa: E402
 from pytfrt.mlir import compile_mlir  # noqa: E402
 from pytfrt.mlir.api import lower, parse_source, verify_module  # noqa: E402
 from pytfrt.mlir.walk import stack_depth  # noqa: E402
+from pytfrt.tools.bench import pyplot, save_results  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 FRAME_MARGIN = 600
@@ -136,18 +136,14 @@ def main() -> int:
         result, seconds = timed(partial(run_results, again, queue))
         record(f"{ifs}: run", queue, result, [2], seconds)
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
     meta: dict[str, Any] = {"command": " ".join(["benchmarks/limits.py", *sys.argv[1:]]),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "load_average": os.getloadavg(), "frame_margin": FRAME_MARGIN}
-    (RESULTS / "limits.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+    def draw(path: Path) -> None:
+        plt = pyplot()
+        if plt is None:
+            return
         labels = [f"{r['case']} [{r['queue']}]" for r in rows]
         fig, ax = plt.subplots(figsize=(9, 0.3 * len(rows) + 1))
         ax.barh(labels, [r["seconds"] for r in rows],
@@ -156,9 +152,10 @@ def main() -> int:
         ax.set_xlabel("seconds (wall)")
         ax.set_title(f"pytfrt limits ({meta['date']}, load {meta['load_average'][0]:.1f})")
         fig.tight_layout()
-        fig.savefig(RESULTS / "limits.png", dpi=100)
-    except ImportError:
-        print("matplotlib not installed: no PNG")
+        fig.savefig(path, dpi=100)
+
+    save_results("limits", {"meta": meta, "rows": rows}, draw, indent=1, newline=False,
+                 results_dir=RESULTS)
     bad = [r for r in rows if r["verdict"] != "ok"]
     print(f"{len(rows)} cases, {len(bad)} wrong")
     return 1 if bad else 0

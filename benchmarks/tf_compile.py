@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import platform
 import statistics
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from pytfrt.tools.bench import pyplot, save_results
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -175,7 +176,6 @@ def main() -> None:
     print(f"  {'tf.function':16s} {train['tf_function_us']:10.1f} us")
     print(f"  pytfrt / tf.function: {train['pytfrt_us'] / train['tf_function_us']:.2f}")
 
-    RESULTS.mkdir(exist_ok=True)
     record = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": {
@@ -188,32 +188,30 @@ def main() -> None:
         "mlp_batch1": mlp,
         "mlp_train_step_batch64": train,
     }
-    (RESULTS / "tf_compile.json").write_text(json.dumps(record, indent=2))
-    try:
-        import matplotlib
+    def draw(path: Path) -> None:
+        plt = pyplot()
+        if plt is None:  # pragma: no cover
+            return
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+        a1.bar(
+            ["import_tf", "passes+lowering"],
+            [resnet["import_s"], resnet["lower_s"]],
+            color=["C0", "C1"],
+        )
+        a1.axhline(30, color="red", linestyle="--", label="goal 30 s")
+        a1.set_ylabel("seconds")
+        a1.set_title(f"ResNet50 {args.size}x{args.size} compile")
+        a1.legend()
+        labels = ["pytfrt", "numpy", "tf.function", "TF eager"]
+        vals = [mlp["pytfrt_us"], mlp["numpy_us"], mlp["tf_function_us"], mlp["tf_eager_us"]]
+        a2.bar(labels, vals, color=["C0", "C2", "C1", "C3"])
+        a2.set_yscale("log")
+        a2.set_ylabel("median latency (us, log)")
+        a2.set_title("MLP 784-512-512-10, batch 1")
+        fig.tight_layout()
+        fig.savefig(path)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover
-        return
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    a1.bar(
-        ["import_tf", "passes+lowering"],
-        [resnet["import_s"], resnet["lower_s"]],
-        color=["C0", "C1"],
-    )
-    a1.axhline(30, color="red", linestyle="--", label="goal 30 s")
-    a1.set_ylabel("seconds")
-    a1.set_title(f"ResNet50 {args.size}x{args.size} compile")
-    a1.legend()
-    labels = ["pytfrt", "numpy", "tf.function", "TF eager"]
-    vals = [mlp["pytfrt_us"], mlp["numpy_us"], mlp["tf_function_us"], mlp["tf_eager_us"]]
-    a2.bar(labels, vals, color=["C0", "C2", "C1", "C3"])
-    a2.set_yscale("log")
-    a2.set_ylabel("median latency (us, log)")
-    a2.set_title("MLP 784-512-512-10, batch 1")
-    fig.tight_layout()
-    fig.savefig(RESULTS / "tf_compile.png")
+    save_results("tf_compile", record, draw, newline=False, results_dir=RESULTS)
 
 
 if __name__ == "__main__":

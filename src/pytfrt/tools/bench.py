@@ -151,11 +151,27 @@ def save_results(stem: str | Path, record: Any, plot: Callable[[Path], Any] | No
     written = [str(json_path)]
     if plot is not None:
         png_path = base.parent / (base.name + ".png")
+        before = png_path.stat().st_mtime_ns if png_path.exists() else None
         plot(png_path)
-        written.append(str(png_path))
+        if png_path.exists() and png_path.stat().st_mtime_ns != before:
+            written.append(str(png_path))  # only if the plot wrote it (matplotlib present)
     if not quiet:
         print("wrote " + " and ".join(written))
     return json_path
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the non-interactive Agg backend, or ``None`` (with a hint on
+    stderr) when matplotlib is not installed -- the benchmarks then save JSON only."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no PNG (pip install -e '.[bench]')", file=sys.stderr)
+        return None
+    return plt
 
 
 def progress(message: str, quiet: bool = False) -> None:
