@@ -13,13 +13,15 @@ residual, then an ``eltwise`` for the activation).  Activations stay in the plan
 reordered once per primitive into the blocked format the primitive prefers.
 
 Threading: every primitive runs single-threaded on the calling thread (OpenMP team size one,
-as for the GEMMs of :mod:`pytfrt.backends.cpu._blas`); a convolution is split by output
-channels into parts that :func:`pytfrt.backends.cpu._parallel.parallel_for` runs on pytfrt's
-own threads.  Measured: oneDNN's two-thread OpenMP teams waited up to a scheduler tick (4 ms)
-per call on this project's shared 2-core machines, where the caller-runs-the-rest shards of
-``_parallel`` never wait for a descheduled thread (``docs/kernels.md``).  Primitives use
-user-managed scratchpads, so one primitive may run from several threads at once: every thread
-has its own stream, memory objects and scratchpad buffer.
+as for the GEMMs of :mod:`pytfrt.backends.cpu._blas`); a convolution is split (by batch,
+output rows or, for small images, output channels: :class:`DnnlConv`) into parts that
+:func:`pytfrt.backends.cpu._parallel.parallel_for` runs on pytfrt's own threads.  Measured:
+oneDNN's two-thread OpenMP teams waited up to a scheduler tick (4 ms) per call on this
+project's shared 2-core machines, where the caller-runs-the-rest shards of ``_parallel``
+never wait for a descheduled thread (``docs/kernels.md``).  Primitives use user-managed
+scratchpads, so one primitive may run from several threads at once: every thread
+has its own stream, memory objects and scratchpad buffer.  Prepared filters live in
+transparent-huge-page memory (:func:`_filter_memory`).
 """
 
 from __future__ import annotations
@@ -266,6 +268,9 @@ class _Prim:
         self.src_off = 0
         self.dst_off = 0
         self.residual = NO_RESIDUAL
+        self.channels: tuple[int, int] | None = None
+        """Output channels ``[c0, c1)`` of a channel part (it writes a dense per-thread buffer
+        that :meth:`DnnlConv.forward` copies into the output), ``None`` for other parts."""
         self.impl = ""
         self.keep: Any = None
         """What owns memory handed to oneDNN (a prepared filter's :func:`_filter_memory`)."""
@@ -287,9 +292,11 @@ class _Prim:
 
 
 _Part = tuple[
-    tuple[int, int, int, int], tuple[int, int, int, int], tuple[int, int, int, int], int, int
+    tuple[int, int, int, int], tuple[int, int, int, int], tuple[int, int, int, int], int, int,
+    tuple[int, int] | None,
 ]
-"""``(src NCHW dims, dst NCHW dims, pads t/b/l/r, src byte offset, dst byte offset)``."""
+"""``(src NCHW dims, dst NCHW dims, pads t/b/l/r, src byte offset, dst byte offset, output
+channels [c0, c1) of a channel part or None)``."""
 
 PARALLEL_MIN_MACS = 4_000_000
 """Fewest multiply-adds for which a convolution is split into parts run in parallel."""
@@ -298,6 +305,16 @@ PARTS_PER_THREAD = 1
 ResNet-50 b1 on a quiet machine: 1 part per thread 26.5-27.9 ms, 2: 31.3, 3: 30.4, 8: 34.1."""
 PART_MIN_MACS = 2_000_000
 """Fewest multiply-adds per part."""
+CHANNEL_SPLIT_MAX_PIXELS = 64
+"""At batch 1, a convolution with at most this many output pixels (ResNet-50's 7x7 stage) is
+split by output channels instead of rows: each thread then streams only its half of the
+filter (these layers' filters are 1-9 MB, their outputs 0.1-0.4 MB), and 7 rows do not split
+evenly in two.  Measured in isolation with cold filters (8 layers round-robin, CPU time per
+layer): 3x3 512->512 1.15 vs 1.25-1.31 ms by rows, 1x1 512->2048 0.60 vs 0.64 ms.  In
+ResNet-50 (CPU time per call of the 7x7 layers, ``benchmarks/conv_profile.py``): 3x3 3.2-3.4
+vs 3.7 ms, 1x1 with residual 1.33-1.37 vs 1.55, 1x1 2048->512 1.24-1.31 vs 1.40.  Extending it
+to the 14x14 layers did not pay: the 3x3 no change, 1x1 1024->256 2.76 vs 2.59-2.69 ms (the
+copies of the larger outputs)."""
 
 
 class DnnlConv:
@@ -306,8 +323,10 @@ class DnnlConv:
     Made by :func:`make`; :meth:`ready` then :meth:`forward` run it.  Per input shape, a large
     convolution is split into up to :func:`pytfrt.backends.cpu._parallel.num_threads` parts
     (by batch, or at batch 1 in ``NHWC`` by output rows: both keep every part's activations
-    dense, which oneDNN's fast kernels need), each one single-threaded primitive, run through
-    :func:`pytfrt.backends.cpu._parallel.parallel_for`.  Primitives whose implementation is
+    dense, which oneDNN's fast kernels need; at batch 1 with at most
+    :data:`CHANNEL_SPLIT_MAX_PIXELS` output pixels by output channels, each part writing a
+    dense per-thread buffer copied into the output), each one single-threaded primitive, run
+    through :func:`pytfrt.backends.cpu._parallel.parallel_for`.  Primitives whose implementation is
     oneDNN's reference code (``ref:``) are not used (the caller falls back).  Thread-safe: any
     number of threads may call :meth:`forward` at once.
     """
@@ -331,7 +350,11 @@ class DnnlConv:
         self._macs = attrs["kh"] * attrs["kw"] * attrs["cin"] // attrs["groups"]
         self._prims: dict[tuple[tuple[int, ...], int], list[_Prim] | None] = {}
         self._weights: list[_Prim] = []
-        """Holders of reordered filters (shared by primitives wanting the same format)."""
+        """Holders of reordered filters (shared by primitives wanting the same format and
+        output channels; a holder's ``channels`` are the ones it holds)."""
+        self._origin: list[_Prim] = []
+        """The holders that together hold every output channel once the user's filter is
+        released (:meth:`user_filter` reads the filter back from them)."""
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _destroy, self._prims, self._weights)
 
@@ -375,6 +398,10 @@ class DnnlConv:
                     self._prims[key] = None
                 else:
                     self._prims[key] = made
+                    if self._w is not None:  # keep one prepared copy of the filter only
+                        self._origin = [h for h in self._weights
+                                        if any(p.weights is h.weights for p in made)]
+                        self._w = None
             return self._prims[key]
 
     def _split(self, shape: tuple[int, ...]) -> list[_Part]:
@@ -389,7 +416,7 @@ class DnnlConv:
         oh = (h + pt + pb - (dh * (kh - 1) + 1)) // sh + 1
         ow = (w + pl + pr - (dw * (kw - 1) + 1)) // sw + 1
         cout = a["cout"]
-        whole: _Part = ((n, c, h, w), (n, cout, oh, ow), (pt, pb, pl, pr), 0, 0)
+        whole: _Part = ((n, c, h, w), (n, cout, oh, ow), (pt, pb, pl, pr), 0, 0, None)
         macs = n * oh * ow * cout * self._macs
         if _parallel.num_threads() < 2 or macs < PARALLEL_MIN_MACS:
             return [whole]
@@ -404,11 +431,20 @@ class DnnlConv:
                     (pt, pb, pl, pr),
                     4 * b0 * c * h * w,
                     4 * b0 * cout * oh * ow,
+                    None,
                 )
                 for b0, b1 in zip(bounds, bounds[1:], strict=False)
             ]
-        k = min(parts_wanted, oh)
-        if layout != "NHWC" or k < 2:
+        if layout != "NHWC":
+            return [whole]
+        k = parts_wanted
+        if (oh * ow <= CHANNEL_SPLIT_MAX_PIXELS and a["groups"] == 1 and k >= 2
+                and cout % (16 * k) == 0):  # parts of whole 16-channel blocks
+            bounds = [cout * i // k for i in range(k + 1)]
+            return [((1, c, h, w), (1, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 0, (c0, c1))
+                    for c0, c1 in zip(bounds, bounds[1:], strict=False)]
+        k = min(k, oh)
+        if k < 2:
             return [whole]
         parts: list[_Part] = []
         bounds = [oh * i // k for i in range(k + 1)]
@@ -418,21 +454,27 @@ class DnnlConv:
             i0, i1 = max(first, 0), min(last, h - 1)
             pads = (i0 - first, last - i1, pl, pr)
             src = (1, c, i1 - i0 + 1, w)
-            parts.append((src, (1, cout, r1 - r0, ow), pads, 4 * i0 * w * c, 4 * r0 * ow * cout))
+            parts.append(
+                (src, (1, cout, r1 - r0, ow), pads, 4 * i0 * w * c, 4 * r0 * ow * cout, None)
+            )
         return parts
 
     def _create(self, p: _Prim, part: _Part, residual: int) -> None:
         lib, a = self._lib, self._attrs
         layout, groups = a["layout"], a["groups"]
-        src, dst, (pt, pb, pl, pr), p.src_off, p.dst_off = part
+        src, dst, (pt, pb, pl, pr), p.src_off, p.dst_off, p.channels = part
         p.residual = int(residual)
+        if p.channels is not None and residual == RESIDUAL_OPERAND:
+            raise RuntimeError("channel parts add the residual from their own buffer")
         md_free, temp = "dnnl_memory_desc_destroy", _Prim(lib)
         _pin_one_thread()
         try:
             p.src_md = p.own(md_free, lib.strided_md(src, _md_strides(layout, src)))
             p.dst_md = p.own(md_free, lib.strided_md(dst, _md_strides(layout, dst)))
             cout, kh, kw = a["cout"], a["kh"], a["kw"]
+            c0, c1 = p.channels or (0, cout)
             wdims, wstrides = _weights_md_dims(layout, kh, kw, a["cin"] // groups, cout, groups)
+            wdims = (c1 - c0, *wdims[1:]) if groups == 1 else wdims
             user_w_md = temp.own(md_free, lib.strided_md(wdims, wstrides))
             any_w_md = temp.own(
                 md_free,
@@ -446,10 +488,11 @@ class DnnlConv:
             )
             bias_md = None
             if self._bias is not None:
-                bias_md = temp.own(md_free, lib.strided_md((cout,), (1,)))
+                bias_md = temp.own(md_free, lib.strided_md((c1 - c0,), (1,)))
                 p.bias = p.own(
                     "dnnl_memory_destroy",
-                    lib.new("dnnl_memory_create", bias_md, lib.engine, self._bias.ctypes.data),
+                    lib.new("dnnl_memory_create", bias_md, lib.engine,
+                            self._bias.ctypes.data + 4 * c0),
                 )
             attr = temp.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
             lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, _SCRATCHPAD_USER)
@@ -490,20 +533,24 @@ class DnnlConv:
             w_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_WEIGHTS_MD, 0)
             sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_SCRATCHPAD_MD, 0)
             p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
-            p.weights = self._reordered(user_w_md, w_md)
+            p.weights = self._reordered(user_w_md, w_md, (c0, c1))
             p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
         finally:
             temp.destroy()
 
-    def _reordered(self, user_md: ctypes.c_void_p, w_md: int) -> ctypes.c_void_p:
-        """The filter in the format ``w_md`` (reordered once per distinct format, from the
-        user's filter the first time, then from the first reordered copy; the user's filter
-        is released after the first).  Called with ``self._lock`` held."""
+    def _reordered(self, user_md: ctypes.c_void_p, w_md: int,
+                   channels: tuple[int, int]) -> ctypes.c_void_p:
+        """Output channels ``[c0, c1)`` of the filter in the format ``w_md`` (reordered once
+        per distinct format and channel range, from the user's filter while the plan has it,
+        later from a copy read back by :meth:`user_filter`).  ``user_md`` describes those
+        channels of the user's filter.  Called with ``self._lock`` held."""
         lib = self._lib
         for holder in self._weights:
-            if lib.fn["dnnl_memory_desc_equal"](holder.src_md, w_md):
+            if holder.channels == channels and lib.fn["dnnl_memory_desc_equal"](
+                    holder.src_md, w_md):
                 return holder.weights
         holder = _Prim(lib)
+        holder.channels = channels
         holder.src_md = holder.own("dnnl_memory_desc_destroy", _clone_md(lib, w_md))
         where: Any = _ALLOCATE
         if HUGE_PAGE_FILTERS:
@@ -512,19 +559,22 @@ class DnnlConv:
         holder.weights = holder.own(
             "dnnl_memory_destroy", lib.new("dnnl_memory_create", w_md, lib.engine, where)
         )
+        user = self._w if self._w is not None else self._read_back()
+        offset = 4 * channels[0] * self._o_stride()
         try:
-            if self._w is not None:
-                self._reorder(user_md, self._w.ctypes.data, holder.src_md, holder.weights)
-            else:
-                master = self._weights[0]
-                self._reorder(master.src_md, _data_handle(lib, master.weights), holder.src_md,
-                              holder.weights)
+            self._reorder(user_md, user.ctypes.data + offset, holder.src_md, holder.weights)
         except RuntimeError:
             holder.destroy()
             raise
         self._weights.append(holder)
-        self._w = None
         return holder.weights
+
+    def _o_stride(self) -> int:
+        """Elements between consecutive output channels of the user's filter."""
+        a = self._attrs
+        _, strides = _weights_md_dims(a["layout"], a["kh"], a["kw"], a["cin"] // a["groups"],
+                                      a["cout"], a["groups"])
+        return strides[0] if a["groups"] == 1 else strides[1]
 
     def _reorder(self, src_md: Any, src_addr: int, dst_md: Any, dst_mem: Any) -> None:
         """Copy the filter at ``src_addr`` (format ``src_md``) into the memory ``dst_mem``."""
@@ -553,32 +603,40 @@ class DnnlConv:
 
     def user_filter(self) -> np.ndarray:
         """The filter in the user's format (HWIO for NHWC, OIHW for NCHW), read-only: the
-        array given to :func:`make` until the first primitive is made, afterwards a reorder
-        back from the prepared copy (exact: reorders of float32 copy bits).  Thread-safe."""
+        array given to :func:`make` until the first primitives are made, afterwards a reorder
+        back from the prepared copies (exact: reorders of float32 copy bits).  Thread-safe."""
         with self._lock:
             if self._w is not None:
                 return self._w
-            a = self._attrs
-            groups = a["groups"]
-            wdims, wstrides = _weights_md_dims(
-                a["layout"], a["kh"], a["kw"], a["cin"] // groups, a["cout"], groups
-            )
-            out = np.empty(self._w_shape, np.float32)
+            out = self._read_back()
+        out.flags.writeable = False
+        return out
+
+    def _read_back(self) -> np.ndarray:
+        """A new array holding the user's filter, reordered back from :attr:`_origin`
+        (called with ``self._lock`` held)."""
+        a = self._attrs
+        groups = a["groups"]
+        wdims, wstrides = _weights_md_dims(
+            a["layout"], a["kh"], a["kw"], a["cin"] // groups, a["cout"], groups
+        )
+        out = np.empty(self._w_shape, np.float32)
+        for holder in self._origin:
+            c0, c1 = holder.channels or (0, a["cout"])
+            dims = (c1 - c0, *wdims[1:]) if groups == 1 else wdims
             temp = _Prim(self._lib)
             try:
                 user_md = temp.own("dnnl_memory_desc_destroy",
-                                   self._lib.strided_md(wdims, wstrides))
+                                   self._lib.strided_md(dims, wstrides))
                 user_mem = temp.own(
                     "dnnl_memory_destroy",
                     self._lib.new("dnnl_memory_create", user_md, self._lib.engine,
-                                  out.ctypes.data),
+                                  out.ctypes.data + 4 * c0 * self._o_stride()),
                 )
-                master = self._weights[0]
-                self._reorder(master.src_md, _data_handle(self._lib, master.weights), user_md,
-                              user_mem)
+                self._reorder(holder.src_md, _data_handle(self._lib, holder.weights),
+                              user_md, user_mem)
             finally:
                 temp.destroy()
-        out.flags.writeable = False
         return out
 
     def forward(self, x: np.ndarray, residual: int, y: np.ndarray,
@@ -594,8 +652,24 @@ class DnnlConv:
         ra = int(r.ctypes.data) if r is not None and residual == RESIDUAL_OPERAND else 0
         if len(prims) == 1:
             self._run(prims[0], xa, ya, ra)
+        elif prims[0].channels is not None:
+            y2 = y.reshape(-1, y.shape[-1])
+            _parallel.parallel_for(lambda i: self._run_channels(prims[i], xa, y2), len(prims))
         else:
             _parallel.parallel_for(lambda i: self._run(prims[i], xa, ya, ra), len(prims))
+
+    def _run_channels(self, p: _Prim, xa: int, y2: np.ndarray) -> None:
+        """Run a channel part into this thread's buffer and copy it into its channels of the
+        output (``y2``: the output as pixels x channels); with the ``sum`` post-op the buffer
+        first receives those channels of the residual that ``y2`` holds."""
+        assert p.channels is not None
+        c0, c1 = p.channels
+        part = y2[:, c0:c1]
+        buf = _part_buffer(part.shape)
+        if p.residual == RESIDUAL_IN_DST:
+            np.copyto(buf, part)
+        self._run(p, xa, int(buf.ctypes.data), 0)
+        np.copyto(part, buf)
 
     def _run(self, p: _Prim, xa: int, ya: int, ra: int) -> None:
         lib = self._lib
@@ -700,6 +774,19 @@ def _scratch(lib: _Lib, size: int) -> int:
         lib.local.scratch = buf
     addr = int(buf.ctypes.data)
     return (addr + 63) & ~63
+
+
+def _part_buffer(shape: tuple[int, ...]) -> np.ndarray:
+    """This thread's buffer for a channel part's output (reused by its next channel part)."""
+    size = shape[0] * shape[1]
+    buf = getattr(_part_local, "buf", None)
+    if buf is None or buf.size < size:
+        buf = np.empty(size, np.float32)
+        _part_local.buf = buf
+    return buf[:size].reshape(shape)
+
+
+_part_local = threading.local()
 
 
 def _destroy(prims: dict[Any, list[_Prim] | None], weights: list[_Prim]) -> None:

@@ -37,6 +37,8 @@ def _threads_from_env() -> int:
 
 
 _NUM_THREADS = _threads_from_env()
+AFFINITY = True
+"""Whether helpers claim shards from the back (:meth:`_Job.claim`)."""
 
 
 def num_threads() -> int:
@@ -52,16 +54,27 @@ class _Job:
         self.fn = fn
         self.n = n
         self.next = 0
+        self.last = n
+        """Shards ``[next, last)`` are unclaimed: the caller takes them from the front, helpers
+        from the back (see :meth:`claim`)."""
         self.active = 0
         self.error: BaseException | None = None
         self.done = threading.Condition(threading.Lock())
 
-    def claim(self) -> int:
+    def claim(self, from_back: bool) -> int:
+        """An unclaimed shard index (``-1``: none left).  The caller claims from the front
+        and helpers from the back, so with one part per thread each thread runs the same
+        part of consecutive operations when both are running: a conv split by batch or by
+        output rows then reads the rows the same core wrote (its own L2 cache)."""
         with self.done:
-            if self.next >= self.n or self.error is not None:
+            if self.next >= self.last or self.error is not None:
                 return -1
-            i = self.next
-            self.next += 1
+            if from_back and AFFINITY:
+                self.last -= 1
+                i = self.last
+            else:
+                i = self.next
+                self.next += 1
             self.active += 1
             return i
 
@@ -73,9 +86,9 @@ class _Job:
             if self.active == 0:
                 self.done.notify_all()
 
-    def run_shards(self) -> None:
+    def run_shards(self, from_back: bool = False) -> None:
         while True:
-            i = self.claim()
+            i = self.claim(from_back)
             if i < 0:
                 return
             err: BaseException | None = None
@@ -92,10 +105,10 @@ def _worker() -> None:
             while not _queue:
                 _ready.wait()
             job = _queue[0]
-            if job.next >= job.n or job.error is not None:
+            if job.next >= job.last or job.error is not None:
                 _queue.popleft()
                 continue
-        job.run_shards()
+        job.run_shards(from_back=True)
 
 
 def _ensure_workers(count: int) -> None:
