@@ -6,8 +6,8 @@ Variants (all the same 2-2-1 sigmoid MLP, full batch of 4, MSE, plain SGD, float
   the ``xor_training`` function executed (load and compile time excluded); per step ~55 kernels
   in three function invocations (the loop body, ``tfrt.call @mlp_forward``, a ``tfrt.if`` branch).
   The function qualifies for whole-function execution (docs/executor.md): on ``s`` it runs as
-  generated straight-line code whose tensor kernels form one fused segment per step (one Numba
-  call; the integer kernels and the ``tfrt.if`` that prints stay Python calls); on ``mstd:2``
+  generated straight-line code whose kernels form one fused segment per step (one Numba call;
+  the ``tfrt.if`` that prints stays Python code); on ``mstd:2``
   its several streams keep the dataflow executor.
 * ``pytfrt s unfused`` -- whole-function execution with fused segments off
   (``PYTFRT_FUSE_SEGMENTS=0``): one Python call per kernel, the before of the fused segments.
