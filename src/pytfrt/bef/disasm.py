@@ -90,8 +90,7 @@ def program_to_mlir(program: Program, *, generic: bool = True, locations: bool =
     """
     if not generic:
         raise NotImplementedError("only the generic op form is supported")
-    printer = _Printer(program, locations)
-    return printer.generic_module() if op_generic else printer.module()
+    return _Printer(program, locations).module(generic=op_generic)
 
 
 def bef_to_mlir(data: bytes, *, locations: bool = False) -> tuple[str, list[str]]:
@@ -266,14 +265,17 @@ class _Printer:
     def loc(self, loc: Location) -> str:
         return f" loc({location_to_mlir(loc)})" if self.locations else ""
 
-    def module(self) -> str:
-        lines = ["module {"]
+    def module(self, generic: bool = False) -> str:
+        """The module: nested compiled modules, then each named function; with ``generic``
+        the module and function ops in generic form (``op_generic``)."""
+        lines = ['"builtin.module"() ({' if generic else "module {"]
         for text in self.program.compiled_modules.values():
             lines.extend("  " + line for line in text.strip().splitlines())
+        print_function = self.generic_function if generic else self.function
         for fn in self.program.functions:
             if fn.name:
-                lines.extend(self.function(fn))
-        lines.append("}")
+                lines.extend(print_function(fn))
+        lines.append("}) : () -> ()" if generic else "}")
         return "\n".join(lines) + "\n"
 
     def function(self, fn: Function) -> list[str]:
@@ -290,17 +292,6 @@ class _Printer:
         head = f"  func.func {_symbol(fn.name)}({args}){sig_results}{attrs.get(fn.kind, '')} {{"
         body = self.body(fn, names, "    ")
         return [head, *body, "  }" + self.loc(fn.location)]
-
-    def generic_module(self) -> str:
-        """The module with the module and function ops in generic form (``op_generic``)."""
-        lines = ['"builtin.module"() ({']
-        for text in self.program.compiled_modules.values():
-            lines.extend("  " + line for line in text.strip().splitlines())
-        for fn in self.program.functions:
-            if fn.name:
-                lines.extend(self.generic_function(fn))
-        lines.append("}) : () -> ()")
-        return "\n".join(lines) + "\n"
 
     def generic_function(self, fn: Function) -> list[str]:
         """``fn`` as a generic ``"builtin.func"`` op: body region, then its attributes."""
