@@ -45,6 +45,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from executor import cpu_model  # noqa: E402 - the benchmarks' shared machine description
 
+from pytfrt.tools.bench import pyplot, save_results  # noqa: E402
+
 ECHO = """
 func.func @scale(%x: !t.tensor) -> (!tfrt.chain, !t.tensor) {
   %ch0 = tfrt.new.chain
@@ -340,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
     for name, xs in dp.items():
         print(f"{name:48s} {1e3 * med(xs):8.2f}  x{med(xs) / peer:5.2f}")
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
     record = {
         "command": "benchmarks/distributed.py " + " ".join(argv if argv is not None
                                                           else sys.argv[1:]),
@@ -352,19 +353,15 @@ def main(argv: list[str] | None = None) -> int:
         "all_reduce_s": {str(k): v for k, v in ar.items()},
         "data_parallel_step_s": dp,
     }
-    (RESULTS / "distributed.json").write_text(json.dumps(record, indent=1))
-    _plot(rt, ar, dp)
+    save_results("distributed", record, lambda path: _plot(rt, ar, dp, path), indent=1,
+                 newline=False, results_dir=RESULTS)
     return 0
 
 
 def _plot(rt: dict[str, list[float]], ar: dict[int, dict[str, list[float]]],
-          dp: dict[str, list[float]]) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+          dp: dict[str, list[float]], path: Path) -> None:
+    plt = pyplot()
+    if plt is None:
         return
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     names = list(rt)
@@ -385,7 +382,7 @@ def _plot(rt: dict[str, list[float]], ar: dict[int, dict[str, list[float]]],
     axes[2].set_xlabel("ms per step")
     axes[2].set_title("MLP data-parallel step")
     fig.tight_layout()
-    fig.savefig(RESULTS / "distributed.png", dpi=110)
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import platform
 import statistics
@@ -38,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from pytfrt.backends.cpu import conv, gemm, norm, pooling
+from pytfrt.tools.bench import pyplot, save_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from xor import cpu_model  # noqa: E402 - the benchmarks' shared helper
@@ -334,7 +334,6 @@ def main(argv: list[str] | None = None) -> int:
             row += f"{r['median_ms']:>9.1f} ms (best {r['best_ms']:6.1f}) {ratio:4.2f}x"
         print(row)
     print(f"(ratio = median / {base} median)")
-    RESULTS.mkdir(parents=True, exist_ok=True)
     meta = {
         "command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -342,19 +341,16 @@ def main(argv: list[str] | None = None) -> int:
         "env": {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS")},
         "baseline": base,
     }
-    stem = RESULTS / f"resnet50_numpy{args.tag}"
-    stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results}, indent=2))
-    plot(results, stem.with_suffix(".png"))
+    save_results(f"resnet50_numpy{args.tag}", {"meta": meta, "results": results},
+                 lambda path: plot(results, path), newline=False, results_dir=RESULTS)
     return 0
 
 
 def plot(results: dict[str, dict[str, dict[str, float]]], path: Path) -> None:
     """Grouped bars: median ms per variant, one group per batch size."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
+    if plt is None:
+        return
     batches = list(results)
     names = list(next(iter(results.values())))
     fig, axes = plt.subplots(1, len(batches), figsize=(5 * len(batches), 4))
