@@ -329,7 +329,9 @@ def _whole(scan: Any, buf: Any, start: int) -> tuple[np.ndarray, int] | None:
     shape = tuple(int(d) for d in arrays[0][MAX_RANK + 1:MAX_RANK + 1 + rank])
     if int(np.prod(shape)) != count:
         return None
-    return arrays[4][:count].copy().reshape(shape), end
+    # A view, not a copy: the unused tail of ``out`` was never written, so (for a big body,
+    # allocated with mmap) it holds no memory.
+    return arrays[4][:count].reshape(shape), end
 
 
 Piece = tuple[tuple[int, ...], tuple[Any, ...]]
