@@ -114,7 +114,7 @@ class SegmentBuilder:
         raise NotFusible("not a tensor")
 
     def _int(self, sym: Sym | None, py: str) -> str:
-        if sym is None or (sym.kind == "k" and sym.value.__class__ in (int, bool)):
+        if sym is None or (sym.kind == "k" and sym.value.__class__ is int):
             key = py if sym is None else sym.py
             name = self.ext_ints.get(key)
             if name is None:
@@ -219,11 +219,11 @@ class SegmentBuilder:
         return results
 
     def _create(self, k: KernelInfo) -> Sym:
-        try:
-            t = k.fn(k.attrs[0], None)  # type: ignore[misc]
-        except Exception:  # noqa: BLE001 - fails at run time: not fusible
-            raise NotFusible("bad shape") from None
-        shape = tuple(int(d) for d in t.array.shape)
+        if not k.attrs:
+            raise NotFusible("no shape")
+        shape = provider().new_tensor_dims(k.name, k.attrs[0])
+        if shape is None:
+            raise NotFusible("bad or big shape")
         name = self.fresh("n")
         self.allocs.append(f"{name} = np.zeros({shape!r}, np.float32)")
         return Sym("n", name)

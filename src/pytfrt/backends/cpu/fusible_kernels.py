@@ -24,6 +24,7 @@ Thread-safety: the functions are pure apart from writing their output operands.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -369,6 +370,26 @@ def tensor_types() -> tuple[type, Any]:
     from pytfrt.tensor.dtype import F32
 
     return DenseHostTensor, F32
+
+
+MAX_NEW_ELEMENTS = 1 << 16
+"""A fused segment makes new tensors of at most this many elements (bigger ones: unfused)."""
+
+
+def new_tensor_dims(kernel_name: str, shape: Any) -> tuple[int, ...] | None:
+    """The dimensions ``tfrt_dht.create_uninitialized_tensor.f32.R`` makes from its ``shape``
+    attribute, or ``None`` if it would fail (or the tensor is big): decided without allocating
+    anything."""
+    from pytfrt.tensor.kernels.util import dims_of
+
+    try:
+        dims = dims_of(shape)
+        rank = int(kernel_name.rsplit(".", 1)[1])
+    except Exception:  # noqa: BLE001 - the kernel reports it at run time
+        return None
+    if len(dims) > rank or any(d < 0 for d in dims) or math.prod(dims) > MAX_NEW_ELEMENTS:
+        return None
+    return dims
 
 
 def compile_segment(source: str, name: str) -> Any:
