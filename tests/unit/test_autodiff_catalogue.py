@@ -188,6 +188,14 @@ RULES += [
                              has_beta=False),
      lambda x: _ln_jax(x, 1.0, 0.0, 1), [_any(2, 3, 4)], (0,)),
 ]
+RULES += [
+    ("l2_normalize", _tg("l2_normalize", axis=[1], epsilon=1e-6),
+     lambda x: x / jnp.sqrt(jnp.maximum(jnp.sum(x * x, axis=1, keepdims=True), 1e-6)),
+     [_any(3, 4)], (0,)),
+    ("l2_normalize-eps-bound", _tg("l2_normalize", axis=[0, 1], epsilon=4.0),
+     lambda x: x / jnp.sqrt(jnp.maximum(jnp.sum(x * x, axis=(0, 1), keepdims=True), 4.0)),
+     [_small(2, 2) * 0.5], (0,)),
+]
 RULES += [(f"cumsum-exclusive={e}-reverse={r}", _tg("cumsum", axis=1, exclusive=e, reverse=r),
            lambda x, e=e, r=r: _cumsum_jax(x, 1, e, r), [_any(3, 4)], (0,))
           for e in (False, True) for r in (False, True)]
@@ -233,7 +241,8 @@ def test_every_catalogue_op_is_classified():
 
 
 @pytest.mark.parametrize(("op", "attrs"), [("reduce_prod", {"axes": [1], "keepdims": False}),
-                                           ("l2_normalize", {"axis": [-1], "epsilon": 1e-6})])
+                                           ("lrn", {"depth_radius": 1, "bias": 1.0,
+                                                    "alpha": 1.0, "beta": 0.5, "axis": -1})])
 def test_no_rule_ops_raise_with_their_reason(op, attrs):
     with pytest.raises(AutodiffError, match=rf"tg.{op} is not differentiable by pytfrt.grad "
                        rf"\(at .*test_autodiff\w*.py:\d+\): \S"):

@@ -540,6 +540,19 @@ def _layer_norm(c: _Ctx, g: Value) -> list[Value | None]:
     return grads
 
 
+def _l2_normalize(c: _Ctx, g: Value) -> list[Value | None]:
+    """``y = x * r``, ``r = rsqrt(max(sum(x^2), eps))``: ``g * r - x * r^3 * sum(g * x)``, the
+    second term only where the sum exceeds ``eps`` (elsewhere ``r`` is a constant)."""
+    x, y = c.x[0], c.y[0]
+    axes, eps = list(c.attrs["axis"]), c.attrs["epsilon"]
+    ss = c.op("reduce_sum", c.op("square", x), axes=axes, keepdims=True)
+    r = c.op("rsqrt", c.op("maximum", ss, c.const(eps, ss)))
+    gx = c.op("reduce_sum", c.op("mul", g, x), axes=axes, keepdims=True)
+    live = c.op("cast", c.op("greater", ss, c.const(eps, ss)), to=x.dtype)
+    second = c.op("mul", c.op("mul", y, c.op("square", r)), c.op("mul", gx, live))
+    return [c.op("sub", c.op("mul", g, r), second)]
+
+
 MultiRule = Callable[[_Ctx, list[Value | None]], list[Value | None]]
 
 
@@ -606,6 +619,7 @@ VJP_RULES: dict[str, Rule] = {
     "avg_pool2d": _avg_pool2d,
     "batch_norm": _batch_norm,
     "layer_norm": _layer_norm,
+    "l2_normalize": _l2_normalize,
 }
 """Catalogue op name -> its vector-Jacobian product rule."""
 
@@ -646,7 +660,6 @@ NO_RULE: dict[str, str] = {
                                     "loss with log_softmax and gather instead",
     # -- differentiable, rule not written yet (an AutodiffError naming the op if on the path)
     "conv2d_transpose": "rule not written yet",
-    "l2_normalize": "rule not written yet",
     "lrn": "rule not written yet",
     "einsum": "rule not written yet",
     "resize": "rule not written yet",
