@@ -57,8 +57,12 @@ PARTS = ("receive", "hand-off", "decode", "model", "encode", "hand-back", "send"
 
 def _install_hooks(trace_path: Path) -> None:
     """Wrap the app's steps with clocks; write every request's record to ``trace_path`` at exit."""
+    import importlib
+
     from pytfrt.serving import app as app_module
-    from pytfrt.serving import pytfrt_backend, tf_backend
+    from pytfrt.serving import pytfrt_backend
+
+    tf_backend: Any = importlib.import_module("pytfrt.serving.tf_backend")
 
     records: list[dict[str, Any]] = []
     current: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("record")
