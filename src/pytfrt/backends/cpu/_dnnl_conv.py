@@ -731,8 +731,8 @@ def _filter_memory(size: int) -> tuple[np.ndarray, int]:
     transparent huge pages allow it): a network's filters are streamed from memory once per
     call, and with 4 KiB pages every 4 KiB costs a TLB miss and stops the hardware prefetcher.
     Filters share chunks of :data:`_CHUNK` bytes (one mapping per filter would waste most of a
-    huge page on small filters); a chunk is unmapped when no filter carved from it is alive
-    (the owner arrays keep it).  Thread-safe."""
+    huge page on small filters); a chunk is unmapped once no filter carved from it is alive
+    (the owner arrays keep it) and a newer chunk is being carved.  Thread-safe."""
     size = (size + 63) & ~63
     with _chunk_lock:
         arr, start, used = _chunk
