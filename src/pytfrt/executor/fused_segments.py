@@ -103,33 +103,31 @@ class SegmentBuilder:
 
     # -- operands -----------------------------------------------------------------------------
 
+    @staticmethod
+    def _outside(table: dict[str, str], py: str, prefix: str) -> str:
+        """The njit argument of the outside value ``py`` (one per value)."""
+        name = table.get(py)
+        if name is None:
+            name = table[py] = f"{prefix}{len(table)}"
+        return name
+
     def _tensor(self, sym: Sym | None, py: str) -> str:
         if sym is None:
-            name = self.ext_tensors.get(py)
-            if name is None:
-                name = self.ext_tensors[py] = f"x{len(self.ext_tensors)}"
-            return name
+            return self._outside(self.ext_tensors, py, "x")
         if sym.kind == "n":
             return sym.name
         raise NotFusible("not a tensor")
 
     def _int(self, sym: Sym | None, py: str) -> str:
         if sym is None or (sym.kind == "k" and sym.value.__class__ is int):
-            key = py if sym is None else sym.py
-            name = self.ext_ints.get(key)
-            if name is None:
-                name = self.ext_ints[key] = f"i{len(self.ext_ints)}"
-            return name
+            return self._outside(self.ext_ints, py if sym is None else sym.py, "i")
         if sym.kind == "i":
             return sym.name
         raise NotFusible("not an integer")
 
     def _scalar(self, sym: Sym | None, py: str) -> str:
         if sym is None:
-            name = self.ext_scalars.get(py)
-            if name is None:
-                name = self.ext_scalars[py] = f"s{len(self.ext_scalars)}"
-            return name
+            return self._outside(self.ext_scalars, py, "s")
         if sym.kind == "s":
             return sym.name
         if sym.kind == "k":
