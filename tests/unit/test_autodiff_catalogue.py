@@ -2,8 +2,9 @@
 
 :func:`test_every_catalogue_op_is_classified` enumerates ``pytfrt.compiler.ops.CATALOGUE``: each
 op must have a rule checked against JAX and float64 finite differences (here, in
-``test_autodiff.py``, ``test_autodiff_control.py`` or ``test_autodiff_case.py``), or carry no
-gradient (``NON_DIFFERENTIABLE``), or be a deliberate exception with its reason
+``test_autodiff.py``, ``test_autodiff_more_rules.py``, ``test_autodiff_control.py`` or
+``test_autodiff_case.py``), or carry no gradient (``NON_DIFFERENTIABLE``), or be a deliberate
+exception with its reason
 (``pytfrt.compiler.autodiff.NO_RULE``); it fails naming any other op.  The rules added beyond
 ``test_autodiff.py``'s lists are checked here with the same oracle (``test_autodiff._check``).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import test_autodiff as base  # the rule lists and the JAX + finite-difference check
+import test_autodiff_more_rules as more  # indexing, scattering, einsum, resize, ... rules
 from test_autodiff import _any, _away_from_zero, _check, _pos, _tg
 
 import pytfrt
@@ -216,6 +218,7 @@ CHECKED: dict[str, str] = {
     **{_op_of(c[0]): "test_autodiff.py" for c in base.UNARY + base.BINARY},
     "matmul": "test_autodiff.py::test_matmul_rule",
     **{_op_of(c[0]): "test_autodiff_catalogue.py" for c in RULES},
+    **{_op_of(c[0]): "test_autodiff_more_rules.py" for c in more.RULES},
     "if": "test_autodiff_control.py (cond)",
     "while": "test_autodiff_control.py (while_loop)",
     "case": "test_autodiff_case.py",
@@ -240,13 +243,14 @@ def test_every_catalogue_op_is_classified():
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize(("op", "attrs"), [("reduce_prod", {"axes": [1], "keepdims": False}),
-                                           ("lrn", {"depth_radius": 1, "bias": 1.0,
-                                                    "alpha": 1.0, "beta": 0.5, "axis": -1})])
-def test_no_rule_ops_raise_with_their_reason(op, attrs):
+@pytest.mark.parametrize(("op", "f"), [
+    ("gelu_grad", lambda x: _tg("gelu_grad", approximate=False)(x, x)),
+    ("layer_norm_grad", lambda x: _emit("layer_norm_grad", 3, axis=-1, epsilon=1e-5)(
+        x, x, eager.reduce_mean(x, axis=0))[0])])
+def test_no_rule_ops_raise_with_their_reason(op, f):
     with pytest.raises(AutodiffError, match=rf"tg.{op} is not differentiable by pytfrt.grad "
                        rf"\(at .*test_autodiff\w*.py:\d+\): \S"):
-        pytfrt.grad(lambda x: eager.reduce_sum(_tg(op, **attrs)(x)))(_pos(2, 3))
+        pytfrt.grad(lambda x: eager.reduce_sum(f(x)))(_pos(2, 3))
 
 
 @pytest.mark.parametrize("op", ["sign", "floor", "ceil", "round"])

@@ -441,27 +441,6 @@ def _global_max_pool(c: _Ctx, g: Value) -> list[Value | None]:
     return [c.op("mul", c.op("broadcast_to", g, shape), share)]
 
 
-def _gather(c: _Ctx, g: Value) -> list[Value | None]:
-    """The transpose of a gather: ``one_hot(indices)^T @ g`` (repeated indices add up)."""
-    x, idx = c.x
-    if c.attrs["batch_dims"]:
-        raise AutodiffError(f"tg.gather with batch_dims has no gradient rule (at {c.loc})")
-    xs = _static(x, c.name)
-    k = int(np.prod(_static(idx, c.name)))
-    a = c.attrs["axis"] % len(xs)
-    n = xs[a]
-    p, r = int(np.prod(xs[:a])), int(np.prod(xs[a + 1:]))
-    flat = c.op("reshape", idx, shape=[k])
-    flat = c.op("floor_mod", flat, c.fb.constant(np.asarray(n, np_dtype(idx.dtype))))
-    oh = c.op("one_hot", flat, c.fb.constant(np.asarray(n, np.int64)), c.const(1.0, g),
-              c.const(0.0, g), axis=-1)  # [k, n]
-    g2 = c.op("transpose", c.op("reshape", g, shape=[p, k, r]), perm=[1, 0, 2])
-    gx = c.op("matmul", oh, c.op("reshape", g2, shape=[k, p * r]), transpose_a=True,
-              transpose_b=False)  # [n, p * r]
-    gx = c.op("transpose", c.op("reshape", gx, shape=[n, p, r]), perm=[1, 0, 2])
-    return [c.op("reshape", gx, shape=list(xs)), None]
-
-
 def _window_pads(c: _Ctx, xs: tuple[int, ...], k: Sequence[int]) -> list[int]:
     """The op's ``(top, bottom, left, right)`` pads, ``SAME`` resolved as TF does (output
     ``ceil(in / stride)``, the odd row/column at the end)."""
@@ -553,6 +532,311 @@ def _l2_normalize(c: _Ctx, g: Value) -> list[Value | None]:
     return [c.op("sub", c.op("mul", g, r), second)]
 
 
+# -- indexing, scattering and the remaining nn ops -------------------------------------------------
+
+
+def _ints_const(c: _Ctx, values: Any) -> Value:
+    return c.fb.constant(np.asarray(values, np.int64))
+
+
+def _scatter_add(c: _Ctx, shape: Sequence[int], idx: Value, upd: Value, axis: int) -> Value:
+    """Zeros of ``shape`` with ``upd`` added at ``idx`` along ``axis`` (``idx`` broadcast to
+    ``upd``'s shape): the transpose of every gather (repeated indices add up)."""
+    us = _static(upd, c.name)
+    if _static(idx, c.name) != us:
+        idx = c.op("broadcast_to", idx, _ints_const(c, us))
+    zeros = c.fb.constant(np.zeros(tuple(shape), np_dtype(upd.dtype)))
+    return c.op("scatter_elements", zeros, idx, upd, axis=axis, reduction="add")
+
+
+def _linear_index(c: _Ctx, idx: Value, dims: Sequence[int]) -> Value:
+    """``idx[..., k]`` (per-row coordinates into ``dims``, negative ones wrapped) as one i64
+    row-major offset per row: shape ``idx.shape[:-1]``."""
+    idx = c.op("cast", idx, to="i64")
+    idx = c.op("floor_mod", idx, _ints_const(c, list(dims)))
+    strides = [int(np.prod(dims[j + 1:])) for j in range(len(dims))]
+    return c.op("reduce_sum", c.op("mul", idx, _ints_const(c, strides)), axes=[-1],
+                keepdims=False)
+
+
+def _gather(c: _Ctx, g: Value) -> list[Value | None]:
+    """The transpose of a gather: ``g`` added into zeros at the gathered rows."""
+    x, idx = c.x
+    if c.attrs["batch_dims"]:
+        raise AutodiffError(f"tg.gather with batch_dims has no gradient rule (at {c.loc})")
+    xs = _static(x, c.name)
+    k = int(np.prod(_static(idx, c.name)))
+    a = c.attrs["axis"] % len(xs)
+    p, r = int(np.prod(xs[:a])), int(np.prod(xs[a + 1:]))
+    flat = c.op("reshape", idx, shape=[1, k, 1])
+    gx = _scatter_add(c, (p, xs[a], r), flat, c.op("reshape", g, shape=[p, k, r]), 1)
+    return [c.op("reshape", gx, shape=list(xs)), None]
+
+
+def _gather_nd(c: _Ctx, g: Value) -> list[Value | None]:
+    """``x[B..., idx[B..., I..., :], R...]``: ``g`` added at the rows the indices name."""
+    x, idx = c.x
+    xs, ids = _static(x, c.name), _static(idx, c.name)
+    bd, k = c.attrs["batch_dims"], ids[-1]
+    nb, ni = int(np.prod(xs[:bd])), int(np.prod(ids[bd:-1]))
+    nx, nr = int(np.prod(xs[bd:bd + k])), int(np.prod(xs[bd + k:]))
+    lin = c.op("reshape", _linear_index(c, idx, xs[bd:bd + k]), shape=[nb, ni, 1])
+    gx = _scatter_add(c, (nb, nx, nr), lin, c.op("reshape", g, shape=[nb, ni, nr]), 1)
+    return [c.op("reshape", gx, shape=list(xs)), None]
+
+
+def _gather_elements(c: _Ctx, g: Value) -> list[Value | None]:
+    x, idx = c.x
+    axis = c.attrs["axis"] % len(_static(x, c.name))
+    return [_scatter_add(c, _static(x, c.name), idx, g, axis), None]
+
+
+def _scatter_written(c: _Ctx, g: Value, idx: Value, axis: int) -> tuple[Value, Value]:
+    """The cotangents of ``data`` and ``updates`` of an overwriting ``scatter_elements``:
+    ``g`` where nothing was written, and per update ``g`` at its index if that update is the
+    one that stayed (the same op run on update numbers says which, repeated indices included)."""
+    ids_shape = _static(idx, c.name)
+    ids = _ints_const(c, np.arange(int(np.prod(ids_shape))).reshape(ids_shape))
+    blank = c.fb.constant(np.full(_static(g, c.name), -1, np.int64))
+    winner = c.op("scatter_elements", blank, idx, ids, axis=axis, reduction="none")
+    zero = c.const(0.0, g)
+    g_data = c.op("select", c.op("equal", winner, _ints_const(c, -1)), g, zero)
+    kept = c.op("equal", c.op("gather_elements", winner, idx, axis=axis), ids)
+    g_upd = c.op("select", kept, c.op("gather_elements", g, idx, axis=axis), zero)
+    return g_data, g_upd
+
+
+def _scatter_elements(c: _Ctx, g: Value) -> list[Value | None]:
+    data, idx, _upd = c.x
+    axis = c.attrs["axis"] % len(_static(data, c.name))
+    reduction = c.attrs["reduction"]
+    if reduction == "add":
+        return [g, None, c.op("gather_elements", g, idx, axis=axis)]
+    if reduction != "none":
+        raise AutodiffError(f"tg.scatter_elements with reduction {reduction!r} has no gradient "
+                            f"rule (only 'none' and 'add'; at {c.loc})")
+    g_data, g_upd = _scatter_written(c, g, idx, axis)
+    return [g_data, None, g_upd]
+
+
+def _scatter_nd(c: _Ctx, g: Value) -> list[Value | None]:
+    """Overwriting ``scatter_nd`` as a ``scatter_elements`` over rows of the flattened data."""
+    data, idx, upd = c.x
+    ds, ids, us = _static(data, c.name), _static(idx, c.name), _static(upd, c.name)
+    k = ids[-1]
+    nx, nr, ni = int(np.prod(ds[:k])), int(np.prod(ds[k:])), int(np.prod(ids[:-1]))
+    lin = c.op("reshape", _linear_index(c, idx, ds[:k]), shape=[ni, 1])
+    lin = c.op("broadcast_to", lin, _ints_const(c, [ni, nr]))
+    g_data, g_upd = _scatter_written(c, c.op("reshape", g, shape=[nx, nr]), lin, 0)
+    return [c.op("reshape", g_data, shape=list(ds)), None, c.op("reshape", g_upd, shape=list(us))]
+
+
+def _top_k(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
+    """The values' cotangent added at the selected indices (the indices carry none)."""
+    g = gs[0]
+    if g is None:
+        return [None, None]
+    x = c.x[0]
+    xs = _static(x, c.name)
+    return [_scatter_add(c, xs, c.y[1], g, len(xs) - 1), None]
+
+
+def _one_hot(c: _Ctx, g: Value) -> list[Value | None]:
+    """Differentiable in the on/off values only: ``on`` gets ``g`` summed where hot."""
+    idx, depth, on, off = c.x
+    hot = c.op("one_hot", idx, depth, c.const(1.0, g), c.const(0.0, g), axis=c.attrs["axis"])
+    g_on = c.op("mul", g, hot)
+    return [None, None, c.unbroadcast(g_on, on), c.unbroadcast(c.op("sub", g, g_on), off)]
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum_terms(c: _Ctx) -> tuple[list[str], str]:
+    """The equation with ``...`` spelled out as letters and the output term made explicit."""
+    eq = c.attrs["equation"].replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    shapes = [_static(x, c.name) for x in c.x]
+    free = [ch for ch in _LETTERS if ch not in eq]
+    n_ell = max((len(s) - len(t) + 3 for t, s in zip(terms, shapes, strict=True)
+                 if "..." in t), default=0)
+    ell = "".join(free[:n_ell])
+    sizes: dict[str, int] = {}
+    out_terms = []
+    for t, s in zip(terms, shapes, strict=True):
+        if "..." in t:
+            t = t.replace("...", ell[n_ell - (len(s) - len(t) + 3):])
+        for ch, d in zip(t, s, strict=True):
+            if sizes.setdefault(ch, d) != d:
+                raise AutodiffError(f"tg.einsum: label {ch!r} has sizes {sizes[ch]} and {d} "
+                                    f"(broadcast labels have no gradient rule; at {c.loc})")
+        out_terms.append(t)
+    if not arrow:
+        rhs = "..." + "".join(sorted(ch for ch in lhs if lhs.count(ch) == 1 and ch.isalpha()))
+    rhs = rhs.replace("...", ell)
+    return out_terms, rhs
+
+
+def _einsum(c: _Ctx, g: Value) -> list[Value | None]:
+    """Per operand, the einsum of the cotangent with the other operands; labels only that
+    operand has are broadcast back (a repeated label -- a diagonal -- has no rule)."""
+    terms, rhs = _einsum_terms(c)
+    grads: list[Value | None] = []
+    for i, (t, x) in enumerate(zip(terms, c.x, strict=True)):
+        if x.ssa not in c.active:
+            grads.append(None)
+            continue
+        if len(set(t)) != len(t):
+            raise AutodiffError(f"tg.einsum: the term {t!r} repeats a label (a diagonal), which "
+                                f"has no gradient rule (at {c.loc})")
+        others = [u for j, u in enumerate(terms) if j != i] + [rhs]
+        seen = set("".join(others))
+        kept = "".join(ch for ch in t if ch in seen)
+        operands = [v for j, v in enumerate(c.x) if j != i] + [g]
+        gx = c.op("einsum", *operands, equation=",".join(others) + "->" + kept)
+        xs = _static(x, c.name)
+        if kept != t:
+            gx = c.op("reshape", gx, shape=[d if ch in seen else 1
+                                            for ch, d in zip(t, xs, strict=True)])
+            gx = c.op("broadcast_to", gx, _ints_const(c, xs))
+        grads.append(gx)
+    return grads
+
+
+def _resize_matrix(c: _Ctx, n_in: int, n_out: int) -> np.ndarray:
+    """The ``[n_out, n_in]`` matrix one axis of the resize applies (the kernel run on the
+    identity: each basis vector a batch entry, the other spatial axis kept at size 1)."""
+    from pytfrt.backends.cpu.data_ops import resize
+
+    basis = np.eye(n_in).reshape(n_in, n_in, 1, 1)
+    out = resize(basis, size=(n_out, 1), layout="NHWC", mode=c.attrs["mode"],
+                 coordinate_transformation_mode=c.attrs["coordinate_transformation_mode"],
+                 nearest_mode=c.attrs["nearest_mode"])
+    return out[:, :, 0, 0].T  # type: ignore[no-any-return]
+
+
+def _resize(c: _Ctx, g: Value) -> list[Value | None]:
+    """Resize is linear, one matrix per spatial axis: its transpose applies their transposes."""
+    xs = _static(c.x[0], c.name)
+    (ho, wo), nhwc = c.attrs["size"], c.attrs["layout"] == "NHWC"
+    hi, wi = (xs[1], xs[2]) if nhwc else (xs[2], xs[3])
+    dt = np_dtype(g.dtype)
+    mh = c.fb.constant(_resize_matrix(c, hi, ho).astype(dt))
+    mw = c.fb.constant(_resize_matrix(c, wi, wo).astype(dt))
+    eq = "nhwc,hi,wj->nijc" if nhwc else "nchw,hi,wj->ncij"
+    return [c.op("einsum", g, mh, mw, equation=eq)]
+
+
+def _conv_attrs(c: _Ctx) -> dict[str, Any]:
+    return {key: c.attrs[key] for key in ("layout", "strides", "dilations", "groups", "pads")}
+
+
+def _conv2d_transpose(c: _Ctx, g: Value) -> list[Value | None]:
+    """``conv2d_transpose(x, w)`` is the input gradient of the conv2d from its output's
+    shape to ``x``'s with filter ``w``: its transpose is that conv2d (output_padding rows
+    only widen the output, which that conv2d's floor drops), and the filter's gradient is
+    the conv2d's filter gradient with ``g`` as its input and ``x`` as its output gradient."""
+    x, w = c.x
+    conv = _conv_attrs(c)
+    ws = _ints_const(c, _static(w, c.name))
+    return [c.op("conv2d", g, w, **conv), c.op("conv2d_backprop_filter", g, ws, x, **conv)]
+
+
+def _conv2d_backprop_input(c: _Ctx, g: Value) -> list[Value | None]:
+    """Linear in the filter and ``dy``: the conv2d of ``g`` and the filter gradient."""
+    _shape, w, dy = c.x
+    conv = _conv_attrs(c)
+    ws = _ints_const(c, _static(w, c.name))
+    return [None, c.op("conv2d_backprop_filter", g, ws, dy, **conv), c.op("conv2d", g, w, **conv)]
+
+
+def _conv2d_backprop_filter(c: _Ctx, g: Value) -> list[Value | None]:
+    """Linear in ``x`` and ``dy``: ``g`` acts as a filter."""
+    x, _shape, dy = c.x
+    conv = _conv_attrs(c)
+    xs = _ints_const(c, _static(x, c.name))
+    return [c.op("conv2d_backprop_input", xs, g, dy, **conv), None, c.op("conv2d", x, g, **conv)]
+
+
+def _bias_add_grad(c: _Ctx, g: Value) -> list[Value | None]:
+    """A sum over every axis but the channels': ``g`` broadcast back along them."""
+    ds = _static(c.x[0], c.name)
+    channel = len(ds) - 1 if c.attrs["layout"] == "NHWC" else 1
+    return [c.broadcast_back(g, c.x[0], [a for a in range(len(ds)) if a != channel], False)]
+
+
+def _avg_pool2d_grad(c: _Ctx, g: Value) -> list[Value | None]:
+    """Linear in ``dy`` and the transpose of ``avg_pool2d``: its transpose is the pooling."""
+    attrs = {key: c.attrs[key] for key in ("layout", "ksize", "strides", "pads", "dilations",
+                                             "ceil_mode", "count_include_pad")}
+    return [None, c.op("avg_pool2d", g, **attrs)]
+
+
+def _exclusive_products(c: _Ctx, x2: Value, n: int, reverse: bool) -> Value:
+    """Per row of ``x2`` ``[m, n]``, the product of the entries before (``reverse``: after)
+    each one: a shift by one, then a doubling scan (``log2 n`` multiplies of shifted copies)."""
+    m = _static(x2, c.name)[0]
+    if n == 1:
+        return c.fb.constant(np.ones((m, 1), np_dtype(x2.dtype)))
+
+    def shifted(v: Value, s: int) -> Value:  # v moved s places along the row, ones let in
+        part = c.op("slice", v, starts=[0, s if reverse else 0], ends=[m, n if reverse else n - s],
+                    axes=[0, 1], steps=[1, 1])
+        pads = [0, 0, 0, s] if reverse else [0, s, 0, 0]
+        return c.op("pad", part, pads=pads, mode="constant", value=1.0)  # type: ignore[no-any-return]
+
+    p = shifted(x2, 1)
+    s = 1
+    while s < n:
+        p = c.op("mul", p, shifted(p, s))
+        s *= 2
+    return p
+
+
+def _reduce_prod(c: _Ctx, g: Value) -> list[Value | None]:
+    """Zero-safe: the derivative of the product by each entry is the product of the others,
+    the exclusive products from the left times those from the right."""
+    x = c.x[0]
+    xs = _static(x, c.name)
+    red = sorted(_norm_axes(c.attrs["axes"], len(xs)))
+    kept = [a for a in range(len(xs)) if a not in red]
+    n = int(np.prod([xs[a] for a in red]))
+    m = int(np.prod([xs[a] for a in kept]))
+    if n == 0 or m == 0:
+        return [_zeros_like(c, x)]
+    perm = kept + red
+    x2 = c.op("reshape", c.op("transpose", x, perm=perm), shape=[m, n])
+    others = c.op("mul", _exclusive_products(c, x2, n, False), _exclusive_products(c, x2, n, True))
+    g2 = c.op("mul", c.op("reshape", g, shape=[m, 1]), others)
+    g2 = c.op("reshape", g2, shape=[xs[a] for a in perm])
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return [c.op("transpose", g2, perm=inv)]
+
+
+def _lrn(c: _Ctx, g: Value) -> list[Value | None]:
+    """``y = x * d^-beta``, ``d = bias + alpha * W(x^2)`` with ``W`` the (symmetric) window
+    sum over ``axis``: ``g * d^-beta - 2 alpha beta x W(g y / d)``."""
+    x, y = c.x[0], c.y[0]
+    xs = _static(x, c.name)
+    axis = c.attrs["axis"] % len(xs)
+    alpha, beta = c.attrs["alpha"], c.attrs["beta"]
+    n, r = xs[axis], c.attrs["depth_radius"]
+    band = (np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= r).astype(np_dtype(x.dtype))
+    letters = _LETTERS[:len(xs)]
+    eq = f"{letters},{letters[axis]}Z->{letters[:axis]}Z{letters[axis + 1:]}"
+
+    def window(v: Value) -> Value:
+        return c.op("einsum", v, c.fb.constant(band), equation=eq)  # type: ignore[no-any-return]
+
+    d = c.op("add", c.mul(window(c.op("square", x)), alpha), c.const(c.attrs["bias"], x))
+    p = c.op("pow", d, c.const(-beta, d))
+    back = window(c.op("div", c.op("mul", g, y), d))
+    return [c.op("sub", c.op("mul", g, p), c.mul(c.op("mul", x, back), 2.0 * alpha * beta))]
+
+
 MultiRule = Callable[[_Ctx, list[Value | None]], list[Value | None]]
 
 
@@ -569,7 +853,8 @@ def _identity_n(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
     return list(gs)
 
 
-MULTI_VJP_RULES: dict[str, MultiRule] = {"split": _split, "identity_n": _identity_n}
+MULTI_VJP_RULES: dict[str, MultiRule] = {"split": _split, "identity_n": _identity_n,
+                                         "top_k": _top_k}
 """Catalogue op name -> the rule of an op with several results (a cotangent per result,
 ``None`` for results the output does not depend on)."""
 
@@ -620,6 +905,20 @@ VJP_RULES: dict[str, Rule] = {
     "batch_norm": _batch_norm,
     "layer_norm": _layer_norm,
     "l2_normalize": _l2_normalize,
+    "gather_nd": _gather_nd,
+    "gather_elements": _gather_elements,
+    "scatter_elements": _scatter_elements,
+    "scatter_nd": _scatter_nd,
+    "one_hot": _one_hot,
+    "einsum": _einsum,
+    "resize": _resize,
+    "conv2d_transpose": _conv2d_transpose,
+    "conv2d_backprop_input": _conv2d_backprop_input,
+    "conv2d_backprop_filter": _conv2d_backprop_filter,
+    "reduce_prod": _reduce_prod,
+    "lrn": _lrn,
+    "bias_add_grad": _bias_add_grad,
+    "avg_pool2d_grad": _avg_pool2d_grad,
 }
 """Catalogue op name -> its vector-Jacobian product rule."""
 
@@ -647,30 +946,13 @@ NO_RULE: dict[str, str] = {
     # -- the gradient ops themselves: second order not written (relu/relu6/sigmoid/tanh's
     #    are, for second-order gradients of the common activations)
     "gelu_grad": "second-order gelu not written",
-    "avg_pool2d_grad": "second order of pooling not written",
     "max_pool2d_grad": "second order of pooling not written",
     "batch_norm_grad": "second order of batch_norm not written",
     "layer_norm_grad": "second order of layer_norm not written",
-    "bias_add_grad": "second order not written (the TF front end's gradient op)",
-    "conv2d_backprop_input": "second order of conv2d not written",
-    "conv2d_backprop_filter": "second order of conv2d not written",
     "softmax_cross_entropy": "the TF front end's fused loss-and-gradient op (its second result "
                              "is already a gradient); write the loss with log_softmax instead",
     "sparse_softmax_cross_entropy": "the TF front end's fused loss-and-gradient op; write the "
                                     "loss with log_softmax and gather instead",
-    # -- differentiable, rule not written yet (an AutodiffError naming the op if on the path)
-    "conv2d_transpose": "rule not written yet",
-    "lrn": "rule not written yet",
-    "einsum": "rule not written yet",
-    "resize": "rule not written yet",
-    "reduce_prod": "the y / x form is wrong where x has zeros and the zero-safe form needs a "
-                   "cumulative product the catalogue lacks",
-    "gather_nd": "rule not written yet",
-    "gather_elements": "rule not written yet",
-    "scatter_nd": "rule not written yet",
-    "scatter_elements": "rule not written yet",
-    "top_k": "rule not written yet",
-    "one_hot": "rule not written yet (its on/off values are constants in the front ends)",
 }
 """Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
 raised when one is on a differentiated path says it)."""

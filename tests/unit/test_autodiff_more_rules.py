@@ -1,0 +1,317 @@
+"""pytfrt.grad rules of the indexing, scattering and remaining nn ops: gather_nd,
+gather_elements, scatter_nd, scatter_elements, top_k, one_hot (its on/off values), einsum,
+resize, conv2d_transpose, reduce_prod (zero-safe), lrn, and the second-order rules of
+conv2d_backprop_input/filter, bias_add_grad and avg_pool2d_grad.
+
+Oracles: ``jax.value_and_grad`` of the equivalent ``jax.numpy`` / ``jax.lax`` function and
+float64 central finite differences of pytfrt's own forward function (``test_autodiff._check``),
+then the same gradient computed inside ``@pytfrt.function`` (optimised) against the eager one.
+``test_autodiff_catalogue.py`` lists these rules as checked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_autodiff import _any, _check, _scalarize, _tg
+
+import pytfrt
+from pytfrt import eager
+from pytfrt.compiler.autodiff import AutodiffError
+from pytfrt.compiler.frontends import trace
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+RNG = np.random.default_rng(11)
+
+
+def _distinct(*shape: int) -> np.ndarray:
+    """Values at least 0.1 apart (no ties for top_k)."""
+    n = int(np.prod(shape))
+    return (RNG.permutation(n).reshape(shape) * 0.1 - 0.05 * n).astype(np.float32)
+
+
+def _first(op: str, n: int, **attrs: object):  # the first result of an n-result op
+    return lambda *xs: trace.tracer_for(*xs).emit(op, list(xs), n_results=n, **attrs)[0]
+
+
+def _i(a: object) -> np.ndarray:
+    return np.asarray(a, np.int64)
+
+
+# -- indexing and scattering --------------------------------------------------------------------
+
+GND_IDX = _i([[[0, 1], [2, -1]], [[0, 1], [0, 1]]])  # [2, 2, 2]: a repeated row, a negative index
+GND_B_IDX = np.asarray([[[1], [0], [1]], [[2], [2], [0]]], np.int32)  # batch_dims=1, [2, 3, 1]
+GEL_IDX = _i([[0, 2, -1, 0], [1, 1, 0, 2]])  # [2, 4] into [3, 4] along axis 0, repeats
+SEL_IDX = _i([[1, 0, 2], [2, 2, 0]])  # [2, 3] into [2, 4] along axis 1 (row 1 repeats column 2)
+SND_IDX = _i([[2, 0], [0, 1], [2, 0]])  # rows of a [3, 2, 4] tensor; [2, 0] twice
+SND_IDX_UNIQUE = _i([[2, 0], [0, -1]])
+
+
+def _last_wins(keys: list[tuple[int, ...]]) -> np.ndarray:
+    """Per write, whether no later write goes to the same place (NumPy's assignment rule)."""
+    return np.asarray([keys[i] not in keys[i + 1:] for i in range(len(keys))])
+
+
+def _scatter_set_jax(data, where, upd, winners):
+    """``data`` with ``upd`` written at ``where``, only the winning write of each place
+    counting: independent of how the backend orders repeated writes."""
+    written = jnp.zeros(data.shape, bool).at[where].set(True)
+    return jnp.where(written, 0.0, data) + jnp.zeros_like(data).at[where].add(
+        jnp.where(winners, upd, 0.0))
+
+
+def _sel_where(idx: np.ndarray, axis: int):
+    grid = list(np.indices(idx.shape, sparse=True))
+    grid[axis] = idx
+    return tuple(grid)
+
+
+_SEL_WIN = _last_wins([(r, int(c)) for r, row in enumerate(SEL_IDX) for c in row]).reshape(
+    SEL_IDX.shape)
+_SND_WIN = _last_wins([tuple(r) for r in SND_IDX])[:, None]
+
+
+def _gather_nd_b1_jax(x):
+    return jnp.stack([x[b][GND_B_IDX[b, :, 0]] for b in range(x.shape[0])])
+
+
+RULES = [
+    ("gather_nd", lambda x: _tg("gather_nd", batch_dims=0)(x, GND_IDX),
+     lambda x: x[GND_IDX[..., 0], GND_IDX[..., 1] % 4], [_any(3, 4, 2)], (0,)),
+    ("gather_nd-batch_dims", lambda x: _tg("gather_nd", batch_dims=1)(x, GND_B_IDX),
+     _gather_nd_b1_jax, [_any(2, 3, 4)], (0,)),
+    ("gather_elements", lambda x: _tg("gather_elements", axis=0)(x, GEL_IDX),
+     lambda x: jnp.take_along_axis(x, GEL_IDX % 3, axis=0), [_any(3, 4)], (0,)),
+    ("scatter_elements-none",
+     lambda d, u: _tg("scatter_elements", axis=1, reduction="none")(d, SEL_IDX, u),
+     lambda d, u: _scatter_set_jax(d, _sel_where(SEL_IDX, 1), u, _SEL_WIN),
+     [_any(2, 4), _any(2, 3)], (0, 1)),
+    ("scatter_elements-add",
+     lambda d, u: _tg("scatter_elements", axis=1, reduction="add")(d, SEL_IDX, u),
+     lambda d, u: jnp.asarray(d).at[_sel_where(SEL_IDX, 1)].add(u), [_any(2, 4), _any(2, 3)],
+     (0, 1)),
+    ("scatter_nd", lambda d, u: _tg("scatter_nd")(d, SND_IDX, u),
+     lambda d, u: _scatter_set_jax(d, (SND_IDX[:, 0], SND_IDX[:, 1]), u, _SND_WIN),
+     [_any(3, 2, 4), _any(3, 4)], (0, 1)),
+    ("scatter_nd-unique", lambda d, u: _tg("scatter_nd")(d, SND_IDX_UNIQUE, u),
+     lambda d, u: jnp.asarray(d).at[SND_IDX_UNIQUE[:, 0], SND_IDX_UNIQUE[:, 1] % 2].set(u),
+     [_any(3, 2, 4), _any(2, 4)], (0, 1)),
+    ("top_k", lambda x: _first("top_k", 2, sorted=True)(x, _i(3)),
+     lambda x: jax.lax.top_k(x, 3)[0], [_distinct(2, 3, 5)], (0,)),
+    ("one_hot", lambda on, off: _tg("one_hot", axis=0)(_i([[1, 3], [0, 7]]), _i(4), on, off),
+     lambda on, off: jnp.where(jax.nn.one_hot(_i([[1, 3], [0, 7]]), 4, axis=0) > 0, on, off),
+     [np.float32(0.8), np.float32(-0.3)], (0, 1)),
+]
+
+# -- einsum ---------------------------------------------------------------------------------------
+
+EINSUMS = [  # equation, operand shapes
+    ("ij,jk->ik", [(3, 4), (4, 2)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 2)]),
+    ("ij,jk", [(3, 4), (4, 2)]),  # implicit output
+    ("ij,kl->ik", [(3, 4), (2, 5)]),  # j and l summed away in one operand only
+    ("ij->", [(3, 4)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("...ij,jk->...ik", [(2, 3, 3, 4), (4, 2)]),
+    ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]),
+]
+RULES += [(f"einsum-{eq}", lambda *xs, eq=eq: _tg("einsum", equation=eq)(*xs),
+           lambda *xs, eq=eq: jnp.einsum(eq, *xs), [_any(*s) for s in shapes],
+           tuple(range(len(shapes))))
+          for eq, shapes in EINSUMS]
+
+# -- resize: ONNX Resize written in jax.numpy (per axis: source coordinates, then gather/lerp) -----
+
+
+def _src(n_in: int, n_out: int, ctm: str) -> np.ndarray:
+    o = np.arange(n_out, dtype=np.float64)
+    s = n_out / n_in
+    return {"half_pixel": (o + 0.5) / s - 0.5, "asymmetric": o / s,
+            "align_corners": o * (n_in - 1) / max(n_out - 1, 1)}[ctm]
+
+
+def _resize_axis_jax(x, axis, n_out, mode, ctm):
+    n_in = x.shape[axis]
+    src = _src(n_in, n_out, ctm)
+    if mode == "nearest":  # round_prefer_floor
+        return jnp.take(x, np.clip(np.ceil(src - 0.5), 0, n_in - 1).astype(np.int64), axis=axis)
+    src = np.clip(src, 0, n_in - 1)
+    lo = np.floor(src).astype(np.int64)
+    hi = np.minimum(lo + 1, n_in - 1)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    frac = (src - lo).reshape(shape).astype(np.float32)
+    a, b = jnp.take(x, lo, axis=axis), jnp.take(x, hi, axis=axis)
+    return a + (b - a) * frac
+
+
+RESIZES = [  # layout, x shape, size, mode, coordinate transformation
+    ("NHWC", (1, 3, 4, 2), (5, 7), "linear", "half_pixel"),
+    ("NCHW", (2, 1, 5, 6), (3, 4), "linear", "align_corners"),
+    ("NHWC", (1, 3, 4, 2), (6, 3), "nearest", "asymmetric"),
+    ("NCHW", (1, 2, 4, 3), (7, 5), "nearest", "half_pixel"),
+]
+RULES += [(f"resize-{lay}-{mode}-{ctm}-{size[0]}x{size[1]}",
+           lambda x, lay=lay, size=size, mode=mode, ctm=ctm: _tg(
+               "resize", size=list(size), layout=lay, mode=mode,
+               coordinate_transformation_mode=ctm)(x),
+           lambda x, lay=lay, size=size, mode=mode, ctm=ctm: _resize_axis_jax(
+               _resize_axis_jax(x, 1 if lay == "NHWC" else 2, size[0], mode, ctm),
+               2 if lay == "NHWC" else 3, size[1], mode, ctm),
+           [_any(*xs)], (0,))
+          for lay, xs, size, mode, ctm in RESIZES]
+
+# -- convolutions: transposed, and the second order of conv2d -------------------------------------
+
+
+def _conv_jax(x, w, layout, strides, pads, dilations, groups):
+    dn = ("NHWC", "HWIO", "NHWC") if layout == "NHWC" else ("NCHW", "OIHW", "NCHW")
+    return jax.lax.conv_general_dilated(x, w, strides, ((pads[0], pads[1]), (pads[2], pads[3])),
+                                        rhs_dilation=dilations, dimension_numbers=dn,
+                                        feature_group_count=groups)
+
+
+def _conv_input_vjp(y_shape, w, dy, *conv):
+    """The input gradient of the forward conv (what conv2d_transpose / backprop_input are)."""
+    return jax.vjp(lambda y: _conv_jax(y, w, *conv), jnp.zeros(y_shape, dy.dtype))[1](dy)[0]
+
+
+def _conv_filter_vjp(x, w_shape, dy, *conv):
+    return jax.vjp(lambda w: _conv_jax(x, w, *conv), jnp.zeros(w_shape, dy.dtype))[1](dy)[0]
+
+
+CONV_T = [  # layout, x shape, w shape, transposed output shape, strides, pads, dilations, groups,
+    #         output_padding
+    ("NHWC", (2, 3, 4, 4), (3, 3, 3, 4), (2, 5, 7, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, (0, 0)),
+    ("NHWC", (1, 3, 3, 4), (2, 2, 3, 4), (1, 7, 6, 6), (2, 2), (0, 0, 0, 0), (1, 1), 2, (1, 0)),
+    ("NCHW", (1, 4, 3, 3), (4, 2, 3, 2), (1, 2, 5, 5), (1, 1), (0, 0, 0, 0), (1, 2), 1, (0, 0)),
+]
+RULES += [(f"conv2d_transpose-{lay}-s{st[0]}-g{gr}-op{op[0]}",
+           lambda x, w, lay=lay, st=st, p=p, d=d, gr=gr, op=op: _tg(
+               "conv2d_transpose", layout=lay, strides=list(st), pads=list(p), dilations=list(d),
+               groups=gr, output_padding=list(op))(x, w),
+           lambda x, w, lay=lay, ys=ys, st=st, p=p, d=d, gr=gr: _conv_input_vjp(
+               ys, w, x, lay, st, p, d, gr),
+           [_any(*xs), _any(*ws)], (0, 1))
+          for lay, xs, ws, ys, st, p, d, gr, op in CONV_T]
+
+BACKPROP = [  # layout, forward input shape, filter shape, forward output shape, strides, pads,
+    #           dilations, groups
+    ("NHWC", (2, 5, 6, 2), (3, 3, 2, 3), (2, 3, 3, 3), (2, 2), (1, 1, 1, 0), (1, 1), 1),
+    ("NCHW", (1, 4, 5, 5), (4, 2, 2, 2), (1, 4, 2, 4), (2, 1), (0, 0, 0, 0), (1, 1), 2),
+]
+RULES += [(f"conv2d_backprop_input-{lay}",
+           lambda w, dy, lay=lay, xs=xs, st=st, p=p, d=d, gr=gr: _tg(
+               "conv2d_backprop_input", layout=lay, strides=list(st), pads=list(p),
+               dilations=list(d), groups=gr)(_i(xs), w, dy),
+           lambda w, dy, lay=lay, xs=xs, st=st, p=p, d=d, gr=gr: _conv_input_vjp(
+               xs, w, dy, lay, st, p, d, gr),
+           [_any(*ws), _any(*ys)], (0, 1))
+          for lay, xs, ws, ys, st, p, d, gr in BACKPROP]
+RULES += [(f"conv2d_backprop_filter-{lay}",
+           lambda x, dy, lay=lay, ws=ws, st=st, p=p, d=d, gr=gr: _tg(
+               "conv2d_backprop_filter", layout=lay, strides=list(st), pads=list(p),
+               dilations=list(d), groups=gr)(x, _i(ws), dy),
+           lambda x, dy, lay=lay, ws=ws, st=st, p=p, d=d, gr=gr: _conv_filter_vjp(
+               x, ws, dy, lay, st, p, d, gr),
+           [_any(*xs), _any(*ys)], (0, 1))
+          for lay, xs, ws, ys, st, p, d, gr in BACKPROP]
+
+# -- the other gradient ops (second order) --------------------------------------------------------
+
+
+def _avg_pool_jax(x, layout, k, strides, pads):
+    win = (1, *k, 1) if layout == "NHWC" else (1, 1, *k)
+    st = (1, *strides, 1) if layout == "NHWC" else (1, 1, *strides)
+    sp = ((pads[0], pads[1]), (pads[2], pads[3]))
+    pad = ((0, 0), *sp, (0, 0)) if layout == "NHWC" else ((0, 0), (0, 0), *sp)
+    total = jax.lax.reduce_window(x, 0.0, jax.lax.add, win, st, pad)
+    count = jax.lax.reduce_window(jnp.ones_like(x), 0.0, jax.lax.add, win, st, pad)
+    return total / count  # padding not counted
+
+
+RULES += [
+    ("bias_add_grad-NHWC", _tg("bias_add_grad", layout="NHWC"),
+     lambda dy: jnp.sum(dy, axis=(0, 1, 2)), [_any(2, 3, 2, 4)], (0,)),
+    ("bias_add_grad-NCHW", _tg("bias_add_grad", layout="NCHW"),
+     lambda dy: jnp.sum(dy, axis=(0, 2, 3)), [_any(2, 3, 2, 4)], (0,)),
+    ("avg_pool2d_grad", lambda dy: _tg(
+        "avg_pool2d_grad", layout="NHWC", ksize=[3, 2], strides=[2, 2], pads=[1, 1, 0, 1],
+        count_include_pad=False)(_i([2, 5, 5, 3]), dy),
+     lambda dy: jax.vjp(lambda x: _avg_pool_jax(x, "NHWC", (3, 2), (2, 2), (1, 1, 0, 1)),
+                        jnp.zeros((2, 5, 5, 3), dy.dtype))[1](dy)[0],
+     [_any(2, 3, 3, 3)], (0,)),
+]
+
+# -- reduce_prod (zeros included) and lrn ---------------------------------------------------------
+
+
+def _with_zeros(*shape: int) -> np.ndarray:
+    x = _any(*shape)
+    x.reshape(-1)[[1, 5, 6]] = 0.0  # one zero in a row, two in another
+    return x
+
+
+RULES += [
+    ("reduce_prod-axis1", lambda x: _tg("reduce_prod", axes=[1], keepdims=False)(x),
+     lambda x: jnp.prod(x, axis=1), [_with_zeros(3, 5)], (0,)),
+    ("reduce_prod-axes02-keepdims", lambda x: _tg("reduce_prod", axes=[0, 2], keepdims=True)(x),
+     lambda x: jnp.prod(x, axis=(0, 2), keepdims=True), [_with_zeros(2, 3, 3)], (0,)),
+    ("reduce_prod-all", lambda x: _tg("reduce_prod", axes=[], keepdims=False)(x),
+     jnp.prod, [_any(2, 3) * 0.9 + 0.2], (0,)),
+    ("reduce_prod-size1", lambda x: _tg("reduce_prod", axes=[1], keepdims=False)(x),
+     lambda x: jnp.prod(x, axis=1), [_any(3, 1)], (0,)),
+]
+
+
+def _lrn_jax(x, r, bias, alpha, beta, axis):
+    y = jnp.moveaxis(x, axis, -1)
+    c = y.shape[-1]
+    sq = jnp.pad(y * y, [(0, 0)] * (y.ndim - 1) + [(r, r)])
+    window = sum(sq[..., i:i + c] for i in range(2 * r + 1))
+    return jnp.moveaxis(y / (bias + alpha * window) ** beta, -1, axis)
+
+
+RULES += [
+    ("lrn-last", _tg("lrn", depth_radius=2, bias=1.0, alpha=0.3, beta=0.75, axis=-1),
+     lambda x: _lrn_jax(x, 2, 1.0, 0.3, 0.75, -1), [_any(2, 3, 7)], (0,)),
+    ("lrn-axis1", _tg("lrn", depth_radius=1, bias=2.0, alpha=1.0, beta=0.5, axis=1),
+     lambda x: _lrn_jax(x, 1, 2.0, 1.0, 0.5, 1), [_any(2, 4, 3, 2)], (0,)),
+]
+
+
+@pytest.mark.parametrize("case", RULES, ids=[c[0] for c in RULES])
+def test_rule(case):
+    _, f_pt, f_jax, inputs, argnums = case
+    _check(f_pt, f_jax, inputs, argnums)
+
+
+@pytest.mark.parametrize("case", RULES, ids=[c[0] for c in RULES])
+def test_rule_under_function(case):
+    """The gradient traced into an optimised ``@pytfrt.function`` equals the eager one."""
+    _, f_pt, f_jax, inputs, argnums = case
+    w = RNG.uniform(-1, 1, np.shape(f_jax(*inputs))).astype(np.float32)
+    g_eager = pytfrt.grad(_scalarize(f_pt, w), argnums=argnums)(*inputs)
+    g_fn = pytfrt.function(pytfrt.grad(_scalarize(f_pt, w), argnums=argnums))(*inputs)
+    for a, b in zip(g_eager, g_fn, strict=True):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
+
+
+def test_reduce_prod_zero_gradients_are_exact():
+    # a row with one zero: only that entry's gradient is non-zero (the product of the others)
+    x = np.asarray([[2.0, 0.0, 3.0, -1.0], [0.0, 4.0, 0.0, 5.0]], np.float32)
+    g = pytfrt.grad(lambda a: eager.reduce_sum(_tg("reduce_prod", axes=[1], keepdims=False)(a)))(x)
+    np.testing.assert_array_equal(g, [[0.0, -6.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+
+
+def test_unsupported_forms_raise():
+    x = _any(2, 4)
+    with pytest.raises(AutodiffError, match="tg.scatter_elements with reduction 'mul'"):
+        pytfrt.grad(lambda d: eager.reduce_sum(_tg("scatter_elements", axis=1, reduction="mul")(
+            d, SEL_IDX, _any(2, 3))))(x)
+    with pytest.raises(AutodiffError, match="repeats a label"):
+        pytfrt.grad(lambda a: _tg("einsum", equation="ii->")(a))(_any(3, 3))
