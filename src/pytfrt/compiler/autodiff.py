@@ -5,10 +5,12 @@
 from the differentiated values to the output, and appends their vector-Jacobian products -- more
 catalogue ops, emitted through the same builder -- in reverse order.  Each differentiable op has
 one rule in :data:`VJP_RULES`; the rules reuse the catalogue's gradient ops where they fit
-(``relu_grad``, ``relu6_grad``, ``sigmoid_grad``, ``tanh_grad``, ``gelu_grad``).  Broadcasting
-is undone by summing over the broadcast axes (static shapes are required).
+(``relu_grad``, ``relu6_grad``, ``sigmoid_grad``, ``tanh_grad``, ``gelu_grad``, the conv2d
+backprops).  Broadcasting is undone by summing over the broadcast axes (static shapes are
+required); every gather (``gather``, ``gather_nd``, ``gather_elements``, ``top_k``) is
+transposed by a ``scatter_elements`` that adds (repeated indices add up).
 
-Ops with several results (``split``, ``identity_n``) have their rule in
+Ops with several results (``split``, ``identity_n``, ``top_k``) have their rule in
 :data:`MULTI_VJP_RULES`.  Every catalogue op is in exactly one of: a rule,
 :data:`NON_DIFFERENTIABLE` (non-float values carry no gradient; integer, boolean and
 piecewise-constant ops such as comparisons, ``floor``, ``argmax`` stop it), or :data:`NO_RULE`
