@@ -284,23 +284,6 @@ RULES += [
 ]
 
 
-@pytest.mark.parametrize("case", RULES, ids=[c[0] for c in RULES])
-def test_rule(case):
-    _, f_pt, f_jax, inputs, argnums = case
-    _check(f_pt, f_jax, inputs, argnums)
-
-
-@pytest.mark.parametrize("case", RULES, ids=[c[0] for c in RULES])
-def test_rule_under_function(case):
-    """The gradient traced into an optimised ``@pytfrt.function`` equals the eager one."""
-    _, f_pt, f_jax, inputs, argnums = case
-    w = RNG.uniform(-1, 1, np.shape(f_jax(*inputs))).astype(np.float32)
-    g_eager = pytfrt.grad(_scalarize(f_pt, w), argnums=argnums)(*inputs)
-    g_fn = pytfrt.function(pytfrt.grad(_scalarize(f_pt, w), argnums=argnums))(*inputs)
-    for a, b in zip(g_eager, g_fn, strict=True):
-        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
-
-
 def test_reduce_prod_zero_gradients_are_exact():
     # a row with one zero: only that entry's gradient is non-zero (the product of the others)
     x = np.asarray([[2.0, 0.0, 3.0, -1.0], [0.0, 4.0, 0.0, 5.0]], np.float32)
@@ -315,3 +298,109 @@ def test_unsupported_forms_raise():
             d, SEL_IDX, _any(2, 3))))(x)
     with pytest.raises(AutodiffError, match="repeats a label"):
         pytfrt.grad(lambda a: _tg("einsum", equation="ii->")(a))(_any(3, 3))
+
+
+# -- gradient ops differentiated through their expansion (second order) ---------------------------
+
+
+def _nth(op: str, n: int, i: int, **attrs: object):  # result i of an n-result op
+    return lambda *xs: trace.tracer_for(*xs).emit(op, list(xs), n_results=n, **attrs)[i]
+
+
+def _gelu_d(x, approximate):
+    return jax.grad(lambda t: jnp.sum(jax.nn.gelu(t, approximate=approximate)))(x)
+
+
+def _ln_jax(x, gamma, beta, axis):
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    mu = jnp.mean(x, axis=axes, keepdims=True)
+    v = jnp.mean((x - mu) ** 2, axis=axes, keepdims=True)
+    return (x - mu) / jnp.sqrt(v + 1e-5) * gamma + beta
+
+
+def _ln_grad_jax(dy, x, gamma, axis):
+    beta = jnp.zeros_like(gamma)
+    return jax.vjp(lambda a, b, c: _ln_jax(a, b, c, axis), x, gamma, beta)[1](dy)
+
+
+def _bn_grad_jax(dy, x, scale, mean, var, training):
+    """TF's FusedBatchNormGrad over NHWC (channel last), mean/variance given."""
+    inv = 1.0 / jnp.sqrt(var + 1e-3)
+    xhat = (x - mean) * inv
+    doffset = jnp.sum(dy, axis=(0, 1, 2))
+    dscale = jnp.sum(dy * xhat, axis=(0, 1, 2))
+    n = x.size // x.shape[-1]
+    dx = scale * inv * ((dy - doffset / n - xhat * dscale / n) if training else dy)
+    return dx, dscale, doffset
+
+
+def _xent_jax(logits, labels):
+    logp = jax.nn.log_softmax(logits, axis=1)
+    return -jnp.sum(labels * logp, axis=1), jax.nn.softmax(logits, axis=1) - labels
+
+
+SPARSE = np.asarray([2, 0, 3], np.int32)
+BN_IN = [_any(2, 3, 2, 4), _any(2, 3, 2, 4), _any(4), _any(4), RNG.uniform(0.5, 2.0, 4).astype(
+    np.float32)]
+
+RULES2 = [
+    (f"gelu_grad-approximate={a}", _tg("gelu_grad", approximate=a),
+     lambda dy, x, a=a: dy * _gelu_d(x, a), [_any(3, 4), _any(3, 4)], (0, 1))
+    for a in (False, True)
+]
+RULES2 += [(f"layer_norm_grad-{i}-axis{ax}",
+            lambda dy, x, ga, i=i, ax=ax: _nth("layer_norm_grad", 3, i, axis=ax, epsilon=1e-5)(
+                dy, x, ga),
+            lambda dy, x, ga, i=i, ax=ax: _ln_grad_jax(dy, x, ga, ax)[i],
+            [_any(3, 2, 4), _any(3, 2, 4), _any(*((2, 4) if ax == 1 else (4,)))], (0, 1, 2))
+           for i in range(3) for ax in (1, -1)]
+RULES2 += [(f"batch_norm_grad-{i}-training={t}",
+            lambda *a, i=i, t=t: _nth("batch_norm_grad", 3, i, epsilon=1e-3, axis=-1,
+                                      is_training=t)(*a),
+            lambda *a, i=i, t=t: _bn_grad_jax(*a, training=t)[i], BN_IN, (0, 1, 2, 3, 4))
+           for i in range(3) for t in (False, True)]
+RULES2 += [(f"softmax_cross_entropy-{i}", _nth("softmax_cross_entropy", 2, i),
+            lambda lg, lb, i=i: _xent_jax(lg, lb)[i],
+            [_any(3, 5), RNG.dirichlet(np.ones(5), 3).astype(np.float32)], (0, 1))
+           for i in range(2)]
+RULES2 += [(f"sparse_softmax_cross_entropy-{i}",
+            lambda lg, i=i: _nth("sparse_softmax_cross_entropy", 2, i)(lg, SPARSE),
+            lambda lg, i=i: _xent_jax(lg, jax.nn.one_hot(SPARSE, 5))[i], [_any(3, 5)], (0,))
+           for i in range(2)]
+ALL_RULES = RULES + RULES2
+
+
+@pytest.mark.parametrize("case", ALL_RULES, ids=[c[0] for c in ALL_RULES])
+def test_rule(case):
+    _, f_pt, f_jax, inputs, argnums = case
+    _check(f_pt, f_jax, inputs, argnums)
+
+
+@pytest.mark.parametrize("case", ALL_RULES, ids=[c[0] for c in ALL_RULES])
+def test_rule_under_function(case):
+    """The gradient traced into an optimised ``@pytfrt.function`` equals the eager one."""
+    _, f_pt, f_jax, inputs, argnums = case
+    w = RNG.uniform(-1, 1, np.shape(f_jax(*inputs))).astype(np.float32)
+    g_eager = pytfrt.grad(_scalarize(f_pt, w), argnums=argnums)(*inputs)
+    g_fn = pytfrt.function(pytfrt.grad(_scalarize(f_pt, w), argnums=argnums))(*inputs)
+    for a, b in zip(g_eager, g_fn, strict=True):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
+
+
+def test_second_order_of_layer_norm_and_cross_entropy():
+    # grad of grad through layer_norm (its rule emits layer_norm_grad) and a softmax loss
+    x, w = _any(3, 4), _any(4, 5)
+    lab = RNG.dirichlet(np.ones(5), 3).astype(np.float32)
+
+    def loss(p):
+        h = _tg("layer_norm", axis=-1, epsilon=1e-5, has_gamma=False, has_beta=False)(p[0] * x)
+        return eager.reduce_sum(_nth("softmax_cross_entropy", 2, 0)(h @ w, lab))
+
+    def jloss(p):
+        h = _ln_jax(x * p[0], 1.0, 0.0, -1)
+        return jnp.sum(_xent_jax(h @ w, lab)[0])
+
+    p = np.asarray([0.7], np.float32)
+    d2 = pytfrt.grad(lambda q: eager.reduce_sum(pytfrt.grad(loss)(q)))(p)
+    jd2 = jax.grad(lambda q: jnp.sum(jax.grad(jloss)(q)))(p)
+    np.testing.assert_allclose(d2, jd2, rtol=2e-4, atol=2e-5)

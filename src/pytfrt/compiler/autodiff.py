@@ -855,8 +855,118 @@ def _identity_n(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
     return list(gs)
 
 
-MULTI_VJP_RULES: dict[str, MultiRule] = {"split": _split, "identity_n": _identity_n,
-                                         "top_k": _top_k}
+# -- gradient ops written out as catalogue ops (their second order) ------------------------------
+
+
+def _expanded(expand: Callable[[_Ctx], list[Value]]) -> MultiRule:
+    """The rule of an op re-emitted as catalogue ops with rules of their own (``expand``
+    returns its results, computed again from its operands): those ops are differentiated by
+    :func:`backprop`.  The copies are dead code to the forward program."""
+
+    def rule(c: _Ctx, gs: list[Value | None]) -> list[Value | None]:
+        start = len(list(c.fb.block.ops))
+        outs = expand(c)
+        ops = list(c.fb.block.ops)[start:]
+        wrt: list[Value] = []
+        for x in c.x:
+            if x.ssa in c.active and all(x.ssa is not w.ssa for w in wrt):
+                wrt.append(x)
+        pairs = [(o, g) for o, g in zip(outs, gs, strict=True) if g is not None]
+        grads = dict(zip([w.ssa for w in wrt], backprop(c.fb, ops, wrt, pairs), strict=True))
+        return [grads.pop(x.ssa, None) for x in c.x]
+
+    return rule
+
+
+def _sum_over(c: _Ctx, v: Value, axes: Sequence[int], keepdims: bool) -> Value:
+    """``reduce_sum`` over ``axes`` -- none (not all) when ``axes`` is empty."""
+    return c.op("reduce_sum", v, axes=list(axes), keepdims=keepdims) if axes else v
+
+
+def _gelu_grad_ops(c: _Ctx) -> list[Value]:
+    dy, x = c.x
+    if c.attrs["approximate"]:
+        k = math.sqrt(2.0 / math.pi)
+        x2 = c.op("square", x)
+        t = c.op("tanh", c.mul(c.op("mul", x, c.op("add", c.mul(x2, 0.044715),
+                                                     c.const(1.0, x))), k))
+        du = c.op("add", c.mul(x2, 3 * 0.044715 * k), c.const(k, x))
+        half_x = c.mul(x, 0.5)
+        d = c.op("add", c.op("add", c.mul(t, 0.5), c.const(0.5, x)),
+                 c.op("mul", c.op("mul", half_x, c.op("sub", c.const(1.0, t), c.op("square", t))),
+                      du))
+    else:
+        cdf = c.op("add", c.mul(c.op("erf", c.mul(x, 1.0 / math.sqrt(2.0))), 0.5),
+                   c.const(0.5, x))
+        pdf = c.mul(c.op("exp", c.mul(c.op("square", x), -0.5)), 1.0 / math.sqrt(2.0 * math.pi))
+        d = c.op("add", cdf, c.op("mul", x, pdf))
+    return [c.op("mul", dy, d)]
+
+
+def _layer_norm_grad_ops(c: _Ctx) -> list[Value]:
+    dy, x, gamma = c.x
+    rank = len(_static(x, c.name))
+    axis = c.attrs["axis"] % rank
+    norm, lead = list(range(axis, rank)), list(range(axis))
+    xc = c.op("sub", x, c.op("reduce_mean", x, axes=norm, keepdims=True))
+    var = c.op("reduce_mean", c.op("square", xc), axes=norm, keepdims=True)
+    inv = c.op("rsqrt", c.op("add", var, c.const(c.attrs["epsilon"], var)))
+    xhat = c.op("mul", xc, inv)
+    g = c.op("mul", dy, gamma)
+    mean_g = c.op("reduce_mean", g, axes=norm, keepdims=True)
+    mean_gx = c.op("reduce_mean", c.op("mul", g, xhat), axes=norm, keepdims=True)
+    dx = c.op("mul", inv, c.op("sub", c.op("sub", g, mean_g), c.op("mul", xhat, mean_gx)))
+    return [dx, _sum_over(c, c.op("mul", dy, xhat), lead, False), _sum_over(c, dy, lead, False)]
+
+
+def _batch_norm_grad_ops(c: _Ctx) -> list[Value]:
+    dy, x, scale, mean, var = c.x
+    xs = _static(x, c.name)
+    axis = c.attrs["axis"] % len(xs)
+    others = [a for a in range(len(xs)) if a != axis]
+    bshape = [xs[a] if a == axis else 1 for a in range(len(xs))]
+
+    def b(v: Value) -> Value:
+        return c.op("reshape", v, shape=bshape)  # type: ignore[no-any-return]
+
+    inv = b(c.op("rsqrt", c.op("add", var, c.const(c.attrs["epsilon"], var))))
+    xhat = c.op("mul", c.op("sub", x, b(mean)), inv)
+    doffset = _sum_over(c, dy, others, False)
+    dscale = _sum_over(c, c.op("mul", dy, xhat), others, False)
+    gain = c.op("mul", b(scale), inv)
+    if c.attrs["is_training"]:
+        n = int(np.prod(xs)) // xs[axis]
+        centred = c.op("sub", c.op("sub", dy, c.mul(b(doffset), 1.0 / n)),
+                       c.mul(c.op("mul", xhat, b(dscale)), 1.0 / n))
+        dx = c.op("mul", gain, centred)
+    else:
+        dx = c.op("mul", gain, dy)
+    return [dx, dscale, doffset]
+
+
+def _cross_entropy_ops(c: _Ctx) -> list[Value]:
+    """``(-sum(labels * log_softmax(logits)), softmax(logits) - labels)`` per row, the labels
+    one-hot first for the sparse form."""
+    logits, labels = c.x
+    if c.name == "sparse_softmax_cross_entropy":
+        depth = c.fb.constant(np.asarray(_static(logits, c.name)[1], np.int64))
+        labels = c.op("one_hot", labels, depth, c.const(1.0, logits), c.const(0.0, logits),
+                      axis=-1)
+    logp = c.op("log_softmax", logits, axis=1)
+    loss = c.op("neg", c.op("reduce_sum", c.op("mul", labels, logp), axes=[1], keepdims=False))
+    return [loss, c.op("sub", c.op("softmax", logits, axis=1), labels)]
+
+
+MULTI_VJP_RULES: dict[str, MultiRule] = {
+    "split": _split,
+    "identity_n": _identity_n,
+    "top_k": _top_k,
+    "gelu_grad": _expanded(_gelu_grad_ops),
+    "layer_norm_grad": _expanded(_layer_norm_grad_ops),
+    "batch_norm_grad": _expanded(_batch_norm_grad_ops),
+    "softmax_cross_entropy": _expanded(_cross_entropy_ops),
+    "sparse_softmax_cross_entropy": _expanded(_cross_entropy_ops),
+}
 """Catalogue op name -> the rule of an op with several results (a cotangent per result,
 ``None`` for results the output does not depend on)."""
 
@@ -945,16 +1055,8 @@ NO_RULE: dict[str, str] = {
                          "differentiated the traced program",
     "fused_graph": "made by the fusion passes, which run after differentiation",
     "yield": "the terminator of a fused region (made by the passes, after differentiation)",
-    # -- the gradient ops themselves: second order not written (relu/relu6/sigmoid/tanh's
-    #    are, for second-order gradients of the common activations)
-    "gelu_grad": "second-order gelu not written",
-    "max_pool2d_grad": "second order of pooling not written",
-    "batch_norm_grad": "second order of batch_norm not written",
-    "layer_norm_grad": "second order of layer_norm not written",
-    "softmax_cross_entropy": "the TF front end's fused loss-and-gradient op (its second result "
-                             "is already a gradient); write the loss with log_softmax instead",
-    "sparse_softmax_cross_entropy": "the TF front end's fused loss-and-gradient op; write the "
-                                    "loss with log_softmax and gather instead",
+    # -- a gradient op whose own rule is not written
+    "max_pool2d_grad": "second order of max pooling not written",
 }
 """Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
 raised when one is on a differentiated path says it)."""
