@@ -243,12 +243,18 @@ def test_every_catalogue_op_is_classified():
     assert not problems, "\n".join(problems)
 
 
+_IDX = np.asarray([[1, 0], [2, 2]], np.int64)
+
+
 @pytest.mark.parametrize(("op", "f"), [
-    ("max_pool2d_grad", lambda x: _tg("max_pool2d_grad", layout="NHWC", ksize=[1, 1])(
-        *[eager.reshape(x, [1, 2, 3, 1])] * 3))])
-def test_no_rule_ops_raise_with_their_reason(op, f):
-    with pytest.raises(AutodiffError, match=rf"tg.{op} is not differentiable by pytfrt.grad "
-                       rf"\(at .*test_autodiff\w*.py:\d+\): \S"):
+    ("scatter_elements", lambda x: _tg("scatter_elements", axis=1, reduction="mul")(
+        x, _IDX, x[:, :2])),
+    ("gather", lambda x: _tg("gather", axis=1, batch_dims=1)(x, _IDX)),
+    ("einsum", lambda x: _tg("einsum", equation="ii->i")(x[:, :2])),
+])
+def test_unsupported_forms_raise_naming_op_and_line(op, f):
+    with pytest.raises(AutodiffError, match=rf"tg.{op}.* has no gradient rule .*at "
+                       rf".*test_autodiff\w*.py:\d+"):
         pytfrt.grad(lambda x: eager.reduce_sum(f(x)))(_pos(2, 3))
 
 

@@ -367,6 +367,45 @@ RULES2 += [(f"sparse_softmax_cross_entropy-{i}",
             lambda lg, i=i: _nth("sparse_softmax_cross_entropy", 2, i)(lg, SPARSE),
             lambda lg, i=i: _xent_jax(lg, jax.nn.one_hot(SPARSE, 5))[i], [_any(3, 5)], (0,))
            for i in range(2)]
+def _max_pool_jax(x, layout, k, strides, pads, dilations):
+    win = (1, *k, 1) if layout == "NHWC" else (1, 1, *k)
+    st = (1, *strides, 1) if layout == "NHWC" else (1, 1, *strides)
+    dil = (1, *dilations, 1) if layout == "NHWC" else (1, 1, *dilations)
+    sp = ((pads[0], pads[1]), (pads[2], pads[3]))
+    pad = ((0, 0), *sp, (0, 0)) if layout == "NHWC" else ((0, 0), (0, 0), *sp)
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, win, st, pad, window_dilation=dil)
+
+
+MAX_POOLS = [  # layout, x shape, ksize, strides, pads, dilations, ceil_mode
+    ("NHWC", (2, 5, 6, 2), (3, 3), (2, 2), (1, 1, 1, 0), (1, 1), False),
+    ("NCHW", (1, 2, 6, 7), (2, 3), (1, 2), (0, 1, 1, 1), (1, 1), False),
+    ("NHWC", (1, 5, 5, 1), (2, 2), (2, 2), (0, 0, 0, 0), (1, 1), True),  # a ragged last window
+]
+
+
+def _max_pool_grad_case(lay, xs, k, st, p, d, ceil):
+    x = _distinct(*xs)  # no ties: JAX's choice among equal maxima is its own
+    attrs = {"layout": lay, "ksize": list(k), "strides": list(st), "pads": list(p),
+             "dilations": list(d), "ceil_mode": ceil}
+    y = np.asarray(pytfrt.function(_tg("max_pool2d", **attrs))(x))
+    # the pooled output JAX computes, with the extra bottom/right padding of ceil mode
+    jp = list(p)
+    if ceil:
+        jp[1] += 1
+        jp[3] += 1
+    f_jax = lambda dy: jax.vjp(  # noqa: E731
+        lambda a: _max_pool_jax(a, lay, k, st, jp, d), jnp.asarray(x))[1](dy)[0]
+    return (f"max_pool2d_grad-{lay}-k{k[0]}{k[1]}-ceil={ceil}",
+            lambda dy: _tg("max_pool2d_grad", **attrs)(*_like(dy, x, y), dy), f_jax,
+            [_any(*y.shape)], (0,))
+
+
+def _like(dy, *arrays):  # constants in the element type of the traced dy (f64 for the FDs)
+    return [a.astype(np.float64) if dy.value.dtype == "f64" else a for a in arrays]
+
+
+RULES2 += [_max_pool_grad_case(*m) for m in MAX_POOLS]
+
 ALL_RULES = RULES + RULES2
 
 
@@ -385,6 +424,31 @@ def test_rule_under_function(case):
     g_fn = pytfrt.function(pytfrt.grad(_scalarize(f_pt, w), argnums=argnums))(*inputs)
     for a, b in zip(g_eager, g_fn, strict=True):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"layout": "NHWC", "ksize": [2, 2], "strides": [1, 1], "pads": [1, 0, 0, 1]},
+    {"layout": "NCHW", "ksize": [2, 3], "strides": [1, 2], "pads": [0, 1, 1, 1],
+     "dilations": [2, 1]},
+    {"layout": "NHWC", "ksize": [3, 2], "strides": [2, 2], "pads": [1, 1, 0, 0],
+     "ceil_mode": True},
+])
+def test_max_pool2d_grad_rule_follows_the_kernel(attrs):
+    """Tied maxima, dilations, ceil mode: the transpose reads ``g`` where the kernel sent
+    ``dy``.  The oracle is the kernel's own matrix (max_pool2d_grad is linear in dy), built
+    column by column."""
+    x = np.round(_any(1, 5, 6, 2)).astype(np.float32)  # few distinct values: many ties
+    y = np.asarray(pytfrt.function(_tg("max_pool2d", **attrs))(x))
+    op = pytfrt.function(lambda dy: _tg("max_pool2d_grad", **attrs)(x, y, dy))
+    cols = []
+    for k in range(y.size):
+        e = np.zeros(y.size, np.float32)
+        e[k] = 1.0
+        cols.append(np.asarray(op(e.reshape(y.shape))).reshape(-1))
+    jac = np.stack(cols, axis=1)  # [x.size, y.size]
+    g = _any(*x.shape)
+    got = pytfrt.grad(lambda dy: eager.reduce_sum(op(dy) * g))(np.zeros(y.shape, np.float32))
+    np.testing.assert_allclose(np.asarray(got).reshape(-1), jac.T @ g.reshape(-1), rtol=1e-6)
 
 
 def test_second_order_of_layer_norm_and_cross_entropy():

@@ -11,7 +11,9 @@ required); every gather (``gather``, ``gather_nd``, ``gather_elements``, ``top_k
 transposed by a ``scatter_elements`` that adds (repeated indices add up).
 
 Ops with several results (``split``, ``identity_n``, ``top_k``) have their rule in
-:data:`MULTI_VJP_RULES`.  Every catalogue op is in exactly one of: a rule,
+:data:`MULTI_VJP_RULES`, and so have the gradient ops that are differentiated by re-emitting them
+as the catalogue ops they are made of (``gelu_grad``, ``layer_norm_grad``, ``batch_norm_grad``,
+the cross-entropy ops): second-order gradients.  Every catalogue op is in exactly one of: a rule,
 :data:`NON_DIFFERENTIABLE` (non-float values carry no gradient; integer, boolean and
 piecewise-constant ops such as comparisons, ``floor``, ``argmax`` stop it), or :data:`NO_RULE`
 (deliberate exceptions, each with its reason); ``tests/unit/test_autodiff_catalogue.py``
@@ -768,6 +770,52 @@ def _bias_add_grad(c: _Ctx, g: Value) -> list[Value | None]:
     return [c.broadcast_back(g, c.x[0], [a for a in range(len(ds)) if a != channel], False)]
 
 
+def _max_pool2d_grad(c: _Ctx, g: Value) -> list[Value | None]:
+    """Linear in ``dy`` (``x`` and ``y`` only choose where it goes): the transpose reads, per
+    window, ``g`` at the tap that received ``dy`` -- the first tap (row-major) whose input
+    equals the window's maximum, as the kernel chooses."""
+    x, y, _dy = c.x
+    xs, ys = _static(x, c.name), _static(y, c.name)
+    nhwc = c.attrs["layout"] == "NHWC"
+    ha, wa = (1, 2) if nhwc else (2, 3)
+    kh, kw = c.attrs["ksize"]
+    sh, sw = c.attrs["strides"]
+    dh, dw = c.attrs["dilations"]
+    pt, _pb, pl, _pr = c.attrs["pads"]
+    oh, ow = ys[ha], ys[wa]
+    bottom = max(0, (kh - 1) * dh + (oh - 1) * sh + 1 - pt - xs[ha])
+    right = max(0, (kw - 1) * dw + (ow - 1) * sw + 1 - pl - xs[wa])
+    pads = [0] * 8
+    pads[ha], pads[wa], pads[4 + ha], pads[4 + wa] = pt, pl, bottom, right
+    xp = c.op("pad", x, pads=pads, mode="constant", value=0.0)
+    gp = c.op("pad", g, pads=pads, mode="constant", value=0.0)
+    real = np.zeros((pt + xs[ha] + bottom, pl + xs[wa] + right), bool)
+    real[pt:pt + xs[ha], pl:pl + xs[wa]] = True  # padding never holds the maximum
+    mask_shape = [1, 1, 1, 1]
+    mask_shape[ha], mask_shape[wa] = oh, ow
+    zero = c.const(0.0, g)
+    out: Value | None = None
+    taken: Value | None = None
+    for i in range(kh):
+        for j in range(kw):
+            rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
+            cols = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw)
+            tap = {"starts": [rows.start, cols.start], "ends": [rows.stop, cols.stop],
+                   "axes": [ha, wa], "steps": [sh, sw]}
+            hit = c.op("equal", c.op("slice", xp, **tap), y)
+            valid = real[rows, cols]
+            if not valid.all():
+                hit = c.op("logical_and", hit, c.fb.constant(valid.reshape(mask_shape)))
+            if taken is None:
+                taken = hit
+            else:
+                hit = c.op("logical_and", hit, c.op("logical_not", taken))
+                taken = c.op("logical_or", taken, hit)
+            part = c.op("select", hit, c.op("slice", gp, **tap), zero)
+            out = part if out is None else c.op("add", out, part)
+    return [None, None, out]
+
+
 def _avg_pool2d_grad(c: _Ctx, g: Value) -> list[Value | None]:
     """Linear in ``dy`` and the transpose of ``avg_pool2d``: its transpose is the pooling."""
     attrs = {key: c.attrs[key] for key in ("layout", "ksize", "strides", "pads", "dilations",
@@ -968,7 +1016,8 @@ MULTI_VJP_RULES: dict[str, MultiRule] = {
     "sparse_softmax_cross_entropy": _expanded(_cross_entropy_ops),
 }
 """Catalogue op name -> the rule of an op with several results (a cotangent per result,
-``None`` for results the output does not depend on)."""
+``None`` for results the output does not depend on), and of the gradient ops differentiated
+through their expansion (:func:`_expanded`)."""
 
 
 VJP_RULES: dict[str, Rule] = {
@@ -1031,6 +1080,7 @@ VJP_RULES: dict[str, Rule] = {
     "lrn": _lrn,
     "bias_add_grad": _bias_add_grad,
     "avg_pool2d_grad": _avg_pool2d_grad,
+    "max_pool2d_grad": _max_pool2d_grad,
 }
 """Catalogue op name -> its vector-Jacobian product rule."""
 
@@ -1055,8 +1105,6 @@ NO_RULE: dict[str, str] = {
                          "differentiated the traced program",
     "fused_graph": "made by the fusion passes, which run after differentiation",
     "yield": "the terminator of a fused region (made by the passes, after differentiation)",
-    # -- a gradient op whose own rule is not written
-    "max_pool2d_grad": "second order of max pooling not written",
 }
 """Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
 raised when one is on a differentiated path says it)."""
