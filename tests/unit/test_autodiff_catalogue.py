@@ -249,7 +249,6 @@ _IDX = np.asarray([[1, 0], [2, 2]], np.int64)
 @pytest.mark.parametrize(("op", "f"), [
     ("scatter_elements", lambda x: _tg("scatter_elements", axis=1, reduction="mul")(
         x, _IDX, x[:, :2])),
-    ("gather", lambda x: _tg("gather", axis=1, batch_dims=1)(x, _IDX)),
     ("einsum", lambda x: _tg("einsum", equation="ii->i")(x[:, :2])),
 ])
 def test_unsupported_forms_raise_naming_op_and_line(op, f):

@@ -83,6 +83,9 @@ RULES = [
      lambda x: x[GND_IDX[..., 0], GND_IDX[..., 1] % 4], [_any(3, 4, 2)], (0,)),
     ("gather_nd-batch_dims", lambda x: _tg("gather_nd", batch_dims=1)(x, GND_B_IDX),
      _gather_nd_b1_jax, [_any(2, 3, 4)], (0,)),
+    ("gather-batch_dims", lambda x: _tg("gather", axis=2, batch_dims=1)(x, GND_B_IDX[..., 0]),
+     lambda x: jnp.stack([x[b][:, GND_B_IDX[b, :, 0]] for b in range(2)]), [_any(2, 2, 3, 4)],
+     (0,)),
     ("gather_elements", lambda x: _tg("gather_elements", axis=0)(x, GEL_IDX),
      lambda x: jnp.take_along_axis(x, GEL_IDX % 3, axis=0), [_any(3, 4)], (0,)),
     ("scatter_elements-none",
@@ -93,6 +96,10 @@ RULES = [
      lambda d, u: _tg("scatter_elements", axis=1, reduction="add")(d, SEL_IDX, u),
      lambda d, u: jnp.asarray(d).at[_sel_where(SEL_IDX, 1)].add(u), [_any(2, 4), _any(2, 3)],
      (0, 1)),
+    *[(f"scatter_elements-{red}",
+       lambda d, u, red=red: _tg("scatter_elements", axis=1, reduction=red)(d, SEL_IDX, u),
+       lambda d, u, red=red: getattr(jnp.asarray(d).at[_sel_where(SEL_IDX, 1)], red)(u),
+       [_distinct(2, 4), _distinct(2, 3) + 0.05], (0, 1)) for red in ("max", "min")],
     ("scatter_nd", lambda d, u: _tg("scatter_nd")(d, SND_IDX, u),
      lambda d, u: _scatter_set_jax(d, (SND_IDX[:, 0], SND_IDX[:, 1]), u, _SND_WIN),
      [_any(3, 2, 4), _any(3, 4)], (0, 1)),
@@ -293,7 +300,7 @@ def test_reduce_prod_zero_gradients_are_exact():
 
 def test_unsupported_forms_raise():
     x = _any(2, 4)
-    with pytest.raises(AutodiffError, match="tg.scatter_elements with reduction 'mul'"):
+    with pytest.raises(AutodiffError, match="tg.scatter_elements with reduction 'mul' has no "):
         pytfrt.grad(lambda d: eager.reduce_sum(_tg("scatter_elements", axis=1, reduction="mul")(
             d, SEL_IDX, _any(2, 3))))(x)
     with pytest.raises(AutodiffError, match="repeats a label"):

@@ -564,16 +564,16 @@ def _linear_index(c: _Ctx, idx: Value, dims: Sequence[int]) -> Value:
 
 
 def _gather(c: _Ctx, g: Value) -> list[Value | None]:
-    """The transpose of a gather: ``g`` added into zeros at the gathered rows."""
+    """The transpose of a gather: ``g`` added into zeros at the gathered rows (per batch entry
+    with ``batch_dims``)."""
     x, idx = c.x
-    if c.attrs["batch_dims"]:
-        raise AutodiffError(f"tg.gather with batch_dims has no gradient rule (at {c.loc})")
-    xs = _static(x, c.name)
-    k = int(np.prod(_static(idx, c.name)))
+    xs, ids = _static(x, c.name), _static(idx, c.name)
+    bd = c.attrs["batch_dims"]
     a = c.attrs["axis"] % len(xs)
-    p, r = int(np.prod(xs[:a])), int(np.prod(xs[a + 1:]))
-    flat = c.op("reshape", idx, shape=[1, k, 1])
-    gx = _scatter_add(c, (p, xs[a], r), flat, c.op("reshape", g, shape=[p, k, r]), 1)
+    nb, k = int(np.prod(xs[:bd])), int(np.prod(ids[bd:]))
+    p, r = int(np.prod(xs[bd:a])), int(np.prod(xs[a + 1:]))
+    flat = c.op("reshape", idx, shape=[nb, 1, k, 1])
+    gx = _scatter_add(c, (nb, p, xs[a], r), flat, c.op("reshape", g, shape=[nb, p, k, r]), 2)
     return [c.op("reshape", gx, shape=list(xs)), None]
 
 
@@ -610,15 +610,32 @@ def _scatter_written(c: _Ctx, g: Value, idx: Value, axis: int) -> tuple[Value, V
     return g_data, g_upd
 
 
+def _scatter_extremum(c: _Ctx, g: Value, idx: Value, axis: int) -> list[Value | None]:
+    """``max``/``min`` scatter: ``g`` goes to whichever of the data and the updates at a place
+    equal the result, shared equally among ties (as ``reduce_max``'s rule does)."""
+    data, _idx, upd = c.x
+    y = c.y[0]
+    on_data = c.op("cast", c.op("equal", data, y), to=g.dtype)
+    on_upd = c.op("cast", c.op("equal", upd, c.op("gather_elements", y, idx, axis=axis)),
+                  to=g.dtype)
+    count = c.op("add", on_data, _scatter_add(c, _static(data, c.name), idx, on_upd, axis))
+    share = c.op("div", g, count)
+    return [c.op("mul", share, on_data), None,
+            c.op("mul", c.op("gather_elements", share, idx, axis=axis), on_upd)]
+
+
 def _scatter_elements(c: _Ctx, g: Value) -> list[Value | None]:
     data, idx, _upd = c.x
     axis = c.attrs["axis"] % len(_static(data, c.name))
     reduction = c.attrs["reduction"]
     if reduction == "add":
         return [g, None, c.op("gather_elements", g, idx, axis=axis)]
+    if reduction in ("max", "min"):
+        return _scatter_extremum(c, g, idx, axis)
     if reduction != "none":
         raise AutodiffError(f"tg.scatter_elements with reduction {reduction!r} has no gradient "
-                            f"rule (only 'none' and 'add'; at {c.loc})")
+                            f"rule (the product of the other updates at a place is not built; "
+                            f"at {c.loc})")
     g_data, g_upd = _scatter_written(c, g, idx, axis)
     return [g_data, None, g_upd]
 
