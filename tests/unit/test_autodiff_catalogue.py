@@ -249,10 +249,10 @@ _IDX = np.asarray([[1, 0], [2, 2]], np.int64)
 @pytest.mark.parametrize(("op", "f"), [
     ("scatter_elements", lambda x: _tg("scatter_elements", axis=1, reduction="mul")(
         x, _IDX, x[:, :2])),
-    ("einsum", lambda x: _tg("einsum", equation="ii->i")(x[:, :2])),
+    ("einsum", lambda x: _tg("einsum", equation="ij,kj->ik")(x, x[:1, :1])),
 ])
 def test_unsupported_forms_raise_naming_op_and_line(op, f):
-    with pytest.raises(AutodiffError, match=rf"tg.{op}.* has no gradient rule .*at "
+    with pytest.raises(AutodiffError, match=rf"tg.{op}.* no gradient rule .*at "
                        rf".*test_autodiff\w*.py:\d+"):
         pytfrt.grad(lambda x: eager.reduce_sum(f(x)))(_pos(2, 3))
 

@@ -690,8 +690,8 @@ def _einsum_terms(c: _Ctx) -> tuple[list[str], str]:
             t = t.replace("...", ell[n_ell - (len(s) - len(t) + 3):])
         for ch, d in zip(t, s, strict=True):
             if sizes.setdefault(ch, d) != d:
-                raise AutodiffError(f"tg.einsum: label {ch!r} has sizes {sizes[ch]} and {d} "
-                                    f"(broadcast labels have no gradient rule; at {c.loc})")
+                raise AutodiffError(f"tg.einsum: label {ch!r} has sizes {sizes[ch]} and {d}: "
+                                    f"broadcast labels have no gradient rule (at {c.loc})")
         out_terms.append(t)
     if not arrow:
         rhs = "..." + "".join(sorted(ch for ch in lhs if lhs.count(ch) == 1 and ch.isalpha()))
@@ -701,26 +701,31 @@ def _einsum_terms(c: _Ctx) -> tuple[list[str], str]:
 
 def _einsum(c: _Ctx, g: Value) -> list[Value | None]:
     """Per operand, the einsum of the cotangent with the other operands; labels only that
-    operand has are broadcast back (a repeated label -- a diagonal -- has no rule)."""
+    operand has are broadcast back, and a label it repeats (a diagonal) is put back on the
+    diagonal by a constant mask."""
     terms, rhs = _einsum_terms(c)
     grads: list[Value | None] = []
     for i, (t, x) in enumerate(zip(terms, c.x, strict=True)):
         if x.ssa not in c.active:
             grads.append(None)
             continue
-        if len(set(t)) != len(t):
-            raise AutodiffError(f"tg.einsum: the term {t!r} repeats a label (a diagonal), which "
-                                f"has no gradient rule (at {c.loc})")
+        xs = _static(x, c.name)
         others = [u for j, u in enumerate(terms) if j != i] + [rhs]
         seen = set("".join(others))
-        kept = "".join(ch for ch in t if ch in seen)
+        first = [k for k, ch in enumerate(t) if t.index(ch) == k]
+        kept = "".join(t[k] for k in first if t[k] in seen)
         operands = [v for j, v in enumerate(c.x) if j != i] + [g]
         gx = c.op("einsum", *operands, equation=",".join(others) + "->" + kept)
-        xs = _static(x, c.name)
         if kept != t:
-            gx = c.op("reshape", gx, shape=[d if ch in seen else 1
-                                            for ch, d in zip(t, xs, strict=True)])
+            gx = c.op("reshape", gx, shape=[xs[k] if k in first and t[k] in seen else 1
+                                            for k in range(len(t))])
             gx = c.op("broadcast_to", gx, _ints_const(c, xs))
+        if len(first) != len(t):
+            grid = np.indices(xs)
+            on_diagonal = np.ones(xs, bool)
+            for k, ch in enumerate(t):
+                on_diagonal &= grid[k] == grid[t.index(ch)]
+            gx = c.op("mul", gx, c.fb.constant(on_diagonal.astype(np_dtype(g.dtype))))
         grads.append(gx)
     return grads
 
