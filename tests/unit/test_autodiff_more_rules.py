@@ -17,7 +17,6 @@ from test_autodiff import _any, _check, _scalarize, _tg
 
 import pytfrt
 from pytfrt import eager
-from pytfrt.compiler.autodiff import AutodiffError
 from pytfrt.compiler.frontends import trace
 
 jax = pytest.importorskip("jax")
@@ -71,6 +70,15 @@ def _sel_where(idx: np.ndarray, axis: int):
 
 _SEL_WIN = _last_wins([(r, int(c)) for r, row in enumerate(SEL_IDX) for c in row]).reshape(
     SEL_IDX.shape)
+# _SEL_DENSE[r, k, col]: update (r, k) goes to column col (scatter along axis 1)
+_SEL_DENSE = SEL_IDX[..., None] == np.arange(4)
+
+
+def _zeros_at(x: np.ndarray, flat: list[int]) -> np.ndarray:
+    x.reshape(-1)[flat] = 0.0
+    return x
+
+
 _SND_WIN = _last_wins([tuple(r) for r in SND_IDX])[:, None]
 
 
@@ -100,6 +108,14 @@ RULES = [
        lambda d, u, red=red: _tg("scatter_elements", axis=1, reduction=red)(d, SEL_IDX, u),
        lambda d, u, red=red: getattr(jnp.asarray(d).at[_sel_where(SEL_IDX, 1)], red)(u),
        [_distinct(2, 4), _distinct(2, 3) + 0.05], (0, 1)) for red in ("max", "min")],
+    ("scatter_elements-mul",
+     lambda d, u: _tg("scatter_elements", axis=1, reduction="mul")(d, SEL_IDX, u),
+     lambda d, u: d * jnp.prod(jnp.where(_SEL_DENSE, u[..., None], 1.0), axis=1),
+     [_zeros_at(_any(2, 4), [0, 5]), _zeros_at(_any(2, 3), [4])], (0, 1)),
+    ("scatter_elements-mul-two-zeros",
+     lambda d, u: _tg("scatter_elements", axis=1, reduction="mul")(d, SEL_IDX, u),
+     lambda d, u: d * jnp.prod(jnp.where(_SEL_DENSE, u[..., None], 1.0), axis=1),
+     [_zeros_at(_any(2, 4), [6]), _zeros_at(_any(2, 3), [3, 5])], (0, 1)),
     ("scatter_nd", lambda d, u: _tg("scatter_nd")(d, SND_IDX, u),
      lambda d, u: _scatter_set_jax(d, (SND_IDX[:, 0], SND_IDX[:, 1]), u, _SND_WIN),
      [_any(3, 2, 4), _any(3, 4)], (0, 1)),
@@ -299,13 +315,6 @@ def test_reduce_prod_zero_gradients_are_exact():
     x = np.asarray([[2.0, 0.0, 3.0, -1.0], [0.0, 4.0, 0.0, 5.0]], np.float32)
     g = pytfrt.grad(lambda a: eager.reduce_sum(_tg("reduce_prod", axes=[1], keepdims=False)(a)))(x)
     np.testing.assert_array_equal(g, [[0.0, -6.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
-
-
-def test_unsupported_forms_raise():
-    x = _any(2, 4)
-    with pytest.raises(AutodiffError, match="tg.scatter_elements with reduction 'mul' has no "):
-        pytfrt.grad(lambda d: eager.reduce_sum(_tg("scatter_elements", axis=1, reduction="mul")(
-            d, SEL_IDX, _any(2, 3))))(x)
 
 
 # -- gradient ops differentiated through their expansion (second order) ---------------------------

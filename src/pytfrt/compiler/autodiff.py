@@ -624,6 +624,33 @@ def _scatter_extremum(c: _Ctx, g: Value, idx: Value, axis: int) -> list[Value | 
             c.op("mul", c.op("gather_elements", share, idx, axis=axis), on_upd)]
 
 
+def _scatter_mul(c: _Ctx, g: Value, idx: Value, axis: int) -> list[Value | None]:
+    """``mul`` scatter, zero-safe: each factor of a place (the data, the updates written there)
+    gets ``g`` times the product of the others -- the product of the non-zero factors divided by
+    its own where the place has no zero, that product for the only zero factor, else 0."""
+    data, _idx, upd = c.x
+    ds = _static(data, c.name)
+    one, zero = c.const(1.0, g), c.const(0.0, g)
+    d_zero, u_zero = c.op("equal", data, zero), c.op("equal", upd, zero)
+    d_nz, u_nz = c.op("select", d_zero, one, data), c.op("select", u_zero, one, upd)
+    prod = c.op("scatter_elements", d_nz, idx, u_nz, axis=axis, reduction="mul")
+    zeros = c.op("add", c.op("cast", d_zero, to=g.dtype),
+                 _scatter_add(c, ds, idx, c.op("cast", u_zero, to=g.dtype), axis))
+
+    def others(is_zero: Value, nz: Value, prod_at: Value, zeros_at: Value) -> Value:
+        only_zero = c.op("logical_and", is_zero, c.op("equal", zeros_at, one))
+        rest: Value = c.op("select", c.op("equal", zeros_at, zero), c.op("div", prod_at, nz),
+                           c.op("select", only_zero, prod_at, zero))
+        return rest
+
+    def at_updates(v: Value) -> Value:
+        return c.op("gather_elements", v, idx, axis=axis)  # type: ignore[no-any-return]
+
+    g_data = c.op("mul", g, others(d_zero, d_nz, prod, zeros))
+    g_upd = c.op("mul", at_updates(g), others(u_zero, u_nz, at_updates(prod), at_updates(zeros)))
+    return [g_data, None, g_upd]
+
+
 def _scatter_elements(c: _Ctx, g: Value) -> list[Value | None]:
     data, idx, _upd = c.x
     axis = c.attrs["axis"] % len(_static(data, c.name))
@@ -632,10 +659,8 @@ def _scatter_elements(c: _Ctx, g: Value) -> list[Value | None]:
         return [g, None, c.op("gather_elements", g, idx, axis=axis)]
     if reduction in ("max", "min"):
         return _scatter_extremum(c, g, idx, axis)
-    if reduction != "none":
-        raise AutodiffError(f"tg.scatter_elements with reduction {reduction!r} has no gradient "
-                            f"rule (the product of the other updates at a place is not built; "
-                            f"at {c.loc})")
+    if reduction == "mul":
+        return _scatter_mul(c, g, idx, axis)
     g_data, g_upd = _scatter_written(c, g, idx, axis)
     return [g_data, None, g_upd]
 
