@@ -244,7 +244,8 @@ def test_every_catalogue_op_is_classified():
 
 
 @pytest.mark.parametrize(("op", "f"), [
-    ("slice", lambda x: x[:, ::2]),
+    ("depth_to_space", lambda x: _tg("depth_to_space", block_size=2, layout="NHWC", mode="CRD")(
+        eager.reshape(x[:, :2], [1, 1, 1, 4]))),
     ("einsum", lambda x: _tg("einsum", equation="ij,kj->ik")(x, x[:1, :1])),
 ])
 def test_unsupported_forms_raise_naming_op_and_line(op, f):

@@ -129,6 +129,15 @@ RULES = [
      [np.float32(0.8), np.float32(-0.3)], (0, 1)),
 ]
 
+RULES += [
+    ("slice-step2", lambda x: x[::2], lambda x: x[::2], [_any(5, 7)], (0,)),
+    ("slice-steps-mixed", lambda x: x[1:, ::-1], lambda x: x[1:, ::-1], [_any(5, 7)], (0,)),
+    ("slice-steps-negative", lambda x: x[::-2, 1::3], lambda x: x[::-2, 1::3], [_any(5, 7)],
+     (0,)),
+    ("slice-steps-and-unit", lambda x: x[1:4, -2:0:-2], lambda x: x[1:4, -2:0:-2], [_any(5, 7)],
+     (0,)),
+]
+
 # -- einsum ---------------------------------------------------------------------------------------
 
 EINSUMS = [  # equation, operand shapes

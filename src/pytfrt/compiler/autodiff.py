@@ -313,6 +313,8 @@ def _concat(c: _Ctx, g: Value) -> list[Value | None]:
 
 
 def _slice(c: _Ctx, g: Value) -> list[Value | None]:
+    """Unit steps: ``g`` padded back with zeros; other steps: ``g`` added into zeros at the
+    positions each strided axis took (Python's slice clamping, as the kernel's)."""
     if len(c.x) != 1:
         raise AutodiffError(f"tg.slice with tensor operands has no gradient rule (at {c.loc})")
     xs = _static(c.x[0], c.name)
@@ -320,16 +322,26 @@ def _slice(c: _Ctx, g: Value) -> list[Value | None]:
     axes = c.attrs["axes"] or tuple(range(len(starts)))
     steps = c.attrs["steps"] or (1,) * len(starts)
     before, after = [0] * len(xs), [0] * len(xs)
+    strided: list[tuple[int, np.ndarray]] = []
     for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
         a %= len(xs)
-        if st != 1:
-            raise AutodiffError(f"tg.slice with step {st} has no gradient rule (at {c.loc})")
         d = xs[a]
+        if st != 1:
+            strided.append((a, np.arange(d)[s:e:st]))
+            continue
         s = min(max(s + d if s < 0 else s, 0), d)
         e = min(max(e + d if e < 0 else e, 0), d)
         before[a] = s
         after[a] = d - max(e, s)
-    return [c.op("pad", g, pads=before + after, mode="constant", value=0.0)]
+    shape = list(_static(g, c.name))
+    for a, taken in strided:
+        shape[a] = xs[a]
+        where = [1] * len(xs)
+        where[a] = len(taken)
+        g = _scatter_add(c, shape, _ints_const(c, taken.reshape(where)), g, a)
+    if any(before) or any(after):
+        g = c.op("pad", g, pads=before + after, mode="constant", value=0.0)
+    return [g]
 
 
 def _softmax(c: _Ctx, g: Value) -> list[Value | None]:
