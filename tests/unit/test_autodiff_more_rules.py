@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_autodiff import _any, _check, _scalarize, _tg
 
 import pytfrt
@@ -494,3 +496,34 @@ def test_second_order_of_layer_norm_and_cross_entropy():
     d2 = pytfrt.grad(lambda q: eager.reduce_sum(pytfrt.grad(loss)(q)))(p)
     jd2 = jax.grad(lambda q: jnp.sum(jax.grad(jloss)(q)))(p)
     np.testing.assert_allclose(d2, jd2, rtol=2e-4, atol=2e-5)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.data())
+def test_reduce_prod_random_shapes_axes_and_zeros(shape, data):
+    """Zeros anywhere (several in one reduced group included), any axes, either keepdims."""
+    x = _any(*shape)
+    zeros = data.draw(st.lists(st.integers(0, x.size - 1), max_size=3))
+    x.reshape(-1)[zeros] = 0.0
+    axes = data.draw(st.lists(st.integers(0, len(shape) - 1), unique=True, max_size=len(shape)))
+    keep = data.draw(st.booleans())
+    _check(lambda a: _tg("reduce_prod", axes=axes, keepdims=keep)(a),
+           lambda a: jnp.prod(a, axis=tuple(axes) or None, keepdims=keep), [x], (0,))
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 5), st.integers(0, 1), st.data())
+def test_gather_elements_and_scatter_add_random_indices(rows, cols, n_idx, axis, data):
+    """Random (often repeated, sometimes negative) indices: gather_elements and the adding
+    scatter_elements, each the other's transpose."""
+    shape = (rows, cols)
+    dim = shape[axis]
+    ishape = (n_idx, cols) if axis == 0 else (rows, n_idx)
+    flat = data.draw(st.lists(st.integers(-dim, dim - 1), min_size=n_idx * ishape[1 - axis],
+                              max_size=n_idx * ishape[1 - axis]))
+    idx = np.asarray(flat, np.int64).reshape(ishape)
+    where = _sel_where(idx % dim, axis)
+    _check(lambda x: _tg("gather_elements", axis=axis)(x, idx),
+           lambda x: jnp.asarray(x)[where], [_any(*shape)], (0,))
+    _check(lambda d, u: _tg("scatter_elements", axis=axis, reduction="add")(d, idx, u),
+           lambda d, u: jnp.asarray(d).at[where].add(u), [_any(*shape), _any(*ishape)], (0, 1))
