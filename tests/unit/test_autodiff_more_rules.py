@@ -274,6 +274,7 @@ def _avg_pool_jax(x, layout, k, strides, pads):
 RULES += [
     ("bias_add_grad-NHWC", _tg("bias_add_grad", layout="NHWC"),
      lambda dy: jnp.sum(dy, axis=(0, 1, 2)), [_any(2, 3, 2, 4)], (0,)),
+    ("bias_add_grad-rank1", _tg("bias_add_grad", layout="NHWC"), lambda dy: dy, [_any(4)], (0,)),
     ("bias_add_grad-NCHW", _tg("bias_add_grad", layout="NCHW"),
      lambda dy: jnp.sum(dy, axis=(0, 2, 3)), [_any(2, 3, 2, 4)], (0,)),
     ("avg_pool2d_grad", lambda dy: _tg(

@@ -826,7 +826,8 @@ def _bias_add_grad(c: _Ctx, g: Value) -> list[Value | None]:
     """A sum over every axis but the channels': ``g`` broadcast back along them."""
     ds = _static(c.x[0], c.name)
     channel = len(ds) - 1 if c.attrs["layout"] == "NHWC" else 1
-    return [c.broadcast_back(g, c.x[0], [a for a in range(len(ds)) if a != channel], False)]
+    others = [a for a in range(len(ds)) if a != channel]
+    return [c.broadcast_back(g, c.x[0], others, False) if others else g]
 
 
 def _max_pool2d_grad(c: _Ctx, g: Value) -> list[Value | None]:
