@@ -220,6 +220,6 @@ def test_errors():
         pytfrt.grad(lambda x: x * 2)(_any(3))
     with pytest.raises(TypeError, match="floating-point"):
         pytfrt.grad(lambda x: x.sum())(np.arange(3, dtype=np.int32))
-    with pytest.raises(AutodiffError, match=r"tg.pad: only constant padding .*mode 'edge', at "
+    with pytest.raises(AutodiffError, match=r"tg.pad: negative pads have no gradient rule \(at "
                        r".*test_autodiff.py:\d+\)"):
-        pytfrt.grad(lambda x: _tg("pad", pads=[1, 1], mode="edge")(x).sum())(_any(3))
+        pytfrt.grad(lambda x: _tg("pad", pads=[1, -1], mode="edge")(x).sum())(_any(3))

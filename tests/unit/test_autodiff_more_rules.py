@@ -140,6 +140,25 @@ RULES += [
      (0,)),
 ]
 
+RULES += [(f"pad-{mode}", _tg("pad", pads=[2, 0, 1, 3], mode=mode),
+           lambda x, mode=mode: jnp.pad(x, ((2, 1), (0, 3)), mode=mode), [_any(4, 5)], (0,))
+          for mode in ("edge", "reflect")]
+
+def _d2s_crd_jax(x, b, layout):  # ONNX DepthToSpace, CRD mode
+    if layout == "NCHW":
+        x = x.transpose(0, 2, 3, 1)
+    n, h, w, c = x.shape
+    y = x.reshape(n, h, w, c // (b * b), b, b).transpose(0, 1, 4, 2, 5, 3)
+    y = y.reshape(n, h * b, w * b, c // (b * b))
+    return y if layout == "NHWC" else y.transpose(0, 3, 1, 2)
+
+
+RULES += [(f"depth_to_space-CRD-{lay}",
+           _tg("depth_to_space", block_size=2, layout=lay, mode="CRD"),
+           lambda x, lay=lay: _d2s_crd_jax(x, 2, lay),
+           [_any(*((1, 2, 3, 8) if lay == "NHWC" else (1, 8, 2, 3)))], (0,))
+          for lay in ("NHWC", "NCHW")]
+
 # -- einsum ---------------------------------------------------------------------------------------
 
 EINSUMS = [  # equation, operand shapes

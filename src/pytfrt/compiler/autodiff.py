@@ -389,17 +389,33 @@ def _masked_grad(c: _Ctx, g: Value) -> list[Value | None]:
 
 
 def _pad(c: _Ctx, g: Value) -> list[Value | None]:
-    if len(c.x) != 1 or c.attrs["mode"] != "constant":
-        raise AutodiffError(f"tg.pad: only constant padding with static pads has a gradient rule"
-                            f" (mode {c.attrs['mode']!r}, at {c.loc})")
+    """Constant mode: the slice of ``g`` where ``x`` sits.  ``edge``/``reflect``: per axis a
+    gather of fixed positions (``np.pad`` of the positions themselves says which), whose
+    transpose adds ``g`` back at them."""
+    if len(c.x) != 1:
+        raise AutodiffError(f"tg.pad with a pads operand has no gradient rule (at {c.loc})")
     xs = _static(c.x[0], c.name)
     pads = list(c.attrs["pads"])
     r = len(xs)
     if any(p < 0 for p in pads):
         raise AutodiffError(f"tg.pad: negative pads have no gradient rule (at {c.loc})")
     starts = pads[:r]
-    return [c.op("slice", g, starts=starts, ends=[s + d for s, d in zip(starts, xs, strict=True)],
-                 axes=list(range(r)), steps=[1] * r)]
+    if c.attrs["mode"] == "constant":
+        return [c.op("slice", g, starts=starts,
+                     ends=[s + d for s, d in zip(starts, xs, strict=True)],
+                     axes=list(range(r)), steps=[1] * r)]
+    shape = list(_static(g, c.name))
+    for a in range(r):
+        if pads[a] == pads[a + r] == 0:
+            continue
+        width = (pads[a], pads[a + r])
+        taken = (np.pad(np.arange(xs[a]), width, mode="reflect") if c.attrs["mode"] == "reflect"
+                 else np.pad(np.arange(xs[a]), width, mode="edge"))
+        where = [1] * r
+        where[a] = len(taken)
+        shape[a] = xs[a]
+        g = _scatter_add(c, shape, _ints_const(c, taken.reshape(where)), g, a)
+    return [g]
 
 
 def _tile(c: _Ctx, g: Value) -> list[Value | None]:
@@ -424,12 +440,21 @@ def _same_op(c: _Ctx, g: Value) -> list[Value | None]:
 
 
 def _depth_to_space(c: _Ctx, g: Value) -> list[Value | None]:
-    # a permutation: its transpose is its inverse, space_to_depth (of TF's DCR order only)
-    if c.attrs["mode"] != "DCR":
-        raise AutodiffError(f"tg.depth_to_space in {c.attrs['mode']} mode has no gradient rule "
-                            f"(at {c.loc})")
-    return [c.op("space_to_depth", g, block_size=c.attrs["block_size"],
-                 layout=c.attrs["layout"])]
+    """A permutation: its transpose is its inverse, space_to_depth for TF's DCR order; for
+    ONNX's CRD order a gather of the inverse permutation (the kernel run on positions)."""
+    if c.attrs["mode"] == "DCR":
+        return [c.op("space_to_depth", g, block_size=c.attrs["block_size"],
+                     layout=c.attrs["layout"])]
+    from pytfrt.backends.cpu.data_ops import depth_to_space
+
+    xs = _static(c.x[0], c.name)
+    n = int(np.prod(xs))
+    source = depth_to_space(np.arange(n).reshape(xs), block_size=c.attrs["block_size"],
+                            layout=c.attrs["layout"], mode=c.attrs["mode"]).reshape(-1)
+    inverse = np.empty(n, np.int64)
+    inverse[source] = np.arange(n)
+    flat = c.op("gather", c.op("reshape", g, shape=[n]), _ints_const(c, inverse), axis=0)
+    return [c.op("reshape", flat, shape=list(xs))]
 
 
 def _space_to_depth(c: _Ctx, g: Value) -> list[Value | None]:
