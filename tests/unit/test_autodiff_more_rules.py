@@ -1,11 +1,16 @@
-"""pytfrt.grad rules of the indexing, scattering and remaining nn ops: gather_nd,
-gather_elements, scatter_nd, scatter_elements, top_k, one_hot (its on/off values), einsum,
-resize, conv2d_transpose, reduce_prod (zero-safe), lrn, and the second-order rules of
-conv2d_backprop_input/filter, bias_add_grad and avg_pool2d_grad.
+"""pytfrt.grad rules of the indexing, scattering and remaining nn ops: gather (batch_dims),
+gather_nd, gather_elements, scatter_nd, scatter_elements (every reduction), top_k, one_hot (its
+on/off values), slice with steps, pad (edge/reflect), depth_to_space (CRD), einsum, resize,
+conv2d_transpose, reduce_prod (zero-safe), lrn; and the second-order rules of the gradient ops:
+conv2d_backprop_input/filter, bias_add_grad, avg_pool2d_grad, max_pool2d_grad, and gelu_grad,
+layer_norm_grad, batch_norm_grad and the cross-entropy ops (differentiated through their
+expansion into catalogue ops).
 
 Oracles: ``jax.value_and_grad`` of the equivalent ``jax.numpy`` / ``jax.lax`` function and
 float64 central finite differences of pytfrt's own forward function (``test_autodiff._check``),
-then the same gradient computed inside ``@pytfrt.function`` (optimised) against the eager one.
+then the same gradient computed inside ``@pytfrt.function`` (optimised) against the eager one;
+for max_pool2d_grad with ties, dilations and ceil mode, the kernel's own matrix.  Hypothesis
+draws shapes, axes, zeros and indices for reduce_prod and the element gathers/scatters.
 ``test_autodiff_catalogue.py`` lists these rules as checked.
 """
 
