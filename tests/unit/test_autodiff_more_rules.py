@@ -536,7 +536,7 @@ def test_reduce_prod_random_shapes_axes_and_zeros(shape, data):
            lambda a: jnp.prod(a, axis=tuple(axes) or None, keepdims=keep), [x], (0,))
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 5), st.integers(0, 1), st.data())
 def test_gather_elements_and_scatter_add_random_indices(rows, cols, n_idx, axis, data):
     """Random (often repeated, sometimes negative) indices: gather_elements and the adding
