@@ -357,3 +357,30 @@ def test_every_op_has_a_runtime_compute_function_with_its_attributes() -> None:
         kw = {p.name for p in inspect.signature(fn).parameters.values()
               if p.kind is p.KEYWORD_ONLY} - {"out"}
         assert kw == set(opdef.attrs), f"tg.{name}: compute attributes {sorted(kw)}"
+
+
+@pytest.mark.parametrize(("eq", "shapes"), [
+    ("j,ij->ij", [(1,), (2, 3)]),            # a size-1 label takes the other operand's size
+    ("ij,j->ij", [(2, 3), (1,)]),
+    ("ij,kj->ikj", [(2, 1), (4, 3)]),
+    ("...j,...j->...", [(1, 5, 3), (4, 1, 3)]),  # "..." dims broadcast right-aligned
+    ("i...,i...->i...", [(2, 1), (2, 3, 1)]),
+    ("ij,jk", [(2, 3), (3, 4)]),              # implicit output
+])
+def test_einsum_broadcasts_like_numpy(eq: str, shapes: list[tuple[int, ...]]) -> None:
+    inputs = [R.standard_normal(s).astype(np.float32) for s in shapes]
+    want = np.einsum(eq, *inputs)
+    # the inferred static shape (what buffer planning and later ops rely on) ...
+    fn = GraphBuilder().function("main", inputs=[(f"a{i}", s, "f32") for i, s in enumerate(shapes)])
+    assert fn.op("einsum", list(fn.arguments), equation=eq).shape == want.shape
+    # ... and the computed result
+    got = np.asarray(run("einsum", inputs, {"equation": eq}))
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_einsum_rejects_mismatched_labels() -> None:
+    from pytfrt.compiler import GraphError
+
+    with pytest.raises(GraphError, match="do not broadcast"):
+        run("einsum", [F, R.standard_normal((5,)).astype(np.float32)], {"equation": "ij,j->i"})

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import re
 
-from pytfrt.compiler.ops.base import AttrSpec, InferContext, define, norm_axis, same_dtype
+from pytfrt.compiler.ops.base import (
+    AttrSpec,
+    InferContext,
+    broadcast_shapes,
+    define,
+    norm_axis,
+    same_dtype,
+)
 from pytfrt.compiler.types import INT_DTYPES, TType
 
 
@@ -50,27 +57,29 @@ def _einsum(ctx: InferContext) -> list[TType]:
     terms = lhs.split(",")
     if len(terms) != len(ctx.inputs) or not all(_TERM.match(t) for t in terms):
         raise ctx.error(f"equation {eq!r} does not match {len(ctx.inputs)} operands")
-    sizes: dict[str, int | None] = {}
-    ellipsis: tuple[int | None, ...] | None = ()
+    # every label's dims and every operand's "..." dims, broadcast NumPy's way at the end (a
+    # label of size 1 in one operand takes the other operands' size)
+    label_dims: dict[str, list[tuple[int | None]]] = {}
+    ellipses: list[tuple[int | None, ...]] = []
+    ellipsis_known = True
     for term, t in zip(terms, ctx.inputs, strict=True):
         if t.shape is None:
-            if "..." in term:
-                ellipsis = None
+            ellipsis_known = ellipsis_known and "..." not in term
             for c in term.replace("...", ""):
-                sizes.setdefault(c, None)
+                label_dims.setdefault(c, []).append((None,))
             continue
         head, _, tail = term.partition("...")
         n_ell = len(t.shape) - len(head) - len(tail) if "..." in term else 0
         if n_ell < 0 or ("..." not in term and len(term) != len(t.shape)):
             raise ctx.error(f"term {term!r} does not match the operand's rank {len(t.shape)}")
         dims = list(t.shape)
-        for c, d in zip(head, dims[: len(head)], strict=True):
-            sizes[c] = d if sizes.get(c) is None else sizes[c]
-        for c, d in zip(tail, dims[len(dims) - len(tail) :], strict=True):
-            sizes[c] = d if sizes.get(c) is None else sizes[c]
-        if "..." in term and ellipsis is not None:
-            ell = tuple(dims[len(head) : len(head) + n_ell])
-            ellipsis = ell if len(ell) >= len(ellipsis) else ellipsis
+        labelled = dims[: len(head)] + dims[len(dims) - len(tail) :]
+        for c, d in zip(head + tail, labelled, strict=True):
+            label_dims.setdefault(c, []).append((d,))
+        if "..." in term:
+            ellipses.append(tuple(dims[len(head) : len(head) + n_ell]))
+    sizes = {c: broadcast_shapes(ctx, *ds)[0] for c, ds in label_dims.items()}
+    ellipsis = broadcast_shapes(ctx, *ellipses) if ellipsis_known else None
     if not arrow:
         letters = sorted(c for c in sizes if lhs.count(c) == 1)
         rhs = ("..." if "..." in lhs else "") + "".join(letters)
