@@ -23,6 +23,7 @@ Thread-safety: the functions are pure apart from writing their output operands.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass
@@ -399,13 +400,20 @@ def compile_segment(source: str, name: str) -> Any:
     does not notice their changes)."""
     from pytfrt.backends.cpu.small_graph import _load
 
+    imports = f"# kernels {_module_digest()}\n{IMPORT}\n\n\n"
+    return _load(source, imports, name, {"cache": True, "error_model": "numpy"},
+                 "_pytfrt_segment_")
+
+
+@functools.cache
+def _module_digest() -> str:
+    """A digest of this module's source, read once per process (it does not change while
+    the process runs)."""
     try:
         data = Path(__file__).read_bytes()
     except OSError:
         data = b""
-    imports = f"# kernels {hashlib.sha256(data).hexdigest()[:16]}\n{IMPORT}\n\n\n"
-    return _load(source, imports, name, {"cache": True, "error_model": "numpy"},
-                 "_pytfrt_segment_")
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def compile_after() -> int:
