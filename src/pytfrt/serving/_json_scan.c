@@ -1,0 +1,439 @@
+/* pytfrt.serving._json_scan: the float32 tensor scan of pytfrt.serving.fast_json in C.
+ *
+ * ``scan()`` has exactly the contract of ``fast_json._scan_impl`` (the Numba kernel, read its
+ * docstring and the module docstring of fast_json): the same arguments, the same status codes,
+ * the same relative levels for a piece of a split body, the same per-level arrays, the same
+ * 8-tuple result.  fast_json uses it in place of the Numba kernel when this optional extension
+ * is built (setup.py), so the split/merge logic in Python is shared by both.
+ *
+ * Numbers.  The result must be bit-identical to the general path: json.loads (a correctly
+ * rounded double, or a Python int), then np.asarray, then float32.  A number is read as a
+ * decimal mantissa m (up to 19 significant digits, exact in a uint64; eight digits at a time
+ * when they are all there) and a decimal exponent; the double v = m * 10^k (or m / 10^-k) is
+ * formed from exact powers of ten up to 1e22 with at most four roundings, so it is within two
+ * ulps of the decimal, and the correctly rounded double is within 2.5 ulps of v.  When
+ * float32(v - t) == float32(v) == float32(v + t) with t = 1.2e-15 |v| (over five ulps), every
+ * double in [v - t, v + t] -- the general path's among them -- rounds to that float32 (rounding
+ * is monotonic): it is the answer.  Otherwise (the value lies too near a float32 rounding
+ * midpoint, or has over 19 significant digits, or an exponent beyond +-66 or of over four
+ * digits), a fraction or exponent number is converted exactly as json.loads does it --
+ * PyOS_string_to_double, CPython's correctly rounded conversion, called with the GIL taken back
+ * for that one number -- then cast to float32; an integer (no '.', no exponent) is refused
+ * instead (status 2), since np.asarray rounds an all-integer list int64 -> float32 and a mixed
+ * one through float64, and Python ints beyond int64 make an object array.  A float32 overflow
+ * (infinity) is refused as in the Numba kernel.
+ *
+ * Thread-safety: scan() releases the GIL while it reads (it holds buffer views of its
+ * arguments, so they stay alive); concurrent calls must not share the output arrays.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOP 32                 /* fast_json.MAX_RANK */
+#define LEVELS (2 * TOP + 1)   /* fast_json._LEVELS */
+#define UNSEEN (-1000)         /* fast_json._NONE */
+#define SLOW_TOKEN_MAX 4096    /* longer fraction/exponent tokens are refused, not converted */
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SWAR 1
+#elif defined(_M_X64) || defined(_M_IX86) || defined(_M_ARM64)
+#define SWAR 1
+#else
+#define SWAR 0
+#endif
+
+static const double POW10[23] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+typedef struct {
+    int64_t status, rank, number_depth, depth, min_depth, min_pos, count, end;
+} Result;
+
+typedef struct {
+    const unsigned char *buf;
+    Py_ssize_t n;
+    int64_t *dims, *counts, *partial;
+    unsigned char *inherited;
+    float *out;
+    Py_ssize_t out_size;
+    PyThreadState *saved;      /* the thread state while the GIL is released */
+} Scan;
+
+#if SWAR
+/* Whether the 8 bytes (little-endian) are all ASCII digits: each byte's high nibble is 3, and
+ * stays 3 after adding 6 (a carry out of a non-digit byte only makes the test stricter). */
+static inline int eight_digits(uint64_t x) {
+    return ((x & 0xF0F0F0F0F0F0F0F0ULL) |
+            (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ==
+           0x3333333333333333ULL;
+}
+
+/* The value of 8 ASCII digits, the first in the lowest byte: digit pairs, then groups of four,
+ * then the eight (no lane overflows: 99 < 2^8, 9999 < 2^16). */
+static inline uint64_t eight_value(uint64_t x) {
+    x -= 0x3030303030303030ULL;
+    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;
+    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;
+    return (x & 0xFFFFFFFFULL) * 10000 + (x >> 32);
+}
+#endif
+
+/* Digits from buf[*i]: accumulate into *m (wrapping beyond 19 digits; callers count digits). */
+static inline void read_digits(const unsigned char *buf, Py_ssize_t n, Py_ssize_t *pi,
+                               uint64_t *pm) {
+    Py_ssize_t i = *pi;
+    uint64_t m = *pm;
+#if SWAR
+    while (i + 8 <= n) {
+        uint64_t x;
+        memcpy(&x, buf + i, 8);
+        if (!eight_digits(x)) break;
+        m = m * 100000000ULL + eight_value(x);
+        i += 8;
+    }
+#endif
+    while (i < n) {
+        unsigned d = (unsigned)buf[i] - 48u;
+        if (d > 9) break;
+        m = m * 10 + d;
+        i++;
+    }
+    *pi = i;
+    *pm = m;
+}
+
+/* The exact conversion of json.loads for the token buf[from:to] (GIL taken back): 0 with
+ * *value set, or -1 (not a number CPython reads whole: refuse). */
+static int exact_double(Scan *s, Py_ssize_t from, Py_ssize_t to, double *value) {
+    char local[64];
+    Py_ssize_t len = to - from;
+    char *text = len < (Py_ssize_t)sizeof(local) ? local : (char *)malloc((size_t)len + 1);
+    int ok = -1;
+    if (text == NULL) return -1;
+    memcpy(text, s->buf + from, (size_t)len);
+    text[len] = '\0';
+    PyEval_RestoreThread(s->saved);
+    char *end = NULL;
+    double v = PyOS_string_to_double(text, &end, NULL);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+    } else if (end == text + len) {
+        *value = v;
+        ok = 0;
+    }
+    s->saved = PyEval_SaveThread();
+    if (text != local) free(text);
+    return ok;
+}
+
+#define FAIL(code)                         \
+    do {                                   \
+        memset(r, 0, sizeof(*r));          \
+        r->status = (code);                \
+        r->end = i;                        \
+        return;                            \
+    } while (0)
+
+static void scan(Scan *s, Py_ssize_t start, Py_ssize_t stop, int suffix, Result *r) {
+    const unsigned char *buf = s->buf;
+    const Py_ssize_t n = s->n;
+    int64_t *dims = s->dims, *counts = s->counts, *partial = s->partial;
+    unsigned char *inherited = s->inherited;
+    unsigned char expect[LEVELS];
+    int64_t depth = 0, rank = UNSEEN, number_depth = UNSEEN, count = 0, min_depth = 0;
+    Py_ssize_t min_pos = start;
+    Py_ssize_t i = start;
+    memset(expect, 0, sizeof(expect));
+    memset(inherited, 0, LEVELS);
+    if (suffix) {
+        memset(inherited, 1, TOP + 1); /* levels <= 0: lists opened before start */
+        expect[TOP] = 1;               /* right after a comma */
+    }
+    while (i < stop) {
+        unsigned char c = buf[i];
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+            i++;
+            continue;
+        }
+        if (c == '[') {
+            if (number_depth != UNSEEN && depth >= number_depth) FAIL(1); /* beside numbers */
+            if (suffix || depth > 0) {
+                if (!expect[depth + TOP]) FAIL(1);
+                expect[depth + TOP] = 0;
+                counts[depth + TOP] += 1;
+            }
+            depth++;
+            if (depth > TOP) FAIL(1);
+            counts[depth + TOP] = 0;
+            expect[depth + TOP] = 1;
+            inherited[depth + TOP] = 0;
+            i++;
+            continue;
+        }
+        if (c == ']') {
+            if (depth <= (suffix ? -TOP + 1 : 0)) FAIL(1);
+            int64_t k = depth + TOP;
+            int64_t items = counts[k];
+            if (expect[k] && (items > 0 || inherited[k])) FAIL(1); /* trailing comma */
+            if (rank == UNSEEN) rank = depth; /* the first list to close is the deepest */
+            if (depth > rank) FAIL(1);
+            if (inherited[k]) {
+                partial[k] = items;
+                inherited[k] = 0;
+            } else if (dims[k] == -1) {
+                dims[k] = items;
+            } else if (dims[k] != items) {
+                FAIL(1); /* ragged */
+            }
+            depth--;
+            i++;
+            if (depth < min_depth) {
+                min_depth = depth;
+                min_pos = i;
+            }
+            if (depth == 0 && !suffix) {
+                r->status = 0;
+                goto done;
+            }
+            continue;
+        }
+        if (c == ',') {
+            int64_t k = depth + TOP;
+            if ((depth == 0 && !suffix) || expect[k] || (counts[k] == 0 && !inherited[k])) FAIL(1);
+            expect[k] = 1;
+            i++;
+            continue;
+        }
+        if (c == '}' && suffix) { /* the end of the body */
+            r->status = 0;
+            goto done;
+        }
+        /* A number: -?digits[.digits][(e|E)[+-]digits] */
+        int64_t k = depth + TOP;
+        if ((depth == 0 && !suffix) || !expect[k]) FAIL(1);
+        if (rank != UNSEEN && depth != rank) FAIL(1); /* a number beside lists */
+        if (number_depth == UNSEEN) {
+            number_depth = depth;
+        } else if (depth != number_depth) {
+            FAIL(1);
+        }
+        Py_ssize_t token = i;
+        int negative = 0;
+        if (buf[i] == '-') {
+            negative = 1;
+            i++;
+        }
+        if (i + 1 < n && buf[i] == '0' && buf[i + 1] >= '0' && buf[i + 1] <= '9') {
+            FAIL(1); /* a leading zero: not JSON */
+        }
+        Py_ssize_t int_start = i;
+        uint64_t mantissa = 0;
+        read_digits(buf, n, &i, &mantissa);
+        Py_ssize_t int_end = i;
+        if (int_end == int_start) FAIL(1);
+        Py_ssize_t frac_start = i;
+        int integer = 1; /* no fraction, no exponent: json.loads makes it an int */
+        if (i < n && buf[i] == '.') {
+            integer = 0;
+            i++;
+            frac_start = i;
+            read_digits(buf, n, &i, &mantissa);
+            if (i == frac_start) FAIL(1);
+        }
+        int64_t scale = (int64_t)(frac_start - i);
+        int64_t digits = (int64_t)(int_end - int_start) - scale;
+        int exact = 1; /* the mantissa and exponent are within the fast path's limits */
+        if (digits > 18) {
+            /* Leading zeros do not count. */
+            Py_ssize_t first = int_start;
+            while (first < int_end && buf[first] == '0') first++;
+            if (first == int_end) {
+                first = frac_start;
+                while (first < i && buf[first] == '0') first++;
+                digits = (int64_t)(i - first);
+            } else {
+                digits = (int64_t)(int_end - first) - scale;
+            }
+            if (digits > 19) exact = 0;
+            /* An integer of 19 digits may pass int64: np.asarray then makes uint64 or object
+             * arrays, which the general path reports. */
+            if (integer && digits > 18 && !(i < n && (buf[i] == 'e' || buf[i] == 'E'))) FAIL(2);
+        }
+        if (i < n && (buf[i] == 'e' || buf[i] == 'E')) {
+            integer = 0;
+            i++;
+            int64_t esign = 1;
+            if (i < n && (buf[i] == '+' || buf[i] == '-')) {
+                if (buf[i] == '-') esign = -1;
+                i++;
+            }
+            int64_t exponent = 0;
+            Py_ssize_t exp_start = i;
+            while (i < n && buf[i] >= '0' && buf[i] <= '9') {
+                if (i - exp_start < 9) exponent = exponent * 10 + (buf[i] - '0');
+                i++;
+            }
+            if (i == exp_start) FAIL(1);
+            if (i - exp_start > 4) exact = 0;
+            scale += esign * exponent;
+        }
+        float single;
+        if (exact && mantissa == 0) {
+            single = 0.0f;
+            if (integer) negative = 0; /* the int -0 is 0; the floats -0.0, -0e0 keep the sign */
+            if (negative) single = -single;
+        } else {
+            int settled = 0;
+            if (exact && scale <= 66 && scale >= -66) {
+                /* Powers of ten up to 1e22 are exact doubles: at most 4 roundings in all. */
+                double value = (double)mantissa;
+                int64_t left = scale >= 0 ? scale : -scale;
+                while (left > 0) {
+                    int64_t step = left <= 22 ? left : 22;
+                    if (scale >= 0) {
+                        value *= POW10[step];
+                    } else {
+                        value /= POW10[step];
+                    }
+                    left -= step;
+                }
+                single = (float)value;
+                double slack = value * 1.2e-15;
+                if ((float)(value - slack) == single && (float)(value + slack) == single) {
+                    settled = 1;
+                    if (negative) single = -single;
+                }
+            }
+            if (!settled) {
+                double value;
+                if (integer || i - token > SLOW_TOKEN_MAX) FAIL(2);
+                if (exact_double(s, token, i, &value) != 0) FAIL(2);
+                single = (float)value;
+            }
+            if (isinf(single)) FAIL(2); /* the float32 overflows */
+        }
+        if (count >= s->out_size) FAIL(2);
+        s->out[count] = single;
+        count++;
+        counts[k] += 1;
+        expect[k] = 0;
+    }
+    if (suffix) {
+        r->status = 0;
+    } else {
+        r->status = stop < n ? 3 : 1;
+    }
+done:
+    r->rank = rank;
+    r->number_depth = number_depth;
+    r->depth = depth;
+    r->min_depth = min_depth;
+    r->min_pos = min_pos;
+    r->count = count;
+    r->end = i;
+}
+
+#undef FAIL
+
+/* -- the Python entry point ----------------------------------------------------------------- */
+
+static int get_view(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize,
+                    const char *formats, Py_ssize_t min_len, const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) != 0) return -1;
+    const char *format = view->format ? view->format : "B";
+    if (format[0] == '<' || format[0] == '=' || format[0] == '@') format++;
+    if (view->itemsize != itemsize || strlen(format) != 1 || strchr(formats, format[0]) == NULL ||
+        view->len / itemsize < min_len) {
+        PyErr_Format(PyExc_TypeError, "scan: %s must be a contiguous %s array of %zd or more items",
+                     what, formats, min_len);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(scan_doc,
+"scan(buf, start, stop, suffix, pow10, dims, counts, partial, inherited, out, /)\n"
+"--\n\n"
+"Scan buf[start:stop] -> (status, rank, number_depth, depth, min_depth, min_pos, count, end).\n\n"
+"The contract of pytfrt.serving.fast_json._scan_impl (pow10 is accepted and unused).  buf: a\n"
+"bytes-like object; dims, counts, partial: int64 arrays and inherited: a bool array, of\n"
+"2 * 32 + 1 items; out: a float32 array.  Releases the GIL while it scans.  Raises TypeError\n"
+"for arguments of the wrong kind and ValueError for offsets outside buf.");
+
+static PyObject *py_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "scan() takes 10 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t stop = PyLong_AsSsize_t(args[2]);
+    if (stop == -1 && PyErr_Occurred()) return NULL;
+    int suffix = PyObject_IsTrue(args[3]);
+    if (suffix < 0) return NULL;
+    Py_buffer views[6];
+    int got = 0;
+    PyObject *result = NULL;
+    if (get_view(args[0], &views[0], 0, 1, "Bbc", 0, "buf") != 0) goto out;
+    got = 1;
+    if (get_view(args[5], &views[1], 1, 8, "lq", LEVELS, "dims") != 0) goto out;
+    got = 2;
+    if (get_view(args[6], &views[2], 1, 8, "lq", LEVELS, "counts") != 0) goto out;
+    got = 3;
+    if (get_view(args[7], &views[3], 1, 8, "lq", LEVELS, "partial") != 0) goto out;
+    got = 4;
+    if (get_view(args[8], &views[4], 1, 1, "?", LEVELS, "inherited") != 0) goto out;
+    got = 5;
+    if (get_view(args[9], &views[5], 1, 4, "f", 0, "out") != 0) goto out;
+    got = 6;
+    if (start < 0 || stop < start || stop > views[0].len) {
+        PyErr_SetString(PyExc_ValueError, "scan: start/stop outside the buffer");
+        goto out;
+    }
+    {
+        Scan s;
+        Result r;
+        memset(&r, 0, sizeof(r));
+        s.buf = (const unsigned char *)views[0].buf;
+        s.n = views[0].len;
+        s.dims = (int64_t *)views[1].buf;
+        s.counts = (int64_t *)views[2].buf;
+        s.partial = (int64_t *)views[3].buf;
+        s.inherited = (unsigned char *)views[4].buf;
+        s.out = (float *)views[5].buf;
+        s.out_size = views[5].len / 4;
+        s.saved = PyEval_SaveThread();
+        scan(&s, start, stop, suffix, &r);
+        PyEval_RestoreThread(s.saved);
+        result = Py_BuildValue("(LLLLLLLL)", (long long)r.status, (long long)r.rank,
+                               (long long)r.number_depth, (long long)r.depth,
+                               (long long)r.min_depth, (long long)r.min_pos,
+                               (long long)r.count, (long long)r.end);
+    }
+out:
+    for (int j = 0; j < got; j++) PyBuffer_Release(&views[j]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", (PyCFunction)(void (*)(void))py_scan, METH_FASTCALL, scan_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "pytfrt.serving._json_scan",
+    "The float32 tensor scan of pytfrt.serving.fast_json in C (see _json_scan.c).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__json_scan(void) { return PyModule_Create(&module); }
