@@ -37,12 +37,11 @@
 #define TOP 32                 /* fast_json.MAX_RANK */
 #define LEVELS (2 * TOP + 1)   /* fast_json._LEVELS */
 #define UNSEEN (-1000)         /* fast_json._NONE */
+#define IS_SPACE(c) ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
 #define SLOW_TOKEN_MAX 4096    /* longer fraction/exponent tokens are refused, not converted */
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define SWAR 1
-#elif defined(_M_X64) || defined(_M_IX86) || defined(_M_ARM64)
-#define SWAR 1
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SWAR 1 /* eight digits per step (GCC/Clang builtins, little-endian loads) */
 #else
 #define SWAR 0
 #endif
@@ -66,26 +65,31 @@ typedef struct {
     PyThreadState *saved;      /* the thread state while the GIL is released */
 } Scan;
 
-#if SWAR
-/* Whether the 8 bytes (little-endian) are all ASCII digits: each byte's high nibble is 3, and
- * stays 3 after adding 6 (a carry out of a non-digit byte only makes the test stricter). */
-static inline int eight_digits(uint64_t x) {
-    return ((x & 0xF0F0F0F0F0F0F0F0ULL) |
-            (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ==
-           0x3333333333333333ULL;
-}
+/* 10^-k rounded to the nearest double (the compiler reads the literal correctly rounded). */
+static const double NEG_POW10[23] = {
+    1e-0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11,
+    1e-12, 1e-13, 1e-14, 1e-15, 1e-16, 1e-17, 1e-18, 1e-19, 1e-20, 1e-21, 1e-22,
+};
 
-/* The value of 8 ASCII digits, the first in the lowest byte: digit pairs, then groups of four,
- * then the eight (no lane overflows: 99 < 2^8, 9999 < 2^16). */
-static inline uint64_t eight_value(uint64_t x) {
-    x -= 0x3030303030303030ULL;
-    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;
-    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;
-    return (x & 0xFFFFFFFFULL) * 10000 + (x >> 32);
+static const uint64_t POW10_INT[9] = {
+    1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+};
+
+#if SWAR
+/* The value of 8 digit values 0..9, one a byte, the first in the lowest byte: digit pairs, then
+ * groups of four, then the eight (no lane overflows: 99 < 2^8, 9999 < 2^16). */
+static inline uint64_t eight_value(uint64_t d) {
+    d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFULL;
+    d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFULL;
+    return (d & 0xFFFFFFFFULL) * 10000 + (d >> 32);
 }
 #endif
 
-/* Digits from buf[*i]: accumulate into *m (wrapping beyond 19 digits; callers count digits). */
+/* Digits from buf[*i]: accumulate into *m (wrapping beyond 19 digits; callers count digits).
+ * Eight bytes at a time while eight are left: the bytes XOR '0' are 0..9 for digits, and a
+ * byte is not a digit iff (its low 7 bits + 0x76) or itself has the top bit set (no carry
+ * crosses bytes: 0x7F + 0x76 < 0x100); the digits before the first non-digit are moved to the
+ * top of the word (the missing ones become leading zeros) and converted at once. */
 static inline void read_digits(const unsigned char *buf, Py_ssize_t n, Py_ssize_t *pi,
                                uint64_t *pm) {
     Py_ssize_t i = *pi;
@@ -94,9 +98,21 @@ static inline void read_digits(const unsigned char *buf, Py_ssize_t n, Py_ssize_
     while (i + 8 <= n) {
         uint64_t x;
         memcpy(&x, buf + i, 8);
-        if (!eight_digits(x)) break;
-        m = m * 100000000ULL + eight_value(x);
-        i += 8;
+        uint64_t d = x ^ 0x3030303030303030ULL;
+        uint64_t other = (((d & 0x7F7F7F7F7F7F7F7FULL) + 0x7676767676767676ULL) | d) &
+                         0x8080808080808080ULL;
+        if (other == 0) {
+            m = m * 100000000ULL + eight_value(d);
+            i += 8;
+            continue;
+        }
+        unsigned k = (unsigned)__builtin_ctzll(other) >> 3; /* digits before the first other */
+        /* Shift by 64 - 8k in two steps (k = 0 shifts everything out). */
+        uint64_t top = (d << (63 - 8 * k)) << 1;
+        m = m * POW10_INT[k] + eight_value(top);
+        *pi = i + k;
+        *pm = m;
+        return;
     }
 #endif
     while (i < n) {
@@ -158,7 +174,7 @@ static void scan(Scan *s, Py_ssize_t start, Py_ssize_t stop, int suffix, Result 
     }
     while (i < stop) {
         unsigned char c = buf[i];
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+        if (IS_SPACE(c)) {
             i++;
             continue;
         }
@@ -224,12 +240,10 @@ static void scan(Scan *s, Py_ssize_t start, Py_ssize_t stop, int suffix, Result 
         } else if (depth != number_depth) {
             FAIL(1);
         }
+    number: {
         Py_ssize_t token = i;
-        int negative = 0;
-        if (buf[i] == '-') {
-            negative = 1;
-            i++;
-        }
+        int negative = buf[i] == '-'; /* branch-free: the sign of data is random */
+        i += negative;
         if (i + 1 < n && buf[i] == '0' && buf[i + 1] >= '0' && buf[i + 1] <= '9') {
             FAIL(1); /* a leading zero: not JSON */
         }
@@ -292,24 +306,40 @@ static void scan(Scan *s, Py_ssize_t start, Py_ssize_t stop, int suffix, Result 
         } else {
             int settled = 0;
             if (exact && scale <= 66 && scale >= -66) {
-                /* Powers of ten up to 1e22 are exact doubles: at most 4 roundings in all. */
-                double value = (double)mantissa;
-                int64_t left = scale >= 0 ? scale : -scale;
-                while (left > 0) {
-                    int64_t step = left <= 22 ? left : 22;
-                    if (scale >= 0) {
-                        value *= POW10[step];
-                    } else {
-                        value /= POW10[step];
+                /* Powers of ten up to 1e22 are exact doubles, and 10^-k for k <= 22 is one
+                 * rounding away: at most 4 roundings in all. */
+                double value = (int64_t)mantissa >= 0 ? (double)(int64_t)mantissa
+                                                      : (double)mantissa;
+                if (scale < 0 && scale >= -22) {
+                    value *= NEG_POW10[-scale];
+                } else {
+                    int64_t left = scale >= 0 ? scale : -scale;
+                    while (left > 0) {
+                        int64_t step = left <= 22 ? left : 22;
+                        if (scale >= 0) {
+                            value *= POW10[step];
+                        } else {
+                            value /= POW10[step];
+                        }
+                        left -= step;
                     }
-                    left -= step;
                 }
                 single = (float)value;
-                double slack = value * 1.2e-15;
-                if ((float)(value - slack) == single && (float)(value + slack) == single) {
-                    settled = 1;
-                    if (negative) single = -single;
+                uint64_t bits;
+                memcpy(&bits, &value, 8);
+                uint64_t biased = bits >> 52; /* value > 0: no sign bit */
+                if (biased >= 1023 - 126 && biased <= 1023 + 127) {
+                    /* A normal float32 keeps the top 23 of the 52 fraction bits: the value is
+                     * far from a float32 rounding midpoint iff the 29 dropped bits are over 64
+                     * (double) ulps from half.  The scale changes only at a power of two, a
+                     * float32 value, not a midpoint. */
+                    uint32_t dropped = (uint32_t)(bits & 0x1FFFFFFFu);
+                    settled = dropped - 0x10000000u + 64u > 128u;
+                } else {
+                    double slack = value * 1.2e-15;
+                    settled = (float)(value - slack) == single && (float)(value + slack) == single;
                 }
+                if (settled && negative) single = -single;
             }
             if (!settled) {
                 double value;
@@ -324,6 +354,19 @@ static void scan(Scan *s, Py_ssize_t start, Py_ssize_t stop, int suffix, Result 
         count++;
         counts[k] += 1;
         expect[k] = 0;
+        /* The commonest next tokens: a comma and another number of this list, which passes
+         * every check above as the number before it did (same depth, rank unchanged). */
+        Py_ssize_t j = i;
+        while (j < stop && IS_SPACE(buf[j])) j++;
+        if (j < stop && buf[j] == ',') {
+            j++;
+            while (j < stop && IS_SPACE(buf[j])) j++;
+            if (j < stop && (buf[j] == '-' || (unsigned)buf[j] - 48u <= 9u)) {
+                i = j;
+                goto number;
+            }
+        }
+    }
     }
     if (suffix) {
         r->status = 0;

@@ -19,6 +19,15 @@ correctly rounded double (the general path's) is then within 2.5 ulps of ``v``, 
 scan writes the float32 values directly.  Pure function; thread-safe; the kernel releases the
 GIL.
 
+Two kernels implement the scan with one contract (:func:`_scan_impl`'s): the C extension
+``pytfrt.serving._json_scan`` (``_json_scan.c``; built by ``setup.py`` when a C compiler is
+there, ~3x faster) and, when it is not built, the Numba-compiled :func:`_scan_impl`
+(:data:`KERNEL_ENV` chooses).  The C kernel settles the float32 rounding the same way, reads
+eight digits at a time, and instead of refusing a fraction or exponent number that it cannot
+settle (or one with over 19 significant digits or a long exponent) converts that number exactly
+as ``json.loads`` does (CPython's correctly rounded conversion, the GIL taken back for it);
+integers it cannot settle are refused as here.
+
 A body of :data:`SPLIT_BYTES` or more is scanned in pieces (up to :data:`MAX_PIECES`, cut
 right after commas) in parallel, on the calling thread and the CPU kernels' thread pool
 (:func:`pytfrt.backends.cpu._parallel.parallel_for`) -- while that pays: when the pool's thread
@@ -286,6 +295,28 @@ def _compile() -> Any:
     return numba.njit(nogil=True, cache=True)(_scan_impl)
 
 
+KERNEL_ENV: Final = "PYTFRT_JSON_SCAN"
+"""``c`` or ``numba``: which kernel :func:`_scan` uses (read when it first runs).  By default the
+C kernel (``pytfrt.serving._json_scan``, built by ``setup.py`` when a C compiler is there), else
+the Numba one; ``numba`` forces Numba, for A/B runs."""
+
+
+def c_kernel() -> Any:
+    """The C kernel (the contract of :func:`_scan_impl`, see ``_json_scan.c``), or ``None`` when
+    the optional extension is not built."""
+    try:
+        from pytfrt.serving import _json_scan
+    except ImportError:
+        return None
+    return _json_scan.scan
+
+
+def kernel_name() -> str:
+    """``"c"``, ``"numba"`` or ``"none"``: the kernel :func:`_scan` uses."""
+    scan = _scan()
+    return "none" if scan is None else "c" if scan is c_kernel() else "numba"
+
+
 def _threads() -> int:
     """Threads a split scan may use (the CPU kernels' pool and the caller)."""
     from pytfrt.backends.cpu._parallel import num_threads
@@ -294,13 +325,17 @@ def _threads() -> int:
 
 
 def _scan() -> Any:
-    """The compiled scan, or ``None`` if Numba cannot build it (the general path is used)."""
+    """The scan kernel (C, else Numba: :data:`KERNEL_ENV`), or ``None`` if neither is there (the
+    general path is used)."""
     global _kernel, _unavailable
     if _kernel is None and not _unavailable:
-        try:
-            _kernel = _compile()
-        except Exception:  # noqa: BLE001 - an optimisation must never break a request
-            _unavailable = True
+        if os.environ.get(KERNEL_ENV, "c").lower() != "numba":
+            _kernel = c_kernel()
+        if _kernel is None:
+            try:
+                _kernel = _compile()
+            except Exception:  # noqa: BLE001 - an optimisation must never break a request
+                _unavailable = True
     return _kernel
 
 

@@ -22,6 +22,26 @@ from pytfrt.serving.errors import ServingError
 from pytfrt.serving.json_codec import COLUMNAR, ROW, decode_predict_request
 from pytfrt.serving.signature import ServingSignature, TensorInfo
 
+KERNELS = ["numba"] + (["c"] if fast_json.c_kernel() is not None else [])
+
+
+@pytest.fixture(autouse=True, params=KERNELS)
+def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with each scan kernel: the C extension (when built) and Numba."""
+    scan = fast_json.c_kernel() if request.param == "c" else fast_json._compile()
+    monkeypatch.setattr(fast_json, "_kernel", scan)
+    return str(request.param)
+
+
+def test_the_c_kernel_is_used_when_built(kernel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast_json, "_kernel", None)
+    monkeypatch.setattr(fast_json, "_unavailable", False)
+    monkeypatch.delenv(fast_json.KERNEL_ENV, raising=False)
+    assert fast_json.kernel_name() == ("c" if "c" in KERNELS else "numba")
+    monkeypatch.setattr(fast_json, "_kernel", None)
+    monkeypatch.setenv(fast_json.KERNEL_ENV, "numba")
+    assert fast_json.kernel_name() == "numba"
+
 
 def pad(text: str) -> bytes:
     body = text.encode()

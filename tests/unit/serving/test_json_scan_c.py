@@ -1,0 +1,151 @@
+"""The C scan kernel (``pytfrt.serving._json_scan``) beyond the shared fast-path tests.
+
+``test_fast_json.py`` runs every fast-path test with both kernels.  Here: what only the C
+kernel does -- numbers whose float32 rounding the fast arithmetic cannot settle, or with over 19
+digits, are converted exactly (CPython's conversion, as ``json.loads``) instead of refused;
+the eight-digits-at-a-time reader at every digit count and next to the end of the buffer --
+and its argument checks.  Oracle: ``json.loads`` + ``np.asarray`` + ``astype(float32)``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytfrt.serving import fast_json
+
+scan = fast_json.c_kernel()
+pytestmark = pytest.mark.skipif(scan is None, reason="the C extension is not built")
+
+
+@pytest.fixture(autouse=True)
+def c_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast_json, "_kernel", scan)
+
+
+def oracle(body: bytes) -> np.ndarray:
+    (value,) = json.loads(body).values()
+    with np.errstate(over="ignore"):
+        return np.asarray(value).astype(np.float32)
+
+
+def parse_exact(body: bytes, split_at: list[int] | None = None) -> np.ndarray:
+    """The fast path's array, asserted taken (not refused) and bit-identical to the oracle."""
+    got = fast_json.parse_float32_tensor(body, split_at=split_at)
+    assert got is not None, body[:200]
+    want = oracle(body)
+    array = got[1]
+    assert array.shape == want.shape
+    assert np.array_equal(array.view(np.uint32), want.view(np.uint32)), (array, want)
+    return array
+
+
+def body_of(numbers: list[str], pad: bool = True) -> bytes:
+    text = '{"instances": [' + ", ".join(numbers) + "]}"
+    if pad:
+        text = text[:-1] + " " * fast_json.MIN_BYTES + "}"
+    return text.encode()
+
+
+@pytest.mark.parametrize("number", [
+    "16777217.000000001",          # its double is a float32 midpoint: rounds down to even
+    "16777216.999999999",
+    "1.00000005960464477",         # 1 + 2**-24 rounded to 18 digits
+    "1.000000059604644775390625",  # 1 + 2**-24 exactly: a tie, to even
+    "1.0000000596046447753906251",
+    "3.4028234663852886e38",       # the largest float32
+    "0.1234567890123456789012345678901234567890",
+    "-0.000000000000000000000000000000000000000000001",   # 1e-45: a subnormal float32
+    "7.006492321624085e-46",       # half the smallest subnormal: rounds to 0
+    "7.0064923216240862e-46",      # just above: the smallest subnormal
+    "1e-99999",                    # an exponent of five digits: 0
+    "-1e-400",
+    "1.5e+0000000000000000000002",
+])
+def test_unsettled_and_long_numbers_are_converted_exactly(number: str) -> None:
+    parse_exact(body_of([number, "1.5"]))
+
+
+@pytest.mark.parametrize("number", [
+    "16777217",                    # an int at a float32 midpoint: int64 -> float32 rounds it
+    "1234567890123456789",         # 19 digits: past int64 it would be uint64 or an object
+    "99999999999999999999999",
+    "1e39",                        # overflows float32
+    "-3.5e38",
+    "1e400",
+])
+def test_refused_numbers(number: str) -> None:
+    assert fast_json.parse_float32_tensor(body_of([number, "1.5"])) is None
+
+
+float_text = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False, width=32).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.builds(lambda m, e: f"{m}e{e}", st.integers(-10**25, 10**25), st.integers(-60, 60)),
+    st.builds(lambda a, b, e: f"{a}.{b}{e}", st.integers(-10**9, 10**9),
+              st.text("0123456789", min_size=1, max_size=30),
+              st.sampled_from(["", "e5", "E-7", "e+38", "e-45", "e-50", "E0"])),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(float_text, min_size=1, max_size=40))
+def test_numbers_with_a_fraction_or_exponent_are_taken_unless_they_overflow(
+        numbers: list[str]) -> None:
+    body = body_of([n if ("." in n or "e" in n.lower()) else n + ".0" for n in numbers])
+    with np.errstate(over="ignore"):
+        finite = bool(np.isfinite(oracle(body)).all())
+    got = fast_json.parse_float32_tensor(body)
+    if not finite:
+        assert got is None
+    else:
+        parse_exact(body)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 25), st.integers(0, 25), st.booleans(), st.integers(0, 9))
+def test_every_digit_count_and_the_buffer_end(int_digits: int, frac_digits: int,
+                                              negative: bool, seed: int) -> None:
+    # Unpadded bodies: the last numbers end a few bytes before the buffer does, where the
+    # reader must go byte by byte.
+    rng = np.random.default_rng(seed)
+
+    def number() -> str:
+        head = str(rng.integers(1, 10)) + "".join(map(str, rng.integers(0, 10, int_digits - 1)))
+        frac = "".join(map(str, rng.integers(0, 10, frac_digits)))
+        return ("-" if negative else "") + head + ("." + frac if frac else ".5")
+
+    count = fast_json.MIN_BYTES // (int_digits + frac_digits + 3) + 2
+    body = body_of([number() for _ in range(count)], pad=False)
+    assert len(body) >= fast_json.MIN_BYTES
+    parse_exact(body)
+    parse_exact(body, split_at=[len(body) // 3, len(body) - 12])
+
+
+def test_a_float32_tensor_in_compact_json() -> None:
+    x = np.random.default_rng(3).standard_normal((3, 17, 5)).astype(np.float32)
+    body = json.dumps({"inputs": x.tolist()}, separators=(",", ":")).encode()
+    assert np.array_equal(parse_exact(body), x)
+
+
+def test_bad_arguments_raise_not_crash() -> None:
+    assert scan is not None
+    levels = 2 * fast_json.MAX_RANK + 1
+    good = (np.full(levels, -1, np.int64), np.zeros(levels, np.int64),
+            np.zeros(levels, np.int64), np.zeros(levels, np.bool_), np.empty(8, np.float32))
+    buf = b"[1.5, 2]"
+    assert scan(buf, 0, len(buf), False, None, *good)[:1] == (0,)
+    with pytest.raises(TypeError, match="dims"):
+        scan(buf, 0, len(buf), False, None, np.zeros(levels, np.int32), *good[1:])
+    with pytest.raises(TypeError, match="out"):
+        scan(buf, 0, len(buf), False, None, *good[:4], np.empty(8, np.float64))
+    with pytest.raises(TypeError, match="inherited"):
+        scan(buf, 0, len(buf), False, None, *good[:3], np.zeros(3, np.bool_), good[4])
+    with pytest.raises(ValueError, match="outside"):
+        scan(buf, 0, len(buf) + 1, False, None, *good)
+    with pytest.raises(TypeError):
+        scan(buf, 0, len(buf), False, None, *good[:4])
