@@ -149,3 +149,49 @@ def test_bad_arguments_raise_not_crash() -> None:
         scan(buf, 0, len(buf) + 1, False, None, *good)
     with pytest.raises(TypeError):
         scan(buf, 0, len(buf), False, None, *good[:4])
+
+
+@st.composite
+def mutated_bodies(draw: st.DrawFn) -> bytes:
+    """A float32 tensor as json.dumps writes it (random shape and spacing), often with one byte
+    dropped, doubled or replaced; long enough for the 64-byte blocks and 16-byte reads."""
+    shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    x = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).standard_normal(shape)
+    scale = draw(st.sampled_from([1.0, 1e-6, 1e6, 1e30, 1e-40]))
+    items = draw(st.sampled_from([", ", ",", " , ", ",\n  "]))
+    text = json.dumps({"instances": (x * scale).astype(np.float32).tolist()},
+                      separators=(items, ": "))
+    body = bytearray(text[:-1].encode() + b" " * 70 + b"}")
+    if draw(st.booleans()):
+        where = draw(st.integers(0, len(text) - 1))
+        how = draw(st.sampled_from(["drop", "double", "replace"]))
+        if how == "drop":
+            del body[where]
+        elif how == "double":
+            body.insert(where, body[where])
+        else:
+            body[where] = ord(draw(st.sampled_from(list("[],-.eE+0 9}x{\""))))
+    return bytes(body) + b" " * fast_json.MIN_BYTES
+
+
+@settings(max_examples=400, deadline=None)
+@given(mutated_bodies(), st.data())
+def test_the_c_kernel_takes_what_numba_takes_and_agrees_with_json(body: bytes,
+                                                                   data: st.DataObject) -> None:
+    cuts = data.draw(st.none() | st.lists(st.integers(0, len(body)), min_size=1, max_size=3))
+    got = fast_json.parse_float32_tensor(body, split_at=cuts)
+    try:
+        (value,) = json.loads(body).values()
+        with np.errstate(over="ignore"):
+            want: np.ndarray | None = np.asarray(value).astype(np.float32)
+    except (ValueError, json.JSONDecodeError):
+        want = None
+    if got is not None:
+        assert want is not None and got[1].shape == want.shape
+        assert np.array_equal(got[1].view(np.uint32), want.view(np.uint32))
+    fast_json._kernel = fast_json._compile()
+    try:
+        by_numba = fast_json.parse_float32_tensor(body, split_at=cuts)
+    finally:
+        fast_json._kernel = scan
+    assert by_numba is None or got is not None
