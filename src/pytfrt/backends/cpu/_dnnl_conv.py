@@ -32,11 +32,11 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from pytfrt.backends.cpu import _blas, _parallel
+from pytfrt.backends.cpu import _blas, _parallel, _spin_pool
 
 # -- the C API: enum values of oneDNN 3.x (oneapi/dnnl/dnnl_types.h, dnnl_common_types.h) ------
 _F32 = 3  # dnnl_f32
@@ -165,6 +165,13 @@ class _Lib:
             self.fn[name] = f
         self.engine = self.new("dnnl_engine_create", _CPU, 0)
         self.local = threading.local()
+        execute, wait, set_handle = (
+            int(ctypes.cast(self.fn[name], ctypes.c_void_p).value or 0)  # type: ignore[arg-type]
+            for name in ("dnnl_primitive_execute", "dnnl_stream_wait",
+                         "dnnl_memory_set_data_handle")
+        )
+        self.addresses = (execute, wait, set_handle)
+        """Addresses of the C functions :mod:`_spin_pool`'s native loops call."""
 
     def call(self, name: str, *args: Any) -> None:
         status = self.fn[name](*args)
@@ -183,6 +190,10 @@ class _Lib:
             s = self.new("dnnl_stream_create", self.engine, _STREAM_IN_ORDER)
             self.local.stream = s
         return s
+
+    def stream_handle(self) -> int:
+        """This thread's stream as an integer handle (for native loops)."""
+        return int(self.stream().value or 0)
 
     def strided_md(self, dims: tuple[int, ...], strides: tuple[int, ...]) -> ctypes.c_void_p:
         return self.new(
@@ -271,6 +282,8 @@ class _Prim:
         self.channels: tuple[int, int] | None = None
         """Output channels ``[c0, c1)`` of a channel part (it writes a dense per-thread buffer
         that :meth:`DnnlConv.forward` copies into the output), ``None`` for other parts."""
+        self.pixels = 0
+        """Output pixels of the part (batch x rows x columns)."""
         self.impl = ""
         self.keep: Any = None
         """What owns memory handed to oneDNN (a prepared filter's :func:`_filter_memory`)."""
@@ -317,6 +330,23 @@ to the 14x14 layers did not pay: the 3x3 no change, 1x1 1024->256 2.76 vs 2.59-2
 copies of the larger outputs)."""
 
 
+SPIN_POOL = True
+"""Whether split convolutions run on :mod:`_spin_pool`'s native helpers (else, and when
+another thread is using them, through :func:`pytfrt.backends.cpu._parallel.parallel_for`)."""
+_POOL_STATE = -1
+"""Key of a part's memory objects used by :mod:`_spin_pool` (under its lock), beside the
+per-thread ones of the Python path (keyed by thread id)."""
+
+
+class _Job(NamedTuple):
+    """A split convolution as a :mod:`_spin_pool` job: its parts table and the largest
+    scratchpad and channel-part buffer (bytes) a thread needs to run any part."""
+
+    table: np.ndarray
+    scratch: int
+    buf: int
+
+
 class DnnlConv:
     """A float32 convolution (fixed filter, bias and epilogue) run by oneDNN primitives.
 
@@ -355,6 +385,8 @@ class DnnlConv:
         self._origin: list[_Prim] = []
         """The holders that together hold every output channel once the user's filter is
         released (:meth:`user_filter` reads the filter back from them)."""
+        self._jobs: dict[tuple[tuple[int, ...], int], _Job] = {}
+        """The :mod:`_spin_pool` job of each split shape and mode (made on first use)."""
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _destroy, self._prims, self._weights)
 
@@ -464,6 +496,7 @@ class DnnlConv:
         layout, groups = a["layout"], a["groups"]
         src, dst, (pt, pb, pl, pr), p.src_off, p.dst_off, p.channels = part
         p.residual = int(residual)
+        p.pixels = dst[0] * dst[2] * dst[3]
         if p.channels is not None and residual == RESIDUAL_OPERAND:
             raise RuntimeError("channel parts add the residual from their own buffer")
         md_free, temp = "dnnl_memory_desc_destroy", _Prim(lib)
@@ -646,17 +679,64 @@ class DnnlConv:
         holds it on entry); :data:`RESIDUAL_OPERAND` (``r``, C-contiguous, ``y``'s shape, not
         overlapping ``y``).  :meth:`ready` must have returned true for the shape and mode.
         """
-        prims = self._prims[(tuple(x.shape), int(residual))]
+        key = (tuple(x.shape), int(residual))
+        prims = self._prims[key]
         assert prims is not None
         xa, ya = int(x.ctypes.data), int(y.ctypes.data)
         ra = int(r.ctypes.data) if r is not None and residual == RESIDUAL_OPERAND else 0
         if len(prims) == 1:
             self._run(prims[0], xa, ya, ra)
+            return
+        pool = _spin_pool.pool(self._lib.addresses, _parallel.num_threads() - 1,
+                               self._lib.stream_handle) if SPIN_POOL else None
+        if pool is not None and pool.lock.acquire(blocking=False):
+            try:
+                job = self._jobs.get(key)
+                if job is None:
+                    job = self._job(key, prims)
+                pool.reserve(job.scratch, job.buf)
+                st = pool.run(job.table, xa, ya, ra, self._lib.stream_handle(),
+                              _scratch(self._lib, job.scratch),
+                              int(_part_buffer((job.buf // 4, 1)).ctypes.data))
+            finally:
+                pool.lock.release()
+            if st != 0:
+                raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
         elif prims[0].channels is not None:
             y2 = y.reshape(-1, y.shape[-1])
             _parallel.parallel_for(lambda i: self._run_channels(prims[i], xa, y2), len(prims))
         else:
             _parallel.parallel_for(lambda i: self._run(prims[i], xa, ya, ra), len(prims))
+
+    def _job(self, key: tuple[tuple[int, ...], int], prims: list[_Prim]) -> _Job:
+        """The :mod:`_spin_pool` job table of a split convolution (made once per shape and
+        mode; its memory objects are used only under the pool's lock)."""
+        table = np.zeros((len(prims), _spin_pool.NF), np.int64)
+        buf = 0
+        for i, p in enumerate(prims):
+            args, src, dst, sp, res = self._thread_state(p, _POOL_STATE)
+            row = table[i]
+            row[_spin_pool.PRIM] = p.prim.value or 0
+            row[_spin_pool.NARGS] = len(args)
+            row[_spin_pool.ARGS] = ctypes.addressof(args)
+            row[_spin_pool.SRC_MEM] = src.value or 0
+            row[_spin_pool.SRC_OFF] = p.src_off
+            row[_spin_pool.DST_MEM] = dst.value or 0
+            row[_spin_pool.DST_OFF] = p.dst_off
+            row[_spin_pool.RES_MEM] = 0 if res is None else res.value or 0
+            row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
+            if p.channels is not None:
+                c0, c1 = p.channels
+                row[_spin_pool.CH_OFF] = 4 * c0
+                row[_spin_pool.CH_BYTES] = 4 * (c1 - c0)
+                row[_spin_pool.CH_ROWS] = p.pixels
+                row[_spin_pool.CH_STRIDE] = 4 * self._attrs["cout"]
+                row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
+                buf = max(buf, 4 * (c1 - c0) * p.pixels)
+        job = _Job(table, max(p.scratch for p in prims), buf)
+        with self._lock:
+            self._jobs[key] = job
+        return job
 
     def _run_channels(self, p: _Prim, xa: int, y2: np.ndarray) -> None:
         """Run a channel part into this thread's buffer and copy it into its channels of the

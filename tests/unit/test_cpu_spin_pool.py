@@ -1,0 +1,285 @@
+"""The native fork-join of oneDNN primitive parts (``backends/cpu/_spin_pool``).
+
+Two halves.  The pool's mechanics with Python stand-ins for oneDNN's C functions (ctypes
+callbacks whose addresses the native loops call): every part runs exactly once whatever the
+number of parts and helpers (Hypothesis), with the addresses the table and the call give,
+on the running thread's stream and scratchpad; channel parts copy their rows between the
+output and the thread's buffer; the first error status is returned; the caller runs every
+part when no helper takes one; sleeping helpers are woken.  Then real convolutions: split
+convolutions through the pool give bit-for-bit the results of the Python path (same
+primitives) for batch, row and channel parts with each residual mode, and many threads
+calling one plan at once (one holds the pool, the others take the Python path) agree with
+a single-threaded reference.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytfrt.backends.cpu import _dnnl_conv, _parallel, _spin_pool, conv
+
+_EXEC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                         ctypes.c_int64)
+_WAIT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64)
+_SET = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+PRIM0, DST0, SRC0, RES0, SP0 = 1000, 2000, 3000, 4000, 5000
+
+
+class FakeDnnl:
+    """Stand-ins for ``dnnl_primitive_execute``, ``dnnl_stream_wait`` and
+    ``dnnl_memory_set_data_handle``: they record which thread ran which part with which
+    data handles, and a part's "primitive" adds ``index + 1`` to each float of its
+    destination (like oneDNN's ``sum`` post-op onto what the destination holds)."""
+
+    def __init__(self, fail: dict[int, int] | None = None, rows: int = 0, width: int = 0):
+        self.lock = threading.Lock()
+        self.handles: dict[tuple[int, int], int] = {}
+        self.runs: list[tuple[int, int, int, dict[str, int]]] = []
+        self.fail = fail or {}
+        self.rows, self.width = rows, width
+        self.streams: dict[int, int] = {}
+        self._cbs = (_EXEC(self._execute), _WAIT(lambda s: 0), _SET(self._set))
+
+    def addresses(self) -> tuple[int, int, int]:
+        return tuple(int(ctypes.cast(f, ctypes.c_void_p).value) for f in self._cbs)
+
+    def new_stream(self) -> int:
+        with self.lock:
+            s = 77_000 + len(self.streams)
+            self.streams[threading.get_ident()] = s
+        return s
+
+    def _set(self, mem: int, addr: int) -> int:
+        with self.lock:
+            self.handles[(threading.get_ident(), mem)] = addr
+        return 0
+
+    def _execute(self, prim: int, stream: int, nargs: int, args: int) -> int:
+        i = prim - PRIM0
+        tid = threading.get_ident()
+        with self.lock:
+            got = {name: self.handles.get((tid, base + i), -1)
+                   for name, base in (("src", SRC0), ("dst", DST0), ("res", RES0),
+                                      ("sp", SP0))}
+            self.runs.append((i, tid, stream, got))
+        if self.rows:  # a channel part: its destination is the thread's dense buffer
+            n = self.rows * self.width
+            buf = np.ctypeslib.as_array((ctypes.c_float * n).from_address(got["dst"]))
+            buf += i + 1
+        return self.fail.get(i, 0)
+
+
+def _table(n: int, channel: tuple[int, int, int, bool] | None = None) -> np.ndarray:
+    t = np.zeros((n, _spin_pool.NF), np.int64)
+    for i in range(n):
+        t[i, _spin_pool.PRIM] = PRIM0 + i
+        t[i, _spin_pool.NARGS] = 3
+        t[i, _spin_pool.SRC_MEM] = SRC0 + i
+        t[i, _spin_pool.SRC_OFF] = 10 * i
+        t[i, _spin_pool.DST_MEM] = DST0 + i
+        t[i, _spin_pool.DST_OFF] = 100 * i
+        t[i, _spin_pool.RES_MEM] = RES0 + i
+        t[i, _spin_pool.SP_MEM] = SP0 + i
+        if channel is not None:
+            rows, width, stride, copy_in = channel
+            t[i, _spin_pool.CH_OFF] = 4 * width * i
+            t[i, _spin_pool.CH_BYTES] = 4 * width
+            t[i, _spin_pool.CH_ROWS] = rows
+            t[i, _spin_pool.CH_STRIDE] = 4 * stride
+            t[i, _spin_pool.CH_COPY_IN] = int(copy_in)
+    return t
+
+
+def _run(pool: _spin_pool.Pool, fake: FakeDnnl, table: np.ndarray, ya: int = 900_000,
+         buf: int = 0) -> int:
+    with pool.lock:
+        pool.reserve(4096, 4 * max(fake.rows * fake.width, 1))
+        return pool.run(table, 500_000, ya, 700_000, fake.new_stream(), 123_456, buf)
+
+
+@settings(max_examples=25, deadline=None)
+@given(parts=st.integers(1, 40), helpers=st.integers(1, 3), calls=st.integers(1, 4))
+def test_every_part_runs_once_with_its_addresses(parts, helpers, calls):
+    fake = FakeDnnl()
+    pool = _spin_pool.Pool(fake.addresses(), helpers, fake.new_stream)
+    try:
+        caller_stream = None
+        for _ in range(calls):
+            fake.runs.clear()
+            caller_stream = fake.new_stream()
+            with pool.lock:
+                pool.reserve(4096, 64)
+                assert pool.run(_table(parts), 500_000, 900_000, 700_000, caller_stream,
+                                123_456, 0) == 0
+            assert sorted(i for i, *_ in fake.runs) == list(range(parts))
+            me = threading.get_ident()
+            for i, tid, stream, got in fake.runs:
+                assert got["src"] == 500_000 + 10 * i
+                assert got["dst"] == 900_000 + 100 * i
+                assert got["res"] == 700_000 + 100 * i
+                assert stream == fake.streams[tid]  # the running thread's own stream
+                if tid == me:
+                    assert got["sp"] == 123_456 and stream == caller_stream
+                else:  # a helper: its own 64-byte aligned scratchpad
+                    assert got["sp"] % 64 == 0 and got["sp"] != 123_456
+    finally:
+        pool.stop()
+
+
+@pytest.mark.parametrize("copy_in", [False, True])
+def test_channel_parts_copy_rows_through_the_thread_buffer(copy_in):
+    rows, width, parts = 5, 3, 4
+    stride = width * parts + 2  # two spare columns the parts must not touch
+    fake = FakeDnnl(rows=rows, width=width)
+    pool = _spin_pool.Pool(fake.addresses(), 1, fake.new_stream)
+    try:
+        y = np.arange(100, 100 + rows * stride, dtype=np.float32).reshape(rows, stride)
+        before = y.copy()
+        buf = np.full(rows * width + 16, -7.0, np.float32)
+        table = _table(parts, (rows, width, stride, copy_in))
+        assert _run(pool, fake, table, int(y.ctypes.data), int(buf.ctypes.data)) == 0
+        for i in range(parts):
+            cols = slice(i * width, (i + 1) * width)
+            if copy_in:  # the part added to what the output held
+                np.testing.assert_array_equal(y[:, cols], before[:, cols] + i + 1)
+            else:  # the part added to the thread's buffer: stale content, not the output
+                assert np.all(y[:, cols] != before[:, cols] + i + 1)
+        np.testing.assert_array_equal(y[:, parts * width:], before[:, parts * width:])
+    finally:
+        pool.stop()
+
+
+def test_first_error_status_is_returned_and_other_parts_still_finish():
+    fake = FakeDnnl(fail={2: 5})
+    pool = _spin_pool.Pool(fake.addresses(), 1, fake.new_stream)
+    try:
+        assert _run(pool, fake, _table(4)) == 5
+        fake.fail.clear()
+        fake.runs.clear()
+        assert _run(pool, fake, _table(4)) == 0  # the error does not stick to the pool
+        assert sorted(i for i, *_ in fake.runs) == [0, 1, 2, 3]
+    finally:
+        pool.stop()
+
+
+def test_caller_runs_every_part_when_no_helper_takes_one():
+    fake = FakeDnnl()
+    pool = _spin_pool.Pool(fake.addresses(), 1, fake.new_stream)
+    pool.stop()  # the helper has exited: nobody claims from the back
+    assert _run(pool, fake, _table(6)) == 0
+    assert sorted(i for i, *_ in fake.runs) == list(range(6))
+    assert {tid for _, tid, *_ in fake.runs} == {threading.get_ident()}
+
+
+def test_sleeping_helpers_are_woken(monkeypatch):
+    monkeypatch.setattr(_spin_pool, "SPIN_US", 200)
+    fake = FakeDnnl()
+    pool = _spin_pool.Pool(fake.addresses(), 2, fake.new_stream)
+    try:
+        deadline = time.monotonic() + 5
+        while not all(pool.ctrl[(_spin_pool._HELPERS + k) * _spin_pool._LINE
+                                + _spin_pool._H_SLEEPING] for k in range(2)):
+            assert time.monotonic() < deadline, "helpers never went to sleep"
+            time.sleep(0.001)
+        helpers = set()
+        for _ in range(50):  # a woken helper claims a part of some of these jobs
+            fake.runs.clear()
+            assert _run(pool, fake, _table(8)) == 0
+            assert sorted(i for i, *_ in fake.runs) == list(range(8))
+            helpers |= {tid for _, tid, *_ in fake.runs} - {threading.get_ident()}
+            time.sleep(0.002)  # longer than SPIN_US: they sleep again before the next job
+        assert helpers
+    finally:
+        pool.stop()
+
+
+# -- real convolutions -------------------------------------------------------------------
+
+needs_dnnl = pytest.mark.skipif(not _dnnl_conv.available() or _parallel.num_threads() < 2,
+                                reason="needs oneDNN and two threads")
+
+
+def _plan(k: int, cin: int, cout: int, seed: int) -> tuple[conv.ConvPlan, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal((k, k, cin, cout)) * 0.05).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    return conv.plan_conv2d(w, layout="NHWC", pads=(k // 2,) * 4, bias=b, activation="relu",
+                            algorithm="dnnl"), rng
+
+
+def _torch_reference(plan: conv.ConvPlan, x: np.ndarray, r: np.ndarray | None) -> np.ndarray:
+    torch = pytest.importorskip("torch")
+    w = torch.from_numpy(np.array(plan.filter())).permute(3, 2, 0, 1)
+    y = torch.nn.functional.conv2d(torch.from_numpy(x).permute(0, 3, 1, 2), w,
+                                   torch.from_numpy(plan.bias), padding=plan.kh // 2)
+    y = y.permute(0, 2, 3, 1).numpy()
+    return np.maximum(y if r is None else y + r, 0)
+
+
+def _jobs_run() -> int:
+    pool = _spin_pool._pool
+    return 0 if pool is None else int(pool.ctrl[_spin_pool._SEQ * _spin_pool._LINE])
+
+
+def _both_paths(monkeypatch, fn):
+    monkeypatch.setattr(_dnnl_conv, "SPIN_POOL", True)
+    before = _jobs_run()
+    pooled = fn()
+    assert _jobs_run() == before + 1  # the split convolution was one job of the pool
+    monkeypatch.setattr(_dnnl_conv, "SPIN_POOL", False)
+    return pooled, fn()
+
+
+@needs_dnnl
+@pytest.mark.parametrize("n,h,cin,cout,kind", [
+    (4, 14, 64, 128, "batch"), (1, 28, 64, 96, "rows"), (1, 7, 256, 256, "channels")])
+@pytest.mark.parametrize("residual", ["none", "operand", "in place"])
+def test_split_convs_through_the_pool_match_the_python_path(monkeypatch, n, h, cin, cout,
+                                                            kind, residual):
+    plan, rng = _plan(3, cin, cout, n + h)
+    x = rng.standard_normal((n, h, h, cin)).astype(np.float32)
+    r = rng.standard_normal((n, h, h, cout)).astype(np.float32)
+    prims = plan.dnnl._get(x.shape, _dnnl_conv.NO_RESIDUAL)
+    assert len(prims) == 2
+    assert (prims[0].channels is not None) == (kind == "channels")
+
+    def call() -> np.ndarray:
+        if residual == "none":
+            return conv.conv2d(plan, x)
+        if residual == "operand":
+            return conv.conv2d(plan, x, r)
+        out = r.copy()
+        return conv.conv2d(plan, x, out, out=out)
+
+    pooled, python = _both_paths(monkeypatch, call)
+    np.testing.assert_array_equal(pooled, python)
+    np.testing.assert_allclose(pooled, _torch_reference(plan, x, None if residual == "none"
+                                                        else r), rtol=1e-4, atol=1e-4)
+
+
+@needs_dnnl
+def test_many_threads_calling_one_plan(monkeypatch):
+    monkeypatch.setattr(_dnnl_conv, "SPIN_POOL", True)
+    plan, rng = _plan(3, 64, 64, 9)
+    xs = [rng.standard_normal((2, 28, 28, 64)).astype(np.float32) for _ in range(6)]
+    expected = [_torch_reference(plan, x, None) for x in xs]
+    got: dict[int, list[np.ndarray]] = {}
+
+    def worker(t: int) -> None:
+        got[t] = [conv.conv2d(plan, x) for _ in range(5) for x in xs]
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for t in range(4):
+        for j, y in enumerate(got[t]):
+            np.testing.assert_allclose(y, expected[j % len(xs)], rtol=1e-5, atol=1e-5)
