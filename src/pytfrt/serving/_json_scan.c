@@ -618,8 +618,271 @@ out:
     return result;
 }
 
+/* -- the response: float32 arrays as json.dumps writes their tolist() ---------------------- */
+
+typedef unsigned __int128 u128;
+
+static u128 POW10_128[39]; /* 10^0 .. 10^38 (filled at import) */
+static u128 POW5_128[45];  /* 5^0 .. 5^44 */
+
+static void fill_tables(void) {
+    POW10_128[0] = 1;
+    for (int k = 1; k < 39; k++) POW10_128[k] = POW10_128[k - 1] * 10;
+    POW5_128[0] = 1;
+    for (int k = 1; k < 45; k++) POW5_128[k] = POW5_128[k - 1] * 5;
+}
+
+/* Python's repr of the double f (a float32 value, finite, not zero) into out (sign included):
+ * the shortest decimal that reads back as that double, the nearest such if several, in
+ * repr's notation.  Returns the length, or 0 when this exact integer method does not apply
+ * (the caller then asks PyOS_double_to_string): a power of two (its rounding interval is
+ * lopsided), a value below 2^-44 times its odd mantissa (5^F would overflow 128 bits) or a tie
+ * between two shortest candidates.
+ *
+ * f = M 2^E with M odd; as a decimal N / 10^F (F = max(0, -E), N = M 5^F or M 2^E, exact in
+ * 128 bits).  The double's rounding interval is f +- h with h = 2^(e - 53), e = floor(log2 f);
+ * its ends read back as f (round-half-even: the double's last bit is 0, as every float32 has
+ * at most 24 significant bits).  In units of 10^-F, h = 5^F 2^g with g = e - 53 + F.  An
+ * n-digit decimal within h of f exists iff the nearest one, N rounded to n digits, is, and
+ * then every longer one is too: n goes down from 17 (or N's own digits) while it holds. */
+static Py_ssize_t float_repr(float value, char *out) {
+    uint32_t bits;
+    memcpy(&bits, &value, 4);
+    int negative = (int)(bits >> 31);
+    uint32_t biased = (bits >> 23) & 0xFF;
+    uint32_t m = bits & 0x7FFFFF;
+    int e2;
+    if (biased == 0) {
+        e2 = -149;
+    } else {
+        m |= 0x800000;
+        e2 = (int)biased - 150;
+    }
+    int zeros = __builtin_ctz(m);
+    m >>= zeros;
+    e2 += zeros;
+    if (m == 1 || e2 < -44) return 0;
+    int bitlen = 32 - __builtin_clz(m);
+    int F = e2 < 0 ? -e2 : 0;
+    u128 N = (u128)m;
+    u128 five = POW5_128[F];
+    if (e2 < 0) {
+        N *= five;
+    } else {
+        N <<= e2;
+    }
+    int g = (e2 + bitlen - 1) - 53 + F;
+    /* D: the digits of N. */
+    const u128 *p10 = POW10_128;
+    int D = 1;
+    while (D < 39 && N >= p10[D]) D++;
+    int best_n = 0;
+    u128 best_q = 0;
+    int best_carry = 0;
+    int n = D < 17 ? D : 17;
+    for (; n >= 1; n--) {
+        int t = D - n;
+        u128 q, dist;
+        int carry = 0;
+        if (t == 0) {
+            q = N;
+            dist = 0;
+        } else {
+            u128 unit = p10[t];
+            q = N / unit;
+            u128 r = N - q * unit;
+            u128 half = unit / 2;
+            if (r == half) return 0; /* a tie: leave it to CPython */
+            if (r > half) {
+                q += 1;
+                dist = unit - r;
+                if (q == p10[n]) carry = 1;
+            } else {
+                dist = r;
+            }
+        }
+        int ok;
+        if (g >= 0) {
+            ok = dist <= ((u128)1 << g) * five;
+        } else {
+            int s = -g;
+            if (dist > (five >> s) + 1) {
+                ok = 0;
+            } else {
+                ok = (dist << s) <= five;
+            }
+        }
+        if (!ok) break;
+        best_n = n;
+        best_q = q;
+        best_carry = carry;
+    }
+    if (best_n == 0) return 0;
+    /* digits of best_q (best_n of them, or a 1 and zeros after a carry) */
+    char digits[40];
+    int nd = best_n;
+    int decpt = D - F;
+    if (best_carry) {
+        best_q = 1;
+        nd = 1;
+        decpt += 1;
+    } else {
+        for (int k = nd - 1; k >= 0; k--) {
+            digits[k] = (char)('0' + (int)(best_q % 10));
+            best_q /= 10;
+        }
+    }
+    if (best_carry) digits[0] = '1';
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    char *p = out;
+    if (negative) *p++ = '-';
+    if (decpt <= -4 || decpt > 16) {
+        int exp10 = decpt - 1;
+        *p++ = digits[0];
+        if (nd > 1) {
+            *p++ = '.';
+            memcpy(p, digits + 1, (size_t)(nd - 1));
+            p += nd - 1;
+        }
+        *p++ = 'e';
+        *p++ = exp10 < 0 ? '-' : '+';
+        int a = exp10 < 0 ? -exp10 : exp10;
+        if (a >= 100) *p++ = (char)('0' + a / 100);
+        *p++ = (char)('0' + a / 10 % 10);
+        *p++ = (char)('0' + a % 10);
+    } else if (decpt <= 0) {
+        *p++ = '0';
+        *p++ = '.';
+        for (int k = 0; k < -decpt; k++) *p++ = '0';
+        memcpy(p, digits, (size_t)nd);
+        p += nd;
+    } else if (decpt >= nd) {
+        memcpy(p, digits, (size_t)nd);
+        p += nd;
+        for (int k = 0; k < decpt - nd; k++) *p++ = '0';
+        *p++ = '.';
+        *p++ = '0';
+    } else {
+        memcpy(p, digits, (size_t)decpt);
+        p += decpt;
+        *p++ = '.';
+        memcpy(p, digits + decpt, (size_t)(nd - decpt));
+        p += nd - decpt;
+    }
+    return p - out;
+}
+
+/* One float32 as json.dumps writes the Python float: NaN, Infinity, -Infinity, 0.0, -0.0, or
+ * repr.  Returns the length (at most 32), or -1 with an exception (GIL held). */
+static Py_ssize_t write_float(float value, char *out) {
+    if (isnan(value)) {
+        memcpy(out, "NaN", 3);
+        return 3;
+    }
+    if (isinf(value)) {
+        if (value < 0) {
+            memcpy(out, "-Infinity", 9);
+            return 9;
+        }
+        memcpy(out, "Infinity", 8);
+        return 8;
+    }
+    if (value == 0.0f) {
+        if (signbit(value)) {
+            memcpy(out, "-0.0", 4);
+            return 4;
+        }
+        memcpy(out, "0.0", 3);
+        return 3;
+    }
+    Py_ssize_t len = float_repr(value, out);
+    if (len > 0) return len;
+    char *text = PyOS_double_to_string((double)value, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (text == NULL) return -1;
+    len = (Py_ssize_t)strlen(text);
+    memcpy(out, text, (size_t)len);
+    PyMem_Free(text);
+    return len;
+}
+
+PyDoc_STRVAR(dumps_doc,
+"dumps_float32(array, /)\n"
+"--\n\n"
+"The bytes json.dumps(array.tolist(), separators=(',', ':')) gives for a C-contiguous float32\n"
+"array of rank 1 to 32, not empty (nested lists; NaN/Infinity as json.dumps writes them).\n"
+"Raises TypeError for anything else.");
+
+static PyObject *py_dumps_float32(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) return NULL;
+    const char *format = view.format ? view.format : "B";
+    if (format[0] == '<' || format[0] == '=' || format[0] == '@') format++;
+    if (view.itemsize != 4 || strcmp(format, "f") != 0 || view.ndim < 1 || view.ndim > TOP) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "dumps_float32: a C-contiguous float32 array of rank "
+                                         "1 to 32 is needed");
+        return NULL;
+    }
+    Py_ssize_t count = view.len / 4;
+    int ndim = view.ndim;
+    if (count == 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "dumps_float32: an empty array");
+        return NULL;
+    }
+    /* Each number takes at most 32 bytes and a comma; each list two brackets. */
+    Py_ssize_t lists = 1, per = 1;
+    for (int d = 0; d < ndim - 1; d++) {
+        per *= view.shape[d];
+        lists += per;
+    }
+    Py_ssize_t capacity = count * 33 + lists * 3 + 16;
+    PyObject *result = PyBytes_FromStringAndSize(NULL, capacity);
+    if (result == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    char *start = PyBytes_AS_STRING(result), *p = start;
+    const float *data = (const float *)view.buf;
+    Py_ssize_t index[TOP];
+    memset(index, 0, sizeof(index));
+    {
+        for (int d = 0; d < ndim; d++) *p++ = '[';
+        Py_ssize_t inner = view.shape[ndim - 1];
+        for (Py_ssize_t k = 0; k < count; k += inner) {
+            for (Py_ssize_t j = 0; j < inner; j++) {
+                Py_ssize_t len = write_float(data[k + j], p);
+                if (len < 0) {
+                    Py_DECREF(result);
+                    PyBuffer_Release(&view);
+                    return NULL;
+                }
+                p += len;
+                *p++ = ',';
+            }
+            p[-1] = ']';
+            /* close the finished outer lists, open the next ones */
+            int d = ndim - 2;
+            while (d >= 0 && ++index[d] == view.shape[d]) {
+                *p++ = ']';
+                index[d] = 0;
+                d--;
+            }
+            if (d >= 0) {
+                *p++ = ',';
+                for (int e = d + 1; e < ndim; e++) *p++ = '[';
+            }
+        }
+    }
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&result, p - start) != 0) return NULL;
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))py_scan, METH_FASTCALL, scan_doc},
+    {"dumps_float32", py_dumps_float32, METH_O, dumps_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -630,6 +893,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__json_scan(void) {
+    fill_tables();
     PyObject *mod = PyModule_Create(&module);
     if (mod != NULL && PyModule_AddIntConstant(mod, "vector", VECTOR) != 0) {
         Py_DECREF(mod);

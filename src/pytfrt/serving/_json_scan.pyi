@@ -30,3 +30,14 @@ def scan(
             ``inherited``: bool, 65 or more items; ``out``: float32).
         ValueError: ``start``/``stop`` outside ``buf``.
     """
+
+vector: int
+"""1 when the scan reads structural characters and numbers with SSE2 (x86-64), else 0."""
+
+def dumps_float32(array: np.ndarray, /) -> bytes:
+    """``json.dumps(array.tolist(), separators=(",", ":")).encode()`` for a C-contiguous,
+    non-empty float32 array of rank 1 to 32.
+
+    Raises:
+        TypeError: any other array.
+    """

@@ -1,8 +1,8 @@
-"""A compiled fast path for the JSON request that is slow in Python: a float tensor.
+"""Compiled fast paths for the JSON that is slow in Python: a float tensor in, float32 out.
 
 An image request (ResNet-50: 150,528 numbers, 3 MB of JSON) spends longer in ``json.loads``
 and ``np.asarray`` than a fast model spends computing.  :func:`parse_float32_tensor` reads the
-body ``{"instances": <nested list>}`` or ``{"inputs": <nested list>}`` in one Numba-compiled
+body ``{"instances": <nested list>}`` or ``{"inputs": <nested list>}`` in one compiled
 pass -- structure, rectangular shape and numbers -- and returns exactly the float32 array the
 general path (``json.loads``, then float64, then float32) would have produced, or ``None``
 whenever it cannot promise that, so the caller takes the general path (which also produces
@@ -21,12 +21,13 @@ GIL.
 
 Two kernels implement the scan with one contract (:func:`_scan_impl`'s): the C extension
 ``pytfrt.serving._json_scan`` (``_json_scan.c``; built by ``setup.py`` when a C compiler is
-there, ~3x faster) and, when it is not built, the Numba-compiled :func:`_scan_impl`
-(:data:`KERNEL_ENV` chooses).  The C kernel settles the float32 rounding the same way, reads
-eight digits at a time, and instead of refusing a fraction or exponent number that it cannot
-settle (or one with over 19 significant digits or a long exponent) converts that number exactly
-as ``json.loads`` does (CPython's correctly rounded conversion, the GIL taken back for it);
-integers it cannot settle are refused as here.
+there; 2.5 ms against 4.8 ms for one pass over the ResNet-50 body) and, when it is not built,
+the Numba-compiled :func:`_scan_impl` (:data:`KERNEL_ENV` chooses).  The C kernel settles the
+float32 rounding the same way, finds the structural characters 64 bytes at a time and reads a
+number whose end is thus known in 16-byte blocks, and instead of refusing a fraction or
+exponent number that it cannot settle (or one with over 19 significant digits or a long
+exponent) converts that number exactly as ``json.loads`` does (CPython's correctly rounded
+conversion, the GIL taken back for it); integers it cannot settle are refused as here.
 
 A body of :data:`SPLIT_BYTES` or more is scanned in pieces (up to :data:`MAX_PIECES`, cut
 right after commas) in parallel, on the calling thread and the CPU kernels' thread pool
@@ -40,6 +41,11 @@ order and checks that they fit -- each piece closes only lists that are open, th
 list split across pieces add up to its dimension, the rank, the numbers' depth and every
 dimension agree, the last piece closes the tensor and only ``}`` follows -- else the body is
 scanned again in one pass, so splitting can change the speed, never the result.
+The response side: :func:`dumps_float32` writes a float32 output array as the bytes
+``json.dumps(array.tolist(), separators=(",", ":"))`` gives, in C (``_json_scan.c``: each
+number's ``repr`` -- the shortest decimal that reads back as its double -- found with 128-bit
+integers; the cases that method does not cover go to CPython's own ``repr``), ~4x faster for
+the 1,000 floats of a ResNet-50 answer (0.1 ms against 0.39 ms).
 """
 
 from __future__ import annotations
@@ -522,3 +528,17 @@ def parse_float32_tensor(body: bytes, *, split_at: Sequence[int] | None = None
     if body[end:].strip() != b"}":
         return None
     return match.group(1).decode("ascii"), array
+
+
+def dumps_float32(array: np.ndarray) -> bytes | None:
+    """``json.dumps(array.tolist(), separators=(",", ":")).encode()`` for a non-empty float32
+    array of rank 1 to :data:`MAX_RANK`, byte for byte, or ``None`` (another array, or the C
+    extension is not built: the caller takes ``json.dumps``).  Thread-safe."""
+    if (array.dtype != np.float32 or array.ndim < 1 or array.ndim > MAX_RANK
+            or array.size == 0):
+        return None
+    try:
+        from pytfrt.serving import _json_scan
+    except ImportError:
+        return None
+    return _json_scan.dumps_float32(np.ascontiguousarray(array))

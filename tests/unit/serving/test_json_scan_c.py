@@ -195,3 +195,63 @@ def test_the_c_kernel_takes_what_numba_takes_and_agrees_with_json(body: bytes,
     finally:
         fast_json._kernel = scan
     assert by_numba is None or got is not None
+
+
+# -- the response: dumps_float32 against json.dumps ---------------------------------------------
+
+
+def dumps_oracle(x: np.ndarray) -> bytes:
+    return json.dumps(x.tolist(), separators=(",", ":")).encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=50))
+def test_dumps_float32_matches_json_dumps_on_any_bits(words: list[int]) -> None:
+    x = np.array(words, np.uint32).view(np.float32)  # NaN, infinities, subnormals included
+    assert fast_json.dumps_float32(x) == dumps_oracle(x)
+
+
+def test_dumps_float32_on_many_values_and_shapes() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    assert fast_json.dumps_float32(x) == dumps_oracle(x)
+    for scale in (1.0, 1e-4, 1e-7, 1e7, 1e17, 1e30):
+        y = (rng.standard_normal(20_000) * scale).astype(np.float32)
+        assert fast_json.dumps_float32(y) == dumps_oracle(y)
+    powers = np.ldexp(np.float32(1), np.arange(-149, 128)).astype(np.float32)  # lopsided
+    assert fast_json.dumps_float32(powers) == dumps_oracle(powers)
+    special = np.array([0.0, -0.0, 1.0, 0.5, 16777216.0, 3.4028235e38, 1e-45, 1e16, 1e17,
+                        123456789.0, 0.1, 1e-5, 9.999999e-5], np.float32)
+    assert fast_json.dumps_float32(special) == dumps_oracle(special)
+    for shape in [(1,), (2, 3), (1, 2, 3, 1), (3, 1), (1, 1000)]:
+        z = rng.standard_normal(shape).astype(np.float32)
+        assert fast_json.dumps_float32(z) == dumps_oracle(z)
+        assert fast_json.dumps_float32(np.asfortranarray(z)) == dumps_oracle(z)
+
+
+def test_dumps_float32_steps_aside_for_other_arrays() -> None:
+    assert fast_json.dumps_float32(np.zeros(3, np.float64)) is None
+    assert fast_json.dumps_float32(np.zeros((2, 0), np.float32)) is None
+    assert fast_json.dumps_float32(np.array(1.5, np.float32)) is None
+    assert scan is not None
+    from pytfrt.serving import _json_scan
+
+    with pytest.raises(TypeError):
+        _json_scan.dumps_float32(np.zeros(3, np.int32))
+    with pytest.raises(TypeError):
+        _json_scan.dumps_float32(np.zeros(0, np.float32))
+
+
+def test_responses_are_the_bytes_json_dumps_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytfrt.serving.json_codec import COLUMNAR, ROW, encode_predict_response
+
+    y = np.random.default_rng(1).standard_normal((2, 10)).astype(np.float32)
+    outputs: list[dict[str, np.ndarray]] = [
+        {"p": y}, {"p": y.astype(np.float64)}, {"p": y, "q": y[:, :3]},
+        {"p": np.zeros((0, 3), np.float32)}, {"p": np.array(2.5, np.float32)}]
+    for fmt in (ROW, COLUMNAR):
+        for out in outputs:
+            fast = encode_predict_response(fmt, out)
+            with monkeypatch.context() as patch:
+                patch.setattr(fast_json, "dumps_float32", lambda array: None)
+                assert encode_predict_response(fmt, out) == fast
