@@ -304,7 +304,8 @@ def _compile() -> Any:
 KERNEL_ENV: Final = "PYTFRT_JSON_SCAN"
 """``c`` or ``numba``: which kernel :func:`_scan` uses (read when it first runs).  By default the
 C kernel (``pytfrt.serving._json_scan``, built by ``setup.py`` when a C compiler is there), else
-the Numba one; ``numba`` forces Numba, for A/B runs."""
+the Numba one; ``numba`` forces Numba and turns :func:`dumps_float32` off (the server as
+without the extension), for A/B runs."""
 
 
 def c_kernel() -> Any:
@@ -537,8 +538,20 @@ def dumps_float32(array: np.ndarray) -> bytes | None:
     if (array.dtype != np.float32 or array.ndim < 1 or array.ndim > MAX_RANK
             or array.size == 0):
         return None
+    if _dumps is None:
+        return None
+    return bytes(_dumps(np.ascontiguousarray(array)))
+
+
+def _c_dumps() -> Any:
+    """The C ``dumps_float32``, or ``None`` (not built, or :data:`KERNEL_ENV` is ``numba``)."""
+    if os.environ.get(KERNEL_ENV, "c").lower() == "numba":
+        return None
     try:
         from pytfrt.serving import _json_scan
     except ImportError:
         return None
-    return _json_scan.dumps_float32(np.ascontiguousarray(array))
+    return _json_scan.dumps_float32
+
+
+_dumps = _c_dumps()
