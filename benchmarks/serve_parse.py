@@ -1,11 +1,13 @@
-"""The ``:predict`` body parser alone: one pass, pieces in parallel, and ``json.loads``.
+"""The ``:predict`` JSON on its own: the body parser (C and Numba kernels, one pass and pieces in
+parallel, and ``json.loads``) and the response writer (C ``dumps_float32`` and ``json.dumps``).
 
 Parses the ResNet-50 request body of ``benchmarks/serve.py`` (``{"instances": [1x224x224x3
 float32 as json.dumps writes it]}``, 3.2 MB) in one process, the variants interleaved call by
 call: ``pytfrt.serving.fast_json`` as the server runs it (pieces on the calling thread and the
-CPU kernels' pool), its one-pass scan, and the general path (``json.loads`` + ``np.asarray`` +
-``astype(float32)``, fewer repeats).  Per variant: median and minimum wall time and the calling
-thread's CPU time, in ms.  Writes ``TAG.json`` into ``--out``.  Usage::
+CPU kernels' pool, with the kernel the server uses), the one-pass scan with each kernel, and the
+general path (``json.loads`` + ``np.asarray`` + ``astype(float32)``, fewer repeats); then
+writes a 1x1000 float32 answer both ways.  Per variant: median and minimum wall time and the
+calling thread's CPU time, in ms.  Writes ``TAG.json`` into ``--out``.  Usage::
 
     .venv/bin/python benchmarks/serve_parse.py --repeats 40 --tag serve_parse
 """
@@ -41,8 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     body = json.dumps({"instances": x.tolist()}).encode()
     fast_json.warm_up()
     scan = fast_json._scan()
+    numba_scan = fast_json._compile()
     buf = np.frombuffer(body, np.uint8)
     start = body.index(b"[")
+    answer = np.random.default_rng(1).random((1, 1000), dtype=np.float32)
 
     def general() -> Any:
         return np.asarray(json.loads(body)["instances"]).astype(np.float32)
@@ -52,18 +56,29 @@ def main(argv: list[str] | None = None) -> int:
         assert parsed is not None
         return parsed[1]
 
-    def one_pass() -> Any:
-        parsed = fast_json._whole(scan, buf, start)
-        assert parsed is not None
-        return parsed[0]
+    def one_pass(kernel: Any) -> Callable[[], Any]:
+        def run() -> Any:
+            parsed = fast_json._whole(kernel, buf, start)
+            assert parsed is not None
+            return parsed[0]
+        return run
 
     variants: dict[str, tuple[Callable[[], Any], int]] = {
-        "pieces in parallel": (pieces, 1),
-        "one pass": (one_pass, 1),
+        f"pieces in parallel ({fast_json.kernel_name()})": (pieces, 1),
+        f"one pass ({fast_json.kernel_name()})": (one_pass(scan), 1),
+        "one pass (numba)": (one_pass(numba_scan), 1),
         "json.loads": (general, 8),
     }
     for fn, _ in variants.values():  # each gives the array itself
         assert np.array_equal(fn(), x)
+    writers: dict[str, tuple[Callable[[], Any], int]] = {
+        "answer: dumps_float32": (lambda: fast_json.dumps_float32(answer), 1),
+        "answer: json.dumps": (lambda: json.dumps(answer.tolist(), separators=(",", ":"))
+                               .encode(), 1),
+    }
+    if fast_json.dumps_float32(answer) is not None:
+        assert writers["answer: dumps_float32"][0]() == writers["answer: json.dumps"][0]()
+        variants.update(writers)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
     for i in range(args.repeats):
         for name, (fn, every) in variants.items():
@@ -81,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                          "calls": len(samples)}
         rows.append([name, f"{results[name]['median_ms']:.2f}", f"{results[name]['min_ms']:.2f}",
                      f"{results[name]['caller_cpu_ms']:.2f}", len(samples)])
-    print(format_table(["parser", "median ms", "min ms", "calling thread CPU ms", "calls"],
+    print(format_table(["variant", "median ms", "min ms", "calling thread CPU ms", "calls"],
                        rows))
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / f"{args.tag}.json", {
