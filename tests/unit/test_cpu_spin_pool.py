@@ -44,7 +44,7 @@ class FakeDnnl:
         self.runs: list[tuple[int, int, int, dict[str, int]]] = []
         self.fail = fail or {}
         self.rows, self.width = rows, width
-        self.streams: dict[int, int] = {}
+        self.streams: list[int] = []
         self._cbs = (_EXEC(self._execute), _WAIT(lambda s: 0), _SET(self._set))
 
     def addresses(self) -> tuple[int, int, int]:
@@ -53,7 +53,7 @@ class FakeDnnl:
     def new_stream(self) -> int:
         with self.lock:
             s = 77_000 + len(self.streams)
-            self.streams[threading.get_ident()] = s
+            self.streams.append(s)
         return s
 
     def _set(self, mem: int, addr: int) -> int:
@@ -97,11 +97,10 @@ def _table(n: int, channel: tuple[int, int, int, bool] | None = None) -> np.ndar
     return t
 
 
-def _run(pool: _spin_pool.Pool, fake: FakeDnnl, table: np.ndarray, ya: int = 900_000,
-         buf: int = 0) -> int:
+def _run(pool: _spin_pool.Pool, fake: FakeDnnl, table: np.ndarray, ya: int = 900_000) -> int:
     with pool.lock:
         pool.reserve(4096, 4 * max(fake.rows * fake.width, 1))
-        return pool.run(table, 500_000, ya, 700_000, fake.new_stream(), 123_456, buf)
+        return pool.run(table, 500_000, ya, 700_000)
 
 
 @settings(max_examples=25, deadline=None)
@@ -110,25 +109,22 @@ def test_every_part_runs_once_with_its_addresses(parts, helpers, calls):
     fake = FakeDnnl()
     pool = _spin_pool.Pool(fake.addresses(), helpers, fake.new_stream)
     try:
-        caller_stream = None
         for _ in range(calls):
             fake.runs.clear()
-            caller_stream = fake.new_stream()
-            with pool.lock:
-                pool.reserve(4096, 64)
-                assert pool.run(_table(parts), 500_000, 900_000, 700_000, caller_stream,
-                                123_456, 0) == 0
+            assert _run(pool, fake, _table(parts)) == 0
             assert sorted(i for i, *_ in fake.runs) == list(range(parts))
-            me = threading.get_ident()
+            slots = {}
             for i, tid, stream, got in fake.runs:
                 assert got["src"] == 500_000 + 10 * i
                 assert got["dst"] == 900_000 + 100 * i
                 assert got["res"] == 700_000 + 100 * i
-                assert stream == fake.streams[tid]  # the running thread's own stream
-                if tid == me:
-                    assert got["sp"] == 123_456 and stream == caller_stream
-                else:  # a helper: its own 64-byte aligned scratchpad
-                    assert got["sp"] % 64 == 0 and got["sp"] != 123_456
+                assert got["sp"] % 64 == 0
+                # one stream and scratchpad per thread, none shared between threads
+                assert slots.setdefault(tid, (stream, got["sp"])) == (stream, got["sp"])
+            streams = [s for s, _ in slots.values()]
+            scratch = [sp for _, sp in slots.values()]
+            assert len(set(streams)) == len(streams) and len(set(scratch)) == len(scratch)
+            assert set(streams) <= set(fake.streams)
     finally:
         pool.stop()
 
@@ -142,9 +138,8 @@ def test_channel_parts_copy_rows_through_the_thread_buffer(copy_in):
     try:
         y = np.arange(100, 100 + rows * stride, dtype=np.float32).reshape(rows, stride)
         before = y.copy()
-        buf = np.full(rows * width + 16, -7.0, np.float32)
         table = _table(parts, (rows, width, stride, copy_in))
-        assert _run(pool, fake, table, int(y.ctypes.data), int(buf.ctypes.data)) == 0
+        assert _run(pool, fake, table, int(y.ctypes.data)) == 0
         for i in range(parts):
             cols = slice(i * width, (i + 1) * width)
             if copy_in:  # the part added to what the output held

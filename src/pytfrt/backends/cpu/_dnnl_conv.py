@@ -191,9 +191,10 @@ class _Lib:
             self.local.stream = s
         return s
 
-    def stream_handle(self) -> int:
-        """This thread's stream as an integer handle (for native loops)."""
-        return int(self.stream().value or 0)
+    def new_stream_handle(self) -> int:
+        """A new stream as an integer handle (for :mod:`_spin_pool`'s thread slots; never
+        destroyed: one per slot per process)."""
+        return int(self.new("dnnl_stream_create", self.engine, _STREAM_IN_ORDER).value or 0)
 
     def strided_md(self, dims: tuple[int, ...], strides: tuple[int, ...]) -> ctypes.c_void_p:
         return self.new(
@@ -394,6 +395,11 @@ class DnnlConv:
         """Whether oneDNN has (non-reference) primitives for this input shape (made now if
         new; creation errors mean ``False``)."""
         return self._get(tuple(x_shape), residual) is not None
+
+    def prepared(self, x_shape: tuple[int, ...], residual: int) -> bool:
+        """Whether :meth:`ready` has made primitives for this input shape and mode (never
+        makes them: the check of a call path that falls back otherwise)."""
+        return bool(self._prims.get((x_shape, residual)))
 
     def impl(self, x_shape: tuple[int, ...], residual: int = NO_RESIDUAL) -> str | None:
         """oneDNN's implementation name for an input shape (``None``: not used for it)."""
@@ -688,16 +694,14 @@ class DnnlConv:
             self._run(prims[0], xa, ya, ra)
             return
         pool = _spin_pool.pool(self._lib.addresses, _parallel.num_threads() - 1,
-                               self._lib.stream_handle) if SPIN_POOL else None
+                               self._lib.new_stream_handle) if SPIN_POOL else None
         if pool is not None and pool.lock.acquire(blocking=False):
             try:
                 job = self._jobs.get(key)
                 if job is None:
                     job = self._job(key, prims)
                 pool.reserve(job.scratch, job.buf)
-                st = pool.run(job.table, xa, ya, ra, self._lib.stream_handle(),
-                              _scratch(self._lib, job.scratch),
-                              int(_part_buffer((job.buf // 4, 1)).ctypes.data))
+                st = pool.run(job.table, xa, ya, ra)
             finally:
                 pool.lock.release()
             if st != 0:

@@ -59,8 +59,10 @@ _LINE = 8  # int64 words per 64-byte cache line: every shared word on its own li
 # control words (index into the control array, in units of lines)
 _SEQ, _CLAIM, _FINISHED, _ERROR, _STOP, _NPARTS, _XA, _YA, _RA = range(9)
 _HELPERS = 9
-"""Line of the first helper's words: its stream, scratch address, part-buffer address and
-whether it sleeps (``_H_*`` words of line ``_HELPERS + k``)."""
+"""Line of the first thread slot: slot ``k`` (line ``_HELPERS + k``) holds a thread's stream,
+scratchpad address, part-buffer address and whether it sleeps (``_H_*`` words).  Slots
+``0 .. helpers - 1`` are the helpers', slot ``helpers`` the caller's (whichever thread holds
+:attr:`Pool.lock`: one at a time)."""
 _H_STREAM, _H_SCRATCH, _H_BUF, _H_SLEEPING = range(4)
 _MAX_HELPERS = 15
 
@@ -179,8 +181,17 @@ def _wait_finished(ctrl: np.ndarray, fns: np.ndarray) -> int:
 
 
 @numba.njit(nogil=True, cache=True)
+def _run_slot(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, slot: int,
+              from_back: bool) -> None:
+    """:func:`_run_claimed` with the stream and buffers of thread slot ``slot``."""
+    mine = _line(_HELPERS + slot)
+    _run_claimed(ctrl, jobs, fns, from_back, ctrl[mine + _H_STREAM], ctrl[mine + _H_SCRATCH],
+                 ctrl[mine + _H_BUF])
+
+
+@numba.njit(nogil=True, cache=True)
 def _caller(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, table: np.ndarray,
-            xa: int, ya: int, ra: int, stream: int, scratch: int, buf: int, helpers: int) -> int:
+            xa: int, ya: int, ra: int, helpers: int) -> int:
     """Post the job of ``table``, run the front parts on this thread, wait for the rest.
     Returns the status (see :func:`_wait_finished`), or ``-2 - mask`` right after posting
     when helpers (bits of ``mask``) sleep: the caller wakes them and calls
@@ -203,15 +214,14 @@ def _caller(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, table: np.ndarr
             sleeping |= 1 << k
     if sleeping:
         return -2 - sleeping
-    _run_claimed(ctrl, jobs, fns, False, stream, scratch, buf)
+    _run_slot(ctrl, jobs, fns, helpers, False)
     return _wait_finished(ctrl, fns)
 
 
 @numba.njit(nogil=True, cache=True)
-def _continue(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, stream: int,
-              scratch: int, buf: int) -> int:
+def _continue(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, helpers: int) -> int:
     """The rest of :func:`_caller` after waking sleeping helpers."""
-    _run_claimed(ctrl, jobs, fns, False, stream, scratch, buf)
+    _run_slot(ctrl, jobs, fns, helpers, False)
     return _wait_finished(ctrl, fns)
 
 
@@ -228,8 +238,7 @@ def _helper(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, k: int, seen: i
         seq = nv.load_acquire(ctrl, _line(_SEQ))
         if seq != seen:
             seen = seq
-            _run_claimed(ctrl, jobs, fns, True, ctrl[mine + _H_STREAM], ctrl[mine + _H_SCRATCH],
-                         ctrl[mine + _H_BUF])
+            _run_slot(ctrl, jobs, fns, k, True)
             start = last_yield = nv.cycles()
         elif nv.cycles() - start > fns[_SPIN]:
             nv.store_seq_cst(ctrl, mine + _H_SLEEPING, 1)
@@ -268,9 +277,12 @@ class Pool:
         self.helpers = min(helpers, _MAX_HELPERS)
         self.lock = threading.Lock()
         self.wake = threading.Condition(threading.Lock())
-        self.scratch: list[np.ndarray] = [np.empty(0, np.uint8)] * self.helpers
-        self.bufs: list[np.ndarray] = [np.empty(0, np.uint8)] * self.helpers
+        self.scratch: list[np.ndarray] = [np.empty(0, np.uint8)] * (self.helpers + 1)
+        self.bufs: list[np.ndarray] = [np.empty(0, np.uint8)] * (self.helpers + 1)
+        self._reserved = (-1, -1)
         self._new_stream = new_stream
+        self.ctrl[_line(_HELPERS + self.helpers) + _H_STREAM] = new_stream()
+        self.reserve(0, 0)
         self.threads = [threading.Thread(target=self._helper_main, args=(k,), daemon=True,
                                          name=f"pytfrt-dnnl-{k}")
                         for k in range(self.helpers)]
@@ -296,9 +308,12 @@ class Pool:
                     self.wake.wait()
 
     def reserve(self, scratch: int, buf: int) -> None:
-        """Make every helper's scratchpad and part buffer at least these sizes in bytes
+        """Make every thread slot's scratchpad and part buffer at least these sizes in bytes
         (called between jobs, with :attr:`lock` held)."""
-        for k in range(self.helpers):
+        if scratch <= self._reserved[0] and buf <= self._reserved[1]:
+            return
+        self._reserved = (max(scratch, self._reserved[0]), max(buf, self._reserved[1]))
+        for k in range(self.helpers + 1):
             mine = _line(_HELPERS + k)
             if self.scratch[k].size < scratch + 64:
                 self.scratch[k] = np.empty(max(scratch + 64, 1 << 20), np.uint8)
@@ -307,14 +322,12 @@ class Pool:
                 self.bufs[k] = np.empty(max(buf + 64, 1 << 16), np.uint8)
                 self.ctrl[mine + _H_BUF] = (self.bufs[k].ctypes.data + 63) & ~63
 
-    def run(self, table: np.ndarray, xa: int, ya: int, ra: int, stream: int, scratch: int,
-            buf: int) -> int:
+    def run(self, table: np.ndarray, xa: int, ya: int, ra: int) -> int:
         """Run the parts of ``table`` (``(n, NF)`` int64, ``n <= MAX_PARTS``) for these
-        source, destination and residual addresses; ``stream``, ``scratch`` and ``buf`` are
-        the calling thread's.  Call with :attr:`lock` held after :meth:`reserve`.  Returns
-        oneDNN's first nonzero status, or 0."""
-        st = int(_caller(self.ctrl, self.jobs, self.fns, table, xa, ya, ra, stream, scratch,
-                         buf, self.helpers))
+        source, destination and residual addresses, on this thread (with the caller slot's
+        stream and buffers) and the helpers.  Call with :attr:`lock` held after
+        :meth:`reserve`.  Returns oneDNN's first nonzero status, or 0."""
+        st = _caller(self.ctrl, self.jobs, self.fns, table, xa, ya, ra, self.helpers)
         if st <= -2:
             sleeping = -2 - st
             with self.wake:
@@ -322,11 +335,11 @@ class Pool:
                     if sleeping >> k & 1:
                         self.ctrl[_line(_HELPERS + k) + _H_SLEEPING] = 0
                 self.wake.notify_all()
-            st = int(_continue(self.ctrl, self.jobs, self.fns, stream, scratch, buf))
+            st = _continue(self.ctrl, self.jobs, self.fns, self.helpers)
         while st == PENDING:  # a helper's part still runs: it may have been descheduled
             time.sleep(50e-6)
-            st = int(_wait_finished(self.ctrl, self.fns))
-        return st
+            st = _wait_finished(self.ctrl, self.fns)
+        return int(st)
 
     def stop(self) -> None:
         """Ask the helpers to exit (tests; the process's helpers are daemons)."""
@@ -344,8 +357,8 @@ _pool_lock = threading.Lock()
 def pool(fns: tuple[int, int, int], helpers: int, new_stream: Any) -> Pool | None:
     """The process's pool (made on first use; ``None`` without helpers).  ``fns``: the
     addresses of ``dnnl_primitive_execute``, ``dnnl_stream_wait`` and
-    ``dnnl_memory_set_data_handle``; ``new_stream()`` makes a oneDNN stream for the calling
-    thread (an int handle)."""
+    ``dnnl_memory_set_data_handle``; ``new_stream()`` makes a new oneDNN stream (an int
+    handle; each thread slot has its own)."""
     global _pool
     if _pool is not None or helpers < 1:
         return _pool

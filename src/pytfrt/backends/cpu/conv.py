@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -546,6 +546,41 @@ def conv2d(
         out[...] = y
         return out
     return y
+
+
+def runner(plan: ConvPlan) -> Callable[..., np.ndarray]:
+    """:func:`conv2d` bound to ``plan``, as ``run(x, residual=None, out=None)``: the same
+    results and errors, with a short path for the call a compiled model makes on every call
+    after its first -- a C-contiguous float32 input of a shape this plan ran on oneDNN's
+    primitives before, a C-contiguous ``out`` of that shape's output shape, and no residual or
+    the residual being ``out`` itself (the in-place residual of ``-tg-plan-buffers``).  That
+    path checks only identities, shapes and that ``out`` does not overlap ``x``, then runs the
+    primitives (measured per call in ResNet-50: ~10 us less Python on the calling thread
+    while the helpers wait).  Every other call goes through :func:`conv2d`.  Thread-safe.
+    """
+    dnnl = plan.dnnl
+    if dnnl is None or plan.compute is not None or plan.algorithm not in ("auto", "dnnl"):
+        return lambda x, residual=None, out=None: conv2d(plan, x, residual, out)
+    out_shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
+    """Input shape -> output shape, for the shapes :func:`conv2d` has run."""
+    nd, f32 = np.ndarray, np.dtype(np.float32)
+    prepared, forward, overlap = dnnl.prepared, dnnl.forward, np.may_share_memory
+    none, in_dst = _dnnl_conv.NO_RESIDUAL, _dnnl_conv.RESIDUAL_IN_DST
+
+    def run(x: np.ndarray, residual: np.ndarray | None = None,
+            out: np.ndarray | None = None) -> np.ndarray:
+        if (out is not None and x.__class__ is nd and out.__class__ is nd and x.dtype == f32
+                and out.dtype == f32 and out.shape == out_shapes.get(x.shape)
+                and x.flags.c_contiguous and out.flags.c_contiguous):
+            mode = none if residual is None else in_dst if residual is out else -1
+            if mode >= 0 and prepared(x.shape, mode) and not overlap(out, x):
+                forward(x, mode, out)
+                return out
+        y = conv2d(plan, x, residual, out)
+        out_shapes[x.shape] = y.shape
+        return y
+
+    return run
 
 
 GEMV_SGEMM_MACS = 1 << 16

@@ -207,6 +207,27 @@ def conv2d(x: np.ndarray, plan: Any, *residual: np.ndarray,
 conv2d.opaque_operands = frozenset({1})  # type: ignore[attr-defined]
 
 
+def _specialize_conv2d(constants: dict[int, Any]) -> Any:
+    """:func:`conv2d` bound to a plan that is a constant of the model: the short path of
+    :func:`pytfrt.backends.cpu.conv.runner` (``None`` for plans made per input size)."""
+    from pytfrt.backends.cpu.conv import ConvPlan, runner
+
+    plan = constants.get(1)
+    if not isinstance(plan, ConvPlan):
+        return None
+    run = runner(plan)
+
+    def conv(x: np.ndarray, _plan: Any, *residual: np.ndarray,
+             out: np.ndarray | None = None) -> np.ndarray:
+        return run(x, residual[0] if residual else None, out)
+
+    conv.num_arrays = 1  # type: ignore[attr-defined]
+    return conv
+
+
+conv2d.specialize = _specialize_conv2d  # type: ignore[attr-defined]
+
+
 @GRAPH_OPS.op("conv2d_transpose")
 def conv2d_transpose(x: np.ndarray, w: np.ndarray, *, layout: str, strides: tuple[int, ...],
                      pads: tuple[int, ...], dilations: tuple[int, ...], groups: int,
