@@ -11,8 +11,9 @@ part           from -> to
 receive        the ASGI call starts (headers parsed) -> the whole body is in one ``bytes``
                (includes waiting for the client to send it; ``chunks`` = ASGI body messages)
 hand-off       body read -> the request's task starts on a work-queue thread
-decode         ``decode_predict_request`` (JSON -> validated input arrays); ``decode_cpu`` its
-               thread CPU time
+decode         ``decode_predict_request`` (JSON -> validated input arrays; for a big float
+               tensor body, the scan of its last piece and the join of the pieces scanned
+               while it arrived); ``decode_cpu`` its thread CPU time
 model          ``servable.run`` (the model call, including the backend's own conversions)
 encode         ``encode_predict_response`` (arrays -> response JSON)
 hand-back      the task's result published -> the handler resumes on the event loop
@@ -84,7 +85,7 @@ def _install_hooks(trace_path: Path) -> None:
         if "decoded" in record:
             records.append(record)
 
-    async def read_body(self: Any, scope: Any, receive: Any) -> bytes:
+    async def read_body(self: Any, scope: Any, receive: Any, signature: Any = None) -> Any:
         record = current.get()
         chunks = [0]
 
@@ -93,19 +94,19 @@ def _install_hooks(trace_path: Path) -> None:
             chunks[0] += 1
             return message
 
-        body: bytes = await original_read(self, scope, counting)
+        body, scanned = await original_read(self, scope, counting, signature)
         record["body_read"] = now()
         record["chunks"] = chunks[0]
         by_body[id(body)] = record
-        return body
+        return body, scanned
 
-    def decode(body: bytes, signature: Any) -> Any:
+    def decode(body: Any, signature: Any, scanned: Any = None) -> Any:
         record = by_body.pop(id(body), {})
         local.record = record
         record["task_start"] = now()
         cpu = time.thread_time()
         try:
-            return original_decode(body, signature)
+            return original_decode(body, signature, scanned)
         finally:
             record["decode_cpu"] = time.thread_time() - cpu
             record["decoded"] = now()

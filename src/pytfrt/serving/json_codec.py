@@ -53,7 +53,7 @@ class PredictRequest:
 # -- request ------------------------------------------------------------------------------------
 
 
-def parse_json_body(body: bytes) -> Any:
+def parse_json_body(body: bytes | bytearray) -> Any:
     """``json.loads`` with TF Serving's error message for a malformed body."""
     try:
         return json.loads(body)
@@ -63,13 +63,26 @@ def parse_json_body(body: bytes) -> Any:
         raise invalid(f"JSON Parse error: the body is not UTF-8 ({exc.reason})") from None
 
 
-def decode_predict_request(body: bytes, signature: ServingSignature) -> PredictRequest:
+def body_scan(signature: ServingSignature, size: int) -> fast_json.BodyScan | None:
+    """A :class:`~pytfrt.serving.fast_json.BodyScan` for a ``:predict`` body of ``size`` bytes
+    to ``signature``'s model, when the fast path can take it (one float32 input, a big body),
+    else ``None``."""
+    if len(signature.inputs) != 1 or signature.inputs[0].dtype != np.float32:
+        return None
+    return fast_json.BodyScan.start(size)
+
+
+def decode_predict_request(body: bytes | bytearray, signature: ServingSignature,
+                           scanned: fast_json.BodyScan | None = None) -> PredictRequest:
     """Parse and validate a ``:predict`` body against ``signature``.
+
+    ``scanned``: the :func:`body_scan` that received ``body``, whose result is used instead of
+    scanning ``body`` again (the same array or ``None``).
 
     Raises:
         ServingError: ``INVALID_ARGUMENT`` for a malformed body or a mismatch with the signature.
     """
-    fast = _fast_path(body, signature)
+    fast = _fast_path(body, signature, scanned)
     if fast is not None:
         return fast
     request = parse_json_body(body)
@@ -93,7 +106,8 @@ def decode_predict_request(body: bytes, signature: ServingSignature) -> PredictR
     raise invalid("Missing 'inputs' or 'instances' key")
 
 
-def _fast_path(body: bytes, signature: ServingSignature) -> PredictRequest | None:
+def _fast_path(body: bytes | bytearray, signature: ServingSignature,
+               scanned: fast_json.BodyScan | None) -> PredictRequest | None:
     """A big float32 tensor for a one-input model, parsed by :mod:`~pytfrt.serving.fast_json`.
 
     Gives the same result as the general path or ``None`` (then the general path runs).
@@ -103,7 +117,8 @@ def _fast_path(body: bytes, signature: ServingSignature) -> PredictRequest | Non
     info = signature.inputs[0]
     if info.dtype != np.float32:
         return None
-    parsed = fast_json.parse_float32_tensor(body)
+    parsed = scanned.result() if scanned is not None else fast_json.parse_float32_tensor(
+        bytes(body) if isinstance(body, bytearray) else body)
     if parsed is None:
         return None
     key, array = parsed

@@ -312,3 +312,63 @@ def test_splitting_pauses_after_a_split_without_speedup(monkeypatch: pytest.Monk
     clock[0] += fast_json.SPLIT_PAUSE_SECONDS
     assert fast_json.splitting()
     monkeypatch.setattr(fast_json, "_split", split)
+
+
+# -- BodyScan: the body parsed in pieces while it arrives -----------------------------------------
+
+
+def scan_in_chunks(body: bytes, sizes: list[int]) -> tuple[str, np.ndarray] | None:
+    """``BodyScan`` fed ``body`` in chunks of the given sizes (cycled)."""
+    scanner = fast_json.BodyScan(len(body), fast_json._scan())
+    at, k = 0, 0
+    while at < len(body):
+        size = sizes[k % len(sizes)]
+        scanner.feed(body[at:at + size])
+        at, k = at + size, k + 1
+    assert scanner.body() == body
+    return scanner.result()
+
+
+@settings(max_examples=int(os.environ.get("FAST_JSON_EXAMPLES", "200")), deadline=None)
+@given(tensor_texts(), st.data())
+def test_body_scan_gives_what_the_one_pass_scan_gives(text: str, data: st.DataObject) -> None:
+    # Well-formed or with one byte dropped, doubled or replaced; tiny pieces and random chunks.
+    body = bytearray(pad(text))
+    if data.draw(st.booleans()):
+        where = data.draw(st.integers(0, len(text) - 1))
+        body[where] = ord(data.draw(st.sampled_from(list("[],-.e0 }x"))))
+    sizes = data.draw(st.lists(st.integers(1, 200), min_size=1, max_size=5))
+    piece = data.draw(st.integers(1, 64))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fast_json, "STREAM_PIECE_BYTES", piece)
+        got = scan_in_chunks(bytes(body), sizes)
+    reference = fast_json.parse_float32_tensor(bytes(body), split_at=[])  # one pass
+    if reference is None:
+        assert got is None
+    else:
+        assert got is not None and got[0] == reference[0]
+        assert np.array_equal(got[1].view(np.uint32), reference[1].view(np.uint32))
+
+
+def test_body_scan_of_a_big_body_uses_pieces() -> None:
+    x = np.random.default_rng(4).standard_normal((1, 64, 64, 24)).astype(np.float32)
+    body = json.dumps({"inputs": x.tolist()}).encode()
+    scanner = fast_json.BodyScan.start(len(body))
+    assert scanner is not None
+    for at in range(0, len(body), 65536):
+        scanner.feed(body[at:at + 65536])
+    assert len(scanner._futures) >= 2
+    got = scanner.result()
+    assert got is not None and got[0] == "inputs"
+    assert np.array_equal(got[1].view(np.uint32), x.view(np.uint32))
+    with pytest.raises(ValueError, match="longer"):
+        fast_json.BodyScan(3, fast_json._scan()).feed(b"[1,2]")
+    assert fast_json.BodyScan.start(1000) is None  # small bodies: parse_float32_tensor
+
+
+def test_body_scan_collects_other_bodies() -> None:
+    body = pad('{"signature_name": "", "instances": [1.5, 2.5]}')
+    assert scan_in_chunks(body, [7]) is None
+    truncated = fast_json.BodyScan(len(body) + 5, fast_json._scan())
+    truncated.feed(body)
+    assert truncated.result() is None  # fewer bytes than announced

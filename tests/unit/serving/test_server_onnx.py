@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -205,3 +206,34 @@ def test_unknown_path_outside_the_api(client: httpx.Client) -> None:
 
 def test_base_path_of_the_test_model(onnx_mlp: OnnxMLP) -> None:
     assert isinstance(onnx_mlp.base, Path) and (onnx_mlp.base / "1" / "model.onnx").is_file()
+
+
+def test_big_bodies_parsed_while_they_arrive(server_factory: Any, onnx_mlp: OnnxMLP) -> None:
+    # Bodies over 256 KiB for a one-float32-input model are scanned in pieces as they arrive
+    # (fast_json.BodyScan): the answers and the errors are those of the general path.
+    server = server_factory("--backend=onnxruntime", "--model_name=mlp",
+                            f"--model_base_path={onnx_mlp.base}",
+                            "--file_system_poll_wait_seconds=0")
+    x = _x(3000, seed=5)
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        for key in ("instances", "inputs"):
+            body = json.dumps({key: x.tolist()})
+            assert len(body) > 256 * 1024
+            r = c.post("/v1/models/mlp:predict", content=body)
+            assert r.status_code == 200, r.text
+            got = np.array(r.json()["predictions" if key == "instances" else "outputs"],
+                           dtype=np.float32)
+            np.testing.assert_allclose(got, ort_run(onnx_mlp.path, x), rtol=1e-6, atol=1e-6)
+        ragged = json.dumps({"instances": x.tolist() + [[1.0]]})
+        r = c.post("/v1/models/mlp:predict", content=ragged)
+        assert r.status_code == 400 and "ragged" in r.json()["error"]
+        wide = json.dumps({"instances": np.zeros((2000, 9), np.float32).tolist()})
+        r = c.post("/v1/models/mlp:predict", content=wide)
+        assert r.status_code == 400
+        assert r.json()["error"] == "input 'x' expects shape [?,8], got [2000,9]"
+        broken = json.dumps({"instances": x.tolist()})[:-40] + "}"
+        r = c.post("/v1/models/mlp:predict", content=broken)
+        assert r.status_code == 400 and r.json()["error"].startswith("JSON Parse error")
+        r = c.post("/v1/models/nope:predict", content=body)
+        assert r.status_code == 404
+        assert c.get("/v1/models/mlp").status_code == 200
