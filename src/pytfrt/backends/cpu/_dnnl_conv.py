@@ -15,7 +15,8 @@ reordered once per primitive into the blocked format the primitive prefers.
 Threading: every primitive runs single-threaded on the calling thread (OpenMP team size one,
 as for the GEMMs of :mod:`pytfrt.backends.cpu._blas`); a convolution is split (by batch,
 output rows or, for small images, output channels: :class:`DnnlConv`) into parts that
-:func:`pytfrt.backends.cpu._parallel.parallel_for` runs on pytfrt's own threads.  Measured:
+:mod:`pytfrt.backends.cpu._spin_pool` runs on pytfrt's own threads without the GIL (or, for
+a second caller while one uses it, :func:`pytfrt.backends.cpu._parallel.parallel_for`).  Measured:
 oneDNN's two-thread OpenMP teams waited up to a scheduler tick (4 ms) per call on this
 project's shared 2-core machines, where the caller-runs-the-rest shards of ``_parallel``
 never wait for a descheduled thread (``docs/kernels.md``).  Primitives use user-managed
@@ -357,7 +358,8 @@ class DnnlConv:
     dense, which oneDNN's fast kernels need; at batch 1 with at most
     :data:`CHANNEL_SPLIT_MAX_PIXELS` output pixels by output channels, each part writing a
     dense per-thread buffer copied into the output), each one single-threaded primitive, run
-    through :func:`pytfrt.backends.cpu._parallel.parallel_for`.  Primitives whose implementation is
+    by :mod:`pytfrt.backends.cpu._spin_pool` (:data:`SPIN_POOL`) or
+    :func:`pytfrt.backends.cpu._parallel.parallel_for`.  Primitives whose implementation is
     oneDNN's reference code (``ref:``) are not used (the caller falls back).  Thread-safe: any
     number of threads may call :meth:`forward` at once.
     """
@@ -694,7 +696,8 @@ class DnnlConv:
             self._run(prims[0], xa, ya, ra)
             return
         pool = _spin_pool.pool(self._lib.addresses, _parallel.num_threads() - 1,
-                               self._lib.new_stream_handle) if SPIN_POOL else None
+                               self._lib.new_stream_handle) if (
+            SPIN_POOL and len(prims) <= _spin_pool.MAX_PARTS) else None
         if pool is not None and pool.lock.acquire(blocking=False):
             try:
                 job = self._jobs.get(key)
