@@ -459,6 +459,13 @@ def profile_child(path: str, input_name: str, shape: str, dtype: str, calls: int
                 cpu[key] += cpu_clock() - c0
                 counts[key] += 1
 
+        specialize = getattr(fn, "specialize", None)
+        if specialize is not None:  # the versions bound to constants (conv plans, dense weights)
+            def timed_specialize(*a: Any, **k: Any) -> Any:
+                bound = specialize(*a, **k)
+                return None if bound is None else wrap(key, bound)
+
+            timed.specialize = timed_specialize  # type: ignore[attr-defined]
         return timed
 
     for key, fn in list(table.items()):
