@@ -590,22 +590,30 @@ class BodyScan:
     def result(self) -> tuple[str, np.ndarray] | None:
         """What ``parse_float32_tensor(body)`` gives for the whole body (call after the last
         :meth:`feed`)."""
+        complete = not self._collect_only and self._cuts and self._filled == self.size
+        cuts = [*self._cuts, self.size]
+        done: dict[int, Piece] = {}
         try:
-            # A piece no pool thread has started yet is scanned here (never wait for a thread
-            # that has no core).
-            pieces = [self._piece(index, self._cuts[index], self._cuts[index + 1])
-                      if future.cancel() else future.result()
-                      for index, future in enumerate(self._futures)]
+            if complete and self._futures:  # the last piece, here and first
+                done[len(self._futures)] = self._piece(len(self._futures), cuts[-2], cuts[-1])
+            # Then, from the back, the pieces no pool thread has started (never wait for a
+            # thread that has no core); then wait for the others.
+            for index in reversed(range(len(self._futures))):
+                if self._futures[index].cancel():
+                    if complete:
+                        done[index] = self._piece(index, cuts[index], cuts[index + 1])
+            for index, future in enumerate(self._futures):
+                if index not in done and not future.cancelled():
+                    done[index] = future.result()
         except Exception:  # noqa: BLE001 - e.g. a Numba compile error: use the general path
             return None
-        if self._collect_only or not self._cuts or self._filled != self.size:
+        if not complete:
             return None
         body = self._buf
         try:
             parsed = None
-            if pieces:
-                cuts = [*self._cuts, self.size]
-                pieces.append(self._piece(len(pieces), cuts[-2], self.size))
+            if self._futures:
+                pieces = [done[index] for index in range(len(cuts) - 1)]
                 parsed = _merge(body, cuts, pieces)
             if parsed is None:
                 parsed = _whole(self._scan, self._array, self._cuts[0])
