@@ -29,7 +29,9 @@ exponent number that it cannot settle (or one with over 19 significant digits or
 exponent) converts that number exactly as ``json.loads`` does (CPython's correctly rounded
 conversion, the GIL taken back for it); integers it cannot settle are refused as here.
 
-A body of :data:`SPLIT_BYTES` or more is scanned in pieces (up to :data:`MAX_PIECES`, cut
+The server does not wait for a big body to arrive whole: :class:`BodyScan` scans its pieces
+while the rest arrives, and joins them as below.  A whole body of :data:`SPLIT_BYTES` or more
+given to :func:`parse_float32_tensor` is scanned in pieces (up to :data:`MAX_PIECES`, cut
 right after commas) in parallel, on the calling thread and the CPU kernels' thread pool
 (:func:`pytfrt.backends.cpu._parallel.parallel_for`) -- while that pays: when the pool's thread
 does not get a core (a busy machine), splitting pauses (:data:`SPLIT_MIN_SPEEDUP`).  A piece
@@ -41,6 +43,7 @@ order and checks that they fit -- each piece closes only lists that are open, th
 list split across pieces add up to its dimension, the rank, the numbers' depth and every
 dimension agree, the last piece closes the tensor and only ``}`` follows -- else the body is
 scanned again in one pass, so splitting can change the speed, never the result.
+
 The response side: :func:`dumps_float32` writes a float32 output array as the bytes
 ``json.dumps(array.tolist(), separators=(",", ":"))`` gives, in C (``_json_scan.c``: each
 number's ``repr`` -- the shortest decimal that reads back as its double -- found with 128-bit
