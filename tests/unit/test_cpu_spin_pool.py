@@ -278,3 +278,24 @@ def test_many_threads_calling_one_plan(monkeypatch):
     for t in range(4):
         for j, y in enumerate(got[t]):
             np.testing.assert_allclose(y, expected[j % len(xs)], rtol=1e-5, atol=1e-5)
+
+
+@needs_dnnl
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("n", [3, 8])
+def test_batched_max_pool_split_by_batch(monkeypatch, layout, n):
+    from pytfrt.backends.cpu import _dnnl_pool, pooling
+
+    monkeypatch.setattr(_dnnl_pool, "SPLIT_MIN_BYTES", 1)
+    rng = np.random.default_rng(n)
+    xn = rng.standard_normal((n, 15, 13, 24)).astype(np.float32)  # NHWC
+    # 3x3 windows, stride 2, one row/column of padding on each side (ResNet's pool)
+    padded = np.pad(xn, ((0, 0), (1, 1), (1, 1), (0, 0)), constant_values=-np.inf)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(1, 2))
+    expected = windows[:, ::2, ::2].max(axis=(-2, -1))
+    x = xn if layout == "NHWC" else np.ascontiguousarray(xn.transpose(0, 3, 1, 2))
+    before = _jobs_run()
+    y = pooling.max_pool2d(x, layout=layout, ksize=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))
+    assert _jobs_run() == before + 1  # one pool job: the batch parts
+    got = y if layout == "NHWC" else y.transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(got, expected)

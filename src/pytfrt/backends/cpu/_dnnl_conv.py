@@ -295,6 +295,37 @@ class _Prim:
         self.handles.append((kind, h))
         return h
 
+    def state(self, tid: int,
+              lock: threading.Lock) -> tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any, Any]:
+        """``(argument array, src, dst, scratchpad, residual memory)`` of one thread's calls
+        (``tid``; :data:`_POOL_STATE` for :mod:`_spin_pool`'s), made on first use and kept in
+        :attr:`per_thread` (``lock`` guards the dict)."""
+        state = self.per_thread.get(tid)
+        if state is not None:
+            return state
+        lib = self.lib
+        src = lib.new("dnnl_memory_create", self.src_md, lib.engine, None)
+        dst = lib.new("dnnl_memory_create", self.dst_md, lib.engine, None)
+        pairs = [(_ARG_SRC, src), (_ARG_DST, dst)]
+        if self.weights.value:
+            pairs.append((_ARG_WEIGHTS, self.weights))
+        if self.bias is not None:
+            pairs.append((_ARG_BIAS, self.bias))
+        sp = None
+        if self.scratch:
+            sp_md = lib.fn["dnnl_primitive_desc_query_md"](self.pd, _Q_SCRATCHPAD_MD, 0)
+            sp = lib.new("dnnl_memory_create", sp_md, lib.engine, None)
+            pairs.append((_ARG_SCRATCHPAD, sp))
+        res = None
+        if self.residual == RESIDUAL_OPERAND:
+            res = lib.new("dnnl_memory_create", self.dst_md, lib.engine, None)
+            pairs.append((_ARG_POST_OP0_SRC1, res))
+        args = (_ExecArg * len(pairs))(*(_ExecArg(k, m.value) for k, m in pairs))
+        state = (args, src, dst, sp, res)
+        with lock:
+            self.per_thread[tid] = state
+        return state
+
     def destroy(self) -> None:
         for state in self.per_thread.values():
             for mem in state[1:]:
@@ -695,55 +726,18 @@ class DnnlConv:
         if len(prims) == 1:
             self._run(prims[0], xa, ya, ra)
             return
-        pool = _spin_pool.pool(self._lib.addresses, _parallel.num_threads() - 1,
-                               self._lib.new_stream_handle) if (
-            SPIN_POOL and len(prims) <= _spin_pool.MAX_PARTS) else None
-        if pool is not None and pool.lock.acquire(blocking=False):
-            try:
-                job = self._jobs.get(key)
-                if job is None:
-                    job = self._job(key, prims)
-                pool.reserve(job.scratch, job.buf)
-                st = pool.run(job.table, xa, ya, ra)
-            finally:
-                pool.lock.release()
-            if st != 0:
-                raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
-        elif prims[0].channels is not None:
+        job = self._jobs.get(key)
+        if job is None:
+            job = _job(prims, self._attrs["cout"], self._lock)
+            with self._lock:
+                self._jobs[key] = job
+        if run_job(self._lib, job, xa, ya, ra):
+            return
+        if prims[0].channels is not None:
             y2 = y.reshape(-1, y.shape[-1])
             _parallel.parallel_for(lambda i: self._run_channels(prims[i], xa, y2), len(prims))
         else:
             _parallel.parallel_for(lambda i: self._run(prims[i], xa, ya, ra), len(prims))
-
-    def _job(self, key: tuple[tuple[int, ...], int], prims: list[_Prim]) -> _Job:
-        """The :mod:`_spin_pool` job table of a split convolution (made once per shape and
-        mode; its memory objects are used only under the pool's lock)."""
-        table = np.zeros((len(prims), _spin_pool.NF), np.int64)
-        buf = 0
-        for i, p in enumerate(prims):
-            args, src, dst, sp, res = self._thread_state(p, _POOL_STATE)
-            row = table[i]
-            row[_spin_pool.PRIM] = p.prim.value or 0
-            row[_spin_pool.NARGS] = len(args)
-            row[_spin_pool.ARGS] = ctypes.addressof(args)
-            row[_spin_pool.SRC_MEM] = src.value or 0
-            row[_spin_pool.SRC_OFF] = p.src_off
-            row[_spin_pool.DST_MEM] = dst.value or 0
-            row[_spin_pool.DST_OFF] = p.dst_off
-            row[_spin_pool.RES_MEM] = 0 if res is None else res.value or 0
-            row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
-            if p.channels is not None:
-                c0, c1 = p.channels
-                row[_spin_pool.CH_OFF] = 4 * c0
-                row[_spin_pool.CH_BYTES] = 4 * (c1 - c0)
-                row[_spin_pool.CH_ROWS] = p.pixels
-                row[_spin_pool.CH_STRIDE] = 4 * self._attrs["cout"]
-                row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
-                buf = max(buf, 4 * (c1 - c0) * p.pixels)
-        job = _Job(table, max(p.scratch for p in prims), buf)
-        with self._lock:
-            self._jobs[key] = job
-        return job
 
     def _run_channels(self, p: _Prim, xa: int, y2: np.ndarray) -> None:
         """Run a channel part into this thread's buffer and copy it into its channels of the
@@ -762,11 +756,7 @@ class DnnlConv:
         lib = self._lib
         if not getattr(_blas._local, "pinned", False):
             _pin_one_thread()
-        tid = threading.get_ident()
-        state = p.per_thread.get(tid)
-        if state is None:
-            state = self._thread_state(p, tid)
-        args, src, dst, sp, res = state
+        args, src, dst, sp, res = p.state(threading.get_ident(), self._lock)
         set_handle = lib.fn["dnnl_memory_set_data_handle"]
         set_handle(src, xa + p.src_off)
         set_handle(dst, ya + p.dst_off)
@@ -778,30 +768,58 @@ class DnnlConv:
         lib.call("dnnl_primitive_execute", p.prim, stream, len(args), args)
         lib.call("dnnl_stream_wait", stream)
 
-    def _thread_state(
-        self, p: _Prim, tid: int
-    ) -> tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any, Any]:
-        """Memory objects and the argument array for one thread's calls of one primitive."""
-        lib = self._lib
-        src = lib.new("dnnl_memory_create", p.src_md, lib.engine, None)
-        dst = lib.new("dnnl_memory_create", p.dst_md, lib.engine, None)
-        pairs = [(_ARG_SRC, src), (_ARG_WEIGHTS, p.weights), (_ARG_DST, dst)]
-        if p.bias is not None:
-            pairs.append((_ARG_BIAS, p.bias))
-        sp = None
-        if p.scratch:
-            sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_SCRATCHPAD_MD, 0)
-            sp = lib.new("dnnl_memory_create", sp_md, lib.engine, None)
-            pairs.append((_ARG_SCRATCHPAD, sp))
-        res = None
-        if p.residual == RESIDUAL_OPERAND:
-            res = lib.new("dnnl_memory_create", p.dst_md, lib.engine, None)
-            pairs.append((_ARG_POST_OP0_SRC1, res))
-        args = (_ExecArg * len(pairs))(*(_ExecArg(k, m.value) for k, m in pairs))
-        state = (args, src, dst, sp, res)
-        with self._lock:
-            p.per_thread[tid] = state
-        return state
+
+def _job(prims: list[_Prim], cout: int, lock: threading.Lock) -> _Job:
+    """The :mod:`_spin_pool` job of a split primitive (``cout``: output channels of the whole
+    convolution, for channel parts); its memory objects (:data:`_POOL_STATE`) are used only
+    under the pool's lock."""
+    table = np.zeros((len(prims), _spin_pool.NF), np.int64)
+    buf = 0
+    for i, p in enumerate(prims):
+        args, src, dst, sp, res = p.state(_POOL_STATE, lock)
+        row = table[i]
+        row[_spin_pool.PRIM] = p.prim.value or 0
+        row[_spin_pool.NARGS] = len(args)
+        row[_spin_pool.ARGS] = ctypes.addressof(args)
+        row[_spin_pool.SRC_MEM] = src.value or 0
+        row[_spin_pool.SRC_OFF] = p.src_off
+        row[_spin_pool.DST_MEM] = dst.value or 0
+        row[_spin_pool.DST_OFF] = p.dst_off
+        row[_spin_pool.RES_MEM] = 0 if res is None else res.value or 0
+        row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
+        if p.channels is not None:
+            c0, c1 = p.channels
+            row[_spin_pool.CH_OFF] = 4 * c0
+            row[_spin_pool.CH_BYTES] = 4 * (c1 - c0)
+            row[_spin_pool.CH_ROWS] = p.pixels
+            row[_spin_pool.CH_STRIDE] = 4 * cout
+            row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
+            buf = max(buf, 4 * (c1 - c0) * p.pixels)
+    return _Job(table, max(p.scratch for p in prims), buf)
+
+
+def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int) -> bool:
+    """Run a split primitive's job on :mod:`_spin_pool` for these source, destination and
+    residual addresses.  ``False`` (nothing run) when the pool is off (:data:`SPIN_POOL`),
+    has no helpers, the job has too many parts, or another thread is using it: the caller
+    then runs the parts through :func:`pytfrt.backends.cpu._parallel.parallel_for`.
+
+    Raises:
+        RuntimeError: oneDNN returned an error status.
+    """
+    if not SPIN_POOL or len(job.table) > _spin_pool.MAX_PARTS:
+        return False
+    pool = _spin_pool.pool(lib.addresses, _parallel.num_threads() - 1, lib.new_stream_handle)
+    if pool is None or not pool.lock.acquire(blocking=False):
+        return False
+    try:
+        pool.reserve(job.scratch, job.buf)
+        st = pool.run(job.table, xa, ya, ra)
+    finally:
+        pool.lock.release()
+    if st != 0:
+        raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
+    return True
 
 
 HUGE_PAGE_FILTERS = True
