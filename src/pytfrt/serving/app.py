@@ -14,7 +14,10 @@ Every error is ``{"error": "<message>"}`` with TF Serving's HTTP status for its 
 is read in full.  Nothing raised while handling a request escapes as a traceback.
 
 Threading: the app runs on the event loop and does only I/O and routing there.  A predict
-request pins its model version, then becomes runtime work on the host's work queue -- decode
+request pins its model version, then reads its body (the body of a big float tensor is copied
+into one buffer as it arrives and its pieces are scanned by the small thread pool of
+:class:`~pytfrt.serving.fast_json.BodyScan`; the version stays pinned while the client sends),
+then becomes runtime work on the host's work queue -- decode
 and validate the JSON, run the model (through the batcher when batching is on), encode the
 response -- whose final AsyncValue the handler awaits through :func:`bridge.wrap_future`.
 Unbatched requests to a servable that ``runs_inline`` do all three in one task.
