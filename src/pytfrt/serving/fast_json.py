@@ -353,10 +353,14 @@ def _scan() -> Any:
 
 def warm_up() -> None:
     """Compile the kernel now (a tiny body, whole and split), so the first big request does
-    not pay for it."""
+    not pay for it, and start the pool of :class:`BodyScan`."""
+    global _split_paused_until
     body = b'{"instances": [[1.5, 2.0], [3.0, 4.0]]}' + b" " * MIN_BYTES
     parse_float32_tensor(body)
     parse_float32_tensor(body, split_at=[25])
+    _split_paused_until = 0.0  # a split this small shows no speedup: not a reason to pause
+    if _streaming:
+        _pool()
 
 
 def _arrays(size: int) -> tuple[Any, Any, Any, Any, Any]:

@@ -372,3 +372,10 @@ def test_body_scan_collects_other_bodies() -> None:
     truncated = fast_json.BodyScan(len(body) + 5, fast_json._scan())
     truncated.feed(body)
     assert truncated.result() is None  # fewer bytes than announced
+
+
+def test_warm_up_does_not_pause_splitting(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its own tiny split shows no speedup; that must not turn splitting off for a second.
+    monkeypatch.setattr(fast_json, "_split_paused_until", 0.0)
+    fast_json.warm_up()
+    assert fast_json.splitting()
