@@ -14,11 +14,11 @@ $(VENV)/.created:
 	$(PIP) install --quiet --upgrade pip
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.created pyproject.toml setup.py src/pytfrt/_eager_fast.c
+$(VENV)/.installed: $(VENV)/.created pyproject.toml setup.py src/pytfrt/_eager_fast.c src/pytfrt/serving/_json_scan.c
 	$(PIP) install --quiet -e '.[tf]'  # the demo compiles a Keras model
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.created pyproject.toml setup.py src/pytfrt/_eager_fast.c tests/plugins/pytfrt_example_plugin/pyproject.toml
+$(VENV)/.installed-test: $(VENV)/.created pyproject.toml setup.py src/pytfrt/_eager_fast.c src/pytfrt/serving/_json_scan.c tests/plugins/pytfrt_example_plugin/pyproject.toml
 	$(PIP) install --quiet -e '.[test]'
 	$(PIP) install --quiet -e tests/plugins/pytfrt_example_plugin  # entry-point plugin fixture
 	touch $@ $(VENV)/.installed
