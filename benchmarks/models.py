@@ -114,6 +114,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-tf-models", action="store_true", help="skip benchmarks/tf_models.py even if present"
     )
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="MODULE.NAME=VALUE",
+        help="set a module switch before anything runs, e.g. "
+        "pytfrt.backends.cpu._dnnl_conv.SPIN_POOL=False (a Python literal; repeatable)",
+    )
     parser.add_argument("--profile-child", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument(
         "--memory-child",
@@ -554,6 +562,22 @@ def _load_models(args: argparse.Namespace) -> list[Any]:
     return out
 
 
+def _apply_switches(settings: list[str]) -> None:
+    """``--set module.NAME=value``: assign a module attribute (an A/B switch) in this process."""
+    import ast
+    import importlib
+
+    for item in settings:
+        target, _, value = item.partition("=")
+        module, _, name = target.rpartition(".")
+        if not module or not name or not value:
+            raise SystemExit(f"--set {item!r}: expected MODULE.NAME=VALUE")
+        mod = importlib.import_module(module)
+        if not hasattr(mod, name):
+            raise SystemExit(f"--set {item!r}: {module} has no attribute {name}")
+        setattr(mod, name, ast.literal_eval(value))
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark; returns the exit status (1 if a peer disagrees with the oracle)."""
     if args.profile_child:
@@ -565,6 +589,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(memory_child(path, warm, name, shape, int(calls))))
         return 0
     _exec_with_threads(args.threads)
+    _apply_switches(args.set)
     peers = list(args.peers)
     _set_threads(args.threads, peers)
     models = _load_models(args)

@@ -322,9 +322,13 @@ class _Prim:
             pairs.append((_ARG_POST_OP0_SRC1, res))
         args = (_ExecArg * len(pairs))(*(_ExecArg(k, m.value) for k, m in pairs))
         state = (args, src, dst, sp, res)
-        with lock:
-            self.per_thread[tid] = state
-        return state
+        with lock:  # another thread may have made the same key's state meanwhile: keep one
+            kept = self.per_thread.setdefault(tid, state)
+        if kept is not state:
+            for mem in state[1:]:
+                if mem:
+                    lib.fn["dnnl_memory_destroy"](mem)
+        return kept
 
     def destroy(self) -> None:
         for state in self.per_thread.values():
@@ -730,7 +734,7 @@ class DnnlConv:
         if job is None:
             job = _job(prims, self._attrs["cout"], self._lock)
             with self._lock:
-                self._jobs[key] = job
+                job = self._jobs.setdefault(key, job)
         if run_job(self._lib, job, xa, ya, ra):
             return
         if prims[0].channels is not None:
