@@ -13,6 +13,7 @@ from pytfrt.mlir.types import TYPE_CLASSES
 TENSOR = "!t.tensor"
 SHAPE = "!ts.shape"
 PSHAPE = "!ts.partial_shape"
+HOSTBUF = "!ht.host_buffer"
 DHT_DTYPES = (
     "ui8", "ui16", "ui32", "ui64", "i1", "i8", "i16", "i32", "i64", "bool",
     "f16", "bf16", "f32", "f64", "complex64", "complex128",
@@ -23,6 +24,11 @@ def _dht_specs() -> list[OpSpec]:
     rows = [
         OpSpec("tfrt_dht.print_tensor", "simple", (TENSOR, CHAIN), (CHAIN,)),
         OpSpec("tfrt_dht.get_tensor_shape", "simple", (TENSOR,), (SHAPE,)),
+        # Host buffers: TFRT's dense_host_tensor_kernels.cc (size and alignment are operands).
+        OpSpec("tfrt_dht.allocate_buffer", "simple", ("i64", "i64"), (HOSTBUF,)),
+        OpSpec("tfrt_dht.get_buffer", "simple", (TENSOR, CHAIN), (HOSTBUF, CHAIN)),
+        OpSpec("tfrt_dht.get_buffer_slice", "simple", (HOSTBUF, "i64", "i64"), (HOSTBUF,)),
+        OpSpec("tfrt_dht.print_buffer", "simple", (HOSTBUF, CHAIN), (CHAIN,)),
     ]
     for t in DHT_DTYPES:
         for r in range(6):
@@ -31,6 +37,9 @@ def _dht_specs() -> list[OpSpec]:
                     f"tfrt_dht.create_uninitialized_tensor.{t}.{r}", "attr", (), (TENSOR,), "shape"
                 )
             )
+        rows.append(
+            OpSpec(f"tfrt_dht.make_tensor.{t}", "simple", (HOSTBUF, SHAPE, CHAIN), (TENSOR, CHAIN))
+        )
         rows.append(
             OpSpec(f"tfrt_dht.fill_tensor_with_constant.{t}", "attr", (TENSOR, CHAIN), (CHAIN,))
         )

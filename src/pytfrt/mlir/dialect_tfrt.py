@@ -300,7 +300,8 @@ class CondOp(TfrtOp):
 
 
 class CaseOp(TfrtOp):
-    """``%r = tfrt.case %i [@b0, @b1] (%a) : (i32) -> (i32)``."""
+    """``%ch1, %r = tfrt.case %i [@b0, @b1] (%ch0, %a) : (!tfrt.chain, i32) -> (!tfrt.chain, i32)``;
+    the earlier spelling without the chain in the type, ``: (i32) -> (i32)``, is also read."""
 
     name = "tfrt.case"
 
@@ -315,9 +316,15 @@ class CaseOp(TfrtOp):
         parser.parse_punctuation(":")
         ft = _fn_type(parser)
         attrs["branches"] = ArrayAttr([SymbolRefAttr(b) for b in branches])
+        inputs, outputs = list(ft.inputs.data), list(ft.outputs.data)
+        if len(operands) == len(inputs) + 1:
+            # TFRT's earlier form leaves the leading chain out of the type:
+            # ``(%ch, %a) : (i32) -> (i32)`` is ``(!tfrt.chain, i32) -> (!tfrt.chain, i32)``.
+            chain = make_type(CHAIN)
+            inputs, outputs = [chain, *inputs], [chain, *outputs]
         return cls.create(
-            operands=resolve(parser, [index, *operands], [IntegerType(32), *ft.inputs.data]),
-            result_types=ft.outputs.data,
+            operands=resolve(parser, [index, *operands], [IntegerType(32), *inputs]),
+            result_types=outputs,
             attributes=attrs,
         )
 

@@ -10,6 +10,7 @@ from pytfrt.host.registry import KernelRegistry
 from pytfrt.kernels.test_kernels import (
     async_kernels,
     benchmark,
+    dense_attr,
     errors,
     simple,
     sync,
@@ -22,5 +23,7 @@ __all__ = ["register"]
 
 def register(registry: KernelRegistry) -> None:
     """Register every test kernel in ``registry``."""
-    for module in (errors, simple, async_kernels, sync, benchmark, value_tracking, tutorial):
+    for module in (
+        errors, simple, async_kernels, sync, benchmark, value_tracking, tutorial, dense_attr
+    ):
         module.register(registry)

@@ -29,7 +29,7 @@ import numpy as np
 
 from pytfrt.host.async_value import CHAIN, Chain
 from pytfrt.host.execution_context import ExecutionContext
-from pytfrt.host.registry import Attr, KernelError, KernelFrame, KernelRegistry
+from pytfrt.host.registry import Attr, KernelError, KernelRegistry
 from pytfrt.tensor.dense_host_tensor import (
     AllocationError,
     DenseHostTensor,
@@ -265,26 +265,21 @@ def get_buffer(t: DenseHostTensor) -> tuple[HostBuffer, Chain]:
     return t.buffer(), CHAIN
 
 
-def get_buffer_slice(buffer: HostBuffer, offset: int, size: int) -> tuple[HostBuffer, Chain]:
-    """``tfrt_dht.get_buffer_slice %buf, %offset, %size, %ch`` -> (slice, chain)."""
+def get_buffer_slice(buffer: HostBuffer, offset: int, size: int) -> HostBuffer:
+    """``tfrt_dht.get_buffer_slice %buf, %offset, %size`` -> the slice (sharing the bytes)."""
     try:
-        return buffer.slice(int(offset), int(size)), CHAIN
+        return buffer.slice(int(offset), int(size))
     except ValueError as exc:
         raise KernelError(str(exc)) from None
 
 
-def allocate_buffer(
-    alignment: Attr[int], size: Attr[int], exec_ctx: ExecutionContext, frame: KernelFrame
-) -> None:
-    """``tfrt_dht.allocate_buffer {alignment, size}`` -> buffer (and a chain if the op has two
-    results); refused -> ``Cannot allocate buffer``."""
+def allocate_buffer(size: int, alignment: int, exec_ctx: ExecutionContext) -> HostBuffer:
+    """``tfrt_dht.allocate_buffer %size, %alignment`` -> an uninitialized buffer of ``size``
+    bytes (TFRT's ``AllocateBuffer``); refused -> ``Cannot allocate host buffer``."""
     try:
-        buffer = HostBuffer.allocate(int(size), exec_ctx.host.allocator)
+        return HostBuffer.allocate(int(size), exec_ctx.host.allocator)
     except AllocationError:
-        raise KernelError("Cannot allocate buffer") from None
-    frame.emplace_result(0, buffer)
-    if frame.num_results > 1:
-        frame.emplace_result(1, CHAIN)
+        raise KernelError("Cannot allocate host buffer") from None
 
 
 def print_buffer(buffer: HostBuffer) -> Chain:
