@@ -3,6 +3,7 @@
 Usage::
 
     .venv/bin/python benchmarks/tfrt_conformance.py ROOT [--json OUT] [--filter REGEX]
+        [--manifest FILE]
 
 ``ROOT`` is a directory laid out like a TFRT checkout (``mlir_tests/``,
 ``backends/cpu/mlir_tests/``, ``integrationtest/``) holding TFRT's test files as published
@@ -21,11 +22,20 @@ runs, then runs lit the way ``tests/lit`` runs pytfrt's own suite:
   ROOT as every test's working directory (TFRT programs name data files relative to it).
 
 It prints one line per file and the totals, and writes them as JSON with ``--json``.
+
+``--manifest FILE`` pins the set to one TFRT revision: FILE lists, one per line, a test file's
+path, the commit of the stored version it holds, ``at`` (stored at the pinned revision) or
+``older`` (the revision left it unchanged), its length in characters and its SHA-256.  Before
+anything runs, every listed file must be in ROOT with that hash and ROOT must hold no other
+``.mlir`` file; otherwise the script names the differences and stops (exit status 2).  It never
+downloads anything: docs/conformance.md says how the pinned set was fetched.
+``benchmarks/tfrt_manifest_de22adc4.txt`` is the manifest of the set measured there.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -154,6 +164,45 @@ def make_test_data(root: Path) -> None:
     make_data.write_all(root / "integrationtest/mnist/test_data")
 
 
+def read_manifest(path: Path) -> tuple[str, dict[str, str]]:
+    """``(revision, {path: sha256})`` of a manifest; the revision is named by its header."""
+    revision, files = "", {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if line.startswith("#"):
+            found = re.search(r"tensorflow/runtime@([0-9a-f]{40})", line)
+            revision = found.group(1) if found and not revision else revision
+            continue
+        if not line.strip():
+            continue
+        fields = line.split()
+        if len(fields) != 5 or not re.fullmatch(r"[0-9a-f]{64}", fields[4]):
+            raise SystemExit(f"{path}:{n}: expected 'path commit at|older chars sha256'")
+        files[fields[0]] = fields[4]
+    if not files:
+        raise SystemExit(f"{path}: lists no files")
+    return revision, files
+
+
+def verify_manifest(root: Path, manifest: Path) -> str:
+    """Check ROOT's test files against the manifest; return the revision or stop with the list
+    of missing, changed and extra files."""
+    revision, files = read_manifest(manifest)
+    problems = []
+    for rel, digest in sorted(files.items()):
+        f = root / rel
+        if not f.is_file():
+            problems.append(f"missing: {rel}")
+        elif hashlib.sha256(f.read_bytes()).hexdigest() != digest:
+            problems.append(f"changed: {rel}")
+    present = {p.relative_to(root).as_posix() for p in root.rglob("*.mlir")}
+    problems += [f"not in the manifest: {rel}" for rel in sorted(present - set(files))]
+    if problems:
+        print(f"{root} is not the set of {manifest}:", *problems, sep="\n  ")
+        raise SystemExit(2)
+    print(f"manifest: {len(files)} files of tensorflow/runtime@{revision[:12]} verified")
+    return revision
+
+
 def run_lit(root: Path, filt: str | None) -> dict[str, tuple[bool, str]]:
     bin_dir = Path(sys.executable).parent
     tools = Path(tempfile.mkdtemp(prefix="tfrt_conformance_bin_"))
@@ -204,8 +253,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the per-file results here")
     parser.add_argument("--filter", help="only files whose path matches this regex")
     parser.add_argument("-v", "--verbose", action="store_true", help="print failure output")
+    parser.add_argument(
+        "--manifest", type=Path, help="check ROOT against this pinned set before running"
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    revision = verify_manifest(root, args.manifest) if args.manifest else None
     make_test_data(root)
     bad = translate_all(root)
     for rel, why in bad:
@@ -222,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(
             json.dumps(
                 {
+                    "revision": revision,
                     "passed": passed,
                     "total": len(results),
                     "results": {
