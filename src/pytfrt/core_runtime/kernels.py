@@ -42,7 +42,16 @@ from pytfrt.core_runtime.tensor_handle import TensorHandle
 from pytfrt.host.async_value import AsyncValue, Chain
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function
-from pytfrt.host.registry import KernelFrame, KernelRegistry, RemainingAttrs, TypedAttr, kernel
+from pytfrt.host.registry import (
+    KernelError,
+    KernelFrame,
+    KernelRegistry,
+    RemainingAttrs,
+    TypedAttr,
+    kernel,
+)
+from pytfrt.support.attributes import DenseAttr
+from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import STRING, dtype_from_name
 from pytfrt.tensor.string_host_tensor import StringHostTensor
 
@@ -295,6 +304,26 @@ def const_dense_tensor(value: TypedAttr) -> TensorHandle:
     return TensorHandle.from_tensor(dense_attr_to_array(plain(value)))
 
 
+def _dense_attr_dht(value: Any) -> DenseHostTensor:
+    dense = plain(value)
+    if not isinstance(dense, DenseAttr):
+        raise KernelError(f"expected a dense<...> attribute, got {type(dense).__name__}")
+    return DenseHostTensor(dtype_from_name(dense.dtype), dense_attr_to_array(dense))
+
+
+@kernel("tfrt_test.const_dense_attr")
+def const_dense_attr(value: TypedAttr) -> DenseHostTensor:
+    """A fresh ``DenseHostTensor`` of the ``dense<...>`` attribute (a splat fills every element),
+    as TFRT's ``tensor/mlir_tests/dense_host_tensor.mlir`` uses it."""
+    return _dense_attr_dht(value)
+
+
+@kernel("tfrt_test.sync.const_dense_attr", sync=True)
+def sync_const_dense_attr(value: TypedAttr) -> DenseHostTensor:
+    """Sync twin of ``tfrt_test.const_dense_attr``."""
+    return _dense_attr_dht(value)
+
+
 @kernel("corert.const_string_tensor")
 def const_string_tensor(first: TypedAttr, rest: RemainingAttrs) -> TensorHandle:
     """``{shape = [2], value = ["a", "b"]}``; one value is broadcast to every element."""
@@ -398,6 +427,7 @@ def register(registry: KernelRegistry) -> None:
         tensorhandle_to_int32, const_dense_tensor, const_string_tensor, create_op_attrs,
         sync_get_op_handler, sync_executeop, sync_print_tensorhandle,
         op_attrs_print, op_attrs_freeze, op_attrs_ref_print, error_tensorhandle,
+        const_dense_attr, sync_const_dense_attr,
     )
     for t in CREATE_DENSE_TYPES:
         registry.add_kernel(f"corert.create_dense_tensor.{t}", _create_dense(t))

@@ -10,7 +10,6 @@ from pytfrt.host.registry import KernelRegistry
 from pytfrt.kernels.test_kernels import (
     async_kernels,
     benchmark,
-    dense_attr,
     errors,
     simple,
     sync,
@@ -23,7 +22,5 @@ __all__ = ["register"]
 
 def register(registry: KernelRegistry) -> None:
     """Register every test kernel in ``registry``."""
-    for module in (
-        errors, simple, async_kernels, sync, benchmark, value_tracking, tutorial, dense_attr
-    ):
+    for module in (errors, simple, async_kernels, sync, benchmark, value_tracking, tutorial):
         module.register(registry)
