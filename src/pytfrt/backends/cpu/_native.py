@@ -13,9 +13,9 @@ the few LLVM instructions that do one of those things:
 * :func:`cpu_pause` -- the spin-wait hint (``pause`` on x86; nothing elsewhere);
 * :func:`cycles` -- the CPU's cycle counter (``llvm.readcyclecounter``: ``rdtsc`` on x86);
 * :func:`call4`, :func:`call2`, :func:`call1`, :func:`call0` -- call the C function at an
-  address with 4 / 2 / 1 / 0 ``int64``
-  arguments (pointers and C ``int``s travel in 64-bit registers in the x86-64 and AArch64
-  calling conventions) and get its ``int32`` result (oneDNN's ``dnnl_status_t``);
+  address with 4 / 2 / 1 / 0 ``int64`` arguments (pointers and C ``int``s travel in 64-bit
+  registers in the x86-64 and AArch64 calling conventions) and get its ``int32`` result
+  (oneDNN's ``dnnl_status_t``);
 * :func:`copy_bytes` -- ``memcpy`` between two addresses.
 
 Nothing here checks its arguments: callers pass addresses they own.  Functions using these
