@@ -299,3 +299,30 @@ def test_batched_max_pool_split_by_batch(monkeypatch, layout, n):
     assert _jobs_run() == before + 1  # one pool job: the batch parts
     got = y if layout == "NHWC" else y.transpose(0, 2, 3, 1)
     np.testing.assert_array_equal(got, expected)
+
+
+def _conv_in_child(queue) -> None:  # runs in a forked child
+    plan, rng = _plan(3, 64, 64, 11)
+    x = rng.standard_normal((2, 28, 28, 64)).astype(np.float32)
+    before = _jobs_run()
+    y = conv.conv2d(plan, x)
+    queue.put((before, _jobs_run(), y, x))
+
+
+@needs_dnnl
+def test_a_forked_child_makes_its_own_pool():
+    import multiprocessing
+
+    plan, rng = _plan(3, 64, 64, 12)
+    conv.conv2d(plan, rng.standard_normal((2, 28, 28, 64)).astype(np.float32))
+    assert _spin_pool._pool is not None  # the parent's pool and helpers exist
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_conv_in_child, args=(queue,))
+    child.start()
+    before, after, y, x = queue.get(timeout=60)
+    child.join(60)
+    assert child.exitcode == 0
+    assert before == 0 and after == 1  # a fresh pool in the child ran the job
+    child_plan, _ = _plan(3, 64, 64, 11)
+    np.testing.assert_allclose(y, _torch_reference(child_plan, x, None), rtol=1e-4, atol=1e-4)

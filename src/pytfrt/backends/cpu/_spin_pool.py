@@ -13,23 +13,24 @@ call.  Here the whole fork-join is native code:
   the memory objects whose data handles change per call, byte offsets; channel parts also
   the copy between a per-thread buffer and their output channels) plus the call's source,
   destination and residual addresses;
-* :func:`run` (the caller, GIL released once) publishes the job, runs parts claimed from the
+* :meth:`Pool.run` (the caller, GIL released once) publishes the job, runs parts claimed from the
   front of the table, then waits for the parts helpers claimed from the back by polling a
   counter;
 * each helper thread polls for the next job in a Numba ``nogil`` loop for up to
   :data:`SPIN_US` after its last part (so consecutive operations of one model call find it
-  awake), then sleeps on a condition variable until the next :func:`run` wakes it.
+  awake), then sleeps on a condition variable until the next :meth:`Pool.run` wakes it.
 
 A part is claimed by exactly one thread (one atomic word holds the front and back of the
 unclaimed range), so the caller never waits for a helper that has not started: it claims the
 helper's parts itself.  It only waits for a part a helper is running (polling for
 :data:`SPIN_US`, then sleeping 50 us at a time), as :mod:`pytfrt.backends.cpu._parallel` does.
 
-Contract: :func:`run` runs on whichever thread calls it; the pool serves one job at a time
-(:func:`acquire` is non-blocking: a second concurrent caller is told to use another path).
-Statuses are oneDNN's; the first nonzero one is returned.  Thread-safety: :func:`acquire` /
-:func:`release` around :func:`run`; everything else is internal.  Helpers are started on the
-first :func:`acquire` (``_parallel.num_threads() - 1`` of them) and restarted after a fork.
+Contract: :func:`pool` gives the process's :class:`Pool` (its helpers are started then:
+``_parallel.num_threads() - 1`` of them, at most 15; a forked child makes its own).  A caller
+takes :attr:`Pool.lock` without blocking (if another thread holds it, the caller uses another
+path: the pool serves one job at a time), calls :meth:`Pool.reserve` and :meth:`Pool.run` on
+its own thread, and releases the lock.  Statuses are oneDNN's; the first nonzero one is
+returned.  Nothing checks a table: its addresses must be valid for the whole job.
 """
 
 from __future__ import annotations
@@ -272,7 +273,7 @@ class Pool:
         sched_yield = ctypes.CDLL(None).sched_yield
         self.fns = np.array([*fns, ctypes.cast(sched_yield, ctypes.c_void_p).value or 0,
                              int(SPIN_US * rate), int(YIELD_US * rate)], np.int64)
-        self.ctrl = np.zeros((_HELPERS + _MAX_HELPERS) * _LINE, np.int64)
+        self.ctrl = np.zeros((_HELPERS + _MAX_HELPERS + 1) * _LINE, np.int64)  # + caller
         self.jobs = np.zeros((MAX_PARTS, NF), np.int64)
         self.helpers = min(helpers, _MAX_HELPERS)
         self.lock = threading.Lock()
@@ -359,13 +360,20 @@ def pool(fns: tuple[int, int, int], helpers: int, new_stream: Any) -> Pool | Non
     addresses of ``dnnl_primitive_execute``, ``dnnl_stream_wait`` and
     ``dnnl_memory_set_data_handle``; ``new_stream()`` makes a new oneDNN stream (an int
     handle; each thread slot has its own)."""
-    global _pool
-    if _pool is not None or helpers < 1:
+    global _pool, _unavailable
+    if _pool is not None or helpers < 1 or _unavailable:
         return _pool
     with _pool_lock:
-        if _pool is None:
-            _pool = Pool(fns, helpers, new_stream)
+        if _pool is None and not _unavailable:
+            try:
+                _pool = Pool(fns, helpers, new_stream)
+            except (OSError, AttributeError, RuntimeError):  # no sched_yield, no stream
+                _unavailable = True
     return _pool
+
+
+_unavailable = False
+"""Whether making the pool failed once (callers then keep their Python path)."""
 
 
 def _forget_after_fork() -> None:
