@@ -234,10 +234,12 @@ def _both_paths(monkeypatch, fn):
 
 @needs_dnnl
 @pytest.mark.parametrize("n,h,cin,cout,kind", [
-    (4, 14, 64, 128, "batch"), (1, 28, 64, 96, "rows"), (1, 7, 256, 256, "channels")])
+    (4, 14, 64, 128, "batch"), (1, 28, 64, 96, "rows"), (1, 7, 256, 256, "channels"),
+    (3, 7, 128, 64, "channels")])
 @pytest.mark.parametrize("residual", ["none", "operand", "in place"])
 def test_split_convs_through_the_pool_match_the_python_path(monkeypatch, n, h, cin, cout,
                                                             kind, residual):
+    monkeypatch.setattr(_dnnl_conv, "CHANNEL_SPLIT_MAX_ROWS", 3 * 7 * 7)  # n = 3: channels too
     plan, rng = _plan(3, cin, cout, n + h)
     x = rng.standard_normal((n, h, h, cin)).astype(np.float32)
     r = rng.standard_normal((n, h, h, cout)).astype(np.float32)

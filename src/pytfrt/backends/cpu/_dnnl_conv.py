@@ -367,6 +367,12 @@ to the 14x14 layers did not pay: the 3x3 no change, 1x1 1024->256 2.76 vs 2.59-2
 copies of the larger outputs)."""
 
 
+CHANNEL_SPLIT_MAX_ROWS = 64
+"""Most output pixels over the whole batch (rows of the ``(pixels, channels)`` output) for
+which a convolution on images of at most :data:`CHANNEL_SPLIT_MAX_PIXELS` pixels is split
+by output channels rather than by batch (64: batch 1 only).  ResNet-50 at batch 8 with 512
+(stage 4 by channels, each thread streaming half of each filter): CPU per call 279-281 vs
+277-286 ms, within the noise (load 3-4), so not raised."""
 SPIN_POOL = True
 """Whether split convolutions run on :mod:`_spin_pool`'s native helpers (else, and when
 another thread is using them, through :func:`pytfrt.backends.cpu._parallel.parallel_for`)."""
@@ -496,6 +502,13 @@ class DnnlConv:
         if _parallel.num_threads() < 2 or macs < PARALLEL_MIN_MACS:
             return [whole]
         parts_wanted = min(PARTS_PER_THREAD * _parallel.num_threads(), macs // PART_MIN_MACS)
+        k = parts_wanted
+        if (layout == "NHWC" and oh * ow <= CHANNEL_SPLIT_MAX_PIXELS
+                and n * oh * ow <= CHANNEL_SPLIT_MAX_ROWS and a["groups"] == 1 and k >= 2
+                and cout % (16 * k) == 0):  # parts of whole 16-channel blocks
+            bounds = [cout * i // k for i in range(k + 1)]
+            return [((n, c, h, w), (n, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 0, (c0, c1))
+                    for c0, c1 in zip(bounds, bounds[1:], strict=False)]
         if n >= 2:
             k = min(parts_wanted, n)
             bounds = [n * i // k for i in range(k + 1)]
@@ -512,12 +525,6 @@ class DnnlConv:
             ]
         if layout != "NHWC":
             return [whole]
-        k = parts_wanted
-        if (oh * ow <= CHANNEL_SPLIT_MAX_PIXELS and a["groups"] == 1 and k >= 2
-                and cout % (16 * k) == 0):  # parts of whole 16-channel blocks
-            bounds = [cout * i // k for i in range(k + 1)]
-            return [((1, c, h, w), (1, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 0, (c0, c1))
-                    for c0, c1 in zip(bounds, bounds[1:], strict=False)]
         k = min(k, oh)
         if k < 2:
             return [whole]
