@@ -252,8 +252,10 @@ _LOOP_JGRAD = jax.jit(jax.grad(_loop_jax, argnums=(0, 1)))  # the oracle, compil
 _COND_JGRAD = jax.jit(jax.grad(_cond_jax))
 
 
+# No subnormal inputs: XLA's CPU code flushes them to zero, so JAX takes the other branch of
+# `sum(x) > 0` for x = [0, 0, 1.4e-45] while pytfrt (like NumPy) keeps IEEE subnormals.
 @settings(max_examples=25)
-@given(st.lists(st.floats(-2.0, 2.0, width=32), min_size=3, max_size=3),
+@given(st.lists(st.floats(-2.0, 2.0, width=32, allow_subnormal=False), min_size=3, max_size=3),
        st.floats(0.125, 0.875, width=32))
 def test_hypothesis_cond_and_loop(xs, w):
     x = np.asarray(xs, np.float32)
