@@ -67,9 +67,17 @@ def body_scan(signature: ServingSignature, size: int) -> fast_json.BodyScan | No
     """A :class:`~pytfrt.serving.fast_json.BodyScan` for a ``:predict`` body of ``size`` bytes
     to ``signature``'s model, when the fast path can take it (one float32 input, a big body),
     else ``None``."""
-    if len(signature.inputs) != 1 or signature.inputs[0].dtype != np.float32:
+    if _float32_input(signature) is None:
         return None
     return fast_json.BodyScan.start(size)
+
+
+def _float32_input(signature: ServingSignature) -> TensorInfo | None:
+    """The input of a one-input float32 signature (the only kind :mod:`fast_json` parses),
+    else ``None``."""
+    if len(signature.inputs) != 1 or signature.inputs[0].dtype != np.float32:
+        return None
+    return signature.inputs[0]
 
 
 def decode_predict_request(body: bytes | bytearray, signature: ServingSignature,
@@ -112,10 +120,8 @@ def _fast_path(body: bytes | bytearray, signature: ServingSignature,
 
     Gives the same result as the general path or ``None`` (then the general path runs).
     """
-    if len(body) < fast_json.MIN_BYTES or len(signature.inputs) != 1:
-        return None
-    info = signature.inputs[0]
-    if info.dtype != np.float32:
+    info = _float32_input(signature)
+    if info is None or len(body) < fast_json.MIN_BYTES:
         return None
     parsed = scanned.result() if scanned is not None else fast_json.parse_float32_tensor(
         bytes(body) if isinstance(body, bytearray) else body)
