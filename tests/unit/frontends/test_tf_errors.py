@@ -74,3 +74,57 @@ def test_tf_function_without_signature(tf: Any) -> None:
 def test_not_a_tf_object(tf: Any) -> None:
     with pytest.raises(ValueError, match="cannot import a int"):
         import_tf(42)
+
+
+def test_print_is_refused_not_dropped(tf: Any) -> None:
+    """``tf.print`` is a side effect nothing depends on: it must run or fail, never vanish."""
+
+    @tf.function(input_signature=[tf.TensorSpec((3,), tf.float32)])
+    def f(x: Any) -> Any:
+        tf.print("x is", x)
+        return x * 2.0
+
+    with pytest.raises(UnsupportedOpError) as info:
+        pytfrt.compile(f)
+    assert info.value.op_type in ("PrintV2", "StringFormat")
+
+
+def test_run_time_assert_is_refused_and_a_static_one_is_not(tf: Any) -> None:
+    @tf.function(input_signature=[tf.TensorSpec((3,), tf.float32)])
+    def checked(x: Any) -> Any:
+        tf.debugging.assert_positive(x)
+        return x + 1.0
+
+    with pytest.raises(UnsupportedOpError, match="Assert"):
+        pytfrt.compile(checked)
+
+    @tf.function(input_signature=[tf.TensorSpec((3,), tf.float32)])
+    def static(x: Any) -> Any:
+        tf.debugging.Assert(tf.constant(True), ["never"])
+        return x + 1.0
+
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(pytfrt.compile(static)(x), static(x).numpy())
+
+
+@pytest.mark.parametrize(
+    "op", ["ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterUpdate"]
+)
+def test_scatter_into_a_variable_is_not_dropped(tf: Any, op: str) -> None:
+    """Row updates of a variable (an ``Embedding`` gradient step) with a repeated index."""
+    start = np.arange(12, dtype=np.float32).reshape(4, 3)
+    v = tf.Variable(start)
+    idx = np.array([2, 0, 2], np.int32) if op != "ResourceScatterUpdate" else np.array([3, 1])
+    upd = np.ones((idx.size, 3), np.float32) * np.arange(1, idx.size + 1, dtype=np.float32)[:, None]
+
+    @tf.function(input_signature=[tf.TensorSpec(upd.shape, tf.float32)])
+    def f(u: Any) -> Any:
+        getattr(tf.raw_ops, op)(resource=v.handle, indices=idx, updates=u)
+        return tf.reduce_sum(u)
+
+    compiled = pytfrt.compile(f)
+    compiled(upd)
+    f(upd)
+    (name,) = compiled.variables
+    np.testing.assert_allclose(compiled.variables[name], v.numpy(), rtol=1e-6)
+    assert not np.array_equal(v.numpy(), start)

@@ -34,7 +34,7 @@ import numpy as np
 from pytfrt.compiler.builder import GraphBuilder, GraphModule
 from pytfrt.compiler.frontends.tf_graph import FunctionContext, GraphImporter, LibraryGraph
 from pytfrt.compiler.frontends.tf_registry import load_all
-from pytfrt.compiler.frontends.tf_values import TV, ResourceRef, tf_dtype_name
+from pytfrt.compiler.frontends.tf_values import TV, OtherResource, ResourceRef, tf_dtype_name
 
 
 def _tf() -> Any:
@@ -286,22 +286,27 @@ def _variables(
             if var is not None:
                 name = _variable_name(var.name, values)
                 values[name] = np.array(var.numpy())
-            else:  # a bare handle (``v.handle`` passed to a raw op)
+            else:  # a bare handle (``v.handle`` passed to a raw op), or another resource
+                value = _read_handle(tf, ext)
+                if value is None:  # a lookup table...: its ops say whether they can use it
+                    bound[internal.op.name] = TV(resource=OtherResource(internal.op.name, ext))
+                    continue
                 name = _variable_name(internal.op.name, values)
-                values[name] = _read_handle(tf, ext, internal.op.name)
+                values[name] = value
             bound[internal.op.name] = TV(resource=ResourceRef(name))
         else:
             bound[internal.op.name] = TV(const=np.asarray(ext.numpy()), name=internal.op.name)
     return values, bound
 
 
-def _read_handle(tf: Any, handle: Any, where: str) -> np.ndarray:
-    """The current value of the variable behind a captured resource handle."""
+def _read_handle(tf: Any, handle: Any) -> np.ndarray | None:
+    """The current value of the variable behind a captured resource handle (``None`` if the
+    resource is not a variable)."""
     from tensorflow.python.ops import resource_variable_ops
 
     data = resource_variable_ops.get_eager_safe_handle_data(handle)
     if data is None or not data.is_set or not data.shape_and_type:
-        raise ValueError(f"captured resource '{where}' is not a variable")
+        return None
     dtype = tf.dtypes.as_dtype(data.shape_and_type[0].dtype)
     return np.array(tf.raw_ops.ReadVariableOp(resource=handle, dtype=dtype).numpy())
 

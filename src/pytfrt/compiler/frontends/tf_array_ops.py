@@ -15,7 +15,13 @@ import numpy as np
 
 from pytfrt.compiler.frontends.tf_fold import strided_slice_index
 from pytfrt.compiler.frontends.tf_registry import tf_direct, tf_op
-from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr, tf_dtype_name
+from pytfrt.compiler.frontends.tf_values import (
+    TV,
+    ConversionError,
+    attr,
+    tf_dtype_name,
+    tg_to_np,
+)
 
 _BIG = 2**62
 """Slice bound meaning "to the end" (clamped, as ONNX's slice)."""
@@ -206,13 +212,125 @@ def _strided_slice(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [apply_index(cx, x, strided_slice_index(node, b, e, s))]
 
 
-@tf_op("Slice", tg="`slice`", note="constant begin and size")
+@tf_op(
+    "Slice",
+    tg="`slice`",
+    note="constant begin and size; an unknown size from 0 along a dynamic axis takes it whole",
+)
 def _slice(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x = ins[0]
     begin = cx.ints(ins[1], "begin")
-    size = cx.ints(ins[2], "size")
+    known = ins[2].known_vector()
+    if known is None:
+        raise ConversionError("size must be constant")
+    size: list[int] = []
+    for i, (b, n) in enumerate(zip(begin, known, strict=True)):
+        if n is None:
+            # a dynamic size (the gradient of Pad slices dy to tf.shape(x)): only a whole
+            # dynamic axis can be told apart without its run-time value
+            if b != 0 or x.shape is None or x.shape[i] is not None:
+                raise ConversionError("size must be constant")
+            n = -1
+        size.append(n)
     index = tuple(slice(b, None if n < 0 else b + n) for b, n in zip(begin, size, strict=True))
     return [apply_index(cx, x, index)]
+
+
+@tf_op(
+    "StridedSliceGrad",
+    tg="`reshape`, `pad`",
+    note="constant begin/end/strides, unit strides; sliced axes static",
+)
+def _strided_slice_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    shape_tv, dy = ins[0], ins[4]
+    b, e, s = (cx.ints(t, "strided slice bounds") for t in ins[1:4])
+    dims = shape_tv.known_vector()
+    if dims is None:
+        raise ConversionError("the input shape's rank must be known")
+    index = strided_slice_index(node, b, e, s)
+    consuming = sum(1 for i in index if i is not None and i is not Ellipsis)
+    expanded: list[Any] = []
+    for i in index:
+        expanded += [slice(None)] * (len(dims) - consuming) if i is Ellipsis else [i]
+    expanded += [slice(None)] * (len(dims) - len([i for i in expanded if i is not None]))
+    axes = [i for i in expanded if i is not None]
+    before: list[int] = []
+    after: list[int] = []
+    target: list[int | None] = []
+    for dim, item in zip(dims, axes, strict=True):
+        if isinstance(item, slice) and item.start in (None, 0) and item.stop is None:
+            if item.step not in (None, 1):
+                raise ConversionError("strided slice gradients need unit strides")
+            before.append(0)
+            after.append(0)
+            target.append(dim)
+            continue
+        if dim is None:
+            raise ConversionError("a sliced axis of the input must be static")
+        if isinstance(item, int):
+            start, stop, step = item % dim, item % dim + 1, 1
+        else:
+            start, stop, step = item.indices(dim)
+        if step != 1:
+            raise ConversionError("strided slice gradients need unit strides")
+        stop = max(stop, start)
+        before.append(start)
+        after.append(dim - stop)
+        target.append(stop - start)
+    g = cx.reshape(dy, target)
+    if not any(before) and not any(after):
+        return [g]
+    return [cx.op("pad", [g], pads=before + after, mode="constant", value=0.0)]
+
+
+@tf_op(
+    "ConcatOffset",
+    tg="(constant)",
+    note="folded: the sizes along the axis must be known",
+)
+def _concat_offset(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    raise ConversionError("the sizes along the concatenation axis must be known")
+
+
+@tf_op("InvertPermutation", tg="(constant)", note="folded; the permutation must be constant")
+def _invert_permutation(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    perm = np.asarray(cx.ints(ins[0], "the permutation"))
+    return [cx.const(np.argsort(perm).astype(tg_to_np(ins[0].dtype or "i32")))]
+
+
+@tf_op(
+    "UnsortedSegmentSum",
+    tg="`reshape`, `matmul`",
+    note="constant segment ids and count: a matmul by the 0/1 segment matrix",
+)
+def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    data, ids_tv, count_tv = ins
+    ids = np.asarray(cx.ints(ids_tv, "segment ids")).reshape(np.asarray(ids_tv.const).shape)
+    (count,) = cx.ints(count_tv, "num_segments")
+    if data.shape is None or data.dtype is None:
+        raise ConversionError("the data's rank must be known")
+    rest = list(data.shape[ids.ndim :])
+    flat = ids.reshape(-1)
+    matrix = np.zeros((count, flat.size), dtype=tg_to_np(data.dtype))
+    ok = (flat >= 0) & (flat < count)
+    matrix[flat[ok], np.nonzero(ok)[0]] = 1  # ids out of range are dropped, as TF
+    if None in rest:
+        raise ConversionError("the data's trailing dimensions must be static")
+    rows = cx.reshape(data, [flat.size, math.prod(rest)])  # type: ignore[arg-type]
+    out = cx.op("matmul", [cx.const(matrix), rows])
+    return [cx.reshape(out, [count, *rest])]
+
+
+@tf_op("Bucketize", tg="`expand_dims`, `greater_equal`, `cast`, `reduce_sum`")
+def _bucketize(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x = ins[0]
+    bounds = np.asarray(attr(node, "boundaries", []), dtype=tg_to_np(x.dtype or "f32"))
+    if x.rank is None:
+        raise ConversionError("the input's rank must be known")
+    if bounds.size == 0:
+        return [cx.op("fill", [cx.as_i64(cx.op("shape", [x])), cx.scalar(0, "i32")])]
+    ge = cx.op("greater_equal", [cx.op("expand_dims", [x], axis=x.rank), cx.const(bounds)])
+    return [cx.op("reduce_sum", [cx.op("cast", [ge], to="i32")], axes=[x.rank], keepdims=False)]
 
 
 @tf_op("Pad", "PadV2", "MirrorPad", tg="`pad`", note="constant paddings; MirrorPad REFLECT only")

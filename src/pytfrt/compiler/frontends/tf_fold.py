@@ -259,6 +259,37 @@ def _dynamic_stitch(node: Any, ins: list[TV]) -> Folded:
     return [_partial([merged[j] for j in range(len(merged))], data[0].dtype or "i32")]
 
 
+@_folder("InvertPermutation")
+def _invert_permutation(node: Any, ins: list[TV]) -> Folded:
+    if not _all_const(ins):
+        return None
+    return [_c(np.argsort(_k(ins[0]).reshape(-1)).astype(_k(ins[0]).dtype))]
+
+
+@_folder("ConcatOffset")
+def _concat_offset(node: Any, ins: list[TV]) -> Folded:
+    """Where each input starts in a concatenation (the concat gradient's slice offsets): only
+    the sizes along the axis need to be known."""
+    if ins[0].const is None:
+        return None
+    shapes = [t.known_vector() for t in ins[1:]]
+    if any(s is None for s in shapes):
+        return None
+    rank = len(shapes[0])  # type: ignore[arg-type]
+    axis = int(ins[0].const) % rank
+    out: list[TV] = []
+    start = 0
+    for s in shapes:
+        offset = [0] * rank
+        offset[axis] = start
+        out.append(_c(np.asarray(offset, dtype=tg_to_np(ins[1].dtype or "i32"))))
+        size = s[axis]  # type: ignore[index]
+        if size is None:
+            return None
+        start += int(size)
+    return out
+
+
 @_folder("Cast")
 def _cast(node: Any, ins: list[TV]) -> Folded:
     dst = tf_dtype_name(attr(node, "DstT"))

@@ -36,6 +36,30 @@ SIDE_EFFECT_OPS = frozenset({
 })  # fmt: skip
 """Ops translated even when no output depends on them."""
 
+NO_EFFECT_STATEFUL_OPS = frozenset({
+    "ReadVariableOp", "ResourceGather", "ResourceGatherNd", "VarHandleOp", "VarIsInitializedOp",
+    "VariableShape", "Placeholder", "HashTableV2", "MutableHashTableV2", "LookupTableFindV2",
+    "LookupTableSizeV2", "LookupTableExportV2", "AnonymousHashTable", "RandomUniform",
+    "RandomUniformInt", "RandomStandardNormal", "TruncatedNormal", "RandomShuffle",
+    "StatelessRandomGetKeyCounter", "StatelessRandomGetAlg", "DestroyResourceOp",
+    "TensorListReserve", "EmptyTensorList",
+})  # fmt: skip
+"""Ops TF marks stateful whose only effects are reads (or the TF-internal state of a random
+generator or resource lifetime): dropped like any pure op when nothing uses them. Every other
+stateful op (``PrintV2``, ``Assert``, ``ResourceScatterAdd``, summaries, file writes...) is
+translated even when nothing depends on it, so it either runs or the import fails naming it."""
+
+
+def stateful_with_effects(op_type: str) -> bool:
+    """True if TF declares ``op_type`` stateful and it is not a known read-only op."""
+    if op_type in NO_EFFECT_STATEFUL_OPS:
+        return False
+    from tensorflow.python.framework import op_def_registry
+
+    op_def = op_def_registry.get(op_type)
+    return bool(op_def is not None and op_def.is_stateful)
+
+
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 CONTROL_OPS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase"})
 _FUNC_ATTRS = ("f", "then_branch", "else_branch", "cond", "body", "branches")
@@ -161,7 +185,7 @@ class GraphImporter:
         if node.op in SIDE_EFFECT_OPS:
             return True
         if node.op not in CALL_OPS and node.op not in CONTROL_OPS:
-            return False
+            return stateful_with_effects(node.op)
         return any(self._function_has_side_effects(f) for f in self.called_functions(node))
 
     def _function_has_side_effects(self, fname: str) -> bool:
@@ -412,6 +436,8 @@ class FunctionContext:
         hit = self._materialized.get(key)
         if hit is not None:
             return hit[1]
+        if tv.const is not None and tv.dtype == "string":
+            raise ConversionError("string tensors are not supported")
         if tv.const is not None:
             name = tv.name or (
                 self.node.name if self.node is not None and tv.const.size > 64 else None
@@ -502,8 +528,8 @@ class FunctionContext:
 )
 def _const(cx: FunctionContext, node: Any, ins: list[TV]) -> list[TV]:
     value = attr(node, "value")
-    if value.dtype == object:
-        raise ConversionError("string constants are not supported")
+    if value.dtype == object:  # a string: fine as long as no translated op reads it
+        return [TV(const=value, dtype="string")]
     return [TV(const=value, name=node.name if value.size > 64 else None)]
 
 
@@ -520,3 +546,18 @@ def _noop(cx: FunctionContext, node: Any, ins: list[TV]) -> list[TV]:
 )
 def _placeholder(cx: FunctionContext, node: Any, ins: list[TV]) -> list[TV]:
     raise ConversionError("placeholder not bound to an input")
+
+
+@tf_op(
+    "Assert",
+    tg="(none)",
+    note="a condition known true at import time; a run-time condition is refused",
+    family="tf_graph",
+)
+def _assert(cx: FunctionContext, node: Any, ins: list[TV]) -> list[TV]:
+    cond = ins[0]
+    if cond.const is not None and bool(np.all(cond.const)):
+        return []
+    if cond.const is not None:
+        raise ConversionError("the assertion is false at import time")
+    raise ConversionError("an assertion checked at run time is not supported (it would be dropped)")

@@ -11,15 +11,28 @@ update rules (``tensorflow/core/kernels/training_ops.cc``).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
+
 from pytfrt.compiler.frontends.tf_registry import tf_op
-from pytfrt.compiler.frontends.tf_values import TV, ConversionError, ResourceRef, attr
+from pytfrt.compiler.frontends.tf_values import (
+    TV,
+    ConversionError,
+    OtherResource,
+    ResourceRef,
+    attr,
+    tf_dtype_name,
+    tg_to_np,
+)
 
 
 def _ref(tv: TV) -> ResourceRef:
     if tv.resource is None:
         raise ConversionError("expected a resource handle bound to a variable")
+    if isinstance(tv.resource, OtherResource):
+        raise ConversionError(f"captured resource '{tv.resource.name}' is not a variable")
     return tv.resource
 
 
@@ -187,3 +200,96 @@ def _apply_rmsprop(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     assign(cx, mom, mom_new)
     assign(cx, var, mom_new, "assign_sub_variable")
     return []
+
+
+@tf_op(
+    "ResourceScatterAdd",
+    "ResourceScatterSub",
+    "ResourceScatterUpdate",
+    tg="`one_hot`, `matmul`, `assign_add_variable` / `assign_sub_variable` / `select`",
+    note="rows of a variable (what an `Embedding` gradient updates); repeated indices add up",
+)
+def _resource_scatter(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    res, indices, updates = ins
+    var = read(cx, res)
+    dims = [d for d in var.shape or () if d is not None]
+    if var.shape is None or len(dims) != len(var.shape) or indices.shape is None:
+        raise ConversionError("the variable's shape and the indices' rank must be known")
+    rows, rest = dims[0], dims[1:]
+    width = math.prod(rest)
+    dtype = var.dtype or "f32"
+    flat_idx = cx.reshape(indices, [-1])
+    hot = cx.op(  # [k, rows]: row j of the variable receives update i where hot[i, j] = 1
+        "one_hot",
+        [flat_idx, cx.scalar(rows, "i32"), cx.scalar(1, dtype), cx.scalar(0, dtype)],
+        axis=-1,
+    )
+    if updates.rank == 0:
+        raise ConversionError("scalar updates are not supported")
+    upd = cx.reshape(updates, [-1, width])
+    dense = cx.reshape(cx.op("matmul", [hot, upd], transpose_a=True), [rows, *rest])
+    if node.op == "ResourceScatterAdd":
+        assign(cx, res, dense, "assign_add_variable")
+    elif node.op == "ResourceScatterSub":
+        assign(cx, res, dense, "assign_sub_variable")
+    else:  # the last write wins in TF; with distinct indices, replace the hit rows
+        hit = cx.op("reduce_max", [hot], axes=[0], keepdims=False)
+        mask = cx.reshape(cx.op("greater", [hit, cx.scalar(0, dtype)]), [rows] + [1] * len(rest))
+        assign(cx, res, cx.op("select", [mask, dense, var]))
+    return []
+
+
+def _table(tv: TV, node: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The keys and values of the lookup table behind ``tv`` (read once, at import)."""
+    ref = tv.resource
+    if not isinstance(ref, OtherResource):
+        raise ConversionError("expected a lookup table")
+    import tensorflow as tf
+
+    tin, tout = attr(node, "Tin"), attr(node, "Tout")
+    if tf.dtypes.as_dtype(tin) == tf.string or tf.dtypes.as_dtype(tout) == tf.string:
+        raise ConversionError(
+            "lookup tables on strings are not supported (string tensors: StringLookup, "
+            "TextVectorization)"
+        )
+    keys, values = tf.raw_ops.LookupTableExportV2(table_handle=ref.handle, Tkeys=tin, Tvalues=tout)
+    return np.asarray(keys.numpy()), np.asarray(values.numpy())
+
+
+@tf_op(
+    "LookupTableFindV2",
+    tg="`equal`, `reduce_any`, `argmax`, `gather`, `select`",
+    note="numeric keys (IntegerLookup); the table's contents are read at import",
+)
+def _lookup_find(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    table, keys_tv, default = ins
+    keys, values = _table(table, node)
+    if keys_tv.rank is None:
+        raise ConversionError("the keys' rank must be known")
+    dtype = tf_dtype_name(attr(node, "Tout"))
+    if keys.size == 0:
+        return [cx.op("fill", [cx.as_i64(cx.op("shape", [keys_tv])), default])]
+    axis = keys_tv.rank
+    hit = cx.op(
+        "equal",
+        [
+            cx.op("expand_dims", [keys_tv], axis=axis),
+            cx.const(keys.astype(tg_to_np(keys_tv.dtype or "i64"))),
+        ],
+    )
+    found = cx.op("reduce_any", [hit], axes=[axis], keepdims=False)
+    where = cx.op(
+        "argmax", [cx.op("cast", [hit], to="i32")], axis=axis, keepdims=False, output_type="i64"
+    )
+    got = cx.op("gather", [cx.const(values.astype(tg_to_np(dtype))), where], axis=0, batch_dims=0)
+    return [cx.op("select", [found, got, default])]
+
+
+@tf_op("LookupTableSizeV2", tg="(constant)", note="read at import")
+def _lookup_size(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    ref = ins[0].resource
+    if not isinstance(ref, OtherResource):
+        raise ConversionError("expected a lookup table")
+    import tensorflow as tf
+
+    return [cx.const(np.asarray(tf.raw_ops.LookupTableSizeV2(table_handle=ref.handle).numpy()))]

@@ -59,6 +59,17 @@ class ResourceRef:
         return f"ResourceRef({self.name!r})"
 
 
+class OtherResource(ResourceRef):
+    """A captured resource that is not a variable (a lookup table, an iterator...): ``handle``
+    is the eager TF handle, for converters that can read what it holds (a table's contents)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, name: str, handle: Any) -> None:
+        super().__init__(name)
+        self.handle = handle
+
+
 class Sym:
     """An unknown dimension known to be dimension ``axis`` of tensor ``tv`` (``tf.shape(x)[0]``).
 
