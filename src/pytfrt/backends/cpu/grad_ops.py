@@ -343,12 +343,54 @@ def random_uniform(
     Raises:
         OpError: a dtype other than f32, or a bad key/counter.
     """
-    if dtype != "f32":
-        raise OpError(f"random_uniform: only f32 is supported, got {dtype}")
-    if key.size != 1 or counter.size != 2:
-        raise OpError("random_uniform: key must have 1 element and counter 2")
+    dims = [int(d) for d in shape.reshape(-1)]
+    bits = _philox_words("random_uniform", math.prod(dims), key, counter, dtype)
+    return _unit_floats(bits).reshape(dims)
+
+
+def _unit_floats(bits: np.ndarray) -> np.ndarray:
+    """TF's ``Uint32ToFloat``: mantissa bits in [1, 2), minus 1."""
+    return ((bits & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)).view(np.float32) - np.float32(1)
+
+
+@_register("random_normal")
+def random_normal(
+    shape: np.ndarray,
+    key: np.ndarray,
+    counter: np.ndarray,
+    *,
+    dtype: str,
+    static_shape: Sequence[int],
+) -> np.ndarray:
+    """Standard normal floats from Philox (TF's ``StatelessRandomNormalV2``).
+
+    Each pair of words ``(a, b)`` gives two values by Box-Muller in f32, as TF's
+    ``BoxMullerFloat``: ``r = sqrt(-2 log(max(u(a), 1e-7)))``, ``(r sin 2pi u(b), r cos 2pi
+    u(b))``; the same words as :func:`random_uniform` (equal up to f32 rounding of the
+    transcendental functions, which come from NumPy rather than glibc).
+
+    Raises:
+        OpError: a dtype other than f32, or a bad key/counter.
+    """
     dims = [int(d) for d in shape.reshape(-1)]
     n = math.prod(dims)
+    u = _unit_floats(_philox_words("random_normal", n + n % 2, key, counter, dtype))
+    u = u.reshape(-1, 2)
+    r = np.sqrt(np.float32(-2) * np.log(np.maximum(u[:, 0], np.float32(1e-7))))
+    v = np.float32(2 * np.pi) * u[:, 1]
+    out = np.stack([np.sin(v) * r, np.cos(v) * r], axis=1).astype(np.float32)
+    return out.reshape(-1)[:n].reshape(dims)
+
+
+def _philox_words(
+    op: str, n: int, key: np.ndarray, counter: np.ndarray, dtype: str
+) -> np.ndarray:
+    """The first ``n`` uint32 words of TF's Philox stream for ``key``/``counter``: word ``i``
+    is word ``i % 4`` of block ``counter + i // 4``."""
+    if dtype != "f32":
+        raise OpError(f"{op}: only f32 is supported, got {dtype}")
+    if key.size != 1 or counter.size != 2:
+        raise OpError(f"{op}: key must have 1 element and counter 2")
     groups = (n + 3) // 4
     c0 = np.uint64(int(counter.reshape(-1)[0]))
     c1 = int(counter.reshape(-1)[1])
@@ -360,6 +402,13 @@ def random_uniform(
         [lo & _LOW32, lo >> np.uint64(32), hi & _LOW32, hi >> np.uint64(32)],
         (k & 0xFFFFFFFF, k >> 32),
     )
-    bits = np.stack(words, axis=1).reshape(-1)[:n].astype(np.uint32)
-    out = ((bits & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)).view(np.float32) - np.float32(1.0)
-    return out.reshape(dims)
+    return np.stack(words, axis=1).reshape(-1)[:n].astype(np.uint32)
+
+
+@_register("bitcast")
+def bitcast(x: np.ndarray, *, to: str) -> np.ndarray:
+    """``x``'s bits read as element type ``to`` of the same size (TF's ``Bitcast``; Keras'
+    ``signbit`` and so its float ``argmax`` use it). A view when ``x`` is contiguous."""
+    from pytfrt.tensor.dtype import dtype_from_name
+
+    return np.ascontiguousarray(x).view(np.dtype(dtype_from_name(to).np_dtype))

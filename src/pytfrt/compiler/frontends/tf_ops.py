@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from pytfrt.compiler.frontends.tf_registry import tf_direct, tf_op
-from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr, tf_dtype_name
+from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr, tf_dtype_name, tg_to_np
 
 _BINARY = {
     "Add": "add",
@@ -111,6 +111,16 @@ def _cast(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     if ins[0].dtype == dst:
         return [ins[0]]
     return [cx.op("cast", ins, to=dst)]
+
+
+@tf_op("Bitcast", tg="`bitcast`", note="types of one size (Keras' `signbit`, float `argmax`)")
+def _bitcast(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    dst = tf_dtype_name(attr(node, "type"))
+    if ins[0].dtype == dst:
+        return [ins[0]]
+    if tg_to_np(ins[0].dtype or "f32").itemsize != tg_to_np(dst).itemsize:
+        raise ConversionError("a bitcast between types of different sizes changes the shape")
+    return [cx.op("bitcast", ins, to=dst)]
 
 
 @tf_op(

@@ -31,13 +31,13 @@ def _check_alg(tv: TV) -> None:
         raise ConversionError("only the Philox algorithm (constant alg 1 or 3) is supported")
 
 
-def _uniform(cx: Any, node: Any, shape: TV, key: TV, counter: TV) -> TV:
+def _uniform(
+    cx: Any, node: Any, shape: TV, key: TV, counter: TV, op: str = "random_uniform"
+) -> TV:
     dtype = tf_dtype_name(attr(node, "dtype", 1))
     if dtype != "f32":
         raise ConversionError(f"random {dtype} values are not supported (f32 only)")
-    return cx.op(
-        "random_uniform", [cx.as_i64(shape), key, counter], dtype=dtype, static_shape=_hint(shape)
-    )
+    return cx.op(op, [cx.as_i64(shape), key, counter], dtype=dtype, static_shape=_hint(shape))
 
 
 @tf_op("StatelessRandomGetAlg", tg="(constant 1: Philox)")
@@ -62,3 +62,14 @@ def _uniform_v1(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     shape, seed = ins
     key, counter = cx.ops("random_key_counter", [seed], 2)
     return [_uniform(cx, node, shape, key, counter)]
+
+
+@tf_op(
+    "StatelessRandomNormalV2",
+    tg="`random_normal`",
+    note="Philox, f32; TF's Box-Muller on the same bits (f32 rounding of sin/cos/log aside)",
+)
+def _normal_v2(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    shape, key, counter, alg = ins
+    _check_alg(alg)
+    return [_uniform(cx, node, shape, key, counter, "random_normal")]

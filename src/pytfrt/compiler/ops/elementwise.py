@@ -14,7 +14,7 @@ from pytfrt.compiler.ops.base import (
     define,
     same_dtype,
 )
-from pytfrt.compiler.types import FLOAT_DTYPES, INT_DTYPES, TType
+from pytfrt.compiler.types import FLOAT_DTYPES, INT_DTYPES, TType, np_dtype
 
 ARITHMETIC = (
     "add", "sub", "mul", "div", "floor_div", "floor_mod", "pow", "maximum", "minimum",
@@ -96,6 +96,19 @@ define("clip", ("x",), _unary,
        {"min": AttrSpec("float", float("-inf")), "max": AttrSpec("float", float("inf"))},
        family="elementwise", elementwise=True)
 define("cast", ("x",), _cast, {"to": AttrSpec("dtype")}, family="elementwise", elementwise=True)
+
+
+def _bitcast(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    to = ctx.attrs["to"]
+    if x.dtype in ("i1", "string") or to in ("i1", "string") or (
+            np_dtype(x.dtype).itemsize != np_dtype(to).itemsize):
+        raise ctx.error(f"bitcast needs numeric types of one size, got {x.dtype} to {to}")
+    return [TType(to, x.shape)]
+
+
+define("bitcast", ("x",), _bitcast, {"to": AttrSpec("dtype")}, family="elementwise",
+       doc="the same bits read as another type of the same size (TF's Bitcast)")
 define("select", ("cond", "a", "b"), _select, family="elementwise", elementwise=True)
 
 

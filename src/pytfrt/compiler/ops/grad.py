@@ -252,10 +252,11 @@ def _random_uniform(ctx: InferContext) -> list[TType]:
 
 
 define("random_key_counter", ("seed",), _random_key_counter, family="grad", num_results=2)
-define(
-    "random_uniform",
-    ("shape", "key", "counter"),
-    _random_uniform,
-    {"dtype": AttrSpec("dtype", "f32"), **_HINT},
-    family="grad",
-)
+for _name in ("random_uniform", "random_normal"):
+    define(
+        _name,
+        ("shape", "key", "counter"),
+        _random_uniform,
+        {"dtype": AttrSpec("dtype", "f32"), **_HINT},
+        family="grad",
+    )
