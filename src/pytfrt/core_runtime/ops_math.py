@@ -20,6 +20,7 @@ import numpy as np
 from pytfrt.backends.cpu import ops as cpu
 from pytfrt.backends.cpu.gemm import matmul as gemm_matmul
 from pytfrt.backends.cpu.norm import softmax as cpu_softmax
+from pytfrt.backends.cpu.op_math import MATH
 from pytfrt.core_runtime.host_tensors import make_metadata
 from pytfrt.core_runtime.op_attrs import OpAttrsRef
 from pytfrt.core_runtime.op_registry import OpError, OpFlags, OpRecord, OpRegistry
@@ -288,19 +289,12 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "tfrt_test.minimum": np.minimum,
 }
 
+# TFRT's unary test ops: their math is the elementwise op's (pytfrt.backends.cpu.op_math)
 _FLOAT_UNARY: dict[str, Callable[[Any], Any]] = {
-    "tfrt_test.exp": np.exp,
-    "tfrt_test.log": np.log,
-    "tfrt_test.tanh": np.tanh,
-    "tfrt_test.sqrt": np.sqrt,
-    "tfrt_test.sigmoid": sigmoid,
-}
+    f"tfrt_test.{n}": MATH[n].compute for n in ("exp", "log", "tanh", "sqrt", "sigmoid")}
 
 _UNARY: dict[str, Callable[[Any], Any]] = {
-    "tfrt_test.neg": np.negative,
-    "tfrt_test.abs": np.abs,
-    "tfrt_test.square": np.square,
-}
+    f"tfrt_test.{n}": MATH[n].compute for n in ("neg", "abs", "square")}
 
 
 def _binary_dispatch(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
@@ -310,9 +304,9 @@ def _binary_dispatch(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     return dispatch
 
 
-def _unary_dispatch(fn: Callable[[Any], Any], via_f32: bool) -> Callable[..., Any]:
+def _unary_dispatch(fn: Callable[[Any], Any]) -> Callable[..., Any]:
     def dispatch(args: list[Any], attrs: OpAttrsRef, ctx: Any) -> Any:
-        return _via_f32(fn, args[0]) if via_f32 else _arr(fn(args[0]))
+        return _arr(fn(args[0]))
 
     return dispatch
 
@@ -396,11 +390,12 @@ def register(ops: OpRegistry) -> None:
     ops.add(OpRecord("tfrt_test.relu", _relu, unary_metadata("tfrt_test.relu"), pure,
                      fast=_fast_relu))
     for name, ufn in _FLOAT_UNARY.items():
-        fast = _fast_sigmoid if name == "tfrt_test.sigmoid" else _fast_float_unary(ufn)
-        ops.add(OpRecord(name, _unary_dispatch(ufn, True),
+        fast = (_fast_sigmoid if name == "tfrt_test.sigmoid"
+                else _fast_float_unary(getattr(ufn, "ufunc", ufn)))
+        ops.add(OpRecord(name, _unary_dispatch(ufn),
                          unary_metadata(name, float_only=True), pure, fast=fast))
     for name, ufn in _UNARY.items():
-        ops.add(OpRecord(name, _unary_dispatch(ufn, False), unary_metadata(name), pure))
+        ops.add(OpRecord(name, _unary_dispatch(ufn), unary_metadata(name), pure))
     ops.add(OpRecord("tfrt_test.softmax", _softmax, _softmax_metadata, pure,
                      fast=_fast_softmax))
     ops.add(OpRecord("tfrt_test.reduce_mean", _reduce(np.mean, mean=True),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytfrt.backends.cpu import op_math
 from pytfrt.backends.cpu._geometry import out_size
 from pytfrt.compiler.ops.base import (
     REQUIRED,
@@ -24,8 +25,8 @@ from pytfrt.compiler.ops.base import (
 from pytfrt.compiler.types import FLOAT_DTYPES, TType
 
 LAYOUTS = ("NHWC", "NCHW")
-ACTIVATIONS = ("none", "relu", "relu6", "silu", "gelu", "gelu_tanh", "sigmoid", "tanh",
-               "leaky_relu", "hard_swish")
+ACTIVATIONS: tuple[str, ...] = tuple(op_math.ACTIVATIONS)
+"""The fused epilogue's activations (:data:`pytfrt.backends.cpu.op_math.ACTIVATIONS`)."""
 
 
 def _epilogue_attrs() -> dict[str, AttrSpec]:
