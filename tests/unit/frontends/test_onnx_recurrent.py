@@ -22,11 +22,11 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from onnx_zoo import max_rel_error, one_node_model, run_ort, run_pytfrt  # noqa: E402
+from onnx_zoo import max_rel_error, one_node_model, run_ort, run_pytfrt
 
-import pytfrt  # noqa: E402
-from pytfrt.compiler.api import to_graph  # noqa: E402
-from pytfrt.compiler.errors import GraphError  # noqa: E402
+import pytfrt
+from pytfrt.compiler.api import to_graph
+from pytfrt.compiler.errors import GraphError
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
