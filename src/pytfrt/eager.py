@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu.op_math import MATH, Math
+from pytfrt.backends.cpu.ops import matmul_result_shape
 from pytfrt.core_runtime.core_runtime import CoreRuntime
 from pytfrt.core_runtime.cpu_op_handler import CpuOpHandler
 from pytfrt.core_runtime.cpu_ops import cpu_op_registry
@@ -935,12 +936,10 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False)
             x = np.swapaxes(x, -1, -2)
         if transpose_b:
             y = np.swapaxes(y, -1, -2)
-        if x.shape[-1] != y.shape[-2 if y.ndim > 1 else 0]:
-            raise EagerOpError(f"tfrt_test.matmul: inner dimensions differ: {x.shape} @ "
-                               f"{y.shape} (called at {_call_site()})")
         try:
+            matmul_result_shape(x.shape, y.shape)
             out = np.matmul(x, y)
-        except ValueError as exc:
+        except (ValueError, OpError) as exc:
             raise EagerOpError(f"tfrt_test.matmul: {exc} (called at {_call_site()})") from None
         fast_path_counts.fast += 1
         return _available(out)

@@ -37,6 +37,7 @@ import numpy as np
 from xdsl.dialects import builtin as b
 from xdsl.ir import Operation, SSAValue
 
+from pytfrt.backends.cpu._geometry import same_pad
 from pytfrt.compiler.attrs import from_xattr
 from pytfrt.compiler.builder import FunctionBuilder, Value
 from pytfrt.compiler.errors import GraphError
@@ -369,9 +370,7 @@ def _window_pads(c: _Ctx, xs: tuple[int, ...], k: Sequence[int]) -> list[int]:
     spatial = (1, 2) if c.attrs["layout"] == "NHWC" else (2, 3)
     pads: list[int] = []
     for ax, kk, st, d in zip(spatial, k, c.attrs["strides"], c.attrs["dilations"], strict=True):
-        size = xs[ax]
-        total = max((-(-size // st) - 1) * st + d * (kk - 1) + 1 - size, 0)
-        pads += [total // 2, total - total // 2]
+        pads += same_pad(xs[ax], kk, st, d)
     return pads
 
 

@@ -25,6 +25,8 @@ from pytfrt.backends.cpu.ops import OpError
 GRAPH_OPS = OpTable()
 """Op name -> compute function (see the module docstring)."""
 
+_F32 = np.dtype(np.float32)
+
 
 # -- elementwise: every op of :data:`pytfrt.backends.cpu.op_math.MATH` (its compute) ------------
 for _name, _math in MATH.items():
@@ -50,8 +52,11 @@ def _axes(axes: tuple[int, ...]) -> tuple[int, ...] | None:
 
 @GRAPH_OPS.op("reduce_sum")
 def reduce_sum(x: np.ndarray, *, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
-    """Sum over ``axes`` (all if empty), in the operand's element type."""
-    return _arr(np.sum(x, axis=_axes(axes), keepdims=keepdims, dtype=x.dtype), x.dtype)
+    """Sum over ``axes`` (all if empty), in the operand's element type: float16/bfloat16
+    accumulate in float32 (as TF), integers wrap around in their type.  The one reduce_sum
+    (eager's ``tfrt_test.reduce_sum`` runs it too)."""
+    acc = _F32 if x.dtype.itemsize < 4 and x.dtype.kind in "fV" else x.dtype
+    return _arr(np.sum(x, axis=_axes(axes), keepdims=keepdims, dtype=acc), x.dtype)
 
 
 @GRAPH_OPS.op("reduce_prod")
@@ -62,7 +67,8 @@ def reduce_prod(x: np.ndarray, *, axes: tuple[int, ...], keepdims: bool) -> np.n
 
 @GRAPH_OPS.op("reduce_mean")
 def reduce_mean(x: np.ndarray, *, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
-    """Mean over ``axes`` (integers: truncated)."""
+    """Mean over ``axes``, accumulated in float32 (float64 for float64 and integers; integer
+    results truncated toward zero).  The one reduce_mean (eager's runs it too)."""
     acc = np.float64 if x.dtype.kind in "iu" or x.dtype == np.float64 else np.float32
     m = np.mean(x, axis=_axes(axes), keepdims=keepdims, dtype=acc)
     if x.dtype.kind in "iu":
