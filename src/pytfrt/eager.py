@@ -1341,7 +1341,7 @@ def nearest_op(name: str) -> str | None:
     import difflib
 
     names = [n for n in __all__ if n[0].islower() and callable(globals().get(n))]
-    found = difflib.get_close_matches(name.rsplit(".", 1)[-1], names, n=1, cutoff=0.5)
+    found = difflib.get_close_matches(name.rsplit(".", 1)[-1], names, n=1, cutoff=0.6)
     return found[0] if found else None
 
 
@@ -1527,4 +1527,9 @@ __all__ = [
     "transpose",
     "use_c_fast_path",
     "wait",
+]
+__all__ += [
+    "MATH_FUNCTIONS", "clip", "clip_by_value", "gather", "log_softmax", "nearest_op", "one_hot",
+    "ones_like", "where", "zeros_like",
+    *sorted({m.eager for m in MATH.values() if m.eager} - set(__all__)),
 ]
