@@ -75,7 +75,7 @@ def create_host(work_queue_type: str) -> HostContext:
     Raises:
         ValueError: if ``work_queue_type`` is not one of the accepted forms.
     """
-    from pytfrt.host.kernel_libraries import builtin_registry
+    from pytfrt.kernel_libraries import builtin_registry
 
     return HostContext(work_queue_type, registry=builtin_registry())
 
