@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from pytfrt.host import AsyncValue, HostContext
 from pytfrt.serving.bridge import chain, error_status, submit, then, wrap_future
+from pytfrt.serving.config import DEFAULT_METRICS_PATH
 from pytfrt.serving.errors import ServingError, invalid
 from pytfrt.serving.fast_json import BodyScan
 from pytfrt.serving.json_codec import body_scan, decode_predict_request, encode_predict_response
@@ -47,7 +48,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-METRICS_PATH: Final = "/monitoring/prometheus/metrics"
+METRICS_PATH: Final = DEFAULT_METRICS_PATH
 DEFAULT_MAX_REQUEST_BYTES: Final = 64 * 1024 * 1024
 
 _MODEL_PATH: Final = re.compile(
@@ -79,14 +80,21 @@ class ServingApp:
         host: whose work queue runs request work.
         metrics: the server's metrics.
         max_request_bytes: the largest request body accepted.
+        metrics_path: where the Prometheus metrics are served (``None``: nowhere).
+        timeout: seconds a predict request may take (``--rest_api_timeout_in_ms``); a late one
+            gets ``DEADLINE_EXCEEDED`` (HTTP 504) while its work finishes in the background.
+            ``None``: no limit.
     """
 
     def __init__(self, manager: ModelManager, host: HostContext, metrics: ServingMetrics,
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+                 metrics_path: str | None = METRICS_PATH, timeout: float | None = None) -> None:
         self.manager = manager
         self.host = host
         self.metrics = metrics
         self.max_request_bytes = max_request_bytes
+        self.metrics_path = metrics_path
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -111,7 +119,7 @@ class ServingApp:
     async def _handle(self, scope: Scope, receive: Receive) -> tuple[int, list[Any], bytes]:
         method: str = scope["method"]
         path: str = scope["path"]
-        if path == METRICS_PATH:
+        if path == self.metrics_path:
             if method != "GET":
                 raise invalid(f"Malformed request: {method} {path}")
             text = self.metrics.render().encode("utf-8")
@@ -122,7 +130,7 @@ class ServingApp:
                 raise invalid(f"Malformed request: {method} {path}")
             raise ServingError(f"no such endpoint: {method} {path}", ErrorCode.NOT_FOUND)
         name = match["name"]
-        version = _version(match["version"])
+        version = parse_version(match["version"])
         label = match["label"]
         api = (match["method"] or "").lower()
         if method == "POST" and api:
@@ -201,7 +209,11 @@ class ServingApp:
         in_flight = self.metrics.in_flight
         in_flight.inc(name)
         try:
-            response = await wrap_future(result, asyncio.get_running_loop())
+            response = await asyncio.wait_for(
+                wrap_future(result, asyncio.get_running_loop()), self.timeout)
+        except TimeoutError:
+            code = ErrorCode.DEADLINE_EXCEEDED
+            raise ServingError("Request timed out (--rest_api_timeout_in_ms)", code) from None
         except ServingError as exc:
             code = exc.code
             raise
@@ -236,11 +248,24 @@ class ServingApp:
                                              "predict", "REST")
 
 
-def _version(text: str | None) -> int | None:
+INT64_MAX: Final = 2**63 - 1
+_ASCII_DIGITS: Final = re.compile(r"[0-9]{1,19}")
+
+
+def parse_version(text: str | None) -> int | None:
+    """A version from a URL segment: ASCII digits within int64, as TF Serving's ``int64``.
+
+    ``str.isdigit`` would take ``"\u0661"`` (ARABIC-INDIC ONE, which ``int`` reads as 1) and
+    ``"\u00b2"`` (which ``int`` refuses); neither is a version.
+
+    Raises:
+        ServingError: ``INVALID_ARGUMENT`` (HTTP 400) for anything else.
+    """
     if text is None:
         return None
-    if not text.isdigit():
-        raise invalid(f"Failed to convert version: {text} to numeric")
+    if _ASCII_DIGITS.fullmatch(text) is None or int(text) > INT64_MAX:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise invalid(f"Failed to convert version: {shown} to numeric")
     return int(text)
 
 
