@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu.arena import Arena
 from pytfrt.bef.program import Program
 from pytfrt.executor.loader import load_program
@@ -92,7 +93,7 @@ def default_host() -> HostContext:
     global _HOST
     with _HOST_LOCK:
         if _HOST is None:
-            spec = os.environ.get("PYTFRT_MODEL_QUEUE") or f"mstd:{max(os.cpu_count() or 1, 1)}"
+            spec = config.text("PYTFRT_MODEL_QUEUE") or f"mstd:{max(os.cpu_count() or 1, 1)}"
             _HOST = create_host(spec)
         return _HOST
 

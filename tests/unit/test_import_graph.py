@@ -47,8 +47,11 @@ REGISTRATION: dict[tuple[str, str], str] = {
         for m in ("tf_array_ops", "tf_control", "tf_grad", "tf_graph", "tf_lists", "tf_ops",
                   "tf_random", "tf_state")
     },
-    (_TF + "onnx_mapping", _TF + "onnx_control"): "the ONNX op table imports the control-flow "
-    "handlers, which register with @onnx_op",
+    **{
+        (_TF + "onnx_mapping", _TF + m): "the ONNX op table imports the handler modules, which "
+        "register with @onnx_op"
+        for m in ("onnx_control", "onnx_recurrent")
+    },
     ("pytfrt.kernel_libraries", "pytfrt.distributed.kernels"): "a built-in kernel library, "
     "named for lazy registration (BUILTIN_LIBRARIES)",
     ("pytfrt.backends.cpu.graph_kernels", "pytfrt.backends.cpu.small_graph"): "a module of the "

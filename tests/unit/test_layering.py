@@ -79,7 +79,7 @@ ALLOWED["tools"] = set(ALLOWED)
 # public names are imported on first use, by name (PEP 562 ``__getattr__``).
 ROOT = "<root>"
 ALLOWED[ROOT] = set()
-ROOT_LAZY = {"function", "model", "compiler"}
+ROOT_LAZY = {"function", "model", "compiler"}  # the public names and errors
 """What ``pytfrt/__init__.py`` may import lazily by name."""
 BY_NAME_EXCEPTIONS = {
     # An entry-point group's name, not a module reference.

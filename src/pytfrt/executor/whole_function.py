@@ -48,13 +48,13 @@ one function at once.
 
 from __future__ import annotations
 
-import os
 import typing
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import groupby
 from typing import Any, Final
 
+from pytfrt import config
 from pytfrt.executor.async_executor import (
     BEFFunction,
     _message,
@@ -121,14 +121,14 @@ _WHILE: Final = "tfrt.while"
 def fuse_by_default() -> bool:
     """Whether whole-function code fuses segments of tensor kernels (``PYTFRT_FUSE_SEGMENTS``,
     on unless ``0``; needs Numba)."""
-    if os.environ.get(FUSE_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+    if not config.flag(FUSE_SWITCH):
         return False
     return provider() is not None
 
 
 def enabled_by_default() -> bool:
     """Whether whole-function execution is on unless a loader says otherwise (the env switch)."""
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+    return config.flag(ENV_SWITCH)
 
 
 # -- scheduling ---------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu.fused import SCALAR, scalar_body
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
@@ -80,7 +81,7 @@ def cache_dir() -> Path | None:
     Code is imported from this directory (the generated module and Numba's pickled cache), so
     it is used only when the current user owns it and nobody else may write to it; otherwise
     kernels are compiled in memory each run (docs/security.md)."""
-    root = os.environ.get("PYTFRT_CACHE_DIR")
+    root = config.text("PYTFRT_CACHE_DIR")
     if root:
         base = Path(root)
     else:
