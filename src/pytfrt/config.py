@@ -8,9 +8,9 @@ validated the same way everywhere.
 
 When a switch is read is the caller's business, as before: most are read when the thing they
 switch is first used (so a test or a benchmark may set them just before, in-process); a few are
-read once at import (``PYTFRT_NUM_THREADS``, ``PYTFRT_JSON_SPLIT_BYTES``,
-``PYTFRT_JSON_STREAM``), which the table says.  Reading is a dictionary lookup plus a parse
-memoised per raw value: cheap enough for per-load paths.
+read once at import (``PYTFRT_NUM_THREADS``, ``PYTFRT_RECURRENT_NUMBA``,
+``PYTFRT_JSON_SPLIT_BYTES``, ``PYTFRT_JSON_STREAM``), which the table says.  Reading is a
+dictionary lookup plus a parse memoised per raw value: cheap enough for per-load paths.
 
 Errors: a value the switch does not accept raises :class:`ConfigError` naming the switch, the
 value and what it accepts (an unset or empty variable is the default).  Stdlib only; thread-safe
@@ -83,6 +83,9 @@ SWITCHES: Final[dict[str, Switch]] = {
         Switch("PYTFRT_CONV", "choice", "onednn",
                "`builtin` turns oneDNN's convolution and pooling primitives off (the "
                "built-in algorithms run).", choices=("onednn", "builtin")),
+        Switch("PYTFRT_RECURRENT_NUMBA", "flag", True,
+               "The compiled (Numba) loops of the recurrent kernels (off: NumPy); read once, "
+               "at import.", read="import"),
         Switch("PYTFRT_JSON_SCAN", "choice", "c",
                "The serving JSON number scanner: `c` (the C extension) or `numba`.",
                choices=("c", "numba")),

@@ -23,6 +23,7 @@ then on the poller thread every ``poll_seconds``; ``acquire``/``release``, ``sta
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -82,6 +83,27 @@ class _Model:
     status: dict[int, VersionStatus] = field(default_factory=dict)
     missing: bool = False
     """The base path did not exist at the last poll."""
+
+
+INT64_MAX: Final = 2**63 - 1
+_ASCII_DIGITS: Final = re.compile(r"[0-9]{1,19}")
+
+
+def parse_version(text: str | None) -> int | None:
+    """A version from a URL segment: ASCII digits within int64, as TF Serving's ``int64``.
+
+    ``str.isdigit`` would take ``"\u0661"`` (ARABIC-INDIC ONE, which ``int`` reads as 1) and
+    ``"\u00b2"`` (which ``int`` refuses); neither is a version.
+
+    Raises:
+        ServingError: ``INVALID_ARGUMENT`` (HTTP 400) for anything else.
+    """
+    if text is None:
+        return None
+    if _ASCII_DIGITS.fullmatch(text) is None or int(text) > INT64_MAX:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise invalid(f"Failed to convert version: {shown} to numeric")
+    return int(text)
 
 
 def _version_dirs(base: Path) -> dict[int, Path]:

@@ -246,8 +246,10 @@ def run_server(options: ServerOptions) -> int:
         sock = _bind("HTTP/REST API", options.rest_api_host, options.rest_api_port)
         if options.grpc_port is not None:
             from pytfrt.serving.grpc_server import GrpcServer
+            from pytfrt.serving.v2 import add_grpc_service
 
             grpc_server = GrpcServer(manager, host, metrics, options.grpc_max_threads)
+            add_grpc_service(grpc_server)
             grpc_port = grpc_server.bind(options.rest_api_host, options.grpc_port)
         # Compile the JSON fast path while the models load (Numba caches it on disk).
         threading.Thread(target=fast_json.warm_up, name="pytfrt-serve-warm-up",

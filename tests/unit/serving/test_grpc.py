@@ -1,8 +1,7 @@
 """The gRPC API driven by TensorFlow Serving's own Python client (``tensorflow-serving-api``).
 
-One ``pytfrt serve --backend=onnxruntime`` per module serves, from a ``--model_config_file``:
-``mlp`` (an ONNX MLP with a warm-up file written by TensorFlow's TFRecordWriter), ``broken`` (a
-warm-up file with a corrupted record) and ``missing`` (a base path that does not exist).
+The session's ``served`` server (``conftest.py``: ``pytfrt serve --backend=onnxruntime`` with
+``mlp``, ``broken`` -- a corrupted warm-up file -- and ``missing`` -- no base path).
 Oracles: ONNX Runtime run directly on the same model; TensorFlow's ``make_tensor_proto`` /
 ``make_ndarray`` for the tensor codec.  Bad REST requests (versions, nesting) go to the same
 server.
@@ -10,8 +9,6 @@ server.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,64 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from serving_helpers import ServerProcess, make_onnx_mlp, ort_run
+from serving_helpers import ort_run, tf_serving_request
 
 grpc = pytest.importorskip("grpc")
 pytest.importorskip("tensorflow_serving.apis")
-
-
-def _warmup_file(tf: Any, path: Path, requests: list[Any], corrupt: bool = False) -> None:
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for request in requests:
-            log = prediction_log_pb2.PredictionLog(
-                predict_log=prediction_log_pb2.PredictLog(request=request))
-            writer.write(log.SerializeToString())
-    if corrupt:
-        data = bytearray(path.read_bytes())
-        data[20] ^= 0xFF  # inside the first record's data: its checksum no longer matches
-        path.write_bytes(bytes(data))
-
-
-def _request(tf: Any, name: str, x: np.ndarray, **spec: Any) -> Any:
-    from tensorflow_serving.apis import predict_pb2
-
-    request = predict_pb2.PredictRequest()
-    request.model_spec.name = name
-    for key, value in spec.items():
-        if key == "version":
-            request.model_spec.version.value = value
-        else:
-            setattr(request.model_spec, key, value)
-    request.inputs["x"].CopyFrom(tf.make_tensor_proto(x))
-    return request
-
-
-@pytest.fixture(scope="module")
-def served(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    root = tmp_path_factory.mktemp("grpc")
-    mlp = make_onnx_mlp(root / "mlp" / "1" / "model.onnx", seed=3)
-    broken = make_onnx_mlp(root / "broken" / "1" / "model.onnx", seed=4)
-    warm = [_request(tf, "mlp", np.ones((r, 8), np.float32)) for r in (1, 2, 3)]
-    _warmup_file(tf, mlp.parent / "assets.extra" / "tf_serving_warmup_requests", warm)
-    _warmup_file(tf, broken.parent / "assets.extra" / "tf_serving_warmup_requests", warm,
-                 corrupt=True)
-    config = root / "models.config"
-    config.write_text(
-        "model_config_list {\n"
-        f"  config {{ name: 'mlp' base_path: '{root / 'mlp'}' "
-        "version_labels { key: 'stable' value: 1 } }\n"
-        f"  config {{ name: 'broken' base_path: '{root / 'broken'}' }}\n"
-        f"  config {{ name: 'missing' base_path: '{root / 'missing'}' }}\n"
-        "}\n")
-    server = ServerProcess("--backend=onnxruntime", f"--model_config_file={config}",
-                           "--file_system_poll_wait_seconds=0", log_dir=root).start()
-    channel = grpc.insecure_channel(server.grpc_target)
-    yield {"server": server, "channel": channel, "mlp": mlp}
-    channel.close()
-    assert server.stop() == 0, server.log()
 
 
 def _stubs(served: dict[str, Any]) -> tuple[Any, Any]:
@@ -101,7 +44,7 @@ def _error(call: Any, *args: Any) -> tuple[Any, str]:
 def test_predict_matches_onnx_runtime(tf: Any, served: dict[str, Any]) -> None:
     predict, _ = _stubs(served)
     x = _x(0)
-    response = predict.Predict(_request(tf, "mlp", x), timeout=30)
+    response = predict.Predict(tf_serving_request(tf, "mlp", x), timeout=30)
     assert response.model_spec.name == "mlp" and response.model_spec.version.value == 1
     assert list(response.outputs) == ["y"]
     np.testing.assert_allclose(tf.make_ndarray(response.outputs["y"]), ort_run(served["mlp"], x),
@@ -112,13 +55,13 @@ def test_typed_value_fields_and_one_value_filling_the_shape(tf: Any,
                                                             served: dict[str, Any]) -> None:
     predict, _ = _stubs(served)
     x = _x(1)
-    request = _request(tf, "mlp", x)
+    request = tf_serving_request(tf, "mlp", x)
     typed = request.inputs["x"]
     typed.ClearField("tensor_content")
     typed.float_val.extend(x.reshape(-1).tolist())
     got = tf.make_ndarray(predict.Predict(request, timeout=30).outputs["y"])
     np.testing.assert_allclose(got, ort_run(served["mlp"], x), rtol=1e-6, atol=1e-6)
-    filled = _request(tf, "mlp", np.full((3, 8), 0.25, np.float32))
+    filled = tf_serving_request(tf, "mlp", np.full((3, 8), 0.25, np.float32))
     filled.inputs["x"].ClearField("tensor_content")
     filled.inputs["x"].float_val.append(0.25)
     got = tf.make_ndarray(predict.Predict(filled, timeout=30).outputs["y"])
@@ -129,23 +72,25 @@ def test_typed_value_fields_and_one_value_filling_the_shape(tf: Any,
 def test_versions_labels_and_output_filter(tf: Any, served: dict[str, Any]) -> None:
     predict, _ = _stubs(served)
     x = _x(2)
-    by_label = predict.Predict(_request(tf, "mlp", x, version_label="stable"), timeout=30)
+    by_label = predict.Predict(tf_serving_request(tf, "mlp", x, version_label="stable"), timeout=30)
     assert by_label.model_spec.version.value == 1
-    filtered = _request(tf, "mlp", x, version=1)
+    filtered = tf_serving_request(tf, "mlp", x, version=1)
     filtered.output_filter.append("y")
     assert list(predict.Predict(filtered, timeout=30).outputs) == ["y"]
     filtered.output_filter.append("z")
     code, message = _error(predict.Predict, filtered)
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "z" in message
-    code, message = _error(predict.Predict, _request(tf, "mlp", x, version=7))
+    code, message = _error(predict.Predict, tf_serving_request(tf, "mlp", x, version=7))
     assert code == grpc.StatusCode.NOT_FOUND
     assert message == "Servable not found for request: Specific(mlp, 7)"
-    code, message = _error(predict.Predict, _request(tf, "nope", x))
+    code, message = _error(predict.Predict, tf_serving_request(tf, "nope", x))
     assert (code, message) == (grpc.StatusCode.NOT_FOUND,
                                "Servable not found for request: Latest(nope)")
-    code, message = _error(predict.Predict, _request(tf, "mlp", x, version_label="canary"))
+    request = tf_serving_request(tf, "mlp", x, version_label="canary")
+    code, message = _error(predict.Predict, request)
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "canary" in message
-    code, message = _error(predict.Predict, _request(tf, "mlp", x, signature_name="other"))
+    request = tf_serving_request(tf, "mlp", x, signature_name="other")
+    code, message = _error(predict.Predict, request)
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "other" in message
 
 
@@ -153,7 +98,7 @@ def test_versions_labels_and_output_filter(tf: Any, served: dict[str, Any]) -> N
 def test_bad_tensors_are_invalid_argument(tf: Any, served: dict[str, Any], bad: str) -> None:
     predict, _ = _stubs(served)
     x = _x(3)
-    request = _request(tf, "mlp", x)
+    request = tf_serving_request(tf, "mlp", x)
     if bad == "dtype":
         request.inputs["x"].CopyFrom(tf.make_tensor_proto(x.astype(np.float64)))
     elif bad == "shape":
