@@ -13,6 +13,7 @@ Pure functions of their operands (inputs are never written): thread-safe.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -114,9 +115,11 @@ def _activation(name: str, alpha: float, beta: float) -> Act:
     raise OpError(f"recurrent: unknown activation {name!r}")
 
 
+@functools.lru_cache(maxsize=256)
 def _activations(cell: str, names: str, alphas: tuple[float, ...], betas: tuple[float, ...],
-                 directions: int) -> tuple[list[str], list[float], list[float]]:
-    """Per cell function and direction: the activation's name, alpha and beta."""
+                 directions: int) -> list[tuple[list[Act], Any]]:
+    """Per direction: the cell's NumPy activations, and the compiled loops' (codes, alphas,
+    betas) arrays (cached: the attributes of an op never change)."""
     try:
         listed = activation_names(cell, names, directions)
     except ValueError as exc:
@@ -124,7 +127,15 @@ def _activations(cell: str, names: str, alphas: tuple[float, ...], betas: tuple[
     al = [alphas[k] if k < len(alphas) else ALPHA_DEFAULTS.get(n, 0.0)
           for k, n in enumerate(listed)]
     be = [betas[k] if k < len(betas) else BETA_DEFAULTS.get(n, 0.0) for k, n in enumerate(listed)]
-    return listed, al, be
+    nf = CELL_FUNCTIONS[cell]
+    out = []
+    for d in range(directions):
+        part = slice(d * nf, (d + 1) * nf)
+        acts = [_activation(*f) for f in zip(listed[part], al[part], be[part], strict=True)]
+        arrays = (np.asarray([ACT_CODES[n] for n in listed[part]], np.int64),
+                  np.asarray(al[part], np.float64), np.asarray(be[part], np.float64))
+        out.append((acts, arrays))
+    return out
 
 
 @GRAPH_OPS.op("recurrent")
@@ -165,12 +176,8 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
                           f"and batch {batch}")
         if lens.size and lens.min() == steps:
             lens = None   # every sequence is full
-    codes, alphas, betas = _activations(cell, activations, activation_alpha, activation_beta,
-                                        dirs)
-    nf = CELL_FUNCTIONS[cell]
-    acts = [[_activation(*f) for f in zip(codes[d * nf:(d + 1) * nf], alphas[d * nf:(d + 1) * nf],
-                                          betas[d * nf:(d + 1) * nf], strict=True)]
-            for d in range(dirs)]
+    per_dir = _activations(cell, activations, tuple(activation_alpha), tuple(activation_beta),
+                           dirs)
     y = np.zeros((steps, dirs, batch, hid), dt)
     y_h = np.empty((dirs, batch, hid), dt)
     y_c = np.empty((dirs, batch, hid), dt) if cell == "lstm" else None
@@ -194,10 +201,7 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
             c = np.zeros((batch, hid), dt) if c0 is None else np.array(c0[d], dt)
         loops = _numba_loops() if NUMBA and lens is None else None
         if loops is not None:
-            names = codes[d * nf:(d + 1) * nf]
-            args = (np.asarray([ACT_CODES[n] for n in names], np.int64),
-                    np.asarray(alphas[d * nf:(d + 1) * nf], np.float64),
-                    np.asarray(betas[d * nf:(d + 1) * nf], np.float64), float(clip))
+            args = (*per_dir[d][1], float(clip))
             rt = np.ascontiguousarray(r[d].T)
             if cell == "lstm":
                 pd = np.zeros(0, dt) if p is None else np.ascontiguousarray(p[d])
@@ -210,7 +214,7 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
         else:
             order, valid = _schedule(steps, batch, lens, reverse)
             step_fn = {"lstm": _lstm_steps, "gru": _gru_steps, "rnn": _rnn_steps}[cell]
-            step_fn(xw, r[d], rb, h, c, None if p is None else p[d], acts[d], clip,
+            step_fn(xw, r[d], rb, h, c, None if p is None else p[d], per_dir[d][0], clip,
                     linear_before_reset, input_forget, order, valid, y[:, d])
         y_h[d] = h
         if y_c is not None:
