@@ -17,13 +17,13 @@ Pure functions of their operands (inputs are never written): thread-safe.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu._blas import sgemm
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
@@ -381,7 +381,7 @@ ACT_CODES = {name: i for i, name in enumerate(ACTIVATIONS)}
 
 _NUMBA_LOCK = threading.Lock()
 _NUMBA: dict[str, Any] | None = None
-NUMBA = os.environ.get("PYTFRT_RECURRENT_NUMBA", "1") != "0"
+NUMBA = config.flag("PYTFRT_RECURRENT_NUMBA")
 """Whether :func:`recurrent` uses the compiled loops (``PYTFRT_RECURRENT_NUMBA=0``: NumPy)."""
 
 
