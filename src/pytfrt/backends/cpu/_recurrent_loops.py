@@ -6,8 +6,9 @@ recurrent product accumulated in the input's type from ``rt`` (``R`` transposed,
 contiguous), then the activations (switching on :data:`.recurrent.ACT_CODES`) update the
 state in place and write ``y[t]``.  ``bits`` is an int32 scratch of ``G*H`` for float32 (the
 vectorisable ``exp`` of :func:`exp_block`), empty for float64 (``math.exp``).  Imported lazily
-by :mod:`.recurrent` (importing it imports Numba); compiled on first use and cached on disk (``cache=True``).  The functions write only
-``h``, ``c``, ``y`` and ``bits``: thread-safe for distinct arrays.
+by :mod:`.recurrent` (importing it imports Numba); compiled on first use and cached on disk
+(``cache=True``).  The functions write only ``h``, ``c``, ``y`` and ``bits``: thread-safe
+for distinct arrays.
 """
 
 from __future__ import annotations
