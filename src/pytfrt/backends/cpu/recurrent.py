@@ -207,15 +207,17 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
         loops = _numba_loops() if NUMBA and lens is None else None
         if loops is not None:
             args = (*per_dir[d][1], float(clip))
+            bits = np.empty(g * hid if dt == np.float32 else 0, np.int32)
             rt = np.ascontiguousarray(r[d].T)
             if cell == "lstm":
                 pd = np.zeros(0, dt) if p is None else np.ascontiguousarray(p[d])
-                loops["lstm"](xw, rt, h, c, pd, *args, bool(input_forget), reverse, y[:, d])
+                loops["lstm"](xw, rt, h, c, pd, *args, bool(input_forget), reverse, y[:, d], bits)
             elif cell == "gru":
                 rbh = np.zeros(hid, dt) if rb is None else np.ascontiguousarray(rb)
-                loops["gru"](xw, rt, rbh, h, *args, bool(linear_before_reset), reverse, y[:, d])
+                loops["gru"](xw, rt, rbh, h, *args, bool(linear_before_reset), reverse, y[:, d],
+                             bits)
             else:
-                loops["rnn"](xw, rt, h, *args, reverse, y[:, d])
+                loops["rnn"](xw, rt, h, *args, reverse, y[:, d], bits)
         else:
             order, valid = _schedule(steps, batch, lens, reverse)
             step_fn = {"lstm": _lstm_steps, "gru": _gru_steps, "rnn": _rnn_steps}[cell]
