@@ -5,11 +5,12 @@ Semantics are the catalogue's (:mod:`pytfrt.compiler.ops.recurrent`, ONNX's ``LS
 (``[T*B, I] x [I, G*H]``; above :data:`SMALL_PROJECTION` multiply-adds through
 :func:`._blas.sgemm`, oneDNN on the calling thread for float32; input biases and the
 recurrent biases that sit outside the reset gate folded in), then the recurrence runs in a
-loop over time: one ``[B, H] x [H, G*H]`` product and the gate arithmetic per step, in place.  The loop is compiled with Numba
-(:mod:`._recurrent_loops`: one call runs every step of a direction, no executor, no Python per
-step); with ``sequence_lens`` (ragged batches) it is a NumPy loop on the calling thread with
-preallocated buffers.  ``PYTFRT_RECURRENT_NUMBA=0`` forces the NumPy loop (both are tested
-against each other).  Measured in ``docs/kernels.md`` ("Recurrent nets").
+loop over time: one ``[B, H] x [H, G*H]`` product and the gate arithmetic per step, in place.
+The loop is compiled with Numba (:mod:`._recurrent_loops`: one call runs every step of a
+direction, no executor, no Python per step); with ``sequence_lens`` (ragged batches) it is a
+NumPy loop on the calling thread with preallocated buffers.  ``PYTFRT_RECURRENT_NUMBA=0``
+forces the NumPy loop (both are tested against each other).  Measured in
+``docs/kernels.md`` ("Recurrent nets").
 
 Pure functions of their operands (inputs are never written): thread-safe.
 """
