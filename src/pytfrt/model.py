@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu.arena import Arena
 from pytfrt.bef.program import Program
 from pytfrt.executor.loader import load_program
@@ -42,6 +43,7 @@ from pytfrt.host.async_value import AsyncValue, make_available
 from pytfrt.host.execution_context import ExecutionContext, RequestContext, ResourceContext
 from pytfrt.host.host_context import HostContext
 from pytfrt.signature import Signature, TensorSpec
+from pytfrt.support.codegen import exec_generated
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import dtype_from_numpy
@@ -75,7 +77,7 @@ def create_host(work_queue_type: str) -> HostContext:
     Raises:
         ValueError: if ``work_queue_type`` is not one of the accepted forms.
     """
-    from pytfrt.host.kernel_libraries import builtin_registry
+    from pytfrt.kernel_libraries import builtin_registry
 
     return HostContext(work_queue_type, registry=builtin_registry())
 
@@ -92,7 +94,7 @@ def default_host() -> HostContext:
     global _HOST
     with _HOST_LOCK:
         if _HOST is None:
-            spec = os.environ.get("PYTFRT_MODEL_QUEUE") or f"mstd:{max(os.cpu_count() or 1, 1)}"
+            spec = config.text("PYTFRT_MODEL_QUEUE") or f"mstd:{max(os.cpu_count() or 1, 1)}"
             _HOST = create_host(spec)
         return _HOST
 
@@ -277,7 +279,7 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
     if arena_reg >= 0:
         lines += [f"{indent}finally:", f"{indent}    _pool.append(A)"]
     source = "\n".join(lines) + "\n"
-    exec(compile(source, "<CompiledModel call>", "exec"), ns)  # noqa: S102 - from the program
+    exec_generated(source, "CompiledModel call", ns)
     return source, ns["_call"]
 
 

@@ -48,8 +48,11 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu.fused import SCALAR, scalar_body
+from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
+from pytfrt.support.codegen import exec_generated
 
 Shape = tuple[int, ...]
 
@@ -78,7 +81,7 @@ def cache_dir() -> Path | None:
     Code is imported from this directory (the generated module and Numba's pickled cache), so
     it is used only when the current user owns it and nobody else may write to it; otherwise
     kernels are compiled in memory each run (docs/security.md)."""
-    root = os.environ.get("PYTFRT_CACHE_DIR")
+    root = config.text("PYTFRT_CACHE_DIR")
     if root:
         base = Path(root)
     else:
@@ -403,7 +406,7 @@ def _load(source: str, imports: str = "", name: str = "_graph",
     from pytfrt.backends.cpu.fused import NAMESPACE
 
     ns: dict[str, Any] = {**NAMESPACE, "np": np, "numba": numba}
-    exec(compile(imports + source, f"<fused_graph {digest}>", "exec"), ns)  # noqa: S102 - generated
+    exec_generated(imports + source, f"fused_graph {digest}", ns)
     return numba.njit(**{**opts, "cache": False})(ns[name])
 
 
@@ -565,8 +568,28 @@ def caller(text: str) -> Callable[..., Any]:
                      "        except _NumbaError as exc:",
                      f"            return _fallback(exc, {params})",
                      f"        return {ret}", f"    return _cold({params})"]) + "\n"
-    exec(compile(src, "<fused_graph call>", "exec"), ns)  # noqa: S102 - generated
+    exec_generated(src, "fused_graph call", ns)
     run = ns["_run"]
     run.num_arrays = len(types)
     with _LOCK:
         return _CALLS.setdefault(text, run)  # type: ignore[no-any-return]
+
+
+GRAPH_OPS = OpTable()
+"""Op name -> compute function: ``fused_graph``, the kernel of a whole-region program
+(a module of ``graph_kernels.COMPUTE_MODULES``)."""
+
+
+@GRAPH_OPS.op("fused_graph")
+def fused_graph(*inputs: np.ndarray, program: str) -> Any:
+    """Run a whole-region program (:mod:`pytfrt.backends.cpu.small_graph`): one Numba call;
+    returns a tuple of the outputs (one array for one output)."""
+    return caller(program)(*inputs)
+
+
+def _specialize_graph(constants: dict[int, Any], program: str) -> Any:
+    """``CompiledModel``'s call path binds the region's caller once (no lookup per call)."""
+    return caller(program)
+
+
+fused_graph.specialize = _specialize_graph  # type: ignore[attr-defined]

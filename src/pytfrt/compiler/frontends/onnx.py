@@ -31,62 +31,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from pytfrt.compiler.frontends.onnx_common import FOLD_LIMIT as FOLD_LIMIT
+from pytfrt.compiler.frontends.onnx_common import MIN_OPSET as MIN_OPSET
+from pytfrt.compiler.frontends.onnx_common import OnnxImportError as OnnxImportError
+from pytfrt.compiler.frontends.onnx_common import _default_opset
+from pytfrt.compiler.frontends.onnx_common import materialize as materialize
+from pytfrt.compiler.frontends.onnx_common import tg_dtype as tg_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
 
-    from pytfrt.compiler.builder import FunctionBuilder, GraphModule, Value
-
-MIN_OPSET = 13
-"""The oldest default-domain opset imported as is; older models are upgraded first."""
-
-FOLD_LIMIT = 1 << 22
-"""Import-time evaluation is skipped for nodes whose known inputs exceed this many elements."""
-
-_NO_FOLD = frozenset(
-    {
-        "RandomNormal",
-        "RandomUniform",
-        "RandomNormalLike",
-        "RandomUniformLike",
-        "Multinomial",
-        "Bernoulli",
-    }
-)
-
-# ONNX TensorProto data type -> tg element type name.
-_ONNX_DTYPES: dict[int, str] = {
-    1: "f32",
-    2: "ui8",
-    3: "i8",
-    4: "ui16",
-    5: "i16",
-    6: "i32",
-    7: "i64",
-    9: "i1",
-    10: "f16",
-    11: "f64",
-    12: "ui32",
-    13: "ui64",
-    16: "bf16",
-}
-
-
-class OnnxImportError(ValueError):
-    """A model the ONNX front end cannot read (bad file, bad graph, too old an opset)."""
-
-
-def tg_dtype(onnx_type: int, *, where: str = "") -> str:
-    """The ``tg`` element type name of an ONNX ``TensorProto`` data type."""
-    try:
-        return _ONNX_DTYPES[onnx_type]
-    except KeyError:
-        raise OnnxImportError(
-            f"{where}ONNX element type {onnx_type} is not supported "
-            f"(supported: {sorted(_ONNX_DTYPES)})"
-        ) from None
-
+    from pytfrt.compiler.builder import GraphModule
 
 def load_model(model_or_path: Any) -> tuple[onnx.ModelProto, str]:
     """``(ModelProto, origin)`` for a path or a ``ModelProto``; the origin names it in errors."""
@@ -109,13 +64,6 @@ def load_model(model_or_path: Any) -> tuple[onnx.ModelProto, str]:
         "import_onnx expects a .onnx path or an onnx.ModelProto, "
         f"got {type(model_or_path).__name__}"
     )
-
-
-def _default_opset(model: onnx.ModelProto) -> int:
-    for imp in model.opset_import:
-        if imp.domain in ("", "ai.onnx"):
-            return int(imp.version)
-    return 1
 
 
 def _upgrade(model: onnx.ModelProto, origin: str) -> onnx.ModelProto:
@@ -153,13 +101,3 @@ def import_onnx(
     model, origin = load_model(model_or_path)
     model = _upgrade(model, origin)
     return OnnxGraphImporter(model, origin).run(input_shapes)
-
-
-def materialize(fn: FunctionBuilder, array: np.ndarray, name: str) -> Value:
-    """A ``tg.constant`` for ``array``: inline when small, else a weight named ``name``."""
-    from pytfrt.compiler.builder import INLINE_LIMIT
-
-    arr = np.asarray(array)
-    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a scalar 1-D)
-        arr = arr.copy(order="C")
-    return fn.constant(arr, name=name if arr.size > INLINE_LIMIT else None)
