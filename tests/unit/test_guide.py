@@ -3,8 +3,8 @@
 ``python`` blocks run in one namespace (in this process), ``sh`` blocks in ``bash -e`` with the
 venv's tools first on PATH, and a ``text`` block right after a ``sh`` block is that block's
 expected output (``...`` matches any text within a line).  The guide's ports 8501 (REST) and
-8500 (gRPC) are replaced by free ones.  What the blocks check (outputs against Keras, NumPy and finite differences) is in
-the guide itself, as asserts a reader can see.
+8500 (gRPC) are replaced by free ones.  What the blocks check (outputs against Keras, NumPy and
+finite differences) is in the guide itself, as asserts a reader can see.
 """
 
 from __future__ import annotations
@@ -75,8 +75,9 @@ def test_guide_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
                 exec(compile(code, where, "exec"), namespace)  # noqa: S102 - the guide's code
             last_output = None
         elif kind == "sh":
-            run = subprocess.run(["bash", "-e", "-c", code.replace("8501", rest_port).replace("8500", grpc_port)], cwd=tmp_path,
-                                 env=env, capture_output=True, text=True, timeout=600)
+            script = code.replace("8501", rest_port).replace("8500", grpc_port)
+            run = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env,
+                                 capture_output=True, text=True, timeout=600)
             log = tmp_path / "server.log"
             assert run.returncode == 0, (
                 f"{where} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
