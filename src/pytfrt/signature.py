@@ -110,6 +110,11 @@ def parse_shape(shape: Any, what: str, dynamic: bool = True) -> tuple[Any, ...]:
 
 STRUCTURES = ("single", "tuple", "list", "dict")
 
+CASTINGS = ("exact", "cast")
+"""How a model takes inputs of another dtype than its signature's: ``exact`` refuses them (as
+ONNX Runtime does), ``cast`` converts numbers to the input's dtype (as a Keras model or a
+``tf.function`` called with NumPy values does: float64 -> float32, Python scalars and lists)."""
+
 
 @dataclass(frozen=True)
 class Signature:
@@ -120,11 +125,13 @@ class Signature:
         outputs: the outputs in result order.
         structure: ``single`` (one array), ``tuple``, ``list`` or ``dict`` (keyed by output
             name) -- the structure the source model returns.
+        casting: the input dtype rule of the source framework, one of :data:`CASTINGS`.
     """
 
     inputs: tuple[TensorSpec, ...] = field(default_factory=tuple)
     outputs: tuple[TensorSpec, ...] = field(default_factory=tuple)
     structure: str = "tuple"
+    casting: str = "exact"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict."""
@@ -132,6 +139,7 @@ class Signature:
             "inputs": [s.to_json() for s in self.inputs],
             "outputs": [s.to_json() for s in self.outputs],
             "structure": self.structure,
+            "casting": self.casting,
         }
 
     @classmethod
@@ -149,8 +157,11 @@ class Signature:
         inputs, outputs = data.get("inputs"), data.get("outputs")
         if not isinstance(inputs, list) or not isinstance(outputs, list):
             raise ValueError("the signature needs 'inputs' and 'outputs' lists")
+        casting = data.get("casting", "exact")
+        if casting not in CASTINGS:
+            raise ValueError(f"unknown input casting (one of {', '.join(CASTINGS)})")
         sig = cls(tuple(TensorSpec.from_json(s) for s in inputs),
-                  tuple(TensorSpec.from_json(s) for s in outputs), structure)
+                  tuple(TensorSpec.from_json(s) for s in outputs), structure, casting)
         if not sig.outputs:
             raise ValueError("the signature has no outputs")
         if structure == "single" and len(sig.outputs) != 1:

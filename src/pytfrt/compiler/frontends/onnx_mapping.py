@@ -249,7 +249,7 @@ class OnnxGraphImporter:
             ev = ReferenceEvaluator(node, opsets={"": self.opset})
             feeds = {n: self.known[n] for n in node.input if n}
             res = ev.run(None, feeds)
-        except Exception:
+        except Exception:  # noqa: BLE001 - not foldable: left to run at run time
             return None
         return [np.asarray(r) for r in res]
 
@@ -1577,3 +1577,6 @@ __all__ = ["ONNX_OPS", "OnnxGraphImporter", "ops_markdown", "supported_ops"]
 
 # Control flow (If, Loop) registers its handlers in ONNX_OPS on import.
 from pytfrt.compiler.frontends import onnx_control as _onnx_control  # noqa: E402,F401
+
+# LSTM, GRU and RNN register theirs (tg.recurrent) on import.
+from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401
