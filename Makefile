@@ -25,6 +25,7 @@ $(VENV)/.installed: $(VENV)/.created pyproject.toml setup.py src/pytfrt/_eager_f
 $(VENV)/.installed-test: $(VENV)/.created pyproject.toml setup.py src/pytfrt/_eager_fast.c src/pytfrt/serving/_json_scan.c tests/plugins/pytfrt_example_plugin/pyproject.toml
 	@echo "== installing pytfrt[test] into $(VENV): TensorFlow, ONNX, torch, JAX, Ray (about 3-5 minutes on a fresh machine)"
 	$(PIP) install -e '.[test]' | sed '/^Requirement already satisfied/d'
+	$(PIP) install --quiet --no-deps 'tensorflow-serving-api>=2.16'  # TF Serving's client, for the gRPC tests (see pyproject.toml)
 	$(PIP) install --quiet -e tests/plugins/pytfrt_example_plugin  # entry-point plugin fixture
 	touch $@ $(VENV)/.installed
 
