@@ -805,12 +805,25 @@ class _ModelDir:
             raise ModelError(f"{field} ({_quote(name)}) changed while it was being read")
         return data
 
-    def map(self, name: str, field: str, cap: int) -> Any:
-        """A read-only memory map of ``name`` (``b""`` when empty)."""
+    def map(self, name: str, field: str, cap: int, digest: str | None = None) -> Any:
+        """A read-only memory map of ``name`` (``b""`` when empty).  With ``digest``, the
+        file's SHA-256 must be it: hashed with ``read`` calls before the file is mapped (no
+        page of it is touched in this process's memory)."""
+        import hashlib
         import mmap
 
         fd, size = self.open(name, field, cap)
         try:
+            if digest is not None:
+                h = hashlib.sha256()
+                left = size
+                while left > 0:
+                    chunk = os.read(fd, min(left, 1 << 20))
+                    if not chunk:
+                        break
+                    h.update(chunk)
+                    left -= len(chunk)
+                _check_digest(h, field, name, digest)
             return mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
         except (OSError, ValueError) as exc:
             raise ModelError(f"{field} ({_quote(name)}) cannot be mapped: {exc}") from None
@@ -950,10 +963,9 @@ def _hashes(manifest: dict[str, Any]) -> dict[str, str] | None:
     return table
 
 
-def _verify(data: Any, field: str, name: str, hashes: dict[str, str] | None) -> None:
-    import hashlib
-
-    if hashes is not None and hashlib.sha256(data).hexdigest() != hashes[field].lower():
+def _check_digest(h: Any, field: str, name: str, digest: str) -> None:
+    """Raise if the hash object ``h`` does not have the hex ``digest``."""
+    if h.hexdigest() != digest.lower():
         raise ModelError(f"{field} ({_quote(name)}) does not match its SHA-256 in {MANIFEST}: "
                          "the file is damaged or was changed after the model was saved")
 
@@ -1033,11 +1045,14 @@ def load(path: str | os.PathLike[str], host: HostContext | str | None = None, *,
         weights_name = _member_name(manifest, "weights_file", WEIGHTS_FILE)
         hashes = _hashes(manifest) if verify else None
         data = md.read(program_name, "program", MAX_PROGRAM_BYTES)
-        _verify(data, "program", program_name, hashes)
-        buf = md.map(weights_name, "weights_file", MAX_WEIGHTS_BYTES)
+        if hashes is not None:
+            import hashlib
+
+            _check_digest(hashlib.sha256(data), "program", program_name, hashes["program"])
+        buf = md.map(weights_name, "weights_file", MAX_WEIGHTS_BYTES,
+                     None if hashes is None else hashes["weights_file"])
     finally:
         md.close()
-    _verify(buf, "weights_file", weights_name, hashes)
     try:
         program = read_bef(data)
     except PytfrtError as exc:

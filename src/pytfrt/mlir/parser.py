@@ -209,7 +209,7 @@ class TfrtParser(Parser):
     # -- 2020 aliases -----------------------------------------------------------------------
     # -- dense<> literals in linear time -------------------------------------------------------
 
-    def parse_dense_int_or_fp_elements_attr(self, type):  # type: ignore[no-untyped-def,override]
+    def parse_dense_int_or_fp_elements_attr(self, type):  # type: ignore[no-untyped-def,override]  # noqa: A002
         """``dense<...>``: literals of plain decimal numbers with an int or float element type
         are decoded by :func:`fast_dense` (linear in the text, about a second for a million
         elements; xDSL's own parser takes minutes); anything else goes to xDSL.  A splat that
@@ -349,9 +349,9 @@ def _layout(shape: list[int]) -> str:
     return text
 
 
-def fast_dense(body: str, type: Any, span: Span) -> Any:
+def fast_dense(body: str, dense_type: Any, span: Span) -> Any:
     """The ``DenseIntOrFPElementsAttr`` of the literal ``body`` (a number, or nested lists of
-    numbers) of ``type``, or ``None`` when the fast path does not apply (xDSL's parser then
+    numbers) of ``dense_type``, or ``None`` when the fast path does not apply (xDSL's parser then
     parses it and reports any problem): an element type NumPy has no plain dtype for, a
     structure that does not match the type's shape, integers written as floats, a value that
     does not fit or is not finite.
@@ -371,8 +371,8 @@ def fast_dense(body: str, type: Any, span: Span) -> Any:
     )
 
     try:
-        shape = [int(d) for d in type.get_shape()]
-        element = type.element_type
+        shape = [int(d) for d in dense_type.get_shape()]
+        element = dense_type.element_type
     except (AttributeError, TypeError, ValueError):
         return None
     if any(d < 0 for d in shape):
@@ -381,7 +381,8 @@ def fast_dense(body: str, type: Any, span: Span) -> Any:
     for d in shape:
         n *= d
     if isinstance(element, Float16Type | Float32Type | Float64Type):
-        dtype = np.dtype({Float16Type: "<f2", Float32Type: "<f4", Float64Type: "<f8"}[element.__class__])
+        codes = {Float16Type: "<f2", Float32Type: "<f4", Float64Type: "<f8"}
+        dtype = np.dtype(codes[element.__class__])
     elif isinstance(element, IntegerType) and element.width.data in (8, 16, 32, 64):
         signed = element.signedness.data != Signedness.UNSIGNED
         dtype = np.dtype(f"<{'i' if signed else 'u'}{element.width.data // 8}")
@@ -418,7 +419,7 @@ def fast_dense(body: str, type: Any, span: Span) -> Any:
             return None
     if splat:
         values = np.full(n, values[0], dtype)
-    return DenseIntOrFPElementsAttr(type, BytesAttr(values.tobytes()))
+    return DenseIntOrFPElementsAttr(dense_type, BytesAttr(values.tobytes()))
 
 
 def type_to_str(attr: Attribute) -> str:

@@ -118,8 +118,37 @@ def _default_opset(model: onnx.ModelProto) -> int:
     return 1
 
 
+def initializer_array(init: Any, origin: str) -> np.ndarray:
+    """The array of initializer ``init``, its declared size checked first (a damaged file may
+    declare terabytes); any failure is an :class:`OnnxImportError` naming the initializer."""
+    from onnx import numpy_helper
+
+    n = 1
+    for d in init.dims:
+        n *= d
+    if any(d < 0 for d in init.dims) or n > FOLD_LIMIT * 1024:
+        raise OnnxImportError(
+            f"{origin}: initializer {init.name!r} declares shape {list(init.dims)} "
+            f"({n} elements): the file is damaged; export the model again")
+    try:
+        return numpy_helper.to_array(init)
+    except Exception as exc:  # noqa: BLE001 - onnx/NumPy errors name no initializer
+        raise OnnxImportError(
+            f"{origin}: initializer {init.name!r} (shape {list(init.dims)}) cannot be read "
+            f"({type(exc).__name__}: {str(exc)[:200]}): the file is damaged; export the model "
+            "again") from None
+
+
 def _upgrade(model: onnx.ModelProto, origin: str) -> onnx.ModelProto:
+    import onnx
+
     opset = _default_opset(model)
+    newest = onnx.defs.onnx_opset_version()
+    if opset > newest:
+        raise OnnxImportError(
+            f"{origin}: opset {opset} is newer than this importer knows (the installed onnx "
+            f"{onnx.__version__} knows opsets up to {newest}): upgrade onnx, or export the "
+            f"model with opset <= {newest}")
     if opset >= MIN_OPSET:
         return model
     from onnx import version_converter
