@@ -14,21 +14,12 @@ import math
 import numba
 import numpy as np
 
+from pytfrt.backends.cpu.op_math import ACTIVATIONS
 from pytfrt.backends.cpu.ops import OpError
 
-ACTIVATION_CODES: dict[str, int] = {
-    "none": 0,
-    "relu": 1,
-    "relu6": 2,
-    "leaky_relu": 3,
-    "sigmoid": 4,
-    "tanh": 5,
-    "silu": 6,
-    "gelu": 7,
-    "gelu_tanh": 8,
-    "hard_swish": 9,
-}
-"""Activation name -> the code the compiled kernel switches on."""
+ACTIVATION_CODES: dict[str, int] = {name: a.code for name, a in ACTIVATIONS.items()}
+"""Activation name -> the code the compiled kernel switches on (:func:`_act`; the codes are
+given with the activations, :data:`pytfrt.backends.cpu.op_math.ACTIVATIONS`)."""
 
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _GELU_TANH_C = math.sqrt(2.0 / math.pi)

@@ -2,24 +2,29 @@
 
 Semantics are the catalogue's (:mod:`pytfrt.compiler.ops.recurrent`, ONNX's ``LSTM``/``GRU``/
 ``RNN``).  Per direction the input projection of every time step is one GEMM
-(``[T*B, I] x [I, G*H]``, input biases and the recurrent biases that sit outside the reset
-gate folded in), then the recurrence runs in a loop over time: one ``[B, H] x [H, G*H]``
-product and the gate arithmetic per step, in place in preallocated buffers.  The loop is
-NumPy on the calling thread (no executor, no per-step allocation of the state); its cost per
-step is a few microseconds of NumPy calls, see ``docs/kernels.md`` ("Recurrent nets").
+(``[T*B, I] x [I, G*H]`` through :func:`._blas.sgemm`: oneDNN on the calling thread for
+float32; input biases and the recurrent biases that sit outside the reset gate folded in),
+then the recurrence runs in a loop over time: one ``[B, H] x [H, G*H]`` product and the gate
+arithmetic per step, in place.  The loop is compiled with Numba
+(:mod:`._recurrent_loops`: one call runs every step of a direction, no executor, no Python per
+step); with ``sequence_lens`` (ragged batches) it is a NumPy loop on the calling thread with
+preallocated buffers.  ``PYTFRT_RECURRENT_NUMBA=0`` forces the NumPy loop (both are tested
+against each other).  Measured in ``docs/kernels.md`` ("Recurrent nets").
 
 Pure functions of their operands (inputs are never written): thread-safe.
 """
 
 from __future__ import annotations
 
-import os
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from pytfrt import config
+from pytfrt.backends.cpu._blas import sgemm
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 
@@ -114,9 +119,11 @@ def _activation(name: str, alpha: float, beta: float) -> Act:
     raise OpError(f"recurrent: unknown activation {name!r}")
 
 
+@functools.lru_cache(maxsize=256)
 def _activations(cell: str, names: str, alphas: tuple[float, ...], betas: tuple[float, ...],
-                 directions: int) -> tuple[list[str], list[float], list[float]]:
-    """Per cell function and direction: the activation's name, alpha and beta."""
+                 directions: int) -> list[tuple[list[Act], Any]]:
+    """Per direction: the cell's NumPy activations, and the compiled loops' (codes, alphas,
+    betas) arrays (cached: the attributes of an op never change)."""
     try:
         listed = activation_names(cell, names, directions)
     except ValueError as exc:
@@ -124,7 +131,15 @@ def _activations(cell: str, names: str, alphas: tuple[float, ...], betas: tuple[
     al = [alphas[k] if k < len(alphas) else ALPHA_DEFAULTS.get(n, 0.0)
           for k, n in enumerate(listed)]
     be = [betas[k] if k < len(betas) else BETA_DEFAULTS.get(n, 0.0) for k, n in enumerate(listed)]
-    return listed, al, be
+    nf = CELL_FUNCTIONS[cell]
+    out = []
+    for d in range(directions):
+        part = slice(d * nf, (d + 1) * nf)
+        acts = [_activation(*f) for f in zip(listed[part], al[part], be[part], strict=True)]
+        arrays = (np.asarray([ACT_CODES[n] for n in listed[part]], np.int64),
+                  np.asarray(al[part], np.float64), np.asarray(be[part], np.float64))
+        out.append((acts, arrays))
+    return out
 
 
 @GRAPH_OPS.op("recurrent")
@@ -165,39 +180,33 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
                           f"and batch {batch}")
         if lens.size and lens.min() == steps:
             lens = None   # every sequence is full
-    codes, alphas, betas = _activations(cell, activations, activation_alpha, activation_beta,
-                                        dirs)
-    nf = CELL_FUNCTIONS[cell]
-    acts = [[_activation(*f) for f in zip(codes[d * nf:(d + 1) * nf], alphas[d * nf:(d + 1) * nf],
-                                          betas[d * nf:(d + 1) * nf], strict=True)]
-            for d in range(dirs)]
+    per_dir = _activations(cell, activations, tuple(activation_alpha), tuple(activation_beta),
+                           dirs)
     y = np.zeros((steps, dirs, batch, hid), dt)
     y_h = np.empty((dirs, batch, hid), dt)
     y_c = np.empty((dirs, batch, hid), dt) if cell == "lstm" else None
     flat = np.ascontiguousarray(xt).reshape(steps * batch, -1)
     for d in range(dirs):
         reverse = direction == "reverse" or d == 1
-        wb = b[d, :g * hid] if b is not None else None
-        rb = b[d, g * hid:] if b is not None else None
-        xw = (flat @ w[d].T).reshape(steps, batch, g * hid)
-        if wb is not None:
-            xw += wb
-        if rb is not None and not (cell == "gru" and linear_before_reset):
-            xw += rb   # the recurrent bias adds to the pre-activation as the input bias does
-            rb = None
-        elif rb is not None:  # GRU, reset gate after the product: only Rbh stays inside
-            xw[..., :2 * hid] += rb[:2 * hid]
-            rb = rb[2 * hid:]
+        xw2 = np.empty((steps * batch, g * hid), dt)
+        rb = None
+        if b is not None:
+            # the recurrent biases add to the pre-activations as the input biases do, but for
+            # GRU's Rbh when the reset gate applies after the product (it stays inside)
+            bias = b[d, :g * hid] + b[d, g * hid:]
+            if cell == "gru" and linear_before_reset:
+                rb = b[d, 5 * hid:]
+                bias[2 * hid:] = b[d, 2 * hid:3 * hid]
+            xw2[...] = bias
+        sgemm(flat, w[d].T, xw2, 0.0 if b is None else 1.0)
+        xw = xw2.reshape(steps, batch, g * hid)
         h = np.zeros((batch, hid), dt) if h0 is None else np.array(h0[d], dt)
         c = None
         if cell == "lstm":
             c = np.zeros((batch, hid), dt) if c0 is None else np.array(c0[d], dt)
         loops = _numba_loops() if NUMBA and lens is None else None
         if loops is not None:
-            names = codes[d * nf:(d + 1) * nf]
-            args = (np.asarray([ACT_CODES[n] for n in names], np.int64),
-                    np.asarray(alphas[d * nf:(d + 1) * nf], np.float64),
-                    np.asarray(betas[d * nf:(d + 1) * nf], np.float64), float(clip))
+            args = (*per_dir[d][1], float(clip))
             rt = np.ascontiguousarray(r[d].T)
             if cell == "lstm":
                 pd = np.zeros(0, dt) if p is None else np.ascontiguousarray(p[d])
@@ -210,7 +219,7 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
         else:
             order, valid = _schedule(steps, batch, lens, reverse)
             step_fn = {"lstm": _lstm_steps, "gru": _gru_steps, "rnn": _rnn_steps}[cell]
-            step_fn(xw, r[d], rb, h, c, None if p is None else p[d], acts[d], clip,
+            step_fn(xw, r[d], rb, h, c, None if p is None else p[d], per_dir[d][0], clip,
                     linear_before_reset, input_forget, order, valid, y[:, d])
         y_h[d] = h
         if y_c is not None:
@@ -372,7 +381,7 @@ ACT_CODES = {name: i for i, name in enumerate(ACTIVATIONS)}
 
 _NUMBA_LOCK = threading.Lock()
 _NUMBA: dict[str, Any] | None = None
-NUMBA = os.environ.get("PYTFRT_RECURRENT_NUMBA", "1") != "0"
+NUMBA = config.flag("PYTFRT_RECURRENT_NUMBA")
 """Whether :func:`recurrent` uses the compiled loops (``PYTFRT_RECURRENT_NUMBA=0``: NumPy)."""
 
 

@@ -22,12 +22,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from pytfrt.compiler.frontends.onnx import (
+from pytfrt.backends.cpu._geometry import same_pad
+from pytfrt.compiler.frontends.onnx_common import (
     _NO_FOLD,
     FOLD_LIMIT,
     OnnxImportError,
     _default_opset,
     initializer_array,
+    materialize,
     tg_dtype,
 )
 from pytfrt.compiler.frontends.onnx_patterns import fuse_patterns
@@ -292,8 +294,6 @@ class OnnxGraphImporter:
 
     def constant(self, array: Any, hint: str = "const") -> Value:
         """A ``tg.constant`` of ``array`` (unique name derived from ``hint``)."""
-        from pytfrt.compiler.frontends.onnx import materialize
-
         name = hint
         k = 1
         while name in self._const_names:
@@ -680,13 +680,6 @@ def _gemm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return [y]
 
 
-def _same_pads(in_size: int, k: int, s: int, d: int, upper: bool) -> tuple[int, int]:
-    out = -(-in_size // s)
-    total = max(0, (out - 1) * s + (k - 1) * d + 1 - in_size)
-    small = total // 2
-    return (small, total - small) if upper else (total - small, small)
-
-
 def _spatial_pads(
     ctx: OnnxGraphImporter,
     node: Any,
@@ -711,7 +704,7 @@ def _spatial_pads(
             return None, "SAME"
         ctx.unsupported(node, "auto_pad SAME_LOWER with dynamic spatial dimensions")
     (t, b), (l_, r) = (
-        _same_pads(spatial[i], kernel[i], strides[i], dilations[i], auto == "SAME_UPPER")
+        same_pad(spatial[i], kernel[i], strides[i], dilations[i], upper=auto == "SAME_UPPER")
         for i in range(2)
     )
     return [t, b, l_, r], None

@@ -6,8 +6,9 @@ For ``y = conv2d(...)`` / ``matmul(...)`` whose only user is
 * ``add(y, b)`` with ``b`` a constant holding one value per output channel (shape ``[C]``, or
   ``[C, 1, 1]``/``[1, C, 1, 1]`` for NCHW) -> bias (stored 1-D);
 * ``add(y, r)`` with ``r`` of exactly ``y``'s type -> residual;
-* ``relu``, ``relu6``, ``sigmoid``, ``tanh``, ``silu``, ``gelu``, ``leaky_relu``,
-  ``hard_swish`` -> activation,
+* an elementwise op whose :mod:`~pytfrt.backends.cpu.op_math` record names an epilogue
+  activation (``relu``, ``relu6``, ``sigmoid``, ``tanh``, ``silu``, ``gelu``, ``leaky_relu``,
+  ``hard_swish``) -> activation,
 
 the op is rebuilt with the extra operand/attribute and replaces the user; repeated until
 nothing changes.  An activation applied after a ``reshape`` that is the op's only user (a
@@ -22,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
+from pytfrt.backends.cpu import op_math
 from pytfrt.compiler.builder import GraphModule
 from pytfrt.compiler.passes.common import (
     attrs_of,
@@ -35,9 +37,9 @@ from pytfrt.compiler.passes.common import (
 )
 from pytfrt.compiler.types import np_dtype
 
-ACTIVATIONS = {"tg.relu": "relu", "tg.relu6": "relu6", "tg.sigmoid": "sigmoid",
-               "tg.tanh": "tanh", "tg.silu": "silu", "tg.hard_swish": "hard_swish",
-               "tg.leaky_relu": "leaky_relu", "tg.gelu": "gelu"}
+ACTIVATIONS: dict[str, op_math.Math] = {
+    f"tg.{name}": m for name, m in op_math.MATH.items() if m.activation is not None}
+"""``tg`` op name -> the record of an op that can become an epilogue activation."""
 
 
 def _channels(op: Operation, attrs: dict) -> tuple[int | None, int | None]:
@@ -90,9 +92,8 @@ def _rebuild(gm: GraphModule, op: Operation, user: Operation, attrs: dict,
 def _activation(user: Operation) -> dict:
     """The ``activation`` / ``alpha`` attributes that fuse the activation op ``user``."""
     ua = attrs_of(user)
-    act = ACTIVATIONS[user.name]
-    if act == "gelu" and ua["approximate"]:
-        act = "gelu_tanh"
+    act = ACTIVATIONS[user.name].activation_of(ua)
+    assert act is not None
     return {"activation": act, "alpha": ua.get("alpha", 0.0) if act == "leaky_relu" else 0.0}
 
 
