@@ -648,10 +648,13 @@ WEIGHTS_FILE = "weights.btf"
 # Caps on what load() reads (docs/security.md): a saved model is untrusted input.
 MAX_MANIFEST_BYTES = 16 << 20
 """The largest ``manifest.json`` :func:`load` reads."""
-MAX_PROGRAM_BYTES = 1 << 30
-"""The largest BEF program :func:`load` reads (it is read into memory)."""
+MAX_PROGRAM_BYTES = 1 << 28
+"""The largest BEF program :func:`load` reads (256 MiB; it is read into memory, and the
+weights are in the weights file)."""
 MAX_WEIGHTS_BYTES = 1 << 40
 """The largest weights file :func:`load` maps (it is memory-mapped, not read)."""
+BTF_SLACK = 64
+"""Bytes per tensor a weights file may hold beyond its header and data (alignment)."""
 MAX_WEIGHTS = 1 << 20
 """The most weight tensors a manifest may list."""
 MAX_NAME_CHARS = 255
@@ -760,7 +763,7 @@ class _ModelDir:
             os.close(self.fd)
             self.fd = None
 
-    def open(self, name: str, field: str, cap: int) -> tuple[int, int]:
+    def open(self, name: str, field: str, cap: int, limit: str = "the limit") -> tuple[int, int]:
         """A descriptor of the regular file ``name`` and its size (at most ``cap``).
 
         Raises:
@@ -793,7 +796,7 @@ class _ModelDir:
             raise ModelError(f"{what} changed while it was being opened")
         if now.st_size > cap:
             os.close(fd)
-            raise ModelError(f"{what} is {now.st_size} bytes, more than the limit of {cap} "
+            raise ModelError(f"{what} is {now.st_size} bytes, more than {limit} of {cap} "
                              "(docs/security.md)")
         return fd, now.st_size
 
@@ -806,14 +809,15 @@ class _ModelDir:
             raise ModelError(f"{field} ({_quote(name)}) changed while it was being read")
         return data
 
-    def map(self, name: str, field: str, cap: int, digest: str | None = None) -> Any:
+    def map(self, name: str, field: str, cap: int, digest: str | None = None,
+            limit: str = "the limit") -> Any:
         """A read-only memory map of ``name`` (``b""`` when empty).  With ``digest``, the
         file's SHA-256 must be it: hashed with ``read`` calls before the file is mapped (no
         page of it is touched in this process's memory)."""
         import hashlib
         import mmap
 
-        fd, size = self.open(name, field, cap)
+        fd, size = self.open(name, field, cap, limit)
         try:
             if digest is not None:
                 h = hashlib.sha256()
@@ -912,7 +916,7 @@ def _read_manifest(md: _ModelDir) -> dict[str, Any]:
 class _Weight:
     """One validated entry of the manifest's ``weights`` list."""
 
-    __slots__ = ("name", "dtype", "shape")
+    __slots__ = ("name", "dtype", "shape", "nbytes")
 
     def __init__(self, i: int, entry: Any) -> None:
         from pytfrt.signature import parse_dtype, parse_shape
@@ -927,6 +931,10 @@ class _Weight:
                                      dynamic=False)
         except ValueError as exc:
             raise ModelError(f"{where}: {exc}") from None
+        n = 1
+        for d in self.shape:
+            n *= d
+        self.nbytes = n * self.dtype.itemsize
 
 
 def _manifest_fields(manifest: dict[str, Any]) -> tuple[Signature, list[_Weight], int, list[str]]:
@@ -1050,8 +1058,13 @@ def load(path: str | os.PathLike[str], host: HostContext | str | None = None, *,
             import hashlib
 
             _check_digest(hashlib.sha256(data), "program", program_name, hashes["program"])
-        buf = md.map(weights_name, "weights_file", MAX_WEIGHTS_BYTES,
-                     None if hashes is None else hashes["weights_file"])
+        # a BTF file holds the listed tensors and little else: a larger file (a sparse size
+        # bomb) is refused before it is hashed or mapped
+        need = 8 + sum(8 + 16 + 8 * len(e.shape) + BTF_SLACK + e.nbytes for e in entries)
+        buf = md.map(weights_name, "weights_file", min(MAX_WEIGHTS_BYTES, need),
+                     None if hashes is None else hashes["weights_file"],
+                     "what the manifest's weights need" if need < MAX_WEIGHTS_BYTES
+                     else "the limit")
     finally:
         md.close()
     try:

@@ -152,6 +152,12 @@ def test_sizes_are_capped(saved: tuple[Path, np.ndarray], tmp_path: Path,
     monkeypatch.setattr(model_mod, "MAX_PROGRAM_BYTES", size - 1)
     with pytest.raises(ModelError, match=f"program .* is {size} bytes, more than the limit"):
         pytfrt.load(d)
+    monkeypatch.undo()
+    with open(d / "weights.btf", "r+b") as fh:  # a sparse 8 GiB size bomb: refused unread
+        fh.truncate(2**33)
+    with pytest.raises(ModelError, match="weights_file .* more than what the manifest's "
+                                         "weights need"):
+        _load_soon(d)
     monkeypatch.setattr(model_mod, "MAX_MANIFEST_BYTES", 10)
     with pytest.raises(ModelError, match="manifest.json .* more than the limit"):
         pytfrt.load(d)
