@@ -43,6 +43,7 @@ from pytfrt.host.async_value import AsyncValue, make_available
 from pytfrt.host.execution_context import ExecutionContext, RequestContext, ResourceContext
 from pytfrt.host.host_context import HostContext
 from pytfrt.signature import Signature, TensorSpec
+from pytfrt.support.codegen import exec_generated
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import dtype_from_numpy
@@ -326,7 +327,7 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
     if arena_reg >= 0:
         lines += [f"{indent}finally:", f"{indent}    _pool.append(A)"]
     source = "\n".join(lines) + "\n"
-    exec(compile(source, "<CompiledModel call>", "exec"), ns)  # noqa: S102 - from the program
+    exec_generated(source, "CompiledModel call", ns)
     return source, ns["_call"]
 
 
