@@ -34,14 +34,9 @@ from typing import Any
 
 from pytfrt.tools.bench import format_table, machine_info, pyplot, save_results
 
-TRIVIAL = """\
-func.func @main() {
-  %ch0 = tfrt.new.chain
-  %x = tfrt.constant.i32 42
-  %ch1 = tfrt.print.i32 %x, %ch0
-  tfrt.return
-}
-"""
+TRIVIAL = (Path(__file__).resolve().parents[1] / "examples" / "trivial" / "trivial.mlir"
+           ).read_text()
+"""The program (``examples/trivial/trivial.mlir``)."""
 TARGETS = {"bef_executor trivial.bef": 0.3, "bef_executor trivial.mlir": 0.6}
 # As installed: the children may write and then use .pyc files (the warm-up run writes them),
 # even when the caller's environment says PYTHONDONTWRITEBYTECODE.
