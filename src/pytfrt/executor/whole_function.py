@@ -753,6 +753,7 @@ class _Generator:
             self.emit(d + 2, f"{cancel} = R._cancel_value")
             self.emit(d + 2, f"if {cancel} is not None:")
             self.emit(d + 3, (" = ".join(carried) + f" = {cancel}") if carried else "pass")
+            self.emit(d + 3, f"R.stopped({self.const(k.name)}, {self.const(k.location)})")
             self.emit(d + 3, "E = True")
             self.emit(d + 3, "break")
             results, origins = self.body(callees[0], carried, x, d + 2, level + 1)
@@ -772,7 +773,9 @@ class _Generator:
             if outs:
                 self._assign(d + 3, outs, carried)
             self.emit(d + 3, "break")
-            self.emit(d + 2, "if R._cancel_value is not None: E = True")
+            self.emit(d + 2, "if R._cancel_value is not None:")
+            self.emit(d + 3, "E = True")
+            self.emit(d + 3, f"R.stopped({self.const(k.name)}, {self.const(k.location)})")
             results, origins = self.body(callees[0], carried, x, d + 2, level + 1)
             self._check_loop(inst, callees[0], origins[:-1], len(carried))
             self._assign(d + 2, [*carried, cond], results)
