@@ -136,6 +136,7 @@ def _upgrade(model: onnx.ModelProto, origin: str) -> onnx.ModelProto:
 def import_onnx(
     model_or_path: Any,
     input_shapes: Mapping[str, Sequence[int | None]] | Sequence[Any] | None = None,
+    input_values: Mapping[str, np.ndarray] | None = None,
 ) -> GraphModule:
     """Import an ONNX model as a ``tg`` :class:`~pytfrt.compiler.builder.GraphModule`.
 
@@ -143,7 +144,9 @@ def import_onnx(
     fixes dynamic input dimensions: a mapping input name -> shape, or a sequence in input order
     of shapes or objects with a ``.shape`` (``None`` keeps a dimension dynamic).  The module's
     entry ``@main`` takes the graph inputs (initializers excluded) and returns the graph
-    outputs, under their ONNX names.
+    outputs, under their ONNX names.  ``input_values`` fixes graph inputs to values (they are
+    then constants of the graph and no longer inputs of ``@main``): what
+    :mod:`pytfrt.compiler.frontends.onnx_specialize` uses for operands known only at run time.
 
     Raises :class:`OnnxImportError` (a ``ValueError``) for an unreadable model or bad input
     shapes, :class:`pytfrt.compiler.UnsupportedOpError` for an op the catalogue cannot express.
@@ -152,7 +155,7 @@ def import_onnx(
 
     model, origin = load_model(model_or_path)
     model = _upgrade(model, origin)
-    return OnnxGraphImporter(model, origin).run(input_shapes)
+    return OnnxGraphImporter(model, origin).run(input_shapes, input_values)
 
 
 def materialize(fn: FunctionBuilder, array: np.ndarray, name: str) -> Value:

@@ -84,7 +84,7 @@ class OnnxGraphImporter:
 
     # -- entry ------------------------------------------------------------------------------
 
-    def run(self, input_shapes: Any = None) -> GraphModule:
+    def run(self, input_shapes: Any = None, input_values: Any = None) -> GraphModule:
         from onnx import numpy_helper
 
         from pytfrt.compiler.builder import GraphBuilder
@@ -92,6 +92,8 @@ class OnnxGraphImporter:
         g = self.graph
         for init in g.initializer:
             self.known[init.name] = numpy_helper.to_array(init)
+        for name, value in (input_values or {}).items():
+            self.known[name] = np.asarray(value)
         for init in g.sparse_initializer:
             self._fail_graph(f"sparse initializer {init.values.name!r} is not supported")
         inputs = [i for i in g.input if i.name not in self.known]
@@ -274,7 +276,7 @@ class OnnxGraphImporter:
         """Input ``i``'s value, which must be known at import time (else UnsupportedOpError)."""
         v = self.known_input(node, i)
         if v is None:
-            self.unsupported(node, f"input {i} ({what}) must be a constant")
+            self.unsupported(node, f"input {i} ({what}) must be a constant", [i])
         return v
 
     def input(self, node: Any, i: int) -> Value:
@@ -328,12 +330,21 @@ class OnnxGraphImporter:
             out[a.name] = v
         return out
 
-    def unsupported(self, node: Any, reason: str = "") -> NoReturn:
+    def unsupported(self, node: Any, reason: str = "", operands: Sequence[int] = ()) -> NoReturn:
+        """Raise ``UnsupportedOpError`` for ``node``; ``operands``: the input indices that
+        would have to be known at import time for the node to be imported."""
         from pytfrt.compiler.errors import UnsupportedOpError
 
         name = node.name or (node.output[0] if node.output else "")
         op_type = node.op_type if not node.domain else f"{node.domain}.{node.op_type}"
-        raise UnsupportedOpError(op_type, name, self.origin, reason)
+        err = UnsupportedOpError(op_type, name, self.origin, reason)
+        # operands known only at run time that the node needs as constants: a caller that has
+        # their values can import again with them fixed (frontends.onnx_specialize)
+        err.runtime_operands = [  # type: ignore[attr-defined]
+            node.input[i] for i in operands
+            if i < len(node.input) and node.input[i] and node.input[i] not in self.known
+        ]
+        raise err
 
     def _fail_graph(self, message: str) -> NoReturn:
         raise OnnxImportError(f"{self.origin}: {message}")
@@ -1205,9 +1216,9 @@ def _slice(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     known = [ctx.known_input(node, i) for i in range(1, 5)]
     starts_k, ends_k, axes_k, steps_k = known
     if axes_k is None and ctx.has(node, 3):
-        ctx.unsupported(node, "input 3 (axes) must be a constant")
+        ctx.unsupported(node, "input 3 (axes) must be a constant", [3])
     if steps_k is None and ctx.has(node, 4):
-        ctx.unsupported(node, "input 4 (steps) must be a constant")
+        ctx.unsupported(node, "input 4 (steps) must be a constant", [4])
     n = None
     for k in (starts_k, ends_k):
         if k is not None:
@@ -1475,7 +1486,7 @@ def _resize(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     sizes, scales = ctx.known_input(node, 3), ctx.known_input(node, 2)
     if ctx.has(node, 3):
         if sizes is None:
-            ctx.unsupported(node, "input 3 (sizes) must be a constant")
+            ctx.unsupported(node, "input 3 (sizes) must be a constant", [3])
         out: list[int | None] = [int(v) for v in sizes.reshape(-1)]
     elif scales is not None and scales.size == 4:
         if None in dims[2:]:
@@ -1487,7 +1498,7 @@ def _resize(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
                 ctx.unsupported(node, f"a scale {float(sc)} that does not give a whole size")
             out.append(n)
     else:
-        ctx.unsupported(node, "input 2 (scales) or 3 (sizes) must be a constant")
+        ctx.unsupported(node, "input 2 (scales) or 3 (sizes) must be a constant", [2, 3])
     for i in (0, 1):
         if out[i] is not None and dims[i] is not None and out[i] != dims[i]:
             ctx.unsupported(node, "resizing the batch or channel axis")
