@@ -33,7 +33,7 @@ demo: install  ## run the main job: compile Keras ResNet-50 with pytfrt and run 
 test: install-test  ## run the whole test suite (pytest, including the lit suite)
 	$(PY) -m pytest -q
 
-lint: install-test  ## ruff and mypy
+lint: install-test  ## ruff (rules in pyproject.toml), then mypy
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 

@@ -143,7 +143,7 @@ async def _asyncio_run(shape: str, n: int) -> int:
 
 
 def dask_run(shape: str, n: int) -> int:
-    import dask  # noqa: PLC0415 - optional peer
+    import dask
 
     graph: dict[str, object] = {"a": 1, "c0": 1}
     for i in range(n):

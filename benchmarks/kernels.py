@@ -37,7 +37,7 @@ from pytfrt.backends.cpu import _blas, conv, pooling
 from pytfrt.tools.bench import save_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from xor import cpu_model  # noqa: E402 - the benchmarks' shared helper
+from xor import cpu_model
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 

@@ -614,7 +614,7 @@ def run(args: argparse.Namespace) -> int:
             t0 = time.perf_counter()
             try:
                 runners[peer] = make(zm)
-            except Exception as exc:  # report and go on with the other peers
+            except Exception as exc:  # noqa: BLE001 - report and go on with the other peers
                 progress(f"{zm.name}: {peer} failed to compile: {type(exc).__name__}: {exc}")
                 failed = True
             compile_s[peer] = time.perf_counter() - t0
@@ -645,7 +645,7 @@ def run(args: argparse.Namespace) -> int:
                         errors[p] = max(
                             zoo.relative_error(g, w) for g, w in zip(got, want, strict=True)
                         )
-                    except Exception as exc:
+                    except Exception as exc:  # noqa: BLE001 - a peer's failure is reported
                         progress(f"{label}: {p} failed: {type(exc).__name__}: {exc}")
                         errors[p] = float("nan")
             ok = {p: fn for p, fn in runners.items() if errors.get(p, 0.0) == errors.get(p, 0.0)}

@@ -40,7 +40,7 @@ from pytfrt.backends.cpu import conv, gemm, norm, pooling
 from pytfrt.tools.bench import pyplot, save_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from xor import cpu_model  # noqa: E402 - the benchmarks' shared helper
+from xor import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"

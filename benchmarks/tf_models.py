@@ -6,7 +6,8 @@ The benchmark ``benchmarks/models.py`` and ``benchmarks/tf_compile.py`` import t
 file path; the tests in ``tests/unit/frontends/`` do too (through their ``conftest.py``).
 
 Models: :func:`mlp` (784-512-512-10 by default), :func:`cnn` (Conv2D, BatchNorm, MaxPool,
-Dropout, Dense), :func:`transformer_block` (Embedding, MultiHeadAttention, LayerNorm, GELU),
+Dropout, Dense), :func:`residual_cnn` (a residual block and GlobalAveragePooling2D),
+:func:`transformer_block` (Embedding, MultiHeadAttention, LayerNorm, GELU),
 :func:`two_io` (two inputs, two outputs), :func:`resnet50`, :func:`mobilenet_v2`
 (``keras.applications``, ``weights=None``, logits out), and :func:`train_step` (a
 ``tf.function`` with ``GradientTape`` and an optimizer update).
@@ -80,6 +81,26 @@ def cnn(
         name="cnn",
     )
     return randomize_batch_norm(model, seed)
+
+
+def residual_cnn(
+    size: int = 32, channels: int = 3, width: int = 16, classes: int = 10, seed: int = 0
+) -> Any:
+    """Conv2D+BatchNorm+ReLU stem, one residual block (two Conv2D+BatchNorm, an Add, ReLU),
+    GlobalAveragePooling2D, Dense (logits): the small CNN of the training benchmarks."""
+    keras = _keras()
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+
+    def conv_bn(x: Any) -> Any:
+        return L.BatchNormalization()(L.Conv2D(width, 3, padding="same", use_bias=False)(x))
+
+    image = keras.Input((size, size, channels), name="image")
+    x = L.ReLU()(conv_bn(image))
+    y = conv_bn(L.ReLU()(conv_bn(x)))
+    x = L.ReLU()(L.Add()([x, y]))
+    out = L.Dense(classes)(L.GlobalAveragePooling2D()(x))
+    return randomize_batch_norm(keras.Model(image, out, name="residual_cnn"), seed)
 
 
 def transformer_block(

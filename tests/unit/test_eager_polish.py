@@ -47,7 +47,7 @@ def test_odd_inputs_raise():
         te.add(te.constant(np.ones(2, np.int8)), 1000)  # does not fit
 
 
-def test_comparisons_len_float_T_reshape_getitem():
+def test_comparisons_len_float_t_reshape_getitem():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     x = te.constant(a)
     assert (x > 5).dtype == np.bool_

@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("xdsl")
 
-from pytfrt.mlir import MlirError, compile_mlir, parse_source, print_module  # noqa: E402
-from pytfrt.support import attributes as pa  # noqa: E402
-from pytfrt.support.function_kind import FunctionKind  # noqa: E402
-from pytfrt.support.location import FileLineColLoc, NameLoc, UnknownLoc  # noqa: E402
+from pytfrt.mlir import MlirError, compile_mlir, parse_source, print_module
+from pytfrt.support import attributes as pa
+from pytfrt.support.function_kind import FunctionKind
+from pytfrt.support.location import FileLineColLoc, NameLoc, UnknownLoc
 
 DATA = Path(__file__).parent / "data"
 

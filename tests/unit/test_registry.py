@@ -491,7 +491,7 @@ def helper():
 
 def make_module(name: str, source: str) -> ModuleType:
     module = ModuleType(name)
-    exec(compile(source, name, "exec"), module.__dict__)
+    exec(compile(source, name, "exec"), module.__dict__)  # noqa: S102 - a test plugin module
     return module
 
 

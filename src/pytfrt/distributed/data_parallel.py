@@ -125,7 +125,7 @@ class DataParallel:
         n = self.cluster.num_workers
         shards = self._shard(batch, n)
         total = sum(len(s[0]) for s in shards)
-        slots = [self.cluster._slot(i) for i in range(n)]  # noqa: SLF001 - same package
+        slots = [self.cluster._slot(i) for i in range(n)]
         for s in slots:
             if not s.alive:
                 self._broken = WorkerLost(s.index, s.detail)
@@ -153,7 +153,7 @@ class DataParallel:
         if not self._pending:
             return
         n = self.cluster.num_workers
-        refs = [self.cluster._slot(i).actor.dp_apply.remote(  # noqa: SLF001 - same package
+        refs = [self.cluster._slot(i).actor.dp_apply.remote(
             self.key, self.learning_rate, *self._pending) for i in range(n)]
         try:
             RemoteFuture(self.cluster, refs, "tuple", range(n)).result(
@@ -251,7 +251,7 @@ class DataParallel:
         for i in range(self.cluster.num_workers):
             if i in skip or not self.cluster.alive(i):
                 continue
-            slot = self.cluster._slot(i)  # noqa: SLF001 - same package
+            slot = self.cluster._slot(i)
             fut = RemoteFuture(self.cluster, [slot.actor.dp_get.remote(self.key, step)],
                                "single", [i])
             try:
@@ -267,7 +267,7 @@ class DataParallel:
 
         shared = import_ray().put(list(params))  # one copy in the object store for all replicas
         refs = [
-            self.cluster._slot(i).actor.dp_init.remote(self.key, shared, step)  # noqa: SLF001
+            self.cluster._slot(i).actor.dp_init.remote(self.key, shared, step)
             for i in range(self.cluster.num_workers)
         ]
         RemoteFuture(self.cluster, refs, "tuple", range(self.cluster.num_workers)).result(

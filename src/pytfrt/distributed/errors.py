@@ -24,7 +24,7 @@ class ClusterError(DistributedError):
     """A driver-side misuse (bad worker index, unknown handle, closed cluster, no Ray)."""
 
 
-class WorkerLost(DistributedError):  # noqa: N818 - the name the API promises
+class WorkerLost(DistributedError):
     """Worker ``index`` died (process killed, crashed, node lost) before producing a result.
 
     Attributes:

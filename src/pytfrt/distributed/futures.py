@@ -142,14 +142,14 @@ class RemoteFuture:
         try:
             values = ray.get(self._all_refs(), timeout=timeout)
         except GetTimeoutError:
-            lost = self._cluster._first_lost(self.workers)  # noqa: SLF001 - same package
+            lost = self._cluster._first_lost(self.workers)
             if lost is not None:
                 raise lost from None
             raise TimeoutError(
                 f"no result from worker(s) {list(self.workers)} within {timeout} s"
             ) from None
         except Exception as exc:  # noqa: BLE001 - translated to pytfrt's errors
-            raise self._cluster._translate(exc, self.workers) from None  # noqa: SLF001
+            raise self._cluster._translate(exc, self.workers) from None
         return self._combine(values)
 
     def __await__(self) -> Generator[Any, None, Any]:
@@ -208,7 +208,7 @@ class RemoteFuture:
                     remaining[0] = -1
             if exc is not None:
                 out.set_exception(
-                    self._cluster._translate(exc, self.workers, probe=False))  # noqa: SLF001
+                    self._cluster._translate(exc, self.workers, probe=False))
                 return
             try:
                 out.set_result(self._combine(values))

@@ -157,7 +157,7 @@ def _to_argument(value: Any, type_name: str, position: int, function: str) -> An
             array = np.array(array, copy=True, order="C")
         try:
             return DenseHostTensor.from_numpy(array)
-        except Exception as exc:  # noqa: BLE001 - re-raised with the argument named
+        except Exception as exc:
             raise RemoteError(-1, f"argument {position} of '{function}': {exc}") from exc
     if type_name == "i1":
         return bool(value)
@@ -259,7 +259,7 @@ class _LoadedModel:
             raise RemoteError(-1, f"{payload.name}: pytfrt.model is not available: {exc}") from exc
         try:
             self.model = load(self.directory, host=host)
-        except Exception as exc:  # noqa: BLE001 - re-raised with the model named
+        except Exception as exc:
             raise RemoteError(-1, f"{payload.name}: cannot load model: {exc}") from exc
         finally:
             # The weights are memory-mapped: the mapping outlives the files, so nothing is left
@@ -274,7 +274,7 @@ class _LoadedModel:
             raise RemoteError(-1, f"a compiled model has one function, 'main', not '{function}'")
         try:
             out = self.model(*args)
-        except Exception as exc:  # noqa: BLE001 - the model's own error, re-raised
+        except Exception as exc:
             raise RemoteError(-1, f"model call failed: {type(exc).__name__}: {exc}") from exc
         if isinstance(out, dict):
             names = [spec.name for spec in self.model.signature.outputs]

@@ -147,7 +147,7 @@ def analyze_signature(fn: Callable[..., Any]) -> KernelSignature:
     """
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception as exc:  # noqa: BLE001 - re-raised with context
+    except Exception as exc:
         raise RegistryError(
             f"cannot resolve the annotations of kernel function {fn.__qualname__}: {exc}"
         ) from exc

@@ -83,7 +83,7 @@ def load_entry_point_kernels(registry: KernelRegistry) -> list[str]:
             register(registry)
         except RegistryError:
             raise
-        except Exception as exc:  # noqa: BLE001 - re-raised with context
+        except Exception as exc:
             raise RegistryError(f"cannot load kernels from entry point '{ep.name}': {exc}") from exc
         loaded.append(ep.name)
     return loaded
@@ -111,7 +111,7 @@ def load_kernels(registry: KernelRegistry, spec: str) -> ModuleType:
             module = importlib.import_module(spec)
     except RegistryError:
         raise
-    except Exception as exc:  # noqa: BLE001 - re-raised with context
+    except Exception as exc:
         raise RegistryError(
             f"cannot load kernels from '{spec}': {type(exc).__name__}: {exc}"
         ) from exc

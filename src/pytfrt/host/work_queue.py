@@ -41,7 +41,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
-from queue import SimpleQueue
+from queue import Empty, SimpleQueue
 from typing import Any, Final
 
 from pytfrt.host.async_value import AsyncValue, run_when_ready
@@ -418,7 +418,7 @@ class MultiThreadedWorkQueue(WorkQueue):
         while True:
             try:
                 task = self._blocking.get(timeout=5.0)
-            except Exception:  # queue.Empty: idle for too long
+            except Empty:  # idle for too long
                 with self._mutex:
                     if self._idle_blocking > 0:
                         self._idle_blocking -= 1

@@ -89,7 +89,7 @@ class FastMLIRLexer(MLIRLexer):
         r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
     )
 
-    def __init__(self, input: Input) -> None:
+    def __init__(self, input: Input) -> None:  # noqa: A002 - xDSL's parameter name
         size = len(input.content)
         if size > MAX_SOURCE_CHARS:
             raise ParseError(

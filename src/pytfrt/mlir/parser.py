@@ -251,7 +251,7 @@ class TfrtParser(Parser):
         return found
 
     # -- MLIR's wording for value errors ----------------------------------------------------
-    def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:  # type: ignore[override]
+    def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:  # type: ignore[override]  # noqa: A002
         name = operand.operand_name
         values = self.ssa_values.get(name)
         if values is None:

@@ -149,7 +149,7 @@ class PytfrtServable(Servable):
 def load(path: Path, fmt: str, host: HostContext, options: LoadOptions) -> Servable:
     """Load a compiled model, or compile a SavedModel / ONNX model (through the cache)."""
     try:
-        import pytfrt.model  # noqa: F401 - the runtime side of CompiledModel
+        import pytfrt.model
     except ImportError as exc:
         raise LoadError(f"the pytfrt backend needs pytfrt.model ({exc})") from None
     import pytfrt

@@ -163,7 +163,7 @@ def load_servable(backend: str, version_dir: Path, host: HostContext,
         servable: Servable = module.load(path, fmt, host, options or LoadOptions())
     except ServingError:
         raise
-    except Exception as exc:  # noqa: BLE001 - any loader failure becomes a clear LoadError
+    except Exception as exc:
         raise LoadError(f"{backend} backend failed to load {path}: "
                         f"{type(exc).__name__}: {exc}") from exc
     return servable

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from onnx_zoo import (  # noqa: E402
+from onnx_zoo import (
     feeds_of,
     max_rel_error,
     one_node_model,

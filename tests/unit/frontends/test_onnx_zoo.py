@@ -18,7 +18,7 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("torch")
 
-from onnx_zoo import max_rel_error, run_ort, zoo_module  # noqa: E402
+from onnx_zoo import max_rel_error, run_ort, zoo_module
 
 TOL = 1e-4
 

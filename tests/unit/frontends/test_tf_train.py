@@ -93,6 +93,35 @@ def test_cnn_sgd_with_dropout(tf: Any, tf_models: Any) -> None:
     _check_variables(compiled, model)
 
 
+def test_residual_cnn_sgd_momentum(tf: Any, tf_models: Any) -> None:
+    """Conv2D+BatchNorm+ReLU, a residual Add, GlobalAveragePooling2D (its gradient stitches
+    the kept-dims shape with ``DynamicStitch``), Dense; SGD with momentum; batch 32 of
+    32x32x3."""
+    keras = tf.keras
+    model = tf_models.residual_cnn(seed=14)
+    # a rate at which 20 steps stay out of the chaotic regime: at 0.05 the two runs' float32
+    # rounding (1e-7 after one step) grows past 1e-4 in the weights by step 20
+    step = tf_models.train_step(
+        model,
+        keras.optimizers.SGD(0.01, momentum=0.9),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        tf.TensorSpec((None,), tf.int32),
+    )
+    rng = np.random.default_rng(3)
+    batches = [
+        (
+            rng.normal(size=(32, 32, 32, 3)).astype(np.float32),
+            rng.integers(0, 10, 32).astype(np.int32),
+        )
+        for _ in range(STEPS)
+    ]
+    compiled, ours, theirs = _train_both(tf, model, step, batches)
+    _close(ours, theirs)
+    _check_variables(compiled, model)
+    for v in model.non_trainable_variables:  # the batch norms' moving statistics
+        np.testing.assert_allclose(compiled.variables[v.path], v.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_each_call_updates_the_weights(tf: Any, tf_models: Any, tmp_path: Path) -> None:
     keras = tf.keras
     model = tf_models.mlp(inputs=6, hidden=(4,), classes=3, seed=13)

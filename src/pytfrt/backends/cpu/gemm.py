@@ -7,7 +7,8 @@ a column vector, and that dimension is dropped from the result.  ``transpose_a``
 ``transpose_b`` swap the last two axes of a rank >= 2 operand (a view: no copy).
 
 The product runs in BLAS (GIL released).  Float32 with oneDNN installed
-(:mod:`pytfrt.backends.cpu._blas`): a 2-D product is split into row shards, a batched one
+(:mod:`pytfrt.backends.cpu._blas`): a 2-D product is split into tiles of rows or of columns
+(:func:`tiles_2d`: a large weight is streamed once per call), a batched one
 (``[..., M, K] x [..., K, N]``, the attention products of a Transformer) into shards of whole
 products, both run on the CPU kernels' helper threads with oneDNN single-threaded per call --
 never a threaded BLAS, whose spinning threads cost a loaded machine several times the work.
@@ -29,7 +30,7 @@ import numpy as np
 
 from pytfrt.backends.cpu._blas import layout, parallel_gemm, pin_thread, sgemm
 from pytfrt.backends.cpu._epilogue import epilogue_2d
-from pytfrt.backends.cpu._parallel import chunks, parallel_for
+from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.activations import check_activation
 from pytfrt.backends.cpu.ops import OpError
 
@@ -205,19 +206,48 @@ def _sharded_2d(
     code: int,
     alpha: float,
 ) -> None:
-    """``y = act(a @ b + bias + residual)`` for float32 matrices: row shards, each a oneDNN GEMM
-    followed by the epilogue on its rows while they are in cache."""
-    m = a.shape[0]
+    """``y = act(a @ b + bias + residual)`` for float32 matrices: tiles (:func:`tiles_2d`),
+    each a oneDNN GEMM followed by the epilogue on its part of ``y`` while it is in cache."""
     res = None if residual is None else np.broadcast_to(residual, y.shape)
-    shards = chunks(m, 64, max(1, (1 << 20) // max(1, 4 * y.shape[1])))
+    m, k = a.shape
+    parts = tiles_2d(m, k, b.shape[1])
 
     def shard(i: int) -> None:
-        r0, r1 = shards[i]
-        yb = y[r0:r1]
-        sgemm(a[r0:r1], b, yb)
-        epilogue_2d(yb, bias, None if res is None else res[r0:r1], code, alpha)
+        r0, r1, c0, c1 = parts[i]
+        yb = y[r0:r1, c0:c1]
+        sgemm(a[r0:r1], b[:, c0:c1], yb)
+        epilogue_2d(yb, None if bias is None else bias[c0:c1],
+                    None if res is None else res[r0:r1, c0:c1], code, alpha)
 
-    parallel_for(shard, len(shards))
+    parallel_for(shard, len(parts))
+
+
+SHARD_MACS = 1 << 19
+"""Multiply-adds below which a 2-D product is not split further (a shard of about 10 us)."""
+_TILE_BYTES = 1 << 20
+"""Bytes of output per tile of a 2-D product (the epilogue runs on it while it is in cache)."""
+
+
+def tiles_2d(m: int, k: int, n: int) -> list[tuple[int, int, int, int]]:
+    """``(row0, row1, col0, col1)`` tiles of an ``(m, k) x (k, n)`` product for the helper
+    threads.
+
+    Every tile reads its rows of ``a`` and its columns of ``b`` in full, so the split is along
+    the dimension whose operand is re-read for less: by columns of ``b`` when ``a`` is the
+    smaller operand (``m < n``: a Transformer's projections, a language model's head), so each
+    column of a large weight is streamed from memory once per call, not once per row shard;
+    otherwise by rows.  About ``2 * num_threads()`` tiles (spare tiles absorb imbalance), fewer
+    for a small product (:data:`SHARD_MACS` each at least), more to keep each tile's output
+    within :data:`_TILE_BYTES`.
+    """
+    want = max(1, min(2 * num_threads(), (m * k * n) // SHARD_MACS))
+    if m < n:
+        width = -(-n // want)
+        width = min(width, max(64, _TILE_BYTES // max(1, 4 * m)))
+        width = max(16, -(-width // 16) * 16)  # whole 64-byte lines of each output row
+        return [(0, m, c, min(n, c + width)) for c in range(0, n, width)]
+    rows = chunks(m, max(1, -(-m // want)), max(1, _TILE_BYTES // max(1, 4 * n)))
+    return [(r0, r1, 0, n) for r0, r1 in rows]
 
 
 BATCHED_MIN = 1 << 13

@@ -250,7 +250,7 @@ def _forward(
         target = getattr(importlib.import_module(f"pytfrt.backends.cpu.{module}"), op)
         return target(*args, **kw)  # type: ignore[no-any-return]
 
-    P = inspect.Parameter
+    P = inspect.Parameter  # noqa: N806 - a short alias for the class
     compute.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [P(n, P.POSITIONAL_OR_KEYWORD) for n in operands] + [P(n, P.KEYWORD_ONLY) for n in attrs]
     )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from pytfrt.compiler.frontends.tf_fold import strided_slice_index
 from pytfrt.compiler.frontends.tf_registry import tf_direct, tf_op
 from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr, tf_dtype_name
@@ -242,6 +244,39 @@ def _gather(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     if bd < 0 and idx.rank is not None:
         bd += idx.rank
     return [cx.op("gather", [x, idx], axis=axis, batch_dims=bd)]
+
+
+@tf_op(
+    "DynamicStitch",
+    "ParallelDynamicStitch",
+    tg="`reshape`, `concat`, `gather`",
+    note="constant indices (later pieces win, as TF); folded when the data are known",
+)
+def _dynamic_stitch(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    n = len(ins) // 2
+    idx, data = ins[:n], ins[n:]
+    flat = [np.asarray(cx.ints(t, "indices"), dtype=np.int64) for t in idx]
+    size = 1 + max((int(i.max()) for i in flat if i.size), default=-1)
+    source = np.full(size, -1, dtype=np.int64)
+    offset = 0
+    for i in flat:
+        source[i] = offset + np.arange(i.size)
+        offset += i.size
+    if (source < 0).any():
+        raise ConversionError("the indices leave positions of the result unset")
+    pieces = []
+    for t, d in zip(idx, data, strict=True):
+        lead = np.asarray(t.const).ndim
+        if d.shape is None:
+            raise ConversionError("the data's rank must be known")
+        rest = list(d.shape[lead:])
+        count = int(np.asarray(t.const).size)
+        if count:
+            pieces.append(cx.reshape(d, [count, *rest]))
+    stacked = pieces[0] if len(pieces) == 1 else cx.op("concat", pieces, axis=0)
+    if np.array_equal(source, np.arange(offset)):
+        return [stacked]
+    return [cx.op("gather", [stacked, cx.const(source)], axis=0, batch_dims=0)]
 
 
 tf_direct(__name__, {"GatherNd": "gather_nd"})

@@ -237,6 +237,28 @@ def _concat(node: Any, ins: list[TV]) -> Folded:
     ]
 
 
+@_folder("DynamicStitch", "ParallelDynamicStitch")
+def _dynamic_stitch(node: Any, ins: list[TV]) -> Folded:
+    """``merged[indices[m][i]] = data[m][i]`` for constant indices and const/partial data of
+    the indices' shape (the reductions' gradient stitches ``output_shape_kept_dims`` so);
+    later pieces win, as TF."""
+    n = len(ins) // 2
+    idx, data = ins[:n], ins[n:]
+    if not _all_const(idx):
+        return None
+    flat_idx = [np.asarray(_k(t)).reshape(-1) for t in idx]
+    parts = [_vector(t) for t in data]
+    merged: dict[int, Any] = {}
+    for i, p in zip(flat_idx, parts, strict=True):
+        if p is None or p.size != i.size:
+            return None
+        for j, v in zip(i.tolist(), p.reshape(-1).tolist(), strict=True):
+            merged[int(j)] = v
+    if sorted(merged) != list(range(len(merged))):
+        return None
+    return [_partial([merged[j] for j in range(len(merged))], data[0].dtype or "i32")]
+
+
 @_folder("Cast")
 def _cast(node: Any, ins: list[TV]) -> Folded:
     dst = tf_dtype_name(attr(node, "DstT"))

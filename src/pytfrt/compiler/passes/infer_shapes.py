@@ -67,6 +67,6 @@ def infer_shapes(gm: GraphModule) -> GraphModule:
                 for i, (r, t) in enumerate(zip(op.results, inferred, strict=True)):
                     better = refine(ttype(r), t, f"{op.name} result {i}")
                     if better != ttype(r):
-                        r._type = to_xdsl(better)  # noqa: SLF001 - xDSL has no type setter
+                        r._type = to_xdsl(better)
             refresh_types(gm)
     return gm

@@ -7,12 +7,13 @@ arithmetic, prints, chains, devices, function calls, control flow and parallel l
 from __future__ import annotations
 
 from pytfrt.host.registry import KernelRegistry
-from pytfrt.kernels.basic import chain, control_flow, float, integer, parallel
+from pytfrt.kernels.basic import chain, control_flow, integer, parallel
+from pytfrt.kernels.basic import float as float_kernels
 
 __all__ = ["register"]
 
 
 def register(registry: KernelRegistry) -> None:
     """Register every ``tfrt.*`` kernel in ``registry``."""
-    for module in (integer, float, chain, control_flow, parallel):
+    for module in (integer, float_kernels, chain, control_flow, parallel):
         module.register(registry)

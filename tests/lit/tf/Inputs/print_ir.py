@@ -12,11 +12,11 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-from pytfrt.compiler.errors import UnsupportedOpError  # noqa: E402
-from pytfrt.compiler.frontends.tf import import_tf  # noqa: E402
+from pytfrt.compiler.errors import UnsupportedOpError
+from pytfrt.compiler.frontends.tf import import_tf
 
 RNG = np.random.default_rng(0)
 W = RNG.normal(size=(3, 3, 3, 4)).astype(np.float32)
