@@ -32,7 +32,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-
 RESULTS = Path(__file__).resolve().parent / "results"
 
 

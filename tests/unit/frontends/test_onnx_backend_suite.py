@@ -54,3 +54,87 @@ def test_xfail_list_names_real_cases() -> None:
     stale = sorted(set(expected_failures()) - names)
     assert not stale, f"not node cases of onnx {onnx.__version__}: {stale[:10]}"
     assert len(names) > 1000
+
+
+_READ_ONLY_SCRIPT = r"""
+import functools, warnings
+import numpy as np
+from pytfrt.backends.cpu import graph_kernels as gk
+
+table = gk.graph_ops()
+written = set()
+
+def freeze(op, fn):
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        views = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                a = a.view()
+                a.flags.writeable = False
+            views.append(a)
+        try:
+            return fn(*views, **kwargs)
+        except ValueError as exc:
+            if "read-only" in str(exc):
+                written.add(op)
+            raise
+        finally:
+            for v in views:  # a result may alias an operand: writable again for its users
+                if isinstance(v, np.ndarray) and v.base is not None and v.base.flags.writeable:
+                    v.flags.writeable = True
+    return wrapped
+
+for name in list(table):
+    table[name] = freeze(name, table[name])
+
+from onnx.backend.test.loader import load_model_tests
+from pytfrt import onnx_backend
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    cases = load_model_tests(kind="node")
+seen, ran = set(), 0
+for case in cases:
+    op = case.model.graph.node[0].op_type if case.model.graph.node else ""
+    if op in seen or case.name.endswith("_expanded"):
+        continue
+    seen.add(op)
+    for inputs, _ in case.data_sets[:1]:
+        if not all(isinstance(x, np.ndarray) for x in inputs):
+            continue
+        arrays = list(inputs)
+        before = [a.copy() for a in arrays]
+        try:
+            onnx_backend.prepare(case.model).run(arrays)
+            ran += 1
+        except Exception:
+            pass
+        for a, b in zip(arrays, before):
+            if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+                written.add("input of " + case.name)
+print("RAN", ran)
+print("WRITTEN", sorted(written))
+"""
+
+
+def test_kernels_never_write_their_operands() -> None:
+    """Every kernel the node suite reaches (one case per ONNX op) runs on read-only operands.
+
+    The compute functions are wrapped so their array operands are read-only views: a kernel
+    that writes an operand raises NumPy's "read-only" error, which the wrapper records; the
+    model inputs are also compared before and after each run.
+    """
+    import os
+    import subprocess
+    import sys
+
+    src = str(Path(onnx_backend.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", _READ_ONLY_SCRIPT], capture_output=True,
+                          text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines()
+                 if line.startswith(("RAN", "WRITTEN")))
+    assert int(lines["RAN"]) > 100
+    assert lines["WRITTEN"] == "[]", f"kernels that write an operand: {lines['WRITTEN']}"

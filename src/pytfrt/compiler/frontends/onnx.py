@@ -70,6 +70,7 @@ _ONNX_DTYPES: dict[int, str] = {
     12: "ui32",
     13: "ui64",
     16: "bf16",
+    8: "string",
 }
 
 
@@ -82,9 +83,17 @@ def tg_dtype(onnx_type: int, *, where: str = "") -> str:
     try:
         return _ONNX_DTYPES[onnx_type]
     except KeyError:
-        raise OnnxImportError(
-            f"{where}ONNX element type {onnx_type} is not supported "
-            f"(supported: {sorted(_ONNX_DTYPES)})"
+        from onnx import TensorProto
+
+        from pytfrt.compiler.errors import UnsupportedOpError
+
+        try:
+            name = TensorProto.DataType.Name(onnx_type)
+        except ValueError:
+            name = str(onnx_type)
+        supported = ", ".join(TensorProto.DataType.Name(t) for t in sorted(_ONNX_DTYPES))
+        raise UnsupportedOpError(
+            f"element type {name}", "", where.rstrip(": "), f"supported types: {supported}"
         ) from None
 
 
@@ -120,16 +129,19 @@ def _default_opset(model: onnx.ModelProto) -> int:
 
 def _upgrade(model: onnx.ModelProto, origin: str) -> onnx.ModelProto:
     opset = _default_opset(model)
-    if opset >= MIN_OPSET:
+    if opset >= MIN_OPSET or not any(n.domain in ("", "ai.onnx") for n in model.graph.node):
         return model
     from onnx import version_converter
 
     try:
         return version_converter.convert_version(model, MIN_OPSET)
     except Exception as exc:
-        raise OnnxImportError(
-            f"{origin}: opset {opset} is older than {MIN_OPSET} and ONNX's version converter "
-            f"could not upgrade it: {exc}"
+        from pytfrt.compiler.errors import UnsupportedOpError
+
+        detail = " ".join(str(exc).split())[:200]
+        raise UnsupportedOpError(
+            f"opset {opset}", "", origin,
+            f"older than {MIN_OPSET} and ONNX's version converter could not upgrade it: {detail}"
         ) from exc
 
 

@@ -62,6 +62,11 @@ class SpecializingModel:
                 f"{self.origin}: the model takes {len(self.input_names)} inputs "
                 f"({', '.join(self.input_names)}), got {len(args)}"
             )
+        for name, a in zip(self.input_names, args, strict=True):
+            if a is None or isinstance(a, list | tuple | dict):
+                raise UnsupportedOpError(
+                    f"input value of type {type(a).__name__}", name, self.origin,
+                    "only tensor inputs are supported (no sequences, optionals or maps)")
         arrays = [np.asarray(a) for a in args]
         compiled, baked = self._compiled(arrays)
         feed = [a for n, a in zip(self.input_names, arrays, strict=True) if n not in baked]
