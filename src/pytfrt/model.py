@@ -111,9 +111,13 @@ def resolve_host(host: HostContext | str | None) -> HostContext:
     return host
 
 
-def _input_checker(index: int, spec: TensorSpec) -> Callable[[Any], np.ndarray]:
+def _input_checker(index: int, spec: TensorSpec, casting: str = "exact"
+                   ) -> Callable[[Any], np.ndarray]:
     """A function that checks one input and returns it as an ndarray (no copy for a matching
-    ndarray; other array-likes are converted).
+    ndarray; other array-likes are converted).  With ``casting == "cast"`` (the Keras rule,
+    :data:`pytfrt.signature.CASTINGS`) an array of another numeric dtype is converted when no
+    fraction is lost (float64 -> float32, ints and bools -> floats, narrower ints -> wider);
+    with ``"exact"`` it is refused with the conversion to write.
 
     Raises (from the returned function):
         InputError: the input cannot be converted, or has the wrong dtype or shape.
@@ -134,7 +138,7 @@ def _input_checker(index: int, spec: TensorSpec) -> Callable[[Any], np.ndarray]:
                 except (TypeError, ValueError) as exc:
                     raise InputError(f"{label}: cannot convert to {want}: {exc}") from None
         if x.dtype != want:
-            raise InputError(f"{label} must have dtype {want}, got {x.dtype}")
+            x = _convert_dtype(x, want, casting, label)
         if rank is not None:
             if x.ndim != rank:
                 raise InputError(f"{label} must have shape {_fmt(shape)}, got {list(x.shape)}")
@@ -146,6 +150,18 @@ def _input_checker(index: int, spec: TensorSpec) -> Callable[[Any], np.ndarray]:
         return x
 
     return check
+
+
+def _convert_dtype(x: np.ndarray, want: np.dtype, casting: str, label: str) -> np.ndarray:
+    """``x`` as ``want`` under the model's casting rule (see :func:`_input_checker`)."""
+    numeric = "biuf"
+    if (casting == "cast" and x.dtype.kind in numeric and want.kind in numeric
+            and (want.kind == "f" or np.can_cast(x.dtype, want, "same_kind"))):
+        return x.astype(want)
+    hint = f": pass x.astype(np.{want.name})" if x.dtype.kind in numeric else ""
+    rule = " (this model takes exact input dtypes, as ONNX Runtime does)" if (
+        casting == "exact" and x.dtype.kind in numeric) else ""
+    raise InputError(f"{label} must have dtype {want}, got {x.dtype}{rule}{hint}")
 
 
 def _fmt(shape: Sequence[int | None] | None) -> str:
@@ -373,7 +389,8 @@ class CompiledModel:
         self._resources = self._run_init(init, num_resources)
         self._weights = _release_prepared(self._weights, self._resources)
         self._main = main
-        self._checks = [_input_checker(i, s) for i, s in enumerate(signature.inputs)]
+        self._checks = [_input_checker(i, s, signature.casting)
+                        for i, s in enumerate(signature.inputs)]
         self._n_inputs = len(self._checks)
         self._input_index = {s.name: i for i, s in enumerate(signature.inputs)}
         self._pack = _packer(signature)
@@ -409,7 +426,8 @@ class CompiledModel:
     # -- calling ------------------------------------------------------------------------------
     def _count_error(self, n: int) -> InputError:
         names = ", ".join(s.name for s in self.signature.inputs)
-        return InputError(f"the model takes {self._n_inputs} inputs ({names}), got {n}")
+        return InputError(f"the model takes {self._n_inputs} inputs ({names}), got {n}: pass "
+                          "them in that order, by name (model(**inputs)) or as one dict")
 
     def _checked(self, args: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
         if len(args) != self._n_inputs:
@@ -417,6 +435,9 @@ class CompiledModel:
         return tuple(check(x) for check, x in zip(self._checks, args, strict=True))
 
     def _bind_named(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        if not kwargs and len(args) == 1 and type(args[0]) is dict:
+            kwargs = args[0]  # model({"a": ..., "b": ...}) as Keras takes it
+            args = ()
         slots: list[Any] = list(args) + [_MISSING] * (self._n_inputs - len(args))
         if len(args) > self._n_inputs:
             raise InputError(f"the model takes {self._n_inputs} inputs, got {len(args)} "
@@ -442,9 +463,24 @@ class CompiledModel:
             InputError: wrong input count, name, dtype or shape.
             ModelError: a kernel failed.
         """
-        if kwargs:
+        if kwargs or (len(args) == 1 and type(args[0]) is dict and self._n_inputs > 0):
             args = self._bind_named(args, kwargs)
-        return self._call(args)
+        try:
+            return self._call(args)
+        except ModelError as exc:
+            raise self._explain(args, exc) from None
+
+    def _explain(self, args: tuple[Any, ...], exc: ModelError) -> ModelError:
+        """``exc``, with the likely cause named when the inputs disagree on their batch size
+        (a kernel's own message, such as a concatenation's, names no input)."""
+        specs = self.signature.inputs
+        batched = [(s.name, a.shape[0]) for s, a in zip(specs, args, strict=False)
+                   if s.shape and s.shape[0] is None and getattr(a, "ndim", 0) >= 1]
+        if len({n for _, n in batched}) > 1:
+            sizes = ", ".join(f"'{name}' has {n}" for name, n in batched)
+            return ModelError(f"{exc} -- the inputs have different batch sizes ({sizes}); "
+                              "every input's first dimension must be the same")
+        return exc
 
     def _call_via_executor(self, args: tuple[Any, ...]) -> Any:
         """A call of an async ``@main`` (one with control flow) on the BEF executor."""

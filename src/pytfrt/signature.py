@@ -59,6 +59,11 @@ def _parse_dtype(text: str) -> np.dtype:
 
 STRUCTURES = ("single", "tuple", "list", "dict")
 
+CASTINGS = ("exact", "cast")
+"""How a model takes inputs of another dtype than its signature's: ``exact`` refuses them (as
+ONNX Runtime does), ``cast`` converts numbers to the input's dtype (as a Keras model or a
+``tf.function`` called with NumPy values does: float64 -> float32, Python scalars and lists)."""
+
 
 @dataclass(frozen=True)
 class Signature:
@@ -69,11 +74,13 @@ class Signature:
         outputs: the outputs in result order.
         structure: ``single`` (one array), ``tuple``, ``list`` or ``dict`` (keyed by output
             name) -- the structure the source model returns.
+        casting: the input dtype rule of the source framework, one of :data:`CASTINGS`.
     """
 
     inputs: tuple[TensorSpec, ...] = field(default_factory=tuple)
     outputs: tuple[TensorSpec, ...] = field(default_factory=tuple)
     structure: str = "tuple"
+    casting: str = "exact"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict."""
@@ -81,6 +88,7 @@ class Signature:
             "inputs": [s.to_json() for s in self.inputs],
             "outputs": [s.to_json() for s in self.outputs],
             "structure": self.structure,
+            "casting": self.casting,
         }
 
     @classmethod
@@ -94,10 +102,14 @@ class Signature:
             structure = str(data.get("structure", "tuple"))
             if structure not in STRUCTURES:
                 raise ValueError(f"unknown output structure {structure!r}")
+            casting = str(data.get("casting", "exact"))
+            if casting not in CASTINGS:
+                raise ValueError(f"unknown input casting {casting!r}")
             return cls(
                 tuple(TensorSpec.from_json(s) for s in data["inputs"]),
                 tuple(TensorSpec.from_json(s) for s in data["outputs"]),
                 structure,
+                casting,
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"bad signature: {exc}") from None

@@ -1190,6 +1190,8 @@ NO_RULE: dict[str, str] = {
                          "differentiated the traced program",
     "fused_graph": "made by the fusion passes, which run after differentiation",
     "yield": "the terminator of a fused region (made by the passes, after differentiation)",
+    "recurrent": "imported from ONNX/Keras inference graphs only (a traced program's loops "
+                 "are tg.while, which has its rule)",
 }
 """Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
 raised when one is on a differentiated path says it)."""

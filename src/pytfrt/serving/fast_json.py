@@ -87,7 +87,10 @@ MAX_PIECES: Final = 8
 the work still divides when one thread is slow to start or is preempted."""
 MAX_RANK: Final = 32
 
-_PREFIX: Final = re.compile(rb'\s*\{\s*"(instances|inputs)"\s*:\s*')
+_PREFIX: Final = re.compile(rb'[ \t\n\r]*\{[ \t\n\r]*"(instances|inputs)"[ \t\n\r]*:[ \t\n\r]*')
+"""JSON's whitespace is exactly these four bytes (``\\s`` and ``bytes.strip`` also take
+``\\x0b``/``\\x0c``, which ``json.loads`` refuses)."""
+JSON_SPACE: Final = b" \t\n\r"
 _POW10: Final = np.array([10.0**k for k in range(23)])
 _LEVELS: Final = 2 * MAX_RANK + 1
 """Per-level arrays are indexed by ``level + MAX_RANK`` (relative levels go down to -MAX_RANK)."""
@@ -484,7 +487,7 @@ def _merge(body: bytes | bytearray, cuts: list[int], pieces: list[Piece]
                                          if inherited_k[level + top] else mine)
         depth += final
         total += count
-        if last and (depth != 0 or lowest != final or body[min_pos:end].strip()):
+        if last and (depth != 0 or lowest != final or body[min_pos:end].strip(JSON_SPACE)):
             return None  # the tensor must close at the end of the last piece, then only "}"
     if rank == _NONE or rank > top or numbers not in (rank, _NONE):
         return None
@@ -629,7 +632,7 @@ class BodyScan:
         if parsed is None or self._key is None:
             return None
         array, end = parsed
-        if body[end:].strip() != b"}":
+        if body[end:].strip(JSON_SPACE) != b"}":
             return None
         return self._key, array
 
@@ -670,7 +673,7 @@ def parse_float32_tensor(body: bytes, *, split_at: Sequence[int] | None = None
     if parsed is None:
         return None
     array, end = parsed
-    if body[end:].strip() != b"}":
+    if body[end:].strip(JSON_SPACE) != b"}":
         return None
     return match.group(1).decode("ascii"), array
 

@@ -38,6 +38,7 @@ from pytfrt.serving.metrics import cpu_seconds, resident_memory_bytes
 
 START_TIMEOUT: Final = 600.0
 READY_PREFIX: Final = "Exporting HTTP/REST API at:"
+GRPC_PREFIX: Final = "Running gRPC ModelServer at "
 
 
 def check_loopback(host: str) -> None:
@@ -72,6 +73,8 @@ class ServerProcess:
         self.env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
+        self.grpc_target = ""
+        """``HOST:PORT`` of the gRPC API (printed before the REST line)."""
         self._log: IO[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
 
@@ -80,7 +83,9 @@ class ServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop
         self.proc = subprocess.Popen(
-            [*self.command, "--rest_api_host=127.0.0.1", "--rest_api_port=0", *self.flags],
+            [*self.command, "--rest_api_host=127.0.0.1", "--rest_api_port=0",
+             *([] if any(f.startswith("--port") for f in self.flags) else ["--port=0"]),
+             *self.flags],
             stdout=subprocess.PIPE, stderr=self._log, text=True, env=self.env,
         )
         threading.Thread(target=self._pump, daemon=True).start()
@@ -92,6 +97,8 @@ class ServerProcess:
                 continue
             if line is None:
                 break
+            if line.startswith(GRPC_PREFIX):
+                self.grpc_target = line[len(GRPC_PREFIX):].split()[0]
             if line.startswith(READY_PREFIX):
                 self.url = "http://" + line[len(READY_PREFIX):].split()[0]
                 return self

@@ -313,6 +313,7 @@ def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         out = subprocess.run(
             [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve", f"--rest_api_port={port}",
+             "--port=0",
              f"--model_base_path={tmp_path}"],
             capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 2
@@ -331,3 +332,32 @@ def test_auto_http_stack_takes_the_fast_one_when_installed(monkeypatch: pytest.M
         server.resolve_http("httptools")
     with pytest.raises(ValueError, match="needs the uvloop package"):
         server.resolve_loop("uvloop")
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_during_model_load_ends_the_server(tmp_path: Path, keras_mlp: Any,
+                                                    sig: str) -> None:
+    # The tensorflow backend's first load imports TensorFlow (seconds): the signal lands in it.
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve", "--rest_api_port=0",
+         "--port=0", "--backend=tensorflow", "--model_name=mlp",
+         f"--model_base_path={keras_mlp.base}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "version 1: loading" in line:
+                break
+        proc.send_signal(getattr(signal, sig))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "terminated during start-up" in err
+    assert "AVAILABLE" not in err and "Traceback" not in err
+    assert "Exporting HTTP/REST API" not in out

@@ -44,6 +44,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.fused",
     "pytfrt.backends.cpu.grad_ops",
     "pytfrt.backends.cpu.onnx_ops",
+    "pytfrt.backends.cpu.recurrent",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 

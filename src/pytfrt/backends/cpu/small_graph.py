@@ -481,6 +481,26 @@ def evaluate(text: str, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(values[o] for o in outputs)
 
 
+_ANNOUNCED: list[bool] = []
+
+
+def announce_compile(dispatcher: Any) -> None:
+    """Say once per process, on a terminal, that Numba is about to compile generated code that
+    its on-disk cache does not hold yet (a pause of 1-3 s that would otherwise look like a hang,
+    e.g. on the third step of a training loop).  Silent when standard error is not a terminal
+    (logs, tests), when the code is already cached, and after the first time."""
+    if _ANNOUNCED or not sys.stderr.isatty():
+        return
+    cache = getattr(dispatcher, "_cache", None)
+    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    if index is not None and os.path.exists(index):
+        return
+    _ANNOUNCED.append(True)
+    where = getattr(cache, "_cache_path", None)
+    print("pytfrt: compiling generated code with Numba (1-3 s, once"
+          + (f"; cached in {where})" if where else ")"), file=sys.stderr, flush=True)
+
+
 COMPILE_AFTER = 2
 """Calls of a region that run op by op (:func:`evaluate`) before its Numba function is
 compiled: a model called once or twice (a test, a one-off evaluation) never pays the compile;
@@ -522,6 +542,7 @@ def caller(text: str) -> Callable[..., Any]:
         calls[0] += 1
         if calls[0] > COMPILE_AFTER:
             ns["_warm"] = True  # this call compiles (the kernel's first call)
+            announce_compile(k)
             return ns["_run"](*xs)
         return op_by_op(*xs)
 

@@ -1766,3 +1766,6 @@ __all__ = ["ONNX_OPS", "OnnxGraphImporter", "ops_markdown", "supported_ops"]
 
 # Control flow (If, Loop) registers its handlers in ONNX_OPS on import.
 from pytfrt.compiler.frontends import onnx_control as _onnx_control  # noqa: E402,F401
+
+# LSTM, GRU and RNN register theirs (tg.recurrent) on import.
+from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401
