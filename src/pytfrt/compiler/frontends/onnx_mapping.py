@@ -262,8 +262,9 @@ class OnnxGraphImporter:
             schema = onnx.defs.get_schema(node.op_type, self.opset, node.domain or "")
         except onnx.defs.SchemaError:
             return False
-        plain = [v for v in schema.function_opset_versions if v <= self.opset]
-        dependent = [v for v in schema.context_dependent_function_opset_versions
+        sch: Any = schema  # (the stubs lack the function accessors)
+        plain = [v for v in sch.function_opset_versions if v <= self.opset]
+        dependent = [v for v in sch.context_dependent_function_opset_versions
                      if v <= self.opset]
         if not plain and not dependent:
             return False
@@ -275,10 +276,10 @@ class OnnxGraphImporter:
                 types.append(helper.make_tensor_type_proto(
                     _ONNX_OF_TG[dtype], None if shape is None else list(shape)
                 ).SerializeToString())
-            body = schema.get_context_dependent_function_with_opset_version(
+            body = sch.get_context_dependent_function_with_opset_version(
                 version, node.SerializeToString(), types)
         else:
-            body = schema.get_function_with_opset_version(version)
+            body = sch.get_function_with_opset_version(version)
         fn = onnx.FunctionProto()
         fn.ParseFromString(body)
         given = {a.name for a in node.attribute}
@@ -567,7 +568,12 @@ def _unary(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 
 
 def _binary(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-    return [ctx.op(_BINARY[node.op_type], [ctx.input(node, 0), ctx.input(node, 1)])]
+    a, b = ctx.input(node, 0), ctx.input(node, 1)
+    if node.op_type == "Pow" and a.dtype != b.dtype:  # computed in f64, the base's type
+        wide = [ctx.op("cast", [v], to="f64") if v.dtype != "f64" else v for v in (a, b)]
+        y = ctx.op("pow", wide)
+        return [ctx.op("cast", [y], to=a.dtype) if a.dtype != "f64" else y]
+    return [ctx.op(_BINARY[node.op_type], [a, b])]
 
 
 for _t in _UNARY:
@@ -587,10 +593,12 @@ def _div(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return [ctx.op("mul", [s, q])]
 
 
-@onnx_op("Mod", note="`floor_mod` (`fmod = 0`)")
+@onnx_op("Mod", note="`floor_mod` (`fmod = 0`); `fmod = 1`: `x - trunc(x / y) * y`")
 def _mod(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     if ctx.attrs(node).get("fmod", 0):
-        ctx.unsupported(node, "fmod = 1")
+        from pytfrt.compiler.frontends.onnx_more import mod_fmod
+
+        return [mod_fmod(ctx, node)]
     return [ctx.op("floor_mod", [ctx.input(node, 0), ctx.input(node, 1)])]
 
 
@@ -1161,6 +1169,9 @@ def _reduce_axes(ctx: OnnxGraphImporter, node: Any, x: Value) -> list[int] | Non
     return sorted(_axis(v, rank) for v in axes)
 
 
+_EMPTY_REDUCE = ("ReduceMax", "ReduceMin", "ReduceLogSumExp")
+
+
 def _reduce(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     x = ctx.input(node, 0)
     axes = _reduce_axes(ctx, node, x)
@@ -1168,6 +1179,22 @@ def _reduce(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         return [ctx.op("identity", [x])]
     keep = bool(ctx.attrs(node).get("keepdims", 1))
     t = node.op_type
+    static = _static_shape(x)
+    if static is not None and any(static[a] == 0 for a in axes) and t in _EMPTY_REDUCE:
+        # an empty reduction: the identity of the max/min (-inf/+inf, or the type's bounds)
+        shape = [1 if i in axes else d for i, d in enumerate(static) if keep or i not in axes]
+        dt = _np_dtype(x.dtype)
+        low = t != "ReduceMin"
+        if dt.kind == "f":
+            fill = -np.inf if low else np.inf
+        elif dt.kind == "b":
+            fill = not low
+        else:
+            fill = np.iinfo(dt).min if low else np.iinfo(dt).max
+        return [np.full(shape, fill, dtype=dt)]
+    if x.dtype == "i1" and t in ("ReduceMax", "ReduceMin"):
+        y = ctx.op(_REDUCE[t], [ctx.op("cast", [x], to="ui8")], axes=axes, keepdims=keep)
+        return [ctx.op("cast", [y], to="i1")]
     if t == "ReduceLogSumExp":
         m = ctx.op("reduce_max", [x], axes=axes, keepdims=True)
         s = ctx.op("reduce_sum", [ctx.op("exp", [ctx.op("sub", [x, m])])], axes=axes, keepdims=True)
@@ -1200,11 +1227,18 @@ for _t in _REDUCE:
 def _arg(tg: str) -> Handler:
     def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         a = ctx.attrs(node)
-        if a.get("select_last_index", 0):
-            ctx.unsupported(node, "select_last_index = 1")
         x = ctx.input(node, 0)
         axis = _axis(int(a.get("axis", 0)), _rank(ctx, x))
-        return [ctx.op(tg, [x], axis=axis, keepdims=bool(a.get("keepdims", 1)), output_type="i64")]
+        keep = bool(a.get("keepdims", 1))
+        if not a.get("select_last_index", 0):
+            return [ctx.op(tg, [x], axis=axis, keepdims=keep, output_type="i64")]
+        # the last of equal extremes: the first in the reversed axis, index n - 1 - i
+        n = x.shape[axis] if x.shape is not None else None
+        if n is None:
+            ctx.unsupported(node, "select_last_index = 1 along a dynamic axis")
+        rev = ctx.op("slice", [x], starts=[-1], ends=[-(1 << 62)], axes=[axis], steps=[-1])
+        i = ctx.op(tg, [rev], axis=axis, keepdims=keep, output_type="i64")
+        return [ctx.op("sub", [ctx.constant(np.asarray(n - 1, np.int64), "arg/last"), i])]
 
     return handler
 
@@ -1411,9 +1445,23 @@ def _pad(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         ctx.unsupported(node, f"mode {mode!r}")
     pk = ctx.known_input(node, 1)
     if pk is None:
-        if ctx.has(node, 3):
-            ctx.unsupported(node, "computed pads together with axes")
-        return [_padded(ctx, node, [x, ctx.input(node, 1)], mode=mode)]
+        pads_v = ctx.input(node, 1)
+        if ctx.has(node, 3):  # the full [begins..., ends...] vector, zeros off the axes
+            axes = [_axis(v, rank) for v in _ints(ctx.const_input(node, 3, "axes"))]
+            if pads_v.dtype != "i64":
+                pads_v = ctx.op("cast", [pads_v], to="i64")
+            zero = ctx.constant(np.zeros(1, np.int64), "pad/zeros")
+            pieces = []
+            for side in range(2):
+                for d in range(rank):
+                    if d in axes:
+                        j = side * len(axes) + axes.index(d)
+                        pieces.append(ctx.op("slice", [pads_v], starts=[j], ends=[j + 1],
+                                             axes=[0], steps=[1]))
+                    else:
+                        pieces.append(zero)
+            pads_v = ctx.op("concat", pieces, axis=0)
+        return [_padded(ctx, node, [x, pads_v], mode=mode)]
     pads = _ints(pk)
     if ctx.has(node, 3):
         axes = [_axis(v, rank) for v in _ints(ctx.const_input(node, 3, "axes"))]
@@ -1751,8 +1799,11 @@ def ops_markdown() -> str:
         "`ops_markdown()` (a test checks that this section and the table agree). Default domain,",
         "opsets 13 and later (older models are upgraded with ONNX's version converter). A node",
         "whose inputs are all known at import time is evaluated then (with `onnx.reference`),",
-        "whatever its type; every other node needs a row here, else the import raises",
-        "`UnsupportedOpError`.",
+        "whatever its type. Every other node needs a row here, or an ONNX function body in its",
+        "schema (Attention, the loss ops, RMSNormalization, LayerNormalization's extra outputs,",
+        "CenterCropPad, RotaryEmbedding...: imported as that body, op by op); else the import",
+        "raises `UnsupportedOpError`. An operand the graph dialect needs as an attribute that",
+        "arrives as a graph input is specialised on at run time by `pytfrt.onnx_backend`.",
         "",
         "| ONNX op | emits |",
         "| --- | --- |",
@@ -1766,6 +1817,9 @@ __all__ = ["ONNX_OPS", "OnnxGraphImporter", "ops_markdown", "supported_ops"]
 
 # Control flow (If, Loop) registers its handlers in ONNX_OPS on import.
 from pytfrt.compiler.frontends import onnx_control as _onnx_control  # noqa: E402,F401
+
+# Ops composed from catalogue ops (trigonometry, Hardmax, quantisation...) register on import.
+from pytfrt.compiler.frontends import onnx_more as _onnx_more  # noqa: E402,F401
 
 # LSTM, GRU and RNN register theirs (tg.recurrent) on import.
 from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401
