@@ -20,9 +20,10 @@ Model, version and label resolution, validation messages and metrics are those o
 canonical code with its message.
 
 Threading: a synchronous ``grpc.server`` with ``--grpc_max_threads`` threads.  A call decodes
-its tensors on its gRPC thread, runs the model as one task on the host's work queue (the same
-path as a REST request; through the batcher when batching is on) and blocks its gRPC thread
-until the result's AsyncValue is available; the version stays pinned meanwhile.
+its tensors on its gRPC thread and runs the model there when the servable ``runs_inline`` (its
+``run`` computes on the calling thread; an unbatched REST request runs it on a work-queue
+thread the same way), else through ``predict_async`` -- the batcher when batching is on -- and
+blocks its gRPC thread until the result is available; the version stays pinned meanwhile.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from typing import Any, Final
 
 import numpy as np
 
-from pytfrt.host import AsyncValue, HostContext
+from pytfrt.host import HostContext
 from pytfrt.serving import protos, tensor_proto
-from pytfrt.serving.bridge import error_status, submit, wait
+from pytfrt.serving.bridge import error_status, wait
 from pytfrt.serving.errors import ServingError, invalid
 from pytfrt.serving.json_codec import check_tensor_inputs
 from pytfrt.serving.metrics import ServingMetrics
@@ -51,13 +52,13 @@ MODEL_SERVICE: Final = "tensorflow.serving.ModelService"
 MAX_MESSAGE_BYTES: Final = 2**31 - 1
 
 
-def run_model(host: HostContext, lv: LoadedVersion, inputs: Arrays) -> AsyncValue[Arrays]:
-    """Run one request on ``lv`` as the REST path does: one task on the work queue when the
-    servable ``runs_inline`` and no batcher merges requests, else ``lv.predict_async``."""
+def run_model(lv: LoadedVersion, inputs: Arrays) -> Arrays:
+    """Run one request on ``lv`` from a gRPC thread and return its outputs: on this thread when
+    the servable ``runs_inline`` and no batcher merges requests (no hand-off to the work queue
+    and back), else through ``lv.predict_async`` (the batcher, or the runtime), waited for."""
     if lv.batcher is None and lv.servable.runs_inline:
-        servable = lv.servable
-        return submit(host, lambda: servable.run(inputs))
-    return lv.predict_async(inputs)
+        return lv.servable.run(inputs)
+    return wait(lv.predict_async(inputs))
 
 
 def grpc_status(code: ErrorCode) -> Any:
@@ -206,7 +207,7 @@ class GrpcServer:
                                       f"{{{','.join(lv.signature.output_names)}}}.")
                 self.metrics.in_flight.inc(name)
                 try:
-                    outputs = wait(run_model(self.host, lv, inputs))
+                    outputs = run_model(lv, inputs)
                 finally:
                     self.metrics.in_flight.inc(name, amount=-1)
             finally:

@@ -392,7 +392,6 @@ def add_grpc_service(server: Any) -> None:
     """Register ``inference.GRPCInferenceService`` on a
     :class:`~pytfrt.serving.grpc_server.GrpcServer`."""
     from pytfrt.serving import protos
-    from pytfrt.serving.bridge import wait
     from pytfrt.serving.grpc_server import run_model
 
     manager: ModelManager = server.manager
@@ -434,7 +433,7 @@ def add_grpc_service(server: Any) -> None:
                     if output not in lv.signature.output_names:
                         raise invalid(f"unknown output '{output}' (the model's outputs: "
                                       f"{', '.join(lv.signature.output_names)})")
-                outputs = wait(run_model(server.host, lv, inputs))
+                outputs = run_model(lv, inputs)
             finally:
                 manager.release(lv)
             response = message("inference.ModelInferResponse")(

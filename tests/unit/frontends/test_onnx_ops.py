@@ -829,6 +829,43 @@ def test_gelu_chain_with_a_shared_intermediate_is_kept() -> None:
     assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) <= 1e-5
 
 
+@pytest.mark.parametrize("variant", ["torch_tanh", "gpt2"])
+def test_tanh_gelu_chain_becomes_one_gelu(variant: str) -> None:
+    """PyTorch's ``nn.GELU(approximate="tanh")`` and GPT-2's ``gelu_new`` (with ``Pow``), as
+    the TorchScript exporter writes them at opset 17: one ``tg.gelu`` with ``approximate``."""
+    import torch
+
+    from pytfrt.compiler.frontends.onnx import import_onnx
+
+    class GeluNew(torch.nn.Module):  # transformers' gelu_new
+        def forward(self, x: Any) -> Any:
+            c = float(np.sqrt(2.0 / np.pi))
+            return 0.5 * x * (1.0 + torch.tanh(c * (x + 0.044715 * torch.pow(x, 3.0))))
+
+    module = torch.nn.GELU(approximate="tanh") if variant == "torch_tanh" else GeluNew()
+    model = _torch_to_onnx(module, torch.zeros(3, 5))
+    text = str(import_onnx(model))
+    assert "tg.gelu" in text and "approximate = true" in text
+    assert "tg.tanh" not in text and "tg.mul" not in text and "tg.pow" not in text
+    x = f32(3, 5, lo=-5, hi=5)
+    assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) <= 1e-5
+
+
+def _torch_to_onnx(module: Any, example: Any) -> Any:
+    import io
+    import warnings
+
+    import onnx
+    import torch
+
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (example,), buf, dynamo=False, opset_version=17,
+                          input_names=["x"], output_names=["y"])
+    return onnx.load_from_string(buf.getvalue())
+
+
 @pytest.mark.parametrize(("order", "shared"), [(0, False), (1, False), (0, True)])
 def test_mul_sigmoid_is_silu(order: int, shared: bool) -> None:
     from onnx import TensorProto, helper

@@ -131,6 +131,7 @@ SWEEP: list[tuple[str, dict[str, Any]]] = [
     ("LSTM", {"lens": [3, 5, 1], "direction": "reverse", "layout": 1}),
     ("LSTM", {"peep": True, "init_c": True, "bias": False}),
     ("LSTM", {"clip": 0.5}),
+    ("LSTM", {"peep": True, "init_c": True, "clip": 0.3, "direction": "bidirectional"}),
     ("LSTM", {"input_forget": 1}),
     ("LSTM", {"activations": ["HardSigmoid", "LeakyRelu", "Softsign"],
               "activation_alpha": [0.3, 0.2], "activation_beta": [0.4]}),

@@ -13,7 +13,11 @@ Pure functions of their operands (inputs are never written): thread-safe.
 
 from __future__ import annotations
 
+import functools
+import os
+import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -111,20 +115,27 @@ def _activation(name: str, alpha: float, beta: float) -> Act:
     raise OpError(f"recurrent: unknown activation {name!r}")
 
 
+@functools.lru_cache(maxsize=256)
 def _activations(cell: str, names: str, alphas: tuple[float, ...], betas: tuple[float, ...],
-                 directions: int) -> list[list[Act]]:
-    """Per direction, the cell's activation functions."""
+                 directions: int) -> list[tuple[list[Act], Any]]:
+    """Per direction: the cell's NumPy activations, and the compiled loops' (codes, alphas,
+    betas) arrays (cached: the attributes of an op never change)."""
     try:
         listed = activation_names(cell, names, directions)
     except ValueError as exc:
         raise OpError(f"recurrent: {exc}") from None
-    acts = []
-    for k, name in enumerate(listed):
-        alpha = alphas[k] if k < len(alphas) else ALPHA_DEFAULTS.get(name, 0.0)
-        beta = betas[k] if k < len(betas) else BETA_DEFAULTS.get(name, 0.0)
-        acts.append(_activation(name, alpha, beta))
-    n = CELL_FUNCTIONS[cell]
-    return [acts[d * n:(d + 1) * n] for d in range(directions)]
+    al = [alphas[k] if k < len(alphas) else ALPHA_DEFAULTS.get(n, 0.0)
+          for k, n in enumerate(listed)]
+    be = [betas[k] if k < len(betas) else BETA_DEFAULTS.get(n, 0.0) for k, n in enumerate(listed)]
+    nf = CELL_FUNCTIONS[cell]
+    out = []
+    for d in range(directions):
+        part = slice(d * nf, (d + 1) * nf)
+        acts = [_activation(*f) for f in zip(listed[part], al[part], be[part], strict=True)]
+        arrays = (np.asarray([ACT_CODES[n] for n in listed[part]], np.int64),
+                  np.asarray(al[part], np.float64), np.asarray(be[part], np.float64))
+        out.append((acts, arrays))
+    return out
 
 
 @GRAPH_OPS.op("recurrent")
@@ -165,7 +176,8 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
                           f"and batch {batch}")
         if lens.size and lens.min() == steps:
             lens = None   # every sequence is full
-    acts = _activations(cell, activations, activation_alpha, activation_beta, dirs)
+    per_dir = _activations(cell, activations, tuple(activation_alpha), tuple(activation_beta),
+                           dirs)
     y = np.zeros((steps, dirs, batch, hid), dt)
     y_h = np.empty((dirs, batch, hid), dt)
     y_c = np.empty((dirs, batch, hid), dt) if cell == "lstm" else None
@@ -180,14 +192,30 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
         if rb is not None and not (cell == "gru" and linear_before_reset):
             xw += rb   # the recurrent bias adds to the pre-activation as the input bias does
             rb = None
+        elif rb is not None:  # GRU, reset gate after the product: only Rbh stays inside
+            xw[..., :2 * hid] += rb[:2 * hid]
+            rb = rb[2 * hid:]
         h = np.zeros((batch, hid), dt) if h0 is None else np.array(h0[d], dt)
         c = None
         if cell == "lstm":
             c = np.zeros((batch, hid), dt) if c0 is None else np.array(c0[d], dt)
-        order, valid = _schedule(steps, batch, lens, reverse)
-        step_fn = {"lstm": _lstm_steps, "gru": _gru_steps, "rnn": _rnn_steps}[cell]
-        step_fn(xw, r[d], rb, h, c, None if p is None else p[d], acts[d], clip,
-                linear_before_reset, input_forget, order, valid, y[:, d])
+        loops = _numba_loops() if NUMBA and lens is None else None
+        if loops is not None:
+            args = (*per_dir[d][1], float(clip))
+            rt = np.ascontiguousarray(r[d].T)
+            if cell == "lstm":
+                pd = np.zeros(0, dt) if p is None else np.ascontiguousarray(p[d])
+                loops["lstm"](xw, rt, h, c, pd, *args, bool(input_forget), reverse, y[:, d])
+            elif cell == "gru":
+                rbh = np.zeros(hid, dt) if rb is None else np.ascontiguousarray(rb)
+                loops["gru"](xw, rt, rbh, h, *args, bool(linear_before_reset), reverse, y[:, d])
+            else:
+                loops["rnn"](xw, rt, h, *args, reverse, y[:, d])
+        else:
+            order, valid = _schedule(steps, batch, lens, reverse)
+            step_fn = {"lstm": _lstm_steps, "gru": _gru_steps, "rnn": _rnn_steps}[cell]
+            step_fn(xw, r[d], rb, h, c, None if p is None else p[d], per_dir[d][0], clip,
+                    linear_before_reset, input_forget, order, valid, y[:, d])
         y_h[d] = h
         if y_c is not None:
             y_c[d] = c
@@ -256,7 +284,10 @@ def _lstm_steps(xw: np.ndarray, r: np.ndarray, rb: np.ndarray | None, h: np.ndar
         if pi is not None:
             gi += pi * c
             gf += pf * c
-        _clip(gates, clip)
+            for gate in (gi, gf, gc):  # o is clipped once its peephole term is in
+                _clip(gate, clip)
+        else:
+            _clip(gates, clip)
         f_act(gi)
         if input_forget:
             np.subtract(1, gi, out=gf)
@@ -269,8 +300,7 @@ def _lstm_steps(xw: np.ndarray, r: np.ndarray, rb: np.ndarray | None, h: np.ndar
         tmp += gc
         if po is not None:
             go += po * tmp
-            if clip > 0:
-                np.clip(go, -clip, clip, out=go)
+            _clip(go, clip)
         f_act(go)
         if live is None:
             c[...] = tmp
@@ -297,15 +327,13 @@ def _gru_steps(xw: np.ndarray, r: np.ndarray, rb: np.ndarray | None, h: np.ndarr
         x_t = _gather(xw, t)
         np.matmul(h, rzr_t, out=zr)
         zr += x_t[:, :2 * hid]
-        if rb is not None:
-            zr += rb[:2 * hid]
         _clip(zr, clip)
         f_act(zr)
         z, rg = zr[:, :hid], zr[:, hid:]
         if lbr:
             np.matmul(h, rh_t, out=hh)
             if rb is not None:
-                hh += rb[2 * hid:]
+                hh += rb
             hh *= rg
         else:
             np.matmul(rg * h, rh_t, out=hh)
@@ -340,3 +368,27 @@ def _rnn_steps(xw: np.ndarray, r: np.ndarray, rb: np.ndarray | None, h: np.ndarr
         else:
             h[live] = new[live]
         _store(y, t, h, live)
+
+
+# -- the Numba loops (no sequence_lens): one compiled loop over time, batch rows and gates ---------
+ACT_CODES = {name: i for i, name in enumerate(ACTIVATIONS)}
+"""Activation name -> the code the compiled loops switch on (the order of :data:`ACTIVATIONS`)."""
+
+_NUMBA_LOCK = threading.Lock()
+_NUMBA: dict[str, Any] | None = None
+NUMBA = os.environ.get("PYTFRT_RECURRENT_NUMBA", "1") != "0"
+"""Whether :func:`recurrent` uses the compiled loops (``PYTFRT_RECURRENT_NUMBA=0``: NumPy)."""
+
+
+def _numba_loops() -> dict[str, Any] | None:
+    """The compiled loops (``None`` if Numba is unavailable), made once."""
+    global _NUMBA
+    with _NUMBA_LOCK:
+        if _NUMBA is None:
+            try:
+                from pytfrt.backends.cpu import _recurrent_loops as loops
+            except ImportError:  # no Numba: the NumPy loop serves
+                _NUMBA = {}
+            else:
+                _NUMBA = {"lstm": loops.lstm, "gru": loops.gru, "rnn": loops.rnn}
+        return _NUMBA or None

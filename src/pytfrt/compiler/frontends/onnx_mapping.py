@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
+from pytfrt.backends.cpu._geometry import same_pad
 from pytfrt.compiler.errors import UnsupportedOpError
 from pytfrt.compiler.frontends.onnx import (
     _NO_FOLD,
@@ -847,13 +848,6 @@ def _gemm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return [y]
 
 
-def _same_pads(in_size: int, k: int, s: int, d: int, upper: bool) -> tuple[int, int]:
-    out = -(-in_size // s)
-    total = max(0, (out - 1) * s + (k - 1) * d + 1 - in_size)
-    small = total // 2
-    return (small, total - small) if upper else (total - small, small)
-
-
 def _spatial_pads(
     ctx: OnnxGraphImporter,
     node: Any,
@@ -878,7 +872,7 @@ def _spatial_pads(
             return None, "SAME"
         ctx.unsupported(node, "auto_pad SAME_LOWER with dynamic spatial dimensions")
     (t, b), (l_, r) = (
-        _same_pads(spatial[i], kernel[i], strides[i], dilations[i], auto == "SAME_UPPER")
+        same_pad(spatial[i], kernel[i], strides[i], dilations[i], upper=auto == "SAME_UPPER")
         for i in range(2)
     )
     return [t, b, l_, r], None

@@ -1,0 +1,163 @@
+"""The compiled loops of the ``tg.recurrent`` kernel (:mod:`.recurrent`): Numba, no NumPy calls.
+
+One function per cell runs the recurrence of one direction over every time step, batch row
+and gate: the gates are the precomputed input projection (``xw``, biases folded) plus the
+recurrent product accumulated in the input's type from ``rt`` (``R`` transposed, ``[H, G*H]``
+contiguous), then the activations (switching on :data:`.recurrent.ACT_CODES`) update the
+state in place and write ``y[t]``.  Imported lazily by :mod:`.recurrent` (importing it imports
+Numba); compiled on first use and cached on disk (``cache=True``).  The functions write only
+``h``, ``c`` and ``y``: thread-safe for distinct arrays.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True,
+                  fastmath={"nsz", "arcp", "contract", "afn", "reassoc"})
+# no "nnan"/"ninf": a saturated gate (exp overflowing to inf) must still give 0 or 1
+
+
+@_jit
+def apply(v, lo, hi, code, alpha, beta, clip):  # type: ignore[no-untyped-def]
+    """``v[lo:hi] = activation(clip(v[lo:hi]))`` in place; one loop per activation so that
+    the simple ones vectorise."""
+    if clip > 0:
+        for j in range(lo, hi):
+            v[j] = min(max(v[j], -clip), clip)
+    if code == 0:  # sigmoid
+        for j in range(lo, hi):
+            v[j] = 1.0 / (1.0 + math.exp(-v[j]))
+    elif code == 1:  # tanh = 1 - 2 / (exp(2x) + 1)
+        for j in range(lo, hi):
+            v[j] = 1.0 - 2.0 / (math.exp(2.0 * v[j]) + 1.0)
+    elif code == 2:
+        for j in range(lo, hi):
+            v[j] = max(v[j], 0.0)
+    elif code == 3:
+        for j in range(lo, hi):
+            v[j] = alpha * v[j] + beta
+    elif code == 4:
+        for j in range(lo, hi):
+            v[j] = v[j] if v[j] >= 0 else alpha * v[j]
+    elif code == 5:
+        for j in range(lo, hi):
+            v[j] = v[j] if v[j] > alpha else 0.0
+    elif code == 6:
+        for j in range(lo, hi):
+            v[j] = alpha * math.tanh(beta * v[j])
+    elif code == 7:
+        for j in range(lo, hi):
+            v[j] = min(max(alpha * v[j] + beta, 0.0), 1.0)
+    elif code == 8:
+        for j in range(lo, hi):
+            v[j] = v[j] if v[j] >= 0 else alpha * (math.exp(v[j]) - 1.0)
+    elif code == 9:
+        for j in range(lo, hi):
+            v[j] = v[j] / (1.0 + abs(v[j]))
+    else:
+        for j in range(lo, hi):
+            v[j] = max(v[j], 0.0) + math.log1p(math.exp(-abs(v[j])))
+
+
+@_jit
+def matvec(acc, h, b, rt, col0):  # type: ignore[no-untyped-def]
+    """``acc = h[b] @ rt[:, col0:col0 + len(acc)]`` (rows of ``rt`` streamed, contiguous)."""
+    width = acc.shape[0]
+    for j in range(width):
+        acc[j] = 0.0
+    for k in range(h.shape[1]):
+        hk = h[b, k]
+        for j in range(width):
+            acc[j] += hk * rt[k, col0 + j]
+
+
+@_jit
+def lstm(xw, rt, h, c, p, codes, alphas, betas, clip, input_forget, reverse, y):  # type: ignore[no-untyped-def]
+    steps, batch, g4 = xw.shape
+    hid = g4 // 4
+    gates = np.empty(g4, xw.dtype)
+    cbuf = np.empty(hid, xw.dtype)
+    peep = p.shape[0] > 0
+    f0, a0, b0 = codes[0], alphas[0], betas[0]
+    for s in range(steps):
+        t = steps - 1 - s if reverse else s
+        for b in range(batch):
+            matvec(gates, h, b, rt, 0)
+            for j in range(g4):
+                gates[j] += xw[t, b, j]
+            if peep:  # i and f see c[t-1]; o sees c[t], below
+                for j in range(hid):
+                    gates[j] += p[j] * c[b, j]
+                    gates[2 * hid + j] += p[2 * hid + j] * c[b, j]
+                apply(gates, 0, hid, f0, a0, b0, clip)
+                apply(gates, 2 * hid, 3 * hid, f0, a0, b0, clip)
+            else:
+                apply(gates, 0, 3 * hid, f0, a0, b0, clip)
+            apply(gates, 3 * hid, g4, codes[1], alphas[1], betas[1], clip)
+            if input_forget:
+                for j in range(hid):
+                    gates[2 * hid + j] = 1.0 - gates[j]
+            for j in range(hid):
+                cn = gates[2 * hid + j] * c[b, j] + gates[j] * gates[3 * hid + j]
+                c[b, j] = cn
+                cbuf[j] = cn
+            if peep:
+                for j in range(hid):
+                    gates[hid + j] += p[hid + j] * cbuf[j]
+                apply(gates, hid, 2 * hid, f0, a0, b0, clip)
+            apply(cbuf, 0, hid, codes[2], alphas[2], betas[2], 0.0)
+            for j in range(hid):
+                hn = gates[hid + j] * cbuf[j]
+                h[b, j] = hn
+                y[t, b, j] = hn
+
+
+@_jit
+def gru(xw, rt, rbh, h, codes, alphas, betas, clip, lbr, reverse, y):  # type: ignore[no-untyped-def]
+    steps, batch, g3 = xw.shape
+    hid = g3 // 3
+    acc = np.empty(g3 if lbr else 2 * hid, xw.dtype)
+    rh = np.empty(hid, xw.dtype)
+    reset = np.empty((1, hid), xw.dtype)
+    for s in range(steps):
+        t = steps - 1 - s if reverse else s
+        for b in range(batch):
+            matvec(acc, h, b, rt, 0)
+            for j in range(2 * hid):
+                acc[j] += xw[t, b, j]
+            apply(acc, 0, 2 * hid, codes[0], alphas[0], betas[0], clip)  # z, r
+            if lbr:
+                for j in range(hid):
+                    rh[j] = acc[hid + j] * (acc[2 * hid + j] + rbh[j])
+            else:
+                for k in range(hid):
+                    reset[0, k] = acc[hid + k] * h[b, k]
+                matvec(rh, reset, 0, rt, 2 * hid)
+            for j in range(hid):
+                rh[j] += xw[t, b, 2 * hid + j]
+            apply(rh, 0, hid, codes[1], alphas[1], betas[1], clip)
+            for j in range(hid):
+                z = acc[j]
+                hn = (1.0 - z) * rh[j] + z * h[b, j]
+                h[b, j] = hn
+                y[t, b, j] = hn
+
+
+@_jit
+def rnn(xw, rt, h, codes, alphas, betas, clip, reverse, y):  # type: ignore[no-untyped-def]
+    steps, batch, hid = xw.shape
+    acc = np.empty(hid, xw.dtype)
+    for s in range(steps):
+        t = steps - 1 - s if reverse else s
+        for b in range(batch):
+            matvec(acc, h, b, rt, 0)
+            for j in range(hid):
+                acc[j] += xw[t, b, j]
+            apply(acc, 0, hid, codes[0], alphas[0], betas[0], clip)
+            for j in range(hid):
+                h[b, j] = acc[j]
+                y[t, b, j] = acc[j]
