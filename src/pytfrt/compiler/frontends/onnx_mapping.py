@@ -1751,11 +1751,13 @@ def _scatter_elements(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return [ctx.op("scatter_elements", ops, axis=axis, reduction=a.get("reduction", "none"))]
 
 
-@onnx_op("ScatterND", note="`scatter_nd` (`reduction = none`)")
+@onnx_op("ScatterND", note="`scatter_nd`; with a reduction `scatter_nd_reduce {reduction}`")
 def _scatter_nd(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-    if ctx.attrs(node).get("reduction", "none") != "none":
-        ctx.unsupported(node, "a reduction other than none")
-    return [ctx.op("scatter_nd", [ctx.input(node, i) for i in range(3)])]
+    reduction = str(ctx.attrs(node).get("reduction", "none"))
+    operands = [ctx.input(node, i) for i in range(3)]
+    if reduction != "none":
+        return [ctx.op("scatter_nd_reduce", operands, reduction=reduction)]
+    return [ctx.op("scatter_nd", operands)]
 
 
 @onnx_op("Einsum", note="`einsum {equation}` (ONNX family)")

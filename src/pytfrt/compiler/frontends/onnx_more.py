@@ -233,3 +233,104 @@ def _qlinear_matmul(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     q = ctx.op("round", [ctx.op("mul", [acc, scale])])
     q = ctx.op("add", [q, ctx.op("cast", [zy], to="f64")])
     return [ctx.op("cast", [_saturate(ctx, q, zy.dtype)], to=zy.dtype)]
+
+
+# -- ops with kernels of their own (catalogue family ``onnx_more``) -------------------------
+
+
+@onnx_op("BitShift", note="`bit_shift {direction}` (onnx_more family)")
+def _bit_shift(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    direction = str(ctx.attrs(node)["direction"])
+    return [ctx.op("bit_shift", [ctx.input(node, 0), ctx.input(node, 1)], direction=direction)]
+
+
+@onnx_op("BitwiseXor", note="`bitwise_xor` (onnx_more family)")
+def _bitwise_xor(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op("bitwise_xor", [ctx.input(node, 0), ctx.input(node, 1)])]
+
+
+@onnx_op("BitwiseNot", note="`bitwise_not` (onnx_more family)")
+def _bitwise_not(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op("bitwise_not", [ctx.input(node, 0)])]
+
+
+@onnx_op("CumProd", note="`cumprod {axis, exclusive, reverse}` (onnx_more family)")
+def _cumprod(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    axis = _axis(int(ctx.const_input(node, 1, "axis").reshape(-1)[0]), _rank(ctx, x))
+    return [ctx.op("cumprod", [x], axis=axis, exclusive=bool(a.get("exclusive", 0)),
+                   reverse=bool(a.get("reverse", 0)))]
+
+
+@onnx_op("NonMaxSuppression",
+         note="`non_max_suppression {center_point_box}` ([n, 3] rows, n at run time)")
+def _nms(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    operands = [ctx.input(node, 0), ctx.input(node, 1)]
+    defaults = (np.zeros((), np.int64), np.zeros((), np.float32), None)
+    for i, default in zip((2, 3, 4), defaults, strict=True):
+        if ctx.has(node, i):
+            operands.append(ctx.input(node, i))
+        elif i < len(node.input) or default is not None:
+            if default is None:
+                break
+            operands.append(ctx.constant(default, f"nms/default{i}"))
+    return [ctx.op("non_max_suppression", operands,
+                   center_point_box=int(ctx.attrs(node).get("center_point_box", 0)))]
+
+
+@onnx_op("GridSample", note="`grid_sample {mode, padding_mode, align_corners}` (4-D input)")
+def _grid_sample(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    if _rank(ctx, x) != 4:
+        ctx.unsupported(node, f"a rank-{_rank(ctx, x)} input (only 2-D sampling, NCHW)")
+    mode = str(a.get("mode", "linear"))
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    return [ctx.op("grid_sample", [x, ctx.input(node, 1)], mode=mode,
+                   padding_mode=str(a.get("padding_mode", "zeros")),
+                   align_corners=bool(a.get("align_corners", 0)))]
+
+
+@onnx_op("StringConcat", note="`string_concat` (onnx_more family)")
+def _string_concat(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op("string_concat", [ctx.input(node, 0), ctx.input(node, 1)])]
+
+
+@onnx_op("RegexFullMatch", note="`regex_full_match {pattern}` (Python `re` syntax)")
+def _regex_full_match(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    pattern = str(ctx.attrs(node).get("pattern", ""))
+    return [ctx.op("regex_full_match", [ctx.input(node, 0)], pattern=pattern)]
+
+
+@onnx_op("BitCast", note="`bitcast {to}` (same element size)")
+def _bitcast(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    to = tg_dtype(int(ctx.attrs(node)["to"]), where=f"{ctx.origin}: node {node.name!r}: ")
+    return [ctx.op("bitcast", [ctx.input(node, 0)], to=to)]
+
+
+@onnx_op("Det", note="`det` (onnx_more family)")
+def _det(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op("det", [ctx.input(node, 0)])]
+
+
+@onnx_op("ReverseSequence", note="`reverse_sequence {batch_axis, time_axis}`")
+def _reverse_sequence(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    return [ctx.op("reverse_sequence", [ctx.input(node, 0), ctx.input(node, 1)],
+                   batch_axis=int(a.get("batch_axis", 1)), time_axis=int(a.get("time_axis", 0)))]
+
+
+@onnx_op("Compress", note="`compress {axis}` (the result size known at run time)")
+def _compress(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    axis = [int(a["axis"])] if "axis" in a else []
+    return [ctx.op("compress", [ctx.input(node, 0), ctx.input(node, 1)], axis=axis)]
+
+
+@onnx_op("Unique", note="`unique {axis, sorted}` (four results, sizes known at run time)")
+def _unique(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    axis = [int(a["axis"])] if "axis" in a else []
+    return list(ctx.op("unique", [ctx.input(node, 0)], axis=axis,
+                       sorted=bool(a.get("sorted", 1)), n_results=4))
