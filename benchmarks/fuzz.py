@@ -54,7 +54,7 @@ from pytfrt.bef.reader import read_bef  # noqa: E402
 from pytfrt.bef.writer import write_bef  # noqa: E402
 from pytfrt.executor import LoadError, load_program  # noqa: E402
 from pytfrt.host import DiagnosticCollector, HostContext  # noqa: E402
-from pytfrt.host.kernel_libraries import builtin_registry  # noqa: E402
+from pytfrt.kernel_libraries import builtin_registry  # noqa: E402
 from pytfrt.mlir import MlirError, compile_mlir  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"

@@ -184,19 +184,36 @@ def _body(name: str) -> bytes:
     return json.dumps({"instances": _input(name).tolist()}).encode()
 
 
-def _grpc_request(name: str) -> bytes:
+_input_names: dict[tuple[str, str], str] = {}
+
+
+def _input_name(server: ServerProcess, name: str) -> str:
+    """The model's one input name, from the server's metadata API (gRPC and v2 name it)."""
+    key = (server.url, name)
+    if key not in _input_names:
+        import urllib.request
+
+        with urllib.request.urlopen(f"{server.url}/v1/models/{name}/metadata",
+                                    timeout=60) as response:
+            meta = json.load(response)
+        (_input_names[key],) = meta["metadata"]["signature_def"]["signature_def"][
+            "serving_default"]["inputs"]
+    return _input_names[key]
+
+
+def _grpc_request(name: str, input_name: str) -> bytes:
     from pytfrt.serving import protos, tensor_proto
 
     request = protos.message_class("tensorflow.serving.PredictRequest")()
     request.model_spec.name = name
-    tensor_proto.from_array(_input(name), request.inputs["x"])
+    tensor_proto.from_array(_input(name), request.inputs[input_name])
     return bytes(request.SerializeToString())
 
 
-def _v2_request(name: str) -> tuple[bytes, dict[str, str]]:
+def _v2_request(name: str, input_name: str) -> tuple[bytes, dict[str, str]]:
     x = _input(name)
     header = json.dumps({
-        "inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
+        "inputs": [{"name": input_name, "shape": list(x.shape), "datatype": "FP32",
                     "parameters": {"binary_data_size": x.nbytes}}],
         "parameters": {"binary_data_output": True},
     }).encode()
@@ -208,10 +225,11 @@ def _load(server: ServerProcess, name: str, clients: int, seconds: float,
           protocol: str = "rest") -> LoadResult:
     if protocol == "grpc":
         return run_grpc_load(server.grpc_target, "/tensorflow.serving.PredictionService/Predict",
-                             _grpc_request(name), clients=clients, duration=seconds,
+                             _grpc_request(name, _input_name(server, name)), clients=clients,
+                             duration=seconds,
                              request_timeout=120.0)
     if protocol == "v2":
-        body, headers = _v2_request(name)
+        body, headers = _v2_request(name, _input_name(server, name))
         return run_load(f"{server.url}/v2/models/{name}/infer", body, clients=clients,
                         duration=seconds, request_timeout=120.0, headers=headers)
     return run_load(f"{server.url}/v1/models/{name}:predict", _body(name), clients=clients,

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu.op_math import MATH, Math
 from pytfrt.backends.cpu.ops import matmul_result_shape
 from pytfrt.core_runtime.core_runtime import CoreRuntime
@@ -864,7 +865,7 @@ def _configure_c(ext: Any, weak_floats: bool | None = None, read_struct: bool = 
 def _load_c_fast_path() -> dict[str, Any]:
     """The C op objects (op name or Tensor dunder -> object); empty when the extension is not
     built or ``PYTFRT_NO_C_EAGER`` is set to anything but ``""``/``"0"``."""
-    if os.environ.get("PYTFRT_NO_C_EAGER", "") not in ("", "0"):
+    if config.flag("PYTFRT_NO_C_EAGER"):
         return {}
     try:
         from pytfrt import _eager_fast

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu.arena import Arena
 from pytfrt.bef.program import Program
 from pytfrt.executor.loader import load_program
@@ -75,7 +76,7 @@ def create_host(work_queue_type: str) -> HostContext:
     Raises:
         ValueError: if ``work_queue_type`` is not one of the accepted forms.
     """
-    from pytfrt.host.kernel_libraries import builtin_registry
+    from pytfrt.kernel_libraries import builtin_registry
 
     return HostContext(work_queue_type, registry=builtin_registry())
 
@@ -92,7 +93,7 @@ def default_host() -> HostContext:
     global _HOST
     with _HOST_LOCK:
         if _HOST is None:
-            spec = os.environ.get("PYTFRT_MODEL_QUEUE") or f"mstd:{max(os.cpu_count() or 1, 1)}"
+            spec = config.text("PYTFRT_MODEL_QUEUE") or f"mstd:{max(os.cpu_count() or 1, 1)}"
             _HOST = create_host(spec)
         return _HOST
 

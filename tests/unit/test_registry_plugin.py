@@ -11,12 +11,9 @@ import importlib.metadata
 import pytest
 
 from pytfrt.host import DiagnosticCollector, HostContext, KernelFrame, make_available
-from pytfrt.host.kernel_libraries import (
-    ENTRY_POINT_GROUP,
-    builtin_registry,
-    load_entry_point_kernels,
-)
+from pytfrt.host.kernel_libraries import ENTRY_POINT_GROUP, load_entry_point_kernels
 from pytfrt.host.registry import KernelRegistry, RegistryError
+from pytfrt.kernel_libraries import builtin_registry
 
 
 def test_the_example_plugin_is_installed() -> None:

@@ -24,7 +24,8 @@ Control flow (``tg.if``, ``tg.case``, ``tg.while``) has rules of its own in
 :mod:`pytfrt.compiler.autodiff_control`: they build gradient functions of the module and
 differentiate the bodies with :func:`backprop`.
 
-:func:`value_and_grad_traced` is what ``pytfrt.value_and_grad`` runs inside a trace.
+:func:`pytfrt.compiler.autodiff_control.value_and_grad_traced` is what ``pytfrt.value_and_grad``
+runs inside a trace.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from pytfrt.compiler.ops import CATALOGUE, get_opdef
 from pytfrt.compiler.types import FLOAT_DTYPES, from_xdsl, np_dtype
 
 __all__ = ["MULTI_VJP_RULES", "NON_DIFFERENTIABLE", "NO_RULE", "VJP_RULES", "AutodiffError",
-           "backprop", "value_and_grad_traced", "vjp"]
+           "CONTROL_RULES", "backprop", "vjp"]
 
 
 class AutodiffError(GraphError):
@@ -1126,7 +1127,7 @@ def backprop(fb: FunctionBuilder, ops: Sequence[Operation], wrt: Sequence[Value]
         if name in NON_DIFFERENTIABLE:
             continue
         ctx = _Ctx(fb, op, name, active)
-        multi = _control_rules().get(name) or MULTI_VJP_RULES.get(name)
+        multi = CONTROL_RULES.get(name) or MULTI_VJP_RULES.get(name)
         if multi is not None:
             grads = multi(ctx, gs)
         else:
@@ -1151,66 +1152,7 @@ def backprop(fb: FunctionBuilder, ops: Sequence[Operation], wrt: Sequence[Value]
 ControlRule = Callable[[_Ctx, list[Value | None]], list[Value | None]]
 
 
-def _control_rules() -> dict[str, ControlRule]:
-    from pytfrt.compiler.autodiff_control import CONTROL_RULES
-
-    return CONTROL_RULES
-
-
-def value_and_grad_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                          nums: tuple[int, ...], multi: bool, has_aux: bool) -> Any:
-    """``pytfrt.value_and_grad(fn, nums, has_aux)(*args, **kwargs)`` inside the current trace."""
-    from pytfrt.compiler.frontends import trace
-    from pytfrt.function import tree_flatten, tree_unflatten
-
-    t = trace.current()
-    if t is None:
-        leaf = next(x for x in tree_flatten((args, kwargs))[0]
-                    if isinstance(x, trace.TracedValue))
-        t = leaf.tracer
-    new_args = list(args)
-    wrt: list[Value] = []
-    trees = []
-    for n in nums:
-        leaves, td = tree_flatten(args[n])
-        fresh = []
-        for x in leaves:
-            tv = trace.as_traced(t, x)
-            if tv.value.dtype not in FLOAT_DTYPES:
-                raise TypeError(f"grad requires floating-point inputs, argument {n} has a "
-                                f"{tv.value.dtype} leaf (at {trace.user_location()})")
-            f = t.emit("identity", [tv])  # a fresh value: the same array twice gets two grads
-            fresh.append(f)
-            wrt.append(f.value)
-        new_args[n] = tree_unflatten(td, fresh)
-        trees.append((td, len(fresh)))
-    with t:
-        out = fn(*new_args, **kwargs)
-    value, aux = (out if has_aux else (out, None))
-    v = trace.as_traced(t, value)
-    if v.shape != () or v.value.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"grad requires a function returning a floating-point scalar, got "
-                        f"{v.value.type} (at {trace.user_location()})")
-    grads = [trace.TracedValue(t, g) for g in vjp(t.fb, wrt, t.resolve(v))]
-    # a loop the while rule rebuilt: the value and aux name the new loop's results
-    from pytfrt.compiler.autodiff_control import forwarded
-
-    for leaf in tree_flatten((v, aux))[0]:
-        if isinstance(leaf, trace.TracedValue) and leaf.tracer is t:
-            new = forwarded(t.fb, leaf.value.ssa)
-            if new is not None:
-                leaf.value = new
-    # the fresh identities have served (the gradients are separate values now): drop them
-    for w in wrt:
-        op = w.ssa.owner
-        if isinstance(op, Operation) and op.name == "tg.identity":
-            w.ssa.replace_all_uses_with(op.operands[0])
-            op.detach()
-            op.erase()
-    per_arg = []
-    i = 0
-    for td, k in trees:
-        per_arg.append(tree_unflatten(td, grads[i:i + k]))
-        i += k
-    g_out = tuple(per_arg) if multi else per_arg[0]
-    return ((v, aux) if has_aux else v), g_out
+CONTROL_RULES: dict[str, ControlRule] = {}
+"""Control-flow op name (``if``, ``case``, ``while``) -> its reverse-mode rule.  Filled by
+:mod:`pytfrt.compiler.autodiff_control` when it is imported (registration by import: its rules
+call :func:`backprop` on the bodies); :func:`pytfrt.value_and_grad` goes through that module."""

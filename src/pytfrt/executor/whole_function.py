@@ -48,13 +48,13 @@ one function at once.
 
 from __future__ import annotations
 
-import os
 import typing
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import groupby
 from typing import Any, Final
 
+from pytfrt import config
 from pytfrt.executor.async_executor import (
     BEFFunction,
     _message,
@@ -121,14 +121,14 @@ _WHILE: Final = "tfrt.while"
 def fuse_by_default() -> bool:
     """Whether whole-function code fuses segments of tensor kernels (``PYTFRT_FUSE_SEGMENTS``,
     on unless ``0``; needs Numba)."""
-    if os.environ.get(FUSE_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+    if not config.flag(FUSE_SWITCH):
         return False
     return provider() is not None
 
 
 def enabled_by_default() -> bool:
     """Whether whole-function execution is on unless a loader says otherwise (the env switch)."""
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+    return config.flag(ENV_SWITCH)
 
 
 # -- scheduling ---------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ class _Generator:
 
             dht, f32 = provider().tensor_types()
             self.namespace.update(_DHT=dht, _F32D=f32, _F32=np.float32, _CHAIN=CHAIN,
-                                  _INT=int)
+                                  _INT=int, _WRAP=provider().new_tensor_wrapper())
 
     def var(self) -> str:
         self.counter += 1
@@ -547,13 +547,20 @@ class _Generator:
                 expr = py
             elif sym.kind in "nsi":
                 outs.append(sym.name)
-                expr = f"_DHT(_F32D, _f[{len(outs)}])" if sym.kind == "n" else f"_f[{len(outs)}]"
+                expr = (f"(_DHT(_F32D, _f[{len(outs)}]) if _alloc is None else "
+                        f"_WRAP(ctx, _F32D, _f[{len(outs)}]))" if sym.kind == "n"
+                        else f"_f[{len(outs)}]")
             elif sym.kind == "c":
                 expr = "_CHAIN"
             else:
                 expr = sym.py
             assigns.append(f"{names[r]} = {expr}")
         d = depth
+        if builder.allocs:
+            for line in ("_alloc = ctx.request_context.host.allocator",
+                         "_fuse_alloc = _alloc is None or _alloc.fused_ok"):
+                if line not in self.hoisted:
+                    self.hoisted.append(line)
         if builder.kernels:
             conds = ["not E"]
             conds += [f"{py}.__class__ is _DHT and {py}.dtype is _F32D"
@@ -561,9 +568,10 @@ class _Generator:
             conds += [f"{py}.__class__ is _F32" for py in builder.ext_scalars]
             conds += [f"{py}.__class__ is _INT" for py in builder.ext_ints]
             if builder.allocs:
-                if "_noalloc = ctx.request_context.host.allocator is None" not in self.hoisted:
-                    self.hoisted.append("_noalloc = ctx.request_context.host.allocator is None")
-                conds.append("_noalloc")
+                # New tensors: fused only under an allocator that never refuses and reports
+                # nothing but the balance (HostAllocator.fused_ok); those that leave the
+                # segment are accounted with it (wrap_result), as the kernels account them.
+                conds.append("_fuse_alloc")
             seg = self.const(FusedSegment(builder.source(outs), inst.fn.name,
                                           builder.calls_back))
             args = [f"{py}.array" for py in builder.ext_tensors] + list(builder.ext_scalars) \

@@ -63,6 +63,11 @@ class HostAllocator:
     """Base allocator: accounts for allocations and never refuses (``malloc``)."""
 
     choosing_line = "Choosing malloc."
+    fused_ok: bool = True
+    """Whether fused segments (docs/executor.md) may make tensors under this allocator: it
+    never refuses and reports nothing but whether bytes are still allocated at exit.  A fused
+    segment accounts the tensors that leave it; its temporaries (made and dropped inside the
+    one compiled call) are not accounted, which only the per-allocation counts could show."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -106,6 +111,7 @@ class ProfiledAllocator(HostAllocator):
     """Counts allocations and prints the profile at exit."""
 
     choosing_line = "Choosing profiled allocator based on malloc."
+    fused_ok = False  # prints every count
 
     def report_at_exit(self, out: TextIO) -> int:
         for line in self.profile_lines():
@@ -138,6 +144,7 @@ class FixedSizeAllocator(HostAllocator):
     """``test_fixed_size_1k``: refuses what exceeds its capacity; logs to ``log``."""
 
     choosing_line = "Choosing fixed size malloc."
+    fused_ok = False  # refuses, and logs each allocation
     UNCOUNTED_LIMIT: Final = 32
 
     def __init__(self, capacity: int = 1024, log: TextIO | None = None) -> None:

@@ -1,8 +1,8 @@
-"""Where kernels come from: the built-in libraries, entry-point plugins and ``--kernels`` files.
+"""Where third-party kernels come from: entry-point plugins and ``--kernels`` files.
 
-* :data:`BUILTIN_LIBRARIES` -- pytfrt's own kernel libraries, by module path and kernel-name
-  prefixes; :func:`builtin_registry` registers them *lazily* (a library is imported the first
-  time one of its names is looked up), so a run imports only what its program uses.
+(pytfrt's own libraries are listed above the runtime layers, in :mod:`pytfrt.kernel_libraries`,
+whose ``builtin_registry()`` registers them lazily and calls :func:`load_entry_point_kernels`.)
+
 * :func:`load_entry_point_kernels` -- third-party packages declare a ``register(registry)``
   callable in the entry-point group ``pytfrt.kernels``.
 * :func:`load_kernels` -- a ``.py`` file or an importable module name (``--kernels``): its
@@ -23,49 +23,6 @@ from types import ModuleType
 from pytfrt.host.registry import KernelRegistry, RegistryError
 
 ENTRY_POINT_GROUP = "pytfrt.kernels"
-
-
-# The built-in kernel libraries, by module path and kernel-name prefixes.  Modules are named
-# as strings so this layer imports none of them; each exposes ``register(registry)``.
-BUILTIN_LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("pytfrt.kernels.basic", ("tfrt.",)),
-    ("pytfrt.kernels.test_kernels", ("tfrt_test.", "vt.", "tfrt_tutorial.")),
-    (
-        "pytfrt.tensor.kernels",
-        ("ts.", "tfrt_dht.", "tfrt_dht_sync.", "coo.", "tfrt_sht.", "tfrt_sht_sync.", "btf."),
-    ),
-    ("pytfrt.backends.cpu.kernels", ("eigen.", "tfrt_test.", "cpu.")),
-    ("pytfrt.core_runtime.kernels", ("corert.", "corert_sync.", "tfrt_test.")),
-    ("pytfrt.playground", ("sigmoid_inplace.", "sigmoid_grad_inplace.", "nqueens.", "mlp.")),
-    ("pytfrt.backends.cpu.graph_kernels", ("tg.",)),
-    ("pytfrt.distributed.kernels", ("tfrt_dist.",)),
-)
-
-
-def builtin_registry(entry_points: bool = True) -> KernelRegistry:
-    """A registry with every built-in library registered lazily (plus entry-point plugins).
-
-    Libraries whose module does not exist (not built yet) are skipped.
-    """
-    registry = KernelRegistry()
-    for module_name, prefixes in BUILTIN_LIBRARIES:
-        if _module_exists(module_name):
-            registry.add_lazy_library(module_name, prefixes)
-    if entry_points:
-        load_entry_point_kernels(registry)
-    return registry
-
-
-def _module_exists(module_name: str) -> bool:
-    """Whether a ``pytfrt.*`` module exists, without importing its parent packages.
-
-    (``importlib.util.find_spec`` imports the parents, which would load NumPy at start-up.)
-    """
-    parts = module_name.split(".")
-    if parts[0] != "pytfrt":
-        return importlib.util.find_spec(module_name) is not None
-    base = Path(__file__).resolve().parent.parent.joinpath(*parts[1:])
-    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
 def load_entry_point_kernels(registry: KernelRegistry) -> list[str]:

@@ -39,7 +39,7 @@ import numpy as np
 from pytfrt.host import HostContext
 from pytfrt.serving import protos, tensor_proto
 from pytfrt.serving.bridge import error_status, wait
-from pytfrt.serving.errors import ServingError, invalid
+from pytfrt.serving.errors import ListenError, ServingError, invalid
 from pytfrt.serving.json_codec import check_tensor_inputs
 from pytfrt.serving.metrics import ServingMetrics
 from pytfrt.serving.model_manager import LoadedVersion, ModelManager
@@ -143,8 +143,6 @@ class GrpcServer:
         Raises:
             ListenError: the address cannot be bound.
         """
-        from pytfrt.serving.server import ListenError
-
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         try:
             bound = self._server.add_insecure_port(address)

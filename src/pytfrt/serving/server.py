@@ -30,6 +30,7 @@ from pytfrt.host import AsyncValue, HostContext, SingleThreadedWorkQueue, make_u
 from pytfrt.serving import fast_json
 from pytfrt.serving.app import DEFAULT_MAX_REQUEST_BYTES, ServingApp
 from pytfrt.serving.config import BatchingParameters, ModelConfig, MonitoringConfig
+from pytfrt.serving.errors import ListenError as ListenError
 from pytfrt.serving.metrics import ServingMetrics
 from pytfrt.serving.model_manager import ModelManager
 from pytfrt.serving.servable import LoadOptions
@@ -176,10 +177,6 @@ class _Terminated(BaseException):
 
     A ``BaseException``, like ``KeyboardInterrupt``: model loaders catch ``Exception`` to report
     a failed load, and must not swallow the request to stop."""
-
-
-class ListenError(OSError):
-    """A port that cannot be bound (the message names the address)."""
 
 
 def _bind(what: str, host: str, port: int) -> socket.socket:

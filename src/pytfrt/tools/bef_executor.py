@@ -299,9 +299,10 @@ class Driver:
         from pytfrt.host.allocator import create_allocator
         from pytfrt.host.file_access import DataDirectories
         from pytfrt.host.host_context import HostContext
-        from pytfrt.host.kernel_libraries import builtin_registry, load_kernels
+        from pytfrt.host.kernel_libraries import load_kernels
         from pytfrt.host.registry import RegistryError
         from pytfrt.host.work_queue import create_work_queue
+        from pytfrt.kernel_libraries import builtin_registry
 
         try:
             self.allocator = create_allocator(self.opts.host_allocator_type)
@@ -495,8 +496,9 @@ def _make_tracer(opts: Options) -> Any:
 
 def _list_kernels(opts: Options) -> int:
     """Print every kernel name (built-in libraries and ``--kernels``), one a line."""
-    from pytfrt.host.kernel_libraries import builtin_registry, load_kernels
+    from pytfrt.host.kernel_libraries import load_kernels
     from pytfrt.host.registry import RegistryError
+    from pytfrt.kernel_libraries import builtin_registry
 
     registry = builtin_registry()
     for spec in [*opts.kernels, *opts.shared_libs]:

@@ -18,7 +18,6 @@ releases the GIL (ctypes) and runs on oneDNN's OpenMP threads.
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 import threading
 from collections.abc import Callable
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from pytfrt import config
 
 _lock = threading.Lock()
 _loaded = False
@@ -55,7 +56,7 @@ def _load() -> Callable[..., int] | None:
         if _loaded:
             return _dnnl_sgemm
         _loaded = True
-        if os.environ.get("PYTFRT_GEMM", "").lower() == "numpy":
+        if config.choice("PYTFRT_GEMM") == "numpy":
             return None
         lib = _find_library()
         if lib is None:

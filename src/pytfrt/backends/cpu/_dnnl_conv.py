@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu import _blas, _parallel, _spin_pool
 from pytfrt.backends.cpu.op_math import ACTIVATIONS
 
@@ -205,7 +205,7 @@ def library() -> _Lib | None:
         return _lib
     with _lock:
         if not _loaded:
-            if os.environ.get("PYTFRT_CONV", "").lower() != "builtin":
+            if config.choice("PYTFRT_CONV") != "builtin":
                 raw = _blas._find_library()
                 if raw is not None:
                     try:

@@ -239,22 +239,3 @@ def fused_elementwise(*inputs: np.ndarray, program: str,
                       out: np.ndarray | None = None) -> np.ndarray:
     """Run a fused program (see the module docstring) on the inputs."""
     return run(program, *inputs, out=out)
-
-
-@GRAPH_OPS.op("fused_graph")
-def fused_graph(*inputs: np.ndarray, program: str) -> Any:
-    """Run a whole-region program (:mod:`pytfrt.backends.cpu.small_graph`): one Numba call;
-    returns a tuple of the outputs (one array for one output)."""
-    from pytfrt.backends.cpu.small_graph import caller
-
-    return caller(program)(*inputs)
-
-
-def _specialize_graph(constants: dict[int, Any], program: str) -> Any:
-    """``CompiledModel``'s call path binds the region's caller once (no lookup per call)."""
-    from pytfrt.backends.cpu.small_graph import caller
-
-    return caller(program)
-
-
-fused_graph.specialize = _specialize_graph  # type: ignore[attr-defined]

@@ -42,6 +42,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.data_ops",
     "pytfrt.backends.cpu.graph_nn",
     "pytfrt.backends.cpu.fused",
+    "pytfrt.backends.cpu.small_graph",
     "pytfrt.backends.cpu.grad_ops",
     "pytfrt.backends.cpu.onnx_ops",
     "pytfrt.backends.cpu.recurrent",

@@ -2,11 +2,14 @@
 
 Semantics are the catalogue's (:mod:`pytfrt.compiler.ops.recurrent`, ONNX's ``LSTM``/``GRU``/
 ``RNN``).  Per direction the input projection of every time step is one GEMM
-(``[T*B, I] x [I, G*H]``, input biases and the recurrent biases that sit outside the reset
-gate folded in), then the recurrence runs in a loop over time: one ``[B, H] x [H, G*H]``
-product and the gate arithmetic per step, in place in preallocated buffers.  The loop is
-NumPy on the calling thread (no executor, no per-step allocation of the state); its cost per
-step is a few microseconds of NumPy calls, see ``docs/kernels.md`` ("Recurrent nets").
+(``[T*B, I] x [I, G*H]`` through :func:`._blas.sgemm`: oneDNN on the calling thread for
+float32; input biases and the recurrent biases that sit outside the reset gate folded in),
+then the recurrence runs in a loop over time: one ``[B, H] x [H, G*H]`` product and the gate
+arithmetic per step, in place.  The loop is compiled with Numba
+(:mod:`._recurrent_loops`: one call runs every step of a direction, no executor, no Python per
+step); with ``sequence_lens`` (ragged batches) it is a NumPy loop on the calling thread with
+preallocated buffers.  ``PYTFRT_RECURRENT_NUMBA=0`` forces the NumPy loop (both are tested
+against each other).  Measured in ``docs/kernels.md`` ("Recurrent nets").
 
 Pure functions of their operands (inputs are never written): thread-safe.
 """
@@ -14,13 +17,14 @@ Pure functions of their operands (inputs are never written): thread-safe.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from pytfrt import config
+from pytfrt.backends.cpu._blas import sgemm
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 
@@ -184,17 +188,18 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
     flat = np.ascontiguousarray(xt).reshape(steps * batch, -1)
     for d in range(dirs):
         reverse = direction == "reverse" or d == 1
-        wb = b[d, :g * hid] if b is not None else None
-        rb = b[d, g * hid:] if b is not None else None
-        xw = (flat @ w[d].T).reshape(steps, batch, g * hid)
-        if wb is not None:
-            xw += wb
-        if rb is not None and not (cell == "gru" and linear_before_reset):
-            xw += rb   # the recurrent bias adds to the pre-activation as the input bias does
-            rb = None
-        elif rb is not None:  # GRU, reset gate after the product: only Rbh stays inside
-            xw[..., :2 * hid] += rb[:2 * hid]
-            rb = rb[2 * hid:]
+        xw2 = np.empty((steps * batch, g * hid), dt)
+        rb = None
+        if b is not None:
+            # the recurrent biases add to the pre-activations as the input biases do, but for
+            # GRU's Rbh when the reset gate applies after the product (it stays inside)
+            bias = b[d, :g * hid] + b[d, g * hid:]
+            if cell == "gru" and linear_before_reset:
+                rb = b[d, 5 * hid:]
+                bias[2 * hid:] = b[d, 2 * hid:3 * hid]
+            xw2[...] = bias
+        sgemm(flat, w[d].T, xw2, 0.0 if b is None else 1.0)
+        xw = xw2.reshape(steps, batch, g * hid)
         h = np.zeros((batch, hid), dt) if h0 is None else np.array(h0[d], dt)
         c = None
         if cell == "lstm":
@@ -202,15 +207,17 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
         loops = _numba_loops() if NUMBA and lens is None else None
         if loops is not None:
             args = (*per_dir[d][1], float(clip))
+            bits = np.empty(g * hid if dt == np.float32 else 0, np.int32)
             rt = np.ascontiguousarray(r[d].T)
             if cell == "lstm":
                 pd = np.zeros(0, dt) if p is None else np.ascontiguousarray(p[d])
-                loops["lstm"](xw, rt, h, c, pd, *args, bool(input_forget), reverse, y[:, d])
+                loops["lstm"](xw, rt, h, c, pd, *args, bool(input_forget), reverse, y[:, d], bits)
             elif cell == "gru":
                 rbh = np.zeros(hid, dt) if rb is None else np.ascontiguousarray(rb)
-                loops["gru"](xw, rt, rbh, h, *args, bool(linear_before_reset), reverse, y[:, d])
+                loops["gru"](xw, rt, rbh, h, *args, bool(linear_before_reset), reverse, y[:, d],
+                             bits)
             else:
-                loops["rnn"](xw, rt, h, *args, reverse, y[:, d])
+                loops["rnn"](xw, rt, h, *args, reverse, y[:, d], bits)
         else:
             order, valid = _schedule(steps, batch, lens, reverse)
             step_fn = {"lstm": _lstm_steps, "gru": _gru_steps, "rnn": _rnn_steps}[cell]
@@ -376,7 +383,7 @@ ACT_CODES = {name: i for i, name in enumerate(ACTIVATIONS)}
 
 _NUMBA_LOCK = threading.Lock()
 _NUMBA: dict[str, Any] | None = None
-NUMBA = os.environ.get("PYTFRT_RECURRENT_NUMBA", "1") != "0"
+NUMBA = config.flag("PYTFRT_RECURRENT_NUMBA")
 """Whether :func:`recurrent` uses the compiled loops (``PYTFRT_RECURRENT_NUMBA=0``: NumPy)."""
 
 

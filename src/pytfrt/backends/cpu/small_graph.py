@@ -48,7 +48,9 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu.fused import SCALAR, scalar_body
+from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 
 Shape = tuple[int, ...]
@@ -78,7 +80,7 @@ def cache_dir() -> Path | None:
     Code is imported from this directory (the generated module and Numba's pickled cache), so
     it is used only when the current user owns it and nobody else may write to it; otherwise
     kernels are compiled in memory each run (docs/security.md)."""
-    root = os.environ.get("PYTFRT_CACHE_DIR")
+    root = config.text("PYTFRT_CACHE_DIR")
     if root:
         base = Path(root)
     else:
@@ -570,3 +572,23 @@ def caller(text: str) -> Callable[..., Any]:
     run.num_arrays = len(types)
     with _LOCK:
         return _CALLS.setdefault(text, run)  # type: ignore[no-any-return]
+
+
+GRAPH_OPS = OpTable()
+"""Op name -> compute function: ``fused_graph``, the kernel of a whole-region program
+(a module of ``graph_kernels.COMPUTE_MODULES``)."""
+
+
+@GRAPH_OPS.op("fused_graph")
+def fused_graph(*inputs: np.ndarray, program: str) -> Any:
+    """Run a whole-region program (:mod:`pytfrt.backends.cpu.small_graph`): one Numba call;
+    returns a tuple of the outputs (one array for one output)."""
+    return caller(program)(*inputs)
+
+
+def _specialize_graph(constants: dict[int, Any], program: str) -> Any:
+    """``CompiledModel``'s call path binds the region's caller once (no lookup per call)."""
+    return caller(program)
+
+
+fused_graph.specialize = _specialize_graph  # type: ignore[attr-defined]

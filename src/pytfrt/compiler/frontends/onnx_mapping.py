@@ -24,12 +24,13 @@ import numpy as np
 
 from pytfrt.backends.cpu._geometry import same_pad
 from pytfrt.compiler.errors import UnsupportedOpError
-from pytfrt.compiler.frontends.onnx import (
+from pytfrt.compiler.frontends.onnx_common import (
     _NO_FOLD,
     _ONNX_DTYPES,
     FOLD_LIMIT,
     OnnxImportError,
     _default_opset,
+    materialize,
     tg_dtype,
 )
 from pytfrt.compiler.frontends.onnx_patterns import fuse_patterns
@@ -381,8 +382,6 @@ class OnnxGraphImporter:
 
     def constant(self, array: Any, hint: str = "const") -> Value:
         """A ``tg.constant`` of ``array`` (unique name derived from ``hint``)."""
-        from pytfrt.compiler.frontends.onnx import materialize
-
         name = hint
         k = 1
         while name in self._const_names:

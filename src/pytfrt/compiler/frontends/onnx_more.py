@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pytfrt.compiler.frontends.onnx import tg_dtype
+from pytfrt.compiler.frontends.onnx_common import tg_dtype
 from pytfrt.compiler.frontends.onnx_mapping import (
     OnnxGraphImporter,
     Out,

@@ -17,11 +17,10 @@ from xdsl.dialects import builtin as b
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from pytfrt.compiler.attrs import from_xattr, to_xattr
+from pytfrt.compiler.attrs import from_xattr, op_attrs, to_xattr
 from pytfrt.compiler.builder import INLINE_LIMIT, GraphModule
 from pytfrt.compiler.dialect import op_class
 from pytfrt.compiler.errors import GraphError
-from pytfrt.compiler.lowering import op_attrs
 from pytfrt.compiler.ops import InferContext, OpDef, get_opdef
 from pytfrt.compiler.types import TType, from_xdsl, np_dtype, to_xdsl, ttype_of_array
 from pytfrt.signature import TensorSpec
