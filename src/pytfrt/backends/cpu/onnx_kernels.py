@@ -219,9 +219,9 @@ def regex_full_match(x: np.ndarray, *, pattern: str) -> np.ndarray:
 @GRAPH_OPS.op("bitcast")
 def bitcast(x: np.ndarray, *, to: str) -> np.ndarray:
     """``x``'s bytes reinterpreted as ``to`` (same element size)."""
-    from pytfrt.compiler.types import np_dtype
+    from pytfrt.tensor.dtype import dtype_from_name
 
-    return np.array(x, order="C").view(np_dtype(to))  # (a copy; keeps rank 0)
+    return np.array(x, order="C").view(dtype_from_name(to).np_dtype)  # (a copy; keeps rank 0)
 
 
 @GRAPH_OPS.op("det")
