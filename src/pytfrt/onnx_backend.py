@@ -45,9 +45,9 @@ __all__ = [
 class PytfrtBackendRep(BackendRep):
     """A prepared ONNX model: ``run(inputs)`` -> tuple of the graph outputs."""
 
-    def __init__(self, model: onnx.ModelProto) -> None:
+    def __init__(self, model: onnx.ModelProto, host: Any = None) -> None:
         self.model = model
-        self._runner = SpecializingModel(model)
+        self._runner = SpecializingModel(model, host)
         self.input_names = self._runner.input_names
         self.output_names = self._runner.output_names
 
@@ -76,11 +76,16 @@ class PytfrtBackend(Backend):
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any
                 ) -> PytfrtBackendRep:
-        """Check and prepare ``model`` (compiled lazily per input signature)."""
+        """Check and prepare ``model`` (compiled lazily per input signature).
+
+        ``host=`` (a keyword argument): the HostContext or work-queue type string the model
+        runs on (as ``pytfrt.compile``'s); default ``pytfrt.model.default_host()``.
+        """
         if not cls.supports_device(device):
             raise ValueError(f"pytfrt's ONNX backend runs on CPU only, not {device!r}")
+        host = kwargs.pop("host", None)
         super().prepare(model, device, **kwargs)  # onnx.checker
-        return PytfrtBackendRep(model)
+        return PytfrtBackendRep(model, host)
 
     @classmethod
     def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU",

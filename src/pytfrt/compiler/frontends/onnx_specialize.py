@@ -41,9 +41,10 @@ class SpecializingModel:
     ``ValueError`` for a wrong number of inputs.
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, host: Any = None) -> None:
         from pytfrt.compiler.frontends.onnx import _upgrade, load_model
 
+        self.host = host  # where the compiled models run (None: pytfrt.model.default_host())
         proto, origin = load_model(model)
         self.model = _upgrade(proto, origin)
         self.origin = origin
@@ -118,7 +119,7 @@ class SpecializingModel:
                   if n not in baked}
         values = {n: a for n, a in zip(self.input_names, arrays, strict=True) if n in baked}
         gm = OnnxGraphImporter(self.model, self.origin).run(shapes, values)
-        return compile_module(gm)
+        return compile_module(gm, host=self.host)
 
     def _to_specialise(self, exc: UnsupportedOpError, arrays: list[np.ndarray]) -> set[str]:
         """The graph inputs feeding the refused node's run-time operands (small ones only)."""
