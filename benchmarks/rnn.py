@@ -11,8 +11,11 @@ Models (random weights, fixed seeds, built in the run):
   the same file, and the torch module itself (``torch.inference_mode``).
 
 Each peer's output is checked against the reference (TensorFlow, ONNX Runtime) before timing;
-calls are interleaved peer by peer for ``--rounds`` rounds of ``--repeats`` calls, and the
-table gives each peer's median per-call time and pytfrt's ratio to it.  The machine is shared:
+calls are interleaved peer by peer for ``--rounds`` rounds of ``--repeats`` calls, each call
+timed on its own; the table gives each peer's median wall time and median process CPU time
+(every thread of the process) per call, and pytfrt's ratio to each.  On a loaded machine the
+wall time counts the waits for a core (a call longer than a scheduler slice is preempted
+several times); the CPU time does not.  The machine is shared:
 quote ratios from one run, with its load (printed).
 
 Run: ``.venv/bin/python benchmarks/rnn.py [--batches 1 8] [--repeats 50]``.
@@ -65,6 +68,7 @@ def _onnx_peers(kind: str, batch: int, tmp: str) -> tuple[dict[str, Call], Any]:
 
     torch.manual_seed(0)
     net = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[kind](FEATURES, UNITS).eval()
+    torch.set_num_threads(1)
     x = np.random.default_rng(batch).normal(size=(STEPS, batch, FEATURES)).astype(np.float32)
     path = os.path.join(tmp, f"{kind}_{batch}.onnx")
     with warnings.catch_warnings():
@@ -95,18 +99,25 @@ def _check(got: Any, want: np.ndarray, what: str) -> None:
         raise SystemExit(f"{what}: relative error {err:.2e} against the reference")
 
 
-def _time(peers: dict[str, Call], rounds: int, repeats: int) -> dict[str, float]:
+def _time(peers: dict[str, Call], rounds: int,
+          repeats: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Per peer: the median wall time of one call and the median process CPU time of one call
+    (all threads; unlike the wall time it does not count the time the process waited for a
+    core, so it is the fairer figure on a loaded machine), both in ms."""
     for fn in peers.values():  # warm up (Numba compiles, sessions allocate)
         for _ in range(3):
             fn()
-    samples: dict[str, list[float]] = {k: [] for k in peers}
+    wall: dict[str, list[float]] = {k: [] for k in peers}
+    cpu: dict[str, list[float]] = {k: [] for k in peers}
     for _ in range(rounds):
         for name, fn in peers.items():
-            t0 = time.perf_counter()
             for _ in range(repeats):
+                c0, t0 = time.process_time(), time.perf_counter()
                 fn()
-            samples[name].append((time.perf_counter() - t0) / repeats)
-    return {k: float(np.median(v)) * 1e3 for k, v in samples.items()}
+                wall[name].append(time.perf_counter() - t0)
+                cpu[name].append(time.process_time() - c0)
+    return ({k: float(np.median(v)) * 1e3 for k, v in wall.items()},
+            {k: float(np.median(v)) * 1e3 for k, v in cpu.items()})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 8])
     parser.add_argument("--models", nargs="+", default=["keras_lstm", "keras_gru", "onnx_lstm",
                                                          "onnx_gru"])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--out", default=str(HERE / "results"))
     parser.add_argument("--name", default="rnn")
     args = parser.parse_args(argv)
@@ -128,12 +139,15 @@ def main(argv: list[str] | None = None) -> int:
                 progress(f"{model} batch {batch}")
                 peers, _ = (_keras_peers(kind, batch) if family == "keras"
                             else _onnx_peers(kind, batch, tmp))
-                ms = _time(peers, args.rounds, args.repeats)
+                ms, cpu = _time(peers, args.rounds, args.repeats)
                 for name, t in ms.items():
                     ratio = "" if name == "pytfrt" else f"{ms['pytfrt'] / t:.2f}x"
-                    rows.append([model, batch, name, f"{t:.3f}", ratio])
-                records.append({"model": model, "batch": batch, "ms": ms})
-    print(format_table(["model", "batch", "peer", "ms/call", "pytfrt / peer"], rows))
+                    cpu_ratio = "" if name == "pytfrt" else f"{cpu['pytfrt'] / cpu[name]:.2f}x"
+                    rows.append([model, batch, name, f"{t:.3f}", ratio, f"{cpu[name]:.3f}",
+                                 cpu_ratio])
+                records.append({"model": model, "batch": batch, "wall_ms": ms, "cpu_ms": cpu})
+    print(format_table(["model", "batch", "peer", "wall ms", "pytfrt / peer", "CPU ms",
+                        "CPU pytfrt / peer"], rows))
     end_load = os.getloadavg()
     print(f"load {load[0]:.1f} -> {end_load[0]:.1f}; {machine_info()}")
     write_json(Path(args.out) / f"{args.name}.json",

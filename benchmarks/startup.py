@@ -34,21 +34,16 @@ from typing import Any
 
 from pytfrt.tools.bench import format_table, machine_info, pyplot, save_results
 
-TRIVIAL = """\
-func.func @main() {
-  %ch0 = tfrt.new.chain
-  %x = tfrt.constant.i32 42
-  %ch1 = tfrt.print.i32 %x, %ch0
-  tfrt.return
-}
-"""
+TRIVIAL = (Path(__file__).resolve().parents[1] / "examples" / "trivial" / "trivial.mlir"
+           ).read_text()
+"""The program (``examples/trivial/trivial.mlir``)."""
 TARGETS = {"bef_executor trivial.bef": 0.3, "bef_executor trivial.mlir": 0.6}
 # As installed: the children may write and then use .pyc files (the warm-up run writes them),
 # even when the caller's environment says PYTHONDONTWRITEBYTECODE.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _tool(name: str) -> list[str]:
+def tool(name: str) -> list[str]:
     """The console script of this environment, else ``python -m``."""
     script = Path(sys.executable).with_name(name)
     if script.exists():
@@ -57,19 +52,23 @@ def _tool(name: str) -> list[str]:
     return [found] if found else [sys.executable, "-m", f"pytfrt.tools.{name}"]
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
-    """``(wall seconds, child CPU seconds)`` of one run of ``cmd`` (which must succeed)."""
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """``(wall seconds, child CPU seconds, stdout)`` of one run of ``cmd`` (which must
+    succeed); ``env`` defaults to :data:`ENV`."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=ENV if env is None else env)
+    out = proc.stdout.read().decode() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     err = proc.stderr.read().decode() if proc.stderr else ""
-    if proc.stderr:
-        proc.stderr.close()
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err}")
-    return wall, usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_utime + usage.ru_stime, out
 
 
 def main() -> None:
@@ -81,14 +80,14 @@ def main() -> None:
         mlir = Path(tmp) / "trivial.mlir"
         mlir.write_text(TRIVIAL)
         bef = Path(tmp) / "trivial.bef"
-        subprocess.run([*_tool("tfrt_translate"), "--mlir-to-bef", str(mlir), "-o", str(bef)],
+        subprocess.run([*tool("tfrt_translate"), "--mlir-to-bef", str(mlir), "-o", str(bef)],
                        check=True)
         variants = {
             "python -c pass": [sys.executable, "-c", "pass"],
             "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
             "python -c 'import numba'": [sys.executable, "-c", "import numba"],
-            "bef_executor trivial.bef": [*_tool("bef_executor"), str(bef)],
-            "bef_executor trivial.mlir": [*_tool("bef_executor"), str(mlir)],
+            "bef_executor trivial.bef": [*tool("bef_executor"), str(bef)],
+            "bef_executor trivial.mlir": [*tool("bef_executor"), str(mlir)],
         }
         load_before = os.getloadavg()
         for cmd in variants.values():
@@ -97,7 +96,7 @@ def main() -> None:
         cpus: dict[str, list[float]] = {k: [] for k in variants}
         for _ in range(args.repeats):
             for name, cmd in variants.items():
-                wall, cpu = timed(cmd)
+                wall, cpu, _ = timed(cmd)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
         load_after = os.getloadavg()

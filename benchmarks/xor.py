@@ -319,45 +319,7 @@ def torch_runner(steps: int) -> Callable[[], float] | None:
     return run
 
 
-TRIVIAL_MLIR = """\
-func.func @main() {
-  %ch0 = tfrt.new.chain
-  %x = tfrt.constant.i32 42
-  %ch1 = tfrt.print.i32 %x, %ch0
-  tfrt.return
-}
-"""
 PROGRAM_STEPS = 2000  # the step count written in xor_training.mlir
-
-
-def _bef_executor() -> list[str]:
-    import shutil
-    import sys
-
-    script = Path(sys.executable).with_name("bef_executor")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("bef_executor")
-    return [found] if found else [sys.executable, "-m", "pytfrt.tools.bef_executor"]
-
-
-def _timed_process(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """``(wall s, child CPU s, stdout)`` of one run of ``cmd``, which must succeed."""
-    import subprocess
-
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    for stream in (proc.stdout, proc.stderr):
-        if stream:
-            stream.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err}")
-    return wall, usage.ru_utime + usage.ru_stime, out
 
 
 def process_as_run(repeats: int, numpy_steps_per_s: float,
@@ -365,22 +327,23 @@ def process_as_run(repeats: int, numpy_steps_per_s: float,
     """The seed experiment as run, in fresh processes (see the module docstring)."""
     import tempfile
 
+    from startup import ENV, TRIVIAL, timed, tool
+
     with tempfile.TemporaryDirectory() as tmp:
         trivial = Path(tmp) / "trivial.mlir"
-        trivial.write_text(TRIVIAL_MLIR)
+        trivial.write_text(TRIVIAL)
         cache = Path(tmp) / "cache"
         cache.mkdir(mode=0o700)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env.update(PYTFRT_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(cache))
-        xor_cmd = [*_bef_executor(), str(PROGRAM)]
-        triv_cmd = [*_bef_executor(), str(trivial)]
-        _timed_process(triv_cmd, env)  # .pyc files
-        cold_wall, cold_cpu, out = _timed_process(xor_cmd, env)
+        env = dict(ENV, PYTFRT_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(cache))
+        xor_cmd = [*tool("bef_executor"), str(PROGRAM)]
+        triv_cmd = [*tool("bef_executor"), str(trivial)]
+        timed(triv_cmd, env)  # .pyc files
+        cold_wall, cold_cpu, out = timed(xor_cmd, env)
         assert "correct: 4/4" in out, out
         runs: dict[str, list[tuple[float, float]]] = {"xor": [], "trivial": []}
         for _ in range(repeats):
-            runs["trivial"].append(_timed_process(triv_cmd, env)[:2])
-            wall, cpu, out = _timed_process(xor_cmd, env)
+            runs["trivial"].append(timed(triv_cmd, env)[:2])
+            wall, cpu, out = timed(xor_cmd, env)
             assert "correct: 4/4" in out, out
             runs["xor"].append((wall, cpu))
 

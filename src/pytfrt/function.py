@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt import eager
+from pytfrt.support.codegen import exec_generated
 from pytfrt.support.tree import LEAF as _LEAF
 from pytfrt.support.tree import tree_flatten, tree_unflatten
 
@@ -172,7 +173,7 @@ def _render_fast(tree: Any, leaves: list[Any], entry: _Entry) -> Callable[..., A
 
     lines.append(f"    o = _call(({''.join(n + ', ' for n in names)}))")
     lines.append(f"    return {build(entry.out_tree)}")
-    exec(compile("\n".join(lines) + "\n", "<pytfrt.function call>", "exec"), ns)  # noqa: S102
+    exec_generated("\n".join(lines) + "\n", "pytfrt.function call", ns)
     return ns["_fast"]  # type: ignore[no-any-return]
 
 

@@ -18,26 +18,10 @@ still exist and still close a cycle, so the list cannot go stale.
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _layering():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "layering_graph", ROOT / "tests" / "unit" / "test_layering.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-L = _layering()
+import test_layering as L  # tests/unit is on the path (pytest's rootdir insertion)
 
 _TF = "pytfrt.compiler.frontends."
 REGISTRATION: dict[tuple[str, str], str] = {

@@ -9,10 +9,12 @@ Each record of :data:`pytfrt.backends.cpu.op_math.MATH` runs through
   every op, so that one compile covers them; ``test_fused_kernel_is_the_generated_code`` runs
   the real ``fused.run`` on a few ops and requires the same bits);
 * **small graph** -- one ``tg.fused_graph`` program (``small_graph.kernel``) of every op;
+* **epilogue** -- the fused conv/matmul epilogue's activations (``apply_activation``);
 
 at +-100, +-90, +-20, subnormals, +-0, NaN, +-inf (float32 and float64 on every path;
 float16 and bfloat16 on the paths that take them: eager and unfused).  The oracle is NumPy /
 SciPy in float64, written here independently of the op records, rounded to the dtype.
+The reductions (``reduce_sum/mean/max/min``) run on eager, unfused and small-graph code.
 
 Required (documented in ``docs/ops.md``): NaN exactly where the oracle has NaN, infinities
 and zeros' presence exactly; eager and unfused give the same bits; finite values within
@@ -76,7 +78,8 @@ ATTRS = {"gelu_tanh": ("gelu", {"approximate": True}), "clip": ("clip", {"min": 
 ULPS = 4
 """Finite results within this many units in the last place of the rounded oracle (NumPy's and
 libm's float32 transcendentals are within 1-4 ulp)."""
-TOL = {("erf", "fused", np.float32): 1e-8, ("gelu", "fused", np.float32): 1e-7}
+TOL = {("erf", "fused", np.float32): 1e-8, ("gelu", "fused", np.float32): 1e-7,
+       ("gelu", "epilogue", np.float32): 1e-7}
 """Extra absolute tolerance where a path uses an approximation (the fused float32 ``erf``)."""
 FLOAT_ONLY_PATHS = ("fused", "small_graph")  # float32/float64 only, float results only
 
@@ -255,3 +258,75 @@ def test_sigmoid_of_minus_100_is_the_tiny_value_not_zero():
     assert (want > 0).all()
     np.testing.assert_array_equal(te.sigmoid(x).numpy(), want)
     np.testing.assert_array_equal(pytfrt.function(te.sigmoid)(x), want)
+
+
+# -- the fused epilogue's activations and the reductions ------------------------------------------
+
+EPILOGUE_REF = {"relu": "relu", "relu6": "relu6", "leaky_relu": "leaky_relu",
+                "sigmoid": "sigmoid", "tanh": "tanh", "silu": "silu", "gelu": "gelu",
+                "gelu_tanh": "gelu_tanh", "hard_swish": "hard_swish"}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_epilogue_activations_match_their_ops(dtype):
+    """Every epilogue activation (the conv/matmul epilogue kernel, ``apply_activation``) gives
+    its op's answer; and each is the activation of exactly the op records that name it."""
+    from pytfrt.backends.cpu.activations import apply_activation
+    from pytfrt.backends.cpu.op_math import ACTIVATIONS
+
+    assert set(EPILOGUE_REF) == set(ACTIVATIONS) - {"none"}
+    for ref in EPILOGUE_REF.values():
+        op, attrs = _op(ref)
+        assert MATH[op].activation_of(attrs) in ACTIVATIONS
+    x = _special(np.dtype(dtype))
+    for act, ref in EPILOGUE_REF.items():
+        got = apply_activation(x.copy(), act, 0.2)
+        _check(ref, "epilogue", got, x)
+
+
+REDUCE_REF = {"reduce_sum": np.sum, "reduce_mean": np.mean, "reduce_max": np.max,
+              "reduce_min": np.min}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16], ids=["f32", "f64", "f16"])
+def test_reductions_agree_on_every_path(dtype):
+    """reduce_sum/mean/max/min: eager, compiled (unfused) and small-graph code against NumPy in
+    float64 (max/min exactly; sums and means within 4 ulp of the sum/mean of magnitudes; NaN
+    and infinities exactly)."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(0)
+    rows = [rng.uniform(-100, 100, 6), [1.0, math.nan, 2.0, 3.0, 4.0, 5.0],
+            [math.inf, 1.0, -2.0, 3.0, 4.0, 5.0], [math.inf, -math.inf, 1.0, 2.0, 3.0, 4.0],
+            [1e-40, -1e-40, 1e-40, 0.0, -0.0, 1e-40], [60000.0, 60000.0, 1.0, 2.0, 3.0, 4.0]]
+    x = np.array(rows, np.float64).astype(dtype)
+    fns = {"eager": lambda n: getattr(te, n)(x, axis=1).numpy(),
+           "unfused": lambda n: pytfrt.function(lambda v: getattr(te, n)(v, axis=1),
+                                                optimize=False)(x)}
+    if dtype != np.float16:
+        def sg(n: str) -> np.ndarray:
+            program = {"inputs": [[dtype.name, list(x.shape)]],
+                       "ops": [[n, [0], {"axes": [1], "keepdims": False},
+                                [[dtype.name, [x.shape[0]]]]]], "outputs": [1]}
+            out = np.empty(x.shape[0], dtype)
+            small_graph.kernel(json.dumps(program))(x, out)
+            return out
+        fns["small_graph"] = sg
+    for name, ref in REDUCE_REF.items():
+        with np.errstate(all="ignore"):
+            want = ref(x.astype(np.float64), axis=1)
+            scale = np.mean(np.abs(x.astype(np.float64)), axis=1) * (
+                x.shape[1] if name == "reduce_sum" else 1)
+        big = np.finfo(dtype).max
+        ulp = np.spacing(np.minimum(scale, big).astype(dtype)).astype(np.float64)
+        ulp = np.where(np.isfinite(scale), ulp, 0.0) * (name in ("reduce_sum", "reduce_mean"))
+        w = want.astype(dtype).astype(np.float64)
+        for path, fn in fns.items():
+            got = fn(name)
+            assert got.dtype == dtype, (name, path)
+            g = got.astype(np.float64)
+            ctx = f"{name} on the {path} path ({dtype}): got {g.tolist()} want {w.tolist()}"
+            np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=ctx)
+            inf = np.isinf(w)
+            np.testing.assert_array_equal(g[inf], w[inf], err_msg=ctx)
+            fin = np.isfinite(w)
+            assert (np.abs(g[fin] - w[fin]) <= ULPS * ulp[fin]).all(), ctx

@@ -22,14 +22,8 @@ from pytfrt.host import extensions
 from pytfrt.host.registry import KernelRegistry
 from pytfrt.kernel_libraries import BUILTIN_LIBRARIES
 
-TRIVIAL = """\
-func.func @main() {
-  %ch0 = tfrt.new.chain
-  %x = tfrt.constant.i32 42
-  %ch1 = tfrt.print.i32 %x, %ch0
-  tfrt.return
-}
-"""
+TRIVIAL = (Path(__file__).resolve().parents[2] / "examples" / "trivial" / "trivial.mlir"
+           ).read_text()
 TENSORS = """\
 func.func @main() {
   %ch0 = tfrt.new.chain

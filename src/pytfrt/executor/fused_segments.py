@@ -24,8 +24,9 @@ What the fused path keeps: results (new tensors become DenseHostTensors only if 
 segment), the order of side effects (a segment holds no kernel with Python side effects), the
 destroy hooks of outside values released inside the segment (run right after it, in order).
 What it does not do: account its temporaries with a host allocator (segments that make tensors
-run fused only without an allocator or under one whose ``fused_ok`` holds -- it never refuses
-and reports only the balance -- and the tensors that leave the segment are accounted with it),
+run fused only without an allocator or under one whose ``fused_ok`` holds, the leak-checking
+one: it never refuses and reports only the balance; the tensors that leave the segment are
+accounted with it),
 check for cancellation between its
 kernels (it is checked before and after the segment, as around one kernel).  The one call back into
 NumPy (``exp``, whose float32 results the compiled code could not reproduce bit for bit) could

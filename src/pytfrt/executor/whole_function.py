@@ -87,6 +87,7 @@ from pytfrt.host.async_value import (
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function
 from pytfrt.host.kernel_frame import KernelFrame
+from pytfrt.support.codegen import CodeBuilder, exec_generated
 from pytfrt.support.errors import Status
 
 ENV_SWITCH: Final = "PYTFRT_WHOLE_FUNCTION"
@@ -272,11 +273,11 @@ class _Generator:
     """Translates one qualifying function (with everything it inlines) into Python source."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.namespace: dict[str, Any] = {
+        self.code = CodeBuilder({
             "_skip": _skip, "_fail": _fail, "_chk1": _chk1, "_chkn": _chkn, "_chks": _chks,
             "_rel": _rel, "_loc": _loc, "_AV": AsyncValue, "_int": int, "_NA": _NA,
-        }
+        })
+        self.namespace = self.code.namespace
         self.hoisted: list[str] = []
         self.counter = 0
         self.kernels = 0
@@ -300,14 +301,20 @@ class _Generator:
         self.counter += 1
         return f"v{self.counter}"
 
+    @property
+    def lines(self) -> list[str]:
+        """The lines being emitted (swapped out and back to build alternative blocks)."""
+        return self.code.lines
+
+    @lines.setter
+    def lines(self, value: list[str]) -> None:
+        self.code.lines = value
+
     def const(self, value: Any) -> str:
-        self.counter += 1
-        name = f"_c{self.counter}"
-        self.namespace[name] = value
-        return name
+        return self.code.const(value)
 
     def emit(self, depth: int, line: str) -> None:
-        self.lines.append("    " * depth + line)
+        self.code.line(depth, line)
 
     def located(self, k: KernelInfo) -> str:
         """A variable holding ``k``'s located ExecutionContext (computed once per call)."""
@@ -746,6 +753,7 @@ class _Generator:
             self.emit(d + 2, f"{cancel} = R._cancel_value")
             self.emit(d + 2, f"if {cancel} is not None:")
             self.emit(d + 3, (" = ".join(carried) + f" = {cancel}") if carried else "pass")
+            self.emit(d + 3, f"R.stopped({self.const(k.name)}, {self.const(k.location)})")
             self.emit(d + 3, "E = True")
             self.emit(d + 3, "break")
             results, origins = self.body(callees[0], carried, x, d + 2, level + 1)
@@ -765,7 +773,9 @@ class _Generator:
             if outs:
                 self._assign(d + 3, outs, carried)
             self.emit(d + 3, "break")
-            self.emit(d + 2, "if R._cancel_value is not None: E = True")
+            self.emit(d + 2, "if R._cancel_value is not None:")
+            self.emit(d + 3, "E = True")
+            self.emit(d + 3, f"R.stopped({self.const(k.name)}, {self.const(k.location)})")
             results, origins = self.body(callees[0], carried, x, d + 2, level + 1)
             self._check_loop(inst, callees[0], origins[:-1], len(carried))
             self._assign(d + 2, [*carried, cond], results)
@@ -1122,10 +1132,9 @@ def _compile(fn: BEFFunction, gen: _Generator) -> WholeFunction:
     lines.append(f"    return [{', '.join(results)}]")
     source = head + "\n".join(lines) + "\n"
     try:
-        code = compile(source, f"<whole function '{fn.name}'>", "exec")
+        exec_generated(source, f"whole function '{fn.name}'", gen.namespace)
     except (SyntaxError, RecursionError, MemoryError) as exc:  # e.g. nesting beyond Python's
         raise _NotQualified(f"generated code does not compile: {exc}") from None
-    exec(code, gen.namespace)  # noqa: S102 - generated from the loaded program, see module doc
     return WholeFunction(fn, source, gen.namespace["_run"], origins, gen.multi_stream,
                          gen.deferred)
 

@@ -63,11 +63,12 @@ class HostAllocator:
     """Base allocator: accounts for allocations and never refuses (``malloc``)."""
 
     choosing_line = "Choosing malloc."
-    fused_ok: bool = True
-    """Whether fused segments (docs/executor.md) may make tensors under this allocator: it
-    never refuses and reports nothing but whether bytes are still allocated at exit.  A fused
-    segment accounts the tensors that leave it; its temporaries (made and dropped inside the
-    one compiled call) are not accounted, which only the per-allocation counts could show."""
+    fused_ok: bool = False
+    """Whether fused segments (docs/executor.md) may make tensors under this allocator: only
+    if it never refuses and what it reports is the balance, not the counts (the
+    leak-checking allocator).  A fused segment accounts the tensors that leave it; its
+    temporaries (made and dropped inside the one compiled call) are not accounted, which only
+    the per-allocation counts (:attr:`stats`) could show."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -111,7 +112,6 @@ class ProfiledAllocator(HostAllocator):
     """Counts allocations and prints the profile at exit."""
 
     choosing_line = "Choosing profiled allocator based on malloc."
-    fused_ok = False  # prints every count
 
     def report_at_exit(self, out: TextIO) -> int:
         for line in self.profile_lines():
@@ -124,6 +124,7 @@ class LeakCheckAllocator(HostAllocator):
     """Counts allocations; at exit reports leaked bytes and demands exit status 1."""
 
     choosing_line = "Choosing memory leak check allocator."
+    fused_ok = True  # reports the balance (and the counts only with a leak, which it is)
 
     def report_at_exit(self, out: TextIO) -> int:
         s = self.stats
@@ -144,7 +145,6 @@ class FixedSizeAllocator(HostAllocator):
     """``test_fixed_size_1k``: refuses what exceeds its capacity; logs to ``log``."""
 
     choosing_line = "Choosing fixed size malloc."
-    fused_ok = False  # refuses, and logs each allocation
     UNCOUNTED_LIMIT: Final = 32
 
     def __init__(self, capacity: int = 1024, log: TextIO | None = None) -> None:

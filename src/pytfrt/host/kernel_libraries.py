@@ -14,8 +14,8 @@ All functions raise :class:`~pytfrt.host.registry.RegistryError` with the reason
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -33,7 +33,11 @@ def load_entry_point_kernels(registry: KernelRegistry) -> list[str]:
     Raises:
         RegistryError: if an entry point cannot be loaded (the error names it).
     """
-    loaded = []
+    loaded: list[str] = []
+    if not may_declare_entry_points(ENTRY_POINT_GROUP):
+        return loaded
+    import importlib.metadata  # ~50 ms of imports: only when some package may declare one
+
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             register = ep.load()
@@ -44,6 +48,33 @@ def load_entry_point_kernels(registry: KernelRegistry) -> list[str]:
             raise RegistryError(f"cannot load kernels from entry point '{ep.name}': {exc}") from exc
         loaded.append(ep.name)
     return loaded
+
+
+def may_declare_entry_points(group: str, path: list[str] | None = None) -> bool:
+    """Whether some installed distribution on ``path`` (default ``sys.path``) may declare
+    entry points of ``group``: a cheap scan of the ``entry_points.txt`` files of the
+    ``*.dist-info``/``*.egg-info`` directories for the ``[group]`` header, so that a process
+    without plugins does not import :mod:`importlib.metadata`.  Errs towards ``True`` (a zip
+    on the path, which it does not open).
+    """
+    marker = f"[{group}]".encode()
+    for base in sys.path if path is None else path:
+        base = base or "."
+        if os.path.isfile(base):
+            return True  # a zip archive: let importlib.metadata look inside
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")):
+                try:
+                    with open(os.path.join(base, name, "entry_points.txt"), "rb") as fh:
+                        if marker in fh.read():
+                            return True
+                except OSError:
+                    continue
+    return False
 
 
 def load_kernels(registry: KernelRegistry, spec: str) -> ModuleType:

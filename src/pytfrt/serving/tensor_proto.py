@@ -13,6 +13,7 @@ tensor.  Pure functions; thread-safe.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, Final
 
@@ -81,10 +82,10 @@ def to_array(proto: Any, name: str) -> np.ndarray:
     if shape_proto.unknown_rank or len(shape_proto.dim) > MAX_RANK:
         raise invalid(f"input '{name}': a tensor needs a known shape of at most {MAX_RANK} "
                       "dimensions")
-    shape = tuple(d.size for d in shape_proto.dim)
-    if any(d < 0 for d in shape):
+    shape = tuple([d.size for d in shape_proto.dim])
+    if shape and min(shape) < 0:
         raise invalid(f"input '{name}': negative dimension in shape {list(shape)}")
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)
     if proto.tensor_content and dtype.kind != "O":
         content = proto.tensor_content
         if len(content) != size * dtype.itemsize:

@@ -32,6 +32,7 @@ digits, ``""`` for the latest).  Pure functions besides the handlers; thread-saf
 from __future__ import annotations
 
 import json
+import math
 import struct
 import time
 from typing import Any, Final
@@ -90,7 +91,7 @@ def _shape(shape: Any, tensor: str) -> tuple[int, ...]:
 
 
 def _size(shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+    return math.prod(shape)
 
 
 def decode_bytes_elements(raw: bytes | memoryview, count: int, tensor: str) -> np.ndarray:

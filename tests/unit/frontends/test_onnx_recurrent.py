@@ -226,3 +226,15 @@ def test_torch_export_matches_onnx_runtime(kind: str, tmp_path: Any) -> None:
     assert max_rel_error([got[0]], [ref]) < 1e-4
     x1 = x[:1].copy()  # the batch stays dynamic
     assert max_rel_error(list(compiled(x1)), run_ort(model, {"x": x1})) < 1e-4
+
+
+def test_saved_and_loaded(tmp_path: Any) -> None:
+    """The op's attributes survive BEF: a saved model loads (without the compiler) and agrees."""
+    model, feeds = _model("GRU", np.random.default_rng(9), direction="bidirectional",
+                          activations=["HardSigmoid", "Softsign"] * 2, linear_before_reset=1)
+    compiled = pytfrt.compile(model)
+    compiled.save(str(tmp_path / "gru"))
+    loaded = pytfrt.load(str(tmp_path / "gru"))
+    for a, b in zip(loaded(**feeds), compiled(**feeds), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert max_rel_error(list(loaded(**feeds)), run_ort(model, feeds)) < 1e-4

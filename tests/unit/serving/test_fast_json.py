@@ -405,7 +405,7 @@ def json_loads_or_none(body: bytes) -> Any:
         return None
 
 
-@settings(max_examples=int(os.environ.get("FAST_JSON_EXAMPLES", "100")), deadline=None)
+@settings(max_examples=int(os.environ.get("FAST_JSON_EXAMPLES", "60")), deadline=None)
 @given(spaced_bodies(), st.data())
 def test_fast_path_accepts_only_what_json_loads_accepts(body: bytes, data: st.DataObject) -> None:
     accepted = json_loads_or_none(body) is not None

@@ -34,6 +34,7 @@ from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.op_math import MATH
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
+from pytfrt.support.codegen import exec_generated
 
 SCALAR: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
     name: m.scalar for name, m in MATH.items() if m.scalar is not None
@@ -112,7 +113,7 @@ def compile_program(text: str, dtypes: tuple[str, ...]) -> Any:
         out = "float64" if "float64" in dtypes else "float32"
         namespace = dict(NAMESPACE)
         source = source_of(program, fast_erf=out == "float32")
-        exec(compile(source, "<fused_elementwise>", "exec"), namespace)  # noqa: S102
+        exec_generated(source, "fused_elementwise", namespace)
         sig = f"{out}({', '.join(dtypes)})"
         fn = numba.vectorize([sig], nopython=True)(namespace["_kernel"])
         _CACHE[key] = fn
@@ -144,7 +145,7 @@ def compile_flat(text: str, dtypes: tuple[str, ...], scalars: tuple[bool, ...]) 
         src = (f"def _flat(out, {params}):\n{hoist}    for i in range(out.shape[0]):\n"
                f"{loads}{body}        out[i] = {result}\n")
         namespace = dict(NAMESPACE)
-        exec(compile(src, "<fused_elementwise flat>", "exec"), namespace)  # noqa: S102
+        exec_generated(src, "fused_elementwise flat", namespace)
         fn = numba.njit(**FLAT_OPTIONS)(namespace["_flat"])
         _FLAT[key] = fn
         return fn

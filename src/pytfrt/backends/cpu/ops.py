@@ -79,6 +79,9 @@ def matmul_result_shape(a_shape: Sequence[int | None], b_shape: Sequence[int | N
     Raises:
         MatmulShapeError: naming the operand shapes and the reason.
     """
+    if len(a_shape) == 2 and len(b_shape) == 2 and not transpose_a and not transpose_b \
+            and a_shape[1] == b_shape[0] and a_shape[1] is not None:
+        return (a_shape[0], b_shape[1])  # the common case, without the general checks
     sa, sb = list(a_shape), list(b_shape)
     shapes = f"{sa} x {sb}"
     if not sa or not sb:

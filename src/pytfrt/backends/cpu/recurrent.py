@@ -2,14 +2,15 @@
 
 Semantics are the catalogue's (:mod:`pytfrt.compiler.ops.recurrent`, ONNX's ``LSTM``/``GRU``/
 ``RNN``).  Per direction the input projection of every time step is one GEMM
-(``[T*B, I] x [I, G*H]`` through :func:`._blas.sgemm`: oneDNN on the calling thread for
-float32; input biases and the recurrent biases that sit outside the reset gate folded in),
-then the recurrence runs in a loop over time: one ``[B, H] x [H, G*H]`` product and the gate
-arithmetic per step, in place.  The loop is compiled with Numba
-(:mod:`._recurrent_loops`: one call runs every step of a direction, no executor, no Python per
-step); with ``sequence_lens`` (ragged batches) it is a NumPy loop on the calling thread with
-preallocated buffers.  ``PYTFRT_RECURRENT_NUMBA=0`` forces the NumPy loop (both are tested
-against each other).  Measured in ``docs/kernels.md`` ("Recurrent nets").
+(``[T*B, I] x [I, G*H]``; above :data:`SMALL_PROJECTION` multiply-adds through
+:func:`._blas.sgemm`, oneDNN on the calling thread for float32; input biases and the
+recurrent biases that sit outside the reset gate folded in), then the recurrence runs in a
+loop over time: one ``[B, H] x [H, G*H]`` product and the gate arithmetic per step, in place.
+The loop is compiled with Numba (:mod:`._recurrent_loops`: one call runs every step of a
+direction, no executor, no Python per step); with ``sequence_lens`` (ragged batches) it is a
+NumPy loop on the calling thread with preallocated buffers.  ``PYTFRT_RECURRENT_NUMBA=0``
+forces the NumPy loop (both are tested against each other).  Measured in
+``docs/kernels.md`` ("Recurrent nets").
 
 Pure functions of their operands (inputs are never written): thread-safe.
 """
@@ -198,7 +199,13 @@ def recurrent(x: np.ndarray, w: np.ndarray, r: np.ndarray, *extra: np.ndarray, c
                 rb = b[d, 5 * hid:]
                 bias[2 * hid:] = b[d, 2 * hid:3 * hid]
             xw2[...] = bias
-        sgemm(flat, w[d].T, xw2, 0.0 if b is None else 1.0)
+        if flat.shape[0] * flat.shape[1] * g * hid <= SMALL_PROJECTION:
+            if b is None:
+                np.matmul(flat, w[d].T, out=xw2)
+            else:
+                xw2 += flat @ w[d].T
+        else:
+            sgemm(flat, w[d].T, xw2, 0.0 if b is None else 1.0)
         xw = xw2.reshape(steps, batch, g * hid)
         h = np.zeros((batch, hid), dt) if h0 is None else np.array(h0[d], dt)
         c = None
@@ -380,6 +387,10 @@ def _rnn_steps(xw: np.ndarray, r: np.ndarray, rb: np.ndarray | None, h: np.ndarr
 # -- the Numba loops (no sequence_lens): one compiled loop over time, batch rows and gates ---------
 ACT_CODES = {name: i for i, name in enumerate(ACTIVATIONS)}
 """Activation name -> the code the compiled loops switch on (the order of :data:`ACTIVATIONS`)."""
+
+SMALL_PROJECTION = 1 << 18
+"""Input projections of up to this many multiply-adds use NumPy's ``matmul`` (single-threaded
+at these sizes): ``_blas.sgemm``'s ctypes call costs ~10 us of Python whatever the size."""
 
 _NUMBA_LOCK = threading.Lock()
 _NUMBA: dict[str, Any] | None = None

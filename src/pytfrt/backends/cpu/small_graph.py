@@ -52,6 +52,7 @@ from pytfrt import config
 from pytfrt.backends.cpu.fused import SCALAR, scalar_body
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
+from pytfrt.support.codegen import exec_generated
 
 Shape = tuple[int, ...]
 
@@ -405,7 +406,7 @@ def _load(source: str, imports: str = "", name: str = "_graph",
     from pytfrt.backends.cpu.fused import NAMESPACE
 
     ns: dict[str, Any] = {**NAMESPACE, "np": np, "numba": numba}
-    exec(compile(imports + source, f"<fused_graph {digest}>", "exec"), ns)  # noqa: S102 - generated
+    exec_generated(imports + source, f"fused_graph {digest}", ns)
     return numba.njit(**{**opts, "cache": False})(ns[name])
 
 
@@ -567,7 +568,7 @@ def caller(text: str) -> Callable[..., Any]:
                      "        except _NumbaError as exc:",
                      f"            return _fallback(exc, {params})",
                      f"        return {ret}", f"    return _cold({params})"]) + "\n"
-    exec(compile(src, "<fused_graph call>", "exec"), ns)  # noqa: S102 - generated
+    exec_generated(src, "fused_graph call", ns)
     run = ns["_run"]
     run.num_arrays = len(types)
     with _LOCK:

@@ -67,7 +67,15 @@ def load_model(model_or_path: Any) -> tuple[onnx.ModelProto, str]:
 
 
 def _upgrade(model: onnx.ModelProto, origin: str) -> onnx.ModelProto:
+    import onnx
+
     opset = _default_opset(model)
+    newest = onnx.defs.onnx_opset_version()
+    if opset > newest:
+        raise OnnxImportError(
+            f"{origin}: opset {opset} is newer than this importer knows (the installed onnx "
+            f"{onnx.__version__} knows opsets up to {newest}): upgrade onnx, or export the "
+            f"model with opset <= {newest}")
     if opset >= MIN_OPSET or not any(n.domain in ("", "ai.onnx") for n in model.graph.node):
         return model
     from onnx import version_converter

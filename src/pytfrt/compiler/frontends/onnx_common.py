@@ -7,7 +7,7 @@ Pure values and functions; thread-safe.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -90,3 +90,24 @@ def materialize(fn: FunctionBuilder, array: np.ndarray, name: str) -> Value:
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a scalar 1-D)
         arr = arr.copy(order="C")
     return fn.constant(arr, name=name if arr.size > INLINE_LIMIT else None)
+
+
+def initializer_array(init: Any, origin: str) -> np.ndarray:
+    """The array of initializer ``init``, its declared size checked first (a damaged file may
+    declare terabytes); any failure is an :class:`OnnxImportError` naming the initializer."""
+    from onnx import numpy_helper
+
+    n = 1
+    for d in init.dims:
+        n *= d
+    if any(d < 0 for d in init.dims) or n > FOLD_LIMIT * 1024:
+        raise OnnxImportError(
+            f"{origin}: initializer {init.name!r} declares shape {list(init.dims)} "
+            f"({n} elements): the file is damaged; export the model again")
+    try:
+        return numpy_helper.to_array(init)
+    except Exception as exc:  # noqa: BLE001 - onnx/NumPy errors name no initializer
+        raise OnnxImportError(
+            f"{origin}: initializer {init.name!r} (shape {list(init.dims)}) cannot be read "
+            f"({type(exc).__name__}: {str(exc)[:200]}): the file is damaged; export the model "
+            "again") from None

@@ -30,6 +30,7 @@ from pytfrt.compiler.frontends.onnx_common import (
     FOLD_LIMIT,
     OnnxImportError,
     _default_opset,
+    initializer_array,
     materialize,
     tg_dtype,
 )
@@ -90,13 +91,11 @@ class OnnxGraphImporter:
     # -- entry ------------------------------------------------------------------------------
 
     def run(self, input_shapes: Any = None, input_values: Any = None) -> GraphModule:
-        from onnx import numpy_helper
-
         from pytfrt.compiler.builder import GraphBuilder
 
         g = self.graph
         for init in g.initializer:
-            self.known[init.name] = numpy_helper.to_array(init)
+            self.known[init.name] = initializer_array(init, self.origin)
         for name, value in (input_values or {}).items():
             self.known[name] = np.asarray(value)
         for init in g.sparse_initializer:
@@ -138,8 +137,6 @@ class OnnxGraphImporter:
         It sees the outer graph's import-time constants; outer runtime values must be bound
         to ``fn``'s arguments in ``child.values`` by the caller.
         """
-        from onnx import numpy_helper
-
         sub = OnnxGraphImporter(self.model, self.origin)
         sub.graph = graph
         sub.gb, sub.fn = self.gb, fn
@@ -147,7 +144,7 @@ class OnnxGraphImporter:
         sub.partial = dict(self.partial)
         sub._const_names = self._const_names
         for init in graph.initializer:
-            sub.known[init.name] = numpy_helper.to_array(init)
+            sub.known[init.name] = initializer_array(init, self.origin)
         return sub
 
     def _input_specs(self, inputs: Sequence[Any], input_shapes: Any) -> list[tuple[str, Any, str]]:

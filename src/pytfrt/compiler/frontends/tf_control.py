@@ -120,8 +120,9 @@ def _pass_through(lg: Any, i: int) -> bool:
 @tf_op(
     "While",
     "StatelessWhile",
-    tg="`while`",
-    note="loop-invariant constants and variables bound statically",
+    tg="`while`; a Keras LSTM/GRU/SimpleRNN loop: `recurrent`",
+    note="loop-invariant constants and variables bound statically; a recurrent layer's loop "
+    "is replaced once proved equal on random inputs (masking keeps the loop)",
     family="tf_control",
 )
 def _while(cx: Any, node: Any, ins: list[TV]) -> list[TV]:

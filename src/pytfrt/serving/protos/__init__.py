@@ -13,7 +13,9 @@ The message classes are made from that set in a **private descriptor pool**
 ``tensorflow.serving.PredictRequest``) in the default pool, and a process holding both (the
 ``tensorflow`` backend) would fail with duplicate symbols.  The bytes on the wire are the same.
 
-Importing this module imports protobuf only; ``grpcio-tools`` only when it has to compile.
+Importing this module imports nothing beyond the standard library; protobuf is imported when a
+message class is first asked for, and ``grpcio-tools`` runs (in a child process) only when the
+set has to be compiled.
 Thread-safe (the pool is built once, under a lock).
 """
 
@@ -52,26 +54,32 @@ def _cache_dir() -> Path:
 
 def compile_protos(out: Path) -> None:
     """Compile :data:`PROTO_FILES` (with their imports) into the descriptor set ``out``, written
-    atomically.
+    atomically.  protoc runs in a child process (``python -m grpc_tools.protoc``): loaded into a
+    process that already holds TensorFlow's protobuf runtime, grpc_tools' compiler crashes.
 
     Raises:
         RuntimeError: ``grpcio-tools`` is missing or protoc reports an error.
     """
-    try:
-        import grpc_tools
-        from grpc_tools import protoc
-    except ImportError:
+    import importlib.util
+    import subprocess
+    import sys
+
+    spec = importlib.util.find_spec("grpc_tools")
+    if spec is None or spec.origin is None:
         raise RuntimeError("compiling the gRPC API's .proto files needs grpcio-tools: "
-                           "pip install 'pytfrt[serve]'") from None
-    well_known = Path(grpc_tools.__file__).resolve().parent / "_proto"
+                           "pip install 'pytfrt[serve]'")
+    well_known = Path(spec.origin).resolve().parent / "_proto"
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
     os.close(fd)
     try:
-        status = protoc.main(["protoc", f"-I{HERE}", f"-I{well_known}", "--include_imports",
-                              f"--descriptor_set_out={tmp}", *PROTO_FILES])
-        if status != 0:
-            raise RuntimeError(f"protoc failed (status {status}) on {', '.join(PROTO_FILES)}")
+        done = subprocess.run(
+            [sys.executable, "-m", "grpc_tools.protoc", f"-I{HERE}", f"-I{well_known}",
+             "--include_imports", f"--descriptor_set_out={tmp}", *PROTO_FILES],
+            capture_output=True, text=True, timeout=300, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"protoc failed (status {done.returncode}) on "
+                               f"{', '.join(PROTO_FILES)}: {done.stderr.strip()}")
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
@@ -90,7 +98,11 @@ def descriptor_set_path() -> Path:
         return packaged
     cached = _cache_dir() / name
     if not cached.exists():
-        compile_protos(cached)
+        try:
+            compile_protos(cached)
+        except OSError:  # no writable cache: compile into a private temporary directory
+            cached = Path(tempfile.mkdtemp(prefix="pytfrt-protos-")) / name
+            compile_protos(cached)
     return cached
 
 
