@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(VENV)/bin/pip
+# pipefail: a failing pip is not hidden by the filter its output goes through.
+SHELL  := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 .PHONY: help venv install install-test demo test lint typecheck bench clean
 
@@ -15,11 +18,14 @@ $(VENV)/.created:
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.created pyproject.toml setup.py src/pytfrt/_eager_fast.c src/pytfrt/serving/_json_scan.c
-	$(PIP) install --quiet -e '.[tf]'  # the demo compiles a Keras model
+	@echo "== installing pytfrt[tf] into $(VENV) (about 3 minutes on a fresh machine)"
+	$(PIP) install -e '.[tf]' | sed '/^Requirement already satisfied/d'  # the demo compiles a Keras model
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.created pyproject.toml setup.py src/pytfrt/_eager_fast.c src/pytfrt/serving/_json_scan.c tests/plugins/pytfrt_example_plugin/pyproject.toml
-	$(PIP) install --quiet -e '.[test]'
+	@echo "== installing pytfrt[test] into $(VENV): TensorFlow, ONNX, torch, JAX, Ray (about 3-5 minutes on a fresh machine)"
+	$(PIP) install -e '.[test]' | sed '/^Requirement already satisfied/d'
+	$(PIP) install --quiet --no-deps 'tensorflow-serving-api>=2.16'  # TF Serving's client, for the gRPC tests (see pyproject.toml)
 	$(PIP) install --quiet -e tests/plugins/pytfrt_example_plugin  # entry-point plugin fixture
 	touch $@ $(VENV)/.installed
 

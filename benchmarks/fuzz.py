@@ -21,9 +21,22 @@ Categories:
   thread dies, ``MemoryError``, wrong result type) on every queue type, with a deadline;
   the oracle is the arithmetic computed in Python;
 * ``concurrency`` -- one host, several threads executing and awaiting the same function while
-  another cancels some requests; each result must be its request's answer or ``Cancelled``.
+  another cancels some requests; each result must be its request's answer or ``Cancelled``;
+* ``model``   -- hostile saved-model directories (``pytfrt.load``): a small conv + dense model
+  (about 2 MB of weights) saved, then damaged -- bytes flipped and files truncated in
+  ``model.bef``, ``weights.btf`` and ``manifest.json``, manifest fields replaced or removed
+  (huge and negative dims and counts, bad dtypes, paths out of the directory, NUL bytes, deep
+  nesting), files replaced by symbolic links (``/dev/zero``, ``/etc/passwd``, each other),
+  FIFOs, directories and sparse multi-GiB size bombs.  Each mutant must load and give the
+  original output exactly, or fail with ``ModelError``/``InputError``; each case's peak RSS
+  above the RSS before it (the kernel's high-water mark, reset per case through
+  ``/proc/self/clear_refs``) is compared with the model's size.  Loading
+  verifies the SHA-256 digests by default; ``--model-verify both`` also runs every mutant with
+  ``verify=False`` (reported separately: without digests a changed weight byte legitimately
+  changes the answer, so "wrong" there counts answers that differ, not bugs).
 
-Run: ``.venv/bin/python benchmarks/fuzz.py [--seconds 60] [--seed 1]`` (seconds per category).
+Run: ``.venv/bin/python benchmarks/fuzz.py [--seconds 60] [--seed 1] [--categories ...]
+[--model-mutants 700]`` (seconds per category; the model category runs a number of mutants).
 Prints a table, writes ``benchmarks/results/fuzz.json``; recorded in docs/benchmarks.md.
 """
 
@@ -54,7 +67,7 @@ from pytfrt.bef.reader import read_bef  # noqa: E402
 from pytfrt.bef.writer import write_bef  # noqa: E402
 from pytfrt.executor import LoadError, load_program  # noqa: E402
 from pytfrt.host import DiagnosticCollector, HostContext  # noqa: E402
-from pytfrt.host.kernel_libraries import builtin_registry  # noqa: E402
+from pytfrt.kernel_libraries import builtin_registry  # noqa: E402
 from pytfrt.mlir import MlirError, compile_mlir  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -271,6 +284,227 @@ func.func @main(%x: i32) -> i32 {
     return case, f"queue {queue}, {threads_n} threads".encode()
 
 
+# -- hostile saved models ------------------------------------------------------------------------
+
+MODEL_FILES = ("model.bef", "weights.btf", "manifest.json")
+BAD_VALUES: list[Any] = [
+    None, True, -1, 0, 2**31, 2**63, -(2**63), 2**80, 1.5, float("nan"), "", "a\0b", "../model.bef",
+    "/etc/passwd", "sub/model.bef", "O", "V3", "U1", "<U5", ">f4", "float128", "datetime64",
+    "bfloat16", "bool", [], {}, [2**40, 2**40, 2**40], [-1], [[[[[]]]]], ["x"] * 1000,
+    {"name": "x", "dtype": "<f4", "shape": [None]},
+]
+
+
+def seed_model(root: Path) -> tuple[Path, Any, Any, int]:
+    """Compile and save the seed model; its directory, input, output and size in bytes."""
+    import numpy as np
+
+    from pytfrt.compiler import GraphBuilder
+    from pytfrt.compiler.api import compile_module
+
+    rng = np.random.default_rng(5)
+    gb = GraphBuilder()
+    fn = gb.function("main", inputs=[("image", (None, 8, 8, 3), "f32")])
+    (x,) = fn.arguments
+    w = rng.standard_normal((3, 3, 3, 8)).astype(np.float32)
+    h = fn.op("conv2d", [x, fn.constant(w, name="conv/w")], layout="NHWC", pads=[0, 1, 0, 1],
+              strides=[1, 1])
+    h = fn.op("reduce_mean", [fn.op("relu", [h])], axes=[1, 2])
+    h = fn.op("matmul", [h, fn.constant(rng.standard_normal((8, 512)).astype(np.float32),
+                                        name="d1/w")])
+    big = rng.standard_normal((512, 1024)).astype(np.float32)
+    y = fn.op("matmul", [fn.op("relu", [h]), fn.constant(big, name="d2/w")])
+    fn.returns([fn.op("softmax", [y], axis=-1)], names=["probs"])
+    model = compile_module(gb.finish())
+    d = root / "seed"
+    model.save(d)
+    xin = rng.standard_normal((3, 8, 8, 3)).astype(np.float32)
+    size = sum((d / f).stat().st_size for f in MODEL_FILES)
+    return d, xin, np.asarray(model(xin)), size
+
+
+def _json_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if len(prefix) > 8:  # not into a deeply nested value a mutation made
+        return out
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _json_paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _json_paths(v, (*prefix, i))
+    return out
+
+
+def mutate_model(rng: random.Random, seed: Path, d: Path) -> str:
+    """Copy ``seed`` to ``d`` and damage it one way; returns the mutation's description."""
+    import shutil
+
+    shutil.copytree(seed, d)
+    kind = rng.choices(["flip", "truncate", "manifest", "symlink", "fifo", "special", "bomb"],
+                       [30, 10, 30, 8, 5, 4, 5])[0]
+    name = rng.choice(MODEL_FILES)
+    path = d / name
+    if kind == "flip":
+        data = bytearray(path.read_bytes())
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] ^= rng.randrange(1, 256)
+        path.write_bytes(bytes(data))
+        return f"flip {name}"
+    if kind == "truncate":
+        data = path.read_bytes()
+        path.write_bytes(data[:rng.randrange(len(data))])
+        return f"truncate {name}"
+    if kind == "manifest":
+        m = json.loads((d / "manifest.json").read_text())
+        for _ in range(rng.randint(1, 2)):
+            target = rng.choice(_json_paths(m)[1:])
+            parent = m
+            for key in target[:-1]:
+                parent = parent[key]
+            if rng.random() < 0.8:
+                value = rng.choice(BAD_VALUES)
+                if rng.random() < 0.05:
+                    value = [value]
+                    for _ in range(rng.choice([100, 5000, 100_000])):
+                        value = [value]
+                parent[target[-1]] = value
+            elif isinstance(parent, dict):
+                del parent[target[-1]]
+            else:
+                parent.pop(target[-1])
+        try:
+            text = json.dumps(m)
+        except RecursionError:
+            text = "[" * 100_000 + "]" * 100_000
+        (d / "manifest.json").write_text(text)
+        return "manifest"
+    if kind == "symlink":
+        target = rng.choice(["/dev/zero", "/etc/passwd", "/nonexistent", "/tmp", *MODEL_FILES])
+        path.unlink()
+        os.symlink(target, path)
+        return f"symlink {name} -> {target}"
+    if kind == "fifo":
+        path.unlink()
+        os.mkfifo(path)
+        return f"fifo {name}"
+    if kind == "special":
+        path.unlink()
+        path.mkdir()
+        return f"directory {name}"
+    # size bombs: a sparse multi-GiB file, or weights claiming huge dims
+    if rng.random() < 0.5:
+        with open(path, "r+b") as fh:
+            fh.truncate(rng.choice([2**31, 2**33, 2**40 + 1]))
+        return f"sparse {name}"
+    import struct
+
+    data = bytearray((d / "weights.btf").read_bytes())
+    (count,) = struct.unpack_from("<Q", data, 0)
+    i = rng.randrange(count)
+    (off,) = struct.unpack_from("<Q", data, 8 + 8 * i)
+    (rank,) = struct.unpack_from("<Q", data, off)
+    if rank:
+        struct.pack_into("<Q", data, off + 16, rng.choice([2**32, 2**40, 2**62, 2**64 - 1]))
+    (d / "weights.btf").write_bytes(bytes(data))
+    return "huge dims"
+
+
+def model_verdict(d: Path, xin: Any, expected: Any, verify: bool) -> tuple[str, str]:
+    """(verdict, detail) of loading ``d`` and calling it on ``xin``."""
+    import numpy as np
+
+    import pytfrt
+    from pytfrt.model import InputError, ModelError
+
+    signal.alarm(CASE_SECONDS)
+    try:
+        try:
+            model = pytfrt.load(d, verify=verify)
+            y = model(xin)
+        except (ModelError, InputError):
+            return "clean error", ""
+        values = list(y.values()) if isinstance(y, dict) else (
+            list(y) if isinstance(y, tuple | list) else [y])
+        same = len(values) == 1 and np.array_equal(np.asarray(values[0]), expected)
+        return ("ok" if same else "wrong"), ""
+    except Hang:
+        return "hang", ""
+    except BaseException as exc:  # noqa: BLE001 - what the campaign looks for
+        return "traceback", f"{type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        signal.alarm(0)
+
+
+def _memory() -> tuple[int, int]:
+    """(current RSS, peak RSS since the last :func:`_reset_peak`) in bytes (Linux)."""
+    values = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                values[line[:5]] = int(line.split()[1]) * 1024
+    return values.get("VmRSS", 0), values.get("VmHWM", 0)
+
+
+def _reset_peak() -> None:
+    """Reset the kernel's peak-RSS mark of this process (``/proc/self/clear_refs``, Linux)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def model_campaign(count: int, rng: random.Random, verify_modes: list[bool],
+                   examples: dict[str, list[str]]) -> dict[str, Any]:
+    """Run ``count`` mutants per verify mode; counts per mode, and RSS figures."""
+    import gc
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="pytfrt-fuzz-model-"))
+    try:
+        seed, xin, expected, size = seed_model(root)
+        model_verdict(seed, xin, expected, True)  # warm-up: imports, the host, caches
+        gc.collect()
+        _reset_peak()
+        base, _ = _memory()
+        _, clean_peak = _memory()
+        model_verdict(seed, xin, expected, True)
+        gc.collect()
+        clean_peak = _memory()[1] - base  # what loading and calling the intact model costs
+        out: dict[str, Any] = {"model_bytes": size, "clean_load_peak_bytes": clean_peak}
+        worst = (0, "")
+        for verify in verify_modes:
+            counts: Counter[str] = Counter()
+            kinds: Counter[str] = Counter()
+            key = "model" if verify else "model_noverify"
+            for i in range(count):
+                d = root / f"m{i}"
+                what = mutate_model(rng, seed, d)
+                kinds[what.split()[0]] += 1
+                gc.collect()
+                _reset_peak()
+                before, _ = _memory()
+                verdict, detail = model_verdict(d, xin, expected, verify)
+                gc.collect()
+                grew = _memory()[1] - before
+                if grew > worst[0]:
+                    worst = (grew, what)
+                counts[verdict] += 1
+                if verdict in ("traceback", "hang") or (verdict == "wrong" and verify):
+                    if len(examples.setdefault(key, [])) < 8:
+                        examples[key].append(f"{verdict}: {what} {detail}")
+                shutil.rmtree(d, ignore_errors=True)
+            out[key] = {"counts": dict(counts), "mutations": dict(kinds)}
+        out["case_peak_bytes"], out["case_peak_mutation"] = worst
+        out["case_peak_vs_model"] = worst[0] / size
+        out["rss_drift_bytes"] = _memory()[0] - base
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def campaign(name: str, make: Callable[[random.Random], Case], seconds: float,
              rng: random.Random, examples: dict[str, list[str]]) -> Counter[str]:
     counts: Counter[str] = Counter()
@@ -292,10 +526,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="per category")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--categories", default="mlir,bef,runtime,concurrency,model",
+                        help="comma-separated subset of mlir,bef,runtime,concurrency,model")
+    parser.add_argument("--model-mutants", type=int, default=700,
+                        help="hostile saved models per verify mode")
+    parser.add_argument("--model-verify", choices=("on", "both"), default="both",
+                        help="load with digests verified only, or also with verify=False")
     args = parser.parse_args()
+    chosen = set(args.categories.split(","))
     signal.signal(signal.SIGALRM, _alarm)
     rng = random.Random(args.seed)
-    seeds = corpus()
+    seeds = corpus() if chosen & {"mlir", "bef"} else []
     befs = []
     for text in seeds:
         if "nqueen" in text:  # its cost grows exponentially with a constant: not a hang
@@ -307,12 +548,19 @@ def main() -> None:
         except Exception:  # noqa: BLE001 - only seeds the writer takes
             continue
     examples: dict[str, list[str]] = {k: [] for k in ("mlir", "bef", "runtime", "concurrency")}
-    table = {
-        "mlir": campaign("mlir", lambda r: mlir_case(r, seeds), args.seconds, rng, examples),
-        "bef": campaign("bef", lambda r: bef_case(r, befs), args.seconds, rng, examples),
-        "runtime": campaign("runtime", runtime_case, args.seconds, rng, examples),
-        "concurrency": campaign("concurrency", concurrency_case, args.seconds, rng, examples),
+    makers: dict[str, Callable[[random.Random], Case]] = {
+        "mlir": lambda r: mlir_case(r, seeds), "bef": lambda r: bef_case(r, befs),
+        "runtime": runtime_case, "concurrency": concurrency_case,
     }
+    table = {name: campaign(name, make, args.seconds, rng, examples)
+             for name, make in makers.items() if name in chosen}
+    model_info: dict[str, Any] = {}
+    if "model" in chosen:
+        modes = [True] if args.model_verify == "on" else [True, False]
+        model_info = model_campaign(args.model_mutants, rng, modes, examples)
+        for key in ("model", "model_noverify"):
+            if key in model_info:
+                table[key] = Counter(model_info[key]["counts"])
     columns = ("ok", "clean error", "traceback", "hang", "wrong")
     print(f"seeds: {len(seeds)} MLIR programs, {len(befs)} BEF files; "
           f"{args.seconds:g} s per category, seed {args.seed}")
@@ -320,6 +568,14 @@ def main() -> None:
     for name, counts in table.items():
         print(f"{name:12} {sum(counts.values()):6} "
               + " ".join(f"{counts.get(c, 0):11}" for c in columns))
+    if model_info:
+        mib = 2**20
+        print(f"model: {model_info['model_bytes'] / mib:.2f} MiB; the intact model's load and "
+              f"call raise peak RSS by {model_info['clean_load_peak_bytes'] / mib:.2f} MiB; "
+              f"the worst mutant by {model_info['case_peak_bytes'] / mib:.2f} MiB "
+              f"({model_info['case_peak_vs_model']:.2f}x the model's size: "
+              f"{model_info['case_peak_mutation']}); RSS drift over the campaign "
+              f"{model_info['rss_drift_bytes'] / mib:.1f} MiB")
     for name, found in examples.items():
         for line in found:
             print(f"{name}: {line}")
@@ -329,6 +585,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d"), "nproc": os.cpu_count(),
         "python": platform.python_version(),
         "counts": {k: dict(v) for k, v in table.items()}, "examples": examples,
+        "model": model_info,
     }, indent=2))
 
 

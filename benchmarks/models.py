@@ -1,7 +1,9 @@
-"""Model benchmark: the zoo through pytfrt vs ONNX Runtime, tf.function, TF eager, PyTorch eager.
+"""Model benchmark: the zoo through pytfrt vs ONNX Runtime, OpenVINO, tf.function, TF eager and
+PyTorch eager.
 
 For each model of the zoo (``benchmarks/zoo.py``: ResNet-50, MobileNetV3-small,
-EfficientNet-B0, a 2-layer BERT-base-width Transformer encoder at sequence 128, and Keras'
+EfficientNet-B0, a 2-layer BERT-base-width Transformer encoder at sequence 128, BERT-base at
+sequence 128 and GPT-2 small at sequence 64 from ``transformers`` configurations, and Keras'
 ResNet50 converted by tf2onnx) and each batch size, it measures the latency of one call in
 every framework that can run the model, interleaved repetition by repetition (the machine is
 shared: peers are compared within one run, never across runs):
@@ -11,6 +13,8 @@ peer          what runs
 ============  ================================================================================
 pytfrt        ``pytfrt.compile(model.onnx)`` (the ONNX front end, default pipeline)
 onnxruntime   ``onnxruntime.InferenceSession`` on the same file (CPU provider)
+openvino      OpenVINO's CPU plugin on the same file (``openvino`` package; float32 inference
+              precision, latency hint, the file reshaped to each input shape and compiled once)
 torch         the ``torch.nn.Module`` the file was exported from, ``torch.inference_mode``
 tf.function   the Keras model under ``tf.function`` (Keras models only)
 tf-eager      the Keras model called eagerly (Keras models only)
@@ -55,12 +59,14 @@ from pytfrt.tools.bench import (  # noqa: E402
     write_json,
 )
 
-PEERS = ("pytfrt", "pytfrt-tf", "onnxruntime", "torch", "tf.function", "tf-eager")
+PEERS = ("pytfrt", "pytfrt-tf", "onnxruntime", "openvino", "torch", "tf.function", "tf-eager")
 DEFAULT_MODELS = (
     "resnet50",
     "mobilenet_v3_small",
     "efficientnet_b0",
     "transformer",
+    "bert",
+    "gpt2",
     "keras_resnet50",
     "tf:mlp",
 )
@@ -78,7 +84,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "plus tf:<name> for benchmarks/tf_models.py models",
     )
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 8])
-    parser.add_argument("--transformer-batches", nargs="+", type=int, default=[1])
+    parser.add_argument(
+        "--transformer-batches",
+        nargs="+",
+        type=int,
+        default=[1],
+        help="batch sizes of the token-id models (transformer, bert, gpt2)",
+    )
     parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=PEERS)
     parser.add_argument("--repeats", type=int, default=15, help="timed calls per peer")
     parser.add_argument("--warmup", type=int, default=3)
@@ -171,6 +183,36 @@ def _ort_runner(zm: Any, threads: int) -> Callable[[dict[str, np.ndarray]], list
 
     def call(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         return list(sess.run(None, {n: feeds[n] for n in names}))
+
+    return call
+
+
+def _openvino_runner(
+    zm: Any, threads: int
+) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    """OpenVINO's CPU plugin on the ONNX file: float32 precision (its default on CPUs with AMX
+    or AVX-512 bf16 is bf16, which would not meet the 1e-4 agreement), the latency hint and
+    ``threads`` inference threads; the model is reshaped to each feed's shapes and compiled once
+    per shape (static shapes, as a deployment would)."""
+    import openvino as ov
+
+    core = ov.Core()
+    config = {
+        "PERFORMANCE_HINT": "LATENCY",
+        "INFERENCE_NUM_THREADS": threads,
+        "INFERENCE_PRECISION_HINT": "f32",
+    }
+    compiled: dict[tuple[Any, ...], Any] = {}
+
+    def call(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        key = tuple((n, v.shape) for n, v in feeds.items())
+        req = compiled.get(key)
+        if req is None:
+            model = core.read_model(str(zm.path))
+            model.reshape({n: ov.PartialShape(list(v.shape)) for n, v in feeds.items()})
+            req = compiled[key] = core.compile_model(model, "CPU", config).create_infer_request()
+        req.infer(feeds)
+        return [np.array(t.data, copy=True) for t in req.output_tensors]
 
     return call
 
@@ -598,7 +640,7 @@ def run(args: argparse.Namespace) -> int:
     for zm in models:
         sizes = (
             [{"batch": b} for b in args.transformer_batches]
-            if zm.name == "transformer"
+            if zm.name in zoo.TOKEN_MODELS
             else [{"batch": b} for b in args.batches]
         )
         runners: dict[str, Callable[[dict[str, np.ndarray]], Any]] = {}
@@ -620,6 +662,11 @@ def run(args: argparse.Namespace) -> int:
             compile_s[peer] = time.perf_counter() - t0
         if "onnxruntime" in peers and zm.source != "tf":
             runners["onnxruntime"] = _ort_runner(zm, args.threads)
+        if "openvino" in peers and zm.source != "tf":
+            try:
+                runners["openvino"] = _openvino_runner(zm, args.threads)
+            except ImportError as exc:
+                progress(f"{zm.name}: openvino skipped ({exc})", args.quiet)
         if "torch" in peers and zm.torch_module is not None:
             runners["torch"] = _torch_runner(zm)
         if zm.keras is not None:
@@ -730,6 +777,13 @@ def _goals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             0.8,
         ),
         ("Transformer b1 s128 pytfrt / torch eager", "transformer", 1, "torch", None, 1.0),
+        ("BERT-base b1 s128 pytfrt / onnxruntime", "bert", 1, "onnxruntime", None, 1.0),
+        ("GPT-2 small b1 s64 pytfrt / onnxruntime", "gpt2", 1, "onnxruntime", None, 1.0),
+        ("MobileNetV3-small b1 pytfrt / onnxruntime", "mobilenet_v3_small", 1, "onnxruntime",
+         None, 1.0),
+        ("EfficientNet-B0 b1 pytfrt / onnxruntime", "efficientnet_b0", 1, "onnxruntime", None,
+         1.0),
+        ("ResNet-50 b8 pytfrt / onnxruntime", "resnet50", 8, "onnxruntime", None, 1.0),
         ("Keras ResNet50 b1 pytfrt / tf.function", "keras_resnet50", 1, "tf.function", None, 0.72),
     ]
     out = []
@@ -742,16 +796,19 @@ def _goals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _print(record: dict[str, Any]) -> None:
-    headers = ["model", "batch", "peer", "median ms", "p90 ms", "x onnxruntime", "rel err"]
+    headers = ["model", "batch", "peer", "median ms", "p90 ms", "x onnxruntime", "x openvino",
+               "rel err"]
     table = []
     for r in record["rows"]:
         ort_ms = r["peers"].get("onnxruntime", {}).get("median_ms")
+        ov_ms = r["peers"].get("openvino", {}).get("median_ms")
         size = str(r["batch"]) + (f" s{r['seq']}" if r.get("seq") else "")
         for p in PEERS:
             if p not in r["peers"]:
                 continue
             s = r["peers"][p]
             ratio = f"{s['median_ms'] / ort_ms:.2f}x" if ort_ms else "-"
+            ov_ratio = f"{s['median_ms'] / ov_ms:.2f}x" if ov_ms else "-"
             err = s.get("rel_error")
             table.append(
                 [
@@ -761,6 +818,7 @@ def _print(record: dict[str, Any]) -> None:
                     f"{s['median_ms']:.2f}",
                     f"{s['p90_ms']:.2f}",
                     ratio,
+                    ov_ratio,
                     "-" if err is None else f"{err:.1e}",
                 ]
             )

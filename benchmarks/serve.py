@@ -22,8 +22,16 @@ peers are compared within a round and over the same rounds, never across runs):
 * ``latency``: 1 client -- the per-request latency (p50/p90/p99);
 * ``throughput``: ``--clients`` clients (MLP) / ``--resnet-clients`` (ResNet-50) -- requests/s.
 
-Then the soak: ``--soak-clients`` clients on the pytfrt MLP for ``--soak-seconds`` with the
-server's resident memory sampled every second (errors must be zero, memory flat).  Each
+``--protocol`` runs every scenario through each protocol named, against the same servers:
+``rest`` (TF Serving's REST JSON, ``:predict``), ``grpc`` (TF Serving's gRPC ``Predict`` with
+``tensor_content``, a pre-serialized request sent by :func:`~pytfrt.serving.loadgen.run_grpc_load`)
+and ``v2`` (the Open Inference Protocol over REST with binary tensor data, as Triton's HTTP
+client sends it).  The ratio column compares each backend with the TensorFlow backend through
+the same protocol.
+
+Then the soak, once per protocol: ``--soak-clients`` clients on the pytfrt MLP for
+``--soak-seconds`` with the server's resident memory sampled every second (errors must be
+zero, memory flat).  Each
 backend's first response is checked against the TensorFlow backend's, and each scenario
 records the server process's CPU time per request beside the wall-clock figures.
 
@@ -57,10 +65,16 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from pytfrt.serving.loadgen import LoadResult, ServerProcess, run_load  # noqa: E402
+from pytfrt.serving.loadgen import (  # noqa: E402
+    LoadResult,
+    ServerProcess,
+    run_grpc_load,
+    run_load,
+)
 from pytfrt.tools.bench import format_table, machine_info, progress, write_json  # noqa: E402
 
 BACKENDS = ("pytfrt", "tensorflow", "onnxruntime")
+PROTOCOLS = ("rest", "grpc", "v2")
 MODELS: dict[str, dict[str, tuple[int, ...]]] = {
     "mlp": {"shape": (1, 784)},
     "resnet50": {"shape": (1, 224, 224, 3)},
@@ -101,6 +115,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where the exported models and the compile cache live")
     parser.add_argument("--out", type=Path, default=HERE / "results",
                         help="where serve.json and serve.png go (default benchmarks/results)")
+    parser.add_argument("--protocol", nargs="+", default=["rest"], choices=PROTOCOLS,
+                        help="the APIs the load goes through (default rest)")
     parser.add_argument("--quiet", action="store_true")
 
 
@@ -113,22 +129,27 @@ def _build(name: str) -> Any:
     return tf_models.mlp() if name == "mlp" else tf_models.resnet50()
 
 
-def prepare(name: str, work: Path, quiet: bool) -> dict[str, Path]:
-    """Export model ``name`` as a SavedModel and as ONNX (reused when already there).
+def prepare(name: str, work: Path, quiet: bool, onnx: bool = True) -> dict[str, Path]:
+    """Export model ``name`` as a SavedModel and (``onnx``) as ONNX (reused when already there).
 
     Returns the base path per format: ``{"savedmodel": .../name_tf, "onnx": .../name_onnx}``.
     """
     saved = work / f"{name}_tf"
     onnx_base = work / f"{name}_onnx"
-    if (saved / "1" / "saved_model.pb").exists() and (onnx_base / "1" / "model.onnx").exists():
+    have_saved = (saved / "1" / "saved_model.pb").exists()
+    if have_saved and (not onnx or (onnx_base / "1" / "model.onnx").exists()):
         return {"savedmodel": saved, "onnx": onnx_base}
-    progress(f"exporting {name} (SavedModel and ONNX) into {work}", quiet)
+    progress(f"exporting {name} (SavedModel{' and ONNX' if onnx else ''}) into {work}", quiet)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
-    import tf2onnx
 
     model = _build(name)
-    model.export(str(saved / "1"), verbose=False)
+    if not have_saved:
+        model.export(str(saved / "1"), verbose=False)
+    if not onnx:
+        return {"savedmodel": saved, "onnx": onnx_base}
+    import tf2onnx
+
     shape = (None, *MODELS[name]["shape"][1:])
     spec = (tf.TensorSpec(shape, tf.float32, name="x"),)
 
@@ -155,21 +176,71 @@ def _config(paths: dict[str, dict[str, Path]], backend: str, path: Path) -> Path
 # -- running ------------------------------------------------------------------------------------
 
 
+def _input(name: str) -> np.ndarray:
+    return np.random.default_rng(0).standard_normal(MODELS[name]["shape"]).astype(np.float32)
+
+
 def _body(name: str) -> bytes:
-    x = np.random.default_rng(0).standard_normal(MODELS[name]["shape"]).astype(np.float32)
-    return json.dumps({"instances": x.tolist()}).encode()
+    return json.dumps({"instances": _input(name).tolist()}).encode()
 
 
-def _load(server: ServerProcess, name: str, clients: int, seconds: float) -> LoadResult:
+_input_names: dict[tuple[str, str], str] = {}
+
+
+def _input_name(server: ServerProcess, name: str) -> str:
+    """The model's one input name, from the server's metadata API (gRPC and v2 name it)."""
+    key = (server.url, name)
+    if key not in _input_names:
+        import urllib.request
+
+        with urllib.request.urlopen(f"{server.url}/v1/models/{name}/metadata",
+                                    timeout=60) as response:
+            meta = json.load(response)
+        (_input_names[key],) = meta["metadata"]["signature_def"]["signature_def"][
+            "serving_default"]["inputs"]
+    return _input_names[key]
+
+
+def _grpc_request(name: str, input_name: str) -> bytes:
+    from pytfrt.serving import protos, tensor_proto
+
+    request = protos.message_class("tensorflow.serving.PredictRequest")()
+    request.model_spec.name = name
+    tensor_proto.from_array(_input(name), request.inputs[input_name])
+    return bytes(request.SerializeToString())
+
+
+def _v2_request(name: str, input_name: str) -> tuple[bytes, dict[str, str]]:
+    x = _input(name)
+    header = json.dumps({
+        "inputs": [{"name": input_name, "shape": list(x.shape), "datatype": "FP32",
+                    "parameters": {"binary_data_size": x.nbytes}}],
+        "parameters": {"binary_data_output": True},
+    }).encode()
+    return header + x.tobytes(), {"Inference-Header-Content-Length": str(len(header)),
+                                  "Content-Type": "application/octet-stream"}
+
+
+def _load(server: ServerProcess, name: str, clients: int, seconds: float,
+          protocol: str = "rest") -> LoadResult:
+    if protocol == "grpc":
+        return run_grpc_load(server.grpc_target, "/tensorflow.serving.PredictionService/Predict",
+                             _grpc_request(name, _input_name(server, name)), clients=clients,
+                             duration=seconds,
+                             request_timeout=120.0)
+    if protocol == "v2":
+        body, headers = _v2_request(name, _input_name(server, name))
+        return run_load(f"{server.url}/v2/models/{name}/infer", body, clients=clients,
+                        duration=seconds, request_timeout=120.0, headers=headers)
     return run_load(f"{server.url}/v1/models/{name}:predict", _body(name), clients=clients,
                     duration=seconds, request_timeout=120.0)
 
 
-def _timed_load(server: ServerProcess, name: str, clients: int, seconds: float
-                ) -> tuple[LoadResult, float]:
+def _timed_load(server: ServerProcess, name: str, clients: int, seconds: float,
+                protocol: str = "rest") -> tuple[LoadResult, float]:
     """A load run and the server's CPU seconds spent during it (NaN where unknown)."""
     before = server.cpu()
-    result = _load(server, name, clients, seconds)
+    result = _load(server, name, clients, seconds, protocol)
     after = server.cpu()
     spent = float("nan") if before is None or after is None else after - before
     return result, spent
@@ -248,7 +319,18 @@ def _merge(results: list[LoadResult]) -> LoadResult:
     return merged
 
 
-def _outputs(body: bytes) -> np.ndarray:
+def _outputs(body: bytes, protocol: str = "rest") -> np.ndarray:
+    """The first output of a response body of ``protocol``."""
+    if protocol == "grpc":
+        from pytfrt.serving import protos, tensor_proto
+
+        response = protos.message_class("tensorflow.serving.PredictResponse").FromString(body)
+        (tensor,) = response.outputs.values()
+        return tensor_proto.to_array(tensor, "output").astype(np.float64)
+    if protocol == "v2":
+        header, end = json.JSONDecoder().raw_decode(body.decode("latin-1"))
+        (output,) = header["outputs"]
+        return np.frombuffer(body[end:], np.float32).reshape(output["shape"]).astype(np.float64)
     return np.asarray(json.loads(body)["predictions"], dtype=np.float64)
 
 
@@ -279,15 +361,17 @@ class RssSampler:
         self._thread.join()
 
 
-def soak(server: ServerProcess, clients: int, seconds: float) -> dict[str, Any]:
+def soak(server: ServerProcess, clients: int, seconds: float, protocol: str = "rest"
+         ) -> dict[str, Any]:
     """``clients`` clients on the MLP for ``seconds``, memory sampled; a summary record."""
     with RssSampler(server) as sampler:
-        result = _load(server, "mlp", clients, seconds)
+        result = _load(server, "mlp", clients, seconds, protocol)
     rss = [s for _, s in sampler.samples]
     window = max(len(rss) // 6, 1)
     first, last = float(np.mean(rss[:window])), float(np.mean(rss[-window:]))
     return {
         **result.summary(),
+        "protocol": protocol,
         "rss_mb_first": round(first / 2**20, 1),
         "rss_mb_last": round(last / 2**20, 1),
         "rss_mb_max": round(max(rss) / 2**20, 1),
@@ -301,7 +385,8 @@ def run(args: argparse.Namespace) -> int:
     _exit_on_sigterm()
     work: Path = args.work_dir
     work.mkdir(parents=True, exist_ok=True)
-    paths = {name: prepare(name, work, args.quiet) for name in args.models}
+    paths = {name: prepare(name, work, args.quiet, onnx="onnxruntime" in args.backends)
+             for name in args.models}
     servers: dict[str, ServerProcess] = {}
     flags = ["--file_system_poll_wait_seconds=0", f"--compile_cache_dir={work / 'compiled'}"]
     if args.batching:
@@ -328,61 +413,69 @@ def run(args: argparse.Namespace) -> int:
                 f"--backend={backend}", f"--model_config_file={config}", *flags,
                 log_path=work / f"{args.tag}-{backend}.log").start()
             progress(f"  {backend} ready in {time.perf_counter() - started:.1f} s", args.quiet)
-        scenarios = [(name, kind) for name in args.models for kind in ("latency", "throughput")]
-        raw: dict[tuple[str, str, str], list[LoadResult]] = {}
-        cpu: dict[tuple[str, str, str], float] = {}
+        scenarios = [(name, kind, protocol) for name in args.models
+                     for kind in ("latency", "throughput") for protocol in args.protocol]
+        raw: dict[tuple[str, str, str, str], list[LoadResult]] = {}
+        cpu: dict[tuple[str, str, str, str], float] = {}
         for name in args.models:  # warm-up: first calls (allocation, lazy init) are not timed
             for server in servers.values():
-                _load(server, name, 1, 1.0)
+                for protocol in args.protocol:
+                    _load(server, name, 1, 1.0, protocol)
         for rnd in range(args.rounds):
-            for name, kind in scenarios:
+            for name, kind, protocol in scenarios:
                 clients = 1 if kind == "latency" else (
                     args.clients if name == "mlp" else args.resnet_clients)
                 seconds = args.seconds if name == "mlp" else args.resnet_seconds
                 for backend, server in servers.items():
-                    res, spent = _timed_load(server, name, clients, seconds)
-                    raw.setdefault((backend, name, kind), []).append(res)
-                    cpu[(backend, name, kind)] = cpu.get((backend, name, kind), 0.0) + spent
+                    key = (backend, name, kind, protocol)
+                    res, spent = _timed_load(server, name, clients, seconds, protocol)
+                    raw.setdefault(key, []).append(res)
+                    cpu[key] = cpu.get(key, 0.0) + spent
                     progress(f"round {rnd + 1}/{args.rounds} {backend:<11} {name:<8} {kind:<10} "
+                             f"{protocol:<4} "
                              f"{res.throughput:8.1f} req/s  p50 {res.percentile(50) * 1e3:8.2f} ms"
                              f"  server CPU/request {spent / max(res.ok, 1) * 1e3:7.2f} ms"
                              f"  errors {res.error_count}  load {os.getloadavg()[0]:.1f}",
                              args.quiet)
         results = {key: _merge(value) for key, value in raw.items()}
-        soak_record = None
+        soak_records = []
         if args.soak_seconds > 0 and "pytfrt" in servers and "mlp" in args.models:
-            progress(f"soak: {args.soak_clients} clients on the pytfrt MLP for "
-                     f"{args.soak_seconds:.0f} s", args.quiet)
-            soak_record = soak(servers["pytfrt"], args.soak_clients, args.soak_seconds)
+            for protocol in args.protocol:
+                progress(f"soak: {args.soak_clients} clients on the pytfrt MLP over {protocol} "
+                         f"for {args.soak_seconds:.0f} s", args.quiet)
+                soak_records.append(soak(servers["pytfrt"], args.soak_clients,
+                                         args.soak_seconds, protocol))
         exits = {backend: server.stop() for backend, server in servers.items()}
     finally:
         for server in servers.values():
             server.stop()
-    return report(args, results, soak_record, exits, cpu, ceiling)
+    return report(args, results, soak_records, exits, cpu, ceiling)
 
 
-def report(args: argparse.Namespace, results: dict[tuple[str, str, str], LoadResult],
-           soak_record: dict[str, Any] | None, exits: dict[str, int | None],
-           cpu: dict[tuple[str, str, str], float], ceiling: list[dict[str, Any]]) -> int:
+def report(args: argparse.Namespace, results: dict[tuple[str, str, str, str], LoadResult],
+           soak_records: list[dict[str, Any]], exits: dict[str, int | None],
+           cpu: dict[tuple[str, str, str, str], float], ceiling: list[dict[str, Any]]) -> int:
     """Print the table, write serve.json and serve.png; the exit status."""
     rows = []
     records = []
-    for (backend, name, kind), res in sorted(results.items(), key=lambda kv: (kv[0][1], kv[0][2],
-                                                                               kv[0][0])):
+    for (backend, name, kind, protocol), res in sorted(
+            results.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][3], kv[0][0])):
         summary = res.summary()
-        reference = results.get(("tensorflow", name, kind))
+        reference = results.get(("tensorflow", name, kind, protocol))
         ratio = None
         if reference is not None and reference.latencies and res.latencies:
             ratio = res.percentile(50) / reference.percentile(50)
         diff = None
         if reference is not None and reference.first_body and res.first_body:
-            diff = float(np.max(np.abs(_outputs(res.first_body) - _outputs(reference.first_body))))
-        cpu_ms = cpu.get((backend, name, kind), float("nan")) / max(res.ok, 1) * 1e3
-        records.append({"backend": backend, "model": name, "scenario": kind, **summary,
+            diff = float(np.max(np.abs(_outputs(res.first_body, protocol)
+                                       - _outputs(reference.first_body, protocol))))
+        cpu_ms = cpu.get((backend, name, kind, protocol), float("nan")) / max(res.ok, 1) * 1e3
+        records.append({"backend": backend, "model": name, "scenario": kind,
+                        "protocol": protocol, **summary,
                         "server_cpu_ms_per_request": round(cpu_ms, 3),
                         "p50_vs_tensorflow": None if ratio is None else round(ratio, 3),
                         "max_abs_diff_vs_tensorflow": diff})
-        rows.append([name, kind, backend, summary["clients"], summary["requests"],
+        rows.append([name, kind, protocol, backend, summary["clients"], summary["requests"],
                      summary["errors"], f"{summary['throughput_rps']:.1f}",
                      f"{summary['p50_ms']:.2f}", f"{summary['p90_ms']:.2f}",
                      f"{summary['p99_ms']:.2f}", f"{cpu_ms:.2f}",
@@ -391,10 +484,11 @@ def report(args: argparse.Namespace, results: dict[tuple[str, str, str], LoadRes
         print(f"load generator ceiling (trivial endpoint): {c['clients']} clients "
               f"{c['throughput_rps']:.0f} req/s, {c['client_cpu_us_per_request']} us client CPU "
               "per request")
-    print(format_table(["model", "scenario", "backend", "clients", "requests", "errors", "req/s",
+    print(format_table(["model", "scenario", "protocol", "backend", "clients", "requests",
+                        "errors", "req/s",
                         "p50 ms", "p90 ms", "p99 ms", "server CPU ms/req", "p50 vs tf"], rows))
-    if soak_record is not None:
-        print(f"\nsoak (pytfrt, mlp): {soak_record['clients']} clients, "
+    for soak_record in soak_records:
+        print(f"\nsoak (pytfrt, mlp, {soak_record['protocol']}): {soak_record['clients']} clients, "
               f"{soak_record['seconds']:.0f} s, {soak_record['requests']} requests, "
               f"{soak_record['errors']} errors, {soak_record['throughput_rps']:.0f} req/s, "
               f"RSS {soak_record['rss_mb_first']} -> {soak_record['rss_mb_last']} MB "
@@ -409,47 +503,52 @@ def report(args: argparse.Namespace, results: dict[tuple[str, str, str], LoadRes
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "loadgen_ceiling": ceiling,
         "results": records,
-        "soak": soak_record,
+        "soak": soak_records,
         "exit_statuses": exits,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / f"{args.tag}.json", record)
-    _plot(records, soak_record, args.out / f"{args.tag}.png")
-    failed = any(r["errors"] for r in records) or (soak_record and soak_record["errors"]) or \
+    _plot(records, soak_records, args.out / f"{args.tag}.png")
+    failed = any(r["errors"] for r in records) or any(s["errors"] for s in soak_records) or \
         any(code != 0 for code in exits.values())
     return 1 if failed else 0
 
 
-def _plot(records: list[dict[str, Any]], soak_record: dict[str, Any] | None, path: Path) -> None:
+def _plot(records: list[dict[str, Any]], soak_records: list[dict[str, Any]], path: Path
+          ) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     models = sorted({r["model"] for r in records})
-    backends = [b for b in BACKENDS if any(r["backend"] == b for r in records)]
     panels = [(m, k) for m in models for k in ("latency", "throughput")]
-    ncols = len(panels) + (1 if soak_record else 0)
-    fig, axes = plt.subplots(1, ncols, figsize=(4 * ncols, 3.8))
+    ncols = len(panels) + (1 if soak_records else 0)
+    fig, axes = plt.subplots(1, ncols, figsize=(4.5 * ncols, 4.2))
     axes = np.atleast_1d(axes)
     for ax, (model, kind) in zip(axes, panels, strict=False):
-        recs = {r["backend"]: r for r in records if r["model"] == model and r["scenario"] == kind}
-        values = [recs[b]["p50_ms"] if kind == "latency" else recs[b]["throughput_rps"]
-                  for b in backends]
-        ax.bar(backends, values, color=["tab:blue", "tab:orange", "tab:green"][:len(backends)])
-        clients = next(iter(recs.values()))["clients"]
+        recs = [r for r in records if r["model"] == model and r["scenario"] == kind]
+        recs.sort(key=lambda r: (PROTOCOLS.index(r["protocol"]), BACKENDS.index(r["backend"])))
+        labels = [f"{r['backend']}\n{r['protocol']}" for r in recs]
+        values = [r["p50_ms"] if kind == "latency" else r["throughput_rps"] for r in recs]
+        colors = {"pytfrt": "tab:blue", "tensorflow": "tab:orange", "onnxruntime": "tab:green"}
+        ax.bar(range(len(recs)), values, color=[colors[r["backend"]] for r in recs])
+        ax.set_xticks(range(len(recs)), labels, fontsize=6)
+        clients = recs[0]["clients"] if recs else 0
         ax.set_title(f"{model}: {'p50 latency' if kind == 'latency' else 'throughput'} "
                      f"({clients} client{'s' if clients > 1 else ''})", fontsize=9)
         ax.set_ylabel("ms" if kind == "latency" else "requests/s")
         for i, v in enumerate(values):
-            ax.text(i, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
-    if soak_record:
+            ax.text(i, v, f"{v:.1f}", ha="center", va="bottom", fontsize=6)
+    if soak_records:
         ax = axes[-1]
-        ax.plot(soak_record["rss_samples_mb"])
-        ax.set_title(f"soak: pytfrt mlp, {soak_record['clients']} clients, RSS", fontsize=9)
+        for record in soak_records:
+            ax.plot(record["rss_samples_mb"], label=record["protocol"])
+        ax.set_title(f"soak: pytfrt mlp, {soak_records[0]['clients']} clients, RSS", fontsize=9)
         ax.set_xlabel("s")
         ax.set_ylabel("MB")
         ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

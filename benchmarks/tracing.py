@@ -40,8 +40,8 @@ from typing import Any
 from pytfrt.bef.program import Function, Kernel, Program
 from pytfrt.executor import async_executor, load_program
 from pytfrt.host import ExecutionContext, HostContext
-from pytfrt.host.kernel_libraries import builtin_registry
 from pytfrt.host.tracing import Tracer
+from pytfrt.kernel_libraries import builtin_registry
 from pytfrt.support.attributes import IntAttr
 from pytfrt.support.function_kind import FunctionKind
 from pytfrt.tools.bench import save_results

@@ -27,6 +27,16 @@ Variants (all the same 2-2-1 sigmoid MLP, full batch of 4, MSE, plain SGD, float
 Also times, in fresh processes, the Python step's trace + compile, its first two calls (op by
 op) and its third (the Numba compile of the whole-region kernel with a cold cache directory,
 its load with a warm one).
+
+**The process as run** (``--process-only`` runs just this part, with the NumPy loop): the seed
+experiment exactly as its file says to run it, ``bef_executor examples/mlp_xor/xor_training.mlir``
+with default flags (the leak-checking allocator, the ``s`` queue; 2000 steps), in fresh
+processes, against ``bef_executor`` on a trivial ``.mlir`` (``benchmarks/startup.py``'s program).
+The steps/s of the process is ``2000 / (T(xor) - T(trivial))``, in wall time and in CPU time
+(user + system of the child, from ``wait4``; the figure that holds on a loaded machine),
+compared with the NumPy loop's steps/s from the same run.  One run with an empty Numba cache
+directory first (``cold``: the segment compiles), then ``--repeats`` with it filled (``warm``:
+Numba loads the compiled segment from disk).
 Prints a table (steps/s, us/step, ratio to the NumPy loop), writes
 ``benchmarks/results/xor.json`` and ``benchmarks/results/xor.png``.
 
@@ -82,7 +92,7 @@ def pytfrt_runner(queue: str, steps: int, whole: bool = True,
     from pytfrt.executor import load_program
     from pytfrt.executor.whole_function import FUSE_SWITCH
     from pytfrt.host import HostContext, ResourceContext
-    from pytfrt.host.kernel_libraries import builtin_registry
+    from pytfrt.kernel_libraries import builtin_registry
     from pytfrt.mlir import compile_mlir
 
     text = PROGRAM.read_text().replace(
@@ -309,11 +319,95 @@ def torch_runner(steps: int) -> Callable[[], float] | None:
     return run
 
 
+PROGRAM_STEPS = 2000  # the step count written in xor_training.mlir
+
+
+def process_as_run(repeats: int, numpy_steps_per_s: float,
+                   numpy_cpu_steps_per_s: float) -> dict[str, Any]:
+    """The seed experiment as run, in fresh processes (see the module docstring)."""
+    import tempfile
+
+    from startup import ENV, TRIVIAL, timed, tool
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trivial = Path(tmp) / "trivial.mlir"
+        trivial.write_text(TRIVIAL)
+        cache = Path(tmp) / "cache"
+        cache.mkdir(mode=0o700)
+        env = dict(ENV, PYTFRT_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(cache))
+        xor_cmd = [*tool("bef_executor"), str(PROGRAM)]
+        triv_cmd = [*tool("bef_executor"), str(trivial)]
+        timed(triv_cmd, env)  # .pyc files
+        cold_wall, cold_cpu, out = timed(xor_cmd, env)
+        assert "correct: 4/4" in out, out
+        runs: dict[str, list[tuple[float, float]]] = {"xor": [], "trivial": []}
+        for _ in range(repeats):
+            runs["trivial"].append(timed(triv_cmd, env)[:2])
+            wall, cpu, out = timed(xor_cmd, env)
+            assert "correct: 4/4" in out, out
+            runs["xor"].append((wall, cpu))
+
+    def med(name: str, i: int) -> float:
+        return statistics.median(r[i] for r in runs[name])
+
+    res: dict[str, Any] = {
+        "command": "bef_executor examples/mlp_xor/xor_training.mlir",
+        "steps": PROGRAM_STEPS, "repeats": repeats,
+        "cold_cache": {"wall_s": cold_wall, "cpu_s": cold_cpu},
+        "numpy_loop_steps_per_s": numpy_steps_per_s,
+        "numpy_loop_cpu_steps_per_s": numpy_cpu_steps_per_s,
+    }
+    for label, i, numpy_rate in (("wall", 0, numpy_steps_per_s),
+                                 ("cpu", 1, numpy_cpu_steps_per_s)):
+        xor_s, triv_s = med("xor", i), med("trivial", i)
+        rate = PROGRAM_STEPS / max(xor_s - triv_s, 1e-9)
+        res[label] = {"xor_s": xor_s, "trivial_s": triv_s, "minus_startup_s": xor_s - triv_s,
+                      "steps_per_s": rate, "ratio_vs_numpy": rate / numpy_rate}
+    return res
+
+
+def print_process(res: dict[str, Any]) -> None:
+    print(f"the process as run: {res['command']} (default flags, {res['steps']} steps), "
+          f"median of {res['repeats']} fresh processes, warm Numba cache")
+    print(f"{'':<6}{'xor s':>9}{'trivial s':>11}{'difference s':>14}{'steps/s':>10}"
+          f"{'x numpy loop':>14}")
+    for label in ("wall", "cpu"):
+        r = res[label]
+        print(f"{label:<6}{r['xor_s']:>9.3f}{r['trivial_s']:>11.3f}{r['minus_startup_s']:>14.3f}"
+              f"{r['steps_per_s']:>10.0f}{r['ratio_vs_numpy']:>14.3f}")
+    print(f"cold Numba cache (first run): {res['cold_cache']['wall_s']:.2f} s wall, "
+          f"{res['cold_cache']['cpu_s']:.2f} s CPU; NumPy loop "
+          f"{res['numpy_loop_steps_per_s']:.0f} steps/s wall, "
+          f"{res['numpy_loop_cpu_steps_per_s']:.0f} per CPU second (each ratio compares like "
+          "with like)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--process-only", action="store_true",
+                        help="only the process as run (and the NumPy loop it is compared with)")
     args = parser.parse_args()
+
+    if args.process_only:
+        numpy_run = numpy_runner(args.steps)
+        numpy_run()
+        walls, cpus = [], []
+        for _ in range(args.repeats):
+            c0 = time.thread_time()
+            walls.append(numpy_run())
+            cpus.append(time.thread_time() - c0)
+        res = process_as_run(args.repeats, args.steps / statistics.median(walls),
+                             args.steps / statistics.median(cpus))
+        print_process(res)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "xor_process.json").write_text(json.dumps(
+            {"meta": {"cpu": cpu_model(), "nproc": os.cpu_count(),
+                      "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
+                      "loadavg": os.getloadavg()}, **res}, indent=2) + "\n")
+        print(f"wrote {RESULTS / 'xor_process.json'}")
+        return
 
     variants: dict[str, Callable[[], float]] = {
         "numpy loop": numpy_runner(args.steps),
@@ -394,8 +488,11 @@ def main() -> None:
     for c in compiles:
         print(f"  {c['cache']:<12}{c['trace_compile_s']:>8.2f} s"
               f"{c['two_op_by_op_calls_s']:>8.3f} s{c['numba_call_s']:>8.3f} s")
+    process = process_as_run(args.repeats, 1e6 / base, 1e6 / cpu_base)
+    print_process(process)
     (RESULTS / "xor.json").write_text(json.dumps({"meta": meta, "rows": rows,
-                                                  "compile": compiles}, indent=2))
+                                                  "compile": compiles, "process": process},
+                                                 indent=2))
     try:
         import matplotlib
 

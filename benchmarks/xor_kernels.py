@@ -31,7 +31,7 @@ RESULTS = REPO / "benchmarks" / "results"
 def cases() -> list[tuple[str, int, Callable[[], Any], Callable[[], Any]]]:
     """``(kernel, calls per XOR step, kernel call, NumPy reference)`` for each XOR kernel."""
     from pytfrt.host import HostContext, ResourceContext
-    from pytfrt.host.kernel_libraries import builtin_registry
+    from pytfrt.kernel_libraries import builtin_registry
     from pytfrt.tensor.dense_host_tensor import DenseHostTensor
     from pytfrt.tensor.shape import TensorShape
 

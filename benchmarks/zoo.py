@@ -17,7 +17,17 @@ name                   what
                        (2 layers, BERT-base width: d=768, 12 heads, ff=3072), ids ``[batch, 128]``
 ``keras_resnet50``     ``keras.applications.ResNet50`` (NHWC, logits, as built by
                        ``benchmarks/tf_models.py``) through tf2onnx
+``bert``               BERT-base (``transformers.BertModel`` from a ``BertConfig``: 12 layers,
+                       d=768, 12 heads, ff=3072), ids ``[batch, 128]`` -> last hidden state
+``gpt2``               GPT-2 small (``transformers.GPT2LMHeadModel`` from a ``GPT2Config``:
+                       12 layers, d=768, vocab 50,257), ids ``[batch, 64]`` -> logits
 =====================  ==================================================================
+
+``bert`` and ``gpt2`` need the ``transformers`` package (the ``bench`` extra; only its model
+definitions are used: the configurations are written here and the weights are random, so
+nothing is downloaded); without it :func:`export` raises ``RuntimeError``.  Their batch and
+sequence dimensions are both dynamic in the exported file (eager attention, so the TorchScript
+exporter records the shapes as computed).
 
 The batch dimension is dynamic in every exported file (the transformer's sequence length is
 fixed at export: PyTorch's TorchScript exporter bakes it into ``nn.MultiheadAttention``).
@@ -353,7 +363,20 @@ CONFIGS: dict[str, dict[str, dict[str, Any]]] = {
         "small": {"d_model": 64, "heads": 4, "ff": 128, "layers": 2, "vocab": 100, "seq": 16},
     },
     "keras_resnet50": {"full": {"image": 224}, "small": {"image": 32}},
+    "bert": {
+        "full": {"layers": 12, "d_model": 768, "heads": 12, "ff": 3072, "vocab": 30522,
+                 "seq": 128},
+        "small": {"layers": 2, "d_model": 64, "heads": 4, "ff": 128, "vocab": 200, "seq": 16},
+    },
+    "gpt2": {
+        "full": {"layers": 12, "d_model": 768, "heads": 12, "vocab": 50257, "seq": 64},
+        "small": {"layers": 2, "d_model": 64, "heads": 4, "vocab": 300, "seq": 16},
+    },
 }
+HF_MODELS = ("bert", "gpt2")
+"""Zoo models built from ``transformers`` configurations (random weights)."""
+TOKEN_MODELS = ("transformer", *HF_MODELS)
+"""Zoo models whose input is token ids ``[batch, seq]``."""
 
 NAMES = tuple(CONFIGS)
 
@@ -373,6 +396,7 @@ def _export_torch(
     path: Path,
     input_names: list[str],
     dynamic_axes: dict[str, dict[int, str]],
+    output_axes: dict[int, str] | None = None,
 ) -> None:
     import warnings
 
@@ -388,15 +412,58 @@ def _export_torch(
             opset_version=OPSET,
             input_names=input_names,
             output_names=["y"],
-            dynamic_axes={**dynamic_axes, "y": {0: "batch"}},
+            dynamic_axes={**dynamic_axes, "y": output_axes or {0: "batch"}},
             do_constant_folding=True,
         )
     os.replace(tmp, path)
 
 
+def build_hf(name: str, cfg: dict[str, Any]) -> Any:
+    """``bert`` / ``gpt2`` from a ``transformers`` configuration, random weights (seeded by the
+    caller), eager attention, wrapped so that ``forward(ids)`` returns one tensor (BERT's last
+    hidden state, GPT-2's logits)."""
+    try:
+        import transformers
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError(f"{name} needs the transformers package: {exc}") from exc
+    nn = _torch().nn
+    if name == "bert":
+        config = transformers.BertConfig(
+            vocab_size=cfg["vocab"], hidden_size=cfg["d_model"], num_hidden_layers=cfg["layers"],
+            num_attention_heads=cfg["heads"], intermediate_size=cfg["ff"],
+            attn_implementation="eager",
+        )
+        inner = transformers.BertModel(config, add_pooling_layer=False)
+    else:
+        config = transformers.GPT2Config(
+            vocab_size=cfg["vocab"], n_embd=cfg["d_model"], n_layer=cfg["layers"],
+            n_head=cfg["heads"], n_positions=max(1024, cfg["seq"]), use_cache=False,
+            attn_implementation="eager",
+        )
+        inner = transformers.GPT2LMHeadModel(config)
+
+    class Wrapped(nn.Module):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, ids: Any) -> Any:
+            # An explicit all-ones attention mask (as a caller passes for unpadded input):
+            # without one, transformers looks for packed sequences with aten::diff, which the
+            # ONNX exporter does not support.
+            mask = _torch().ones_like(ids)
+            out = self.inner(input_ids=ids, attention_mask=mask, return_dict=False, **(
+                {"use_cache": False} if name == "gpt2" else {}))
+            return out[0]
+
+    return Wrapped()
+
+
 def _build_torch(name: str, cfg: dict[str, Any]) -> Any:
     torch = _torch()
     torch.manual_seed(SEED)
+    if name in HF_MODELS:
+        return build_hf(name, cfg).eval()
     if name == "resnet50":
         m = build_resnet50(cfg["width"], cfg["classes"])
     elif name == "mobilenet_v3_small":
@@ -480,6 +547,21 @@ def export(
     if with_torch or not path.exists():
         module = _build_torch(name, cfg)
     torch = _torch()
+    if name in HF_MODELS:
+
+        def make_hf_ids(
+            batch: int = 1, seq: int | None = None, seed: int = 0
+        ) -> dict[str, np.ndarray]:
+            rng = np.random.default_rng(seed)
+            shape = (batch, cfg["seq"] if seq is None else seq)
+            return {"ids": rng.integers(0, cfg["vocab"], shape, dtype=np.int64)}
+
+        if not path.exists():
+            example = (torch.from_numpy(make_hf_ids(2)["ids"]),)
+            _export_torch(module, example, path, ["ids"], {"ids": {0: "batch", 1: "seq"}},
+                          {0: "batch", 1: "seq"})
+        return ZooModel(name, path, {"ids": ((None, cfg["seq"]), "int64")}, cfg, make_hf_ids,
+                        module)
     if name == "transformer":
         seq = cfg["seq"]
 

@@ -1,7 +1,9 @@
 """Run the lit suite (tests/lit) from pytest, one pytest test per lit file.
 
 lit runs once per session (in parallel, from the repository root so that paths in programs
-resolve as in TFRT); each parametrized test then reports its file's result and lit's output.
+resolve as in TFRT) on the lit files whose tests this session selected (all of them in a full
+run; ``pytest tests/test_lit.py -k compiler/cli`` runs lit on that one file); each parametrized
+test then reports its file's result and lit's output.
 """
 
 from __future__ import annotations
@@ -27,14 +29,19 @@ def _lit_files() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def lit_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bool, str]]:
+def lit_results(request: pytest.FixtureRequest,
+                tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bool, str]]:
     xml = tmp_path_factory.mktemp("lit") / "lit.xml"
+    selected = sorted({item.callspec.params["lit_file"] for item in request.session.items
+                       if item.originalname == "test_lit" and hasattr(item, "callspec")})
+    targets = ([str(LIT_DIR / f) for f in selected]
+               if selected and len(selected) < len(_lit_files()) else [str(LIT_DIR)])
     bin_dir = Path(sys.executable).parent
     lit = bin_dir / "lit"
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     jobs = str(max(2, os.cpu_count() or 2))
     subprocess.run(
-        [str(lit), "-q", "-j", jobs, f"--xunit-xml-output={xml}", str(LIT_DIR)],
+        [str(lit), "-q", "-j", jobs, f"--xunit-xml-output={xml}", *targets],
         cwd=REPO,
         env=env,
         capture_output=True,

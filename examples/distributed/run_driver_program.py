@@ -22,7 +22,7 @@ def run(cluster: Any, x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
     """Load the worker program on ``cluster`` and run the driver program on ``x0``, ``x1``."""
     from pytfrt.executor import load_program
     from pytfrt.host import ExecutionContext, HostContext, make_available
-    from pytfrt.host.kernel_libraries import builtin_registry
+    from pytfrt.kernel_libraries import builtin_registry
     from pytfrt.mlir import compile_mlir
     from pytfrt.tensor import DenseHostTensor
 

@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import mlp_train_step as mlp  # noqa: E402 - the example's own helper module
+import mlp_train_step as mlp
 
 
 def main(argv: list[str] | None = None) -> int:

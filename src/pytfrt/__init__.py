@@ -20,8 +20,9 @@ Layout, in pipeline order (see ``docs/layout.md``):
 
 Importing :mod:`pytfrt` imports nothing heavy and changes no global state:
 :func:`compile`, :func:`load`, :class:`CompiledModel`, :func:`function`, :func:`grad`,
-:func:`value_and_grad`, :func:`cond`, :func:`switch_case` and :func:`while_loop` are imported on
-first use.
+:func:`value_and_grad`, :func:`cond`, :func:`switch_case`, :func:`while_loop` and the errors a
+user meets (``InputError``, ``ModelError``, ``GraphError``, ``UnsupportedOpError``) are imported
+on first use.
 """
 
 from typing import Any
@@ -38,6 +39,10 @@ _LAZY = {
     "cond": ("pytfrt.function", "cond"),
     "while_loop": ("pytfrt.function", "while_loop"),
     "switch_case": ("pytfrt.function", "switch_case"),
+    "InputError": ("pytfrt.model", "InputError"),
+    "ModelError": ("pytfrt.model", "ModelError"),
+    "GraphError": ("pytfrt.compiler.errors", "GraphError"),
+    "UnsupportedOpError": ("pytfrt.compiler.errors", "UnsupportedOpError"),
 }
 
 

@@ -51,6 +51,9 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt import config
+from pytfrt.backends.cpu.op_math import MATH, Math
+from pytfrt.backends.cpu.ops import matmul_result_shape
 from pytfrt.core_runtime.core_runtime import CoreRuntime
 from pytfrt.core_runtime.cpu_op_handler import CpuOpHandler
 from pytfrt.core_runtime.cpu_ops import cpu_op_registry
@@ -862,7 +865,7 @@ def _configure_c(ext: Any, weak_floats: bool | None = None, read_struct: bool = 
 def _load_c_fast_path() -> dict[str, Any]:
     """The C op objects (op name or Tensor dunder -> object); empty when the extension is not
     built or ``PYTFRT_NO_C_EAGER`` is set to anything but ``""``/``"0"``."""
-    if os.environ.get("PYTFRT_NO_C_EAGER", "") not in ("", "0"):
+    if config.flag("PYTFRT_NO_C_EAGER"):
         return {}
     try:
         from pytfrt import _eager_fast
@@ -934,12 +937,10 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False)
             x = np.swapaxes(x, -1, -2)
         if transpose_b:
             y = np.swapaxes(y, -1, -2)
-        if x.shape[-1] != y.shape[-2 if y.ndim > 1 else 0]:
-            raise EagerOpError(f"tfrt_test.matmul: inner dimensions differ: {x.shape} @ "
-                               f"{y.shape} (called at {_call_site()})")
         try:
+            matmul_result_shape(x.shape, y.shape)
             out = np.matmul(x, y)
-        except ValueError as exc:
+        except (ValueError, OpError) as exc:
             raise EagerOpError(f"tfrt_test.matmul: {exc} (called at {_call_site()})") from None
         fast_path_counts.fast += 1
         return _available(out)
@@ -1138,6 +1139,320 @@ def broadcast_to(x: Any, shape: Sequence[int]) -> Tensor:
     return _dispatch("tfrt_test.broadcast_to", (x,), attrs_from_dict({"shape": list(shape)}))  # type: ignore[no-any-return]
 
 
+# -- ops from the op definitions: every elementwise op record, and catalogue ops by name ------
+#
+# These compute on the host values (waiting for future inputs) with the op's one compute
+# function (pytfrt.backends.cpu.op_math for elementwise ops, the graph kernels' table for the
+# others), and trace the catalogue op itself under @pytfrt.function.
+
+_DOMAIN_KINDS = {"float": "f", "numeric": "iuf", "integer": "biu", "bool": "b", "arith": "biuf",
+                 "any": "biuf"}
+_DOMAIN_WHAT = {"float": "a floating-point", "numeric": "a numeric (not bool)",
+                "integer": "an integer or bool", "bool": "a bool"}
+
+
+def _traced(args: Sequence[Any]) -> TracedBase | None:
+    for a in args:
+        if isinstance(a, TracedBase):
+            return a
+    return None
+
+
+def _host_operand(v: Any) -> Any:
+    """An op input as a host value for :func:`_operand` (futures waited for)."""
+    return v.numpy() if isinstance(v, Tensor) else v
+
+
+def _host_arrays(vals: list[Any]) -> list[np.ndarray]:
+    """One or two op inputs as ndarrays of their common dtype (:func:`result_dtype`; arrays of
+    one dtype, bfloat16 too, are taken as they are)."""
+    if all(type(v) is _ndarray for v in vals) and len({v.dtype for v in vals}) == 1:
+        return list(vals)
+    if len(vals) == 2:
+        pair = _coerce2(*vals)
+        assert pair is not None
+        return list(pair)
+    o = _operand(vals[0])
+    assert o is not None
+    return [o[0] if type(o[0]) is _ndarray else np.asarray(o[0], o[1])]
+
+
+def _op_error(name: str, exc: BaseException) -> EagerOpError:
+    return EagerOpError(f"{name}: {exc} (called at {_call_site()})")
+
+
+def _elementwise(m: Math, name: str, doc: str) -> Callable[..., Tensor]:
+    """The eager function of an elementwise op record (operands promoted as :func:`add`)."""
+    allowed = _DOMAIN_KINDS[m.domain]
+    defaults = {k: d for k, (_, d) in m.attrs.items()}
+
+    def op(*args: Any, **attrs: Any) -> Tensor:
+        if len(args) != m.arity:
+            raise EagerOpError(f"{name} takes {m.arity} operands, got {len(args)} (called at "
+                               f"{_call_site()})")
+        unknown = set(attrs) - set(defaults)
+        if unknown:
+            raise EagerOpError(f"{name}: unknown argument {sorted(unknown)[0]!r} (called at "
+                               f"{_call_site()})")
+        full = {**defaults, **attrs}
+        tb = _traced(args)
+        if tb is not None:
+            return tb._trace_eager(f"tg.{m.name}", args, full, 1)  # type: ignore[no-any-return]
+        vals = [_host_operand(a) for a in args]
+        cond = None
+        if m.arity == 3:  # select: a bool condition, then two operands of one type
+            cond = np.asarray(vals[0]).astype(np.bool_, copy=False)
+            vals = vals[1:]
+        arrays = _host_arrays(vals)
+        kind = arrays[0].dtype.kind
+        if kind not in allowed and not (m.domain == "any" or kind == "V" and "f" in allowed):
+            raise EagerOpError(f"{name} requires {_DOMAIN_WHAT.get(m.domain, 'a')} tensor, got "
+                               f"{arrays[0].dtype} (called at {_call_site()})")
+        if cond is not None:
+            arrays.insert(0, cond)
+        try:
+            with np.errstate(all="ignore"):
+                r = m.compute(*arrays, **full)
+        except (OpError, ValueError, TypeError, ArithmeticError) as exc:
+            raise _op_error(name, exc) from None
+        fast_path_counts.fast += 1
+        return _available(r if type(r) is _ndarray else np.asarray(r))
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc or m.doc or f"Elementwise ``{m.name}`` (the ``tg.{m.name}`` op)."
+    return op
+
+
+MATH_FUNCTIONS: dict[str, Callable[..., Tensor]] = {}
+"""Elementwise op name -> its eager function (the public one when the record names it)."""
+for _m in MATH.values():
+    _existing = globals().get(_m.eager or "")
+    if _m.eager and callable(_existing):
+        MATH_FUNCTIONS[_m.name] = _existing
+        continue
+    _fn = _elementwise(_m, _m.eager or _m.name, "")
+    MATH_FUNCTIONS[_m.name] = _fn
+    if _m.eager:
+        globals()[_m.eager] = _fn
+
+
+def _catalogue_op(name: str, args: Sequence[Any], attrs: dict[str, Any]) -> Any:
+    """Run catalogue op ``tg.<name>`` on host values with its compute function, or trace it."""
+    tb = _traced(args)
+    if tb is not None:
+        return tb._trace_eager(f"tg.{name}", args, attrs, 1)
+    from pytfrt.backends.cpu.graph_kernels import graph_ops
+
+    arrays = []
+    for a in args:
+        o = _operand(_host_operand(a))
+        assert o is not None
+        arrays.append(o[0] if type(o[0]) is _ndarray else np.asarray(o[0], o[1]))
+    try:
+        with np.errstate(all="ignore"):
+            r = graph_ops()[name](*arrays, **attrs)
+    except (OpError, ValueError, TypeError, IndexError, ArithmeticError) as exc:
+        raise _op_error(name, exc) from None
+    return _available(r if type(r) is _ndarray else np.asarray(r))
+
+
+def where(cond: Any, x: Any, y: Any) -> Tensor:
+    """``x`` where ``cond`` else ``y`` (NumPy broadcasting; ``tg.select``)."""
+    return MATH_FUNCTIONS["select"](cond, x, y)
+
+
+def clip(x: Any, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - NumPy's names
+    """``x`` limited to ``[min, max]`` (``None``: no bound).  Python-number bounds make one
+    ``tg.clip``; tensor bounds a ``maximum`` and a ``minimum`` (gradients flow to them)."""
+    scalar = (int, float, type(None))
+    if isinstance(min, scalar) and isinstance(max, scalar):
+        lo = -np.inf if min is None else float(min)
+        hi = np.inf if max is None else float(max)
+        return MATH_FUNCTIONS["clip"](x, min=lo, max=hi)
+    y = x if min is None else maximum(x, min)
+    return y if max is None else minimum(y, max)
+
+
+def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any) -> Tensor:
+    """TensorFlow's name for :func:`clip`."""
+    return clip(t, clip_value_min, clip_value_max)
+
+
+def log_softmax(x: Any, axis: int = -1) -> Tensor:
+    """``x - logsumexp(x)`` along ``axis`` (floating point; stable)."""
+    return _catalogue_op("log_softmax", (x,), {"axis": int(axis)})  # type: ignore[no-any-return]
+
+
+def one_hot(indices: Any, depth: int, on_value: Any = 1.0, off_value: Any = 0.0,
+            axis: int = -1, dtype: Any = np.float32) -> Tensor:
+    """``on_value`` at each index along a new axis of size ``depth``, else ``off_value``
+    (out-of-range indices give a row of ``off_value``, as TF)."""
+    dt = dtype_to_numpy(dtype)
+    return _catalogue_op("one_hot", (indices, np.asarray(int(depth), np.int64),  # type: ignore[no-any-return]
+                                     np.asarray(on_value, dt), np.asarray(off_value, dt)),
+                         {"axis": int(axis)})
+
+
+def gather(x: Any, indices: Any, axis: int = 0) -> Tensor:
+    """The slices of ``x`` at ``indices`` along ``axis`` (``np.take``; negative indices count
+    from the end)."""
+    return _catalogue_op("gather", (x, indices), {"axis": int(axis), "batch_dims": 0})  # type: ignore[no-any-return]
+
+
+def _like(x: Any, value: float, dtype: Any) -> Tensor:
+    tb = _traced((x,))
+    if tb is not None:
+        return tb._trace_eager("eager.fill_like", (x,), {"value": value, "dtype": dtype}, 1)  # type: ignore[no-any-return]
+    a = np.asarray(_host_operand(x))
+    return _available(np.full(a.shape, value, a.dtype if dtype is None else dtype_to_numpy(dtype)))
+
+
+def zeros_like(x: Any, dtype: Any = None) -> Tensor:
+    """Zeros of ``x``'s shape (and dtype, unless ``dtype``); no gradient flows through."""
+    return _like(x, 0, dtype)
+
+
+def ones_like(x: Any, dtype: Any = None) -> Tensor:
+    """Ones of ``x``'s shape (and dtype, unless ``dtype``); no gradient flows through."""
+    return _like(x, 1, dtype)
+
+
+# -- NumPy's protocols: np.tanh(t), np.sum(t), ... on eager and traced tensors ---------------
+
+
+def _unwrap(v: Any) -> Any:
+    """``v`` with eager Tensors (also inside lists and tuples) replaced by ndarrays."""
+    if isinstance(v, Tensor):
+        return v.numpy()
+    if isinstance(v, (list, tuple)):
+        return type(v)(_unwrap(e) for e in v)
+    return v
+
+
+def _has_traced(v: Any) -> bool:
+    if isinstance(v, TracedBase):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_traced(e) for e in v)
+    return False
+
+
+def nearest_op(name: str) -> str | None:
+    """The ``pytfrt.eager`` function whose name is nearest to ``name`` (``None``: none is)."""
+    import difflib
+
+    names = [n for n in __all__ if n[0].islower() and callable(globals().get(n))]
+    found = difflib.get_close_matches(name.rsplit(".", 1)[-1], names, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def _unsupported(what: str, args: Any, call: Callable[[], Any]) -> Any:
+    """``call()`` on host values, or -- when an argument is traced -- an error naming the
+    NumPy function and the nearest eager op."""
+    if not _has_traced(args):
+        return call()
+    near = nearest_op(what)
+    hint = f"; the nearest pytfrt.eager op is eager.{near}" if near else ""
+    raise EagerOpError(f"{what} is not supported on traced tensors (pytfrt.eager implements "
+                       f"the NumPy functions listed in docs/eager.md){hint} (called at "
+                       f"{_call_site()})")
+
+
+def _reduction(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    def np_fn(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+              keepdims: Any = False, **kw: Any) -> Tensor:
+        if dtype is not None or out is not None or kw:
+            raise EagerOpError(f"{fn.__name__}: NumPy's dtype/out/where/initial arguments are "
+                               f"not supported (called at {_call_site()})")
+        return fn(a, axis, bool(keepdims))
+
+    return np_fn
+
+
+def _np_where(cond: Any, x: Any = None, y: Any = None) -> Any:
+    if x is None or y is None:
+        return _unsupported("numpy.where (one argument)", (cond,),
+                            lambda: np.where(_unwrap(cond)))
+    return where(cond, x, y)
+
+
+def _np_dot(a: Any, b: Any, out: Any = None) -> Any:
+    if out is None and np.ndim(a) == 2 and np.ndim(b) == 2:  # type: ignore[arg-type]
+        return matmul(a, b)
+    return _unsupported("numpy.dot (not 2-D x 2-D)", (a, b),
+                        lambda: np.dot(_unwrap(a), _unwrap(b)))
+
+
+def _np_ufuncs() -> dict[str, Callable[..., Any]]:
+    table: dict[str, Callable[..., Any]] = {"matmul": matmul}
+    for m in MATH.values():
+        for npname in m.numpy:
+            table[npname] = MATH_FUNCTIONS[m.name]
+    return table
+
+
+def _np_functions() -> dict[Any, Callable[..., Any]]:
+    return {
+        np.sum: _reduction(reduce_sum), np.mean: _reduction(reduce_mean),
+        np.max: _reduction(reduce_max), np.min: _reduction(reduce_min),
+        np.amax: _reduction(reduce_max), np.amin: _reduction(reduce_min),
+        np.where: _np_where, np.dot: _np_dot,
+        np.clip: lambda a, a_min=None, a_max=None, **kw: clip(
+            a, kw.get("min", a_min), kw.get("max", a_max)),
+        np.reshape: lambda a, newshape=None, shape=None, **kw: reshape(
+            a, shape if shape is not None else newshape),
+        np.transpose: lambda a, axes=None: transpose(a, axes),
+        np.expand_dims: lambda a, axis: expand_dims(a, axis),
+        np.squeeze: lambda a, axis=None: squeeze(a, axis),
+        np.concatenate: lambda arrays, axis=0, **kw: concat(arrays, axis),
+        np.broadcast_to: lambda a, shape, **kw: broadcast_to(
+            a, (shape,) if isinstance(shape, int) else shape),
+        np.zeros_like: lambda a, dtype=None, **kw: zeros_like(a, dtype),
+        np.ones_like: lambda a, dtype=None, **kw: ones_like(a, dtype),
+        np.take: lambda a, indices, axis=None, **kw: gather(
+            a if axis is not None else reshape(a, [-1]), indices, 0 if axis is None else axis),
+        np.round: lambda a, decimals=0, **kw: MATH_FUNCTIONS["round"](a) if decimals == 0
+        else _unsupported("numpy.round (decimals)", (a,), lambda: np.round(_unwrap(a), decimals)),
+    }
+
+
+_NP_TABLES: list[Any] = []
+
+
+def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """NumPy's ``__array_ufunc__``: a ufunc the op definitions implement runs as that op (an
+    eager Tensor on host values, a traced op under ``@pytfrt.function``); others compute in
+    NumPy on host values and raise :class:`EagerOpError` for traced values."""
+    if not _NP_TABLES:
+        _NP_TABLES[:] = [_np_ufuncs(), _np_functions()]
+    fn = _NP_TABLES[0].get(ufunc.__name__) if method == "__call__" else None
+    if fn is not None and kwargs.get("out") is None and kwargs.get("where", True) is True \
+            and kwargs.get("dtype") is None:
+        return fn(*inputs)
+    what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    call = ufunc if method == "__call__" else getattr(ufunc, method)
+    return _unsupported(what, (inputs, list(kwargs.values())),
+                        lambda: call(*_unwrap(inputs), **{k: _unwrap(v)
+                                                          for k, v in kwargs.items()}))
+
+
+def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    """NumPy's ``__array_function__`` (``np.sum``, ``np.where``, ``np.reshape``...; the list is
+    in docs/eager.md), with the fallback of :func:`_array_ufunc`."""
+    if not _NP_TABLES:
+        _NP_TABLES[:] = [_np_ufuncs(), _np_functions()]
+    fn = _NP_TABLES[1].get(func)
+    if fn is not None:
+        return fn(*args, **kwargs)
+    return _unsupported(f"numpy.{func.__name__}", (args, list(kwargs.values())),
+                        lambda: func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+
+
+for _cls in (Tensor, TracedBase):
+    setattr(_cls, "__array_ufunc__", _array_ufunc)  # noqa: B010 - after the functions it uses
+    setattr(_cls, "__array_function__", _array_function)  # noqa: B010
+
+
 def async_copy(x: Any) -> Tensor:
     """A copy of ``x`` made by a task on the work queue (a future tensor; for testing)."""
     return _dispatch("tfrt_test.async.noop", (x,), EMPTY_ATTRS)  # type: ignore[no-any-return]
@@ -1213,4 +1528,9 @@ __all__ = [
     "transpose",
     "use_c_fast_path",
     "wait",
+]
+__all__ += [
+    "MATH_FUNCTIONS", "clip", "clip_by_value", "gather", "log_softmax", "nearest_op", "one_hot",
+    "ones_like", "where", "zeros_like",
+    *sorted({m.eager for m in MATH.values() if m.eager} - set(__all__)),
 ]

@@ -36,54 +36,12 @@ from typing import Any
 import numpy as np
 
 from pytfrt import eager
+from pytfrt.support.codegen import exec_generated
+from pytfrt.support.tree import LEAF as _LEAF
+from pytfrt.support.tree import tree_flatten, tree_unflatten
 
 __all__ = ["Function", "cond", "function", "grad", "switch_case", "tree_flatten",
            "tree_unflatten", "value_and_grad", "while_loop"]
-
-
-# -- pytrees --------------------------------------------------------------------------------------
-
-_LEAF = "*"
-
-
-def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
-    """``(leaves, treedef)``: tuples, lists and dicts (sorted keys) are nodes, all else leaves.
-
-    ``None`` is a node with no leaves (as in JAX).
-    """
-    leaves: list[Any] = []
-
-    def walk(x: Any) -> Any:
-        t = type(x)
-        if t is tuple or t is list:
-            return (t, tuple(walk(e) for e in x))
-        if t is dict:
-            keys = sorted(x)
-            return (dict, tuple(keys), tuple(walk(x[k]) for k in keys))
-        if x is None:
-            return None
-        leaves.append(x)
-        return _LEAF
-
-    return leaves, walk(tree)
-
-
-def tree_unflatten(treedef: Any, leaves: Sequence[Any]) -> Any:
-    """The inverse of :func:`tree_flatten`."""
-    it = iter(leaves)
-
-    def build(d: Any) -> Any:
-        if d is _LEAF:
-            return next(it)
-        if d is None:
-            return None
-        if d[0] is dict:
-            return {k: build(s) for k, s in zip(d[1], d[2], strict=True)}
-        if d[0] is tuple:
-            return tuple([build(s) for s in d[1]])
-        return [build(s) for s in d[1]]
-
-    return build(treedef)
 
 
 def _is_array(x: Any) -> bool:
@@ -215,7 +173,7 @@ def _render_fast(tree: Any, leaves: list[Any], entry: _Entry) -> Callable[..., A
 
     lines.append(f"    o = _call(({''.join(n + ', ' for n in names)}))")
     lines.append(f"    return {build(entry.out_tree)}")
-    exec(compile("\n".join(lines) + "\n", "<pytfrt.function call>", "exec"), ns)  # noqa: S102
+    exec_generated("\n".join(lines) + "\n", "pytfrt.function call", ns)
     return ns["_fast"]  # type: ignore[no-any-return]
 
 
@@ -396,9 +354,9 @@ def value_and_grad(fn: Callable[..., Any], argnums: int | Sequence[int] = 0,
     nums = tuple(int(a) for a in argnums) if multi else (int(argnums),)  # type: ignore[arg-type,union-attr]
 
     def traced(*args: Any, **kwargs: Any) -> Any:
-        from pytfrt.compiler import autodiff
+        from pytfrt.compiler import autodiff_control
 
-        return autodiff.value_and_grad_traced(fn, args, kwargs, nums, multi, has_aux)
+        return autodiff_control.value_and_grad_traced(fn, args, kwargs, nums, multi, has_aux)
 
     compiled = function(traced)
 

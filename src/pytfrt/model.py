@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu.arena import Arena
 from pytfrt.bef.program import Program
 from pytfrt.executor.loader import load_program
@@ -42,6 +43,7 @@ from pytfrt.host.async_value import AsyncValue, make_available
 from pytfrt.host.execution_context import ExecutionContext, RequestContext, ResourceContext
 from pytfrt.host.host_context import HostContext
 from pytfrt.signature import Signature, TensorSpec
+from pytfrt.support.codegen import exec_generated
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import dtype_from_numpy
@@ -75,7 +77,7 @@ def create_host(work_queue_type: str) -> HostContext:
     Raises:
         ValueError: if ``work_queue_type`` is not one of the accepted forms.
     """
-    from pytfrt.host.kernel_libraries import builtin_registry
+    from pytfrt.kernel_libraries import builtin_registry
 
     return HostContext(work_queue_type, registry=builtin_registry())
 
@@ -92,7 +94,7 @@ def default_host() -> HostContext:
     global _HOST
     with _HOST_LOCK:
         if _HOST is None:
-            spec = os.environ.get("PYTFRT_MODEL_QUEUE") or f"mstd:{max(os.cpu_count() or 1, 1)}"
+            spec = config.text("PYTFRT_MODEL_QUEUE") or f"mstd:{max(os.cpu_count() or 1, 1)}"
             _HOST = create_host(spec)
         return _HOST
 
@@ -111,9 +113,13 @@ def resolve_host(host: HostContext | str | None) -> HostContext:
     return host
 
 
-def _input_checker(index: int, spec: TensorSpec) -> Callable[[Any], np.ndarray]:
+def _input_checker(index: int, spec: TensorSpec, casting: str = "exact"
+                   ) -> Callable[[Any], np.ndarray]:
     """A function that checks one input and returns it as an ndarray (no copy for a matching
-    ndarray; other array-likes are converted).
+    ndarray; other array-likes are converted).  With ``casting == "cast"`` (the Keras rule,
+    :data:`pytfrt.signature.CASTINGS`) an array of another numeric dtype is converted when no
+    fraction is lost (float64 -> float32, ints and bools -> floats, narrower ints -> wider);
+    with ``"exact"`` it is refused with the conversion to write.
 
     Raises (from the returned function):
         InputError: the input cannot be converted, or has the wrong dtype or shape.
@@ -134,7 +140,7 @@ def _input_checker(index: int, spec: TensorSpec) -> Callable[[Any], np.ndarray]:
                 except (TypeError, ValueError) as exc:
                     raise InputError(f"{label}: cannot convert to {want}: {exc}") from None
         if x.dtype != want:
-            raise InputError(f"{label} must have dtype {want}, got {x.dtype}")
+            x = _convert_dtype(x, want, casting, label)
         if rank is not None:
             if x.ndim != rank:
                 raise InputError(f"{label} must have shape {_fmt(shape)}, got {list(x.shape)}")
@@ -146,6 +152,65 @@ def _input_checker(index: int, spec: TensorSpec) -> Callable[[Any], np.ndarray]:
         return x
 
     return check
+
+
+def _output_checker(index: int, spec: TensorSpec) -> Callable[[Any], np.ndarray]:
+    """A function that checks output ``index`` against its signature entry (dtype, rank,
+    static dims) and returns it as an ndarray; a mismatch means the program does not compute
+    what its signature promises (a damaged or hostile program).
+
+    Raises (from the returned function):
+        ModelError: naming the output, what it got and what the signature says.
+    """
+    want = np.dtype(spec.dtype)
+    shape = spec.shape
+
+    def check(x: Any) -> np.ndarray:
+        if type(x) is not np.ndarray:
+            x = np.asarray(_unwrap(x))
+        ok = x.dtype == want and (shape is None or (x.ndim == len(shape) and all(
+            d is None or d == n for d, n in zip(shape, x.shape, strict=True))))
+        if not ok:
+            raise ModelError(f"output {index} ('{spec.name[:80]}') is {x.dtype}"
+                             f"{list(x.shape)}, the signature says {want}{_fmt(shape)}: the "
+                             "program does not compute what its signature promises")
+        return x
+
+    return check
+
+
+def _render_output_checks(specs: Sequence[TensorSpec], outs: list[str], ns: dict[str, Any]
+                          ) -> list[str]:
+    """Lines of the generated call function that check its outputs (``outs``: expressions)
+    against the signature: an inline quick test (type, dtype identity, rank, static dims),
+    and :func:`_output_checker` only when it fails."""
+    lines = []
+    for j, (o, spec) in enumerate(zip(outs, specs, strict=True)):
+        ns[f"_odt{j}"] = np.dtype(spec.dtype)
+        ns[f"_oc{j}"] = _output_checker(j, spec)
+        t = o
+        if not o.startswith("r"):  # a resource constant: checked through a local
+            t = outs[j] = f"_o{j}_"
+            lines.append(f"{t} = {o}")
+        quick = [f"{t}.__class__ is not _nd", f"{t}.dtype is not _odt{j}"]
+        if spec.shape is not None:
+            quick.append(f"{t}.ndim != {len(spec.shape)}")
+            quick += [f"{t}.shape[{i}] != {d}" for i, d in enumerate(spec.shape)
+                      if d is not None]
+        lines += [f"if {' or '.join(quick)}:", f"    {t} = _oc{j}({t})"]
+    return lines
+
+
+def _convert_dtype(x: np.ndarray, want: np.dtype, casting: str, label: str) -> np.ndarray:
+    """``x`` as ``want`` under the model's casting rule (see :func:`_input_checker`)."""
+    numeric = "biuf"
+    if (casting == "cast" and x.dtype.kind in numeric and want.kind in numeric
+            and (want.kind == "f" or np.can_cast(x.dtype, want, "same_kind"))):
+        return x.astype(want)
+    hint = f": pass x.astype(np.{want.name})" if x.dtype.kind in numeric else ""
+    rule = " (this model takes exact input dtypes, as ONNX Runtime does)" if (
+        casting == "exact" and x.dtype.kind in numeric) else ""
+    raise InputError(f"{label} must have dtype {want}, got {x.dtype}{rule}{hint}")
 
 
 def _fmt(shape: Sequence[int | None] | None) -> str:
@@ -235,6 +300,7 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
         body += _render_kernel(i, k, ref, register_types, resources, ns)
         body += [f"r{r} = None" for r in release]
     outs = [ref(r) for r in info.result_registers]
+    body += _render_output_checks(model.signature.outputs, outs, ns)
     structure = model.signature.structure
     if structure == "single":
         ret = outs[0]
@@ -261,7 +327,7 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
     if arena_reg >= 0:
         lines += [f"{indent}finally:", f"{indent}    _pool.append(A)"]
     source = "\n".join(lines) + "\n"
-    exec(compile(source, "<CompiledModel call>", "exec"), ns)  # noqa: S102 - from the program
+    exec_generated(source, "CompiledModel call", ns)
     return source, ns["_call"]
 
 
@@ -373,7 +439,8 @@ class CompiledModel:
         self._resources = self._run_init(init, num_resources)
         self._weights = _release_prepared(self._weights, self._resources)
         self._main = main
-        self._checks = [_input_checker(i, s) for i, s in enumerate(signature.inputs)]
+        self._checks = [_input_checker(i, s, signature.casting)
+                        for i, s in enumerate(signature.inputs)]
         self._n_inputs = len(self._checks)
         self._input_index = {s.name: i for i, s in enumerate(signature.inputs)}
         self._pack = _packer(signature)
@@ -409,7 +476,8 @@ class CompiledModel:
     # -- calling ------------------------------------------------------------------------------
     def _count_error(self, n: int) -> InputError:
         names = ", ".join(s.name for s in self.signature.inputs)
-        return InputError(f"the model takes {self._n_inputs} inputs ({names}), got {n}")
+        return InputError(f"the model takes {self._n_inputs} inputs ({names}), got {n}: pass "
+                          "them in that order, by name (model(**inputs)) or as one dict")
 
     def _checked(self, args: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
         if len(args) != self._n_inputs:
@@ -417,6 +485,9 @@ class CompiledModel:
         return tuple(check(x) for check, x in zip(self._checks, args, strict=True))
 
     def _bind_named(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        if not kwargs and len(args) == 1 and type(args[0]) is dict:
+            kwargs = args[0]  # model({"a": ..., "b": ...}) as Keras takes it
+            args = ()
         slots: list[Any] = list(args) + [_MISSING] * (self._n_inputs - len(args))
         if len(args) > self._n_inputs:
             raise InputError(f"the model takes {self._n_inputs} inputs, got {len(args)} "
@@ -442,9 +513,24 @@ class CompiledModel:
             InputError: wrong input count, name, dtype or shape.
             ModelError: a kernel failed.
         """
-        if kwargs:
+        if kwargs or (len(args) == 1 and type(args[0]) is dict and self._n_inputs > 0):
             args = self._bind_named(args, kwargs)
-        return self._call(args)
+        try:
+            return self._call(args)
+        except ModelError as exc:
+            raise self._explain(args, exc) from None
+
+    def _explain(self, args: tuple[Any, ...], exc: ModelError) -> ModelError:
+        """``exc``, with the likely cause named when the inputs disagree on their batch size
+        (a kernel's own message, such as a concatenation's, names no input)."""
+        specs = self.signature.inputs
+        batched = [(s.name, a.shape[0]) for s, a in zip(specs, args, strict=False)
+                   if s.shape and s.shape[0] is None and getattr(a, "ndim", 0) >= 1]
+        if len({n for _, n in batched}) > 1:
+            sizes = ", ".join(f"'{name}' has {n}" for name, n in batched)
+            return ModelError(f"{exc} -- the inputs have different batch sizes ({sizes}); "
+                              "every input's first dimension must be the same")
+        return exc
 
     def _call_via_executor(self, args: tuple[Any, ...]) -> Any:
         """A call of an async ``@main`` (one with control flow) on the BEF executor."""
@@ -539,15 +625,19 @@ _MISSING = _Missing()
 
 
 def _packer(signature: Signature) -> Callable[[list[Any]], Any]:
+    """The outputs of an executor call, checked (:func:`_output_checker`) and in the
+    signature's structure."""
+    checks = [_output_checker(i, s) for i, s in enumerate(signature.outputs)]
     structure = signature.structure
     if structure == "single":
-        return lambda out: out[0].array
+        (check,) = checks
+        return lambda out: check(out[0])
     if structure == "list":
-        return lambda out: [o.array for o in out]
+        return lambda out: [c(o) for c, o in zip(checks, out, strict=True)]
     if structure == "dict":
         names = [s.name for s in signature.outputs]
-        return lambda out: {n: o.array for n, o in zip(names, out, strict=True)}
-    return lambda out: tuple(o.array for o in out)
+        return lambda out: {n: c(o) for n, c, o in zip(names, checks, out, strict=True)}
+    return lambda out: tuple(c(o) for c, o in zip(checks, out, strict=True))
 
 
 FORMAT = "pytfrt.compiled_model"
@@ -556,9 +646,25 @@ MANIFEST = "manifest.json"
 PROGRAM_FILE = "model.bef"
 WEIGHTS_FILE = "weights.btf"
 
+# Caps on what load() reads (docs/security.md): a saved model is untrusted input.
+MAX_MANIFEST_BYTES = 16 << 20
+"""The largest ``manifest.json`` :func:`load` reads."""
+MAX_PROGRAM_BYTES = 1 << 28
+"""The largest BEF program :func:`load` reads (256 MiB; it is read into memory, and the
+weights are in the weights file)."""
+MAX_WEIGHTS_BYTES = 1 << 40
+"""The largest weights file :func:`load` maps (it is memory-mapped, not read)."""
+BTF_SLACK = 64
+"""Bytes per tensor a weights file may hold beyond its header and data (alignment)."""
+MAX_WEIGHTS = 1 << 20
+"""The most weight tensors a manifest may list."""
+MAX_NAME_CHARS = 255
+"""The longest file name a manifest may give."""
+
 # BTF stores these dtypes' bits in an unsigned type of the same size (the manifest keeps the
 # real dtype).
 _BTF_STORAGE = {"float16": np.uint16, "bfloat16": np.uint16, "bool": np.uint8}
+_FILE_FIELDS = (("program", PROGRAM_FILE), ("weights_file", WEIGHTS_FILE))
 
 
 def save_model(model: CompiledModel, path: str | os.PathLike[str]) -> None:
@@ -567,11 +673,13 @@ def save_model(model: CompiledModel, path: str | os.PathLike[str]) -> None:
 
     Files: ``model.bef`` (the program, an ordinary BEF file), ``weights.btf`` (``@tg_init``'s
     arguments, in order, TFRT's BTF format) and ``manifest.json`` (format and version,
-    signature, weight names and dtypes, resource count, variables).
+    signature, weight names and dtypes, resource count, variables, and the SHA-256 of the
+    other two files under ``sha256``, which :func:`load` verifies).
 
     Raises:
         ModelError: if a file cannot be written.
     """
+    import hashlib
     import json
 
     from pytfrt.bef.writer import write_bef
@@ -587,6 +695,8 @@ def save_model(model: CompiledModel, path: str | os.PathLike[str]) -> None:
         storage = _BTF_STORAGE.get(arr.dtype.name)
         stored.append(arr.view(storage) if storage is not None else arr)
         entries.append({"name": name, "dtype": arr.dtype.name, "shape": list(arr.shape)})
+    program = write_bef(model.program)
+    weights = encode_btf(stored)
     manifest = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -596,39 +706,159 @@ def save_model(model: CompiledModel, path: str | os.PathLike[str]) -> None:
         "weights": entries,
         "num_resources": model._num_resources,
         "variables": list(model._variables),
+        "sha256": {"program": hashlib.sha256(program).hexdigest(),
+                   "weights_file": hashlib.sha256(weights).hexdigest()},
     }
     try:
         d.mkdir(parents=True, exist_ok=True)
-        (d / PROGRAM_FILE).write_bytes(write_bef(model.program))
-        (d / WEIGHTS_FILE).write_bytes(encode_btf(stored))
+        (d / PROGRAM_FILE).write_bytes(program)
+        (d / WEIGHTS_FILE).write_bytes(weights)
         (d / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     except OSError as exc:
         raise ModelError(f"cannot save the model to '{d}': {exc.strerror or exc}") from None
 
 
-def map_btf(path: Path) -> list[np.ndarray]:
-    """The dense tensors of a BTF file as read-only arrays over a memory map of it (no copy
-    when the data is aligned for its dtype; a copy otherwise).
+def _quote(name: str) -> str:
+    """``name`` quoted for an error message, cut to 80 characters."""
+    return repr(name if len(name) <= 80 else name[:80] + "...")
+
+
+def _member_name(manifest: dict[str, Any], field: str, default: str) -> str:
+    """The file name in manifest field ``field``: a plain name of a file in the model
+    directory (no directories, no ``..``, no NUL or control characters).
 
     Raises:
-        ModelError: for a truncated or malformed file.
+        ModelError: naming the field.
     """
-    import mmap
+    name = manifest.get(field, default)
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_CHARS:
+        raise ModelError(f"{MANIFEST}: field '{field}' must be a file name of 1 to "
+                         f"{MAX_NAME_CHARS} characters")
+    if name in (".", "..") or any(c in name for c in "/\\") or not name.isprintable():
+        raise ModelError(f"{MANIFEST}: field '{field}' ({_quote(name)}) must name a file in the "
+                         "model directory itself (no directories, '..', or control characters)")
+    return name
+
+
+class _ModelDir:
+    """The model directory, open: its members are opened relative to it, one name at a time,
+    without following symbolic links and without blocking (a FIFO never hangs a load)."""
+
+    def __init__(self, d: Path) -> None:
+        self.path = d
+        self.fd: int | None = None
+        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+        if os.open in os.supports_dir_fd:
+            try:
+                self.fd = os.open(d, flags)
+            except (FileNotFoundError, NotADirectoryError):
+                raise ModelError(f"'{d}' is not a saved model directory (no such directory)"
+                                 ) from None
+            except OSError as exc:
+                raise ModelError(f"'{d}' cannot be opened: {exc.strerror or exc}") from None
+        elif not d.is_dir():
+            raise ModelError(f"'{d}' is not a saved model directory (no such directory)")
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def open(self, name: str, field: str, cap: int, limit: str = "the limit") -> tuple[int, int]:
+        """A descriptor of the regular file ``name`` and its size (at most ``cap``).
+
+        Raises:
+            ModelError: naming ``field``: missing, a link, not a regular file, too large.
+        """
+        import stat
+
+        what = f"{field} ({_quote(name)})"
+        where: Any = name if self.fd is not None else self.path / name
+        try:
+            st = os.stat(where, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            raise ModelError(f"{what}: no such file in the model directory") from None
+        except OSError as exc:
+            raise ModelError(f"{what} cannot be read: {exc.strerror or exc}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise ModelError(f"{what} is a symbolic link: a model's files must be regular "
+                             "files in its directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelError(f"{what} is not a regular file")
+        flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+        try:
+            fd = os.open(where, flags, dir_fd=self.fd)
+        except OSError as exc:
+            raise ModelError(f"{what} cannot be opened: {exc.strerror or exc}") from None
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
+            os.close(fd)
+            raise ModelError(f"{what} changed while it was being opened")
+        if now.st_size > cap:
+            os.close(fd)
+            raise ModelError(f"{what} is {now.st_size} bytes, more than {limit} of {cap} "
+                             "(docs/security.md)")
+        return fd, now.st_size
+
+    def read(self, name: str, field: str, cap: int) -> bytes:
+        """The bytes of ``name`` (:meth:`open`'s checks; exactly its ``fstat`` size)."""
+        fd, size = self.open(name, field, cap)
+        with os.fdopen(fd, "rb", buffering=0) as fh:
+            data = fh.read(size)
+        if data is None or len(data) != size:
+            raise ModelError(f"{field} ({_quote(name)}) changed while it was being read")
+        return data
+
+    def map(self, name: str, field: str, cap: int, digest: str | None = None,
+            limit: str = "the limit") -> Any:
+        """A read-only memory map of ``name`` (``b""`` when empty).  With ``digest``, the
+        file's SHA-256 must be it: hashed with ``read`` calls before the file is mapped (no
+        page of it is touched in this process's memory)."""
+        import hashlib
+        import mmap
+
+        fd, size = self.open(name, field, cap, limit)
+        try:
+            if digest is not None:
+                h = hashlib.sha256()
+                left = size
+                while left > 0:
+                    chunk = os.read(fd, min(left, 1 << 20))
+                    if not chunk:
+                        break
+                    h.update(chunk)
+                    left -= len(chunk)
+                _check_digest(h, field, name, digest)
+            return mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"{field} ({_quote(name)}) cannot be mapped: {exc}") from None
+        finally:
+            os.close(fd)
+
+
+def map_btf(buf: Any, label: str = WEIGHTS_FILE) -> list[np.ndarray]:
+    """The dense tensors of the BTF bytes ``buf`` (a memory map or ``bytes``) as read-only
+    arrays over it (no copy when the data is aligned for its dtype; a copy otherwise).
+
+    Every count, offset and size is checked against ``len(buf)`` with exact integers.
+
+    Raises:
+        ModelError: for a truncated or malformed file (the message starts with ``label``).
+    """
     import struct
 
     from pytfrt.tensor.btf import BTF_DTYPES, LAYOUT_ROW_MAJOR
 
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        buf: Any = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    size = len(buf)
 
     def bad(what: str) -> ModelError:
-        return ModelError(f"'{path}' is not a valid BTF weights file: {what}")
+        return ModelError(f"{label} is not a valid BTF weights file: {what}")
 
     if size < 8:
         raise bad("no tensor count")
     (count,) = struct.unpack_from("<Q", buf, 0)
-    if 8 + 8 * count > size:
+    if count > MAX_WEIGHTS or 8 + 8 * count > size:
         raise bad("truncated offset table")
     out = []
     for i in range(count):
@@ -638,10 +868,14 @@ def map_btf(path: Path) -> list[np.ndarray]:
         rank, code, layout = struct.unpack_from("<QBB6x", buf, off)
         if layout != LAYOUT_ROW_MAJOR or code >= len(BTF_DTYPES) or rank > 32:
             raise bad(f"tensor {i} has an unsupported header")
+        if off + 16 + 8 * rank > size:
+            raise bad(f"tensor {i} header out of range")
         dims = struct.unpack_from(f"<{rank}Q", buf, off + 16)
         pos = off + 16 + 8 * rank
         dtype = np.dtype(BTF_DTYPES[code].np_dtype).newbyteorder("<")
-        n = int(np.prod(dims, dtype=np.int64)) if dims else 1
+        n = 1
+        for dim in dims:
+            n *= dim  # Python ints: no overflow
         if pos + n * dtype.itemsize > size:
             raise bad(f"tensor {i} data out of range")
         arr = np.frombuffer(buf, dtype, n, pos).reshape(dims)
@@ -651,79 +885,221 @@ def map_btf(path: Path) -> list[np.ndarray]:
     return out
 
 
-def load(path: str | os.PathLike[str], host: HostContext | str | None = None) -> CompiledModel:
+def _read_manifest(md: _ModelDir) -> dict[str, Any]:
+    """The parsed manifest, its format and version checked."""
+    import json
+
+    try:
+        os.stat(MANIFEST if md.fd is not None else md.path / MANIFEST, dir_fd=md.fd,
+                follow_symlinks=False)
+    except FileNotFoundError:
+        raise ModelError(f"'{md.path}' is not a saved model directory (no {MANIFEST})") from None
+    except OSError:
+        pass  # reported by read()
+    data = md.read(MANIFEST, MANIFEST, MAX_MANIFEST_BYTES)
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ModelError(f"{MANIFEST} is nested too deeply") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ModelError(f"{MANIFEST} is not valid JSON: {str(exc)[:200]}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ModelError(f"'{md.path}' is not a pytfrt saved model ({MANIFEST} has no format "
+                         f"'{FORMAT}')")
+    version = manifest.get("version")
+    if version != FORMAT_VERSION:
+        shown = repr(version) if isinstance(version, int | float | str | None) else "?"
+        raise ModelError(f"'{md.path}' has format version {shown[:40]}; this pytfrt reads "
+                         f"version {FORMAT_VERSION}")
+    return manifest
+
+
+class _Weight:
+    """One validated entry of the manifest's ``weights`` list."""
+
+    __slots__ = ("name", "dtype", "shape", "nbytes")
+
+    def __init__(self, i: int, entry: Any) -> None:
+        from pytfrt.signature import parse_dtype, parse_shape
+
+        where = f"{MANIFEST}: field 'weights' entry {i}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise ModelError(f"{where} must be an object with a string 'name'")
+        self.name: str = entry["name"]
+        try:
+            self.dtype = parse_dtype(entry.get("dtype"))
+            self.shape = parse_shape(entry.get("shape"), f"weight {_quote(self.name)}",
+                                     dynamic=False)
+        except ValueError as exc:
+            raise ModelError(f"{where}: {exc}") from None
+        n = 1
+        for d in self.shape:
+            n *= d
+        self.nbytes = n * self.dtype.itemsize
+
+
+def _manifest_fields(manifest: dict[str, Any]) -> tuple[Signature, list[_Weight], int, list[str]]:
+    """The signature, weight entries, resource count and variables of the manifest.
+
+    Raises:
+        ModelError: naming the malformed field.
+    """
+    try:
+        signature = Signature.from_json(manifest.get("signature"))
+    except ValueError as exc:
+        raise ModelError(f"{MANIFEST}: field 'signature': {exc}") from None
+    entries = manifest.get("weights")
+    if not isinstance(entries, list) or len(entries) > MAX_WEIGHTS:
+        raise ModelError(f"{MANIFEST}: field 'weights' must be a list of at most {MAX_WEIGHTS}")
+    weights = [_Weight(i, e) for i, e in enumerate(entries)]
+    num_resources = manifest.get("num_resources")
+    if type(num_resources) is not int or num_resources < 0:
+        raise ModelError(f"{MANIFEST}: field 'num_resources' must be a non-negative integer")
+    variables = manifest.get("variables", [])
+    if not isinstance(variables, list) or not all(isinstance(v, str) for v in variables):
+        raise ModelError(f"{MANIFEST}: field 'variables' must be a list of names")
+    return signature, weights, num_resources, variables
+
+
+def _hashes(manifest: dict[str, Any]) -> dict[str, str] | None:
+    """The manifest's ``sha256`` table (``None``: a model saved before hashes were written)."""
+    table = manifest.get("sha256")
+    if table is None:
+        return None
+    if not isinstance(table, dict) or not all(
+            isinstance(table.get(f), str) and len(table[f]) == 64 for f, _ in _FILE_FIELDS):
+        raise ModelError(f"{MANIFEST}: field 'sha256' must map 'program' and 'weights_file' to "
+                         "SHA-256 hex digests")
+    return table
+
+
+def _check_digest(h: Any, field: str, name: str, digest: str) -> None:
+    """Raise if the hash object ``h`` does not have the hex ``digest``."""
+    if h.hexdigest() != digest.lower():
+        raise ModelError(f"{field} ({_quote(name)}) does not match its SHA-256 in {MANIFEST}: "
+                         "the file is damaged or was changed after the model was saved")
+
+
+def check_program(program: Program, signature: Signature, num_resources: int,
+                  num_weights: int, variables: Sequence[str]) -> None:
+    """Check that a loaded program fits its manifest: ``@tg_init`` takes the weights,
+    ``@main`` takes the resources, the arena (if any) and the signature's inputs and returns
+    its outputs, every variable is one ``@tg_init`` creates, and every attribute of a ``tg``
+    kernel is within its declared range (:mod:`pytfrt.bef.validation`).
+
+    Raises:
+        ModelError: naming what does not fit.
+    """
+    from pytfrt.bef.validation import check_attributes
+
+    funcs = {f.name: f for f in program.functions}
+    init, main = funcs.get(INIT), funcs.get(MAIN)
+    if init is None or main is None:
+        raise ModelError("the program has no @tg_init or @main function")
+    if len(init.argument_types) != num_weights:
+        raise ModelError(f"@tg_init takes {len(init.argument_types)} weights, {MANIFEST} "
+                         f"lists {num_weights}")
+    if num_resources > len(init.result_types):
+        raise ModelError(f"{MANIFEST}: field 'num_resources' is {num_resources}, @tg_init "
+                         f"returns {len(init.result_types)} values")
+    args = main.argument_types
+    arena = 1 if len(args) > num_resources and args[num_resources] == ARENA_TYPE else 0
+    if len(args) != num_resources + arena + len(signature.inputs):
+        raise ModelError(f"@main takes {len(args) - num_resources - arena} inputs after "
+                         f"{num_resources} resources, the signature lists "
+                         f"{len(signature.inputs)}")
+    if len(main.result_types) != len(signature.outputs):
+        raise ModelError(f"@main returns {len(main.result_types)} values, the signature lists "
+                         f"{len(signature.outputs)} outputs")
+    known = {getattr(dict(k.attributes).get("name"), "value", None) for k in init.kernels
+             if k.name == "tg.create_variable"}
+    for v in variables:
+        if v not in known:
+            raise ModelError(f"{MANIFEST}: field 'variables' names {_quote(v)}, which the "
+                             "program does not create")
+    try:
+        check_attributes(program)
+    except PytfrtError as exc:
+        raise ModelError(f"program: {exc}") from None
+
+
+def load(path: str | os.PathLike[str], host: HostContext | str | None = None, *,
+         verify: bool = True) -> CompiledModel:
     """Load a model saved with :meth:`CompiledModel.save` (weights memory-mapped, not copied).
+
+    The directory is untrusted input (docs/security.md): the manifest's file names must name
+    regular files in the directory itself (no links, FIFOs or devices, nothing outside it),
+    sizes are capped (:data:`MAX_MANIFEST_BYTES`, :data:`MAX_PROGRAM_BYTES`,
+    :data:`MAX_WEIGHTS_BYTES`), every field is validated, the program must fit the manifest
+    (:func:`check_program`) and outputs are checked against the signature on every call.
 
     ``host``: the HostContext the model runs on (its work queue runs ``call_async``), a
     work-queue type string such as ``"mstd:1"`` for a new one (:func:`create_host`), or
-    ``None`` for :func:`default_host`.
+    ``None`` for :func:`default_host`.  ``verify``: check the files against the SHA-256
+    digests the manifest holds (``False`` skips hashing; a model saved by a pytfrt that wrote
+    no digests loads unverified either way).
 
     Raises:
         ValueError: ``host`` is a string that is not a work-queue type.
         ModelError: if ``path`` is not a saved model directory, is of another format or
-            version, or a file is missing or damaged (the message says which).
+            version, or a file is missing, damaged or does not fit the manifest (the message
+            names the manifest field, never a path outside the model directory).
     """
-    import json
-
     from pytfrt.bef.reader import read_bef
 
-    d = Path(path)
-    if not d.is_dir():
-        raise ModelError(f"'{d}' is not a saved model directory (no such directory)")
+    md = _ModelDir(Path(path))
     try:
-        manifest = json.loads((d / MANIFEST).read_text())
-    except FileNotFoundError:
-        raise ModelError(f"'{d}' is not a saved model directory (no {MANIFEST})") from None
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"'{d / MANIFEST}' cannot be read: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ModelError(f"'{d}' is not a pytfrt saved model ({MANIFEST} has no format "
-                         f"'{FORMAT}')")
-    if manifest.get("version") != FORMAT_VERSION:
-        raise ModelError(f"'{d}' has format version {manifest.get('version')!r}; this pytfrt "
-                         f"reads version {FORMAT_VERSION}")
+        manifest = _read_manifest(md)
+        signature, entries, num_resources, variables = _manifest_fields(manifest)
+        program_name = _member_name(manifest, "program", PROGRAM_FILE)
+        weights_name = _member_name(manifest, "weights_file", WEIGHTS_FILE)
+        hashes = _hashes(manifest) if verify else None
+        data = md.read(program_name, "program", MAX_PROGRAM_BYTES)
+        if hashes is not None:
+            import hashlib
+
+            _check_digest(hashlib.sha256(data), "program", program_name, hashes["program"])
+        # a BTF file holds the listed tensors and little else: a larger file (a sparse size
+        # bomb) is refused before it is hashed or mapped
+        need = 8 + sum(8 + 16 + 8 * len(e.shape) + BTF_SLACK + e.nbytes for e in entries)
+        buf = md.map(weights_name, "weights_file", min(MAX_WEIGHTS_BYTES, need),
+                     None if hashes is None else hashes["weights_file"],
+                     "what the manifest's weights need" if need < MAX_WEIGHTS_BYTES
+                     else "the limit")
+    finally:
+        md.close()
     try:
-        signature = Signature.from_json(manifest["signature"])
-        entries = list(manifest["weights"])
-        num_resources = int(manifest["num_resources"])
-        variables = [str(v) for v in manifest.get("variables", [])]
-        program_file = d / str(manifest.get("program", PROGRAM_FILE))
-        weights_file = d / str(manifest.get("weights_file", WEIGHTS_FILE))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ModelError(f"'{d / MANIFEST}' is malformed: {exc}") from None
-    try:
-        program = read_bef(program_file.read_bytes())
-    except OSError as exc:
-        raise ModelError(f"cannot read '{program_file}': {exc.strerror or exc}") from None
+        program = read_bef(data)
     except PytfrtError as exc:
-        raise ModelError(f"'{program_file}' is not a valid BEF file: {exc}") from None
-    try:
-        stored = map_btf(weights_file) if entries else []
-    except OSError as exc:
-        raise ModelError(f"cannot read '{weights_file}': {exc.strerror or exc}") from None
+        raise ModelError(f"program ({_quote(program_name)}) is not a valid BEF file: {exc}"
+                         ) from None
+    del data
+    label = f"weights_file ({_quote(weights_name)})"
+    stored = map_btf(buf, label) if entries else []
     if len(stored) != len(entries):
-        raise ModelError(f"'{weights_file}' holds {len(stored)} tensors, the manifest lists "
+        raise ModelError(f"{label} holds {len(stored)} tensors, {MANIFEST} lists "
                          f"{len(entries)}")
     weights = []
     for e, arr in zip(entries, stored, strict=True):
-        try:
-            want = np.dtype(_dtype_by_name(str(e["dtype"])))
-            shape = tuple(int(x) for x in e["shape"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelError(f"'{d / MANIFEST}': bad weight entry {e!r}: {exc}") from None
-        if arr.dtype != want:
-            arr = arr.view(want)
-        if arr.shape != shape:
-            raise ModelError(f"weight '{e.get('name')}' has shape {list(arr.shape)} in "
-                             f"'{weights_file}', the manifest says {list(shape)}")
+        if arr.dtype.itemsize != e.dtype.itemsize:
+            raise ModelError(f"weight {_quote(e.name)} is {arr.dtype} in {label}, {MANIFEST} "
+                             f"says {e.dtype}")
+        if arr.dtype != e.dtype:
+            arr = arr.view(e.dtype)
+        if arr.shape != e.shape:
+            raise ModelError(f"weight {_quote(e.name)} has shape {list(arr.shape)} in {label}, "
+                             f"{MANIFEST} says {list(e.shape)}")
         weights.append(arr)
-    return CompiledModel(program, weights, signature, num_resources,
-                         [str(e["name"]) for e in entries], variables, host)
-
-
-def _dtype_by_name(name: str) -> Any:
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return ml_dtypes.bfloat16
-    return np.dtype(name)
+    check_program(program, signature, num_resources, len(weights), variables)
+    host = resolve_host(host)
+    try:
+        return CompiledModel(program, weights, signature, num_resources,
+                             [e.name for e in entries], variables, host)
+    except (ModelError, InputError):
+        raise
+    except (PytfrtError, ArithmeticError, LookupError, TypeError, ValueError, MemoryError,
+            AttributeError) as exc:
+        # a program that passed validation but still cannot be prepared (e.g. constants a
+        # kernel refuses): the model's error, not a traceback
+        raise ModelError(f"the model cannot be prepared: {type(exc).__name__}: "
+                         f"{str(exc)[:300]}") from None

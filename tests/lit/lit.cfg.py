@@ -31,7 +31,7 @@ config.test_exec_root = os.path.join(REPO_ROOT, "build", "lit")
 bin_dir = os.path.dirname(sys.executable)
 config.environment["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 for var in ("HOME", "TMPDIR", "PYTHONHASHSEED", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-            "PYTFRT_WHOLE_FUNCTION"):
+            "PYTFRT_WHOLE_FUNCTION", "PYTHONPATH"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"

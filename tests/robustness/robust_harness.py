@@ -19,7 +19,7 @@ from pytfrt.bef.streams import assign_stream_ids
 from pytfrt.executor import load_program
 from pytfrt.host import AsyncValue, DiagnosticCollector, HostContext, kernel, make_unconstructed
 from pytfrt.host.file_access import DataDirectories
-from pytfrt.host.kernel_libraries import builtin_registry
+from pytfrt.kernel_libraries import builtin_registry
 
 QUEUES = ("s", "mstd:2", "mstd:1,2")
 

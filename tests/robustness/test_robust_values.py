@@ -66,8 +66,8 @@ def _sub(a: int, b: int) -> int:
 
 
 def test_registering_a_builtin_name_is_an_error_unless_overriding() -> None:
-    from pytfrt.host.kernel_libraries import builtin_registry
     from pytfrt.host.registry import RegistryError, kernel
+    from pytfrt.kernel_libraries import builtin_registry
 
     registry = builtin_registry(entry_points=False)
     with pytest.raises(RegistryError, match=r"kernel 'tfrt\.add\.i32' is already registered"):
@@ -81,7 +81,7 @@ def test_registering_a_builtin_name_is_an_error_unless_overriding() -> None:
 
 
 def test_a_new_name_needs_no_override() -> None:
-    from pytfrt.host.kernel_libraries import builtin_registry
+    from pytfrt.kernel_libraries import builtin_registry
 
     registry = builtin_registry(entry_points=False)
     registry.add_kernel("my.sub.i32", _sub)

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import pytfrt
+from pytfrt import config
 from pytfrt import eager as te
 
 HAVE_C = bool(te._C_OPS)
@@ -99,7 +100,7 @@ def _same(r: Any, expected: np.ndarray) -> None:
 def test_extension_is_built_and_enabled_by_default() -> None:
     """In a development install (``pip install -e .`` with a C compiler) the extension exists
     and is the default; ``use_c_fast_path`` switches both ways."""
-    if os.environ.get("PYTFRT_NO_C_EAGER", "") not in ("", "0"):
+    if config.flag("PYTFRT_NO_C_EAGER"):
         pytest.skip("PYTFRT_NO_C_EAGER is set")
     import pytfrt._eager_fast as ext
 

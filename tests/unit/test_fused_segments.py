@@ -25,7 +25,7 @@ from pytfrt.executor import load_program
 from pytfrt.executor.fused_segments import FusedSegment
 from pytfrt.executor.whole_function import FUSE_SWITCH, WholeBEFFunction
 from pytfrt.host import DiagnosticCollector, HostContext, ResourceContext
-from pytfrt.host.kernel_libraries import builtin_registry
+from pytfrt.kernel_libraries import builtin_registry
 from pytfrt.mlir import compile_mlir
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,8 +16,8 @@ import pytest
 
 from pytfrt.host.async_value import AsyncValue, make_available
 from pytfrt.host.host_context import HostContext
-from pytfrt.host.kernel_libraries import builtin_registry
 from pytfrt.host.registry import KernelFrame, KernelRegistry
+from pytfrt.kernel_libraries import builtin_registry
 from pytfrt.playground import nqueens
 from pytfrt.playground.nqueens import schedule_nqueens
 from pytfrt.playground.nqueens_solvers import (

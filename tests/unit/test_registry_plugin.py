@@ -7,16 +7,14 @@ it declares ``example = "pytfrt_example_plugin:register"`` and registers ``examp
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 
 import pytest
 
 from pytfrt.host import DiagnosticCollector, HostContext, KernelFrame, make_available
-from pytfrt.host.kernel_libraries import (
-    ENTRY_POINT_GROUP,
-    builtin_registry,
-    load_entry_point_kernels,
-)
+from pytfrt.host.kernel_libraries import ENTRY_POINT_GROUP, load_entry_point_kernels
 from pytfrt.host.registry import KernelRegistry, RegistryError
+from pytfrt.kernel_libraries import builtin_registry
 
 
 def test_the_example_plugin_is_installed() -> None:
@@ -53,3 +51,28 @@ def test_a_broken_entry_point_is_reported_by_name(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [broken])
     with pytest.raises(RegistryError, match="cannot load kernels from entry point 'broken'"):
         load_entry_point_kernels(KernelRegistry())
+
+
+def test_the_entry_point_pre_scan_finds_a_declaring_distribution(tmp_path: Path) -> None:
+    # Oracle: importlib.metadata itself, on the same directory.
+    from pytfrt.host.kernel_libraries import may_declare_entry_points
+
+    plain = tmp_path / "plain"
+    (plain / "other-1.0.dist-info").mkdir(parents=True)
+    (plain / "other-1.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\nx = y:z\n")
+    (plain / "other-1.0.dist-info" / "METADATA").write_text("Name: other\nVersion: 1.0\n")
+    assert may_declare_entry_points(ENTRY_POINT_GROUP, [str(plain)]) is False
+    found = [d for d in importlib.metadata.distributions(path=[str(plain)])
+             if d.entry_points.select(group=ENTRY_POINT_GROUP)]
+    assert found == []
+    plugin = tmp_path / "plugin"
+    (plugin / "kplug-1.0.dist-info").mkdir(parents=True)
+    (plugin / "kplug-1.0.dist-info" / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\nk = kplug:register\n")
+    (plugin / "kplug-1.0.dist-info" / "METADATA").write_text("Name: kplug\nVersion: 1.0\n")
+    assert may_declare_entry_points(ENTRY_POINT_GROUP, [str(plugin)]) is True
+    found = [d for d in importlib.metadata.distributions(path=[str(plugin)])
+             if d.entry_points.select(group=ENTRY_POINT_GROUP)]
+    assert len(found) == 1
+    # and the installed example plugin is seen on the real path
+    assert may_declare_entry_points(ENTRY_POINT_GROUP) is True

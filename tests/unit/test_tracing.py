@@ -20,7 +20,7 @@ import pytfrt.tracing as tracing
 from pytfrt.bef.program import Program
 from pytfrt.executor import load_program
 from pytfrt.host import ExecutionContext, HostContext
-from pytfrt.host.kernel_libraries import builtin_registry
+from pytfrt.kernel_libraries import builtin_registry
 from pytfrt.tools import bef_executor
 from pytfrt.tools.bef_executor import read_program
 

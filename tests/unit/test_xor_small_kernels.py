@@ -20,8 +20,8 @@ from hypothesis.extra import numpy as hnp
 from pytfrt.backends.cpu import ops
 from pytfrt.host import HostContext, ResourceContext
 from pytfrt.host.allocator import HostAllocator
-from pytfrt.host.kernel_libraries import builtin_registry
 from pytfrt.host.registry import KernelError
+from pytfrt.kernel_libraries import builtin_registry
 from pytfrt.playground.mlp import mse_loss_f32
 from pytfrt.tensor import dtype as dt
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor, allocate_dense

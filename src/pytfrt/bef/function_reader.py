@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pytfrt.bef.cursor import Cursor
 from pytfrt.bef.format import PADDING_BYTE, PSEUDO_KERNEL_CODE, PSEUDO_KERNEL_LOCATION, SectionId
 from pytfrt.support.function_kind import FunctionKind
 from pytfrt.support.location import Location
@@ -60,8 +61,6 @@ def read_function_record(
     num_functions: int,
 ) -> FunctionRecord:
     """Decode the record of FunctionIndex ``entry``; raise BefError on any inconsistency."""
-    from pytfrt.bef.reader import Cursor
-
     _, name, args, results, offset = entry
     fbase, fend = reader.sections[SectionId.FUNCTIONS]
     data = reader.data

@@ -11,10 +11,15 @@ Dispatch on the object:
 
 Then the default pass pipeline (when present) and the lowering.  Front ends are imported
 lazily, so ``import pytfrt`` never loads TensorFlow or ONNX.
+
+Inputs follow the source framework's dtype rule (``Signature.casting``): a TensorFlow or Keras
+model converts numbers to its input dtypes as Keras does (float64 arrays, Python scalars and
+lists), an ONNX model takes exactly its input dtypes as ONNX Runtime does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -49,7 +54,7 @@ def to_graph(obj: Any, input_signature: Any = None, *, signature: str | None = N
         if path.is_dir() or suffix in (".keras", ".h5"):
             from pytfrt.compiler.frontends.tf import import_tf  # type: ignore[import-not-found]
 
-            return import_tf(obj, input_signature, signature=signature)  # type: ignore[no-any-return]
+            return _casting(import_tf(obj, input_signature, signature=signature))
         raise GraphError(f"cannot compile '{obj}': expected a SavedModel directory, a .keras/.h5 "
                          "file, an .onnx file or a .mlir file of the graph dialect")
     mod = type(obj).__module__ or ""
@@ -60,9 +65,15 @@ def to_graph(obj: Any, input_signature: Any = None, *, signature: str | None = N
     if mod.startswith(("tensorflow", "keras", "tf_keras")) or hasattr(obj, "get_concrete_function"):
         from pytfrt.compiler.frontends.tf import import_tf
 
-        return import_tf(obj, input_signature, signature=signature)  # type: ignore[no-any-return]
+        return _casting(import_tf(obj, input_signature, signature=signature))
     raise GraphError(f"cannot compile an object of type {type(obj).__module__}."
                      f"{type(obj).__qualname__}")
+
+
+def _casting(gm: GraphModule) -> GraphModule:
+    """``gm`` with Keras's input rule: inputs of another numeric dtype are converted."""
+    gm.signature = dataclasses.replace(gm.signature, casting="cast")
+    return gm
 
 
 def parse_graph(text: str, filename: str = "<string>") -> GraphModule:

@@ -8,14 +8,20 @@ Reading is lenient about integer widths and float widths (hand-written ``.mlir``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import builtin as b
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 
 from pytfrt.compiler.errors import GraphError
 from pytfrt.compiler.types import TType, dtype_name, element_xdsl, from_xdsl, to_xdsl
+
+if TYPE_CHECKING:
+    from pytfrt.compiler.ops import OpDef
+
+BUFFER_ATTR = "tg.buffer"
+"""The attribute the buffer-planning pass puts on an op (not one of the op's own)."""
 
 
 def to_xattr(kind: str, value: Any) -> Attribute:
@@ -115,3 +121,20 @@ def dense_value(attr: b.DenseIntOrFPElementsAttr) -> np.ndarray:
 
 
 __all__ = ["dense_attr", "dense_value", "element_xdsl", "from_xattr", "to_xattr"]
+
+
+def op_attrs(op: Operation, opdef: OpDef) -> dict[str, Any]:
+    """The op's attributes as canonical Python values, defaults filled in.
+
+    Raises:
+        GraphError: for an unknown attribute or one of the wrong kind.
+    """
+    given: dict[str, Any] = {}
+    for key, attr in op.attributes.items():
+        if key == BUFFER_ATTR:
+            continue
+        spec = opdef.attrs.get(key)
+        if spec is None:
+            raise GraphError(f"{op.name}: unknown attribute '{key}'")
+        given[key] = from_xattr(spec.kind, attr, f"{op.name} attribute '{key}'")
+    return opdef.check_attrs(given)

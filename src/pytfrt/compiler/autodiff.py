@@ -24,7 +24,8 @@ Control flow (``tg.if``, ``tg.case``, ``tg.while``) has rules of its own in
 :mod:`pytfrt.compiler.autodiff_control`: they build gradient functions of the module and
 differentiate the bodies with :func:`backprop`.
 
-:func:`value_and_grad_traced` is what ``pytfrt.value_and_grad`` runs inside a trace.
+:func:`pytfrt.compiler.autodiff_control.value_and_grad_traced` is what ``pytfrt.value_and_grad``
+runs inside a trace.
 """
 
 from __future__ import annotations
@@ -37,14 +38,15 @@ import numpy as np
 from xdsl.dialects import builtin as b
 from xdsl.ir import Operation, SSAValue
 
+from pytfrt.backends.cpu._geometry import same_pad
 from pytfrt.compiler.attrs import from_xattr
 from pytfrt.compiler.builder import FunctionBuilder, Value
 from pytfrt.compiler.errors import GraphError
-from pytfrt.compiler.ops import get_opdef
+from pytfrt.compiler.ops import CATALOGUE, get_opdef
 from pytfrt.compiler.types import FLOAT_DTYPES, from_xdsl, np_dtype
 
 __all__ = ["MULTI_VJP_RULES", "NON_DIFFERENTIABLE", "NO_RULE", "VJP_RULES", "AutodiffError",
-           "backprop", "value_and_grad_traced", "vjp"]
+           "CONTROL_RULES", "backprop", "vjp"]
 
 
 class AutodiffError(GraphError):
@@ -130,113 +132,6 @@ Rule = Callable[[_Ctx, Value], list[Value | None]]
 
 
 # -- rules ---------------------------------------------------------------------------------------
-
-
-def _add(c: _Ctx, g: Value) -> list[Value | None]:
-    return [c.unbroadcast(g, c.x[0]), c.unbroadcast(g, c.x[1])]
-
-
-def _sub(c: _Ctx, g: Value) -> list[Value | None]:
-    return [c.unbroadcast(g, c.x[0]), c.unbroadcast(c.op("neg", g), c.x[1])]
-
-
-def _mul(c: _Ctx, g: Value) -> list[Value | None]:
-    a, bb = c.x
-    return [c.unbroadcast(c.op("mul", g, bb), a), c.unbroadcast(c.op("mul", g, a), bb)]
-
-
-def _div(c: _Ctx, g: Value) -> list[Value | None]:
-    a, bb = c.x
-    ga = c.op("div", g, bb)
-    gb = c.op("neg", c.op("mul", ga, c.y[0]))
-    return [c.unbroadcast(ga, a), c.unbroadcast(gb, bb)]
-
-
-def _pow(c: _Ctx, g: Value) -> list[Value | None]:
-    a, e = c.x
-    ga = c.op("mul", c.op("mul", g, e), c.op("pow", a, c.op("sub", e, c.const(1.0, e))))
-    gb = c.op("mul", c.op("mul", g, c.y[0]), c.op("log", a))
-    return [c.unbroadcast(ga, a), c.unbroadcast(gb, e)]
-
-
-def _extremum(c: _Ctx, g: Value) -> list[Value | None]:
-    a, bb = c.x
-    pick_a = c.op("greater_equal" if c.name == "maximum" else "less_equal", a, bb)
-    zero = c.const(0.0, g)
-    return [c.unbroadcast(c.op("select", pick_a, g, zero), a),
-            c.unbroadcast(c.op("select", pick_a, zero, g), bb)]
-
-
-def _squared_difference(c: _Ctx, g: Value) -> list[Value | None]:
-    a, bb = c.x
-    d = c.mul(c.op("mul", g, c.op("sub", a, bb)), 2.0)
-    return [c.unbroadcast(d, a), c.unbroadcast(c.op("neg", d), bb)]
-
-
-def _unary(f: Callable[[_Ctx, Value, Value, Value], Value]) -> Rule:
-    return lambda c, g: [f(c, g, c.x[0], c.y[0])]
-
-
-_UNARY: dict[str, Callable[[_Ctx, Value, Value, Value], Value]] = {
-    "neg": lambda c, g, x, y: c.op("neg", g),
-    "identity": lambda c, g, x, y: g,
-    "exp": lambda c, g, x, y: c.op("mul", g, y),
-    "expm1": lambda c, g, x, y: c.op("mul", g, c.op("add", y, c.const(1.0, y))),
-    "log": lambda c, g, x, y: c.op("div", g, x),
-    "log1p": lambda c, g, x, y: c.op("div", g, c.op("add", x, c.const(1.0, x))),
-    "sqrt": lambda c, g, x, y: c.op("div", g, c.mul(y, 2.0)),
-    "rsqrt": lambda c, g, x, y: c.mul(c.op("mul", g, c.op("mul", y, c.op("square", y))), -0.5),
-    "square": lambda c, g, x, y: c.op("mul", g, c.mul(x, 2.0)),
-    "reciprocal": lambda c, g, x, y: c.op("neg", c.op("mul", g, c.op("square", y))),
-    "abs": lambda c, g, x, y: c.op("mul", g, c.op("sign", x)),
-    "tanh": lambda c, g, x, y: c.op("tanh_grad", y, g),
-    "sigmoid": lambda c, g, x, y: c.op("sigmoid_grad", y, g),
-    "relu": lambda c, g, x, y: c.op("relu_grad", g, x),
-    "relu6": lambda c, g, x, y: c.op("relu6_grad", g, x),
-    "gelu": lambda c, g, x, y: c.op("gelu_grad", g, x, approximate=c.attrs["approximate"]),
-    "sin": lambda c, g, x, y: c.op("mul", g, c.op("cos", x)),
-    "cos": lambda c, g, x, y: c.op("neg", c.op("mul", g, c.op("sin", x))),
-    "softplus": lambda c, g, x, y: c.op("mul", g, c.op("sigmoid", x)),
-    "erf": lambda c, g, x, y: c.op("mul", g, c.mul(c.op("exp", c.op("neg", c.op("square", x))),
-                                                   2.0 / math.sqrt(math.pi))),
-    "silu": lambda c, g, x, y: c.op("mul", g, _silu_d(c, x)),
-    "clip": lambda c, g, x, y: c.op("select", c.op("logical_and", c.op(
-        "greater_equal", x, c.const(c.attrs["min"], x)), c.op(
-        "less_equal", x, c.const(c.attrs["max"], x))), g, c.const(0.0, g)),
-    "cast": lambda c, g, x, y: c.op("cast", g, to=x.dtype),
-    "tan": lambda c, g, x, y: c.op("mul", g, c.op("add", c.op("square", y), c.const(1.0, y))),
-    "softsign": lambda c, g, x, y: c.op("div", g, c.op("square", c.op(
-        "add", c.op("abs", x), c.const(1.0, x)))),
-    "leaky_relu": lambda c, g, x, y: c.op("select", c.op("greater_equal", x, c.const(0.0, x)),
-                                          g, c.mul(g, c.attrs["alpha"])),
-    "elu": lambda c, g, x, y: c.op("select", c.op("greater", x, c.const(0.0, x)), g,
-                                   c.op("mul", g, c.op("add", y, c.const(1.0, y)))),
-    "selu": lambda c, g, x, y: c.op("select", c.op("greater", x, c.const(0.0, x)),
-                                    c.mul(g, _SELU_SCALE), c.op("mul", g, c.op(
-                                        "add", y, c.const(_SELU_SCALE * _SELU_ALPHA, y)))),
-    "hard_sigmoid": lambda c, g, x, y: c.op("select", c.op("logical_and", c.op(
-        "greater", y, c.const(0.0, y)), c.op("less", y, c.const(1.0, y))),
-        c.mul(g, c.attrs["alpha"]), c.const(0.0, g)),
-    "hard_swish": lambda c, g, x, y: _hard_swish_d(c, g, x),
-}
-
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def _hard_swish_d(c: _Ctx, g: Value, x: Value) -> Value:
-    """``x * relu6(x + 3) / 6``: 0 below -3, 1 above 3, ``(2x + 3) / 6`` between."""
-    mid = c.op("add", c.mul(x, 1.0 / 3.0), c.const(0.5, x))
-    inner = c.op("logical_and", c.op("greater", x, c.const(-3.0, x)),
-                 c.op("less", x, c.const(3.0, x)))
-    above = c.op("cast", c.op("greater_equal", x, c.const(3.0, x)), to=x.dtype)
-    return c.op("mul", g, c.op("select", inner, mid, above))
-
-
-def _silu_d(c: _Ctx, x: Value) -> Value:
-    s = c.op("sigmoid", x)
-    one_minus = c.op("sub", c.const(1.0, s), s)
-    return c.op("mul", s, c.op("add", c.const(1.0, x), c.op("mul", x, one_minus)))
 
 
 def _matmul(c: _Ctx, g: Value) -> list[Value | None]:
@@ -355,20 +250,6 @@ def _log_softmax(c: _Ctx, g: Value) -> list[Value | None]:
     axis = c.attrs["axis"]
     s = c.op("reduce_sum", g, axes=[axis], keepdims=True)
     return [c.op("sub", g, c.op("mul", c.op("exp", c.y[0]), s))]
-
-
-def _select(c: _Ctx, g: Value) -> list[Value | None]:
-    cond, a, bb = c.x
-    zero = c.const(0.0, g)
-    return [None, c.unbroadcast(c.op("select", cond, g, zero), a),
-            c.unbroadcast(c.op("select", cond, zero, g), bb)]
-
-
-def _atan2(c: _Ctx, g: Value) -> list[Value | None]:
-    a, bb = c.x  # atan2(a, b) = angle of (b, a)
-    den = c.op("add", c.op("square", a), c.op("square", bb))
-    q = c.op("div", g, den)
-    return [c.unbroadcast(c.op("mul", q, bb), a), c.unbroadcast(c.op("neg", c.op("mul", q, a)), bb)]
 
 
 def _tanh_grad(c: _Ctx, g: Value) -> list[Value | None]:
@@ -490,9 +371,7 @@ def _window_pads(c: _Ctx, xs: tuple[int, ...], k: Sequence[int]) -> list[int]:
     spatial = (1, 2) if c.attrs["layout"] == "NHWC" else (2, 3)
     pads: list[int] = []
     for ax, kk, st, d in zip(spatial, k, c.attrs["strides"], c.attrs["dilations"], strict=True):
-        size = xs[ax]
-        total = max((-(-size // st) - 1) * st + d * (kk - 1) + 1 - size, 0)
-        pads += [total // 2, total - total // 2]
+        pads += same_pad(xs[ax], kk, st, d)
     return pads
 
 
@@ -1106,15 +985,7 @@ through their expansion (:func:`_expanded`)."""
 
 
 VJP_RULES: dict[str, Rule] = {
-    "add": _add,
-    "sub": _sub,
-    "mul": _mul,
-    "div": _div,
-    "pow": _pow,
-    "maximum": _extremum,
-    "minimum": _extremum,
-    "squared_difference": _squared_difference,
-    **{name: _unary(f) for name, f in _UNARY.items()},
+    **{name: d.grad for name, d in CATALOGUE.items() if d.grad is not None},
     "matmul": _matmul,
     "reduce_sum": _reduce_sum,
     "reduce_mean": _reduce_mean,
@@ -1129,8 +1000,6 @@ VJP_RULES: dict[str, Rule] = {
     "slice": _slice,
     "softmax": _softmax,
     "log_softmax": _log_softmax,
-    "select": _select,
-    "atan2": _atan2,
     "tanh_grad": _tanh_grad,
     "sigmoid_grad": _sigmoid_grad,
     "relu_grad": _masked_grad,
@@ -1167,14 +1036,13 @@ VJP_RULES: dict[str, Rule] = {
     "avg_pool2d_grad": _avg_pool2d_grad,
     "max_pool2d_grad": _max_pool2d_grad,
 }
-"""Catalogue op name -> its vector-Jacobian product rule."""
+"""Catalogue op name -> its vector-Jacobian product rule: the ``grad`` of the op's
+:class:`~pytfrt.compiler.ops.OpDef` (every elementwise op's, from its ``op_math`` record), and
+the rules of this module for the ops whose ``OpDef`` does not carry one yet."""
 
-NON_DIFFERENTIABLE = frozenset({
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
-    "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "sign", "floor",
-    "ceil", "round", "floor_div", "floor_mod", "is_nan", "is_inf", "argmax", "argmin", "shape",
-    "size", "where", "constant", "reduce_all", "reduce_any", "range", "broadcast_gradient_args",
-    "random_key_counter", "random_uniform",
+NON_DIFFERENTIABLE = frozenset({name for name, d in CATALOGUE.items() if not d.differentiable} | {
+    "argmax", "argmin", "shape", "size", "where", "constant", "reduce_all", "reduce_any", "range",
+    "broadcast_gradient_args", "random_key_counter", "random_uniform",
 })
 """Ops whose outputs carry no gradient (integer-valued, boolean, piecewise constant or random
 samples)."""
@@ -1190,6 +1058,8 @@ NO_RULE: dict[str, str] = {
                          "differentiated the traced program",
     "fused_graph": "made by the fusion passes, which run after differentiation",
     "yield": "the terminator of a fused region (made by the passes, after differentiation)",
+    "recurrent": "imported from ONNX/Keras inference graphs only (a traced program's loops "
+                 "are tg.while, which has its rule)",
 }
 """Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
 raised when one is on a differentiated path says it)."""
@@ -1257,7 +1127,7 @@ def backprop(fb: FunctionBuilder, ops: Sequence[Operation], wrt: Sequence[Value]
         if name in NON_DIFFERENTIABLE:
             continue
         ctx = _Ctx(fb, op, name, active)
-        multi = _control_rules().get(name) or MULTI_VJP_RULES.get(name)
+        multi = CONTROL_RULES.get(name) or MULTI_VJP_RULES.get(name)
         if multi is not None:
             grads = multi(ctx, gs)
         else:
@@ -1282,66 +1152,7 @@ def backprop(fb: FunctionBuilder, ops: Sequence[Operation], wrt: Sequence[Value]
 ControlRule = Callable[[_Ctx, list[Value | None]], list[Value | None]]
 
 
-def _control_rules() -> dict[str, ControlRule]:
-    from pytfrt.compiler.autodiff_control import CONTROL_RULES
-
-    return CONTROL_RULES
-
-
-def value_and_grad_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                          nums: tuple[int, ...], multi: bool, has_aux: bool) -> Any:
-    """``pytfrt.value_and_grad(fn, nums, has_aux)(*args, **kwargs)`` inside the current trace."""
-    from pytfrt.compiler.frontends import trace
-    from pytfrt.function import tree_flatten, tree_unflatten
-
-    t = trace.current()
-    if t is None:
-        leaf = next(x for x in tree_flatten((args, kwargs))[0]
-                    if isinstance(x, trace.TracedValue))
-        t = leaf.tracer
-    new_args = list(args)
-    wrt: list[Value] = []
-    trees = []
-    for n in nums:
-        leaves, td = tree_flatten(args[n])
-        fresh = []
-        for x in leaves:
-            tv = trace.as_traced(t, x)
-            if tv.value.dtype not in FLOAT_DTYPES:
-                raise TypeError(f"grad requires floating-point inputs, argument {n} has a "
-                                f"{tv.value.dtype} leaf (at {trace.user_location()})")
-            f = t.emit("identity", [tv])  # a fresh value: the same array twice gets two grads
-            fresh.append(f)
-            wrt.append(f.value)
-        new_args[n] = tree_unflatten(td, fresh)
-        trees.append((td, len(fresh)))
-    with t:
-        out = fn(*new_args, **kwargs)
-    value, aux = (out if has_aux else (out, None))
-    v = trace.as_traced(t, value)
-    if v.shape != () or v.value.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"grad requires a function returning a floating-point scalar, got "
-                        f"{v.value.type} (at {trace.user_location()})")
-    grads = [trace.TracedValue(t, g) for g in vjp(t.fb, wrt, t.resolve(v))]
-    # a loop the while rule rebuilt: the value and aux name the new loop's results
-    from pytfrt.compiler.autodiff_control import forwarded
-
-    for leaf in tree_flatten((v, aux))[0]:
-        if isinstance(leaf, trace.TracedValue) and leaf.tracer is t:
-            new = forwarded(t.fb, leaf.value.ssa)
-            if new is not None:
-                leaf.value = new
-    # the fresh identities have served (the gradients are separate values now): drop them
-    for w in wrt:
-        op = w.ssa.owner
-        if isinstance(op, Operation) and op.name == "tg.identity":
-            w.ssa.replace_all_uses_with(op.operands[0])
-            op.detach()
-            op.erase()
-    per_arg = []
-    i = 0
-    for td, k in trees:
-        per_arg.append(tree_unflatten(td, grads[i:i + k]))
-        i += k
-    g_out = tuple(per_arg) if multi else per_arg[0]
-    return ((v, aux) if has_aux else v), g_out
+CONTROL_RULES: dict[str, ControlRule] = {}
+"""Control-flow op name (``if``, ``case``, ``while``) -> its reverse-mode rule.  Filled by
+:mod:`pytfrt.compiler.autodiff_control` when it is imported (registration by import: its rules
+call :func:`backprop` on the bodies); :func:`pytfrt.value_and_grad` goes through that module."""

@@ -32,6 +32,10 @@ recomputes the body from them and maps the loop variables' cotangents through th
 vector-Jacobian product.  Loop variables the body passes through unchanged (the captured values)
 are not stacked.  A loop variable with a dynamic shape cannot be stacked: :class:`AutodiffError`.
 
+Importing this module registers the rules in
+:data:`pytfrt.compiler.autodiff.CONTROL_RULES`; :func:`value_and_grad_traced` (what
+``pytfrt.value_and_grad`` runs inside a trace) lives here so that using it always has them.
+
 Not thread-safe (a trace belongs to one thread, as the builder).
 """
 
@@ -46,6 +50,7 @@ import numpy as np
 from xdsl.dialects.func import ReturnOp
 from xdsl.ir import Operation, SSAValue
 
+from pytfrt.compiler import autodiff
 from pytfrt.compiler.autodiff import AutodiffError, ControlRule, _Ctx, _static, backprop
 from pytfrt.compiler.builder import FunctionBuilder, GraphBuilder, Value
 from pytfrt.compiler.types import FLOAT_DTYPES, from_xdsl, np_dtype
@@ -393,3 +398,61 @@ CHUNK = 64
 
 CONTROL_RULES: dict[str, ControlRule] = {"if": _if, "case": _case, "while": _while}
 """Control-flow op name -> its reverse-mode rule (operand cotangents from result cotangents)."""
+autodiff.CONTROL_RULES.update(CONTROL_RULES)  # registration: backprop finds them there
+
+
+def value_and_grad_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                          nums: tuple[int, ...], multi: bool, has_aux: bool) -> Any:
+    """``pytfrt.value_and_grad(fn, nums, has_aux)(*args, **kwargs)`` inside the current trace."""
+    from pytfrt.compiler.frontends import trace
+    from pytfrt.support.tree import tree_flatten, tree_unflatten
+
+    t = trace.current()
+    if t is None:
+        leaf = next(x for x in tree_flatten((args, kwargs))[0]
+                    if isinstance(x, trace.TracedValue))
+        t = leaf.tracer
+    new_args = list(args)
+    wrt: list[Value] = []
+    trees = []
+    for n in nums:
+        leaves, td = tree_flatten(args[n])
+        fresh = []
+        for x in leaves:
+            tv = trace.as_traced(t, x)
+            if tv.value.dtype not in FLOAT_DTYPES:
+                raise TypeError(f"grad requires floating-point inputs, argument {n} has a "
+                                f"{tv.value.dtype} leaf (at {trace.user_location()})")
+            f = t.emit("identity", [tv])  # a fresh value: the same array twice gets two grads
+            fresh.append(f)
+            wrt.append(f.value)
+        new_args[n] = tree_unflatten(td, fresh)
+        trees.append((td, len(fresh)))
+    with t:
+        out = fn(*new_args, **kwargs)
+    value, aux = (out if has_aux else (out, None))
+    v = trace.as_traced(t, value)
+    if v.shape != () or v.value.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"grad requires a function returning a floating-point scalar, got "
+                        f"{v.value.type} (at {trace.user_location()})")
+    grads = [trace.TracedValue(t, g) for g in autodiff.vjp(t.fb, wrt, t.resolve(v))]
+    # a loop the while rule rebuilt: the value and aux name the new loop's results
+    for leaf in tree_flatten((v, aux))[0]:
+        if isinstance(leaf, trace.TracedValue) and leaf.tracer is t:
+            new = forwarded(t.fb, leaf.value.ssa)
+            if new is not None:
+                leaf.value = new
+    # the fresh identities have served (the gradients are separate values now): drop them
+    for w in wrt:
+        op = w.ssa.owner
+        if isinstance(op, Operation) and op.name == "tg.identity":
+            w.ssa.replace_all_uses_with(op.operands[0])
+            op.detach()
+            op.erase()
+    per_arg = []
+    i = 0
+    for td, k in trees:
+        per_arg.append(tree_unflatten(td, grads[i:i + k]))
+        i += k
+    g_out = tuple(per_arg) if multi else per_arg[0]
+    return ((v, aux) if has_aux else v), g_out

@@ -14,18 +14,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects.builtin import TensorType, UnrankedTensorType
-from xdsl.ir import Dialect, Operation, ParametrizedAttribute, TypeAttribute
-from xdsl.irdl import irdl_attr_definition, traits_def
+from xdsl.ir import Dialect, Operation
+from xdsl.irdl import traits_def
 from xdsl.utils.exceptions import VerifyException
 
 from pytfrt.compiler.ops import CATALOGUE, OpDef
-
-
-@irdl_attr_definition
-class StringType(ParametrizedAttribute, TypeAttribute):
-    """``!tg.string``: the element type of string tensors."""
-
-    name = "tg.string"
+from pytfrt.compiler.string_type import StringType
 
 
 class TgOp(Operation):

@@ -12,6 +12,12 @@ class GraphError(PytfrtError, ValueError):
     """An op of the graph dialect got a bad attribute, operand or type (the message names it)."""
 
 
+NEXT_STEPS = (" (docs/ops.md lists what pytfrt compiles; to run this model meanwhile, serve it "
+              "on its own framework with 'pytfrt serve --backend=tensorflow' or "
+              "'--backend=onnxruntime')")
+"""What every unsupported-op message ends with: where to look, and what else runs the model."""
+
+
 class UnsupportedOpError(GraphError):
     """A front end met a source op it cannot express in the graph dialect.
 
@@ -32,4 +38,4 @@ class UnsupportedOpError(GraphError):
             msg += f" in {where}"
         if detail:
             msg += f": {detail}"
-        super().__init__(msg)
+        super().__init__(msg + NEXT_STEPS)

@@ -34,12 +34,13 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import builtin as b
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from pytfrt.bef.program import Function, Kernel, Program
-from pytfrt.compiler.attrs import from_xattr
+from pytfrt.compiler.attrs import BUFFER_ATTR, from_xattr, op_attrs
 from pytfrt.compiler.builder import GraphModule, signature_of
 from pytfrt.compiler.errors import GraphError
+from pytfrt.compiler.kernel_programs import graph_program, region_program
 from pytfrt.compiler.ops import OpDef, get_opdef
 from pytfrt.compiler.types import TType, from_xdsl, np_dtype
 from pytfrt.signature import Signature
@@ -51,7 +52,6 @@ INIT = "tg_init"
 MAIN = "main"
 PLAN_TYPE = "!tg.plan"
 ARENA_TYPE = "!tg.arena"
-BUFFER_ATTR = "tg.buffer"
 """The ``-tg-plan-buffers`` annotation: ``[slot, site]`` (see ``passes/buffers.py``)."""
 
 
@@ -75,21 +75,6 @@ class LoweredModel:
     variables: list[str] = field(default_factory=list)
 
 
-def op_attrs(op: Operation, opdef: OpDef) -> dict[str, Any]:
-    """The op's attributes as canonical Python values, defaults filled in.
-
-    Raises:
-        GraphError: for an unknown attribute or one of the wrong kind.
-    """
-    given: dict[str, Any] = {}
-    for key, attr in op.attributes.items():
-        if key == BUFFER_ATTR:
-            continue
-        spec = opdef.attrs.get(key)
-        if spec is None:
-            raise GraphError(f"{op.name}: unknown attribute '{key}'")
-        given[key] = from_xattr(spec.kind, attr, f"{op.name} attribute '{key}'")
-    return opdef.check_attrs(given)
 
 
 def bef_attr(kind: str, value: Any) -> sa.Attribute:
@@ -169,21 +154,6 @@ CHAIN = "!tfrt.chain"
 CONTROL = {"tg.if", "tg.case", "tg.while"}
 
 
-def region_program(block: Block) -> str:
-    """The JSON program (``pytfrt.backends.cpu.fused``) of a ``fused_elementwise`` region."""
-    import json
-
-    ids: dict[SSAValue, int] = {a: i for i, a in enumerate(block.args)}
-    ops = []
-    for inner in block.ops:
-        if inner.name == "tg.yield":
-            break
-        attrs = {k: (list(v) if isinstance(v, tuple) else v)
-                 for k, v in op_attrs(inner, get_opdef(inner.name)).items()}
-        ops.append([inner.name[3:], [ids[v] for v in inner.operands], attrs])
-        ids[inner.results[0]] = len(block.args) + len(ops) - 1
-    return json.dumps({"n": len(block.args), "ops": ops}, separators=(",", ":"),
-                      sort_keys=True)
 
 
 def callees(op: Operation, funcs: dict[str, FuncOp]) -> list[str]:
@@ -396,8 +366,6 @@ class _ModuleLowerer:
                 (chain,) = m.kernel(op.name, [m.reg(op, 0), chain], [CHAIN], key, loc)
                 outs = []
         elif op.name == "tg.fused_graph":
-            from pytfrt.compiler.passes.small_graph import graph_program
-
             program = sa.StringAttr(graph_program(op))
             outs = m.kernel(op.name, [m.reg(op, i) for i in range(len(op.operands))], types,
                             [("program", program)], loc)

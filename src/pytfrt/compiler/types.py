@@ -129,7 +129,7 @@ def to_xdsl(t: TType) -> Any:
 def element_xdsl(dtype: str) -> Any:
     """The xDSL element type of an element type name."""
     if dtype == "string":
-        from pytfrt.compiler.dialect import StringType
+        from pytfrt.compiler.string_type import StringType
 
         return StringType()
     from pytfrt.mlir.types import make_type

@@ -18,8 +18,11 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu import ops as cpu
+from pytfrt.backends.cpu.array_ops import GRAPH_OPS as ARRAY_OPS
 from pytfrt.backends.cpu.gemm import matmul as gemm_matmul
 from pytfrt.backends.cpu.norm import softmax as cpu_softmax
+from pytfrt.backends.cpu.op_math import MATH
+from pytfrt.backends.cpu.ops import matmul_result_shape
 from pytfrt.core_runtime.host_tensors import make_metadata
 from pytfrt.core_runtime.op_attrs import OpAttrsRef
 from pytfrt.core_runtime.op_registry import OpError, OpFlags, OpRecord, OpRegistry
@@ -109,15 +112,14 @@ def matmul_metadata(args: Sequence[TensorMetadata], attrs: OpAttrsRef) -> Tensor
         raise OpError(f"matmul does not support dtype {a.dtype}")
     if a.shape.rank != 2 or b.shape.rank != 2:
         raise OpError(f"matmul requires rank-2 arguments, got {a.shape} and {b.shape}")
-    m, k = a.shape.dims
-    k2, n = b.shape.dims
-    if attrs.get("transpose_a", False):
-        m, k = k, m
-    if attrs.get("transpose_b", False):
-        k2, n = n, k2
-    if k != k2:
-        raise OpError(f"matmul arguments have incompatible shapes {a.shape} vs {b.shape}")
-    return make_metadata(a.dtype, (m, n))
+    try:
+        dims = matmul_result_shape(a.shape.dims, b.shape.dims,
+                                   transpose_a=bool(attrs.get("transpose_a", False)),
+                                   transpose_b=bool(attrs.get("transpose_b", False)))
+    except cpu.MatmulShapeError:
+        raise OpError(f"matmul arguments have incompatible shapes {a.shape} vs {b.shape}"
+                      ) from None
+    return make_metadata(a.dtype, dims)  # type: ignore[arg-type]
 
 
 def _axes(attrs: OpAttrsRef, rank: int, op: str) -> tuple[int, ...]:
@@ -288,19 +290,12 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "tfrt_test.minimum": np.minimum,
 }
 
+# TFRT's unary test ops: their math is the elementwise op's (pytfrt.backends.cpu.op_math)
 _FLOAT_UNARY: dict[str, Callable[[Any], Any]] = {
-    "tfrt_test.exp": np.exp,
-    "tfrt_test.log": np.log,
-    "tfrt_test.tanh": np.tanh,
-    "tfrt_test.sqrt": np.sqrt,
-    "tfrt_test.sigmoid": sigmoid,
-}
+    f"tfrt_test.{n}": MATH[n].compute for n in ("exp", "log", "tanh", "sqrt", "sigmoid")}
 
 _UNARY: dict[str, Callable[[Any], Any]] = {
-    "tfrt_test.neg": np.negative,
-    "tfrt_test.abs": np.abs,
-    "tfrt_test.square": np.square,
-}
+    f"tfrt_test.{n}": MATH[n].compute for n in ("neg", "abs", "square")}
 
 
 def _binary_dispatch(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
@@ -310,9 +305,9 @@ def _binary_dispatch(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     return dispatch
 
 
-def _unary_dispatch(fn: Callable[[Any], Any], via_f32: bool) -> Callable[..., Any]:
+def _unary_dispatch(fn: Callable[[Any], Any]) -> Callable[..., Any]:
     def dispatch(args: list[Any], attrs: OpAttrsRef, ctx: Any) -> Any:
-        return _via_f32(fn, args[0]) if via_f32 else _arr(fn(args[0]))
+        return _arr(fn(args[0]))
 
     return dispatch
 
@@ -349,16 +344,15 @@ def _softmax(args: list[Any], attrs: OpAttrsRef, ctx: Any) -> Any:
     return _via_f32(lambda x: softmax(x, axis), args[0])
 
 
-def _reduce(fn: Callable[..., Any], mean: bool = False) -> Callable[..., Any]:
+def _reduce(name: str) -> Callable[..., Any]:
+    """The dispatch of ``tfrt_test.<name>``: the graph op's compute function (one reduction
+    for eager and compiled code: its dtypes, accumulation and errors)."""
+    fn = ARRAY_OPS[name]
+
     def dispatch(args: list[Any], attrs: OpAttrsRef, ctx: Any) -> Any:
         a = args[0]
-        axes = _axes(attrs, a.ndim, "reduce")
-        keep = bool(attrs.get("keepdims", False))
-        if mean and a.dtype.itemsize == 2:
-            out = fn(a.astype(_F32), axis=axes, keepdims=keep)
-        else:
-            out = fn(a, axis=axes, keepdims=keep)
-        return _arr(out).astype(a.dtype, copy=False)
+        return fn(a, axes=_axes(attrs, a.ndim, name) or (), keepdims=bool(
+            attrs.get("keepdims", False)))
 
     return dispatch
 
@@ -396,20 +390,21 @@ def register(ops: OpRegistry) -> None:
     ops.add(OpRecord("tfrt_test.relu", _relu, unary_metadata("tfrt_test.relu"), pure,
                      fast=_fast_relu))
     for name, ufn in _FLOAT_UNARY.items():
-        fast = _fast_sigmoid if name == "tfrt_test.sigmoid" else _fast_float_unary(ufn)
-        ops.add(OpRecord(name, _unary_dispatch(ufn, True),
+        fast = (_fast_sigmoid if name == "tfrt_test.sigmoid"
+                else _fast_float_unary(getattr(ufn, "ufunc", ufn)))
+        ops.add(OpRecord(name, _unary_dispatch(ufn),
                          unary_metadata(name, float_only=True), pure, fast=fast))
     for name, ufn in _UNARY.items():
-        ops.add(OpRecord(name, _unary_dispatch(ufn, False), unary_metadata(name), pure))
+        ops.add(OpRecord(name, _unary_dispatch(ufn), unary_metadata(name), pure))
     ops.add(OpRecord("tfrt_test.softmax", _softmax, _softmax_metadata, pure,
                      fast=_fast_softmax))
-    ops.add(OpRecord("tfrt_test.reduce_mean", _reduce(np.mean, mean=True),
+    ops.add(OpRecord("tfrt_test.reduce_mean", _reduce("reduce_mean"),
                      reduce_metadata("tfrt_test.reduce_mean"), pure))
-    ops.add(OpRecord("tfrt_test.reduce_sum", _reduce(np.sum),
+    ops.add(OpRecord("tfrt_test.reduce_sum", _reduce("reduce_sum"),
                      reduce_metadata("tfrt_test.reduce_sum"), pure))
-    ops.add(OpRecord("tfrt_test.reduce_max", _reduce(np.max),
+    ops.add(OpRecord("tfrt_test.reduce_max", _reduce("reduce_max"),
                      reduce_metadata("tfrt_test.reduce_max"), pure))
-    ops.add(OpRecord("tfrt_test.reduce_min", _reduce(np.min),
+    ops.add(OpRecord("tfrt_test.reduce_min", _reduce("reduce_min"),
                      reduce_metadata("tfrt_test.reduce_min"), pure))
     ops.add(OpRecord("tfrt_test.argmax", _argmax, _argmax_metadata, pure))
     ops.add(OpRecord("tfrt_test.cast", _cast, cast_metadata, pure))

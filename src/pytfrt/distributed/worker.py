@@ -297,7 +297,7 @@ class Worker:
 
     def __init__(self, index: int, work_queue_type: str = "mstd:1") -> None:
         from pytfrt.host.host_context import HostContext
-        from pytfrt.host.kernel_libraries import builtin_registry
+        from pytfrt.kernel_libraries import builtin_registry
 
         self.index = index
         self.diagnostics: list[str] = []

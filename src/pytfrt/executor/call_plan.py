@@ -37,6 +37,7 @@ from typing import Any, Final
 from pytfrt.host.binding import plan_binding
 from pytfrt.host.kernel_frame import KernelError
 from pytfrt.host.registry import KernelEntry
+from pytfrt.support.codegen import exec_generated
 
 CHAIN_TYPE: Final = "!tfrt.chain"
 
@@ -137,5 +138,5 @@ def _compile_factory(shape: str) -> Callable[..., Callable[[list[Any], Any], Any
         f"    return call\n"
     )
     namespace: dict[str, Any] = {}
-    exec(compile(source, f"<kernel call {shape or 'none'}>", "exec"), namespace)  # noqa: S102
+    exec_generated(source, f"kernel call {shape or 'none'}", namespace)
     return namespace["make"]

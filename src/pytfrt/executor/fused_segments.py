@@ -9,7 +9,7 @@ folded constants, ``ts.build_shape``, ``tfrt_dht.create_uninitialized_tensor.f32
 ``@numba.njit`` function (:class:`SegmentBuilder`).  The generated code then runs, per
 segment::
 
-    if not E and <every outside tensor is a float32 DenseHostTensor> [and no allocator]:
+    if not E and <every outside tensor is a float32 DenseHostTensor> [and allocator fused_ok]:
         r = segment(arrays..., scalars...)    # None: not compiled yet, or a check failed
     if r is None:
         <the segment's kernels, one by one, exactly as without fusion>
@@ -23,8 +23,11 @@ mutated and the unfused code runs and reports the very same error as without fus
 What the fused path keeps: results (new tensors become DenseHostTensors only if used after the
 segment), the order of side effects (a segment holds no kernel with Python side effects), the
 destroy hooks of outside values released inside the segment (run right after it, in order).
-What it does not do: account the tensors it makes with a host allocator (segments that make
-tensors run fused only when the host has no allocator), check for cancellation between its
+What it does not do: account its temporaries with a host allocator (segments that make tensors
+run fused only without an allocator or under one whose ``fused_ok`` holds, the leak-checking
+one: it never refuses and reports only the balance; the tensors that leave the segment are
+accounted with it),
+check for cancellation between its
 kernels (it is checked before and after the segment, as around one kernel).  The one call back into
 NumPy (``exp``, whose float32 results the compiled code could not reproduce bit for bit) could
 raise half-way only under ``np.seterr``/``np.errstate`` set to ``raise`` or ``call``: a segment
@@ -41,13 +44,13 @@ Thread-safety: a :class:`FusedSegment` compiles under a lock; calls only read it
 from __future__ import annotations
 
 import copy
-import importlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytfrt.executor.kernel_info import KernelInfo
+from pytfrt.host import extensions
 
 _CREATE_PREFIX = "tfrt_dht.create_uninitialized_tensor.f32."
 _BROADCAST_PREFIX = "tfrt_test.broadcast.f32."
@@ -256,18 +259,16 @@ class SegmentBuilder:
         return "\n".join(lines) + "\n"
 
 
-PROVIDER = "pytfrt.backends.cpu.fusible_kernels"
-"""The module with the Numba kernels (``FUSIBLE``, ``IMPORT``, ``tensor_types``,
-``compile_segment``, ``compile_after``), imported by name like the kernel libraries
-(docs/layout.md: the executor does not import backends)."""
-
-
 def provider() -> Any:
-    """The :data:`PROVIDER` module (``None`` if it cannot be imported, e.g. without Numba)."""
-    try:
-        return importlib.import_module(PROVIDER)
-    except ImportError:
-        return None
+    """The module with the Numba kernels (``FUSIBLE``, ``tensor_types``, ``compile_segment``,
+    ``compile_after``...), or ``None``.
+
+    The CPU backend provides it (:data:`pytfrt.host.extensions.FUSED_SEGMENT_KERNELS`) when its
+    kernel library is registered (docs/layout.md: the executor does not import backends); it
+    is imported on the first call only, so a program with no tensor kernels never loads Numba.
+    ``None`` if no library provided it or it cannot be imported (e.g. without Numba).
+    """
+    return extensions.get(extensions.FUSED_SEGMENT_KERNELS)
 
 
 class FusedSegment:

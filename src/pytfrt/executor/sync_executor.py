@@ -28,6 +28,7 @@ from pytfrt.host.binding import plan_binding
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function, FunctionKind
 from pytfrt.host.kernel_frame import KernelError
+from pytfrt.support.codegen import exec_generated
 from pytfrt.support.errors import Status
 
 
@@ -161,8 +162,7 @@ def _compile(
     source = "def _run(args, ctx):\n    try:\n" + "".join(
         f"        {line}\n" for line in body
     ) + "    except Exception as exc:\n        raise _fail(exc) from None\n"
-    code = compile(source, f"<sync function '{info.name}'>", "exec")
-    exec(code, namespace)  # noqa: S102 - generated from the loaded program, see module doc
+    exec_generated(source, f"sync function '{info.name}'", namespace)
     return source, namespace["_run"]
 
 

@@ -48,13 +48,13 @@ one function at once.
 
 from __future__ import annotations
 
-import os
 import typing
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import groupby
 from typing import Any, Final
 
+from pytfrt import config
 from pytfrt.executor.async_executor import (
     BEFFunction,
     _message,
@@ -87,6 +87,7 @@ from pytfrt.host.async_value import (
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function
 from pytfrt.host.kernel_frame import KernelFrame
+from pytfrt.support.codegen import CodeBuilder, exec_generated
 from pytfrt.support.errors import Status
 
 ENV_SWITCH: Final = "PYTFRT_WHOLE_FUNCTION"
@@ -121,14 +122,14 @@ _WHILE: Final = "tfrt.while"
 def fuse_by_default() -> bool:
     """Whether whole-function code fuses segments of tensor kernels (``PYTFRT_FUSE_SEGMENTS``,
     on unless ``0``; needs Numba)."""
-    if os.environ.get(FUSE_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+    if not config.flag(FUSE_SWITCH):
         return False
     return provider() is not None
 
 
 def enabled_by_default() -> bool:
     """Whether whole-function execution is on unless a loader says otherwise (the env switch)."""
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+    return config.flag(ENV_SWITCH)
 
 
 # -- scheduling ---------------------------------------------------------------------------------
@@ -272,11 +273,11 @@ class _Generator:
     """Translates one qualifying function (with everything it inlines) into Python source."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.namespace: dict[str, Any] = {
+        self.code = CodeBuilder({
             "_skip": _skip, "_fail": _fail, "_chk1": _chk1, "_chkn": _chkn, "_chks": _chks,
             "_rel": _rel, "_loc": _loc, "_AV": AsyncValue, "_int": int, "_NA": _NA,
-        }
+        })
+        self.namespace = self.code.namespace
         self.hoisted: list[str] = []
         self.counter = 0
         self.kernels = 0
@@ -294,20 +295,26 @@ class _Generator:
 
             dht, f32 = provider().tensor_types()
             self.namespace.update(_DHT=dht, _F32D=f32, _F32=np.float32, _CHAIN=CHAIN,
-                                  _INT=int)
+                                  _INT=int, _WRAP=provider().new_tensor_wrapper())
 
     def var(self) -> str:
         self.counter += 1
         return f"v{self.counter}"
 
+    @property
+    def lines(self) -> list[str]:
+        """The lines being emitted (swapped out and back to build alternative blocks)."""
+        return self.code.lines
+
+    @lines.setter
+    def lines(self, value: list[str]) -> None:
+        self.code.lines = value
+
     def const(self, value: Any) -> str:
-        self.counter += 1
-        name = f"_c{self.counter}"
-        self.namespace[name] = value
-        return name
+        return self.code.const(value)
 
     def emit(self, depth: int, line: str) -> None:
-        self.lines.append("    " * depth + line)
+        self.code.line(depth, line)
 
     def located(self, k: KernelInfo) -> str:
         """A variable holding ``k``'s located ExecutionContext (computed once per call)."""
@@ -547,13 +554,20 @@ class _Generator:
                 expr = py
             elif sym.kind in "nsi":
                 outs.append(sym.name)
-                expr = f"_DHT(_F32D, _f[{len(outs)}])" if sym.kind == "n" else f"_f[{len(outs)}]"
+                expr = (f"(_DHT(_F32D, _f[{len(outs)}]) if _alloc is None else "
+                        f"_WRAP(ctx, _F32D, _f[{len(outs)}]))" if sym.kind == "n"
+                        else f"_f[{len(outs)}]")
             elif sym.kind == "c":
                 expr = "_CHAIN"
             else:
                 expr = sym.py
             assigns.append(f"{names[r]} = {expr}")
         d = depth
+        if builder.allocs:
+            for line in ("_alloc = ctx.request_context.host.allocator",
+                         "_fuse_alloc = _alloc is None or _alloc.fused_ok"):
+                if line not in self.hoisted:
+                    self.hoisted.append(line)
         if builder.kernels:
             conds = ["not E"]
             conds += [f"{py}.__class__ is _DHT and {py}.dtype is _F32D"
@@ -561,9 +575,10 @@ class _Generator:
             conds += [f"{py}.__class__ is _F32" for py in builder.ext_scalars]
             conds += [f"{py}.__class__ is _INT" for py in builder.ext_ints]
             if builder.allocs:
-                if "_noalloc = ctx.request_context.host.allocator is None" not in self.hoisted:
-                    self.hoisted.append("_noalloc = ctx.request_context.host.allocator is None")
-                conds.append("_noalloc")
+                # New tensors: fused only under an allocator that never refuses and reports
+                # nothing but the balance (HostAllocator.fused_ok); those that leave the
+                # segment are accounted with it (wrap_result), as the kernels account them.
+                conds.append("_fuse_alloc")
             seg = self.const(FusedSegment(builder.source(outs), inst.fn.name,
                                           builder.calls_back))
             args = [f"{py}.array" for py in builder.ext_tensors] + list(builder.ext_scalars) \
@@ -738,6 +753,7 @@ class _Generator:
             self.emit(d + 2, f"{cancel} = R._cancel_value")
             self.emit(d + 2, f"if {cancel} is not None:")
             self.emit(d + 3, (" = ".join(carried) + f" = {cancel}") if carried else "pass")
+            self.emit(d + 3, f"R.stopped({self.const(k.name)}, {self.const(k.location)})")
             self.emit(d + 3, "E = True")
             self.emit(d + 3, "break")
             results, origins = self.body(callees[0], carried, x, d + 2, level + 1)
@@ -757,7 +773,9 @@ class _Generator:
             if outs:
                 self._assign(d + 3, outs, carried)
             self.emit(d + 3, "break")
-            self.emit(d + 2, "if R._cancel_value is not None: E = True")
+            self.emit(d + 2, "if R._cancel_value is not None:")
+            self.emit(d + 3, "E = True")
+            self.emit(d + 3, f"R.stopped({self.const(k.name)}, {self.const(k.location)})")
             results, origins = self.body(callees[0], carried, x, d + 2, level + 1)
             self._check_loop(inst, callees[0], origins[:-1], len(carried))
             self._assign(d + 2, [*carried, cond], results)
@@ -1114,10 +1132,9 @@ def _compile(fn: BEFFunction, gen: _Generator) -> WholeFunction:
     lines.append(f"    return [{', '.join(results)}]")
     source = head + "\n".join(lines) + "\n"
     try:
-        code = compile(source, f"<whole function '{fn.name}'>", "exec")
+        exec_generated(source, f"whole function '{fn.name}'", gen.namespace)
     except (SyntaxError, RecursionError, MemoryError) as exc:  # e.g. nesting beyond Python's
         raise _NotQualified(f"generated code does not compile: {exc}") from None
-    exec(code, gen.namespace)  # noqa: S102 - generated from the loaded program, see module doc
     return WholeFunction(fn, source, gen.namespace["_run"], origins, gen.multi_stream,
                          gen.deferred)
 

@@ -63,6 +63,12 @@ class HostAllocator:
     """Base allocator: accounts for allocations and never refuses (``malloc``)."""
 
     choosing_line = "Choosing malloc."
+    fused_ok: bool = False
+    """Whether fused segments (docs/executor.md) may make tensors under this allocator: only
+    if it never refuses and what it reports is the balance, not the counts (the
+    leak-checking allocator).  A fused segment accounts the tensors that leave it; its
+    temporaries (made and dropped inside the one compiled call) are not accounted, which only
+    the per-allocation counts (:attr:`stats`) could show."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -118,6 +124,7 @@ class LeakCheckAllocator(HostAllocator):
     """Counts allocations; at exit reports leaked bytes and demands exit status 1."""
 
     choosing_line = "Choosing memory leak check allocator."
+    fused_ok = True  # reports the balance (and the counts only with a leak, which it is)
 
     def report_at_exit(self, out: TextIO) -> int:
         s = self.stats

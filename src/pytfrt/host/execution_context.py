@@ -209,6 +209,14 @@ class RequestContext:
             self._cancel_done.wait(5.0)
         return list(self._abandoned)
 
+    def stopped(self, name: str, location: Location) -> None:
+        """Record that kernel ``name`` stopped early because the request was cancelled (a loop
+        that checks for cancellation between iterations and ends with the cancel error);
+        :meth:`unfinished` reports it with the abandoned kernels.  Recorded once."""
+        entry = (name, location)
+        if entry not in self._abandoned:
+            self._abandoned.append(entry)
+
     def is_cancelled(self) -> bool:
         """True once :meth:`cancel` was called."""
         return self._cancel_value is not None

@@ -1,8 +1,8 @@
-"""Where kernels come from: the built-in libraries, entry-point plugins and ``--kernels`` files.
+"""Where third-party kernels come from: entry-point plugins and ``--kernels`` files.
 
-* :data:`BUILTIN_LIBRARIES` -- pytfrt's own kernel libraries, by module path and kernel-name
-  prefixes; :func:`builtin_registry` registers them *lazily* (a library is imported the first
-  time one of its names is looked up), so a run imports only what its program uses.
+(pytfrt's own libraries are listed above the runtime layers, in :mod:`pytfrt.kernel_libraries`,
+whose ``builtin_registry()`` registers them lazily and calls :func:`load_entry_point_kernels`.)
+
 * :func:`load_entry_point_kernels` -- third-party packages declare a ``register(registry)``
   callable in the entry-point group ``pytfrt.kernels``.
 * :func:`load_kernels` -- a ``.py`` file or an importable module name (``--kernels``): its
@@ -14,8 +14,8 @@ All functions raise :class:`~pytfrt.host.registry.RegistryError` with the reason
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -23,49 +23,6 @@ from types import ModuleType
 from pytfrt.host.registry import KernelRegistry, RegistryError
 
 ENTRY_POINT_GROUP = "pytfrt.kernels"
-
-
-# The built-in kernel libraries, by module path and kernel-name prefixes.  Modules are named
-# as strings so this layer imports none of them; each exposes ``register(registry)``.
-BUILTIN_LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("pytfrt.kernels.basic", ("tfrt.",)),
-    ("pytfrt.kernels.test_kernels", ("tfrt_test.", "vt.", "tfrt_tutorial.")),
-    (
-        "pytfrt.tensor.kernels",
-        ("ts.", "tfrt_dht.", "tfrt_dht_sync.", "coo.", "tfrt_sht.", "tfrt_sht_sync.", "btf."),
-    ),
-    ("pytfrt.backends.cpu.kernels", ("eigen.", "tfrt_test.", "cpu.")),
-    ("pytfrt.core_runtime.kernels", ("corert.", "corert_sync.", "tfrt_test.")),
-    ("pytfrt.playground", ("sigmoid_inplace.", "sigmoid_grad_inplace.", "nqueens.", "mlp.")),
-    ("pytfrt.backends.cpu.graph_kernels", ("tg.",)),
-    ("pytfrt.distributed.kernels", ("tfrt_dist.",)),
-)
-
-
-def builtin_registry(entry_points: bool = True) -> KernelRegistry:
-    """A registry with every built-in library registered lazily (plus entry-point plugins).
-
-    Libraries whose module does not exist (not built yet) are skipped.
-    """
-    registry = KernelRegistry()
-    for module_name, prefixes in BUILTIN_LIBRARIES:
-        if _module_exists(module_name):
-            registry.add_lazy_library(module_name, prefixes)
-    if entry_points:
-        load_entry_point_kernels(registry)
-    return registry
-
-
-def _module_exists(module_name: str) -> bool:
-    """Whether a ``pytfrt.*`` module exists, without importing its parent packages.
-
-    (``importlib.util.find_spec`` imports the parents, which would load NumPy at start-up.)
-    """
-    parts = module_name.split(".")
-    if parts[0] != "pytfrt":
-        return importlib.util.find_spec(module_name) is not None
-    base = Path(__file__).resolve().parent.parent.joinpath(*parts[1:])
-    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
 def load_entry_point_kernels(registry: KernelRegistry) -> list[str]:
@@ -76,7 +33,11 @@ def load_entry_point_kernels(registry: KernelRegistry) -> list[str]:
     Raises:
         RegistryError: if an entry point cannot be loaded (the error names it).
     """
-    loaded = []
+    loaded: list[str] = []
+    if not may_declare_entry_points(ENTRY_POINT_GROUP):
+        return loaded
+    import importlib.metadata  # ~50 ms of imports: only when some package may declare one
+
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             register = ep.load()
@@ -87,6 +48,33 @@ def load_entry_point_kernels(registry: KernelRegistry) -> list[str]:
             raise RegistryError(f"cannot load kernels from entry point '{ep.name}': {exc}") from exc
         loaded.append(ep.name)
     return loaded
+
+
+def may_declare_entry_points(group: str, path: list[str] | None = None) -> bool:
+    """Whether some installed distribution on ``path`` (default ``sys.path``) may declare
+    entry points of ``group``: a cheap scan of the ``entry_points.txt`` files of the
+    ``*.dist-info``/``*.egg-info`` directories for the ``[group]`` header, so that a process
+    without plugins does not import :mod:`importlib.metadata`.  Errs towards ``True`` (a zip
+    on the path, which it does not open).
+    """
+    marker = f"[{group}]".encode()
+    for base in sys.path if path is None else path:
+        base = base or "."
+        if os.path.isfile(base):
+            return True  # a zip archive: let importlib.metadata look inside
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")):
+                try:
+                    with open(os.path.join(base, name, "entry_points.txt"), "rb") as fh:
+                        if marker in fh.read():
+                            return True
+                except OSError:
+                    continue
+    return False
 
 
 def load_kernels(registry: KernelRegistry, spec: str) -> ModuleType:

@@ -40,6 +40,7 @@ from pytfrt.host.tracing import (
     READY,
     SKIPPED,
     TracingLevel,
+    register_trace_builder,
 )
 from pytfrt.host.tracing import Tracer as Tracer
 
@@ -414,3 +415,6 @@ def iter_kernel_slices(traces: Iterable[Trace]) -> Iterable[Slice]:
     """Every kernel slice of several traces."""
     for trace in traces:
         yield from trace.kernel_slices()
+
+
+register_trace_builder(build_trace)  # registration: Tracer.snapshot builds with it

@@ -25,7 +25,10 @@ Thread-safety: every recording method may be called from any thread at any time.
 work is quiescent (records appended concurrently may or may not be included).
 
 The sinks (TFRT's text sink and a Chrome trace-event JSON writer) and the analysis of a
-recorded trace live in :mod:`pytfrt.host.trace_events`.
+recorded trace live in :mod:`pytfrt.host.trace_events`, which sits above this module: importing
+it registers the function that turns records into a ``Trace`` (:func:`register_trace_builder`),
+which :meth:`Tracer.snapshot` calls.  (Sinks and the ``pytfrt.tracing`` facade come from that
+module, so a tracer with sinks always has it.)
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ from pytfrt.support.errors import ErrorCode
 
 if TYPE_CHECKING:
     from pytfrt.host.trace_events import Trace
+
+_trace_builder: list[Callable[[Tracer], Trace]] = []
+
+
+def register_trace_builder(build: Callable[[Tracer], Trace]) -> None:
+    """Set the function :meth:`Tracer.snapshot` uses (``trace_events.build_trace``)."""
+    _trace_builder[:] = [build]
 
 
 class TracingLevel(enum.IntEnum):
@@ -321,9 +331,10 @@ class Tracer:
 
     def snapshot(self) -> Trace:
         """The records so far as a :class:`~pytfrt.host.trace_events.Trace`."""
-        from pytfrt.host.trace_events import build_trace
-
-        return build_trace(self)
+        if not _trace_builder:
+            raise RuntimeError("no trace builder: import pytfrt.tracing (or "
+                               "pytfrt.host.trace_events) before taking a snapshot")
+        return _trace_builder[0](self)
 
     def flush(self) -> None:
         """Write the trace to every sink (the ``bef_executor`` driver calls this at exit)."""

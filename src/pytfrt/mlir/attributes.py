@@ -93,6 +93,11 @@ def dense_bytes(attr: b.DenseIntOrFPElementsAttr) -> pa.DenseAttr:
     count = 1
     for d in shape:
         count *= d
+    code = _STRUCT.get(dtype)
+    raw = attr.data.data
+    if code is not None and dtype != "i1" and len(raw) == count * struct.calcsize(code):
+        # xDSL already holds the little-endian values (no per-element Python objects)
+        return pa.DenseAttr(dtype, shape, bytes(raw))
     values: list = list(attr.get_values())  # type: ignore[call-overload]
     if len(values) == 1 and count != 1:
         values = values * count

@@ -3,16 +3,20 @@
 Dialects: ``builtin`` and ``func`` (xDSL's), ``tfrt``, ``tfrt_test``, ``tfrt_dht``, ``ts``,
 ``coo``, ``t``, ``tfrt_sht``, ``btf``, ``eigen``, ``vt``, ``tfrt_tutorial``, ``corert``,
 ``test``, ``my``, ``ht``, and the dialects of :data:`EXTRA_DIALECTS` (named by module so this
-layer imports none of them: ``tg``, the compiler's graph dialect).  Unregistered ops are
+layer imports none of them, and loaded only when a file uses them: ``tg``, the compiler's graph
+dialect).  Unregistered ops are
 allowed (they run as kernels of the same name);
 ``tfrt_opt`` rejects ops of unknown *dialects* itself unless ``--allow-unregistered-dialect``.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
+from collections.abc import Callable
 
 from xdsl.context import Context
+from xdsl.ir import Dialect
 
 _LOCK = threading.Lock()
 _BASE: Context | None = None
@@ -27,8 +31,11 @@ KNOWN_DIALECTS = frozenset(
 )  # fmt: skip
 
 
-#: ``(module, factory)`` of dialects defined above this layer, loaded when they exist.
-EXTRA_DIALECTS: tuple[tuple[str, str], ...] = (("pytfrt.compiler.dialect", "tg_dialect"),)
+#: ``(dialect name, module, factory)`` of dialects defined above this layer, registered lazily:
+#: the module is imported only when a file uses the dialect (xDSL's ``register_dialect``).
+EXTRA_DIALECTS: tuple[tuple[str, str, str], ...] = (
+    ("tg", "pytfrt.compiler.dialect", "tg_dialect"),
+)
 
 
 def _build() -> Context:
@@ -46,17 +53,24 @@ def _build() -> Context:
     dialects = [tfrt_dialect(), tfrt_test_dialect(), corert_dialect(), corert_sync_dialect()]
     for dialect in [*dialects, *tensor_dialects()]:
         ctx.load_dialect(dialect)
-    import importlib
+    for name, module_name, factory in EXTRA_DIALECTS:
+        ctx.register_dialect(name, _lazy_dialect(name, module_name, factory))
+    return ctx
 
-    for module_name, factory in EXTRA_DIALECTS:
+
+def _lazy_dialect(name: str, module_name: str, factory: str) -> Callable[[], Dialect]:
+    """A factory importing ``module_name`` on first use (an empty dialect if it is absent)."""
+
+    def load() -> Dialect:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name != module_name:
                 raise
-            continue
-        ctx.load_dialect(getattr(module, factory)())
-    return ctx
+            return Dialect(name, [], [])
+        return getattr(module, factory)()  # type: ignore[no-any-return]
+
+    return load
 
 
 def make_context() -> Context:

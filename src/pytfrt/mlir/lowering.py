@@ -284,6 +284,8 @@ class _Lowerer:
                 kern.attributes.append((key, convert_attribute(value, self.compiled)))
             except UnsupportedAttribute:
                 raise self.error(op, f"BEF files cannot encode the '{key}' attribute") from None
+            except MemoryError:
+                raise self.error(op, f"not enough memory for the '{key}' attribute") from None
 
     def function_refs(self, op: Operation, value: XAttr) -> list[int] | None:
         if isinstance(value, b.SymbolRefAttr) and not value.nested_references.data:

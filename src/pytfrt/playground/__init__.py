@@ -12,13 +12,16 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
+from pytfrt.backends.cpu import provide_fused_segment_kernels
 from pytfrt.host.registry import KernelRegistry
 
 _MODULES = ("pytfrt.playground.mlp", "pytfrt.playground.nqueens")
 
 
 def register(registry: KernelRegistry) -> None:
-    """Register every playground kernel module that is present."""
+    """Register every playground kernel module that is present (their tensor kernels can run
+    in fused segments: the CPU backend's Numba kernels are offered to the executor)."""
+    provide_fused_segment_kernels()
     for name in _MODULES:
         if importlib.util.find_spec(name) is not None:
             registry.add_module(importlib.import_module(name))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -144,3 +145,13 @@ def result_or_raise(value: AsyncValue[Any]) -> Any:
     if value.is_error():
         raise ServingError.from_status(value.error)
     return value.get()
+
+
+def wait(value: AsyncValue[Any]) -> Any:
+    """Block the calling thread (never a work-queue thread: it would wait for itself) until
+    ``value`` is available; its value, or its error raised as :class:`ServingError`."""
+    if not value.is_available():
+        ready = threading.Event()
+        value.and_then(ready.set)
+        ready.wait()
+    return result_or_raise(value)

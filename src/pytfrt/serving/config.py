@@ -318,14 +318,17 @@ def parse_model_config(text: str, source: str = "<model_config>",
     return configs
 
 
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} file {path}: {exc.strerror}") from None
+
+
 def load_model_config(path: str | Path) -> list[ModelConfig]:
     """Read and parse a ``--model_config_file`` (see :func:`parse_model_config`)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read model config file {path}: {exc.strerror}") from None
-    return parse_model_config(text, str(path), path.resolve().parent)
+    return parse_model_config(_read(path, "model config"), str(path), path.resolve().parent)
 
 
 # -- batching parameters ------------------------------------------------------------------------
@@ -375,9 +378,52 @@ def parse_batching_parameters(text: str, source: str = "<batching>") -> Batching
 
 def load_batching_parameters(path: str | Path) -> BatchingParameters:
     """Read and parse a ``--batching_parameters_file``."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read batching parameters file {path}: {exc.strerror}") from None
-    return parse_batching_parameters(text, str(path))
+    return parse_batching_parameters(_read(Path(path), "batching parameters"), str(path))
+
+
+# -- monitoring -----------------------------------------------------------------------------------
+
+DEFAULT_METRICS_PATH: Final = "/monitoring/prometheus/metrics"
+
+
+@dataclass(frozen=True)
+class MonitoringConfig:
+    """Where the Prometheus metrics are served (TF Serving's ``MonitoringConfig``)."""
+
+    enable: bool = True
+    """Serve the metrics at all (TF Serving's default without a file is off; pytfrt serve's is
+    on, at :data:`DEFAULT_METRICS_PATH`)."""
+    path: str = DEFAULT_METRICS_PATH
+
+
+def parse_monitoring_config(text: str, source: str = "<monitoring>") -> MonitoringConfig:
+    """Parse a ``--monitoring_config_file``: ``prometheus_config { enable: B path: "P" }``.
+
+    As in TF Serving, ``enable`` defaults to false and ``path`` to :data:`DEFAULT_METRICS_PATH`
+    when the file gives a ``prometheus_config``.
+
+    Raises:
+        ConfigError: on a syntax error, an unsupported field or a path not starting with ``/``.
+    """
+    fields = parse_text_proto(text, source)
+    _check_known(fields, {"prometheus_config"}, "the monitoring config", source)
+    body = _one(fields, "prometheus_config", source)
+    if body is None:
+        return MonitoringConfig(enable=False)
+    if not isinstance(body, list):
+        raise ConfigError(f"{source}: prometheus_config must be a message")
+    _check_known(body, {"enable", "path"}, "prometheus_config", source)
+    enable = _one(body, "enable", source)
+    if enable is not None and not isinstance(enable, bool):
+        raise ConfigError(f"{source}: prometheus_config.enable must be true or false")
+    path = _one(body, "path", source)
+    path = DEFAULT_METRICS_PATH if path is None else _str(path, "prometheus_config.path",
+                                                            source)
+    if not path.startswith("/"):
+        raise ConfigError(f"{source}: prometheus_config.path must start with '/', got {path!r}")
+    return MonitoringConfig(bool(enable), path)
+
+
+def load_monitoring_config(path: str | Path) -> MonitoringConfig:
+    """Read and parse a ``--monitoring_config_file``."""
+    return parse_monitoring_config(_read(Path(path), "monitoring config"), str(path))

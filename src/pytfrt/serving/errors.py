@@ -67,3 +67,7 @@ def invalid(message: str) -> ServingError:
 def not_found(message: str) -> ServingError:
     """A ``NOT_FOUND`` error (HTTP 404)."""
     return ServingError(message, ErrorCode.NOT_FOUND)
+
+
+class ListenError(OSError):
+    """A port that cannot be bound (the message names the address)."""

@@ -53,7 +53,6 @@ the 1,000 floats of a ResNet-50 answer (0.1 ms against 0.39 ms).
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -63,11 +62,13 @@ from typing import Any, Final
 
 import numpy as np
 
+from pytfrt import config
+
 MIN_BYTES: Final = 1024
 """Smaller bodies take the general path.  Measured (thread CPU time per decode, one process):
 the two break even near 300 bytes (16 numbers); at 1.3 KB (64 numbers) the scan took 10 us
 against 18 us, for the MLP's 16 KB (784 numbers) 34 us against 153 us."""
-SPLIT_BYTES: Final = int(os.environ.get("PYTFRT_JSON_SPLIT_BYTES", "") or 256 * 1024)
+SPLIT_BYTES: Final = config.integer("PYTFRT_JSON_SPLIT_BYTES") or 256 * 1024
 """Bodies this large are scanned in pieces in parallel (handing a piece to the pool costs
 ~50 us; scanning 128 KB ~0.25 ms).  The environment variable ``PYTFRT_JSON_SPLIT_BYTES``
 (read at import) overrides it, e.g. a huge value to A/B the one-pass scan
@@ -87,7 +88,10 @@ MAX_PIECES: Final = 8
 the work still divides when one thread is slow to start or is preempted."""
 MAX_RANK: Final = 32
 
-_PREFIX: Final = re.compile(rb'\s*\{\s*"(instances|inputs)"\s*:\s*')
+_PREFIX: Final = re.compile(rb'[ \t\n\r]*\{[ \t\n\r]*"(instances|inputs)"[ \t\n\r]*:[ \t\n\r]*')
+"""JSON's whitespace is exactly these four bytes (``\\s`` and ``bytes.strip`` also take
+``\\x0b``/``\\x0c``, which ``json.loads`` refuses)."""
+JSON_SPACE: Final = b" \t\n\r"
 _POW10: Final = np.array([10.0**k for k in range(23)])
 _LEVELS: Final = 2 * MAX_RANK + 1
 """Per-level arrays are indexed by ``level + MAX_RANK`` (relative levels go down to -MAX_RANK)."""
@@ -341,7 +345,7 @@ def _scan() -> Any:
     general path is used)."""
     global _kernel, _unavailable
     if _kernel is None and not _unavailable:
-        if os.environ.get(KERNEL_ENV, "c").lower() != "numba":
+        if config.choice(KERNEL_ENV) != "numba":
             _kernel = c_kernel()
         if _kernel is None:
             try:
@@ -484,7 +488,7 @@ def _merge(body: bytes | bytearray, cuts: list[int], pieces: list[Piece]
                                          if inherited_k[level + top] else mine)
         depth += final
         total += count
-        if last and (depth != 0 or lowest != final or body[min_pos:end].strip()):
+        if last and (depth != 0 or lowest != final or body[min_pos:end].strip(JSON_SPACE)):
             return None  # the tensor must close at the end of the last piece, then only "}"
     if rank == _NONE or rank > top or numbers not in (rank, _NONE):
         return None
@@ -505,7 +509,7 @@ STREAM_PIECE_BYTES: Final = 256 * 1024
 (uvicorn hands a big body over in messages of ~256 KB; joining 13 pieces took 0.09 ms)."""
 STREAM_ENV: Final = "PYTFRT_JSON_STREAM"
 """``0`` turns :class:`BodyScan` off (read at import; for A/B runs)."""
-_streaming = os.environ.get(STREAM_ENV, "1") != "0"
+_streaming = config.flag(STREAM_ENV)
 _executor: ThreadPoolExecutor | None = None
 _executor_lock = threading.Lock()
 
@@ -629,7 +633,7 @@ class BodyScan:
         if parsed is None or self._key is None:
             return None
         array, end = parsed
-        if body[end:].strip() != b"}":
+        if body[end:].strip(JSON_SPACE) != b"}":
             return None
         return self._key, array
 
@@ -670,7 +674,7 @@ def parse_float32_tensor(body: bytes, *, split_at: Sequence[int] | None = None
     if parsed is None:
         return None
     array, end = parsed
-    if body[end:].strip() != b"}":
+    if body[end:].strip(JSON_SPACE) != b"}":
         return None
     return match.group(1).decode("ascii"), array
 
@@ -689,7 +693,7 @@ def dumps_float32(array: np.ndarray) -> bytes | None:
 
 def _c_dumps() -> Any:
     """The C ``dumps_float32``, or ``None`` (not built, or :data:`KERNEL_ENV` is ``numba``)."""
-    if os.environ.get(KERNEL_ENV, "c").lower() == "numba":
+    if config.choice(KERNEL_ENV) == "numba":
         return None
     try:
         from pytfrt.serving import _json_scan

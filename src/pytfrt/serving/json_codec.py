@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -39,6 +40,8 @@ ROW: Final = "row"
 COLUMNAR: Final = "columnar"
 _REQUEST_KEYS: Final = ("signature_name", "instances", "inputs")
 _FLOAT_SOURCE_KINDS: Final = "fiu"
+MAX_TENSOR_RANK: Final = fast_json.MAX_RANK
+"""The deepest nesting of lists a tensor value may have (deeper: ``INVALID_ARGUMENT``)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,9 @@ def parse_json_body(body: bytes | bytearray) -> Any:
         raise invalid(f"JSON Parse error: {exc.msg} at offset: {exc.pos}") from None
     except UnicodeDecodeError as exc:
         raise invalid(f"JSON Parse error: the body is not UTF-8 ({exc.reason})") from None
+    except RecursionError:
+        raise invalid("JSON Parse error: the JSON nests deeper than the parser's limit of "
+                      f"about {sys.getrecursionlimit()} levels") from None
 
 
 def body_scan(signature: ServingSignature, size: int) -> fast_json.BodyScan | None:
@@ -130,7 +136,7 @@ def _fast_path(body: bytes | bytearray, signature: ServingSignature,
     key, array = parsed
     if key == "instances" and (array.ndim == 0 or array.shape[0] == 0):
         return None  # the general path reports it
-    _check_shape(array, info)
+    check_shape(array, info)
     return PredictRequest(ROW if key == "instances" else COLUMNAR, {info.name: array})
 
 
@@ -138,7 +144,13 @@ def _is_b64(value: Any) -> bool:
     return isinstance(value, dict) and len(value) == 1 and "b64" in value
 
 
-def _check_names(given: dict[str, Any], signature: ServingSignature, where: str) -> None:
+def check_names(given: dict[str, Any], signature: ServingSignature, where: str) -> None:
+    """Check that ``given`` names exactly ``signature``'s inputs (``where`` names the part of the
+    request in the error).
+
+    Raises:
+        ServingError: ``INVALID_ARGUMENT`` for an unknown or a missing input.
+    """
     expected = signature.input_names
     for key in given:
         if key not in expected:
@@ -160,14 +172,14 @@ def _decode_rows(instances: Any, signature: ServingSignature) -> dict[str, np.nd
     if not named[0]:
         return _single_input(instances, signature, "each instance")
     for row, instance in enumerate(instances):
-        _check_names(instance, signature, f"instance {row}")
+        check_names(instance, signature, f"instance {row}")
     return {info.name: to_array([inst[info.name] for inst in instances], info)
             for info in signature.inputs}
 
 
 def _decode_columns(inputs: Any, signature: ServingSignature) -> dict[str, np.ndarray]:
     if isinstance(inputs, dict) and not _is_b64(inputs):
-        _check_names(inputs, signature, "'inputs'")
+        check_names(inputs, signature, "'inputs'")
         return {info.name: to_array(inputs[info.name], info) for info in signature.inputs}
     return _single_input(inputs, signature, "'inputs'")
 
@@ -192,11 +204,12 @@ def to_array(value: Any, info: TensorInfo) -> np.ndarray:
         array = _string_array(value, info.name)
     else:
         array = _numeric_array(value, info)
-    _check_shape(array, info)
+    check_shape(array, info)
     return array
 
 
-def _check_shape(array: np.ndarray, info: TensorInfo) -> None:
+def check_shape(array: np.ndarray, info: TensorInfo) -> None:
+    """Raises ``INVALID_ARGUMENT`` if ``array``'s shape does not fit ``info``'s."""
     if info.shape is None:
         return
     fits = len(array.shape) == len(info.shape) and all(
@@ -207,7 +220,23 @@ def _check_shape(array: np.ndarray, info: TensorInfo) -> None:
         raise invalid(f"input '{info.name}' expects shape {info.shape_str()}, got {got}")
 
 
+def _nesting(value: Any) -> int:
+    """How deep ``value``'s first elements nest lists (the rank it claims)."""
+    depth = 0
+    while isinstance(value, list) and depth <= MAX_TENSOR_RANK:
+        depth += 1
+        value = value[0] if value else None
+    return depth
+
+
+def _check_rank(value: Any, name: str) -> None:
+    if _nesting(value) > MAX_TENSOR_RANK:
+        raise invalid(f"input '{name}' nests lists deeper than {MAX_TENSOR_RANK} levels "
+                      f"(a tensor has at most {MAX_TENSOR_RANK} dimensions)")
+
+
 def _numeric_array(value: Any, info: TensorInfo) -> np.ndarray:
+    _check_rank(value, info.name)
     try:
         raw = np.asarray(value)
     except ValueError:
@@ -248,6 +277,7 @@ def _kind_name(kind: str) -> str:
 
 
 def _string_array(value: Any, name: str) -> np.ndarray:
+    _check_rank(value, name)  # bounds walk()'s recursion below
     shape: list[int] = []
     probe = value
     while isinstance(probe, list):  # the shape the first element at each depth implies
@@ -286,6 +316,23 @@ def _to_bytes(item: Any, name: str) -> bytes:
             raise invalid(f"input '{name}': invalid base64 in a {{\"b64\": ...}} value") from None
     raise invalid(f"input '{name}' expects DT_STRING (strings or {{\"b64\": ...}}), "
                   f"got {type(item).__name__}")
+
+
+def check_tensor_inputs(inputs: dict[str, np.ndarray], signature: ServingSignature,
+                        where: str) -> None:
+    """Check arrays decoded from a binary tensor format (gRPC, the v2 protocol) against
+    ``signature``: every input present and known, of the input's dtype and shape.
+
+    Raises:
+        ServingError: ``INVALID_ARGUMENT`` naming the input.
+    """
+    check_names(inputs, signature, where)
+    for info in signature.inputs:
+        array = inputs[info.name]
+        if array.dtype != info.dtype:
+            got = TensorInfo.of(info.name, array.dtype, None).tf_dtype
+            raise invalid(f"input '{info.name}' expects {info.tf_dtype}, got {got}")
+        check_shape(array, info)
 
 
 # -- response -----------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ then on the poller thread every ``poll_seconds``; ``acquire``/``release``, ``sta
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -80,6 +81,29 @@ class _Model:
     config: ModelConfig
     served: dict[int, LoadedVersion] = field(default_factory=dict)
     status: dict[int, VersionStatus] = field(default_factory=dict)
+    missing: bool = False
+    """The base path did not exist at the last poll."""
+
+
+INT64_MAX: Final = 2**63 - 1
+_ASCII_DIGITS: Final = re.compile(r"[0-9]{1,19}")
+
+
+def parse_version(text: str | None) -> int | None:
+    """A version from a URL segment: ASCII digits within int64, as TF Serving's ``int64``.
+
+    ``str.isdigit`` would take ``"\u0661"`` (ARABIC-INDIC ONE, which ``int`` reads as 1) and
+    ``"\u00b2"`` (which ``int`` refuses); neither is a version.
+
+    Raises:
+        ServingError: ``INVALID_ARGUMENT`` (HTTP 400) for anything else.
+    """
+    if text is None:
+        return None
+    if _ASCII_DIGITS.fullmatch(text) is None or int(text) > INT64_MAX:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise invalid(f"Failed to convert version: {shown} to numeric")
+    return int(text)
 
 
 def _version_dirs(base: Path) -> dict[int, Path]:
@@ -101,13 +125,17 @@ class ModelManager:
         batching: batching parameters, or ``None`` to run each request on its own.
         load_options: the compile cache and thread settings backends load models with.
         log: where progress lines go (default: stderr).
+        warmup: called as ``warmup(servable, version_dir)`` after a version loads and before
+            it serves (``--enable_model_warmup``); an exception fails the load.
     """
 
     def __init__(self, configs: list[ModelConfig], backend: str, host: HostContext,
                  metrics: ServingMetrics, batching: BatchingParameters | None = None,
                  load_options: LoadOptions | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None,
+                 warmup: Callable[[Servable, Path], int] | None = None) -> None:
         self.backend = backend
+        self._warmup = warmup
         self._host = host
         self._metrics = metrics
         self._batching = batching
@@ -144,6 +172,16 @@ class ModelManager:
 
     def _poll_model(self, model: _Model) -> None:
         config = model.config
+        missing = not config.base_path.is_dir()
+        if missing != model.missing:
+            model.missing = missing
+            if missing:
+                self._log(f"pytfrt serve: model '{config.name}': its base path "
+                          f"{config.base_path} does not exist or is not a directory; no "
+                          "version can load until it does")
+            else:
+                self._log(f"pytfrt serve: model '{config.name}': base path "
+                          f"{config.base_path} found")
         on_disk = _version_dirs(config.base_path)
         loadable = [v for v, s in ((v, model.status.get(v)) for v in on_disk)
                     if s is None or s.state != END or s.error_code == ErrorCode.OK
@@ -173,10 +211,20 @@ class ModelManager:
         with self._lock:
             status.state = LOADING
             status.attempts += 1
+        self._log(f"pytfrt serve: model '{name}' version {version}: loading {path}")
         started = time.perf_counter()
         try:
             servable = load_servable(self.backend, path, self._host, model.config.model_platform,
                                      self._load_options)
+            if self._warmup is not None:
+                try:
+                    replayed = self._warmup(servable, path)
+                except ServingError as exc:
+                    servable.close()
+                    raise ServingError(f"warm-up failed: {exc.message}") from None
+                if replayed:
+                    self._log(f"pytfrt serve: model '{name}' version {version}: warm-up "
+                              f"replayed {replayed} request(s)")
         except ServingError as exc:
             with self._lock:
                 status.state = END
@@ -310,6 +358,9 @@ class ModelManager:
                 "status": {"error_code": s.error_code.name, "error_message": s.error_message},
             } for v, s in items]
         if not rows:
+            if model.missing:
+                raise not_found(f"Could not find any versions of model {name}: its base path "
+                                f"{model.config.base_path} does not exist")
             if wanted is None:
                 raise not_found(f"Could not find any versions of model {name}")
             raise not_found(f"Could not find version {wanted} of model {name}")

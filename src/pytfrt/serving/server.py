@@ -24,12 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Final
+from typing import Any, Final
 
 from pytfrt.host import AsyncValue, HostContext, SingleThreadedWorkQueue, make_unconstructed
 from pytfrt.serving import fast_json
 from pytfrt.serving.app import DEFAULT_MAX_REQUEST_BYTES, ServingApp
-from pytfrt.serving.config import BatchingParameters, ModelConfig
+from pytfrt.serving.config import BatchingParameters, ModelConfig, MonitoringConfig
+from pytfrt.serving.errors import ListenError as ListenError
 from pytfrt.serving.metrics import ServingMetrics
 from pytfrt.serving.model_manager import ModelManager
 from pytfrt.serving.servable import LoadOptions
@@ -57,6 +58,16 @@ class ServerOptions:
     (:func:`resolve_http`)."""
     event_loop: str = "auto"
     """The asyncio event loop: ``asyncio``, ``uvloop`` or ``auto`` (:func:`resolve_loop`)."""
+    grpc_port: int | None = None
+    """The gRPC API's port (0: a free one; ``None``: no gRPC API)."""
+    grpc_max_threads: int = 8
+    """Threads serving gRPC calls."""
+    rest_api_timeout_seconds: float | None = 30.0
+    """A REST predict not answered in time gets HTTP 504 (``None``: no limit)."""
+    model_warmup: bool = True
+    """Replay each version's ``assets.extra/tf_serving_warmup_requests`` before it serves."""
+    monitoring: MonitoringConfig | None = None
+    """Where the metrics are served (``None``: the default path)."""
 
 
 HTTP_PARSERS: Final = ("auto", "h11", "httptools")
@@ -161,49 +172,110 @@ def drive_single_threaded(host: HostContext) -> Callable[[], None] | None:
     return finish
 
 
-class _Terminated(Exception):
-    """SIGTERM/SIGINT arrived before the HTTP server started (while models were loading)."""
+class _Terminated(BaseException):
+    """SIGTERM/SIGINT arrived before the servers started (while models were loading).
+
+    A ``BaseException``, like ``KeyboardInterrupt``: model loaders catch ``Exception`` to report
+    a failed load, and must not swallow the request to stop."""
+
+
+def _bind(what: str, host: str, port: int) -> socket.socket:
+    try:
+        return listen(host, port)
+    except OSError as exc:
+        raise ListenError(f"cannot listen on {host}:{port} ({what}): {exc.strerror}") from None
+
+
+class _Lifecycle:
+    """The signal handler of :func:`run_server`: before the servers run, a signal aborts the
+    start-up (:class:`_Terminated` raised in the main thread, wherever it is -- loading a
+    model, compiling, binding); once they run, it asks uvicorn and the gRPC server to drain and
+    stop.  Any later signal is ignored (the drain is under way)."""
+
+    def __init__(self) -> None:
+        self.uvicorn: Any = None
+        self.serving = False
+        self.stopping = False
+        self.on_stop: list[Callable[[], None]] = []
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.stopping:
+            return
+        if not self.serving:
+            self.stopping = True
+            raise _Terminated()
+        self.stopping = True
+        if self.uvicorn is not None:
+            self.uvicorn.should_exit = True
+        for stop in self.on_stop:
+            stop()
 
 
 def run_server(options: ServerOptions) -> int:
-    """Serve until SIGTERM/SIGINT; returns the process exit status (0 after a clean drain)."""
+    """Serve until SIGTERM/SIGINT; returns the process exit status (0 after a clean drain).
+
+    A signal at any moment ends the process: during start-up (models loading) it stops at
+    once; while serving, in-flight requests drain for up to ``graceful_shutdown_seconds``.
+
+    Raises:
+        ListenError: a port cannot be bound.
+    """
     import uvicorn
 
-    serving = {"started": False}
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        # Before uvicorn runs: abort start-up.  After it returns: uvicorn re-raises the signal
-        # it handled, which lands here and is ignored (the drain is already done).
-        if not serving["started"]:
-            raise _Terminated()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    host = make_host(options.backend, options.work_queue_type)
-    stop_driver = drive_single_threaded(host)
-    metrics = ServingMetrics()
-    manager = ModelManager(options.models, options.backend, host, metrics, options.batching,
-                           LoadOptions(options.cache_dir, options.intra_op_parallelism))
+    life = _Lifecycle()
+    previous = {sig: signal.signal(sig, life.handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+    host: HostContext | None = None
+    stop_driver: Callable[[], None] | None = None
+    manager: ModelManager | None = None
     sock: socket.socket | None = None
+    grpc_server: Any = None
     try:
+        host = make_host(options.backend, options.work_queue_type)
+        stop_driver = drive_single_threaded(host)
+        metrics = ServingMetrics()
+        warmup = None
+        if options.model_warmup:
+            from pytfrt.serving.warmup import warm_up_version
+
+            warmup = warm_up_version
+        manager = ModelManager(options.models, options.backend, host, metrics, options.batching,
+                               LoadOptions(options.cache_dir, options.intra_op_parallelism),
+                               warmup=warmup)
         # Bind first: a port in use fails at once, before minutes of model loading; clients
         # connecting meanwhile wait in the listen backlog until the app serves them.
-        sock = listen(options.rest_api_host, options.rest_api_port)
+        sock = _bind("HTTP/REST API", options.rest_api_host, options.rest_api_port)
+        if options.grpc_port is not None:
+            from pytfrt.serving.grpc_server import GrpcServer
+            from pytfrt.serving.v2 import add_grpc_service
+
+            grpc_server = GrpcServer(manager, host, metrics, options.grpc_max_threads)
+            add_grpc_service(grpc_server)
+            grpc_port = grpc_server.bind(options.rest_api_host, options.grpc_port)
         # Compile the JSON fast path while the models load (Numba caches it on disk).
         threading.Thread(target=fast_json.warm_up, name="pytfrt-serve-warm-up",
                          daemon=True).start()
         manager.start(options.poll_seconds)
         bound_host, bound_port = sock.getsockname()[:2]
-        app = ServingApp(manager, host, metrics, options.max_request_bytes)
+        monitoring = options.monitoring or MonitoringConfig()
+        app = ServingApp(manager, host, metrics, options.max_request_bytes,
+                         monitoring.path if monitoring.enable else None,
+                         options.rest_api_timeout_seconds)
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, lifespan="on",
             http=resolve_http(options.http_parser), loop=resolve_loop(options.event_loop),
             timeout_graceful_shutdown=int(options.graceful_shutdown_seconds),
             proxy_headers=False, server_header=False,  # less work per request
         )
-        server = uvicorn.Server(config)
+        life.uvicorn = uvicorn.Server(config)
+        if grpc_server is not None:
+            grpc_server.start()
+            print(f"Running gRPC ModelServer at {bound_host}:{grpc_port} ...", flush=True)
+            life.on_stop.append(lambda: grpc_server.stop(options.graceful_shutdown_seconds))
         print(f"Exporting HTTP/REST API at:{bound_host}:{bound_port} ...", flush=True)
-        serving["started"] = True
-        server.run(sockets=[sock])
+        life.serving = True
+        life.uvicorn.run(sockets=[sock])
+        if grpc_server is not None:  # uvicorn stopped first (its own signal handlers ran)
+            grpc_server.stop(options.graceful_shutdown_seconds).wait()
         print("pytfrt serve: drained in-flight requests, shutting down", file=sys.stderr,
               flush=True)
         return 0
@@ -211,12 +283,16 @@ def run_server(options: ServerOptions) -> int:
         print("pytfrt serve: terminated during start-up", file=sys.stderr, flush=True)
         return 0
     finally:
-        serving["started"] = True  # a late signal during clean-up is ignored
+        life.serving, life.stopping = True, True  # a late signal during clean-up is ignored
+        if grpc_server is not None:
+            grpc_server.stop(0)
         if sock is not None:
             sock.close()
-        manager.stop()
+        if manager is not None:
+            manager.stop()
         if stop_driver is not None:
             stop_driver()
-        host.shutdown()
+        if host is not None:
+            host.shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

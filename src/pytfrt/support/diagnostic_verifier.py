@@ -199,7 +199,11 @@ class DiagnosticVerifier:
             if self._show_source and src is not None:
                 lines = src.text.split("\n")
                 if line <= len(lines):
-                    text += lines[line - 1].rstrip("\r") + "\n" + " " * max(col - 1, 0) + "^\n"
+                    shown, at = lines[line - 1].rstrip("\r"), max(col - 1, 0)
+                    if len(shown) > 160:  # a window around the column of a very long line
+                        start = max(0, at - 80)
+                        shown, at = shown[start:start + 160] + " ...", at - start
+                    text += shown + "\n" + " " * at + "^\n"
         else:
             text = f"{file or '<unknown>'}: error: {message}\n"
         self.stream.write(text)

@@ -185,11 +185,15 @@ def _err(line: str) -> None:
 # -- input --------------------------------------------------------------------------------------
 
 
-def read_program(path: str) -> Program:
+def read_program(path: str, timeout_seconds: float | None = None) -> Program:
     """Read a ``.bef`` file, or compile a ``.mlir`` file; ``-`` reads stdin (sniffing the magic).
 
+    ``timeout_seconds`` bounds decoding or compiling (not reading the bytes or importing the
+    front end): see :func:`_within`.
+
     Raises:
-        UsageError: unreadable file or invalid BEF/MLIR (the message says why).
+        UsageError: unreadable file or invalid BEF/MLIR (the message says why), or the
+            deadline passed.
     """
     try:
         if path == "-":
@@ -207,15 +211,47 @@ def read_program(path: str) -> Program:
         from pytfrt.bef.reader import read_bef
 
         try:
-            return read_bef(data)
+            return _within(timeout_seconds, name, lambda: read_bef(data))
         except BefError as exc:
             raise UsageError(f"{PROG}: {name}: {exc}") from exc
     if not data:
         raise UsageError(f"{PROG}: {name}: the input is empty")
-    return _compile_mlir(data, name)
+    return _compile_mlir(data, name, timeout_seconds)
 
 
-def _compile_mlir(data: bytes, name: str) -> Program:
+class _Expired(BaseException):
+    """Raised by the SIGPROF handler of :func:`_within` (a BaseException, so no ``except
+    Exception`` in a parser swallows it)."""
+
+
+def _within(seconds: float | None, name: str, read: Callable[[], Any]) -> Any:
+    """``read()``, ended with a :class:`UsageError` after ``seconds`` of CPU time
+    (``--timeout_seconds`` covers decoding and compiling the program too; CPU time, so a busy
+    machine does not fail a parse that would finish).  Uses ``ITIMER_PROF``, so only on the
+    main thread of a POSIX process; elsewhere ``read()`` runs unbounded."""
+    import signal
+    import threading
+
+    if (seconds is None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        return read()
+
+    def expire(_signum: int, _frame: Any) -> None:
+        raise _Expired
+
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        return read()
+    except _Expired:
+        raise UsageError(f"{PROG}: {name}: reading the program did not finish before the "
+                         f"deadline (--timeout_seconds={seconds:g})") from None
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+def _compile_mlir(data: bytes, name: str, timeout_seconds: float | None = None) -> Program:
     try:
         mlir = importlib.import_module("pytfrt.mlir")
     except ImportError as exc:
@@ -226,7 +262,10 @@ def _compile_mlir(data: bytes, name: str) -> Program:
     except UnicodeDecodeError as exc:
         raise UsageError(f"{PROG}: {name} is neither a BEF file nor UTF-8 MLIR text") from exc
     try:
-        program: Program = mlir.compile_mlir(text, name)
+        if timeout_seconds is not None:  # the front end's imports are not the program's cost
+            mlir.compile_mlir("func.func @f() {\n  tfrt.return\n}\n", "<warm-up>")
+        program: Program = _within(timeout_seconds, name,
+                                   lambda: mlir.compile_mlir(text, name))
     except mlir.MlirError as exc:
         raise UsageError(str(exc).rstrip("\n")) from exc
     if not program.streams_assigned:
@@ -266,18 +305,68 @@ def format_result(value: AsyncValue[Any], type_name: str, print_error_code: bool
 
 
 
-def _runtime_diagnostic_handler(verifier: Any) -> Callable[[Diagnostic], None]:
-    """The HostContext diagnostic handler: ``runtime error: <msg>`` through the verifier."""
+class RuntimeDiagnostics:
+    """The HostContext diagnostic handler: ``runtime error: <msg>`` through the verifier.
 
-    def handle(diag: Diagnostic) -> None:
+    A diagnostic identical to an earlier unexpected one (same location and message: endless
+    recursion reports the same kernel thousands of times) is not printed again; :meth:`finish`
+    prints one ``note`` with the number of repeats.  Names quoted in messages are cut to
+    :data:`MAX_QUOTED_NAME` characters (as the MLIR parser does).  Thread-safe.
+    """
+
+    def __init__(self, verifier: Any) -> None:
+        import threading
+
+        self.verifier = verifier
+        self.repeats: dict[tuple[str | None, int, int, str], int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, diag: Diagnostic) -> None:
         flc = diag.location.file_line_col()
-        message = f"runtime error: {diag.message}"
+        message = f"runtime error: {shorten_names(diag.message)}"
         if flc is None:
-            verifier.handle(f"loc({diag.location.opaque()})", 0, 0, "error", message)
+            key = (f"loc({diag.location.opaque()})", 0, 0, message)
         else:
-            verifier.handle(flc[0], flc[1], flc[2], "error", message)
+            key = (flc[0], flc[1], flc[2], message)
+        with self._lock:
+            if key in self.repeats:
+                self.repeats[key] += 1
+                self.verifier.failed = True
+                return
+        if not self.verifier.handle(key[0], key[1], key[2], "error", message):
+            with self._lock:
+                self.repeats.setdefault(key, 0)
 
-    return handle
+    def finish(self) -> None:
+        """Print how often each repeated diagnostic was repeated."""
+        with self._lock:
+            for (file, line, col, _), n in self.repeats.items():
+                if n:
+                    where = f"{file}:{line}:{col}" if line else str(file)
+                    _err(f"{where}: note: the error above was repeated {n} more "
+                         f"time{'s' if n > 1 else ''}")
+            self.repeats.clear()
+
+
+MAX_QUOTED_NAME = 80
+"""Names quoted in run-time messages are cut to this many characters (as in parse errors)."""
+
+
+def shorten_names(message: str) -> str:
+    """``message`` with every single-quoted name longer than :data:`MAX_QUOTED_NAME`
+    characters cut, and its length given."""
+    if len(message) <= MAX_QUOTED_NAME:
+        return message
+    import re
+
+    def cut(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if len(name) <= MAX_QUOTED_NAME:
+            return m.group(0)
+        return f"'{name[:MAX_QUOTED_NAME]}...' ({len(name)} characters)"
+
+    return re.sub(r"'([^'\n]*)'", cut, message)
+
 
 # -- the run ------------------------------------------------------------------------------------
 
@@ -290,6 +379,7 @@ class Driver:
         from pytfrt.support.diagnostic_verifier import DiagnosticVerifier
 
         self.verifier = DiagnosticVerifier(sys.stderr)
+        self.diagnostics = RuntimeDiagnostics(self.verifier)
         self.host: HostContext | None = None
         self.allocator: Any = None
         self.stuck = False  # a kernel never finished (deadline or deadlock)
@@ -299,9 +389,10 @@ class Driver:
         from pytfrt.host.allocator import create_allocator
         from pytfrt.host.file_access import DataDirectories
         from pytfrt.host.host_context import HostContext
-        from pytfrt.host.kernel_libraries import builtin_registry, load_kernels
+        from pytfrt.host.kernel_libraries import load_kernels
         from pytfrt.host.registry import RegistryError
         from pytfrt.host.work_queue import create_work_queue
+        from pytfrt.kernel_libraries import builtin_registry
 
         try:
             self.allocator = create_allocator(self.opts.host_allocator_type)
@@ -332,7 +423,7 @@ class Driver:
         data_dirs = (DataDirectories(self.opts.data_dirs) if self.opts.data_dirs
                      else DataDirectories.default(self.opts.input))
         self.host = HostContext(
-            queue, registry, _runtime_diagnostic_handler(self.verifier), self.allocator,
+            queue, registry, self.diagnostics, self.allocator,
             data_dirs,
         )
         self.host.tracer = _make_tracer(self.opts)  # type: ignore[attr-defined]
@@ -360,10 +451,10 @@ class Driver:
             fn = bef.functions[index]
             if init and fn.name == init:
                 continue
+            if not fn.name:  # a region body
+                continue
             if fn.num_arguments:
                 _out(f"--- Not running '{fn.name}' because it has arguments.")
-                continue
-            if not fn.name:
                 continue
             self._run_one(fn)
         if tracer is not None:
@@ -461,6 +552,7 @@ class Driver:
 
     def finish(self) -> int:
         """Stop the queue, report unmatched expectations and the allocator; the exit status."""
+        self.diagnostics.finish()
         status = 0 if self.verifier.finish() and not self.stuck else 1
         if self.host is not None:
             self.host.shutdown(1.0 if self.stuck else None)
@@ -495,8 +587,9 @@ def _make_tracer(opts: Options) -> Any:
 
 def _list_kernels(opts: Options) -> int:
     """Print every kernel name (built-in libraries and ``--kernels``), one a line."""
-    from pytfrt.host.kernel_libraries import builtin_registry, load_kernels
+    from pytfrt.host.kernel_libraries import load_kernels
     from pytfrt.host.registry import RegistryError
+    from pytfrt.kernel_libraries import builtin_registry
 
     registry = builtin_registry()
     for spec in [*opts.kernels, *opts.shared_libs]:
@@ -543,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
         if opts.input != "-" and not os.path.exists(opts.input):
             raise UsageError(f"{PROG}: could not open input file '{opts.input}': "
                              "No such file or directory")
-        program = read_program(opts.input)
+        program = read_program(opts.input, opts.timeout_seconds)
         driver.setup()
         driver.run(program)
     except UsageError as exc:

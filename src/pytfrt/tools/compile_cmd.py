@@ -2,14 +2,18 @@
 ``manifest.json``).
 
 SRC is a SavedModel directory, a ``.keras``/``.h5`` file, an ``.onnx`` file or a ``.mlir`` file
-of the graph dialect (weights zero-filled).  Prints one summary line; ``--print-ir`` also
-prints the optimised graph.  Exit status 1 with a one-line error on failure.
+of the graph dialect (weights zero-filled).  Prints each stage as it ends, with its time (the
+front end's import, every pass of the default pipeline, lowering, kernel preparation, saving), then
+one summary line; ``--quiet`` prints only the summary, ``--print-ir`` also prints the optimised
+graph.  Stage lines go to standard error so that standard output stays the summary (and the IR).
+Exit status 1 with a one-line error on failure.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +23,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--signature", default=None, help="SavedModel signature key")
     parser.add_argument("--no-optimize", action="store_true", help="skip the pass pipeline")
     parser.add_argument("--print-ir", action="store_true", help="print the optimised graph")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print only the summary line, not each stage with its time")
+
+
+class _Stages:
+    """Prints ``  <stage> <seconds>`` to standard error as each stage of the compile ends."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.start = self.last = time.perf_counter()
+
+    def done(self, stage: str) -> None:
+        now = time.perf_counter()
+        if not self.quiet:
+            print(f"  {stage:<28} {now - self.last:7.2f} s", file=sys.stderr, flush=True)
+        self.last = now
+
+    def total(self) -> float:
+        return time.perf_counter() - self.start
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,21 +49,28 @@ def run(args: argparse.Namespace) -> int:
     from pytfrt.compiler.api import to_graph
     from pytfrt.compiler.errors import GraphError
     from pytfrt.compiler.lowering import lower
-    from pytfrt.compiler.passes import default_pipeline
+    from pytfrt.compiler.passes import DEFAULT_PIPELINE, run_passes
     from pytfrt.mlir.diagnostics import MlirError
     from pytfrt.model import CompiledModel, ModelError
     from pytfrt.support.errors import PytfrtError
 
+    stages = _Stages(args.quiet)
+    if not args.quiet:
+        print(f"pytfrt compile {args.source}", file=sys.stderr, flush=True)
     try:
         gm = to_graph(args.source, signature=args.signature)
+        stages.done("import")
         if not args.no_optimize:
-            gm = default_pipeline(gm)
+            gm = run_passes(gm, DEFAULT_PIPELINE, after=lambda name, _: stages.done(name))
         if args.print_ir:
             print(gm)
         low = lower(gm)
+        stages.done("lowering to BEF")
         model = CompiledModel(low.program, [low.weights[n] for n in low.init_inputs],
                               low.signature, low.num_resources, low.init_inputs, low.variables)
+        stages.done("kernel preparation")
         model.save(args.output)
+        stages.done("save")
     except MlirError as exc:
         print(str(exc).rstrip(), file=sys.stderr)
         return 1
@@ -55,5 +85,5 @@ def run(args: argparse.Namespace) -> int:
     sig = model.signature
     print(f"compiled {args.source}: {len(sig.inputs)} inputs, {len(sig.outputs)} outputs, "
           f"{len(main.kernels)} kernels in @main, {len(low.weights)} weights ({nbytes} bytes) "
-          f"-> {args.output}")
+          f"-> {args.output} in {stages.total():.1f} s")
     return 0

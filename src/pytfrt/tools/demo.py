@@ -8,7 +8,8 @@ pytfrt, end to end, and prints each step:
 2. ``pytfrt.compile`` the SavedModel: import the graph, run the graph passes (shape inference,
    batch-norm folding, epilogue fusion, buffer planning), lower it to BEF;
 3. run the compiled model and TensorFlow on the same image and compare the outputs;
-4. time both at batch 1 (medians; the machine may be shared, so the ratio is what counts);
+4. time both at batch 1 in interleaved rounds (medians; the machine may be shared, so the
+   ratio of the two, measured side by side, is what counts);
 5. ``save`` the compiled model and ``pytfrt.load`` it back -- the loaded model needs neither
    TensorFlow nor the compiler -- and check it gives the same answer.
 
@@ -117,21 +118,32 @@ def _run_resnet50(args: argparse.Namespace) -> int:
         print(f"== outputs vs TensorFlow: max relative error {error:.2e}, "
               f"same top-1 class: {same_class}")
 
-        print(f"== latency at batch 1 (median of {args.repeats})", flush=True)
-        ours_ms = _median_ms(lambda: compiled(image), args.repeats)
-        theirs_ms = _median_ms(lambda: serving(image), args.repeats)
-        print(f"   pytfrt       {ours_ms:8.1f} ms")
-        print(f"   tf.function  {theirs_ms:8.1f} ms")
-        print(f"   ratio        {ours_ms / theirs_ms:8.2f}x")
+        rounds = 3
+        print(f"== latency at batch 1 ({rounds} interleaved rounds, median of {args.repeats} "
+              "calls each, so that load on a shared machine slows both alike)", flush=True)
+        ours, theirs = [], []
+        for _ in range(rounds):
+            ours.append(_median_ms(lambda: compiled(image), args.repeats))
+            theirs.append(_median_ms(lambda: serving(image), args.repeats))
+        ratios = sorted(o / t for o, t in zip(ours, theirs, strict=True))
+        print(f"   pytfrt       {sorted(ours)[rounds // 2]:8.1f} ms")
+        print(f"   tf.function  {sorted(theirs)[rounds // 2]:8.1f} ms")
+        print(f"   pytfrt's time / tf.function's {ratios[rounds // 2]:5.2f}x (below 1: pytfrt is "
+              f"faster; {ratios[0]:.2f}-{ratios[-1]:.2f}x over the rounds)")
 
         saved_dir = os.path.join(tmp, "resnet50_pytfrt")
         compiled.save(saved_dir)
         size = sum(f.stat().st_size for f in Path(saved_dir).iterdir())
         reloaded = pytfrt.load(saved_dir)
         again = _single(reloaded(image))
+        # Bit-identical unless the CPU library picked another blocking for the reloaded
+        # model's primitives (e.g. after TensorFlow changed the OpenMP thread settings).
+        drift = float(np.max(np.abs(again - ours)) / max(float(np.max(np.abs(ours))), 1e-30))
+        same = "identical outputs" if np.array_equal(again, ours) else (
+            f"outputs within {drift:.1e} relative")
         print(f"== saved ({size / 1e6:.1f} MB: {', '.join(sorted(os.listdir(saved_dir)))}) "
-              f"and reloaded: identical outputs: {bool(np.array_equal(again, ours))}")
-    return 0 if error <= 1e-4 and same_class else 1
+              f"and reloaded: {same}")
+    return 0 if error <= 1e-4 and same_class and drift <= 1e-5 else 1
 
 
 def _run_xor(args: argparse.Namespace) -> int:

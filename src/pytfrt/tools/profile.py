@@ -178,9 +178,10 @@ def run(args: argparse.Namespace) -> int:
     """Run the profile (see the module docstring); returns the exit status."""
     from pytfrt.executor import LoadError, load_program
     from pytfrt.host import ExecutionContext, HostContext, ResourceContext
-    from pytfrt.host.kernel_libraries import builtin_registry, load_kernels
+    from pytfrt.host.kernel_libraries import load_kernels
     from pytfrt.host.registry import RegistryError
     from pytfrt.host.tracing import Tracer
+    from pytfrt.kernel_libraries import builtin_registry
     from pytfrt.tools.bef_executor import UsageError, read_program
 
     if args.runs < 1 or args.warmup < 0:

@@ -1,5 +1,5 @@
-"""The ``pytfrt`` umbrella command: ``pytfrt demo``, ``pytfrt bench ...``, ``pytfrt profile``,
-``pytfrt serve``.
+"""The ``pytfrt`` umbrella command: ``pytfrt compile``, ``pytfrt run``, ``pytfrt serve``,
+``pytfrt demo``, ``pytfrt bench ...``, ``pytfrt profile``; ``pytfrt --version``.
 
 Subcommands live in their own modules, imported only when chosen (start-up stays fast).  Each
 module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
@@ -8,6 +8,7 @@ module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 
@@ -29,11 +30,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: {usage}\n\ncommands:")
         for name, (_, help_text) in SUBCOMMANDS.items():
             print(f"  {name:<10} {help_text}")
+        print("\n  --version  print pytfrt's version and exit")
         return 0 if argv else 2
     command = argv[0]
+    if command in ("--version", "-V"):
+        from pytfrt import __version__
+
+        print(f"pytfrt {__version__}")
+        return 0
     if command not in SUBCOMMANDS:
-        print(f"pytfrt: unknown command '{command}' (choose from {', '.join(SUBCOMMANDS)})",
-              file=sys.stderr)
+        close = difflib.get_close_matches(command, SUBCOMMANDS, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        print(f"pytfrt: unknown command '{command}' (choose from {', '.join(SUBCOMMANDS)})"
+              f"{hint}", file=sys.stderr)
         return 2
     module_name, help_text = SUBCOMMANDS[command]
     try:

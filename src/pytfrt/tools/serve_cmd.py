@@ -10,9 +10,37 @@ HTTP layer).  See ``docs/serving.md``.  The implementation is :mod:`pytfrt.servi
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
+from typing import Final, NoReturn
+
+SERVE_EXTRA_MODULES: Final = ("uvicorn", "grpc", "google.protobuf", "grpc_tools")
+"""What the ``[serve]`` extra installs and the server imports."""
+MISSING_EXTRA: Final = ("pytfrt serve: error: the server needs the serve extra: "
+                        "pip install 'pytfrt[serve]'")
+
+TF_SERVING_FLAGS: Final = frozenset({
+    "port", "grpc_socket_path", "rest_api_num_threads", "rest_api_enable_cors_support",
+    "enable_model_warmup", "num_request_iterations_for_warmup",
+    "model_config_file_poll_wait_seconds",
+    "max_num_load_retries", "load_retry_interval_micros", "file_system_poll_wait_seconds",
+    "flush_filesystem_caches", "tensorflow_session_parallelism",
+    "tensorflow_inter_op_parallelism", "ssl_config_file", "platform_config_file",
+    "per_process_gpu_memory_fraction", "saved_model_tags", "grpc_channel_arguments",
+    "enable_signature_method_name_check", "xla_cpu_compilation_enabled",
+    "enable_profiler", "mixed_precision", "skip_initialize_tpu", "use_tflite_model",
+    "prefer_tflite_model", "num_tflite_pools", "num_tflite_interpreters_per_pool",
+    "remove_unused_fields_from_bundle_metagraph", "thread_pool_factory_config_file",
+    "use_alts_credentials", "enable_batching", "allow_version_labels_for_unavailable_models",
+    "tensorflow_intra_op_parallelism", "batching_parameters_file", "monitoring_config_file",
+    "rest_api_timeout_in_ms", "grpc_max_threads", "model_name", "model_base_path",
+    "model_config_file", "rest_api_port", "version",
+})
+"""``tensorflow_model_server``'s flags (those pytfrt serve does not take get a message naming
+them as TF Serving flags)."""
 
 
 def _flag_bool(text: str) -> bool:
@@ -29,8 +57,49 @@ def _default_cache_dir() -> Path:
     return Path(base) / "pytfrt" / "serving"
 
 
+def _unknown_flags_error(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` name each unknown flag (a TF Serving flag pytfrt serve does not take, or
+    not a flag of either) instead of argparse's generic ``unrecognized arguments``."""
+    generic = parser.error
+
+    def error(message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            flags = [a for a in message[len("unrecognized arguments: "):].split()
+                     if a.startswith("-")]
+            for arg in flags or message.split()[2:3]:
+                name = re.sub(r"^-+", "", arg.split("=", 1)[0])
+                if name in TF_SERVING_FLAGS:
+                    print(f"pytfrt serve: error: --{name} is a tensorflow_model_server flag "
+                          "that pytfrt serve does not support (pytfrt serve --help lists "
+                          "the flags it takes)", file=sys.stderr)
+                else:
+                    print(f"pytfrt serve: error: unknown flag {arg.split('=', 1)[0]} "
+                          "(pytfrt serve --help lists the flags it takes)", file=sys.stderr)
+            sys.exit(2)
+        generic(message)
+
+    parser.error = error  # type: ignore[method-assign]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``pytfrt serve``."""
+    _unknown_flags_error(parser)
+    parser.add_argument("--port", type=int, default=8500,
+                        help="port of the gRPC API (TF Serving's PredictionService and "
+                             "ModelService, KServe's GRPCInferenceService; 0: pick a free one; "
+                             "default 8500)")
+    parser.add_argument("--grpc_max_threads", type=int, default=0,
+                        help="threads serving gRPC calls (0: 4 per CPU, TF Serving's default)")
+    parser.add_argument("--rest_api_timeout_in_ms", type=int, default=30000,
+                        help="a REST request not answered in time gets HTTP 504 (default 30000; "
+                             "<= 0: no limit)")
+    parser.add_argument("--enable_model_warmup", nargs="?", const=True, default=True,
+                        type=_flag_bool,
+                        help="replay each version's assets.extra/tf_serving_warmup_requests "
+                             "before it serves (default true)")
+    parser.add_argument("--monitoring_config_file", default=None,
+                        help="text-proto MonitoringConfig: prometheus_config { enable: true "
+                             "path: '/monitoring/prometheus/metrics' }")
     parser.add_argument("--rest_api_port", type=int, default=8501,
                         help="port of the HTTP/REST API (0: pick a free one; default 8501)")
     parser.add_argument("--rest_api_host", default="127.0.0.1",
@@ -72,8 +141,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "or uvloop (default auto)")
 
 
+def _missing_extra() -> bool:
+    for name in SERVE_EXTRA_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return True
+        except (ModuleNotFoundError, ValueError):  # a missing parent package ("google")
+            return True
+    return False
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate the flags, then serve until SIGTERM (exit status 0 after a clean drain)."""
+    if _missing_extra():
+        print(MISSING_EXTRA, file=sys.stderr)
+        return 2
     if args.tensorflow_intra_op_parallelism < 0:
         print("pytfrt serve: error: --tensorflow_intra_op_parallelism must not be negative",
               file=sys.stderr)
@@ -93,8 +175,15 @@ def run(args: argparse.Namespace) -> int:
         ModelConfig,
         load_batching_parameters,
         load_model_config,
+        load_monitoring_config,
     )
-    from pytfrt.serving.server import ServerOptions, resolve_http, resolve_loop, run_server
+    from pytfrt.serving.server import (
+        ListenError,
+        ServerOptions,
+        resolve_http,
+        resolve_loop,
+        run_server,
+    )
 
     def fail(message: str) -> int:
         print(f"pytfrt serve: error: {message}", file=sys.stderr)
@@ -120,12 +209,17 @@ def run(args: argparse.Namespace) -> int:
 
             batching = (load_batching_parameters(args.batching_parameters_file)
                         if args.batching_parameters_file else BatchingParameters())
+        monitoring = (load_monitoring_config(args.monitoring_config_file)
+                      if args.monitoring_config_file else None)
     except (ConfigError, ValueError) as exc:
         return fail(str(exc))
     if args.max_request_bytes < 1:
         return fail("--max_request_bytes must be positive")
-    if not 0 <= args.rest_api_port <= 65535:
-        return fail(f"--rest_api_port {args.rest_api_port} is not a port number")
+    for flag in ("rest_api_port", "port"):
+        if not 0 <= getattr(args, flag) <= 65535:
+            return fail(f"--{flag} {getattr(args, flag)} is not a port number")
+    if args.grpc_max_threads < 0:
+        return fail("--grpc_max_threads must not be negative")
     options = ServerOptions(
         models=models,
         backend=args.backend,
@@ -139,8 +233,14 @@ def run(args: argparse.Namespace) -> int:
         intra_op_parallelism=args.tensorflow_intra_op_parallelism,
         http_parser=args.http_parser,
         event_loop=args.event_loop,
+        grpc_port=args.port,
+        grpc_max_threads=args.grpc_max_threads or 4 * (os.cpu_count() or 1),
+        rest_api_timeout_seconds=(args.rest_api_timeout_in_ms / 1000
+                                  if args.rest_api_timeout_in_ms > 0 else None),
+        model_warmup=args.enable_model_warmup,
+        monitoring=monitoring,
     )
     try:
         return run_server(options)
-    except OSError as exc:
-        return fail(f"cannot listen on {args.rest_api_host}:{args.rest_api_port}: {exc.strerror}")
+    except ListenError as exc:
+        return fail(str(exc))

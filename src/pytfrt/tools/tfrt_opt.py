@@ -101,7 +101,7 @@ def _stream_remarks(parsed) -> list:  # type: ignore[no-untyped-def]
 
 def _is_kernel(name: str) -> bool:
     """Whether a built-in kernel library (or an installed plugin) defines ``name``."""
-    from pytfrt.host.kernel_libraries import builtin_registry
+    from pytfrt.kernel_libraries import builtin_registry
 
     return name in builtin_registry()
 

@@ -45,3 +45,24 @@ func.func @blocked(%x: tensor<2x2xf32>, %w: tensor<2x2xf32>) -> (tensor<2x2xf32>
   // CHECK-NEXT: "tg.add"
   func.return %z, %t : tensor<2x2xf32>, tensor<2x2xf32>
 }
+
+// An activation after a reshape of the matmul (GPT-2's MLP: rows viewed back as
+// [batch, seq, d]) moves into the matmul; the reshape stays.  A reshape with another user is
+// left alone.
+// CHECK-LABEL: func.func @through_reshape
+func.func @through_reshape(%x: tensor<4x3xf32>) -> (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) {
+  %w = "tg.constant"() {value = dense<1.0> : tensor<3x2xf32>} : () -> tensor<3x2xf32>
+  %y = "tg.matmul"(%x, %w) {transpose_a = false, transpose_b = false} : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  %r = "tg.reshape"(%y) {shape = [1, 4, 2]} : (tensor<4x2xf32>) -> tensor<1x4x2xf32>
+  %g = "tg.gelu"(%r) {approximate = true} : (tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  %u = "tg.matmul"(%x, %w) {transpose_a = false, transpose_b = false} : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  %v = "tg.reshape"(%u) {shape = [1, 4, 2]} : (tensor<4x2xf32>) -> tensor<1x4x2xf32>
+  %s = "tg.sigmoid"(%v) : (tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  // CHECK: %[[M:.*]] = "tg.matmul"(%arg0, %{{.*}}) {activation = "gelu_tanh"
+  // CHECK-NEXT: %[[R:.*]] = "tg.reshape"(%[[M]])
+  // CHECK-NEXT: %[[U:.*]] = "tg.matmul"(%arg0, %{{.*}}) {transpose_a = false, transpose_b = false}
+  // CHECK-NEXT: %[[V:.*]] = "tg.reshape"(%[[U]])
+  // CHECK-NEXT: "tg.sigmoid"(%[[V]])
+  // CHECK-NEXT: func.return %[[R]], %[[V]]
+  func.return %g, %v, %s : tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>
+}

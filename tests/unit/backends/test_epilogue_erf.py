@@ -50,3 +50,32 @@ def test_gelu_float64_stays_exact() -> None:
     apply_activation(y, "gelu")
     np.testing.assert_allclose(y, _gelu_ref(x), rtol=1e-15, atol=1e-15)
     assert np.array_equal(y[0, 2000:2001], [0.0])
+
+
+def test_rational_tanh_is_within_4e_8_of_math_tanh_and_exact_in_the_tails() -> None:
+    from pytfrt.backends.cpu._epilogue import _tanh
+
+    x = np.linspace(-8.999, 8.999, 200_001)
+    got = np.array([_tanh(float(v)) for v in x])
+    np.testing.assert_allclose(got, np.tanh(x), rtol=0, atol=4e-8)
+    tails = np.array([9.0, 12.0, 50.0, np.inf])
+    assert all(_tanh(float(v)) == 1.0 and _tanh(float(-v)) == -1.0 for v in tails)
+    assert _tanh(0.0) == 0.0 and np.all(np.abs(got) <= 1.0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(arrays(np.float32, st.tuples(st.integers(1, 5), st.integers(1, 70)),
+              elements=st.floats(-12, 12, width=32)),
+       st.booleans())
+def test_gelu_tanh_epilogue_float32_and_float64(x: np.ndarray, with_bias: bool) -> None:
+    """Code 8 (GELU, tanh form): float32 through the rational tanh, float64 exact."""
+    bias = np.linspace(-1, 1, x.shape[1]).astype(np.float32) if with_bias else None
+    pre = x.astype(np.float64) + (0 if bias is None else bias.astype(np.float64))
+    c = math.sqrt(2.0 / math.pi)
+    ref = 0.5 * pre * (1.0 + np.tanh(c * (pre + 0.044715 * pre**3)))
+    y = x.copy()
+    epilogue_2d(y, bias, None, 8, 0.0)
+    np.testing.assert_allclose(y, ref, rtol=3e-7, atol=1e-6)
+    y64 = x.astype(np.float64)
+    epilogue_2d(y64, None if bias is None else bias.astype(np.float64), None, 8, 0.0)
+    np.testing.assert_allclose(y64, ref, rtol=1e-14, atol=1e-14)

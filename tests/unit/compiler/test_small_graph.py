@@ -232,3 +232,51 @@ def test_a_cache_directory_others_may_write_is_not_used(tmp_path: Path,
     assert small_graph.cache_dir() is None
     d.chmod(0o755)
     assert small_graph.cache_dir() == d
+
+
+class _Terminal:
+    """A standard error that says it is a terminal and records what is written to it."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_numba_compile_is_announced_once_on_a_terminal(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTFRT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(small_graph, "_ANNOUNCED", [])
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    program = json.loads(PROGRAM)
+    program["ops"][0][2]["alpha"] = 0.375  # a program not compiled before (not in the cache)
+    program["ops"][0][2]["activation"] = "leaky_relu"
+    text = json.dumps(program)
+    x, w, b = np.ones((3, 2), np.float32), np.eye(2, dtype=np.float32), np.zeros(2, np.float32)
+    for _ in range(small_graph.COMPILE_AFTER):
+        small_graph.caller(text)(x, w, b)
+    assert term.text == ""  # the op-by-op calls compile nothing
+    small_graph.caller(text)(x, w, b)
+    assert term.text.count("pytfrt: compiling generated code with Numba") == 1
+    assert str(tmp_path / "graphs") in term.text
+    # Now in Numba's cache, and announced already: silent.
+    monkeypatch.setattr(small_graph, "_ANNOUNCED", [])
+    small_graph.announce_compile(small_graph.kernel(text))
+    small_graph.caller(text)(x, w, b)
+    assert term.text.count("compiling") == 1
+
+
+def test_no_announcement_when_stderr_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(small_graph, "_ANNOUNCED", [])
+    small_graph.announce_compile(object())
+    assert capsys.readouterr().err == "" and small_graph._ANNOUNCED == []

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytfrt.host import ExecutionContext, HostContext, make_available
-from pytfrt.host.kernel_libraries import builtin_registry
+from pytfrt.kernel_libraries import builtin_registry
 from pytfrt.support.errors import ErrorCode
 from pytfrt.tensor import DenseHostTensor
 

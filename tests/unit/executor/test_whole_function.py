@@ -23,7 +23,7 @@ from pytfrt.executor import load_program
 from pytfrt.executor.whole_function import WholeBEFFunction, schedule
 from pytfrt.host import CHAIN, Attr, Chain, DiagnosticCollector, HostContext, ResourceContext
 from pytfrt.host.allocator import HostAllocator
-from pytfrt.host.kernel_libraries import builtin_registry
+from pytfrt.kernel_libraries import builtin_registry
 from pytfrt.mlir import compile_mlir
 from pytfrt.tools import bef_executor
 

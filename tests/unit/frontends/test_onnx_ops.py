@@ -573,14 +573,14 @@ def test_unsupported_op_names_type_node_and_file(tmp_path: Path) -> None:
     from pytfrt.compiler.errors import UnsupportedOpError
     from pytfrt.compiler.frontends.onnx import import_onnx
 
-    model = one_node_model("Det", {"a": f32(2, 3, 3)})
-    path = tmp_path / "det_model.onnx"
+    model = one_node_model("LpPool", {"a": f32(1, 1, 4, 4)}, kernel_shape=[2, 2])
+    path = tmp_path / "lppool_model.onnx"
     onnx.save(model, str(path))
     with pytest.raises(UnsupportedOpError) as info:
         import_onnx(path)
     msg = str(info.value)
-    assert "Det" in msg and "the_det" in msg and "det_model.onnx" in msg
-    assert info.value.op_type == "Det"
+    assert "LpPool" in msg and "the_lppool" in msg and "lppool_model.onnx" in msg
+    assert info.value.op_type == "LpPool"
 
 
 def test_custom_domain_is_unsupported() -> None:
@@ -827,6 +827,43 @@ def test_gelu_chain_with_a_shared_intermediate_is_kept() -> None:
     assert "tg.gelu" not in text and "tg.erf" in text
     x = f32(3, 5)
     assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) <= 1e-5
+
+
+@pytest.mark.parametrize("variant", ["torch_tanh", "gpt2"])
+def test_tanh_gelu_chain_becomes_one_gelu(variant: str) -> None:
+    """PyTorch's ``nn.GELU(approximate="tanh")`` and GPT-2's ``gelu_new`` (with ``Pow``), as
+    the TorchScript exporter writes them at opset 17: one ``tg.gelu`` with ``approximate``."""
+    import torch
+
+    from pytfrt.compiler.frontends.onnx import import_onnx
+
+    class GeluNew(torch.nn.Module):  # transformers' gelu_new
+        def forward(self, x: Any) -> Any:
+            c = float(np.sqrt(2.0 / np.pi))
+            return 0.5 * x * (1.0 + torch.tanh(c * (x + 0.044715 * torch.pow(x, 3.0))))
+
+    module = torch.nn.GELU(approximate="tanh") if variant == "torch_tanh" else GeluNew()
+    model = _torch_to_onnx(module, torch.zeros(3, 5))
+    text = str(import_onnx(model))
+    assert "tg.gelu" in text and "approximate = true" in text
+    assert "tg.tanh" not in text and "tg.mul" not in text and "tg.pow" not in text
+    x = f32(3, 5, lo=-5, hi=5)
+    assert max_rel_error(run_pytfrt(model, {"x": x}), run_ort(model, {"x": x})) <= 1e-5
+
+
+def _torch_to_onnx(module: Any, example: Any) -> Any:
+    import io
+    import warnings
+
+    import onnx
+    import torch
+
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (example,), buf, dynamo=False, opset_version=17,
+                          input_names=["x"], output_names=["y"])
+    return onnx.load_from_string(buf.getvalue())
 
 
 @pytest.mark.parametrize(("order", "shared"), [(0, False), (1, False), (0, True)])

@@ -56,6 +56,16 @@ def test_transformer_matches_onnxruntime(zoo_dir: Path) -> None:
     _check(zm, [{"batch": 1}, {"batch": 3}])
 
 
+@pytest.mark.parametrize("name", ["bert", "gpt2"])
+def test_hf_transformer_matches_onnxruntime(name: str, zoo_dir: Path) -> None:
+    """BERT and GPT-2 (``transformers`` definitions, small configurations, random weights):
+    GELU (erf / tanh) fused into the MLP's matmul, batch and sequence dynamic: one compiled
+    model serves two batch sizes and two sequence lengths."""
+    pytest.importorskip("transformers")
+    zm = zoo_module().export(name, zoo_dir, small=True, with_torch=False)
+    _check(zm, [{"batch": 1}, {"batch": 2, "seq": 9}])
+
+
 @pytest.mark.slow
 def test_keras_resnet50_through_tf2onnx_matches_onnxruntime(zoo_dir: Path) -> None:
     pytest.importorskip("tensorflow")

@@ -9,6 +9,7 @@ Models (session-scoped, in one tmp dir; TensorFlow is imported once, by the ``tf
 * ``two_input_model``: a SavedModel ``(a[?,3], b[?]) -> (sum[?,3], scale[?])``;
 * ``onnx_mlp``: an ONNX model ``x[N,8] -> y[N,4]`` (MatMul, Add, Relu) made with onnx.helper.
 
+``served`` is one server shared by the gRPC and v2 tests (see its docstring).
 ``server_factory`` starts servers (:class:`serving_helpers.ServerProcess`) stopped after the test.
 """
 
@@ -19,8 +20,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
-from serving_helpers import KerasMLP, OnnxMLP, ServerProcess, make_onnx_mlp
+from serving_helpers import (
+    KerasMLP,
+    OnnxMLP,
+    ServerProcess,
+    make_onnx_mlp,
+    tf_serving_request,
+)
 
 
 @pytest.fixture(scope="session")
@@ -101,3 +109,49 @@ def server_factory(tmp_path: Path) -> Iterator[Any]:
     yield start
     for server in started:
         server.stop()
+
+
+def _warmup_file(tf: Any, path: Path, requests: list[Any], corrupt: bool = False) -> None:
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for request in requests:
+            log = prediction_log_pb2.PredictionLog(
+                predict_log=prediction_log_pb2.PredictLog(request=request))
+            writer.write(log.SerializeToString())
+    if corrupt:
+        data = bytearray(path.read_bytes())
+        data[20] ^= 0xFF  # inside the first record's data: its checksum no longer matches
+        path.write_bytes(bytes(data))
+
+
+@pytest.fixture(scope="session")
+def served(tf: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One server for the gRPC and v2 tests: ``--backend=onnxruntime`` with ``mlp`` (an ONNX MLP
+    with a warm-up file written by TensorFlow's TFRecordWriter; label ``stable`` = 1),
+    ``broken`` (its warm-up file has a corrupted record) and ``missing`` (no base path);
+    a gRPC channel to it; the MLP's path (the oracle runs it in ONNX Runtime)."""
+    grpc = pytest.importorskip("grpc")
+    pytest.importorskip("tensorflow_serving.apis")
+    root = tmp_path_factory.mktemp("grpc")
+    mlp = make_onnx_mlp(root / "mlp" / "1" / "model.onnx", seed=3)
+    broken = make_onnx_mlp(root / "broken" / "1" / "model.onnx", seed=4)
+    warm = [tf_serving_request(tf, "mlp", np.ones((r, 8), np.float32)) for r in (1, 2, 3)]
+    _warmup_file(tf, mlp.parent / "assets.extra" / "tf_serving_warmup_requests", warm)
+    _warmup_file(tf, broken.parent / "assets.extra" / "tf_serving_warmup_requests", warm,
+                 corrupt=True)
+    config = root / "models.config"
+    config.write_text(
+        "model_config_list {\n"
+        f"  config {{ name: 'mlp' base_path: '{root / 'mlp'}' "
+        "version_labels { key: 'stable' value: 1 } }\n"
+        f"  config {{ name: 'broken' base_path: '{root / 'broken'}' }}\n"
+        f"  config {{ name: 'missing' base_path: '{root / 'missing'}' }}\n"
+        "}\n")
+    server = ServerProcess("--backend=onnxruntime", f"--model_config_file={config}",
+                           "--file_system_poll_wait_seconds=0", log_dir=root).start()
+    channel = grpc.insecure_channel(server.grpc_target)
+    yield {"server": server, "channel": channel, "mlp": mlp}
+    channel.close()
+    assert server.stop() == 0, server.log()

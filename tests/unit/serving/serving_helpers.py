@@ -100,3 +100,18 @@ def copy_version(src: Path, base: Path, version: int) -> Path:
     target = base / str(version)
     os.replace(staging, target)
     return target
+
+
+def tf_serving_request(tf: Any, name: str, x: np.ndarray, **spec: Any) -> Any:
+    """A ``tensorflow-serving-api`` PredictRequest for model ``name`` with input ``x``."""
+    from tensorflow_serving.apis import predict_pb2
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = name
+    for key, value in spec.items():
+        if key == "version":
+            request.model_spec.version.value = value
+        else:
+            setattr(request.model_spec, key, value)
+    request.inputs["x"].CopyFrom(tf.make_tensor_proto(x))
+    return request

@@ -13,11 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytfrt.serving.config import (
+    DEFAULT_METRICS_PATH,
     BatchingParameters,
     ConfigError,
+    MonitoringConfig,
     VersionPolicy,
     parse_batching_parameters,
     parse_model_config,
+    parse_monitoring_config,
     parse_text_proto,
 )
 
@@ -181,3 +184,24 @@ def test_written_configs_parse_back(entries: list[tuple]) -> None:
         if kind == "specific":
             assert config.version_policy.versions == arg
         assert config.version_labels == labels
+
+
+@pytest.mark.parametrize("text, want", [
+    ('prometheus_config { enable: true, path: "/m" }', MonitoringConfig(True, "/m")),
+    ("prometheus_config { enable: true }", MonitoringConfig(True, DEFAULT_METRICS_PATH)),
+    ("prometheus_config { }", MonitoringConfig(False, DEFAULT_METRICS_PATH)),  # TF's default
+    ("", MonitoringConfig(False, DEFAULT_METRICS_PATH)),
+])
+def test_monitoring_config(text: str, want: MonitoringConfig) -> None:
+    assert parse_monitoring_config(text) == want
+
+
+@pytest.mark.parametrize("text, message", [
+    ("prometheus_config { enable: 1 }", "enable must be true or false"),
+    ('prometheus_config { path: "m" }', "must start with '/'"),
+    ("prometheus_config { port: 9 }", "unsupported field 'port'"),
+    ("other_config { }", "unsupported field 'other_config'"),
+])
+def test_monitoring_config_errors(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_monitoring_config(text)

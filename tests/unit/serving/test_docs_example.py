@@ -42,11 +42,13 @@ def test_quickstart_runs_as_written(tmp_path: Path, tf: Any) -> None:
     if not any(os.access(os.path.join(p, "curl"), os.X_OK)
                for p in os.environ.get("PATH", "").split(os.pathsep)):
         pytest.skip("curl is not installed")
-    port = str(_free_port())
-    script = script.replace("8501", port).replace("/tmp/half_plus_two", str(tmp_path / "hpt"))
+    port, grpc_port = str(_free_port()), str(_free_port())
+    script = script.replace("8501", port).replace("8500", grpc_port).replace(
+        "/tmp/half_plus_two", str(tmp_path / "hpt"))
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
                XDG_CACHE_HOME=str(tmp_path / "cache"), TF_CPP_MIN_LOG_LEVEL="3")
     out = subprocess.run(["bash", "-e", "-c", script + "\necho exit=$?\n"], capture_output=True,
                          text=True, env=env, timeout=300, cwd=tmp_path, check=False)
     assert out.returncode == 0, out.stderr
-    assert out.stdout == expected.replace("8501", port) + "exit=0\n", out.stderr
+    want = expected.replace("8501", port).replace("8500", grpc_port)
+    assert out.stdout == want + "exit=0\n", out.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -379,3 +380,58 @@ def test_warm_up_does_not_pause_splitting(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(fast_json, "_split_paused_until", 0.0)
     fast_json.warm_up()
     assert fast_json.splitting()
+
+
+# -- the fast path accepts exactly what json.loads accepts -------------------------------------
+
+odd_spaces = st.sampled_from(["", " ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x00",
+                              "\u00a0", "\u2028", "\ufeff"])
+
+
+@st.composite
+def spaced_bodies(draw: st.DrawFn) -> bytes:
+    """A padded tensor body with one run of odd (and JSON) whitespace put anywhere: before the
+    object, after it, or between any two characters."""
+    body = pad(draw(tensor_texts()))
+    where = draw(st.integers(0, len(body)))
+    run = "".join(draw(st.lists(odd_spaces, min_size=1, max_size=3))).encode()
+    return body[:where] + run + body[where:]
+
+
+def json_loads_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        return None
+
+
+@settings(max_examples=int(os.environ.get("FAST_JSON_EXAMPLES", "60")), deadline=None)
+@given(spaced_bodies(), st.data())
+def test_fast_path_accepts_only_what_json_loads_accepts(body: bytes, data: st.DataObject) -> None:
+    accepted = json_loads_or_none(body) is not None
+    one_pass = fast_json.parse_float32_tensor(body, split_at=[])
+    split = fast_json.parse_float32_tensor(body, split_at=data.draw(cut_lists(len(body))))
+    streamed = scan_in_chunks(body, data.draw(st.lists(st.integers(1, 300), min_size=1,
+                                                       max_size=3)))
+    for got in (one_pass, split, streamed):
+        if got is None:
+            continue
+        assert accepted, body  # never a tensor from a body json.loads refuses
+        want = oracle_or_none(body)
+        assert want is not None
+        assert np.array_equal(got[1].view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("space", ["\x0b", "\x0c"])
+@pytest.mark.parametrize("where", ["lead", "trail", "after_key"])
+def test_vertical_tab_and_form_feed_are_not_json_whitespace(space: str, where: str) -> None:
+    text = '{"instances": [' + ", ".join(["1.5"] * 400) + "]}"
+    body = {"lead": space + text, "trail": text + space,
+            "after_key": text.replace(":", ":" + space, 1)}[where].encode()
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(body)
+    assert fast_json.parse_float32_tensor(body) is None
+    sig = ServingSignature((TensorInfo.of("x", np.float32, [None]),),
+                           (TensorInfo.of("y", np.float32, [None]),))
+    with pytest.raises(ServingError, match="JSON Parse error"):
+        decode_predict_request(body, sig)

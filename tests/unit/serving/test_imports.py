@@ -1,8 +1,8 @@
 """Importing the serving package loads none of its optional dependencies.
 
-uvicorn, TensorFlow, ONNX Runtime and the compiler are imported by the functions that need them
-(``run_server``, the backends' ``load``); a subprocess imports every serving module and lists
-what got loaded.
+uvicorn, grpc, protobuf, TensorFlow, ONNX Runtime and the compiler are imported by the functions
+that need them (``run_server``, the gRPC server, the backends' ``load``); a subprocess imports
+every serving module and lists what got loaded.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytfrt.serving
 
-HEAVY = ("uvicorn", "tensorflow", "onnxruntime", "onnx", "keras", "xdsl", "pytfrt.compiler")
+HEAVY = ("uvicorn", "tensorflow", "onnxruntime", "onnx", "keras", "xdsl", "pytfrt.compiler",
+         "grpc", "grpc_tools", "google.protobuf")
 
 
 def test_serving_modules_import_no_optional_dependency() -> None:

@@ -313,6 +313,7 @@ def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         out = subprocess.run(
             [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve", f"--rest_api_port={port}",
+             "--port=0",
              f"--model_base_path={tmp_path}"],
             capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 2
@@ -331,3 +332,52 @@ def test_auto_http_stack_takes_the_fast_one_when_installed(monkeypatch: pytest.M
         server.resolve_http("httptools")
     with pytest.raises(ValueError, match="needs the uvloop package"):
         server.resolve_loop("uvloop")
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_during_model_load_ends_the_server(tmp_path: Path, keras_mlp: Any,
+                                                    sig: str) -> None:
+    # The tensorflow backend's first load imports TensorFlow (seconds): the signal lands in it.
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytfrt.tools.pytfrt_cli", "serve", "--rest_api_port=0",
+         "--port=0", "--backend=tensorflow", "--model_name=mlp",
+         f"--model_base_path={keras_mlp.base}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "version 1: loading" in line:
+                break
+        proc.send_signal(getattr(signal, sig))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "terminated during start-up" in err
+    assert "AVAILABLE" not in err and "Traceback" not in err
+    assert "Exporting HTTP/REST API" not in out
+
+
+def test_rest_timeout_and_monitoring_config(tmp_path: Path, server_factory: Any) -> None:
+    base = tmp_path / "models" / "mlp"
+    make_onnx_mlp(base / "1" / "model.onnx", seed=30)
+    monitoring = tmp_path / "monitoring.config"
+    monitoring.write_text('prometheus_config { enable: true, path: "/metrics/here" }\n')
+    server = server_factory("--backend=onnxruntime", "--model_name=mlp",
+                            f"--model_base_path={base}", "--rest_api_timeout_in_ms=1",
+                            f"--monitoring_config_file={monitoring}")
+    # 20,000 rows (1.5 MB of JSON): decoding alone takes longer than 1 ms.
+    body = {"instances": _x(1, rows=20_000).tolist()}
+    response = httpx.post(f"{server.url}/v1/models/mlp:predict", json=body, timeout=60)
+    assert response.status_code == 504, response.text
+    assert response.json() == {"error": "Request timed out (--rest_api_timeout_in_ms)"}
+    metrics = httpx.get(f"{server.url}/metrics/here", timeout=30)
+    assert metrics.status_code == 200
+    assert metric_value(metrics.text, ":tensorflow:serving:request_count", model_name="mlp",
+                        status="DEADLINE_EXCEEDED") == 1
+    assert httpx.get(f"{server.url}/monitoring/prometheus/metrics", timeout=30).status_code == 404

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -37,7 +36,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.backends.cpu import _blas, _parallel, _spin_pool
+from pytfrt.backends.cpu.op_math import ACTIVATIONS
 
 # -- the C API: enum values of oneDNN 3.x (oneapi/dnnl/dnnl_types.h, dnnl_common_types.h) ------
 _F32 = 3  # dnnl_f32
@@ -62,14 +63,10 @@ with a full-tensor binary post-op in this project's tests, so other kernels copy
 """Residual modes of a primitive: none; ``sum`` post-op (the output buffer holds the residual
 on entry); ``binary add`` post-op reading the residual from its own buffer (no copy)."""
 _ALLOCATE = ctypes.c_void_p(ctypes.c_size_t(-1).value)  # DNNL_MEMORY_ALLOCATE
-_ELT_RELU, _ELT_TANH, _ELT_LOGISTIC = 0x20, 0x21, 0x29
-_ELT_GELU_TANH, _ELT_SWISH, _ELT_CLIP_V2, _ELT_GELU_ERF, _ELT_HARDSWISH = (
-    0x2B,
-    0x2C,
-    0x2F,
-    0x31,
-    0x34,
-)
+_ELT_ALGS = {"eltwise_relu": 0x20, "eltwise_tanh": 0x21, "eltwise_logistic": 0x29,
+             "eltwise_gelu_tanh": 0x2B, "eltwise_swish": 0x2C, "eltwise_clip_v2": 0x2F,
+             "eltwise_gelu_erf": 0x31, "eltwise_hardswish": 0x34}
+"""oneDNN's ``dnnl_alg_kind_t`` values of the eltwise algorithms the activations use."""
 
 _DIMS = ctypes.c_int64 * 12  # dnnl_dims_t
 _GIL_HELD = frozenset({"dnnl_memory_set_data_handle", "dnnl_memory_get_data_handle"})
@@ -81,20 +78,13 @@ class _ExecArg(ctypes.Structure):
 
 
 def eltwise_for(activation: str, alpha: float) -> tuple[int, float, float] | None:
-    """``(alg_kind, alpha, beta)`` of oneDNN's eltwise post-op for a pytfrt activation (names
-    of :mod:`pytfrt.backends.cpu.activations`; ``None`` for ``"none"``)."""
-    table: dict[str, tuple[int, float, float]] = {
-        "relu": (_ELT_RELU, 0.0, 0.0),
-        "relu6": (_ELT_CLIP_V2, 0.0, 6.0),
-        "leaky_relu": (_ELT_RELU, alpha, 0.0),
-        "sigmoid": (_ELT_LOGISTIC, 0.0, 0.0),
-        "tanh": (_ELT_TANH, 0.0, 0.0),
-        "silu": (_ELT_SWISH, 1.0, 0.0),
-        "gelu": (_ELT_GELU_ERF, 0.0, 0.0),
-        "gelu_tanh": (_ELT_GELU_TANH, 0.0, 0.0),
-        "hard_swish": (_ELT_HARDSWISH, 1.0 / 6.0, 0.5),
-    }
-    return table.get(activation)
+    """``(alg_kind, alpha, beta)`` of oneDNN's eltwise post-op for a pytfrt activation (its
+    :data:`pytfrt.backends.cpu.op_math.ACTIVATIONS` record; ``None`` for ``"none"``)."""
+    act = ACTIVATIONS.get(activation)
+    if act is None or act.dnnl is None:
+        return None
+    alg, a, beta = act.dnnl
+    return _ELT_ALGS[alg], (alpha if a is None else a), beta
 
 
 class _Lib:
@@ -215,7 +205,7 @@ def library() -> _Lib | None:
         return _lib
     with _lock:
         if not _loaded:
-            if os.environ.get("PYTFRT_CONV", "").lower() != "builtin":
+            if config.choice("PYTFRT_CONV") != "builtin":
                 raw = _blas._find_library()
                 if raw is not None:
                     try:

@@ -1,6 +1,7 @@
 """Window geometry shared by convolution and pooling: attribute checks, output sizes, padding.
 
-Private helper of :mod:`pytfrt.backends.cpu.conv` and :mod:`pytfrt.backends.cpu.pooling`.
+Private helper of :mod:`pytfrt.backends.cpu.conv` and :mod:`pytfrt.backends.cpu.pooling`;
+:func:`same_pad` (the one ``SAME`` padding rule) is also the compiler's (importers, gradients).
 All layouts are reduced to NHWC here: a 2-D window op sees ``(N, H, W, C)`` arrays and the
 public modules transpose NCHW operands (or pick an NCHW-specific path) themselves.
 
@@ -70,6 +71,20 @@ def out_size(
     if (n - 1) * stride >= size + p0:
         n -= 1
     return n
+
+
+def same_pad(size: int, k: int, stride: int, dilation: int, *, upper: bool = True
+             ) -> tuple[int, int]:
+    """``SAME`` padding along one dimension: ``(before, after)`` giving ``ceil(size / stride)``
+    outputs.  The one place this rule lives (the kernels, the TF and ONNX importers and the
+    gradients all call it).
+
+    ``upper`` (TensorFlow's ``SAME``, ONNX's ``SAME_UPPER``): an odd total puts the extra
+    row/column at the end; otherwise (ONNX's ``SAME_LOWER``) at the start.
+    """
+    total = max((-(-size // stride) - 1) * stride + dilation * (k - 1) + 1 - size, 0)
+    small = total // 2
+    return (small, total - small) if upper else (total - small, small)
 
 
 def padded_nhwc(

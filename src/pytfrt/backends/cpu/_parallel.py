@@ -23,6 +23,8 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
+from pytfrt import config
+
 _lock = threading.Lock()
 _queue: deque[_Job] = deque()
 _ready = threading.Condition(_lock)
@@ -30,10 +32,7 @@ _started = 0
 
 
 def _threads_from_env() -> int:
-    env = os.environ.get("PYTFRT_NUM_THREADS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return os.cpu_count() or 1
+    return config.integer("PYTFRT_NUM_THREADS") or os.cpu_count() or 1
 
 
 _NUM_THREADS = _threads_from_env()

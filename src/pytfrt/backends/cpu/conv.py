@@ -61,6 +61,7 @@ from pytfrt.backends.cpu._geometry import (
     out_size,
     pair,
     quad,
+    same_pad,
     to_nhwc,
 )
 from pytfrt.backends.cpu.activations import check_activation
@@ -318,11 +319,7 @@ def same_pads(
     dh, dw = pair(op, "dilations", dilations)
     kh, kw, _, _ = _filter_dims(op, w_shape, layout)
     _, h, w, _ = nhwc_shape(x_shape, layout)
-    res: list[int] = []
-    for size, k, s, d in ((h, kh, sh, dh), (w, kw, sw, dw)):
-        total = max((-(-size // s) - 1) * s + d * (k - 1) + 1 - size, 0)
-        res += [total // 2, total - total // 2]
-    return res[0], res[1], res[2], res[3]
+    return (*same_pad(h, kh, sh, dh), *same_pad(w, kw, sw, dw))
 
 
 def plan_conv2d(

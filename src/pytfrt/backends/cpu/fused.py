@@ -8,7 +8,7 @@ has the output's shape or one element (scalars hoisted; LLVM vectorises the loop
 ``numba.vectorize`` ufunc, which broadcasts.  A flat loop over :data:`PARALLEL_MIN` elements or
 more is split into shards run on the CPU kernels' helper threads
 (:func:`pytfrt.backends.cpu._parallel.parallel_for`; the caller runs shards too).
-The scalar formulas mirror :mod:`pytfrt.backends.cpu.array_ops` (float inputs only; Numba
+The scalar formulas are the :mod:`pytfrt.backends.cpu.op_math` records' (float inputs only; Numba
 evaluates Python float literals in float64, so results may differ from the unfused ops in the
 last bit; float32 programs compute ``erf`` and exact ``gelu`` with the fused epilogue's rational
 ``erf``, within 7.7e-9 of ``math.erf``, see :data:`FAST_ERF`).  :data:`SCALAR` says which ops
@@ -28,76 +28,33 @@ from typing import Any
 import numba
 import numpy as np
 
-from pytfrt.backends.cpu._epilogue import GELU_EXACT, _act, _erf
+from pytfrt.backends.cpu import op_math
+from pytfrt.backends.cpu._epilogue import _act, _erf, _sigmoid
 from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
+from pytfrt.backends.cpu.op_math import MATH
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
-
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def _f(expr: str) -> Callable[[list[str], dict[str, Any]], str]:
-    return lambda a, _k: expr.format(*a)
-
+from pytfrt.support.codegen import exec_generated
 
 SCALAR: dict[str, Callable[[list[str], dict[str, Any]], str]] = {
-    "add": _f("({0} + {1})"),
-    "sub": _f("({0} - {1})"),
-    "mul": _f("({0} * {1})"),
-    "div": _f("({0} / {1})"),
-    "maximum": _f("max({0}, {1})"),
-    "minimum": _f("min({0}, {1})"),
-    "squared_difference": _f("(({0} - {1}) * ({0} - {1}))"),
-    "pow": _f("({0} ** {1})"),
-    "neg": _f("(-{0})"),
-    "abs": _f("abs({0})"),
-    "exp": _f("math.exp({0})"),
-    "expm1": _f("math.expm1({0})"),
-    "log": _f("math.log({0}) if {0} > 0 else (-math.inf if {0} == 0 else math.nan)"),
-    "log1p": _f("math.log1p({0}) if {0} > -1 else (-math.inf if {0} == -1 else math.nan)"),
-    "sqrt": _f("math.sqrt({0}) if {0} >= 0 else math.nan"),
-    "rsqrt": _f("(1.0 / math.sqrt({0}) if {0} > 0 else (math.inf if {0} == 0 else math.nan))"),
-    "square": _f("({0} * {0})"),
-    "reciprocal": _f("(1.0 / {0} if {0} != 0 else math.copysign(math.inf, {0}))"),
-    "sign": _f("(1.0 if {0} > 0 else (-1.0 if {0} < 0 else {0}))"),
-    "floor": _f("math.floor({0})"),
-    "ceil": _f("math.ceil({0})"),
-    "tanh": _f("math.tanh({0})"),
-    "sigmoid": _f("(1.0 / (1.0 + math.exp(-{0})))"),
-    "relu": _f("max({0}, 0.0)"),
-    "relu6": _f("min(max({0}, 0.0), 6.0)"),
-    "elu": _f("({0} if {0} > 0 else math.expm1({0}))"),
-    "selu": _f(f"({_SELU_SCALE!r} * ({{0}} if {{0}} > 0 else {_SELU_ALPHA!r} * "
-               "math.expm1({0})))"),
-    "softplus": _f("(max({0}, 0.0) + math.log1p(math.exp(-abs({0}))))"),
-    "softsign": _f("({0} / (1.0 + abs({0})))"),
-    "erf": lambda a, k: f"_erf({a[0]})" if k.get(FAST_ERF) else f"math.erf({a[0]})",
-    "sin": _f("math.sin({0})"),
-    "cos": _f("math.cos({0})"),
-    "silu": _f("({0} / (1.0 + math.exp(-{0})))"),
-    "hard_swish": _f("({0} * min(max({0} + 3.0, 0.0), 6.0) / 6.0)"),
-    "identity": _f("{0}"),
-    "gelu": lambda a, k: (
-        f"(0.5 * {a[0]} * (1.0 + math.tanh({_SQRT_2_OVER_PI!r} * ({a[0]} + 0.044715 * {a[0]} "
-        f"* {a[0]} * {a[0]}))))" if k.get("approximate")
-        else f"_act({a[0]}, {7 if k.get(FAST_ERF) else GELU_EXACT}, 0.0)"),
-    "leaky_relu": lambda a, k: f"({a[0]} if {a[0]} >= 0 else {float(k['alpha'])!r} * {a[0]})",
-    "hard_sigmoid": lambda a, k: (
-        f"min(max({float(k['alpha'])!r} * {a[0]} + {float(k['beta'])!r}, 0.0), 1.0)"),
-    "clip": lambda a, k: f"min(max({a[0]}, {float(k['min'])!r}), {float(k['max'])!r})",
+    name: m.scalar for name, m in MATH.items() if m.scalar is not None
 }
-"""Op name -> ``(argument expressions, attributes) -> scalar expression``."""
+"""Op name -> ``(argument expressions, attributes) -> scalar expression``: the scalar formulas
+of the :mod:`~pytfrt.backends.cpu.op_math` records (the ops that can be fused)."""
 
-FAST_ERF = "__fast_erf__"
+FAST_ERF = op_math.FAST_ERF
 """Attribute :func:`scalar_body` adds for float32 programs: ``erf`` and exact ``gelu`` then use
 the epilogue's rational ``erf`` (:func:`pytfrt.backends.cpu._epilogue._erf`, within 7.7e-9 of
 ``math.erf``, below float32 resolution), which LLVM vectorises -- ``math.erf`` is a libm call per
-element.  Float64 programs keep ``math.erf``.  Generated code refers to ``math``, ``_act`` and
-``_erf``: :data:`NAMESPACE`."""
-NAMESPACE: dict[str, Any] = {"math": math, "_act": _act, "_erf": _erf}
+element.  Float64 programs keep ``math.erf``.  Generated code refers to ``math``, ``np``,
+``_act``, ``_erf`` and ``_sigmoid``: :data:`NAMESPACE`."""
+NAMESPACE: dict[str, Any] = {"math": math, "np": np, "_act": _act, "_erf": _erf,
+                             "_sigmoid": _sigmoid}
 """The globals generated scalar code needs (copied per compile)."""
+
+FLAT_OPTIONS: dict[str, Any] = {"nogil": True, "cache": False, "error_model": "numpy"}
+"""``numba.njit`` options of the flat loops: the ``numpy`` error model makes ``x / 0`` IEEE's
+``inf``/``nan`` (as the unfused ops and the ufunc variant), not a ``ZeroDivisionError``."""
 
 _LOCK = threading.RLock()
 _CACHE: dict[tuple[str, tuple[str, ...]], Any] = {}
@@ -156,7 +113,7 @@ def compile_program(text: str, dtypes: tuple[str, ...]) -> Any:
         out = "float64" if "float64" in dtypes else "float32"
         namespace = dict(NAMESPACE)
         source = source_of(program, fast_erf=out == "float32")
-        exec(compile(source, "<fused_elementwise>", "exec"), namespace)  # noqa: S102
+        exec_generated(source, "fused_elementwise", namespace)
         sig = f"{out}({', '.join(dtypes)})"
         fn = numba.vectorize([sig], nopython=True)(namespace["_kernel"])
         _CACHE[key] = fn
@@ -188,8 +145,8 @@ def compile_flat(text: str, dtypes: tuple[str, ...], scalars: tuple[bool, ...]) 
         src = (f"def _flat(out, {params}):\n{hoist}    for i in range(out.shape[0]):\n"
                f"{loads}{body}        out[i] = {result}\n")
         namespace = dict(NAMESPACE)
-        exec(compile(src, "<fused_elementwise flat>", "exec"), namespace)  # noqa: S102
-        fn = numba.njit(nogil=True, cache=False)(namespace["_flat"])
+        exec_generated(src, "fused_elementwise flat", namespace)
+        fn = numba.njit(**FLAT_OPTIONS)(namespace["_flat"])
         _FLAT[key] = fn
         return fn
 
@@ -283,22 +240,3 @@ def fused_elementwise(*inputs: np.ndarray, program: str,
                       out: np.ndarray | None = None) -> np.ndarray:
     """Run a fused program (see the module docstring) on the inputs."""
     return run(program, *inputs, out=out)
-
-
-@GRAPH_OPS.op("fused_graph")
-def fused_graph(*inputs: np.ndarray, program: str) -> Any:
-    """Run a whole-region program (:mod:`pytfrt.backends.cpu.small_graph`): one Numba call;
-    returns a tuple of the outputs (one array for one output)."""
-    from pytfrt.backends.cpu.small_graph import caller
-
-    return caller(program)(*inputs)
-
-
-def _specialize_graph(constants: dict[int, Any], program: str) -> Any:
-    """``CompiledModel``'s call path binds the region's caller once (no lookup per call)."""
-    from pytfrt.backends.cpu.small_graph import caller
-
-    return caller(program)
-
-
-fused_graph.specialize = _specialize_graph  # type: ignore[attr-defined]

@@ -373,6 +373,14 @@ def tensor_types() -> tuple[type, Any]:
     return DenseHostTensor, F32
 
 
+def new_tensor_wrapper() -> Any:
+    """How a segment's new tensors leave it: ``wrap_result(exec_ctx, dtype, array)``, a
+    DenseHostTensor accounted with the host allocator as the kernels account theirs."""
+    from pytfrt.tensor.dense_host_tensor import wrap_result
+
+    return wrap_result
+
+
 MAX_NEW_ELEMENTS = 1 << 16
 """A fused segment makes new tensors of at most this many elements (bigger ones: unfused)."""
 

@@ -98,9 +98,9 @@ def bias_add_grad(dy: np.ndarray, *, layout: str) -> np.ndarray:
 def _softmax_parts(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if logits.ndim != 2:
         raise OpError(f"cross entropy: logits must be 2-D, got shape {list(logits.shape)}")
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    log_z = np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    log_p = shifted - log_z
+    from pytfrt.backends.cpu.norm import log_softmax  # the one (log-)softmax
+
+    log_p = log_softmax(logits, 1)
     return log_p, np.exp(log_p)
 
 
@@ -404,11 +404,3 @@ def _philox_words(
     )
     return np.stack(words, axis=1).reshape(-1)[:n].astype(np.uint32)
 
-
-@_register("bitcast")
-def bitcast(x: np.ndarray, *, to: str) -> np.ndarray:
-    """``x``'s bits read as element type ``to`` of the same size (TF's ``Bitcast``; Keras'
-    ``signbit`` and so its float ``argmax`` use it). A view when ``x`` is contiguous."""
-    from pytfrt.tensor.dtype import dtype_from_name
-
-    return np.ascontiguousarray(x).view(np.dtype(dtype_from_name(to).np_dtype))

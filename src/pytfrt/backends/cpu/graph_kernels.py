@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pytfrt.host.registry import Attr, KernelRegistry
+from pytfrt.support.codegen import exec_generated
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import dtype_from_numpy
 
@@ -42,8 +43,11 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.data_ops",
     "pytfrt.backends.cpu.graph_nn",
     "pytfrt.backends.cpu.fused",
+    "pytfrt.backends.cpu.small_graph",
     "pytfrt.backends.cpu.grad_ops",
     "pytfrt.backends.cpu.onnx_ops",
+    "pytfrt.backends.cpu.recurrent",
+    "pytfrt.backends.cpu.onnx_kernels",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 
@@ -188,7 +192,7 @@ def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Call
         body = f"return {wrap}(_f({joined}))"
     source = f"def {kname}({head}):\n    {body}\n"
     namespace: dict[str, Any] = {"_f": fn, "_wrap": _wrap, "_u": _unwrap}
-    exec(compile(source, f"<tg.{op} kernel>", "exec"), namespace)  # noqa: S102 - generated
+    exec_generated(source, f"tg.{op} kernel", namespace)
     kern = namespace[kname]
     kern.__annotations__ = {p: _ATTR for p in params}
     kern.__doc__ = f"Kernel tg.{op}{'.buf' if buffered else ''}: calls {fn.__module__}." \

@@ -65,9 +65,7 @@ def read_variable(chain: Chain, name: Attr[str], ctx: ExecutionContext
                   ) -> tuple[DenseHostTensor, Chain]:
     """The current value of variable ``name``."""
     var = _variable(ctx, name)
-    from pytfrt.backends.cpu.graph_kernels import to_tensor
-
-    return to_tensor(var.array), CHAIN
+    return DenseHostTensor.from_numpy(var.array), CHAIN
 
 
 def _assign(ctx: ExecutionContext, name: str, value: np.ndarray, op: str) -> Chain:

@@ -43,7 +43,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from pytfrt.backends.cpu import nn_ops, ops
+from pytfrt.backends.cpu import nn_ops, ops, provide_fused_segment_kernels
 from pytfrt.host.async_value import CHAIN, Chain
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.registry import Attr, KernelError, KernelRegistry
@@ -296,6 +296,7 @@ def _zero_padding(dtype: DType) -> Kernel:
 
 def register(registry: KernelRegistry) -> None:
     """Register every CPU tensor kernel (``eigen.*`` and the CPU ``tfrt_test.*`` ones)."""
+    provide_fused_segment_kernels()
     add = registry.add_kernel
     for d in MATMUL_DTYPES:
         n = d.mlir_name

@@ -4,8 +4,8 @@ Shape rules and compute are separate plain functions, as in :mod:`pytfrt.backend
 Convolution is an im2col (``sliding_window_view``) followed by one ``tensordot`` (BLAS, GIL
 released); pooling is a vectorised window reduction.  Filters are HWIO (``[kh, kw, cin, cout]``).
 
-Padding ``"valid"``: ``out = ceil((in - k + 1) / s)``; ``"same"``: ``out = ceil(in / s)`` with
-``max((out - 1) * s + k - in, 0)`` padding split as ``total // 2`` before and the rest after.
+Padding ``"valid"``: ``out = ceil((in - k + 1) / s)``; ``"same"``: ``out = ceil(in / s)``,
+padded as :func:`pytfrt.backends.cpu._geometry.same_pad` (the odd row/column after).
 Any other padding string is ``<Op> padding '<p>' is not recognized``.
 """
 
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from pytfrt.backends.cpu._geometry import same_pad
 from pytfrt.backends.cpu.ops import OpError
 from pytfrt.tensor.shape import format_dims
 
@@ -35,9 +36,7 @@ def _window_geometry(
         out = max(0, -(-(size - kernel + 1) // stride))
         return out, 0, 0
     if padding == "same":
-        out = -(-size // stride)
-        total = max((out - 1) * stride + kernel - size, 0)
-        return out, total // 2, total - total // 2
+        return -(-size // stride), *same_pad(size, kernel, stride, 1)
     raise OpError(f"{op} padding '{padding}' is not recognized")
 
 

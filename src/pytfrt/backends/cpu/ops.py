@@ -57,6 +57,69 @@ def same_shape(op: str, a: Sequence[int], b: Sequence[int]) -> Dims:
 # -- matmul -----------------------------------------------------------------------------------
 
 
+class MatmulShapeError(OpError):
+    """Operand shapes :func:`matmul_result_shape` rejects; ``reason`` is ``"rank"``,
+    ``"transpose_a"``/``"transpose_b"`` (rank < 2 with that flag), ``"inner"`` (``k`` = the
+    two contraction sizes) or ``"batch"`` (batch dimensions that do not broadcast)."""
+
+    def __init__(self, message: str, reason: str, k: tuple[Any, Any] = (None, None)) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.k = k
+
+
+def matmul_result_shape(a_shape: Sequence[int | None], b_shape: Sequence[int | None], *,
+                        transpose_a: bool = False, transpose_b: bool = False
+                        ) -> tuple[int | None, ...]:
+    """NumPy ``matmul``'s result shape, the one matmul shape rule (the kernels, the compiler's
+    inference, the core runtime's metadata and eager all use it): rank-1 operands are a row /
+    column, batch dimensions broadcast, ``transpose_*`` swap an operand's last two axes.
+    ``None`` is an unknown size (checks against it pass; a broadcast of it stays unknown).
+
+    Raises:
+        MatmulShapeError: naming the operand shapes and the reason.
+    """
+    if len(a_shape) == 2 and len(b_shape) == 2 and not transpose_a and not transpose_b \
+            and a_shape[1] == b_shape[0] and a_shape[1] is not None:
+        return (a_shape[0], b_shape[1])  # the common case, without the general checks
+    sa, sb = list(a_shape), list(b_shape)
+    shapes = f"{sa} x {sb}"
+    if not sa or not sb:
+        raise MatmulShapeError(f"matmul: operands must have rank >= 1, got {tuple(sa)} and "
+                               f"{tuple(sb)}", "rank")
+    for s, flag, name in ((sa, transpose_a, "a"), (sb, transpose_b, "b")):
+        if flag:
+            if len(s) < 2:
+                raise MatmulShapeError(f"matmul: transpose_{name} needs a rank >= 2 operand, "
+                                       f"got shape {tuple(s)}", f"transpose_{name}")
+            s[-1], s[-2] = s[-2], s[-1]
+    a2 = [1, *sa] if len(sa) == 1 else sa
+    b2 = [*sb, 1] if len(sb) == 1 else sb
+    k1, k2 = a2[-1], b2[-2]
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise MatmulShapeError(f"matmul: inner dimensions differ: {shapes} ({k1} != {k2})",
+                               "inner", (k1, k2))
+    ba, bb = a2[:-2], b2[:-2]
+    rank = max(len(ba), len(bb))
+    one: list[int | None] = [1]
+    ba, bb = one * (rank - len(ba)) + ba, one * (rank - len(bb)) + bb
+    batch: list[int | None] = []
+    for x, y in zip(ba, bb, strict=True):
+        known = {d for d in (x, y) if d is not None and d != 1}
+        if len(known) > 1:
+            raise MatmulShapeError(f"matmul: batch dimensions do not broadcast: {shapes}",
+                                   "batch")
+        batch.append(known.pop() if known else (None if None in (x, y) else 1))
+    shape = [*batch, a2[-2], b2[-1]]
+    if len(sa) == 1:
+        shape.pop(-2)
+    if len(sb) == 1:
+        shape.pop(-1)
+    return tuple(None if d is None else int(d) for d in shape)
+
+
+
+
 def matmul_shape(a: Sequence[int], b: Sequence[int], c: Sequence[int] | None = None) -> Dims:
     """``[m, k] x [k, n] -> [m, n]``; if ``c`` is given it must be ``[m, n]``.
 

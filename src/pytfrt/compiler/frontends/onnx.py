@@ -31,62 +31,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from pytfrt.compiler.frontends.onnx_common import FOLD_LIMIT as FOLD_LIMIT
+from pytfrt.compiler.frontends.onnx_common import MIN_OPSET as MIN_OPSET
+from pytfrt.compiler.frontends.onnx_common import OnnxImportError as OnnxImportError
+from pytfrt.compiler.frontends.onnx_common import _default_opset
+from pytfrt.compiler.frontends.onnx_common import materialize as materialize
+from pytfrt.compiler.frontends.onnx_common import tg_dtype as tg_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
 
-    from pytfrt.compiler.builder import FunctionBuilder, GraphModule, Value
-
-MIN_OPSET = 13
-"""The oldest default-domain opset imported as is; older models are upgraded first."""
-
-FOLD_LIMIT = 1 << 22
-"""Import-time evaluation is skipped for nodes whose known inputs exceed this many elements."""
-
-_NO_FOLD = frozenset(
-    {
-        "RandomNormal",
-        "RandomUniform",
-        "RandomNormalLike",
-        "RandomUniformLike",
-        "Multinomial",
-        "Bernoulli",
-    }
-)
-
-# ONNX TensorProto data type -> tg element type name.
-_ONNX_DTYPES: dict[int, str] = {
-    1: "f32",
-    2: "ui8",
-    3: "i8",
-    4: "ui16",
-    5: "i16",
-    6: "i32",
-    7: "i64",
-    9: "i1",
-    10: "f16",
-    11: "f64",
-    12: "ui32",
-    13: "ui64",
-    16: "bf16",
-}
-
-
-class OnnxImportError(ValueError):
-    """A model the ONNX front end cannot read (bad file, bad graph, too old an opset)."""
-
-
-def tg_dtype(onnx_type: int, *, where: str = "") -> str:
-    """The ``tg`` element type name of an ONNX ``TensorProto`` data type."""
-    try:
-        return _ONNX_DTYPES[onnx_type]
-    except KeyError:
-        raise OnnxImportError(
-            f"{where}ONNX element type {onnx_type} is not supported "
-            f"(supported: {sorted(_ONNX_DTYPES)})"
-        ) from None
-
+    from pytfrt.compiler.builder import GraphModule
 
 def load_model(model_or_path: Any) -> tuple[onnx.ModelProto, str]:
     """``(ModelProto, origin)`` for a path or a ``ModelProto``; the origin names it in errors."""
@@ -111,31 +66,36 @@ def load_model(model_or_path: Any) -> tuple[onnx.ModelProto, str]:
     )
 
 
-def _default_opset(model: onnx.ModelProto) -> int:
-    for imp in model.opset_import:
-        if imp.domain in ("", "ai.onnx"):
-            return int(imp.version)
-    return 1
-
-
 def _upgrade(model: onnx.ModelProto, origin: str) -> onnx.ModelProto:
+    import onnx
+
     opset = _default_opset(model)
-    if opset >= MIN_OPSET:
+    newest = onnx.defs.onnx_opset_version()
+    if opset > newest:
+        raise OnnxImportError(
+            f"{origin}: opset {opset} is newer than this importer knows (the installed onnx "
+            f"{onnx.__version__} knows opsets up to {newest}): upgrade onnx, or export the "
+            f"model with opset <= {newest}")
+    if opset >= MIN_OPSET or not any(n.domain in ("", "ai.onnx") for n in model.graph.node):
         return model
     from onnx import version_converter
 
     try:
         return version_converter.convert_version(model, MIN_OPSET)
     except Exception as exc:
-        raise OnnxImportError(
-            f"{origin}: opset {opset} is older than {MIN_OPSET} and ONNX's version converter "
-            f"could not upgrade it: {exc}"
+        from pytfrt.compiler.errors import UnsupportedOpError
+
+        detail = " ".join(str(exc).split())[:200]
+        raise UnsupportedOpError(
+            f"opset {opset}", "", origin,
+            f"older than {MIN_OPSET} and ONNX's version converter could not upgrade it: {detail}"
         ) from exc
 
 
 def import_onnx(
     model_or_path: Any,
     input_shapes: Mapping[str, Sequence[int | None]] | Sequence[Any] | None = None,
+    input_values: Mapping[str, Any] | None = None,
 ) -> GraphModule:
     """Import an ONNX model as a ``tg`` :class:`~pytfrt.compiler.builder.GraphModule`.
 
@@ -143,7 +103,9 @@ def import_onnx(
     fixes dynamic input dimensions: a mapping input name -> shape, or a sequence in input order
     of shapes or objects with a ``.shape`` (``None`` keeps a dimension dynamic).  The module's
     entry ``@main`` takes the graph inputs (initializers excluded) and returns the graph
-    outputs, under their ONNX names.
+    outputs, under their ONNX names.  ``input_values`` fixes graph inputs to values (they are
+    then constants of the graph and no longer inputs of ``@main``): what
+    :mod:`pytfrt.compiler.frontends.onnx_specialize` uses for operands known only at run time.
 
     Raises :class:`OnnxImportError` (a ``ValueError``) for an unreadable model or bad input
     shapes, :class:`pytfrt.compiler.UnsupportedOpError` for an op the catalogue cannot express.
@@ -152,14 +114,4 @@ def import_onnx(
 
     model, origin = load_model(model_or_path)
     model = _upgrade(model, origin)
-    return OnnxGraphImporter(model, origin).run(input_shapes)
-
-
-def materialize(fn: FunctionBuilder, array: np.ndarray, name: str) -> Value:
-    """A ``tg.constant`` for ``array``: inline when small, else a weight named ``name``."""
-    from pytfrt.compiler.builder import INLINE_LIMIT
-
-    arr = np.asarray(array)
-    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a scalar 1-D)
-        arr = arr.copy(order="C")
-    return fn.constant(arr, name=name if arr.size > INLINE_LIMIT else None)
+    return OnnxGraphImporter(model, origin).run(input_shapes, input_values)

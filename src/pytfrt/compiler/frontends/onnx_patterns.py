@@ -10,8 +10,14 @@ Exporters before opset 20 write GELU as arithmetic around ``Erf``::
     y = Mul(Mul(x, Add(Erf(Div(x, sqrt(2))), 1)), 0.5)      # PyTorch's nn.GELU()
 
 (the ``Div`` may be a ``Mul`` by ``1/sqrt(2)``, the ``0.5`` may multiply ``x`` first, and
-operands of ``Add``/``Mul`` come in either order).  :func:`fuse_gelu` replaces each such chain
-by one ``Gelu`` node (the opset-20 op, ``approximate = "none"``), which the mapping imports as
+operands of ``Add``/``Mul`` come in either order), and its tanh approximation (GPT-2's
+``gelu_new``, PyTorch's ``nn.GELU(approximate="tanh")``) as::
+
+    y = Mul(Mul(0.5, x), Add(1, Tanh(Mul(sqrt(2/pi), Add(x, Mul(0.044715, Pow(x, 3)))))))
+
+with the same freedoms (and the cube also as ``Mul(x, Mul(x, x))``, as PyTorch writes it).
+:func:`fuse_gelu` replaces each such chain by one ``Gelu`` node (the opset-20 op,
+``approximate = "none"`` or ``"tanh"``), which the mapping imports as
 ``tg.gelu`` -- one op the pass pipeline can fuse into the preceding ``matmul``'s epilogue,
 instead of five elementwise ops.  A chain is replaced only when its intermediate values have no
 other consumer and are not graph outputs, and its constants match to 1e-6.
@@ -90,7 +96,8 @@ def fuse_silu(graph: Any, nodes: list[Any]) -> list[Any]:
 
 
 def fuse_gelu(graph: Any, nodes: list[Any] | None = None) -> list[Any]:
-    """``nodes`` (default: ``graph``'s) with every erf-GELU chain replaced by one ``Gelu``."""
+    """``nodes`` (default: ``graph``'s) with every erf- or tanh-GELU chain replaced by one
+    ``Gelu``."""
     from onnx import helper
 
     nodes = list(graph.node) if nodes is None else list(nodes)
@@ -118,24 +125,68 @@ def fuse_gelu(graph: Any, nodes: list[Any] | None = None) -> list[Any]:
             return None
         return c[0]
 
+    def sole_producer(name: str, op_type: str) -> int | None:
+        pi = producer.get(name)
+        if pi is None or uses[name] != 1 or nodes[pi].op_type != op_type:
+            return None
+        return pi
+
+    def erf_head(erf: Any) -> tuple[str, list[int]] | None:
+        """``erf(x / sqrt(2))``: (x, the chain's node indices before the Erf)."""
+        pi = producer.get(erf.input[0])
+        if pi is None or uses[erf.input[0]] != 1:
+            return None
+        scale = nodes[pi]
+        if scale.op_type == "Div" and is_const(scale.input[1], math.sqrt(2.0)):
+            return scale.input[0], [pi]
+        if scale.op_type == "Mul":
+            c = [n for n in scale.input if is_const(n, 1 / math.sqrt(2.0))]
+            if c and other(scale, c[0]) is not None:
+                return other(scale, c[0]) or "", [pi]
+        return None
+
+    def tanh_head(tanh: Any) -> tuple[str, list[int]] | None:
+        """``tanh(sqrt(2/pi) * (x + 0.044715 * x**3))``: (x, the chain before the Tanh)."""
+        si = sole_producer(tanh.input[0], "Mul")
+        if si is None:
+            return None
+        c = [n for n in nodes[si].input if is_const(n, math.sqrt(2.0 / math.pi))]
+        inner = other(nodes[si], c[0]) if c else None
+        ai = sole_producer(inner or "", "Add")
+        if ai is None:
+            return None
+        for x in nodes[ai].input:
+            cube_term = other(nodes[ai], x) or ""
+            ci = sole_producer(cube_term, "Mul")
+            if ci is None:
+                continue
+            k = [n for n in nodes[ci].input if is_const(n, 0.044715)]
+            cube = cube_of(x, other(nodes[ci], k[0]) or "") if k else None
+            if cube is not None:
+                return x, [*cube, ci, ai, si]
+        return None
+
+    def cube_of(x: str, name: str) -> list[int] | None:
+        """The nodes computing ``name = x ** 3``: ``Pow(x, 3)`` or ``Mul(x, Mul(x, x))``."""
+        pi = sole_producer(name, "Pow")
+        if pi is not None:
+            ok = nodes[pi].input[0] == x and is_const(nodes[pi].input[1], 3.0)
+            return [pi] if ok else None
+        mi = sole_producer(name, "Mul")
+        sq = sole_producer(other(nodes[mi], x) or "", "Mul") if mi is not None else None
+        if mi is not None and sq is not None and list(nodes[sq].input) == [x, x]:
+            return [sq, mi]
+        return None
+
     removed: set[int] = set()
     replacement: dict[int, Any] = {}
     for ei, erf in enumerate(nodes):
-        if erf.op_type != "Erf" or ei in removed:
+        if erf.op_type not in ("Erf", "Tanh") or ei in removed:
             continue
-        pi = producer.get(erf.input[0])
-        if pi is None or uses[erf.input[0]] != 1:
+        head = erf_head(erf) if erf.op_type == "Erf" else tanh_head(erf)
+        if head is None or removed.intersection(head[1]):
             continue
-        scale = nodes[pi]
-        if scale.op_type == "Div" and is_const(scale.input[1], math.sqrt(2.0)):
-            x = scale.input[0]
-        elif scale.op_type == "Mul":
-            c = [n for n in scale.input if is_const(n, 1 / math.sqrt(2.0))]
-            if not c or other(scale, c[0]) is None:
-                continue
-            x = other(scale, c[0]) or ""
-        else:
-            continue
+        x, before = head
         ai = sole_consumer(erf.output[0], "Add")
         if ai is None or not is_const(other(nodes[ai], erf.output[0]) or "", 1.0):
             continue
@@ -144,7 +195,7 @@ def fuse_gelu(graph: Any, nodes: list[Any] | None = None) -> list[Any]:
         if mi is None:
             continue
         partner = other(nodes[mi], one_plus)
-        chain = [pi, ei, ai, mi]
+        chain = [*before, ei, ai, mi]
         out_node: int
         if partner == x:  # (x * (1 + erf)) * 0.5
             hi = sole_consumer(nodes[mi].output[0], "Mul")
@@ -163,7 +214,8 @@ def fuse_gelu(graph: Any, nodes: list[Any] | None = None) -> list[Any]:
             chain.append(hp)
         name = nodes[out_node].name or nodes[out_node].output[0]
         gelu = helper.make_node(
-            "Gelu", [x], [nodes[out_node].output[0]], name=f"{name}:gelu", approximate="none"
+            "Gelu", [x], [nodes[out_node].output[0]], name=f"{name}:gelu",
+            approximate="none" if erf.op_type == "Erf" else "tanh",
         )
         removed.update(chain)
         replacement[max(chain)] = gelu

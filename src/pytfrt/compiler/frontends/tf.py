@@ -135,7 +135,14 @@ def _source_path(path: str, input_signature: Any, signature: str | None) -> _Sou
         if not os.path.exists(os.path.join(path, "saved_model.pb")):
             raise ValueError(f"{path}: not a SavedModel directory (no saved_model.pb)")
         tf = _tf()
-        loaded = tf.saved_model.load(path)
+        try:
+            loaded = tf.saved_model.load(path)
+        except Exception as exc:  # noqa: BLE001 - TF's own errors name no file
+            raise ValueError(
+                f"{path}: TensorFlow cannot load this SavedModel ({type(exc).__name__}: "
+                f"{str(exc)[:300]}); it is damaged or from an incompatible TensorFlow: export "
+                "it again with tf.saved_model.save"
+            ) from None
         key = signature or "serving_default"
         sigs = loaded.signatures
         if key not in sigs:
@@ -151,7 +158,14 @@ def _source_path(path: str, input_signature: Any, signature: str | None) -> _Sou
         _tf()
         import keras
 
-        model = keras.models.load_model(path, compile=False)
+        try:
+            model = keras.models.load_model(path, compile=False)
+        except Exception as exc:  # noqa: BLE001 - Keras says "File not found" for a bad zip
+            raise ValueError(
+                f"{path}: Keras cannot load this file ({type(exc).__name__}: {str(exc)[:300]}); "
+                "it exists but is damaged or not a Keras model: save it again with "
+                "model.save('model.keras')"
+            ) from None
         return _source_keras(model, input_signature, path)
     raise ValueError(f"{path}: expected a SavedModel directory or a .keras/.h5 file")
 

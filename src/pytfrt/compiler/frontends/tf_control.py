@@ -7,7 +7,9 @@ import time (constants, variables' resource handles) are bound inside the bodies
 being passed, so bodies see static shapes and name their variables; a condition or branch
 index known at import time selects its branch directly (inlined). For ``While``, a loop
 variable the body passes through unchanged is bound statically too (TF passes captured
-tensors as loop variables). ``PartitionedCall``/``StatefulPartitionedCall`` are inlined.
+tensors as loop variables); a loop that is a Keras ``LSTM``/``GRU``/``SimpleRNN`` layer
+becomes one ``tg.recurrent`` instead (:mod:`.tf_recurrent`).
+``PartitionedCall``/``StatefulPartitionedCall`` are inlined.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.compiler.frontends.tf_graph import split_input
+from pytfrt.compiler.frontends.tf_recurrent import fuse_keras_loop
 from pytfrt.compiler.frontends.tf_registry import tf_op
 from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr
 
@@ -117,8 +120,9 @@ def _pass_through(lg: Any, i: int) -> bool:
 @tf_op(
     "While",
     "StatelessWhile",
-    tg="`while`",
-    note="loop-invariant constants and variables bound statically",
+    tg="`while`; a Keras LSTM/GRU/SimpleRNN loop: `recurrent`",
+    note="loop-invariant constants and variables bound statically; a recurrent layer's loop "
+    "is replaced once proved equal on random inputs (masking keeps the loop)",
     family="tf_control",
 )
 def _while(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
@@ -157,7 +161,10 @@ def _while(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     b_name, _ = cx.imp.body_function(
         body_f, args, static, results=[i for i, s in enumerate(static) if not s]
     )
-    outs = cx.ops("while", [args[i] for i in dyn], len(dyn), cond=c_name, body=b_name)
+    operands = [args[i] for i in dyn]
+    outs = fuse_keras_loop(cx, operands, [ins[i] for i in dyn], c_name, b_name)
+    if outs is None:
+        outs = cx.ops("while", operands, len(dyn), cond=c_name, body=b_name)
     result: list[TV] = list(ins)
     for i, v in zip(dyn, outs, strict=True):
         v.list_elem = ins[i].list_elem

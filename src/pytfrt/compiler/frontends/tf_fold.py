@@ -133,8 +133,12 @@ def _rank(node: Any, ins: list[TV]) -> Folded:
 
 
 def _vector(tv: TV) -> np.ndarray | None:
-    """An object array of a const or partial tensor (``None`` entries unknown)."""
+    """An object array of a const or partial tensor (``None`` entries unknown); ``None`` for a
+    floating-point constant (not shape arithmetic: the folders keep integers only, so a float
+    weight is sliced by the emitted op instead of being truncated here)."""
     if tv.const is not None:
+        if np.asarray(tv.const).dtype.kind in "fc":
+            return None
         return np.asarray(tv.const, dtype=object)
     if tv.partial is not None:
         syms = tv.syms or [None] * len(tv.partial)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pytfrt.backends.cpu._geometry import same_pad
 from pytfrt.compiler.frontends.tf_registry import tf_direct, tf_op
 from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr, tf_dtype_name, tg_to_np
 
@@ -337,9 +338,7 @@ def resolve_pads(
     for size, k, s, d in zip(sizes, kernel, strides, dilations, strict=True):
         if size is None:
             return {"padding": "SAME"}
-        out = -(-size // s)
-        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-        pads += [total // 2, total - total // 2]
+        pads += same_pad(size, k, s, d)
     return {"pads": pads}
 
 

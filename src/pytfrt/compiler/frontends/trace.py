@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt import eager
+from pytfrt.backends.cpu.op_math import MATH
 from pytfrt.compiler.builder import FunctionBuilder, GraphBuilder, GraphModule, Value
 from pytfrt.compiler.errors import GraphError
 from pytfrt.compiler.types import FLOAT_DTYPES, TType, dtype_name, np_dtype, to_xdsl
@@ -396,6 +397,8 @@ class TracedValue(eager.TracedBase):
         """A ``pytfrt.eager`` op called with traced values (see the module docstring)."""
         rule = EAGER_OPS.get(op_name)
         if rule is None:
+            if op_name.startswith("tg."):
+                return catalogue_op(op_name[3:], args, attrs)
             raise TraceError(f"eager op {op_name} cannot be traced (at {user_location()})")
         return rule(args, attrs)
 
@@ -488,6 +491,40 @@ def getitem(x: TracedValue, key: Any) -> TracedValue:
     return y
 
 
+def catalogue_op(name: str, args: Sequence[Any], attrs: dict[str, Any]) -> Any:
+    """``tg.<name>(*args, **attrs)`` for a ``pytfrt.eager`` function defined by the op
+    definitions: an elementwise op's operands are promoted to one type (``select``: the last
+    two, its condition made ``i1``); other ops take their operands as given."""
+    t = tracer_for(*args)
+    m = MATH.get(name)
+    if m is None:
+        return t.emit(name, list(args), **attrs)
+    ops = list(args)
+    cond = []
+    if m.arity == 3:
+        c = as_traced(t, ops.pop(0))
+        cond = [c if c.value.dtype == "i1" else binary("not_equal", c, 0)]
+    if len(ops) == 2:
+        dtype = binary_dtype(*ops)
+        ops = [_cast_to(t, a, dtype) for a in ops]
+    elif m.domain == "float" and not isinstance(ops[0], TracedValue):
+        ops = [as_traced(t, ops[0])]
+    return t.emit(name, [*cond, *ops], **attrs)
+
+
+def _fill_like(args: Sequence[Any], attrs: dict[str, Any]) -> Any:
+    x = args[0]
+    t = tracer_for(x)
+    shape = x.shape
+    if any(d is None for d in shape):
+        raise TraceError(f"zeros_like/ones_like need a static shape, got {shape} (at "
+                         f"{user_location()})")
+    dt = x.value.dtype if attrs["dtype"] is None else dtype_name(
+        eager.dtype_to_numpy(attrs["dtype"]))
+    value = np.asarray(attrs["value"], np_dtype(dt))
+    return t.emit("fill", [np.asarray(shape, np.int64), value])
+
+
 def _attr_axis_list(attrs: dict[str, Any]) -> list[int]:
     return _axes(attrs.get("axis"))
 
@@ -541,15 +578,8 @@ EAGER_OPS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Any]] = {
     "eager.equal": _eager_binary("equal"),
     "eager.not_equal": _eager_binary("not_equal"),
     "eager.pow": _eager_binary("pow"),
-    "tfrt_test.relu": _eager_unary("relu"),
-    "tfrt_test.sigmoid": _eager_unary("sigmoid"),
-    "tfrt_test.tanh": _eager_unary("tanh"),
-    "tfrt_test.exp": _eager_unary("exp"),
-    "tfrt_test.log": _eager_unary("log"),
-    "tfrt_test.sqrt": _eager_unary("sqrt"),
-    "tfrt_test.neg": _eager_unary("neg"),
-    "tfrt_test.abs": _eager_unary("abs"),
-    "tfrt_test.square": _eager_unary("square"),
+    # TFRT's unary test ops are the elementwise ops of the same name
+    **{f"tfrt_test.{n}": _eager_unary(n) for n, m in MATH.items() if m.arity == 1},
     "tfrt_test.matmul": lambda args, attrs: matmul(
         args[0], args[1], attrs.get("transpose_a", False), attrs.get("transpose_b", False)),
     "tfrt_test.reduce_mean": lambda args, attrs: reduce(
@@ -574,6 +604,7 @@ EAGER_OPS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Any]] = {
         "squeeze", args[0], axes=_attr_axis_list(attrs)),
     "tfrt_test.concat": _eager_concat,
     "tfrt_test.broadcast_to": _eager_broadcast_to,
+    "eager.fill_like": _fill_like,
 }
 """``pytfrt.eager`` op name -> how it is traced (catalogue ops)."""
 

@@ -10,12 +10,23 @@ An :class:`OpDef` says everything the compiler needs about one ``tg`` op:
 * ``compute`` -- the key of the op's compute function in the runtime table
   (:data:`pytfrt.backends.cpu.graph_kernels.GRAPH_OPS`, by default the op name); its
   keyword-only parameters are exactly the op's attributes, its positional ones the operands;
+* ``grad`` -- the gradient (vector-Jacobian product) rule ``grad(c, g) -> [cotangent or None
+  per operand]`` run by :mod:`pytfrt.compiler.autodiff` (``c``: its rule context); the rules
+  table ``autodiff.VJP_RULES`` is derived from these; ``differentiable=False`` marks ops whose
+  results carry no gradient (``autodiff.NON_DIFFERENTIABLE``);
+* ``math`` -- for elementwise ops, the runtime-side record
+  (:class:`pytfrt.backends.cpu.op_math.Math`: compute, scalar formula for fused and
+  small-graph code, epilogue/oneDNN activation, eager entry), from which the elementwise
+  family makes its ``OpDef`` (the record lives in the runtime layers so that eager and the
+  kernels can read it without importing the compiler);
 * flags: ``stateful`` (never removed, reordered or folded), ``elementwise`` (fusable),
   ``prepare`` (the key of a compute function run once at load on the weight operands:
   ``prepare_operands(attrs, n)`` says which operands it takes).
 
-Adding an op = one ``OpDef`` registered with :func:`define` in a family module of this package
-(or any module imported by it) + one compute function in ``pytfrt.backends.cpu``.
+Adding an op: ``docs/ops.md``, "Adding an op" (an elementwise op is one
+:class:`~pytfrt.backends.cpu.op_math.Math` record; any other op one ``OpDef`` registered with
+:func:`define` in a family module of this package, with its ``grad`` rule, + one compute
+function in ``pytfrt.backends.cpu``).
 The catalogue is filled at import and then only read: thread-safe.
 """
 
@@ -173,6 +184,9 @@ class OpDef:
     num_results: int | None = 1
     prepare: str | None = None
     prepare_operands: Callable[[dict[str, Any], int], tuple[list[int], list[int]]] | None = None
+    grad: Callable[..., list[Any]] | None = None
+    differentiable: bool = True
+    math: Any = None
 
     @property
     def compute_key(self) -> str | None:

@@ -259,4 +259,5 @@ for _name in ("random_uniform", "random_normal"):
         _random_uniform,
         {"dtype": AttrSpec("dtype", "f32"), **_HINT},
         family="grad",
+        differentiable=False,
     )

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytfrt.backends.cpu import op_math
 from pytfrt.backends.cpu._geometry import out_size
+from pytfrt.backends.cpu.ops import MatmulShapeError, matmul_result_shape
 from pytfrt.compiler.ops.base import (
     REQUIRED,
     AttrSpec,
@@ -24,8 +26,8 @@ from pytfrt.compiler.ops.base import (
 from pytfrt.compiler.types import FLOAT_DTYPES, TType
 
 LAYOUTS = ("NHWC", "NCHW")
-ACTIVATIONS = ("none", "relu", "relu6", "silu", "gelu", "gelu_tanh", "sigmoid", "tanh",
-               "leaky_relu", "hard_swish")
+ACTIVATIONS: tuple[str, ...] = tuple(op_math.ACTIVATIONS)
+"""The fused epilogue's activations (:data:`pytfrt.backends.cpu.op_math.ACTIVATIONS`)."""
 
 
 def _epilogue_attrs() -> dict[str, AttrSpec]:
@@ -69,31 +71,21 @@ def _matmul(ctx: InferContext) -> list[TType]:
 
 
 def _matmul_shape(ctx: InferContext, sa: Any, sb: Any) -> Any:
+    """The result shape by the one matmul rule (:func:`pytfrt.backends.cpu.ops.
+    matmul_result_shape`), its errors in the catalogue's words."""
     if sa is None or sb is None:
         return None
-    if len(sa) == 0 or len(sb) == 0:
-        raise ctx.error("operands must have rank >= 1")
-    sa, sb = list(sa), list(sb)
-    for s, flag in ((sa, "transpose_a"), (sb, "transpose_b")):
-        if ctx.attrs[flag]:
-            if len(s) < 2:
-                raise ctx.error(f"{flag} needs rank >= 2")
-            s[-1], s[-2] = s[-2], s[-1]
-    va, vb = len(sa) == 1, len(sb) == 1
-    if va:
-        sa = [1, *sa]
-    if vb:
-        sb = [*sb, 1]
-    k1, k2 = sa[-1], sb[-2]
-    if k1 is not None and k2 is not None and k1 != k2:
-        raise ctx.error(f"contraction dimensions differ: {k1} and {k2}")
-    batch = broadcast_shapes(ctx, tuple(sa[:-2]), tuple(sb[:-2]))
-    shape = [*batch, sa[-2], sb[-1]]
-    if va:
-        shape.pop(-2)
-    if vb:
-        shape.pop(-1)
-    return tuple(shape)
+    try:
+        return matmul_result_shape(sa, sb, transpose_a=ctx.attrs["transpose_a"],
+                                   transpose_b=ctx.attrs["transpose_b"])
+    except MatmulShapeError as exc:
+        if exc.reason == "inner":
+            raise ctx.error(f"contraction dimensions differ: {exc.k[0]} and {exc.k[1]}") from None
+        if exc.reason == "rank":
+            raise ctx.error("operands must have rank >= 1") from None
+        if exc.reason.startswith("transpose"):
+            raise ctx.error(f"{exc.reason} needs rank >= 2") from None
+        raise ctx.error(f"operand shapes {list(sa)}, {list(sb)} do not broadcast") from None
 
 
 def _window_out(size: int | None, k: int, s: int, d: int, p0: int, p1: int, ceil: bool = False,

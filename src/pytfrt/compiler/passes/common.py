@@ -7,6 +7,7 @@ its weights).  Not thread-safe: one pass at a time per module.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from typing import Any
@@ -16,14 +17,13 @@ from xdsl.dialects import builtin as b
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from pytfrt.compiler.attrs import from_xattr, to_xattr
+from pytfrt.compiler.attrs import from_xattr, op_attrs, to_xattr
 from pytfrt.compiler.builder import INLINE_LIMIT, GraphModule
 from pytfrt.compiler.dialect import op_class
 from pytfrt.compiler.errors import GraphError
-from pytfrt.compiler.lowering import op_attrs
 from pytfrt.compiler.ops import InferContext, OpDef, get_opdef
 from pytfrt.compiler.types import TType, from_xdsl, np_dtype, to_xdsl, ttype_of_array
-from pytfrt.signature import Signature, TensorSpec
+from pytfrt.signature import TensorSpec
 
 
 def functions(gm: GraphModule) -> list[FuncOp]:
@@ -162,12 +162,9 @@ def refresh_types(gm: GraphModule) -> None:
     main = gm.function("main")
     outs = [from_xdsl(t) for t in main.function_type.outputs.data]
     if len(outs) == len(sig.outputs):
-        gm.signature = Signature(
-            sig.inputs,
-            tuple(TensorSpec(s.name, np_dtype(t.dtype), t.shape)
-                  for s, t in zip(sig.outputs, outs, strict=True)),
-            sig.structure,
-        )
+        gm.signature = dataclasses.replace(
+            sig, outputs=tuple(TensorSpec(s.name, np_dtype(t.dtype), t.shape)
+                               for s, t in zip(sig.outputs, outs, strict=True)))
 
 
 def prune_weights(gm: GraphModule) -> None:

@@ -6,11 +6,15 @@ For ``y = conv2d(...)`` / ``matmul(...)`` whose only user is
 * ``add(y, b)`` with ``b`` a constant holding one value per output channel (shape ``[C]``, or
   ``[C, 1, 1]``/``[1, C, 1, 1]`` for NCHW) -> bias (stored 1-D);
 * ``add(y, r)`` with ``r`` of exactly ``y``'s type -> residual;
-* ``relu``, ``relu6``, ``sigmoid``, ``tanh``, ``silu``, ``gelu``, ``leaky_relu``,
-  ``hard_swish`` -> activation,
+* an elementwise op whose :mod:`~pytfrt.backends.cpu.op_math` record names an epilogue
+  activation (``relu``, ``relu6``, ``sigmoid``, ``tanh``, ``silu``, ``gelu``, ``leaky_relu``,
+  ``hard_swish``) -> activation,
 
 the op is rebuilt with the extra operand/attribute and replaces the user; repeated until
-nothing changes.  Result = act(op(x, w) + bias + residual), so a bias or residual is taken only
+nothing changes.  An activation applied after a ``reshape`` that is the op's only user (a
+dense layer on ``[batch * seq, d]`` rows viewed back as ``[batch, seq, d]``, as GPT-2's
+exported MLP does) is fused too: ``act(reshape(y)) == reshape(act(y))``, the reshape stays.
+Result = act(op(x, w) + bias + residual), so a bias or residual is taken only
 while no activation is set, and each at most once.
 """
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
+from pytfrt.backends.cpu import op_math
 from pytfrt.compiler.builder import GraphModule
 from pytfrt.compiler.passes.common import (
     attrs_of,
@@ -32,9 +37,9 @@ from pytfrt.compiler.passes.common import (
 )
 from pytfrt.compiler.types import np_dtype
 
-ACTIVATIONS = {"tg.relu": "relu", "tg.relu6": "relu6", "tg.sigmoid": "sigmoid",
-               "tg.tanh": "tanh", "tg.silu": "silu", "tg.hard_swish": "hard_swish",
-               "tg.leaky_relu": "leaky_relu", "tg.gelu": "gelu"}
+ACTIVATIONS: dict[str, op_math.Math] = {
+    f"tg.{name}": m for name, m in op_math.MATH.items() if m.activation is not None}
+"""``tg`` op name -> the record of an op that can become an epilogue activation."""
 
 
 def _channels(op: Operation, attrs: dict) -> tuple[int | None, int | None]:
@@ -84,6 +89,14 @@ def _rebuild(gm: GraphModule, op: Operation, user: Operation, attrs: dict,
     return new
 
 
+def _activation(user: Operation) -> dict:
+    """The ``activation`` / ``alpha`` attributes that fuse the activation op ``user``."""
+    ua = attrs_of(user)
+    act = ACTIVATIONS[user.name].activation_of(ua)
+    assert act is not None
+    return {"activation": act, "alpha": ua.get("alpha", 0.0) if act == "leaky_relu" else 0.0}
+
+
 def _step(gm: GraphModule, op: Operation) -> Operation | None:
     """Fuse ``op``'s only user into it; the new op, or ``None``."""
     y = op.results[0]
@@ -94,12 +107,19 @@ def _step(gm: GraphModule, op: Operation) -> Operation | None:
     flags = attrs["epilogue_operands"]
     act_free = attrs["activation"] == "none"
     if user.name in ACTIVATIONS and act_free:
-        ua = attrs_of(user)
-        act = ACTIVATIONS[user.name]
-        if act == "gelu" and ua["approximate"]:
-            act = "gelu_tanh"
-        alpha = ua.get("alpha", 0.0) if act == "leaky_relu" else 0.0
-        return _rebuild(gm, op, user, dict(attrs, activation=act, alpha=alpha), None, None)
+        return _rebuild(gm, op, user, dict(attrs, **_activation(user)), None, None)
+    if user.name == "tg.reshape" and act_free:
+        after = single_use(user.results[0])
+        if after is None or after.name not in ACTIVATIONS:
+            return None
+        new = new_op(gm, op.name[3:], list(op.operands), dict(attrs, **_activation(after)),
+                     op.location)
+        block = op.parent_block()
+        assert block is not None
+        block.insert_op_before(new, op)
+        replace(op, [new.results[0]])  # the reshape now reads the activated result
+        replace(after, [user.results[0]])
+        return new
     if user.name == "tg.add" and act_free:
         other = user.operands[1] if user.operands[0] is y else user.operands[0]
         if other is y:

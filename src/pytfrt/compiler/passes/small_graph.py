@@ -29,13 +29,13 @@ program (:func:`graph_program`) and at run time ONE Numba function
 
 from __future__ import annotations
 
-import json
-
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation
 
+from pytfrt.compiler.attrs import op_attrs
 from pytfrt.compiler.builder import GraphModule
-from pytfrt.compiler.lowering import op_attrs, region_program
+from pytfrt.compiler.kernel_programs import DTYPES as _DTYPES
+from pytfrt.compiler.kernel_programs import graph_program as graph_program
 from pytfrt.compiler.ops import get_opdef
 from pytfrt.compiler.passes.common import functions, make_region, ttype
 from pytfrt.compiler.types import TType
@@ -46,9 +46,6 @@ MAX_MATMUL = 1 << 15
 """The largest matmul (``M * N * K`` multiply-adds) a region may hold."""
 MIN_OPS = 2
 """The fewest ops worth a region (one op is already one kernel)."""
-
-_DTYPES = {"f32": "float32", "f64": "float64"}
-
 
 def _small(t: TType) -> bool:
     if t.dtype not in _DTYPES or t.shape is None or any(d is None for d in t.shape):
@@ -122,34 +119,3 @@ def fuse_small_graph(gm: GraphModule) -> GraphModule:
         for run in _runs(f.body.block):
             _fuse(run)
     return gm
-
-
-def _type(v: SSAValue) -> list[object]:
-    t = ttype(v)
-    return [_DTYPES[t.dtype], list(t.shape or ())]
-
-
-def graph_program(op: Operation) -> str:
-    """The JSON program (:mod:`pytfrt.backends.cpu.small_graph`) of a ``fused_graph`` op."""
-    block = op.regions[0].blocks.first
-    assert block is not None
-    ids: dict[SSAValue, int] = {a: i for i, a in enumerate(block.args)}
-    ops: list[list[object]] = []
-    outputs: list[int] = []
-    for inner in block.ops:
-        if inner.name == "tg.yield":
-            outputs = [ids[v] for v in inner.operands]
-            break
-        if inner.name == "tg.fused_elementwise":
-            inner_block = inner.regions[0].blocks.first
-            assert inner_block is not None
-            attrs: dict[str, object] = {"program": region_program(inner_block)}
-        else:
-            attrs = {k: (list(v) if isinstance(v, tuple) else v)
-                     for k, v in op_attrs(inner, get_opdef(inner.name)).items()}
-        ops.append([inner.name[3:], [ids[v] for v in inner.operands], attrs,
-                    [_type(r) for r in inner.results]])
-        for r in inner.results:
-            ids[r] = len(ids)
-    return json.dumps({"inputs": [_type(a) for a in block.args], "ops": ops,
-                       "outputs": outputs}, separators=(",", ":"), sort_keys=True)

@@ -331,6 +331,7 @@ def _repeat_block(
         for i in range(start, end):
             cancel = request.cancel_value
             if cancel is not None:
+                request.stopped("tfrt.repeat.i32", exec_ctx.location)
                 if i > 0:
                     for value in passed:
                         value.drop_ref()

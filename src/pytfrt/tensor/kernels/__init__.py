@@ -1,7 +1,7 @@
 """Tensor kernel libraries: ``ts.*``, ``tfrt_dht.*``, ``coo.*``, ``tfrt_sht.*``, ``btf.*``.
 
 :func:`register` adds all of them to a registry; the built-in registry loads this module
-lazily for those name prefixes (``pytfrt.host.kernel_libraries.BUILTIN_LIBRARIES``).  The CPU
+lazily for those name prefixes (``pytfrt.kernel_libraries.BUILTIN_LIBRARIES``).  The CPU
 ``tfrt_test.*`` tensor kernels live in :mod:`pytfrt.backends.cpu.kernels`.
 """
 
