@@ -134,7 +134,7 @@ def _torch_step(name: str) -> Callable[[np.ndarray, np.ndarray], float] | None:
             return self.ln2(h + self.ff(h))
 
     if name == "residual_cnn":
-        model: nn.Module = Residual().to(memory_format=torch.channels_last)
+        model: nn.Module = Residual().to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         opt: Any = torch.optim.SGD(model.parameters(), 0.01, momentum=0.9)
         loss_fn: Any = ce
     elif name == "transformer":
@@ -150,7 +150,7 @@ def _torch_step(name: str) -> Callable[[np.ndarray, np.ndarray], float] | None:
             import torchvision
         except ImportError:
             return None
-        model = torchvision.models.resnet50().to(memory_format=torch.channels_last)
+        model = torchvision.models.resnet50().to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         opt, loss_fn = torch.optim.SGD(model.parameters(), 0.01, momentum=0.9), ce
     model.train()
 
