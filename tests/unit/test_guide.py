@@ -2,9 +2,9 @@
 
 ``python`` blocks run in one namespace (in this process), ``sh`` blocks in ``bash -e`` with the
 venv's tools first on PATH, and a ``text`` block right after a ``sh`` block is that block's
-expected output (``...`` matches any text within a line).  The guide's port 8501 is replaced by
-a free one.  What the blocks check (outputs against Keras, NumPy and finite differences) is in
-the guide itself, as asserts a reader can see.
+expected output (``...`` matches any text within a line).  The guide's ports 8501 (REST) and
+8500 (gRPC) are replaced by free ones.  What the blocks check (outputs against Keras, NumPy and
+finite differences) is in the guide itself, as asserts a reader can see.
 """
 
 from __future__ import annotations
@@ -32,10 +32,13 @@ def blocks() -> list[tuple[str, str, int]]:
             for m in BLOCK.finditer(text)]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _free_ports(n: int) -> list[str]:
+    """``n`` distinct free loopback ports (all bound at once, then released)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [str(s.getsockname()[1]) for s in socks]
 
 
 def _matches(expected: str, actual: str) -> bool:
@@ -60,7 +63,7 @@ def test_guide_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     pytest.importorskip("onnx")
     pytest.importorskip("uvicorn")
     monkeypatch.chdir(tmp_path)
-    port = str(_free_port())
+    rest_port, grpc_port = _free_ports(2)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                TF_CPP_MIN_LOG_LEVEL="2")
     namespace: dict[str, Any] = {"__name__": "guide"}
@@ -72,8 +75,9 @@ def test_guide_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
                 exec(compile(code, where, "exec"), namespace)  # noqa: S102 - the guide's code
             last_output = None
         elif kind == "sh":
-            run = subprocess.run(["bash", "-e", "-c", code.replace("8501", port)], cwd=tmp_path,
-                                 env=env, capture_output=True, text=True, timeout=600)
+            script = code.replace("8501", rest_port).replace("8500", grpc_port)
+            run = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env,
+                                 capture_output=True, text=True, timeout=600)
             log = tmp_path / "server.log"
             assert run.returncode == 0, (
                 f"{where} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"

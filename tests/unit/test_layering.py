@@ -55,6 +55,8 @@ MODULE_LAYERS = {
     "pytfrt.kernel_libraries": "kernel_libraries",
     # @pytfrt.function, grad, cond...: Python traced into the graph dialect (the compiler).
     "pytfrt.function": "function",
+    # ONNX's backend API over pytfrt.compile: a compiler front door, like pytfrt.function.
+    "pytfrt.onnx_backend": "function",
 }
 ALLOWED["eager"] = ALLOWED["core_runtime"] | {"core_runtime"}
 ALLOWED["kernel_libraries"] = {

@@ -136,9 +136,14 @@ def _run_resnet50(args: argparse.Namespace) -> int:
         size = sum(f.stat().st_size for f in Path(saved_dir).iterdir())
         reloaded = pytfrt.load(saved_dir)
         again = _single(reloaded(image))
+        # Bit-identical unless the CPU library picked another blocking for the reloaded
+        # model's primitives (e.g. after TensorFlow changed the OpenMP thread settings).
+        drift = float(np.max(np.abs(again - ours)) / max(float(np.max(np.abs(ours))), 1e-30))
+        same = "identical outputs" if np.array_equal(again, ours) else (
+            f"outputs within {drift:.1e} relative")
         print(f"== saved ({size / 1e6:.1f} MB: {', '.join(sorted(os.listdir(saved_dir)))}) "
-              f"and reloaded: identical outputs: {bool(np.array_equal(again, ours))}")
-    return 0 if error <= 1e-4 and same_class else 1
+              f"and reloaded: {same}")
+    return 0 if error <= 1e-4 and same_class and drift <= 1e-5 else 1
 
 
 def _run_xor(args: argparse.Namespace) -> int:

@@ -573,14 +573,14 @@ def test_unsupported_op_names_type_node_and_file(tmp_path: Path) -> None:
     from pytfrt.compiler.errors import UnsupportedOpError
     from pytfrt.compiler.frontends.onnx import import_onnx
 
-    model = one_node_model("Det", {"a": f32(2, 3, 3)})
-    path = tmp_path / "det_model.onnx"
+    model = one_node_model("LpPool", {"a": f32(1, 1, 4, 4)}, kernel_shape=[2, 2])
+    path = tmp_path / "lppool_model.onnx"
     onnx.save(model, str(path))
     with pytest.raises(UnsupportedOpError) as info:
         import_onnx(path)
     msg = str(info.value)
-    assert "Det" in msg and "the_det" in msg and "det_model.onnx" in msg
-    assert info.value.op_type == "Det"
+    assert "LpPool" in msg and "the_lppool" in msg and "lppool_model.onnx" in msg
+    assert info.value.op_type == "LpPool"
 
 
 def test_custom_domain_is_unsupported() -> None:

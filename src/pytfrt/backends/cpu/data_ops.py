@@ -122,7 +122,7 @@ def gather_nd(x: np.ndarray, indices: np.ndarray, *, batch_dims: int) -> np.ndar
         out = [gather_nd(x[b], indices[b], batch_dims=0) for b in np.ndindex(batch)]
         return np.stack(out).reshape(batch + out[0].shape)
     k = indices.shape[-1]
-    flat = indices.reshape(-1, k)
+    flat = indices.reshape(-1, k).astype(np.int64)  # a copy: the operand is never written
     for j in range(k):
         flat[:, j] = _check_indices(flat[:, j], x.shape[j], "gather_nd")
     res = x[tuple(flat.T)]
@@ -134,7 +134,7 @@ def scatter_nd(data: np.ndarray, indices: np.ndarray, updates: np.ndarray) -> np
     """A copy of ``data`` with ``updates`` written at ``indices`` (ONNX ``ScatterND``)."""
     out = data.copy()
     k = indices.shape[-1]
-    flat = indices.reshape(-1, k)
+    flat = indices.reshape(-1, k).astype(np.int64)  # a copy: the operand is never written
     upd = updates.reshape((flat.shape[0],) + data.shape[k:])
     for j in range(k):
         flat[:, j] = _check_indices(flat[:, j], data.shape[j], "scatter_nd")
@@ -237,7 +237,10 @@ def top_k(x: np.ndarray, k: np.ndarray, *, sorted: bool,  # noqa: A002 - op attr
     kk = int(np.asarray(k).reshape(-1)[0])
     if not 0 <= kk <= x.shape[-1]:
         raise OpError(f"top_k: k = {kk} is out of range for a last dimension of {x.shape[-1]}")
-    order = np.argsort(-x if x.dtype.kind != "b" else ~x, axis=-1, kind="stable")[..., :kk]
+    # a key that sorts descending: -x for floats; ~x for integers and bools (order-reversing
+    # without the overflow of -x at the signed minimum or the wrap of unsigned 0)
+    key = -x if x.dtype.kind in "fc" else ~x
+    order = np.argsort(key, axis=-1, kind="stable")[..., :kk]
     vals = np.take_along_axis(x, order, axis=-1)
     return np.ascontiguousarray(vals), order.astype(_index_dtype(index_type))
 
@@ -268,13 +271,15 @@ def depth_to_space(x: np.ndarray, *, block_size: int, layout: str, mode: str) ->
 
 @GRAPH_OPS.op("space_to_depth")
 def space_to_depth(x: np.ndarray, *, block_size: int, layout: str, mode: str) -> np.ndarray:
-    """TF ``SpaceToDepth`` (the inverse of ``DCR`` depth_to_space)."""
+    """TF ``SpaceToDepth`` (the inverse of ``DCR`` depth_to_space) or ONNX's ``CRD`` mode."""
     b = block_size
     y = _to_nhwc(x, layout)
     n, h, w, c = y.shape
     if h % b or w % b:
         raise OpError(f"space_to_depth: {h}x{w} is not divisible by {b}")
-    y = y.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
+    # DCR: depth = (row in block, column in block, channel); CRD: (channel, row, column)
+    order = (0, 1, 3, 2, 4, 5) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    y = y.reshape(n, h // b, b, w // b, b, c).transpose(order)
     return _from_nhwc(y.reshape(n, h // b, w // b, b * b * c), layout)
 
 

@@ -47,6 +47,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.grad_ops",
     "pytfrt.backends.cpu.onnx_ops",
     "pytfrt.backends.cpu.recurrent",
+    "pytfrt.backends.cpu.onnx_kernels",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 

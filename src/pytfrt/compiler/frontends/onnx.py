@@ -76,22 +76,26 @@ def _upgrade(model: onnx.ModelProto, origin: str) -> onnx.ModelProto:
             f"{origin}: opset {opset} is newer than this importer knows (the installed onnx "
             f"{onnx.__version__} knows opsets up to {newest}): upgrade onnx, or export the "
             f"model with opset <= {newest}")
-    if opset >= MIN_OPSET:
+    if opset >= MIN_OPSET or not any(n.domain in ("", "ai.onnx") for n in model.graph.node):
         return model
     from onnx import version_converter
 
     try:
         return version_converter.convert_version(model, MIN_OPSET)
     except Exception as exc:
-        raise OnnxImportError(
-            f"{origin}: opset {opset} is older than {MIN_OPSET} and ONNX's version converter "
-            f"could not upgrade it: {exc}"
+        from pytfrt.compiler.errors import UnsupportedOpError
+
+        detail = " ".join(str(exc).split())[:200]
+        raise UnsupportedOpError(
+            f"opset {opset}", "", origin,
+            f"older than {MIN_OPSET} and ONNX's version converter could not upgrade it: {detail}"
         ) from exc
 
 
 def import_onnx(
     model_or_path: Any,
     input_shapes: Mapping[str, Sequence[int | None]] | Sequence[Any] | None = None,
+    input_values: Mapping[str, Any] | None = None,
 ) -> GraphModule:
     """Import an ONNX model as a ``tg`` :class:`~pytfrt.compiler.builder.GraphModule`.
 
@@ -99,7 +103,9 @@ def import_onnx(
     fixes dynamic input dimensions: a mapping input name -> shape, or a sequence in input order
     of shapes or objects with a ``.shape`` (``None`` keeps a dimension dynamic).  The module's
     entry ``@main`` takes the graph inputs (initializers excluded) and returns the graph
-    outputs, under their ONNX names.
+    outputs, under their ONNX names.  ``input_values`` fixes graph inputs to values (they are
+    then constants of the graph and no longer inputs of ``@main``): what
+    :mod:`pytfrt.compiler.frontends.onnx_specialize` uses for operands known only at run time.
 
     Raises :class:`OnnxImportError` (a ``ValueError``) for an unreadable model or bad input
     shapes, :class:`pytfrt.compiler.UnsupportedOpError` for an op the catalogue cannot express.
@@ -108,4 +114,4 @@ def import_onnx(
 
     model, origin = load_model(model_or_path)
     model = _upgrade(model, origin)
-    return OnnxGraphImporter(model, origin).run(input_shapes)
+    return OnnxGraphImporter(model, origin).run(input_shapes, input_values)

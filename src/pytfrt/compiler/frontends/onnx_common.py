@@ -48,6 +48,7 @@ _ONNX_DTYPES: dict[int, str] = {
     12: "ui32",
     13: "ui64",
     16: "bf16",
+    8: "string",
 }
 
 
@@ -60,9 +61,17 @@ def tg_dtype(onnx_type: int, *, where: str = "") -> str:
     try:
         return _ONNX_DTYPES[onnx_type]
     except KeyError:
-        raise OnnxImportError(
-            f"{where}ONNX element type {onnx_type} is not supported "
-            f"(supported: {sorted(_ONNX_DTYPES)})"
+        from onnx import TensorProto
+
+        from pytfrt.compiler.errors import UnsupportedOpError
+
+        try:
+            name = TensorProto.DataType.Name(onnx_type)
+        except ValueError:
+            name = str(onnx_type)
+        supported = ", ".join(TensorProto.DataType.Name(t) for t in sorted(_ONNX_DTYPES))
+        raise UnsupportedOpError(
+            f"element type {name}", "", where.rstrip(": "), f"supported types: {supported}"
         ) from None
 
 

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 
 from pytfrt.backends.cpu._geometry import same_pad
+from pytfrt.compiler.errors import UnsupportedOpError
 from pytfrt.compiler.frontends.onnx_common import (
     _NO_FOLD,
+    _ONNX_DTYPES,
     FOLD_LIMIT,
     OnnxImportError,
     _default_opset,
@@ -84,17 +86,25 @@ class OnnxGraphImporter:
         self.gb: Any = None
         self._const_names: set[str] = set()
         self._node: Any = None
+        self._expanded = 0
 
     # -- entry ------------------------------------------------------------------------------
 
-    def run(self, input_shapes: Any = None) -> GraphModule:
+    def run(self, input_shapes: Any = None, input_values: Any = None) -> GraphModule:
         from pytfrt.compiler.builder import GraphBuilder
 
         g = self.graph
         for init in g.initializer:
             self.known[init.name] = initializer_array(init, self.origin)
+        for name, value in (input_values or {}).items():
+            self.known[name] = np.asarray(value)
         for init in g.sparse_initializer:
             self._fail_graph(f"sparse initializer {init.values.name!r} is not supported")
+        for o in g.output:
+            if o.type.WhichOneof("value") not in (None, "tensor_type"):
+                raise UnsupportedOpError(
+                    f"graph output of type {o.type.WhichOneof('value')}", o.name, self.origin,
+                    "only tensor outputs are supported (no sequences, optionals or maps)")
         inputs = [i for i in g.input if i.name not in self.known]
         specs = self._input_specs(inputs, input_shapes)
         self.gb = gb = GraphBuilder()
@@ -160,7 +170,10 @@ class OnnxGraphImporter:
         for i in inputs:
             tt = i.type.tensor_type
             if not i.type.HasField("tensor_type"):
-                self._fail_graph(f"input {i.name!r} is not a tensor (sequences/maps unsupported)")
+                kind = i.type.WhichOneof("value") or "untyped"
+                raise UnsupportedOpError(
+                    f"graph input of type {kind}", i.name, self.origin,
+                    "only tensor inputs are supported (no sequences, optionals or maps)")
             dtype = tg_dtype(tt.elem_type, where=f"{self.origin}: input {i.name!r}: ")
             shape: tuple[int | None, ...] | None
             if tt.HasField("shape"):
@@ -224,11 +237,83 @@ class OnnxGraphImporter:
             return
         handler = ONNX_OPS.get(node.op_type)
         if handler is None:
+            if self._expand(node):
+                return
             self.unsupported(node)
-        outs = handler(self, node)
+        try:
+            outs = handler(self, node)
+        except UnsupportedOpError as exc:
+            if getattr(exc, "runtime_operands", None) or not self._expand(node):
+                raise
+            return
         self._bind(node, outs)
         if partial is not None and node.output[0] in self.values:
             self.partial[node.output[0]] = partial
+
+    def _expand(self, node: Any) -> bool:
+        """Import ``node`` as its ONNX function body (the op's definition in terms of other
+        ops, from its schema), if it has one; whether it did."""
+        import onnx
+        from onnx import helper
+        from onnx.backend.test.case.node import function_expand_helper
+
+        try:
+            schema = onnx.defs.get_schema(node.op_type, self.opset, node.domain or "")
+        except onnx.defs.SchemaError:
+            return False
+        sch: Any = schema  # (the stubs lack the function accessors)
+        plain = [v for v in sch.function_opset_versions if v <= self.opset]
+        dependent = [v for v in sch.context_dependent_function_opset_versions
+                     if v <= self.opset]
+        if not plain and not dependent:
+            return False
+        version = max(plain + dependent)
+        if version in dependent:
+            types = []
+            for name in node.input:
+                dtype, shape = self._type_of(name) if name else ("f32", None)
+                types.append(helper.make_tensor_type_proto(
+                    _ONNX_OF_TG[dtype], None if shape is None else list(shape)
+                ).SerializeToString())
+            body = sch.get_context_dependent_function_with_opset_version(
+                version, node.SerializeToString(), types)
+        else:
+            body = sch.get_function_with_opset_version(version)
+        fn = onnx.FunctionProto()
+        fn.ParseFromString(body)
+        given = {a.name for a in node.attribute}
+        defaults = [a for a in fn.attribute_proto if a.name not in given]
+        given |= {a.name for a in defaults}
+        for name, spec in schema.attributes.items():
+            if name not in given and spec.default_value.name:
+                defaults.append(spec.default_value)
+        if defaults:  # the function's attribute defaults, for references to omitted ones
+            full = onnx.NodeProto()
+            full.CopyFrom(node)
+            full.attribute.extend(defaults)
+            node = full
+        self._expanded += 1
+        prefix = f"{node.op_type}_{self._expanded}_{node.output[0] if node.output else ''}/"
+        nodes = function_expand_helper(node, fn, prefix)
+        opset = next((int(o.version) for o in fn.opset_import if o.domain in ("", "ai.onnx")),
+                     version)
+        saved = self.opset
+        self.opset = opset
+        try:
+            for sub in nodes:
+                self._import_node(sub)
+        finally:
+            self.opset = saved
+        return True
+
+    def _type_of(self, name: str) -> tuple[str, tuple[int | None, ...] | None]:
+        if name in self.known:
+            arr = self.known[name]
+            from pytfrt.compiler.types import dtype_name
+
+            return dtype_name(arr.dtype), tuple(arr.shape)
+        v = self.value(name)
+        return v.dtype, v.shape
 
     def _bind(self, node: Any, outs: Sequence[Out]) -> None:
         for name, out in zip(node.output, outs, strict=False):
@@ -273,7 +358,7 @@ class OnnxGraphImporter:
         """Input ``i``'s value, which must be known at import time (else UnsupportedOpError)."""
         v = self.known_input(node, i)
         if v is None:
-            self.unsupported(node, f"input {i} ({what}) must be a constant")
+            self.unsupported(node, f"input {i} ({what}) must be a constant", [i])
         return v
 
     def input(self, node: Any, i: int) -> Value:
@@ -310,7 +395,19 @@ class OnnxGraphImporter:
         """Emit catalogue op ``name`` located at ``node`` (default: the node being imported)."""
         node = node if node is not None else self._node
         loc = (node.name or f"{node.op_type}:{node.output[0]}") if node is not None else None
-        return self.f.op(name, list(operands), loc=loc, **attrs)
+        low = _low_precision(name, operands)
+        if low is None:
+            return self.f.op(name, list(operands), loc=loc, **attrs)
+        # computed in f32 and rounded once at the end, as ONNX Runtime's CPU kernels do
+        wide = [self.f.op("cast", [v], loc=loc, to="f32") if v.dtype == low else v
+                for v in operands]
+        res = self.f.op(name, wide, loc=loc, **attrs)
+        if isinstance(res, list | tuple):
+            return type(res)(self._narrow(r, low, loc) for r in res)
+        return self._narrow(res, low, loc)
+
+    def _narrow(self, v: Value, low: str, loc: Any) -> Value:
+        return self.f.op("cast", [v], loc=loc, to=low) if v.dtype == "f32" else v
 
     def attrs(self, node: Any) -> dict[str, Any]:
         from onnx import helper
@@ -325,12 +422,21 @@ class OnnxGraphImporter:
             out[a.name] = v
         return out
 
-    def unsupported(self, node: Any, reason: str = "") -> NoReturn:
+    def unsupported(self, node: Any, reason: str = "", operands: Sequence[int] = ()) -> NoReturn:
+        """Raise ``UnsupportedOpError`` for ``node``; ``operands``: the input indices that
+        would have to be known at import time for the node to be imported."""
         from pytfrt.compiler.errors import UnsupportedOpError
 
         name = node.name or (node.output[0] if node.output else "")
         op_type = node.op_type if not node.domain else f"{node.domain}.{node.op_type}"
-        raise UnsupportedOpError(op_type, name, self.origin, reason)
+        err = UnsupportedOpError(op_type, name, self.origin, reason)
+        # operands known only at run time that the node needs as constants: a caller that has
+        # their values can import again with them fixed (frontends.onnx_specialize)
+        err.runtime_operands = [  # type: ignore[attr-defined]
+            node.input[i] for i in operands
+            if i < len(node.input) and node.input[i] and node.input[i] not in self.known
+        ]
+        raise err
 
     def _fail_graph(self, message: str) -> NoReturn:
         raise OnnxImportError(f"{self.origin}: {message}")
@@ -341,6 +447,37 @@ class OnnxGraphImporter:
             o.name for o in self.graph.output
         }
         return [i for i, o in enumerate(node.output) if o and o in names]
+
+
+_MOVEMENT = frozenset(
+    """constant reshape transpose concat split slice pad gather gather_nd scatter_nd tile
+    broadcast_to expand_dims squeeze shape size fill range one_hot where top_k depth_to_space
+    space_to_depth identity_n identity select cast if case while yield gather_elements
+    scatter_elements trilu equal not_equal read_variable neg abs sign is_nan is_inf
+    reduce_max reduce_min maximum minimum relu""".split()
+)
+"""Ops exact in any float type (no rounding): never widened."""
+
+_ACCUMULATING = frozenset(
+    """matmul conv2d conv2d_transpose batch_norm layer_norm softmax log_softmax l2_normalize
+    lrn cumsum reduce_sum reduce_mean reduce_prod einsum resize avg_pool2d""".split()
+)
+"""Ops that sum many terms: f16 operands are widened to f32 (as ONNX Runtime accumulates)."""
+
+
+def _low_precision(name: str, operands: Sequence[Value]) -> str | None:
+    """``bf16``/``f16`` if op ``name`` on ``operands`` is computed in f32, else ``None``."""
+    if name in _MOVEMENT:
+        return None
+    dtypes = {v.dtype for v in operands}
+    if "bf16" in dtypes:
+        return "bf16"
+    if "f16" in dtypes and name in _ACCUMULATING:
+        return "f16"
+    return None
+
+
+_ONNX_OF_TG = {v: k for k, v in _ONNX_DTYPES.items()}
 
 
 def _np_dtype(tg: str) -> Any:
@@ -428,7 +565,12 @@ def _unary(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 
 
 def _binary(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-    return [ctx.op(_BINARY[node.op_type], [ctx.input(node, 0), ctx.input(node, 1)])]
+    a, b = ctx.input(node, 0), ctx.input(node, 1)
+    if node.op_type == "Pow" and a.dtype != b.dtype:  # computed in f64, the base's type
+        wide = [ctx.op("cast", [v], to="f64") if v.dtype != "f64" else v for v in (a, b)]
+        y = ctx.op("pow", wide)
+        return [ctx.op("cast", [y], to=a.dtype) if a.dtype != "f64" else y]
+    return [ctx.op(_BINARY[node.op_type], [a, b])]
 
 
 for _t in _UNARY:
@@ -448,10 +590,12 @@ def _div(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return [ctx.op("mul", [s, q])]
 
 
-@onnx_op("Mod", note="`floor_mod` (`fmod = 0`)")
+@onnx_op("Mod", note="`floor_mod` (`fmod = 0`); `fmod = 1`: `x - trunc(x / y) * y`")
 def _mod(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     if ctx.attrs(node).get("fmod", 0):
-        ctx.unsupported(node, "fmod = 1")
+        from pytfrt.compiler.frontends.onnx_more import mod_fmod
+
+        return [mod_fmod(ctx, node)]
     return [ctx.op("floor_mod", [ctx.input(node, 0), ctx.input(node, 1)])]
 
 
@@ -495,11 +639,31 @@ def _identity(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return [k if k is not None else ctx.input(node, 0)]
 
 
-@onnx_op("Dropout", note="identity (inference); the mask output is unsupported")
+@onnx_op(
+    "Dropout",
+    note="identity, the mask all true (inference, or training with ratio 0); training mode "
+    "with a ratio > 0 is unsupported",
+)
 def _dropout(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    if ctx.has(node, 2):
+        training = bool(ctx.const_input(node, 2, "training_mode").reshape(-1)[0])
+        ratio = float(ctx.const_input(node, 1, "ratio")) if ctx.has(node, 1) else 0.5
+        if training and ratio != 0.0:
+            ctx.unsupported(
+                node,
+                f"training_mode = true with ratio {ratio}: a random mask (pytfrt has no "
+                "generator matching another runtime's)",
+            )
+    outs: list[Out] = [x]
     if 1 in ctx.used_outputs(node):
-        ctx.unsupported(node, "the mask output is used")
-    return [ctx.input(node, 0)]
+        static = _static_shape(x)
+        if static is not None:
+            outs.append(np.ones(static, dtype=bool))
+        else:
+            true = ctx.constant(np.asarray(True), "dropout/true")
+            outs.append(ctx.op("fill", [_shape_of(ctx, x), true]))
+    return outs
 
 
 @onnx_op("LeakyRelu", note="`leaky_relu {alpha}`")
@@ -995,6 +1159,9 @@ def _reduce_axes(ctx: OnnxGraphImporter, node: Any, x: Value) -> list[int] | Non
     return sorted(_axis(v, rank) for v in axes)
 
 
+_EMPTY_REDUCE = ("ReduceMax", "ReduceMin", "ReduceLogSumExp")
+
+
 def _reduce(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     x = ctx.input(node, 0)
     axes = _reduce_axes(ctx, node, x)
@@ -1002,6 +1169,22 @@ def _reduce(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         return [ctx.op("identity", [x])]
     keep = bool(ctx.attrs(node).get("keepdims", 1))
     t = node.op_type
+    static = _static_shape(x)
+    if static is not None and any(static[a] == 0 for a in axes) and t in _EMPTY_REDUCE:
+        # an empty reduction: the identity of the max/min (-inf/+inf, or the type's bounds)
+        shape = [1 if i in axes else d for i, d in enumerate(static) if keep or i not in axes]
+        dt = _np_dtype(x.dtype)
+        low = t != "ReduceMin"
+        if dt.kind == "f":
+            fill = -np.inf if low else np.inf
+        elif dt.kind == "b":
+            fill = not low
+        else:
+            fill = np.iinfo(dt).min if low else np.iinfo(dt).max
+        return [np.full(shape, fill, dtype=dt)]
+    if x.dtype == "i1" and t in ("ReduceMax", "ReduceMin"):
+        y = ctx.op(_REDUCE[t], [ctx.op("cast", [x], to="ui8")], axes=axes, keepdims=keep)
+        return [ctx.op("cast", [y], to="i1")]
     if t == "ReduceLogSumExp":
         m = ctx.op("reduce_max", [x], axes=axes, keepdims=True)
         s = ctx.op("reduce_sum", [ctx.op("exp", [ctx.op("sub", [x, m])])], axes=axes, keepdims=True)
@@ -1034,11 +1217,18 @@ for _t in _REDUCE:
 def _arg(tg: str) -> Handler:
     def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         a = ctx.attrs(node)
-        if a.get("select_last_index", 0):
-            ctx.unsupported(node, "select_last_index = 1")
         x = ctx.input(node, 0)
         axis = _axis(int(a.get("axis", 0)), _rank(ctx, x))
-        return [ctx.op(tg, [x], axis=axis, keepdims=bool(a.get("keepdims", 1)), output_type="i64")]
+        keep = bool(a.get("keepdims", 1))
+        if not a.get("select_last_index", 0):
+            return [ctx.op(tg, [x], axis=axis, keepdims=keep, output_type="i64")]
+        # the last of equal extremes: the first in the reversed axis, index n - 1 - i
+        n = x.shape[axis] if x.shape is not None else None
+        if n is None:
+            ctx.unsupported(node, "select_last_index = 1 along a dynamic axis")
+        rev = ctx.op("slice", [x], starts=[-1], ends=[-(1 << 62)], axes=[axis], steps=[-1])
+        i = ctx.op(tg, [rev], axis=axis, keepdims=keep, output_type="i64")
+        return [ctx.op("sub", [ctx.constant(np.asarray(n - 1, np.int64), "arg/last"), i])]
 
     return handler
 
@@ -1195,9 +1385,9 @@ def _slice(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     known = [ctx.known_input(node, i) for i in range(1, 5)]
     starts_k, ends_k, axes_k, steps_k = known
     if axes_k is None and ctx.has(node, 3):
-        ctx.unsupported(node, "input 3 (axes) must be a constant")
+        ctx.unsupported(node, "input 3 (axes) must be a constant", [3])
     if steps_k is None and ctx.has(node, 4):
-        ctx.unsupported(node, "input 4 (steps) must be a constant")
+        ctx.unsupported(node, "input 4 (steps) must be a constant", [4])
     n = None
     for k in (starts_k, ends_k):
         if k is not None:
@@ -1245,12 +1435,23 @@ def _pad(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         ctx.unsupported(node, f"mode {mode!r}")
     pk = ctx.known_input(node, 1)
     if pk is None:
-        if ctx.has(node, 3):
-            ctx.unsupported(node, "computed pads together with axes")
-        value = 0.0
-        if ctx.has(node, 2):
-            value = float(ctx.const_input(node, 2, "constant_value").reshape(-1)[0])
-        return [ctx.op("pad", [x, ctx.input(node, 1)], mode=mode, value=value)]
+        pads_v = ctx.input(node, 1)
+        if ctx.has(node, 3):  # the full [begins..., ends...] vector, zeros off the axes
+            axes = [_axis(v, rank) for v in _ints(ctx.const_input(node, 3, "axes"))]
+            if pads_v.dtype != "i64":
+                pads_v = ctx.op("cast", [pads_v], to="i64")
+            zero = ctx.constant(np.zeros(1, np.int64), "pad/zeros")
+            pieces = []
+            for side in range(2):
+                for d in range(rank):
+                    if d in axes:
+                        j = side * len(axes) + axes.index(d)
+                        pieces.append(ctx.op("slice", [pads_v], starts=[j], ends=[j + 1],
+                                             axes=[0], steps=[1]))
+                    else:
+                        pieces.append(zero)
+            pads_v = ctx.op("concat", pieces, axis=0)
+        return [_padded(ctx, node, [x, pads_v], mode=mode)]
     pads = _ints(pk)
     if ctx.has(node, 3):
         axes = [_axis(v, rank) for v in _ints(ctx.const_input(node, 3, "axes"))]
@@ -1259,10 +1460,23 @@ def _pad(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
             full[ax] = pads[j]
             full[rank + ax] = pads[len(axes) + j]
         pads = full
-    value = 0.0
-    if ctx.has(node, 2):
-        value = float(ctx.const_input(node, 2, "constant_value").reshape(-1)[0])
-    return [ctx.op("pad", [x], pads=pads, mode=mode, value=value)]
+    return [_padded(ctx, node, [x], pads=pads, mode=mode)]
+
+
+def _padded(ctx: OnnxGraphImporter, node: Any, operands: list[Value], **attrs: Any) -> Value:
+    """``pad`` with ONNX Pad's ``constant_value`` (input 2): an attribute when known, else
+    the value put where a padded mask of ones is 0."""
+    vk = ctx.known_input(node, 2) if ctx.has(node, 2) else np.zeros(())
+    if vk is not None or attrs.get("mode") != "constant":
+        value = 0.0 if vk is None or vk.size == 0 else float(vk.reshape(-1)[0])
+        return ctx.op("pad", operands, value=value, **attrs)
+    x = operands[0]
+    y = ctx.op("pad", operands, value=0.0, **attrs)
+    one = ctx.constant(np.ones((), _np_dtype(x.dtype)), "pad/one")
+    mask = ctx.op("pad", [ctx.op("fill", [_shape_of(ctx, x), one]), *operands[1:]], value=0.0,
+                  **attrs)
+    outside = ctx.op("equal", [mask, ctx.constant(np.zeros((), _np_dtype(x.dtype)), "pad/zero")])
+    return ctx.op("select", [outside, ctx.input(node, 2), y])
 
 
 @onnx_op("Gather", note="`gather {axis}` (constant negative indices normalised)")
@@ -1361,14 +1575,24 @@ def _range(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return [ctx.op("range", [ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2)])]
 
 
-@onnx_op("OneHot", note="`one_hot(indices, depth, on, off) {axis}`")
+@onnx_op("OneHot", note="`one_hot(indices, depth, on, off) {axis}` (negative indices + depth)")
 def _one_hot(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     vk = ctx.const_input(node, 2, "values")
     idx = ctx.input(node, 0)
+    depth = ctx.input(node, 1)
+    if idx.dtype != "i64":
+        idx = ctx.op("cast", [idx], to="i64")
+    if depth.dtype != "i64":
+        depth = ctx.op("cast", [depth], to="i64")
+    if depth.shape != ():
+        depth = ctx.op("reshape", [depth], shape=[])
+    # ONNX counts a negative index from the end (index + depth); out of range stays all off
+    zero = ctx.constant(np.asarray(0, np.int64), "onehot/zero")
+    idx = ctx.op("select", [ctx.op("less", [idx, zero]), ctx.op("add", [idx, depth]), idx])
     axis = int(ctx.attrs(node).get("axis", -1))
     off = ctx.constant(vk.reshape(-1)[0], f"{node.output[0]}/off")
     on = ctx.constant(vk.reshape(-1)[1], f"{node.output[0]}/on")
-    return [ctx.op("one_hot", [idx, ctx.input(node, 1), on, off], axis=axis)]
+    return [ctx.op("one_hot", [idx, depth, on, off], axis=axis)]
 
 
 @onnx_op("NonZero", note="`where` + `transpose` (ONNX gives `[rank, n]`)")
@@ -1391,11 +1615,20 @@ def _top_k(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         perm = list(range(rank))
         perm[axis], perm[-1] = perm[-1], perm[axis]
         x = ctx.op("transpose", [x], perm=perm)
+    def flip(v: Value) -> Value:  # order-reversing and its own inverse
+        if _is_float(v):
+            return ctx.op("neg", [v])
+        if v.dtype == "i1":
+            ctx.unsupported(node, "largest = 0 on bool")
+        # ~v as (all ones) - v: no overflow at the signed minimum, no wrap of unsigned 0
+        ones = np.asarray(~np.zeros((), dtype=_np_dtype(v.dtype)))
+        return ctx.op("sub", [ctx.constant(ones, "topk/ones"), v])
+
     if not largest:
-        x = ctx.op("neg", [x])
+        x = flip(x)
     vals, idx = ctx.op("top_k", [x, k], sorted=bool(a.get("sorted", 1)), n_results=2)
     if not largest:
-        vals = ctx.op("neg", [vals])
+        vals = flip(vals)
     if idx.dtype != "i64":
         idx = ctx.op("cast", [idx], to="i64")
     if axis != rank - 1:
@@ -1418,12 +1651,16 @@ def _depth_to_space(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     ]
 
 
-@onnx_op("SpaceToDepth", note="`space_to_depth {block_size, layout = NCHW}`")
+@onnx_op("SpaceToDepth", note="`space_to_depth {block_size, layout = NCHW, mode}` (DCR, CRD)")
 def _space_to_depth(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     a = ctx.attrs(node)
     return [
         ctx.op(
-            "space_to_depth", [ctx.input(node, 0)], block_size=int(a["blocksize"]), layout="NCHW"
+            "space_to_depth",
+            [ctx.input(node, 0)],
+            block_size=int(a["blocksize"]),
+            layout="NCHW",
+            mode=str(a.get("mode", "DCR")),
         )
     ]
 
@@ -1465,7 +1702,7 @@ def _resize(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     sizes, scales = ctx.known_input(node, 3), ctx.known_input(node, 2)
     if ctx.has(node, 3):
         if sizes is None:
-            ctx.unsupported(node, "input 3 (sizes) must be a constant")
+            ctx.unsupported(node, "input 3 (sizes) must be a constant", [3])
         out: list[int | None] = [int(v) for v in sizes.reshape(-1)]
     elif scales is not None and scales.size == 4:
         if None in dims[2:]:
@@ -1477,7 +1714,7 @@ def _resize(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
                 ctx.unsupported(node, f"a scale {float(sc)} that does not give a whole size")
             out.append(n)
     else:
-        ctx.unsupported(node, "input 2 (scales) or 3 (sizes) must be a constant")
+        ctx.unsupported(node, "input 2 (scales) or 3 (sizes) must be a constant", [2, 3])
     for i in (0, 1):
         if out[i] is not None and dims[i] is not None and out[i] != dims[i]:
             ctx.unsupported(node, "resizing the batch or channel axis")
@@ -1510,11 +1747,13 @@ def _scatter_elements(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return [ctx.op("scatter_elements", ops, axis=axis, reduction=a.get("reduction", "none"))]
 
 
-@onnx_op("ScatterND", note="`scatter_nd` (`reduction = none`)")
+@onnx_op("ScatterND", note="`scatter_nd`; with a reduction `scatter_nd_reduce {reduction}`")
 def _scatter_nd(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-    if ctx.attrs(node).get("reduction", "none") != "none":
-        ctx.unsupported(node, "a reduction other than none")
-    return [ctx.op("scatter_nd", [ctx.input(node, i) for i in range(3)])]
+    reduction = str(ctx.attrs(node).get("reduction", "none"))
+    operands = [ctx.input(node, i) for i in range(3)]
+    if reduction != "none":
+        return [ctx.op("scatter_nd_reduce", operands, reduction=reduction)]
+    return [ctx.op("scatter_nd", operands)]
 
 
 @onnx_op("Einsum", note="`einsum {equation}` (ONNX family)")
@@ -1552,8 +1791,11 @@ def ops_markdown() -> str:
         "`ops_markdown()` (a test checks that this section and the table agree). Default domain,",
         "opsets 13 and later (older models are upgraded with ONNX's version converter). A node",
         "whose inputs are all known at import time is evaluated then (with `onnx.reference`),",
-        "whatever its type; every other node needs a row here, else the import raises",
-        "`UnsupportedOpError`.",
+        "whatever its type. Every other node needs a row here, or an ONNX function body in its",
+        "schema (Attention, the loss ops, RMSNormalization, LayerNormalization's extra outputs,",
+        "CenterCropPad, RotaryEmbedding...: imported as that body, op by op); else the import",
+        "raises `UnsupportedOpError`. An operand the graph dialect needs as an attribute that",
+        "arrives as a graph input is specialised on at run time by `pytfrt.onnx_backend`.",
         "",
         "| ONNX op | emits |",
         "| --- | --- |",
@@ -1567,6 +1809,9 @@ __all__ = ["ONNX_OPS", "OnnxGraphImporter", "ops_markdown", "supported_ops"]
 
 # Control flow (If, Loop) registers its handlers in ONNX_OPS on import.
 from pytfrt.compiler.frontends import onnx_control as _onnx_control  # noqa: E402,F401
+
+# Ops composed from catalogue ops (trigonometry, Hardmax, quantisation...) register on import.
+from pytfrt.compiler.frontends import onnx_more as _onnx_more  # noqa: E402,F401
 
 # LSTM, GRU and RNN register theirs (tg.recurrent) on import.
 from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401

@@ -1,0 +1,336 @@
+"""More ONNX op handlers: ops composed from catalogue ops, registered in ``ONNX_OPS``.
+
+Imported by :mod:`pytfrt.compiler.frontends.onnx_mapping` (at its end), like
+:mod:`~pytfrt.compiler.frontends.onnx_control`.  Each handler emits only core catalogue ops:
+inverse and hyperbolic trigonometry from ``exp``/``log``/``sqrt``/``atan2``, ``Hardmax`` from
+``argmax`` + ``one_hot``, ``LpNormalization`` and ``Shrink`` from elementwise ops and
+reductions, ``Mod`` with ``fmod = 1`` as ``x - trunc(x / y) * y``, the quantisation ops from
+casts, ``round`` and clamps (computed in f32/f64, exact for the integer ranges involved).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pytfrt.compiler.frontends.onnx_common import tg_dtype
+from pytfrt.compiler.frontends.onnx_mapping import (
+    OnnxGraphImporter,
+    Out,
+    _axis,
+    _is_float,
+    _np_dtype,
+    _rank,
+    _static_shape,
+    onnx_op,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytfrt.compiler.builder import Value
+
+
+def _c(ctx: OnnxGraphImporter, value: float, like: Value) -> Value:
+    return ctx.scalar(value, like, "const")
+
+
+def _trig(ctx: OnnxGraphImporter, op: str, x: Value) -> Value:
+    def e(name: str, *args: Value) -> Value:
+        return ctx.op(name, list(args))
+
+    one = _c(ctx, 1.0, x)
+    half = _c(ctx, 0.5, x)
+    if op == "Atan":
+        return e("atan2", x, e("add", e("mul", x, _c(ctx, 0.0, x)), one))
+    if op in ("Asin", "Acos"):
+        root = e("sqrt", e("sub", one, e("mul", x, x)))
+        return e("atan2", x, root) if op == "Asin" else e("atan2", root, x)
+    if op in ("Sinh", "Cosh"):
+        a, b = e("exp", x), e("exp", e("neg", x))
+        return e("mul", e("sub" if op == "Sinh" else "add", a, b), half)
+    if op == "Asinh":  # sign(x) log(|x| + sqrt(x^2 + 1)): no cancellation for x < 0
+        ax = e("abs", x)
+        return e("mul", e("sign", x), e("log", e("add", ax, e("sqrt", e("add", e("mul", ax, ax),
+                                                                         one)))))
+    if op == "Acosh":
+        return e("log", e("add", x, e("sqrt", e("sub", e("mul", x, x), one))))
+    # Atanh
+    return e("mul", half, e("log", e("div", e("add", one, x), e("sub", one, x))))
+
+
+_TRIG = ("Acos", "Asin", "Atan", "Acosh", "Asinh", "Atanh", "Sinh", "Cosh")
+
+
+def _trig_handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    if not _is_float(x):
+        ctx.unsupported(node, f"element type {x.dtype}")
+    return [_trig(ctx, node.op_type, x)]
+
+
+for _t in _TRIG:
+    onnx_op(_t, note="composed from `exp`/`log`/`sqrt`/`atan2`")(_trig_handler)
+
+
+@onnx_op("Hardmax", note="`argmax` + `one_hot` along `axis`")
+def _hardmax(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    axis = _axis(int(ctx.attrs(node).get("axis", -1)), rank)
+    n = x.shape[axis] if x.shape is not None else None
+    if n is None:
+        ctx.unsupported(node, "a dynamic size along axis")
+    idx = ctx.op("argmax", [x], axis=axis, keepdims=False, output_type="i64")
+    depth = ctx.constant(np.asarray(n, np.int64), "hardmax/depth")
+    on, off = _c(ctx, 1.0, x), _c(ctx, 0.0, x)
+    return [ctx.op("one_hot", [idx, depth, on, off], axis=axis)]
+
+
+@onnx_op("LpNormalization", note="`x / reduce_sum(|x|^p)^(1/p)` (p = 1 or 2)")
+def _lp_norm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    axis = _axis(int(a.get("axis", -1)), _rank(ctx, x))
+    p = int(a.get("p", 2))
+    if p == 1:
+        norm = ctx.op("reduce_sum", [ctx.op("abs", [x])], axes=[axis], keepdims=True)
+    elif p == 2:
+        norm = ctx.op("sqrt", [ctx.op("reduce_sum", [ctx.op("mul", [x, x])], axes=[axis],
+                                      keepdims=True)])
+    else:
+        ctx.unsupported(node, f"p = {p} (ONNX allows 1 or 2)")
+    zero = _c(ctx, 0.0, x)
+    safe = ctx.op("select", [ctx.op("equal", [norm, zero]), _c(ctx, 1.0, x), norm])
+    return [ctx.op("div", [x, safe])]
+
+
+@onnx_op("Shrink", note="`select(x < -lambd, x + bias, select(x > lambd, x - bias, 0))`")
+def _shrink(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    lambd, bias = float(a.get("lambd", 0.5)), float(a.get("bias", 0.0))
+    lo = ctx.op("less", [x, _c(ctx, -lambd, x)])
+    hi = ctx.op("greater", [x, _c(ctx, lambd, x)])
+    b = _c(ctx, bias, x)
+    return [ctx.op("select", [lo, ctx.op("add", [x, b]),
+                              ctx.op("select", [hi, ctx.op("sub", [x, b]), _c(ctx, 0.0, x)])])]
+
+
+@onnx_op("EyeLike", note="a constant (the input's shape must be static)")
+def _eye_like(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    shape = _static_shape(x)
+    if shape is None or len(shape) != 2:
+        ctx.unsupported(node, "a dynamic or non-2-D input")
+    a = ctx.attrs(node)
+    dtype = tg_dtype(int(a["dtype"])) if "dtype" in a else x.dtype
+    return [np.eye(shape[0], shape[1], k=int(a.get("k", 0)), dtype=_np_dtype(dtype))]
+
+
+def _trunc_div(ctx: OnnxGraphImporter, x: Value, y: Value) -> Value:
+    q = ctx.op("div", [x, y])
+    if not _is_float(x):
+        return q
+    return ctx.op("mul", [ctx.op("sign", [q]), ctx.op("floor", [ctx.op("abs", [q])])])
+
+
+def mod_fmod(ctx: OnnxGraphImporter, node: Any) -> Value:
+    """``Mod`` with ``fmod = 1``: the remainder with the dividend's sign (C ``fmod``)."""
+    x, y = ctx.input(node, 0), ctx.input(node, 1)
+    if not _is_float(x):  # integer div truncates (as ONNX Runtime): x - (x / y) * y
+        q = ctx.op("cast", [ctx.op("div", [ctx.op("cast", [x], to="f64"),
+                                           ctx.op("cast", [y], to="f64")])], to="f64")
+        q = ctx.op("mul", [ctx.op("sign", [q]), ctx.op("floor", [ctx.op("abs", [q])])])
+        return ctx.op("sub", [x, ctx.op("mul", [ctx.op("cast", [q], to=x.dtype), y])])
+    wide = x.dtype != "f64"
+    xx = ctx.op("cast", [x], to="f64") if wide else x
+    yy = ctx.op("cast", [y], to="f64") if wide else y
+    r = ctx.op("sub", [xx, ctx.op("mul", [_trunc_div(ctx, xx, yy), yy])])
+    return ctx.op("cast", [r], to=x.dtype) if wide else r
+
+
+def _saturate(ctx: OnnxGraphImporter, v: Value, dtype: str) -> Value:
+    info = np.iinfo(_np_dtype(dtype))
+    v = ctx.op("maximum", [v, _c(ctx, float(info.min), v)])
+    return ctx.op("minimum", [v, _c(ctx, float(info.max), v)])
+
+
+def _per_axis(ctx: OnnxGraphImporter, node: Any, v: Value, x: Value, i: int) -> Value:
+    """A scale / zero point (input ``i``) shaped to broadcast along ``axis`` of ``x``."""
+    if v.shape is None or len(v.shape) == 0 or (len(v.shape) == 1 and v.shape[0] == 1):
+        return v
+    rank = _rank(ctx, x)
+    axis = _axis(int(ctx.attrs(node).get("axis", 1)), rank)
+    if len(v.shape) != 1:
+        ctx.unsupported(node, f"blocked quantisation (input {i} of rank {len(v.shape)})")
+    shape = [1] * rank
+    shape[axis] = -1
+    return ctx.op("reshape", [v], shape=shape)
+
+
+def quantize(ctx: OnnxGraphImporter, node: Any, x: Value, scale: Value, zp: Value | None,
+             out: str) -> Value:
+    """``saturate(round(x / scale) + zero_point)`` as ``out`` (round half to even)."""
+    xf = ctx.op("cast", [x], to="f32") if x.dtype != "f32" else x
+    sf = ctx.op("cast", [scale], to="f32") if scale.dtype != "f32" else scale
+    q = ctx.op("round", [ctx.op("div", [xf, sf])])
+    if zp is not None:
+        q = ctx.op("add", [q, ctx.op("cast", [zp], to="f32")])
+    return ctx.op("cast", [_saturate(ctx, q, out)], to=out)
+
+
+def dequantize(x: Value, scale: Value, zp: Value | None, ctx: OnnxGraphImporter) -> Value:
+    """``(x - zero_point) * scale`` in f32."""
+    xf = ctx.op("cast", [x], to="f32")
+    if zp is not None:
+        xf = ctx.op("sub", [xf, ctx.op("cast", [zp], to="f32")])
+    sf = ctx.op("cast", [scale], to="f32") if scale.dtype != "f32" else scale
+    return ctx.op("mul", [xf, sf])
+
+
+_QTYPES = ("i8", "ui8", "i16", "ui16", "i32", "ui32")
+
+
+@onnx_op("QuantizeLinear", note="`round(x / scale) + zero_point`, saturated (integer types)")
+def _quantize_linear(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    x = ctx.input(node, 0)
+    scale = _per_axis(ctx, node, ctx.input(node, 1), x, 1)
+    zp = _per_axis(ctx, node, ctx.input(node, 2), x, 2) if ctx.has(node, 2) else None
+    a = ctx.attrs(node)
+    out = zp.dtype if zp is not None else tg_dtype(int(a.get("output_dtype", 0)) or 2)
+    if out not in _QTYPES:
+        ctx.unsupported(node, f"quantising to {out}")
+    if int(a.get("block_size", 0)):
+        ctx.unsupported(node, "blocked quantisation")
+    return [quantize(ctx, node, x, scale, zp, out)]
+
+
+@onnx_op("MatMulInteger", note="`matmul` in f64 of the zero-point-shifted operands, as i32")
+def _matmul_integer(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a, b = ctx.input(node, 0), ctx.input(node, 1)
+    af, bf = ctx.op("cast", [a], to="f64"), ctx.op("cast", [b], to="f64")
+    if ctx.has(node, 2):
+        af = ctx.op("sub", [af, ctx.op("cast", [ctx.input(node, 2)], to="f64")])
+    if ctx.has(node, 3):
+        bf = ctx.op("sub", [bf, ctx.op("cast", [ctx.input(node, 3)], to="f64")])
+    y = ctx.op("matmul", [af, bf], transpose_a=False, transpose_b=False)
+    return [ctx.op("cast", [y], to="i32")]
+
+
+@onnx_op("QLinearMatMul", note="integer `matmul` (exact, in f64), requantised to the output")
+def _qlinear_matmul(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a, sa, za = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2)
+    b, sb, zb = ctx.input(node, 3), ctx.input(node, 4), ctx.input(node, 5)
+    sy, zy = ctx.input(node, 6), ctx.input(node, 7)
+
+    def shifted(v: Value, z: Value) -> Value:
+        return ctx.op("sub", [ctx.op("cast", [v], to="f64"), ctx.op("cast", [z], to="f64")])
+
+    acc = ctx.op("matmul", [shifted(a, za), shifted(b, zb)], transpose_a=False,
+                 transpose_b=False)
+    f64 = [ctx.op("cast", [s], to="f64") for s in (sa, sb, sy)]
+    scale = ctx.op("div", [ctx.op("mul", [f64[0], f64[1]]), f64[2]])
+    q = ctx.op("round", [ctx.op("mul", [acc, scale])])
+    q = ctx.op("add", [q, ctx.op("cast", [zy], to="f64")])
+    return [ctx.op("cast", [_saturate(ctx, q, zy.dtype)], to=zy.dtype)]
+
+
+# -- ops with kernels of their own (catalogue family ``onnx_more``) -------------------------
+
+
+@onnx_op("BitShift", note="`bit_shift {direction}` (onnx_more family)")
+def _bit_shift(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    direction = str(ctx.attrs(node)["direction"])
+    return [ctx.op("bit_shift", [ctx.input(node, 0), ctx.input(node, 1)], direction=direction)]
+
+
+@onnx_op("BitwiseXor", note="`bitwise_xor` (onnx_more family)")
+def _bitwise_xor(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op("bitwise_xor", [ctx.input(node, 0), ctx.input(node, 1)])]
+
+
+@onnx_op("BitwiseNot", note="`bitwise_not` (onnx_more family)")
+def _bitwise_not(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op("bitwise_not", [ctx.input(node, 0)])]
+
+
+@onnx_op("CumProd", note="`cumprod {axis, exclusive, reverse}` (onnx_more family)")
+def _cumprod(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    axis = _axis(int(ctx.const_input(node, 1, "axis").reshape(-1)[0]), _rank(ctx, x))
+    return [ctx.op("cumprod", [x], axis=axis, exclusive=bool(a.get("exclusive", 0)),
+                   reverse=bool(a.get("reverse", 0)))]
+
+
+@onnx_op("NonMaxSuppression",
+         note="`non_max_suppression {center_point_box}` ([n, 3] rows, n at run time)")
+def _nms(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    operands = [ctx.input(node, 0), ctx.input(node, 1)]
+    defaults = (np.zeros((), np.int64), np.zeros((), np.float32), None)
+    for i, default in zip((2, 3, 4), defaults, strict=True):
+        if ctx.has(node, i):
+            operands.append(ctx.input(node, i))
+        elif i < len(node.input) or default is not None:
+            if default is None:
+                break
+            operands.append(ctx.constant(default, f"nms/default{i}"))
+    return [ctx.op("non_max_suppression", operands,
+                   center_point_box=int(ctx.attrs(node).get("center_point_box", 0)))]
+
+
+@onnx_op("GridSample", note="`grid_sample {mode, padding_mode, align_corners}` (4-D input)")
+def _grid_sample(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    if _rank(ctx, x) != 4:
+        ctx.unsupported(node, f"a rank-{_rank(ctx, x)} input (only 2-D sampling, NCHW)")
+    mode = str(a.get("mode", "linear"))
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    return [ctx.op("grid_sample", [x, ctx.input(node, 1)], mode=mode,
+                   padding_mode=str(a.get("padding_mode", "zeros")),
+                   align_corners=bool(a.get("align_corners", 0)))]
+
+
+@onnx_op("StringConcat", note="`string_concat` (onnx_more family)")
+def _string_concat(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op("string_concat", [ctx.input(node, 0), ctx.input(node, 1)])]
+
+
+@onnx_op("RegexFullMatch", note="`regex_full_match {pattern}` (Python `re` syntax)")
+def _regex_full_match(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    pattern = str(ctx.attrs(node).get("pattern", ""))
+    return [ctx.op("regex_full_match", [ctx.input(node, 0)], pattern=pattern)]
+
+
+@onnx_op("BitCast", note="`bitcast {to}` (same element size)")
+def _bitcast(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    to = tg_dtype(int(ctx.attrs(node)["to"]), where=f"{ctx.origin}: node {node.name!r}: ")
+    return [ctx.op("bitcast", [ctx.input(node, 0)], to=to)]
+
+
+@onnx_op("Det", note="`det` (onnx_more family)")
+def _det(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    return [ctx.op("det", [ctx.input(node, 0)])]
+
+
+@onnx_op("ReverseSequence", note="`reverse_sequence {batch_axis, time_axis}`")
+def _reverse_sequence(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    return [ctx.op("reverse_sequence", [ctx.input(node, 0), ctx.input(node, 1)],
+                   batch_axis=int(a.get("batch_axis", 1)), time_axis=int(a.get("time_axis", 0)))]
+
+
+@onnx_op("Compress", note="`compress {axis}` (the result size known at run time)")
+def _compress(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    axis = [int(a["axis"])] if "axis" in a else []
+    return [ctx.op("compress", [ctx.input(node, 0), ctx.input(node, 1)], axis=axis)]
+
+
+@onnx_op("Unique", note="`unique {axis, sorted}` (four results, sizes known at run time)")
+def _unique(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    axis = [int(a["axis"])] if "axis" in a else []
+    return list(ctx.op("unique", [ctx.input(node, 0)], axis=axis,
+                       sorted=bool(a.get("sorted", 1)), n_results=4))

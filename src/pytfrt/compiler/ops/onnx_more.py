@@ -1,0 +1,168 @@
+"""Catalogue family: more ONNX ops with no core equivalent (bit ops, CumProd, reductions in
+ScatterND, NonMaxSuppression, GridSample, string ops).
+
+Each exists because composing it from core ops is impossible (bit shifts, string kernels, a
+data-dependent result size) or much slower:
+
+* ``bit_shift(x, y) {direction}`` -- ONNX ``BitShift`` (unsigned integers, NumPy broadcasting);
+* ``bitwise_xor(x, y)``, ``bitwise_not(x)`` -- ONNX ``BitwiseXor`` / ``BitwiseNot``;
+* ``cumprod(x) {axis, exclusive, reverse}`` -- ONNX ``CumProd`` with a constant axis;
+* ``scatter_nd_reduce(data, indices, updates) {reduction}`` -- ONNX ``ScatterND`` with
+  ``reduction`` add, mul, max or min;
+* ``non_max_suppression(boxes, scores, max_out, iou, score) {center_point_box}`` -- ONNX
+  ``NonMaxSuppression``: ``[n, 3]`` i64 (batch, class, box) rows, ``n`` known at run time;
+* ``grid_sample(x, grid) {mode, padding_mode, align_corners}`` -- ONNX ``GridSample`` on NCHW;
+* ``string_concat(a, b)``, ``regex_full_match(x) {pattern}`` -- ONNX's string ops;
+* ``bitcast {to}``, ``det``, ``reverse_sequence {batch_axis, time_axis}``, ``compress {axis}``
+  and ``unique {axis, sorted}`` (four results) -- the ONNX ops of those names (``axis = []``:
+  over the flattened input).
+
+Compute functions: :mod:`pytfrt.backends.cpu.onnx_kernels`.  Filled at import, then read only.
+"""
+
+from __future__ import annotations
+
+from pytfrt.compiler.ops.base import (
+    AttrSpec,
+    InferContext,
+    broadcast_shapes,
+    define,
+    norm_axis,
+    same_dtype,
+)
+from pytfrt.compiler.types import INT_DTYPES, TType
+
+
+def _int_binary(ctx: InferContext) -> list[TType]:
+    dtype = same_dtype(ctx)
+    if dtype not in INT_DTYPES and dtype != "i1":
+        raise ctx.error(f"operands must be integers, got {dtype}")
+    return [TType(dtype, broadcast_shapes(ctx, ctx.inputs[0].shape, ctx.inputs[1].shape))]
+
+
+def _int_unary(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    if x.dtype not in INT_DTYPES and x.dtype != "i1":
+        raise ctx.error(f"operand must be an integer, got {x.dtype}")
+    return [x]
+
+
+def _cumprod(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    norm_axis(ctx, ctx.attrs["axis"], x.rank)
+    return [x]
+
+
+def _scatter_nd_reduce(ctx: InferContext) -> list[TType]:
+    data, idx, _ = ctx.inputs
+    if idx.dtype not in INT_DTYPES:
+        raise ctx.error(f"indices must be integers, got {idx.dtype}")
+    same_dtype(ctx, [0, 2])
+    return [data]
+
+
+def _nms(ctx: InferContext) -> list[TType]:
+    boxes, scores = ctx.inputs[0], ctx.inputs[1]
+    if boxes.rank not in (None, 3) or scores.rank not in (None, 3):
+        raise ctx.error(f"boxes and scores must have rank 3, got {boxes} and {scores}")
+    return [TType("i64", (None, 3))]
+
+
+def _grid_sample(ctx: InferContext) -> list[TType]:
+    x, grid = ctx.inputs
+    if x.rank not in (None, 4) or grid.rank not in (None, 4):
+        raise ctx.error(f"x and grid must have rank 4 (2-D sampling), got {x} and {grid}")
+    n = x.shape[0] if x.shape else None
+    c = x.shape[1] if x.shape else None
+    h, w = (grid.shape[1], grid.shape[2]) if grid.shape else (None, None)
+    return [TType(x.dtype, (n, c, h, w))]
+
+
+def _string_binary(ctx: InferContext) -> list[TType]:
+    if same_dtype(ctx) != "string":
+        raise ctx.error("operands must be strings")
+    return [TType("string", broadcast_shapes(ctx, ctx.inputs[0].shape, ctx.inputs[1].shape))]
+
+
+def _regex(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    if x.dtype != "string":
+        raise ctx.error("the operand must be strings")
+    return [TType("i1", x.shape)]
+
+
+define("bit_shift", ("x", "y"), _int_binary,
+       {"direction": AttrSpec("str", choices=("LEFT", "RIGHT"))}, family="onnx",
+       doc="ONNX BitShift")
+define("bitwise_xor", ("x", "y"), _int_binary, family="onnx", doc="ONNX BitwiseXor")
+define("bitwise_not", ("x",), _int_unary, family="onnx", doc="ONNX BitwiseNot")
+define("cumprod", ("x",), _cumprod,
+       {"axis": AttrSpec("int"), "exclusive": AttrSpec("bool", False),
+        "reverse": AttrSpec("bool", False)}, family="onnx", doc="ONNX CumProd (constant axis)")
+define("scatter_nd_reduce", ("data", "indices", "updates"), _scatter_nd_reduce,
+       {"reduction": AttrSpec("str", choices=("add", "mul", "max", "min"))}, family="onnx",
+       doc="ONNX ScatterND with a reduction")
+define("non_max_suppression", ("boxes", "scores", "max_out?", "iou?", "score?"), _nms,
+       {"center_point_box": AttrSpec("int", 0)}, family="onnx", doc="ONNX NonMaxSuppression")
+define("grid_sample", ("x", "grid"), _grid_sample,
+       {"mode": AttrSpec("str", "linear", choices=("linear", "nearest", "cubic")),
+        "padding_mode": AttrSpec("str", "zeros", choices=("zeros", "border", "reflection")),
+        "align_corners": AttrSpec("bool", False)}, family="onnx", doc="ONNX GridSample (2-D)")
+define("string_concat", ("a", "b"), _string_binary, family="onnx", doc="ONNX StringConcat")
+define("regex_full_match", ("x",), _regex, {"pattern": AttrSpec("str")}, family="onnx",
+       doc="ONNX RegexFullMatch")
+
+
+def _bitcast(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    from pytfrt.compiler.types import np_dtype
+
+    to = ctx.attrs["to"]
+    if "string" in (x.dtype, to) or np_dtype(x.dtype).itemsize != np_dtype(to).itemsize:
+        raise ctx.error(f"cannot reinterpret {x.dtype} as {to} (sizes differ)")
+    return [TType(to, x.shape)]
+
+
+def _det(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    if x.rank is not None and x.rank < 2:
+        raise ctx.error(f"needs rank >= 2, got {x}")
+    return [TType(x.dtype, None if x.shape is None else x.shape[:-2])]
+
+
+def _reverse_sequence(ctx: InferContext) -> list[TType]:
+    return [ctx.inputs[0]]
+
+
+def _compress(ctx: InferContext) -> list[TType]:
+    x = ctx.inputs[0]
+    axis = ctx.attrs["axis"][0] if ctx.attrs["axis"] else None
+    if axis is None or x.shape is None:
+        return [TType(x.dtype, (None,) if axis is None else None)]
+    shape = list(x.shape)
+    shape[norm_axis(ctx, axis, x.rank)] = None
+    return [TType(x.dtype, tuple(shape))]
+
+
+def _unique(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    axis = ctx.attrs["axis"][0] if ctx.attrs["axis"] else None
+    if axis is None or x.shape is None:
+        y = TType(x.dtype, (None,) if axis is None else None)
+    else:
+        shape = list(x.shape)
+        shape[norm_axis(ctx, axis, x.rank)] = None
+        y = TType(x.dtype, tuple(shape))
+    return [y, TType("i64", (None,)), TType("i64", (None,)), TType("i64", (None,))]
+
+
+define("bitcast", ("x",), _bitcast, {"to": AttrSpec("dtype")}, family="onnx",
+       doc="ONNX BitCast (same element size)")
+define("det", ("x",), _det, family="onnx", doc="ONNX Det")
+define("reverse_sequence", ("x", "lengths"), _reverse_sequence,
+       {"batch_axis": AttrSpec("int", 1), "time_axis": AttrSpec("int", 0)}, family="onnx",
+       doc="ONNX ReverseSequence")
+define("compress", ("x", "condition"), _compress, {"axis": AttrSpec("ints", ())},
+       family="onnx", doc="ONNX Compress")
+define("unique", ("x",), _unique, {"axis": AttrSpec("ints", ()), "sorted": AttrSpec("bool", True)},
+       family="onnx", num_results=4, doc="ONNX Unique (Y, indices, inverse_indices, counts)")
