@@ -532,6 +532,7 @@ def main() -> None:
                         help="hostile saved models per verify mode")
     parser.add_argument("--model-verify", choices=("on", "both"), default="both",
                         help="load with digests verified only, or also with verify=False")
+    parser.add_argument("--out", default="fuzz.json", help="results file in benchmarks/results")
     args = parser.parse_args()
     chosen = set(args.categories.split(","))
     signal.signal(signal.SIGALRM, _alarm)
@@ -580,7 +581,7 @@ def main() -> None:
         for line in found:
             print(f"{name}: {line}")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "fuzz.json").write_text(json.dumps({
+    (RESULTS / args.out).write_text(json.dumps({
         "seconds_per_category": args.seconds, "seed": args.seed, "seeds": len(seeds),
         "date": time.strftime("%Y-%m-%d"), "nproc": os.cpu_count(),
         "python": platform.python_version(),

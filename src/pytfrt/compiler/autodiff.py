@@ -1060,6 +1060,9 @@ NO_RULE: dict[str, str] = {
     "yield": "the terminator of a fused region (made by the passes, after differentiation)",
     "recurrent": "imported from ONNX/Keras inference graphs only (a traced program's loops "
                  "are tg.while, which has its rule)",
+    **{op: "an ONNX op (compiler/ops/onnx_more.py), imported from inference graphs only"
+       for op in ("cumprod", "det", "grid_sample", "reverse_sequence", "scatter_nd_reduce",
+                  "compress", "unique")},
 }
 """Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
 raised when one is on a differentiated path says it)."""

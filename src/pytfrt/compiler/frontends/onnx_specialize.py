@@ -115,8 +115,12 @@ class SpecializingModel:
         from pytfrt.compiler.api import compile_module
         from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter
 
+        declared = {i.name: len(i.type.tensor_type.shape.dim) for i in self.model.graph.input
+                    if i.type.tensor_type.HasField("shape")}
+        # the call's shapes, where the model declares that rank (else its declaration stands
+        # and the call is checked against it)
         shapes = {n: a.shape for n, a in zip(self.input_names, arrays, strict=True)
-                  if n not in baked}
+                  if n not in baked and declared.get(n, a.ndim) == a.ndim}
         values = {n: a for n, a in zip(self.input_names, arrays, strict=True) if n in baked}
         gm = OnnxGraphImporter(self.model, self.origin).run(shapes, values)
         return compile_module(gm, host=self.host)

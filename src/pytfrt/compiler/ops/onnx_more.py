@@ -93,9 +93,11 @@ def _regex(ctx: InferContext) -> list[TType]:
 
 define("bit_shift", ("x", "y"), _int_binary,
        {"direction": AttrSpec("str", choices=("LEFT", "RIGHT"))}, family="onnx",
-       doc="ONNX BitShift")
-define("bitwise_xor", ("x", "y"), _int_binary, family="onnx", doc="ONNX BitwiseXor")
-define("bitwise_not", ("x",), _int_unary, family="onnx", doc="ONNX BitwiseNot")
+       doc="ONNX BitShift", differentiable=False)
+define("bitwise_xor", ("x", "y"), _int_binary, family="onnx", doc="ONNX BitwiseXor",
+       differentiable=False)
+define("bitwise_not", ("x",), _int_unary, family="onnx", doc="ONNX BitwiseNot",
+       differentiable=False)
 define("cumprod", ("x",), _cumprod,
        {"axis": AttrSpec("int"), "exclusive": AttrSpec("bool", False),
         "reverse": AttrSpec("bool", False)}, family="onnx", doc="ONNX CumProd (constant axis)")
@@ -103,14 +105,16 @@ define("scatter_nd_reduce", ("data", "indices", "updates"), _scatter_nd_reduce,
        {"reduction": AttrSpec("str", choices=("add", "mul", "max", "min"))}, family="onnx",
        doc="ONNX ScatterND with a reduction")
 define("non_max_suppression", ("boxes", "scores", "max_out?", "iou?", "score?"), _nms,
-       {"center_point_box": AttrSpec("int", 0)}, family="onnx", doc="ONNX NonMaxSuppression")
+       {"center_point_box": AttrSpec("int", 0)}, family="onnx", doc="ONNX NonMaxSuppression",
+       differentiable=False)
 define("grid_sample", ("x", "grid"), _grid_sample,
        {"mode": AttrSpec("str", "linear", choices=("linear", "nearest", "cubic")),
         "padding_mode": AttrSpec("str", "zeros", choices=("zeros", "border", "reflection")),
         "align_corners": AttrSpec("bool", False)}, family="onnx", doc="ONNX GridSample (2-D)")
-define("string_concat", ("a", "b"), _string_binary, family="onnx", doc="ONNX StringConcat")
+define("string_concat", ("a", "b"), _string_binary, family="onnx", doc="ONNX StringConcat",
+       differentiable=False)
 define("regex_full_match", ("x",), _regex, {"pattern": AttrSpec("str")}, family="onnx",
-       doc="ONNX RegexFullMatch")
+       doc="ONNX RegexFullMatch", differentiable=False)
 
 
 def _bitcast(ctx: InferContext) -> list[TType]:
@@ -157,7 +161,7 @@ def _unique(ctx: InferContext) -> list[TType]:
 
 
 define("bitcast", ("x",), _bitcast, {"to": AttrSpec("dtype")}, family="onnx",
-       doc="ONNX BitCast (same element size)")
+       doc="ONNX BitCast (same element size)", differentiable=False)
 define("det", ("x",), _det, family="onnx", doc="ONNX Det")
 define("reverse_sequence", ("x", "lengths"), _reverse_sequence,
        {"batch_axis": AttrSpec("int", 1), "time_axis": AttrSpec("int", 0)}, family="onnx",
