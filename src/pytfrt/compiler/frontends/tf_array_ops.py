@@ -300,24 +300,37 @@ def _invert_permutation(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 
 @tf_op(
     "UnsortedSegmentSum",
-    tg="`reshape`, `matmul`",
-    note="constant segment ids and count: a matmul by the 0/1 segment matrix",
+    tg="`reshape`, `matmul`, `one_hot`",
+    note="a constant count; a matmul by the 0/1 segment matrix (one-hot rows for run-time ids)",
 )
 def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     data, ids_tv, count_tv = ins
-    ids = np.asarray(cx.ints(ids_tv, "segment ids")).reshape(np.asarray(ids_tv.const).shape)
     (count,) = cx.ints(count_tv, "num_segments")
-    if data.shape is None or data.dtype is None:
-        raise ConversionError("the data's rank must be known")
-    rest = list(data.shape[ids.ndim :])
-    flat = ids.reshape(-1)
-    matrix = np.zeros((count, flat.size), dtype=tg_to_np(data.dtype))
-    ok = (flat >= 0) & (flat < count)
-    matrix[flat[ok], np.nonzero(ok)[0]] = 1  # ids out of range are dropped, as TF
+    if data.shape is None or data.dtype is None or ids_tv.rank is None:
+        raise ConversionError("the data's and the segment ids' ranks must be known")
+    rest = list(data.shape[ids_tv.rank :])
     if None in rest:
         raise ConversionError("the data's trailing dimensions must be static")
-    rows = cx.reshape(data, [flat.size, math.prod(rest)])  # type: ignore[arg-type]
-    out = cx.op("matmul", [cx.const(matrix), rows])
+    width = math.prod(rest)  # type: ignore[arg-type]
+    if ids_tv.const is not None:
+        flat = np.asarray(ids_tv.const).reshape(-1)
+        matrix = np.zeros((count, flat.size), dtype=tg_to_np(data.dtype))
+        ok = (flat >= 0) & (flat < count)
+        matrix[flat[ok], np.nonzero(ok)[0]] = 1  # ids out of range are dropped, as TF
+        rows = cx.reshape(data, [flat.size, width])
+        out = cx.op("matmul", [cx.const(matrix), rows])
+    else:  # ids known at run time (Adam on an Embedding): one-hot rows, then a matmul
+        hot = cx.op(
+            "one_hot",
+            [
+                cx.reshape(ids_tv, [-1]),
+                cx.scalar(count, "i32"),
+                cx.scalar(1, data.dtype),
+                cx.scalar(0, data.dtype),
+            ],
+            axis=-1,
+        )
+        out = cx.op("matmul", [hot, cx.reshape(data, [-1, width])], transpose_a=True)
     return [cx.reshape(out, [count, *rest])]
 
 
