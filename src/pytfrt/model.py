@@ -691,7 +691,7 @@ def save_model(model: CompiledModel, path: str | os.PathLike[str]) -> None:
     current = model.variables
     for name, w in zip(model.weight_names, model._weights, strict=True):
         w = current.get(name, w)
-        arr = np.ascontiguousarray(w)
+        arr = np.asarray(w, order="C")  # not ascontiguousarray: it makes a scalar 1-D
         storage = _BTF_STORAGE.get(arr.dtype.name)
         stored.append(arr.view(storage) if storage is not None else arr)
         entries.append({"name": name, "dtype": arr.dtype.name, "shape": list(arr.shape)})

@@ -109,3 +109,23 @@ def test_load_rejects_what_is_not_a_saved_model(tmp_path: Path) -> None:
         pytfrt.load(tmp_path / "m2")
     with pytest.raises(ModelError, match="not a valid BTF weights file"):
         pytfrt.load(tmp_path / "m2", verify=False)
+
+
+def test_a_scalar_weight_keeps_its_rank_through_save_and_load(tmp_path: Path) -> None:
+    # A 0-d constant used to be saved as shape [1], so the loaded model broadcast its scalar
+    # result to [1] (the output check now reports such a program).
+    from pytfrt.compiler.api import parse_graph
+
+    gm = parse_graph("""
+module {
+  func.func @main(%x: tensor<f32>) -> tensor<f32>
+      attributes {tg.input_names = ["x"], tg.output_names = ["y"]} {
+    %c = "tg.constant"() {value = dense<2.5> : tensor<f32>} : () -> tensor<f32>
+    %y = "tg.mul"(%x, %c) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    func.return %y : tensor<f32>
+  }
+}""")
+    model = compile_module(gm, optimize=False)
+    model.save(tmp_path / "m")
+    out = pytfrt.load(tmp_path / "m")(np.float32(2))
+    assert out.shape == () and out == np.float32(5)
