@@ -451,8 +451,6 @@ class Driver:
             fn = bef.functions[index]
             if init and fn.name == init:
                 continue
-            if not fn.name:  # a region body
-                continue
             if fn.num_arguments:
                 _out(f"--- Not running '{fn.name}' because it has arguments.")
                 continue
