@@ -25,12 +25,14 @@ class UnsupportedOpError(GraphError):
         op_type: the source op type (``"Conv3D"``, ``"NonMaxSuppression"``).
         node: the node name in the source graph.
         where: the source (a file, or the Python frame that created the node).
+        detail: why, when more is known than the op type (e.g. an attribute or operand).
     """
 
     def __init__(self, op_type: str, node: str = "", where: str = "", detail: str = "") -> None:
         self.op_type = op_type
         self.node = node
         self.where = where
+        self.detail = detail
         msg = f"unsupported op '{op_type}'"
         if node:
             msg += f" (node '{node}')"

@@ -128,3 +128,16 @@ def test_scatter_into_a_variable_is_not_dropped(tf: Any, op: str) -> None:
     (name,) = compiled.variables
     np.testing.assert_allclose(compiled.variables[name], v.numpy(), rtol=1e-6)
     assert not np.array_equal(v.numpy(), start)
+
+
+def test_an_unsupported_op_names_the_keras_layer_that_made_it(tf: Any) -> None:
+    keras = tf.keras
+    inp = keras.Input((3,), name="x")
+    out = keras.layers.Lambda(lambda t: tf.math.igamma(t, t), name="gamma_part")(inp)
+    model = keras.Model(inp, out)
+    with pytest.raises(pytfrt.UnsupportedOpError) as info:
+        pytfrt.compile(model)
+    message = str(info.value)
+    assert "unsupported op 'Igamma'" in message
+    assert "made by Keras layer 'gamma_part' (Lambda)" in message
+    assert "docs/ops.md" in message and "--backend=tensorflow" in message

@@ -26,12 +26,14 @@ Not thread-safe per call (each call builds its own module).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from pytfrt.compiler.builder import GraphBuilder, GraphModule
+from pytfrt.compiler.errors import UnsupportedOpError
 from pytfrt.compiler.frontends.tf_graph import FunctionContext, GraphImporter, LibraryGraph
 from pytfrt.compiler.frontends.tf_registry import load_all
 from pytfrt.compiler.frontends.tf_values import TV, OtherResource, ResourceRef, tf_dtype_name
@@ -75,7 +77,32 @@ def import_tf(
     """
     src = _source(obj, input_signature, signature)
     load_all()
-    return _import_concrete(src)
+    try:
+        return _import_concrete(src)
+    except UnsupportedOpError as exc:
+        layer = _keras_layer_of(obj, exc.node) if _is_keras_model(obj) else None
+        if layer is None:
+            raise
+        made_by = f"made by Keras layer '{layer.name}' ({type(layer).__name__})"
+        raise UnsupportedOpError(exc.op_type, exc.node, exc.where,
+                                 f"{made_by}; {exc.detail}" if exc.detail else made_by) from exc
+
+
+def _keras_layer_of(model: Any, node: str) -> Any:
+    """The layer of ``model`` whose name scope made the TF node ``node``, if one is found.
+
+    Node names hold the scopes of the layers that made them (``functional_1/conv3d_1/op``);
+    TensorFlow may add a ``_N`` suffix to a scope that Keras's layer name does not have.
+    """
+    try:
+        layers = {layer.name: layer for layer in model._flatten_layers(include_self=False)}
+    except (AttributeError, TypeError):
+        return None
+    for scope in reversed(node.split("/")[:-1]):
+        for name in (scope, re.sub(r"_\d+$", "", scope)):
+            if name in layers:
+                return layers[name]
+    return None
 
 
 # -- getting a concrete function --------------------------------------------------------------
