@@ -57,6 +57,8 @@ MODULE_LAYERS = {
     "pytfrt.function": "function",
     # ONNX's backend API over pytfrt.compile: a compiler front door, like pytfrt.function.
     "pytfrt.onnx_backend": "function",
+    # pytfrt.keras.fit: compiles a Keras model's train step with pytfrt.compile (TF lazily).
+    "pytfrt.keras": "function",
 }
 ALLOWED["eager"] = ALLOWED["core_runtime"] | {"core_runtime"}
 ALLOWED["kernel_libraries"] = {
