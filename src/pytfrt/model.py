@@ -117,8 +117,8 @@ def _input_checker(index: int, spec: TensorSpec, casting: str = "exact"
                    ) -> Callable[[Any], np.ndarray]:
     """A function that checks one input and returns it as an ndarray (no copy for a matching
     ndarray; other array-likes are converted).  With ``casting == "cast"`` (the Keras rule,
-    :data:`pytfrt.signature.CASTINGS`) an array of another numeric dtype is converted when no
-    fraction is lost (float64 -> float32, ints and bools -> floats, narrower ints -> wider);
+    :data:`pytfrt.signature.CASTINGS`) an array of another numeric dtype is converted unless a
+    float would become an integer (float64 -> float32, ints and bools -> floats, ints -> ints);
     with ``"exact"`` it is refused with the conversion to write.
 
     Raises (from the returned function):
