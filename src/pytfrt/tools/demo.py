@@ -136,8 +136,8 @@ def _run_resnet50(args: argparse.Namespace) -> int:
         size = sum(f.stat().st_size for f in Path(saved_dir).iterdir())
         reloaded = pytfrt.load(saved_dir)
         again = _single(reloaded(image))
-        # Bit-identical unless the CPU library picked another blocking for the reloaded
-        # model's primitives (e.g. after TensorFlow changed the OpenMP thread settings).
+        # Expected bit-identical; one run under heavy load was not (cause not found), so a
+        # difference is reported by its size, and fails the demo above 1e-5.
         drift = float(np.max(np.abs(again - ours)) / max(float(np.max(np.abs(ours))), 1e-30))
         same = "identical outputs" if np.array_equal(again, ours) else (
             f"outputs within {drift:.1e} relative")
