@@ -201,6 +201,11 @@ def _render_output_checks(specs: Sequence[TensorSpec], outs: list[str], ns: dict
     return lines
 
 
+def _one_dict(args: tuple[Any, ...]) -> bool:
+    """Whether a call's positional arguments are one dict of inputs by name."""
+    return len(args) == 1 and type(args[0]) is dict
+
+
 def _convert_dtype(x: np.ndarray, want: np.dtype, casting: str, label: str) -> np.ndarray:
     """``x`` as ``want`` under the model's casting rule (see :func:`_input_checker`)."""
     numeric = "biuf"
@@ -485,7 +490,7 @@ class CompiledModel:
         return tuple(check(x) for check, x in zip(self._checks, args, strict=True))
 
     def _bind_named(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        if not kwargs and len(args) == 1 and type(args[0]) is dict:
+        if not kwargs and _one_dict(args):
             kwargs = args[0]  # model({"a": ..., "b": ...}) as Keras takes it
             args = ()
         slots: list[Any] = list(args) + [_MISSING] * (self._n_inputs - len(args))
@@ -513,10 +518,16 @@ class CompiledModel:
             InputError: wrong input count, name, dtype or shape.
             ModelError: a kernel failed.
         """
-        if kwargs or (len(args) == 1 and type(args[0]) is dict and self._n_inputs > 0):
+        if kwargs:
             args = self._bind_named(args, kwargs)
         try:
             return self._call(args)
+        except InputError:
+            # model({"a": ..., "b": ...}) as Keras takes it: bound by name only once the
+            # positional check has failed, so the hot path pays nothing for it.
+            if _one_dict(args) and all(type(k) is str for k in args[0]):
+                return self(**args[0])
+            raise
         except ModelError as exc:
             raise self._explain(args, exc) from None
 
@@ -557,7 +568,7 @@ class CompiledModel:
         Input errors are raised at once (:class:`InputError`); a kernel failure makes the
         AsyncValue an error.
         """
-        if kwargs:
+        if kwargs or _one_dict(args):
             args = self._bind_named(args, kwargs)
         arrays = self._checked(args)
         return self.host.enqueue_work(lambda: self._call(arrays))

@@ -97,3 +97,10 @@ def test_different_batch_sizes_name_the_inputs(onnx_rule: CompiledModel) -> None
     with pytest.raises(ModelError, match=r"the inputs have different batch sizes \('a' has 2, "
                                          r"'b' has 3\)"):
         onnx_rule(a, b)
+
+
+def test_call_async_takes_a_dict_too(onnx_rule: CompiledModel) -> None:
+    a, b = A.astype(np.float32), B.astype(np.float32)
+    av = onnx_rule.call_async({"a": a, "b": b})
+    onnx_rule.host.await_values([av])
+    np.testing.assert_array_equal(av.get(), np.concatenate([a, b], 1))
