@@ -170,3 +170,98 @@ def test_qdq_graph_compiles_and_runs() -> None:
     xq_ref = np.clip(np.rint(xin / np.float32(0.02)) + 128, 0, 255)
     ref = ((xq_ref - 128) * np.float32(0.02)).astype(np.float32) @ (wq * ws)
     np.testing.assert_allclose(model(xin), ref, rtol=1e-5, atol=1e-5)
+
+
+def _qconv_case(rng: np.random.Generator, *, groups: int = 1, stride: int = 1,
+                dtype: str = "ui8", act: str = "none", residual: bool = False,
+                n: int = 1, hw: int = 9, cin: int = 16, cout: int = 32) -> tuple[Any, ...]:
+    x = rng.integers(0, 256, (n, hw, hw, cin)).astype(np.uint8)
+    w = rng.integers(-127, 128, (3, 3, cin // groups, cout)).astype(np.int8)
+    ws = rng.uniform(0.001, 0.01, cout).astype(np.float32)
+    bias = rng.standard_normal(cout).astype(np.float32)
+    attrs = dict(layout="NHWC", strides=(stride, stride), pads=(1, 1, 1, 1), dilations=(1, 1),
+                 groups=groups, x_scale=0.02, x_zero_point=128, x_dtype="ui8", y_scale=0.05,
+                 y_zero_point=5 if dtype == "ui8" else 0, dtype=dtype, activation=act,
+                 alpha=0.0, residual_scale=0.03, residual_zero_point=7,
+                 epilogue_operands=(1, int(residual)))
+    return x, w, ws, bias, attrs
+
+
+def test_qconv2d_reference_matches_onnxruntime_qlinearconv() -> None:
+    """The NumPy reference against ONNX Runtime's QLinearConv (int32 bias = float bias /
+    (x_scale * w_scale)); u8 results equal or one step apart (requantisation rounding)."""
+    rng = np.random.default_rng(1)
+    x, w, ws, _, attrs = _qconv_case(rng)
+    b32 = rng.integers(-2000, 2000, w.shape[3]).astype(np.int32)
+    bias = (b32 * (np.float32(0.02) * ws)).astype(np.float32)
+    plan = quant.qconv2d_prepare(w, ws, bias, **attrs)
+    plan.dnnl = None
+    got = quant.qconv2d(x, plan).transpose(0, 3, 1, 2)
+    f32, u8 = np.float32, np.uint8
+    (ref,) = _ort_run("QLinearConv", {
+        "x": np.ascontiguousarray(x.transpose(0, 3, 1, 2)), "xs": np.asarray(0.02, f32),
+        "xz": np.asarray(128, u8), "w": np.ascontiguousarray(w.transpose(3, 2, 0, 1)),
+        "ws": ws, "wz": np.zeros(w.shape[3], np.int8), "ys": np.asarray(0.05, f32),
+        "yz": np.asarray(5, u8), "b": b32}, {"y": u8}, pads=[1, 1, 1, 1])
+    diff = np.abs(got.astype(np.int32) - ref.astype(np.int32))
+    assert diff.max() <= 1 and np.mean(diff) < 0.01
+
+
+@pytest.mark.parametrize("kw", [
+    {}, {"stride": 2, "act": "relu"}, {"residual": True, "n": 2}, {"groups": 16, "cout": 16},
+    {"dtype": "f32"}, {"dtype": "i8"}, {"residual": True, "act": "relu", "hw": 28, "cin": 32},
+])
+def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
+    """oneDNN's int8 convolution (bias, relu, residual with its own zero point, grouped,
+    batch/row parts) against the NumPy reference."""
+    from pytfrt.backends.cpu import _dnnl_int8
+
+    if _dnnl_int8.library() is None:
+        pytest.skip("oneDNN is not installed")
+    rng = np.random.default_rng(2)
+    x, w, ws, bias, attrs = _qconv_case(rng, **kw)
+    plan = quant.qconv2d_prepare(w, ws, bias, **attrs)
+    assert plan.dnnl is not None and plan.dnnl.ready(x.shape)
+    ref_plan = quant.qconv2d_prepare(w, ws, bias, **attrs)
+    ref_plan.dnnl = None
+    extra = []
+    if kw.get("residual"):
+        shape = quant.qconv2d(x, ref_plan).shape  # (no residual operand: shape only)
+        extra = [rng.integers(0, 256, shape).astype(np.uint8)]
+        ref = quant.qconv2d(x, ref_plan, *extra)
+    else:
+        ref = quant.qconv2d(x, ref_plan)
+    got = quant.qconv2d(x, plan, *extra)
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    if got.dtype == np.float32:
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+    else:
+        diff = np.abs(got.astype(np.int32) - ref.astype(np.int32))
+        assert diff.max() <= 1 and np.mean(diff) < 0.01
+
+
+@pytest.mark.parametrize("dtype", ["ui8", "f32"])
+def test_qmatmul_onednn_matches_reference(dtype: str) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (2, 5, 64)).astype(np.uint8)
+    w = rng.integers(-127, 128, (64, 24)).astype(np.int8)
+    ws = rng.uniform(0.001, 0.01, 24).astype(np.float32)
+    bias = rng.standard_normal(24).astype(np.float32)
+    attrs = dict(x_scale=0.02, x_zero_point=100, x_dtype="ui8", y_scale=0.1, y_zero_point=3,
+                 dtype=dtype, activation="relu", alpha=0.0, residual_scale=0.0,
+                 residual_zero_point=0, epilogue_operands=(1, 0))
+    plan = quant.qmatmul_prepare(w, ws, bias, **attrs)
+    ref_plan = quant.qmatmul_prepare(w, ws, bias, **attrs)
+    ref_plan.dnnl = None
+    got, ref = quant.qmatmul(x, plan), quant.qmatmul(x, ref_plan)
+    assert got.shape == (2, 5, 24) and got.dtype == ref.dtype
+    # the reference against plain float arithmetic on the dequantized operands
+    real = np.maximum(((x.astype(np.float64) - 100) * 0.02) @ (w * ws.astype(np.float64))
+                      + bias, 0)
+    if dtype == "f32":
+        np.testing.assert_allclose(ref, real, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+    else:
+        want = np.clip(np.rint(real / 0.1) + 3, 0, 255)
+        assert np.abs(ref.astype(np.int32) - want).max() <= 1
+        assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= 1

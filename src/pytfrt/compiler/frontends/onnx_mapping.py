@@ -1813,8 +1813,8 @@ from pytfrt.compiler.frontends import onnx_control as _onnx_control  # noqa: E40
 # Ops composed from catalogue ops (trigonometry, Hardmax, LpNormalization...) register on import.
 from pytfrt.compiler.frontends import onnx_more as _onnx_more  # noqa: E402,F401
 
-# LSTM, GRU and RNN register theirs (tg.recurrent) on import.
-from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401
-
 # The quantised operators (QuantizeLinear, DequantizeLinear, QLinearConv...) register on import.
 from pytfrt.compiler.frontends import onnx_quant as _onnx_quant  # noqa: E402,F401
+
+# LSTM, GRU and RNN register theirs (tg.recurrent) on import.
+from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401

@@ -21,6 +21,8 @@ Compute functions: :mod:`pytfrt.backends.cpu.quant`.  Filled at import, then rea
 
 from __future__ import annotations
 
+from typing import Any
+
 from pytfrt.compiler.ops.base import AttrSpec, InferContext, define, norm_axis
 from pytfrt.compiler.types import FLOAT_DTYPES, TType
 
@@ -100,3 +102,101 @@ define("dequantize_linear", ("q", "scale", "zero_point?"), _dequantize, dict(_AX
        family="quant", doc="ONNX DequantizeLinear", differentiable=False)
 define("dynamic_quantize_linear", ("x",), _dynamic, family="quant", num_results=3,
        doc="ONNX DynamicQuantizeLinear (y, y_scale, y_zero_point)", differentiable=False)
+
+
+# -- integer ops made by -tg-fold-quant -----------------------------------------------------
+
+
+def _q_split(attrs: dict[str, Any], n: int) -> tuple[list[int], list[int]]:
+    """qconv2d/qmatmul: prepared from (w, w_scale, bias?); run on (x, residual?)."""
+    flags = attrs.get("epilogue_operands", (0, 0))
+    prep, run = [1, 2], [0]
+    if flags[0]:
+        prep.append(3)
+    if flags[1]:
+        run.append(3 + flags[0])
+    return prep, run
+
+
+def _q_common(ctx: InferContext, cout: int | None) -> str:
+    """Checks shared by qconv2d and qmatmul; returns the result type."""
+    x, w, ws = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2]
+    a = ctx.attrs
+    if x.dtype not in ("ui8", "i8") or x.dtype != a["x_dtype"]:
+        raise ctx.error(f"the input must be ui8 or i8 (x_dtype {a['x_dtype']}), got {x.dtype}")
+    if w.dtype != "i8":
+        raise ctx.error(f"the weight must be i8, got {w.dtype}")
+    if ws.dtype != "f32" or ws.rank not in (None, 0, 1):
+        raise ctx.error(f"the weight scale must be a f32 scalar or vector, got {ws}")
+    if cout is not None and ws.shape and ws.shape[0] not in (None, 1, cout):
+        raise ctx.error(f"{ws.shape[0]} weight scales for {cout} output channels")
+    flags = a["epilogue_operands"]
+    if len(flags) != 2 or any(f not in (0, 1) for f in flags):
+        raise ctx.error(f"epilogue_operands must be two 0/1 flags, got {list(flags)}")
+    if len(ctx.inputs) != 3 + sum(flags):
+        raise ctx.error(f"takes {3 + sum(flags)} operands with epilogue_operands = "
+                        f"{list(flags)}, got {len(ctx.inputs)}")
+    if flags[0] and ctx.inputs[3].dtype != "f32":
+        raise ctx.error(f"the bias must be f32, got {ctx.inputs[3].dtype}")
+    if a["dtype"] not in ("ui8", "i8", "f32"):
+        raise ctx.error(f"the result must be ui8, i8 or f32, got {a['dtype']}")
+    if a["dtype"] != "f32" and not a["y_scale"] > 0:
+        raise ctx.error(f"y_scale must be positive, got {a['y_scale']}")
+    if not a["x_scale"] > 0:
+        raise ctx.error(f"x_scale must be positive, got {a['x_scale']}")
+    if flags[1] and ctx.inputs[-1].dtype != a["dtype"]:
+        raise ctx.error(f"the residual must be {a['dtype']}, got {ctx.inputs[-1].dtype}")
+    return str(a["dtype"])
+
+
+def _qconv2d(ctx: InferContext) -> list[TType]:
+    from pytfrt.compiler.ops.nn import _conv2d
+
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    a = ctx.attrs
+    nhwc = a["layout"] == "NHWC"
+    cout = None if w.shape is None else (w.shape[3] if nhwc else w.shape[0])
+    dtype = _q_common(ctx, cout)
+    conv_attrs = {k: a[k] for k in ("layout", "strides", "pads", "dilations", "groups")}
+    sub = InferContext("qconv2d", [TType("f32", x.shape), TType("f32", w.shape)],
+                       {**conv_attrs, "padding": "", "activation": "none", "alpha": 0.0,
+                        "epilogue_operands": (0, 0)})
+    (out,) = _conv2d(sub)
+    return [TType(dtype, out.shape)]
+
+
+def _qmatmul(ctx: InferContext) -> list[TType]:
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    if w.rank not in (None, 2):
+        raise ctx.error(f"the weight must be 2-D [K, N], got {w}")
+    n = None if w.shape is None else w.shape[1]
+    dtype = _q_common(ctx, n)
+    if x.shape is None:
+        return [TType(dtype, None)]
+    k = None if w.shape is None else w.shape[0]
+    if x.shape[-1] is not None and k is not None and x.shape[-1] != k:
+        raise ctx.error(f"inner dimensions differ: {x} @ {w}")
+    return [TType(dtype, (*x.shape[:-1], n))]
+
+
+_Q_ATTRS = {
+    "x_scale": AttrSpec("float"), "x_zero_point": AttrSpec("int", 0),
+    "x_dtype": AttrSpec("dtype", "ui8"),
+    "y_scale": AttrSpec("float", 0.0), "y_zero_point": AttrSpec("int", 0),
+    "dtype": AttrSpec("dtype", "ui8"),
+    "activation": AttrSpec("str", "none", implicit=True, choices=("none", "relu")),
+    "alpha": AttrSpec("float", 0.0, implicit=True),
+    "residual_scale": AttrSpec("float", 0.0, implicit=True),
+    "residual_zero_point": AttrSpec("int", 0, implicit=True),
+    "epilogue_operands": AttrSpec("ints", (0, 0), implicit=True),
+}
+
+define("qconv2d", ("x", "w", "w_scale", "extra*"), _qconv2d,
+       {"layout": AttrSpec("str", choices=("NHWC", "NCHW")), "strides": AttrSpec("ints", (1, 1)),
+        "pads": AttrSpec("ints", (0, 0, 0, 0)), "dilations": AttrSpec("ints", (1, 1)),
+        "groups": AttrSpec("int", 1), **_Q_ATTRS},
+       family="quant", doc="int8 convolution with requantisation (made by -tg-fold-quant)",
+       differentiable=False, prepare="qconv2d.prepare", prepare_operands=_q_split)
+define("qmatmul", ("x", "w", "w_scale", "extra*"), _qmatmul, dict(_Q_ATTRS),
+       family="quant", doc="int8 matrix product with requantisation (made by -tg-fold-quant)",
+       differentiable=False, prepare="qmatmul.prepare", prepare_operands=_q_split)
