@@ -124,8 +124,10 @@ def compile(obj: Any, input_signature: Any = None, *, signature: str | None = No
     Raises:
         GraphError / UnsupportedOpError: the model cannot be expressed or is malformed.
     """
-    return compile_module(to_graph(obj, input_signature, signature=signature),
-                          optimize=optimize, host=host)
+    model = compile_module(to_graph(obj, input_signature, signature=signature),
+                           optimize=optimize, host=host)
+    model.source = (obj, input_signature, signature)
+    return model
 
 
 @functools.cache

@@ -238,14 +238,25 @@ def broadcast_gradient_args(s0: np.ndarray, s1: np.ndarray) -> tuple[np.ndarray,
 
 
 def _forward(
-    op: str, module: str, operands: tuple[str, ...], attrs: tuple[str, ...], doc: str
+    op: str, module: str, operands: tuple[str, ...], attrs: tuple[str, ...], doc: str,
+    fast: str | None = None,
 ) -> Callable[..., Any]:
     """Register ``op`` as ``pytfrt.backends.cpu.<module>.<op>`` called with ``operands`` and
     ``attrs`` (all required), minus ``static_shape`` (the result's shape, which the callee works
-    out itself). The explicit signature is what ``graph_kernels.make_kernel`` reads."""
+    out itself). The explicit signature is what ``graph_kernels.make_kernel`` reads.
+
+    ``fast`` names a function of :mod:`pytfrt.backends.cpu._dnnl_conv_bwd` tried first with
+    the same arguments; its ``None`` (oneDNN does not take the call) means the module's op runs.
+    """
 
     def compute(*args: np.ndarray, **kw: Any) -> np.ndarray:
         kw.pop("static_shape", None)
+        if fast is not None:
+            from pytfrt.backends.cpu import _dnnl_conv_bwd
+
+            out = getattr(_dnnl_conv_bwd, fast)(*args, **kw)
+            if out is not None:
+                return out  # type: ignore[no-any-return]
         # Imported at first call: the convolution and pooling modules are heavy (Numba).
         target = getattr(importlib.import_module(f"pytfrt.backends.cpu.{module}"), op)
         return target(*args, **kw)  # type: ignore[no-any-return]
@@ -263,11 +274,15 @@ _CONV = ("layout", "strides", "dilations", "pads", "groups", "static_shape")
 _POOL = ("layout", "ksize", "strides", "pads", "dilations", "ceil_mode")
 conv2d_backprop_input = _forward(
     "conv2d_backprop_input", "conv", ("input_shape", "w", "dy"), _CONV,
-    "The gradient of ``conv2d`` with respect to its input (``conv.conv2d_backprop_input``).",
+    "The gradient of ``conv2d`` with respect to its input (oneDNN's backward data, else "
+    "``conv.conv2d_backprop_input``).",
+    fast="backprop_input",
 )
 conv2d_backprop_filter = _forward(
     "conv2d_backprop_filter", "conv", ("x", "filter_shape", "dy"), _CONV,
-    "The gradient of ``conv2d`` with respect to its filter (``conv.conv2d_backprop_filter``).",
+    "The gradient of ``conv2d`` with respect to its filter (oneDNN's backward weights, else "
+    "``conv.conv2d_backprop_filter``).",
+    fast="backprop_filter",
 )
 max_pool2d_grad = _forward(
     "max_pool2d_grad", "pooling", ("x", "y", "dy"), _POOL,
