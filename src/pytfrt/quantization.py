@@ -12,30 +12,30 @@ shadow the function ``pytfrt.quantize`` as an attribute of the package.)
 What it does (``docs/quantization.md`` is the user's view):
 
 1. The model's graph (the front end, or the source a :class:`CompiledModel` was compiled from)
-   goes through the float passes that change what is computed where (:data:`PRE_PASSES`:
-   batch-norm folding, NHWC layout, epilogue fusion), so each ``conv2d``/``matmul`` already
-   carries its bias, residual and activation: the tensors quantized are the ones the int8
-   kernels read and write.
-2. The *quantizable* ops (:func:`targets`) are found in ``@main``: ``conv2d`` and ``matmul`` with
-   a constant float32 filter/weight, and ``max_pool2d``/``avg_pool2d`` on float32.  Ops named in
-   ``exclude`` (a source node name, an op kind such as ``"matmul"``, or a weight name) stay float.
-3. ``method="static"``: the graph, with every activation tensor a quantizable op reads or
-   writes added as an extra output, runs over ``calibration_data``; each tensor's range is its
-   min/max, a percentile of its values (``"percentile"``, ``percentile=99.99``), or the
-   threshold minimising the KL divergence between the histogram of ``|t|`` and that histogram
-   quantized to 128 levels, 256 for a tensor without negative values (``"entropy"``,
-   TensorRT's method).  Every such tensor ``t`` gets a
-   ``quantize_linear``/``dequantize_linear`` pair (u8, asymmetric: ``scale = (max - min) / 255``
-   over the range widened to hold 0, zero point ``round(-min / scale)``) that all its users read;
-   a max pool's output reuses its input's parameters.
-   ``method="dynamic"``: a matmul's activation operand is quantized per call
-   (``dynamic_quantize_linear``, u8), the output stays float; no calibration.
+   goes through the float passes that change which weights and layouts the kernels see
+   (:data:`PRE_PASSES`: batch-norm folding, NHWC layout, pad folding).
+2. The *quantizable* ops are found in ``@main`` (``pytfrt.compiler.quantize_graph.targets``):
+   ``conv2d`` and ``matmul`` with a constant float32 weight, each with the tensor it reads and
+   the tensor its int8 kernel will write -- its result, or the end of the bias-add / ReLU chain
+   after it.  Ops named in ``exclude`` (a source node name, an op kind such as ``"matmul"``, or
+   a weight name) stay float.
+3. ``method="static"``: the graph, with every such tensor added as an extra output, runs over
+   ``calibration_data``; each tensor's range is its min/max, a percentile of its values
+   (``"percentile"``, ``percentile=99.99``), or the threshold minimising the KL divergence
+   between the histogram of ``|t|`` and that histogram quantized to 128 levels, 256 for a
+   tensor without negative values (``"entropy"``, TensorRT's method).  Every such tensor ``t``
+   gets a ``quantize_linear``/``dequantize_linear`` pair (u8, asymmetric: ``scale = (max -
+   min) / 255`` over the range widened to hold 0, zero point ``round(-min / scale)``) that all
+   its users read.  ``method="dynamic"``: a matmul's input is quantized per call
+   (``dynamic_quantize_linear``, u8), its output stays float; no calibration.
 4. Weights become s8 constants, symmetric (zero point 0, ``scale = max|w| / 127``), one scale per
    output channel (``per_channel=True``: the filter's last axis for HWIO and ``[K, N]`` weights,
    the first for OIHW and transposed ``[N, K]`` weights) or one per tensor, read through a
    ``dequantize_linear``.
-5. The result is compiled with the default pipeline, whose quantization pass folds
-   DQ -> conv/matmul/pool -> Q into int8 kernels.
+5. The result is compiled with the default pipeline, whose quantization pass
+   (``-tg-fold-quant``) folds each DQ -> conv/matmul [-> bias] [-> relu] -> Q into one int8
+   kernel; the float ops between them (residual adds, pooling, softmax...) read the
+   dequantized values.
 
 Errors: an unknown ``method``/``calibration``, no calibration batches for ``"static"``, or a
 batch the model cannot take (wrong count, name, dtype or shape) raise ``ValueError``
@@ -66,8 +66,10 @@ __all__ = ["CALIBRATIONS", "METHODS", "PRE_PASSES", "QuantizeError", "entropy_th
 METHODS = ("static", "dynamic")
 CALIBRATIONS = ("minmax", "percentile", "entropy")
 PRE_PASSES = ("tg-infer-shapes", "tg-constant-fold", "tg-dce", "tg-fold-batch-norm",
-              "tg-layout-nhwc", "tg-fuse-epilogue", "tg-fold-pad", "tg-dce")
-"""The float passes run before quantizing: after them each conv/matmul holds its epilogue."""
+              "tg-layout-nhwc", "tg-fold-pad", "tg-dce")
+"""The float passes run before quantizing: batch norms folded into the weights quantized,
+NHWC layout, pads folded into convolutions (not the epilogue fusion: the quantization pass
+matches the unfused bias/ReLU chain)."""
 
 HIST_BINS = 2048
 ENTROPY_LEVELS = 128
@@ -133,8 +135,8 @@ def quantize(model: Any, calibration_data: Iterable[Any] | None = None, *,
     if method == "dynamic":
         found = [t for t in found if t.op.name == "tg.matmul"]
     if not found:
-        warnings.warn("pytfrt.quantize: the model has no conv2d, matmul or pooling op on "
-                      "float32 with constant weights to quantize; returning it in float32",
+        warnings.warn("pytfrt.quantize: the model has no conv2d or matmul on float32 with "
+                      "constant weights to quantize; returning it in float32",
                       UserWarning, stacklevel=2)
         return compile_module(gm, host=host)
     if method == "static":
