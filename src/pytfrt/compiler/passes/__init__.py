@@ -18,12 +18,14 @@ from pytfrt.compiler.passes.fold import constant_fold, dce
 from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
 from pytfrt.compiler.passes.layout import layout_nhwc
+from pytfrt.compiler.passes.quant import fold_quant
 from pytfrt.compiler.passes.small_graph import fuse_small_graph
 
 Pass = Callable[[GraphModule], GraphModule]
 
 PASSES: dict[str, Pass] = {
     "tg-infer-shapes": infer_shapes,
+    "tg-fold-quant": fold_quant,
     "tg-constant-fold": constant_fold,
     "tg-dce": dce,
     "tg-fold-batch-norm": fold_batch_norm,
@@ -38,6 +40,7 @@ PASSES: dict[str, Pass] = {
 
 DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-infer-shapes",
+    "tg-fold-quant",
     "tg-constant-fold",
     "tg-dce",
     "tg-fold-batch-norm",
