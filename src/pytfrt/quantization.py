@@ -73,6 +73,8 @@ matches the unfused bias/ReLU chain)."""
 
 HIST_BINS = 2048
 ENTROPY_LEVELS = 128
+MIN_ENTROPY_SAMPLES = 16 * HIST_BINS
+"""Below this many calibration values a tensor keeps its min/max range under ``"entropy"``."""
 
 
 class QuantizeError(PytfrtError, ValueError):
@@ -160,8 +162,8 @@ def _source(model: Any, input_signature: Any, host: Any) -> tuple[GraphModule, A
         source = model.source
         if source is None:
             raise QuantizeError("this CompiledModel has no source model (it was loaded from "
-                                "disk, or its source was freed): quantize the source model "
-                                "(what was passed to pytfrt.compile) instead")
+                                "disk): quantize the source model (what was passed to "
+                                "pytfrt.compile) instead")
         obj, sig, key = source
         return own(to_graph(obj, sig, signature=key), obj), (
             host if host is not None else model.host)
@@ -200,30 +202,34 @@ def _calibrate(gm: GraphModule, values: Sequence[Any], batches: Sequence[Any],
                 hi[j] = max(hi[j], float(np.max(x)))
     bad = ~np.isfinite(lo) | ~np.isfinite(hi)
     lo[bad], hi[bad] = 0.0, 0.0
-    if calibration != "minmax":
-        if calibration == "percentile":
-            hists = [np.zeros(HIST_BINS, np.int64) for _ in values]
-            for i, batch in enumerate(batches):
-                outs = _call(obs, batch, i)[first:]
-                for j, x in enumerate(outs):
-                    if hi[j] > lo[j]:
-                        hists[j] += np.histogram(x, HIST_BINS, (lo[j], hi[j]))[0]
-            for j, h in enumerate(hists):
-                if hi[j] > lo[j]:
-                    lo[j], hi[j] = percentile_range(h, lo[j], hi[j], percentile)
-        else:
-            amax = np.maximum(np.abs(lo), np.abs(hi))
-            hists = [np.zeros(HIST_BINS, np.int64) for _ in values]
-            for i, batch in enumerate(batches):
-                outs = _call(obs, batch, i)[first:]
-                for j, x in enumerate(outs):
-                    if amax[j] > 0:
-                        hists[j] += np.histogram(np.abs(x), HIST_BINS, (0.0, amax[j]))[0]
-            for j, h in enumerate(hists):
-                if amax[j] > 0:  # a non-negative tensor has all 256 u8 levels for |x|
-                    t = entropy_threshold(h, amax[j], 256 if lo[j] >= 0 else ENTROPY_LEVELS)
-                    lo[j], hi[j] = max(lo[j], -t), min(hi[j], t)
+    if calibration == "percentile":
+        hists = _histograms(obs, batches, first, lo, hi, absolute=False)
+        for j, h in enumerate(hists):
+            if hi[j] > lo[j]:
+                lo[j], hi[j] = percentile_range(h, lo[j], hi[j], percentile)
+    elif calibration == "entropy":
+        amax = np.maximum(np.abs(lo), np.abs(hi))
+        hists = _histograms(obs, batches, first, np.zeros_like(amax), amax, absolute=True)
+        for j, h in enumerate(hists):
+            # a histogram of few values says little about its tails: keep min/max
+            if amax[j] > 0 and h.sum() >= MIN_ENTROPY_SAMPLES:
+                # a non-negative tensor has all 256 u8 levels for |x|
+                t = entropy_threshold(h, amax[j], 256 if lo[j] >= 0 else ENTROPY_LEVELS)
+                lo[j], hi[j] = max(lo[j], -t), min(hi[j], t)
     return [(float(lo[j]), float(hi[j])) for j in range(len(values))]
+
+
+def _histograms(obs: CompiledModel, batches: Sequence[Any], first: int, lo: np.ndarray,
+                hi: np.ndarray, absolute: bool) -> list[np.ndarray]:
+    """Per observed tensor ``j``, the :data:`HIST_BINS`-bin histogram of its values (``|x|``
+    if ``absolute``) over ``[lo[j], hi[j]]`` and all batches (zeros for an empty range)."""
+    hists = [np.zeros(HIST_BINS, np.int64) for _ in lo]
+    for i, batch in enumerate(batches):
+        for j, x in enumerate(_call(obs, batch, i)[first:]):
+            if hi[j] > lo[j]:
+                hists[j] += np.histogram(np.abs(x) if absolute else x, HIST_BINS,
+                                         (lo[j], hi[j]))[0]
+    return hists
 
 
 def percentile_range(hist: np.ndarray, lo: float, hi: float, pct: float) -> tuple[float, float]:

@@ -62,10 +62,7 @@ class Target:
 
 def own(gm: GraphModule, obj: Any) -> GraphModule:
     """``gm``, copied when it is the caller's own object ``obj`` (the passes work in place)."""
-    if gm is not obj:
-        return gm
-    return GraphModule(gm.module.clone(), dict(gm.weights), gm.signature, gm.variables,
-                       gm.zero_fill)
+    return gm.copy() if gm is obj else gm
 
 
 def _name(op: Operation) -> str | None:
