@@ -20,6 +20,7 @@ from pytfrt.compiler.passes.infer_shapes import infer_shapes
 from pytfrt.compiler.passes.layout import layout_nhwc
 from pytfrt.compiler.passes.quant import fold_quant
 from pytfrt.compiler.passes.small_graph import fuse_small_graph
+from pytfrt.compiler.passes.squeeze_excite import fuse_squeeze_excite
 
 Pass = Callable[[GraphModule], GraphModule]
 
@@ -31,6 +32,7 @@ PASSES: dict[str, Pass] = {
     "tg-fold-batch-norm": fold_batch_norm,
     "tg-layout-nhwc": layout_nhwc,
     "tg-fuse-epilogue": fuse_epilogue,
+    "tg-fuse-squeeze-excite": fuse_squeeze_excite,
     "tg-fold-pad": fold_pad,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
@@ -46,6 +48,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fold-batch-norm",
     "tg-layout-nhwc",
     "tg-fuse-epilogue",
+    "tg-fuse-squeeze-excite",
     "tg-fold-pad",
     "tg-fuse-elementwise",
     "tg-dce",
