@@ -174,7 +174,8 @@ def test_qdq_graph_compiles_and_runs() -> None:
 
 def _qconv_case(rng: np.random.Generator, *, groups: int = 1, stride: int = 1,
                 dtype: str = "ui8", act: str = "none", residual: bool = False,
-                n: int = 1, hw: int = 9, cin: int = 16, cout: int = 32) -> tuple[Any, ...]:
+                n: int = 1, hw: int = 9, cin: int = 16, cout: int = 32,
+                inner: bool = False) -> tuple[Any, ...]:
     x = rng.integers(0, 256, (n, hw, hw, cin)).astype(np.uint8)
     w = rng.integers(-127, 128, (3, 3, cin // groups, cout)).astype(np.int8)
     ws = rng.uniform(0.001, 0.01, cout).astype(np.float32)
@@ -184,6 +185,8 @@ def _qconv_case(rng: np.random.Generator, *, groups: int = 1, stride: int = 1,
                  y_zero_point=5 if dtype == "ui8" else 0, dtype=dtype, activation=act,
                  alpha=0.0, residual_scale=0.03, residual_zero_point=7,
                  epilogue_operands=(1, int(residual)))
+    if inner:  # the product requantized (scale 0.04, zero point 9) before the residual add
+        attrs.update(inner_scale=0.04, inner_zero_point=9)
     return x, w, ws, bias, attrs
 
 
@@ -210,6 +213,7 @@ def test_qconv2d_reference_matches_onnxruntime_qlinearconv() -> None:
 @pytest.mark.parametrize("kw", [
     {}, {"stride": 2, "act": "relu"}, {"residual": True, "n": 2}, {"groups": 16, "cout": 16},
     {"dtype": "f32"}, {"dtype": "i8"}, {"residual": True, "act": "relu", "hw": 28, "cin": 32},
+    {"residual": True, "act": "relu", "inner": True},
 ])
 def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
     """oneDNN's int8 convolution (bias, relu, residual with its own zero point, grouped,

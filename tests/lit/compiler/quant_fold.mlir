@@ -56,3 +56,31 @@ func.func @asymmetric_weight(%x: tensor<?x3xui8>) -> tensor<?x2xf32> {
   // CHECK: "tg.matmul"
   func.return %y : tensor<?x2xf32>
 }
+
+// A residual block tail: quantize(relu(dequantize(qconv) + dequantize(skip))) becomes the
+// convolution's residual (sum post-op); its own requantization is kept as inner_scale.
+// CHECK-LABEL: func.func @residual
+func.func @residual(%x: tensor<1x2x4x4xui8>, %skip: tensor<1x3x4x4xui8>) -> tensor<1x3x4x4xui8> {
+  %xs = "tg.constant"() {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %xz = "tg.constant"() {value = dense<128> : tensor<ui8>} : () -> tensor<ui8>
+  %wq = "tg.constant"() {value = dense<3> : tensor<3x2x1x1xi8>} : () -> tensor<3x2x1x1xi8>
+  %ws = "tg.constant"() {value = dense<0.1> : tensor<f32>} : () -> tensor<f32>
+  %cs = "tg.constant"() {value = dense<0.25> : tensor<f32>} : () -> tensor<f32>
+  %cz = "tg.constant"() {value = dense<10> : tensor<ui8>} : () -> tensor<ui8>
+  %ss = "tg.constant"() {value = dense<0.125> : tensor<f32>} : () -> tensor<f32>
+  %sz = "tg.constant"() {value = dense<3> : tensor<ui8>} : () -> tensor<ui8>
+  %ys = "tg.constant"() {value = dense<0.375> : tensor<f32>} : () -> tensor<f32>
+  %yz = "tg.constant"() {value = dense<0> : tensor<ui8>} : () -> tensor<ui8>
+  %xd = "tg.dequantize_linear"(%x, %xs, %xz) : (tensor<1x2x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x2x4x4xf32>
+  %wd = "tg.dequantize_linear"(%wq, %ws) : (tensor<3x2x1x1xi8>, tensor<f32>) -> tensor<3x2x1x1xf32>
+  %c = "tg.conv2d"(%xd, %wd) {layout = "NCHW"} : (tensor<1x2x4x4xf32>, tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32>
+  %cq = "tg.quantize_linear"(%c, %cs, %cz) : (tensor<1x3x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x3x4x4xui8>
+  %cd = "tg.dequantize_linear"(%cq, %cs, %cz) : (tensor<1x3x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x3x4x4xf32>
+  %sd = "tg.dequantize_linear"(%skip, %ss, %sz) : (tensor<1x3x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x3x4x4xf32>
+  %a = "tg.add"(%sd, %cd) : (tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
+  %r = "tg.relu"(%a) : (tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
+  %y = "tg.quantize_linear"(%r, %ys, %yz) : (tensor<1x3x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x3x4x4xui8>
+  // CHECK: %[[Q:.*]] = "tg.qconv2d"(%arg0, %{{.*}}, %{{.*}}, %arg1) {activation = "relu", {{.*}}epilogue_operands = [0, 1], {{.*}}inner_scale = 2.500000e-01, inner_zero_point = 10, {{.*}}residual_scale = 1.250000e-01, residual_zero_point = 3, {{.*}}y_scale = 3.750000e-01, y_zero_point = 0}
+  // CHECK-NEXT: func.return %[[Q]]
+  func.return %y : tensor<1x3x4x4xui8>
+}

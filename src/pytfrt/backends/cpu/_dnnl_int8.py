@@ -12,6 +12,8 @@ accumulation)::
 
     acc  = sum (x - x_zero_point) * w                        (u8/s8 x, s8 w, s32 accumulator)
     real = acc * x_scale * w_scale[c] + bias[c]              (per-output-channel weight scales)
+         [real = dequantize(quantize(real, inner_scale, inner_zero_point))]  (eltwise post-ops:
+                                                             the conv's own requantization)
          [+ residual_scale * (residual - residual_zero_point)]   (``sum`` post-op)
     real = activation(real)                                  (``eltwise`` post-op: relu ...)
     y    = saturate(round_half_even(real / y_scale) + y_zero_point)   (u8/s8 result)
@@ -38,6 +40,7 @@ from pytfrt.backends.cpu import _parallel
 _S32, _S8, _U8 = 4, 5, 6  # dnnl_data_type_t
 _ARG_ATTR_SCALES = 4096  # DNNL_ARG_ATTR_SCALES
 _ARG_ATTR_ZERO_POINTS = 8192  # DNNL_ARG_ATTR_ZERO_POINTS
+_LINEAR, _CLIP_V2, _ROUND = 0x26, 0x2F, 0x32  # dnnl_eltwise_linear, _clip_v2, _round
 _DT = {np.dtype(np.uint8): _U8, np.dtype(np.int8): _S8, np.dtype(np.float32): dc._F32,
        np.dtype(np.int32): _S32}
 
@@ -63,7 +66,8 @@ class QuantParams:
     def __init__(self, *, x_scale: float, x_zero_point: int, w_scale: np.ndarray,
                  bias: np.ndarray | None, y_scale: float, y_zero_point: int,
                  out_dtype: np.dtype, activation: str = "none", alpha: float = 0.0,
-                 residual_scale: float | None = None, residual_zero_point: int = 0) -> None:
+                 residual_scale: float | None = None, residual_zero_point: int = 0,
+                 inner_scale: float | None = None, inner_zero_point: int = 0) -> None:
         self.x_scale = float(x_scale)
         self.x_zero_point = int(x_zero_point)
         self.w_scale = np.ascontiguousarray(w_scale, np.float32)
@@ -75,6 +79,8 @@ class QuantParams:
         self.alpha = float(alpha)
         self.residual_scale = residual_scale
         self.residual_zero_point = int(residual_zero_point)
+        self.inner_scale = inner_scale
+        self.inner_zero_point = int(inner_zero_point)
 
 
 class _Args:
@@ -122,8 +128,15 @@ def _attr(lib: dc._Lib, temp: dc._Prim, q: QuantParams, w_mask: int) -> ctypes.c
         eltwise = dc.eltwise_for(q.activation, q.alpha)
         if eltwise is None:
             raise RuntimeError(f"no oneDNN post-op for activation {q.activation}")
-    if q.residual_scale is not None or eltwise is not None:
+    if q.residual_scale is not None or eltwise is not None or q.inner_scale is not None:
         po = temp.own("dnnl_post_ops_destroy", lib.new("dnnl_post_ops_create"))
+        if q.inner_scale is not None:
+            info = np.iinfo(q.out_dtype)
+            s, z = float(q.inner_scale), q.inner_zero_point
+            for alg, a, b in ((_LINEAR, 1.0 / s, 0.0), (_ROUND, 0.0, 0.0),
+                              (_CLIP_V2, float(info.min - z), float(info.max - z)),
+                              (_LINEAR, s, 0.0)):
+                lib.call("dnnl_post_ops_append_eltwise", po, alg, a, b)
         if q.residual_scale is not None:
             lib.call("dnnl_post_ops_append_sum", po, float(q.residual_scale),
                      int(q.residual_zero_point), 0)

@@ -160,7 +160,8 @@ class QPlan:
 def _params(w_scale: np.ndarray, bias: np.ndarray | None, cout: int, *, x_scale: float,
             x_zero_point: int, y_scale: float, y_zero_point: int, dtype: str,
             activation: str, alpha: float, residual_scale: float,
-            residual_zero_point: int, has_residual: bool) -> Any:
+            residual_zero_point: int, has_residual: bool, inner_scale: float = 0.0,
+            inner_zero_point: int = 0) -> Any:
     from pytfrt.backends.cpu._dnnl_int8 import QuantParams
     from pytfrt.compiler.types import np_dtype
 
@@ -173,7 +174,8 @@ def _params(w_scale: np.ndarray, bias: np.ndarray | None, cout: int, *, x_scale:
         x_scale=x_scale, x_zero_point=x_zero_point, w_scale=ws, bias=bias, y_scale=y_scale,
         y_zero_point=y_zero_point, out_dtype=np_dtype(dtype), activation=activation,
         alpha=alpha, residual_scale=residual_scale if has_residual else None,
-        residual_zero_point=residual_zero_point)
+        residual_zero_point=residual_zero_point,
+        inner_scale=inner_scale if inner_scale > 0 else None, inner_zero_point=inner_zero_point)
 
 
 def _requantize(acc: np.ndarray, q: Any, residual: np.ndarray | None) -> np.ndarray:
@@ -184,6 +186,10 @@ def _requantize(acc: np.ndarray, q: Any, residual: np.ndarray | None) -> np.ndar
     real = (acc * (np.float64(q.x_scale) * q.w_scale.astype(np.float64))).astype(np.float32)
     if q.bias is not None:
         real += q.bias
+    if q.inner_scale is not None:
+        info = np.iinfo(q.out_dtype)
+        s, z = np.float32(q.inner_scale), q.inner_zero_point
+        real = np.clip(np.rint(real / s), info.min - z, info.max - z).astype(np.float32) * s
     if residual is not None:
         real += np.float32(q.residual_scale) * (residual.astype(np.float32)
                                                - np.float32(q.residual_zero_point))
@@ -227,14 +233,16 @@ def qconv2d_prepare(w: np.ndarray, w_scale: np.ndarray, *extra: np.ndarray, layo
                     dilations: tuple[int, ...], groups: int, x_scale: float,
                     x_zero_point: int, x_dtype: str, y_scale: float, y_zero_point: int,
                     dtype: str, activation: str, alpha: float, residual_scale: float,
-                    residual_zero_point: int, epilogue_operands: tuple[int, ...]) -> QPlan:
+                    residual_zero_point: int, epilogue_operands: tuple[int, ...],
+                    inner_scale: float = 0.0, inner_zero_point: int = 0) -> QPlan:
     """The weight-dependent plan of a ``qconv2d`` (s8 filter, weight scales, bias?)."""
     bias = extra[0] if epilogue_operands[0] and extra else None
     cout = w.shape[3] if layout == "NHWC" else w.shape[0]
     q = _params(w_scale, bias, cout, x_scale=x_scale, x_zero_point=x_zero_point,
                 y_scale=y_scale, y_zero_point=y_zero_point, dtype=dtype, activation=activation,
                 alpha=alpha, residual_scale=residual_scale,
-                residual_zero_point=residual_zero_point, has_residual=bool(epilogue_operands[1]))
+                residual_zero_point=residual_zero_point, has_residual=bool(epilogue_operands[1]),
+                inner_scale=inner_scale, inner_zero_point=inner_zero_point)
     attrs = dict(layout=layout, strides=tuple(strides), pads=tuple(pads),
                  dilations=tuple(dilations), groups=groups)
     return QPlan("conv", w, q, attrs, x_dtype)

@@ -194,7 +194,9 @@ _Q_ATTRS = {
 define("qconv2d", ("x", "w", "w_scale", "extra*"), _qconv2d,
        {"layout": AttrSpec("str", choices=("NHWC", "NCHW")), "strides": AttrSpec("ints", (1, 1)),
         "pads": AttrSpec("ints", (0, 0, 0, 0)), "dilations": AttrSpec("ints", (1, 1)),
-        "groups": AttrSpec("int", 1), **_Q_ATTRS},
+        "groups": AttrSpec("int", 1), **_Q_ATTRS,
+        "inner_scale": AttrSpec("float", 0.0, implicit=True),
+        "inner_zero_point": AttrSpec("int", 0, implicit=True)},
        family="quant", doc="int8 convolution with requantisation (made by -tg-fold-quant)",
        differentiable=False, prepare="qconv2d.prepare", prepare_operands=_q_split)
 define("qmatmul", ("x", "w", "w_scale", "extra*"), _qmatmul, dict(_Q_ATTRS),

@@ -223,12 +223,75 @@ def _fold_one(gm: GraphModule, op: Operation) -> bool:
     return True
 
 
-def _erase_unused_dequantize(gm: GraphModule) -> None:
+def _dq_params(gm: GraphModule, v: SSAValue) -> tuple[SSAValue, float, int] | None:
+    """``(q, scale, zero_point)`` if ``v = dequantize_linear(q, scalar consts)``."""
+    got = _act_input(gm, v)
+    return None if got is None else (got["x"], got["x_scale"], got["x_zero_point"])
+
+
+def _fold_residual(gm: GraphModule, op: Operation) -> bool:
+    """``quantize(act?(dequantize(qconv2d(...)) + dequantize(r)))`` -> ``qconv2d`` with ``r`` as
+    its residual (oneDNN's ``sum`` post-op with ``r``'s scale and zero point) and the final
+    quantization; the convolution's own requantization is kept as ``inner_scale`` /
+    ``inner_zero_point`` (rounding as the quantized model does)."""
+    a = attrs_of(op)
+    if a["epilogue_operands"][1] or a["dtype"] == "f32":
+        return False
+    dq = single_use(op.results[0])
+    if dq is None or dq.name != "tg.dequantize_linear" or _dq_params(gm, dq.results[0]) is None:
+        return False
+    add = single_use(dq.results[0])
+    if add is None or add.name != "tg.add" or add.operands[0] is add.operands[1]:
+        return False
+    other = add.operands[1] if add.operands[0] is dq.results[0] else add.operands[0]
+    res = _dq_params(gm, other)
+    if res is None or ttype(other).shape != ttype(dq.results[0]).shape:
+        return False
+    r, rs, rz = res
+    if ttype(r).dtype != a["dtype"] or r is op.operands[0]:
+        return False
+    user = single_use(add.results[0])
+    activation = "none"
+    if user is not None and user.name == "tg.relu" and a["activation"] == "none":
+        activation = "relu"
+        user = single_use(user.results[0])
+    elif a["activation"] != "none":
+        return False
+    if user is None or user.name != "tg.quantize_linear":
+        return False
+    ys = _scalar(gm, user.operands[1])
+    yz = _scalar(gm, user.operands[2]) if len(user.operands) > 2 else 0
+    if ys is None or yz is None or not ys > 0 or ttype(user.results[0]).dtype != a["dtype"]:
+        return False
+    flags = a["epilogue_operands"]
+    attrs = {k: v for k, v in a.items()}
+    attrs.update(inner_scale=a["y_scale"], inner_zero_point=a["y_zero_point"])
+    attrs.update(y_scale=float(ys), y_zero_point=int(yz), residual_scale=rs,
+                 residual_zero_point=rz, epilogue_operands=(flags[0], 1),
+                 activation=activation if activation != "none" else a["activation"])
+    new = new_op(gm, "qconv2d", [*op.operands, r], attrs, op.location)
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_before(new, user)
+    replace(user, [new.results[0]])
+    return True
+
+
+def _erase_dead(gm: GraphModule) -> None:
+    """Erase the quantization chains left without users (everything but constants)."""
     for f in functions(gm):
-        for op in reversed(list(f.body.block.ops)):
-            if op.name == "tg.dequantize_linear" and all(not r.uses for r in op.results):
-                op.detach()
-                op.erase()
+        changed = True
+        while changed:
+            changed = False
+            for op in reversed(list(f.body.block.ops)):
+                if (op.name in _DEAD_OK and op.results
+                        and all(not r.uses for r in op.results)):
+                    op.detach()
+                    op.erase()
+                    changed = True
+
+
+_DEAD_OK = ("tg.dequantize_linear", "tg.quantize_linear", "tg.add", "tg.relu", "tg.qconv2d")
 
 
 def fold_quant(gm: GraphModule) -> GraphModule:
@@ -240,6 +303,11 @@ def fold_quant(gm: GraphModule) -> GraphModule:
                 continue
             if op.name in ("tg.conv2d", "tg.matmul") and _fold_one(gm, op):
                 changed = True
+    for f in functions(gm):
+        for op in list(f.body.block.ops):
+            if op.parent_block() is not None and op.name == "tg.qconv2d" and _fold_residual(
+                    gm, op):
+                changed = True
     if changed:
-        _erase_unused_dequantize(gm)
+        _erase_dead(gm)
     return gm
