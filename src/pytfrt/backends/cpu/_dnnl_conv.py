@@ -120,6 +120,11 @@ class _Lib:
                 ctypes.c_int,
             ),
             "dnnl_post_ops_append_binary": ([p, ctypes.c_int, p], ctypes.c_int),
+            # int8 primitives (_dnnl_int8): run-time scales and zero points, matmul
+            "dnnl_primitive_attr_set_scales_mask": ([p, ctypes.c_int, ctypes.c_int], ctypes.c_int),
+            "dnnl_primitive_attr_set_zero_points_mask": (
+                [p, ctypes.c_int, ctypes.c_int], ctypes.c_int),
+            "dnnl_matmul_primitive_desc_create": ([pp, p, p, p, p, p, p], ctypes.c_int),
             "dnnl_post_ops_append_sum": (
                 [p, ctypes.c_float, ctypes.c_int32, ctypes.c_int],
                 ctypes.c_int,
@@ -187,9 +192,13 @@ class _Lib:
         destroyed: one per slot per process)."""
         return int(self.new("dnnl_stream_create", self.engine, _STREAM_IN_ORDER).value or 0)
 
-    def strided_md(self, dims: tuple[int, ...], strides: tuple[int, ...]) -> ctypes.c_void_p:
+    def strided_md(self, dims: tuple[int, ...], strides: tuple[int, ...],
+                   dtype: int = _F32) -> ctypes.c_void_p:
+        """A memory descriptor of ``dims`` with element ``strides`` (``dtype``: oneDNN's
+        ``dnnl_data_type_t``, float32 by default)."""
         return self.new(
-            "dnnl_memory_desc_create_with_strides", len(dims), _DIMS(*dims), _F32, _DIMS(*strides)
+            "dnnl_memory_desc_create_with_strides", len(dims), _DIMS(*dims), dtype,
+            _DIMS(*strides)
         )
 
 
@@ -280,6 +289,9 @@ class _Prim:
         self.keep: Any = None
         """What owns memory handed to oneDNN (a prepared filter's :func:`_filter_memory`)."""
         self.per_thread: dict[int, tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any, Any]] = {}
+        self.extra: list[tuple[int, ctypes.c_void_p]] = []
+        """More ``(argument, memory)`` pairs every execution passes (the run-time scales and
+        zero points of an int8 primitive, :mod:`_dnnl_int8`)."""
 
     def own(self, kind: str, h: ctypes.c_void_p) -> ctypes.c_void_p:
         self.handles.append((kind, h))
@@ -310,6 +322,7 @@ class _Prim:
         if self.residual == RESIDUAL_OPERAND:
             res = lib.new("dnnl_memory_create", self.dst_md, lib.engine, None)
             pairs.append((_ARG_POST_OP0_SRC1, res))
+        pairs.extend(self.extra)
         args = (_ExecArg * len(pairs))(*(_ExecArg(k, m.value) for k, m in pairs))
         state = (args, src, dst, sp, res)
         with lock:  # another thread may have made the same key's state meanwhile: keep one

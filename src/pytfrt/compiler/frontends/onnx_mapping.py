@@ -1817,9 +1817,12 @@ __all__ = ["ONNX_OPS", "OnnxGraphImporter", "ops_markdown", "supported_ops"]
 # Control flow (If, Loop) registers its handlers in ONNX_OPS on import.
 from pytfrt.compiler.frontends import onnx_control as _onnx_control  # noqa: E402,F401
 
-# Ops composed from catalogue ops (trigonometry, Hardmax, quantisation...) register on import.
+# Ops composed from catalogue ops (trigonometry, Hardmax, LpNormalization...) register on import.
 from pytfrt.compiler.frontends import onnx_more as _onnx_more  # noqa: E402,F401
 from pytfrt.compiler.frontends import onnx_nd as _onnx_nd  # noqa: E402,F401
+
+# The quantised operators (QuantizeLinear, DequantizeLinear, QLinearConv...) register on import.
+from pytfrt.compiler.frontends import onnx_quant as _onnx_quant  # noqa: E402,F401
 
 # LSTM, GRU and RNN register theirs (tg.recurrent) on import.
 from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401
