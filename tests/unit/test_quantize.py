@@ -229,11 +229,11 @@ def test_nothing_to_quantize_warns_and_returns_the_float_model() -> None:
     (x,) = fn.arguments
     fn.returns([fn.op("tanh", [x])])
     x = RNG.normal(0, 1, (3, 4)).astype(np.float32)
-    with pytest.warns(UserWarning, match="nothing|no conv2d, matmul or pooling"):
+    with pytest.warns(UserWarning, match="no conv2d or matmul"):
         m = pytfrt.quantize(gb.finish(), [x])
     np.testing.assert_allclose(m(x), np.tanh(x), rtol=1e-6)
     with pytest.warns(UserWarning, match="no conv2d"):  # everything excluded
-        m = pytfrt.quantize(cnn(), calib_batches(), exclude=("conv2d", "max_pool2d", "fc"))
+        m = pytfrt.quantize(cnn(), calib_batches(), exclude=("conv2d", "fc"))
     x = calib_batches(1)[0]
     np.testing.assert_allclose(m(x), np_forward(x)[0], rtol=1e-4, atol=1e-5)
 
@@ -246,13 +246,14 @@ def expected_static(x: np.ndarray, batches: list[np.ndarray]) -> tuple[np.ndarra
     ranges = {name: (min(o[i].min() for o in obs), max(o[i].max() for o in obs))
               for i, name in enumerate(("x", "conv", "flat", "fc"))}
     params = {k: u8_params(*v) for k, v in ranges.items()}
-    params["pool"] = params["conv"]  # a max pool keeps its input's parameters
 
     def q(name: str, t: np.ndarray) -> np.ndarray:
         if name == "w_conv":
             return np_weight_qdq(t, 3)
         if name == "w_fc":
             return np_weight_qdq(t, 1)
+        if name == "pool":  # pooling runs in float on the dequantized values
+            return t
         return np_qdq(t, *params[name])
 
     return np_forward(x, q)[0], params["fc"][0]
@@ -271,9 +272,9 @@ def test_static_quantization_matches_the_numpy_oracle(tmp_path: Any) -> None:
     # the logits are on the output's quantization grid: they were quantized
     steps = got / scale
     assert np.max(np.abs(steps - np.rint(steps))) < 1e-2
-    # and close to float
-    ref = np_forward(x)[0]
-    assert np.max(np.abs(got - ref)) < 0.1 * np.max(np.abs(ref))
+    # and close to float on data inside the calibrated ranges (new data may saturate)
+    ref = np_forward(batches[0])[0]
+    assert np.max(np.abs(m(batches[0]) - ref)) < 0.05 * np.max(np.abs(ref))
     # saves and loads like any other model
     m.save(tmp_path / "q")
     np.testing.assert_array_equal(pytfrt.load(tmp_path / "q")(x), got)
@@ -310,10 +311,10 @@ def test_exclude_keeps_an_op_float() -> None:
 @pytest.mark.parametrize("calibration", ["percentile", "entropy"])
 def test_histogram_calibrations_stay_close_to_float(calibration: str) -> None:
     batches = calib_batches()
-    x = RNG.normal(0, 1, (5, 6, 6, 2)).astype(np.float32)
+    x = batches[2]
     got = pytfrt.quantize(cnn(), batches, calibration=calibration)(x)
     ref = np_forward(x)[0]
-    assert np.max(np.abs(got - ref)) < 0.15 * np.max(np.abs(ref))
+    assert np.max(np.abs(got - ref)) < 0.1 * np.max(np.abs(ref))
 
 
 @needs_qops
