@@ -148,7 +148,7 @@ def _torch_step(name: str) -> Callable[[np.ndarray, np.ndarray], float] | None:
     else:
         try:
             import torchvision
-        except ImportError:
+        except Exception:  # noqa: BLE001 - absent, or built for another torch (fails at import)
             return None
         model = torchvision.models.resnet50().to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         opt, loss_fn = torch.optim.SGD(model.parameters(), 0.01, momentum=0.9), ce
