@@ -48,6 +48,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.onnx_ops",
     "pytfrt.backends.cpu.recurrent",
     "pytfrt.backends.cpu.onnx_kernels",
+    "pytfrt.backends.cpu.volume",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 
