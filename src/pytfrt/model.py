@@ -456,6 +456,9 @@ class CompiledModel:
         self._arena_index = num_resources if (
             len(main_args) > num_resources and main_args[num_resources] == ARENA_TYPE) else -1
         self._arenas: list[Arena] = []
+        # what pytfrt.compile compiled: (obj, input_signature, signature); pytfrt.quantize
+        # compiles it again.  None for a loaded model.
+        self.source: tuple[Any, Any, str | None] | None = None
         # the call function: @main as straight-line Python when it is a sync function
         self.call_source = ""
         self._call: Callable[[tuple[Any, ...]], Any] = self._call_via_executor

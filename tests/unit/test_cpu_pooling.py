@@ -163,6 +163,27 @@ def test_global_pools(layout):
     )
 
 
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_global_avg_pool_strided_input_and_output(layout, dtype):
+    # the compiled loop (float32/float64) and NumPy (float16) on a strided view, into a
+    # strided out= and into a new array, against a float64 mean
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 9, 11, 6)).astype(dtype)[:, ::2, 1:, ::-1]
+    xl = _to(layout, x.transpose(0, 3, 1, 2))
+    ax = (1, 2) if layout == "NHWC" else (2, 3)
+    want = xl.astype(np.float64).mean(axis=ax, keepdims=True)
+    tol = 1e-3 if dtype == np.float16 else 1e-6
+    y = pooling.global_avg_pool(xl, layout=layout)
+    assert y.dtype == dtype and y.shape == want.shape
+    np.testing.assert_allclose(y, want, rtol=tol, atol=tol)
+    big = np.zeros((2 * want.shape[0], *want.shape[1:]), dtype)
+    out = big[::2]
+    assert pooling.global_avg_pool(xl, layout=layout, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+    assert not big[1::2].any()
+
+
 def test_integer_max_pool_pads_with_the_minimum():
     x = np.full((1, 2, 2, 1), -7, np.int32)
     y = pooling.max_pool2d(x, layout="NHWC", ksize=(3, 3), strides=(1, 1), pads=(1, 1, 1, 1))

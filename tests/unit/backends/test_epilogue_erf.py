@@ -79,3 +79,28 @@ def test_gelu_tanh_epilogue_float32_and_float64(x: np.ndarray, with_bias: bool) 
     y64 = x.astype(np.float64)
     epilogue_2d(y64, None if bias is None else bias.astype(np.float64), None, 8, 0.0)
     np.testing.assert_allclose(y64, ref, rtol=1e-14, atol=1e-14)
+
+
+@settings(max_examples=20, deadline=None)
+@given(arrays(np.float32, st.tuples(st.integers(1, 4), st.integers(2, 90)),
+              elements=st.floats(-12, 12, width=32)),
+       st.sampled_from([7, 8]), st.booleans(), st.integers(0, 40), st.integers(0, 40))
+def test_gelu_epilogue_with_residual_on_a_column_tile(x: np.ndarray, code: int, with_bias: bool,
+                                                      lo: int, width: int) -> None:
+    """The float32 GELU rows (bias, residual, a column tile of whole rows) against float64
+    NumPy; columns outside the tile are left as they were."""
+    n = x.shape[1]
+    j0 = min(lo, n - 1)
+    j1 = min(n, j0 + 1 + width)
+    bias = np.linspace(-1, 1, n).astype(np.float32) if with_bias else None
+    res = np.linspace(-2, 2, x.size).astype(np.float32).reshape(x.shape)
+    y = x.copy()
+    epilogue_2d(y, bias, res, code, 0.0, cols=(j0, j1))
+    pre = x.astype(np.float64) + res + (0 if bias is None else bias)
+    pre = pre.astype(np.float32).astype(np.float64)  # the sum is rounded to float32 first
+    if code == 7:
+        ref = _gelu_ref(pre)
+    else:
+        ref = 0.5 * pre * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (pre + 0.044715 * pre**3)))
+    np.testing.assert_allclose(y[:, j0:j1], ref[:, j0:j1], rtol=3e-7, atol=1e-6)
+    assert np.array_equal(y[:, :j0], x[:, :j0]) and np.array_equal(y[:, j1:], x[:, j1:])

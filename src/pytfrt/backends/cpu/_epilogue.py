@@ -186,6 +186,61 @@ def _epilogue_2d(y, bias, res, act, alpha, bias_rows, j0, j1):  # type: ignore[n
                 y[i, j] = _act(v, act, alpha)
 
 
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _gelu_row32(r, b, res, act):  # type: ignore[no-untyped-def]
+    """One float32 row (1-D, contiguous): ``r = gelu(r + b + res)`` (``b``/``res`` empty when
+    absent), ``act`` 7 (erf form) or 8 (tanh form), in float64 arithmetic as :func:`_act`.
+    Written with selects and no ``min``/``max`` or per-element branches so that LLVM
+    vectorises it: the generic loop of :func:`_epilogue_2d` runs one element at a time
+    (measured ~5x slower on a GPT-2 MLP output)."""
+    tanh_clamp, erf_clamp = _TANH_CLAMP, _ERF_CLAMP
+    n = r.shape[0]
+    if b.shape[0] > 0:
+        for j in range(n):
+            r[j] += b[j]
+    if res.shape[0] > 0:
+        for j in range(n):
+            r[j] += res[j]
+    if act == 8:
+        for j in range(n):
+            v = float(r[j])
+            x = _GELU_TANH_C * (v + 0.044715 * v * v * v)
+            t = x if x < tanh_clamp else tanh_clamp
+            t = t if t > -tanh_clamp else -tanh_clamp
+            u = t * t
+            p = _T0 + u * (_T1 + u * (_T2 + u * (_T3 + u * (_T4 + u * (_T5 + u * _T6)))))
+            q = _U0 + u * (_U1 + u * (_U2 + u * _U3))
+            th = t * p / q
+            th = 1.0 if x >= tanh_clamp else th
+            th = -1.0 if x <= -tanh_clamp else th
+            r[j] = 0.5 * v * (1.0 + th)
+    else:
+        for j in range(n):
+            v = float(r[j])
+            x = v * _SQRT_HALF
+            t = x if x < erf_clamp else erf_clamp
+            t = t if t > -erf_clamp else -erf_clamp
+            u = t * t
+            p = _P0 + u * (_P1 + u * (_P2 + u * (_P3 + u * (_P4 + u * (_P5 + u * (_P6
+                                                                            + u * _P7))))))
+            q = _Q0 + u * (_Q1 + u * (_Q2 + u * (_Q3 + u * _Q4)))
+            e = t * p / q
+            e = 1.0 if x >= erf_clamp else e
+            e = -1.0 if x <= -erf_clamp else e
+            r[j] = 0.5 * v * (1.0 + e)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _gelu_2d32(y, bias, res, act, j0, j1):  # type: ignore[no-untyped-def]
+    """:func:`_gelu_row32` on columns ``j0:j1`` of every row of a C-contiguous float32 ``y``
+    (``res`` C-contiguous too, or ``(0, 0)``)."""
+    b = bias[j0:j1] if bias.shape[0] > 0 else bias
+    empty = np.empty(0, np.float32)
+    for i in range(y.shape[0]):
+        ri = res[i, j0:j1] if res.shape[0] > 0 else empty
+        _gelu_row32(y[i, j0:j1], b, ri, act)
+
+
 def epilogue_2d(
     y: np.ndarray,
     bias: np.ndarray | None,
@@ -213,4 +268,9 @@ def epilogue_2d(
     b = bias if bias is not None else np.empty(0, dtype=y.dtype)
     r = residual if residual is not None else np.empty((0, 0), dtype=y.dtype)
     j0, j1 = (0, y.shape[1]) if cols is None else cols
+    if ((code == 7 or code == 8) and y.dtype == np.float32 and not bias_rows
+            and y.flags.c_contiguous and r.flags.c_contiguous and r.dtype == np.float32
+            and b.dtype == np.float32 and b.flags.c_contiguous):
+        _gelu_2d32(y, b, r, code, j0, j1)
+        return
     _epilogue_2d(y, b, r, code, float(alpha), bias_rows, j0, j1)

@@ -16,7 +16,10 @@ The compute functions of the graph dialect's ``max_pool2d``, ``avg_pool2d``,
   row-major scan order (TensorFlow's and PyTorch's choice); overlapping windows accumulate.
 
 The windows are ``kh * kw`` strided views of the padded input (held in per-thread scratch),
-reduced with NumPy ufuncs (GIL released in the loops).  Thread-safety: pure functions; they
+reduced with NumPy ufuncs (GIL released in the loops).  ``global_avg_pool`` of float32 and
+float64 runs a compiled loop (:func:`spatial_mean`): one pass over the input, contiguous
+channel rows summed in float64 (NumPy's ``mean`` over two non-contiguous axes of an NHWC
+array costs 10x more at batch 1).  Thread-safety: pure functions; they
 write only ``out``.  Errors: :class:`pytfrt.backends.cpu.ops.OpError`.
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numba
 import numpy as np
 
 from pytfrt.backends.cpu import _dnnl_pool
@@ -249,7 +253,56 @@ def global_avg_pool(x: np.ndarray, *, layout: str, out: np.ndarray | None = None
     ha, wa = _global("global_avg_pool", x, layout, out)
     if not np.issubdtype(x.dtype, np.floating):
         raise OpError(f"global_avg_pool: needs a float input, got {x.dtype}")
+    if x.dtype in _COMPILED_MEAN and x.size:
+        n = x.shape[0]
+        c = x.shape[3] if layout == "NHWC" else x.shape[1]
+        shape = (n, 1, 1, c) if layout == "NHWC" else (n, c, 1, 1)
+        y = out if out is not None and out.flags.c_contiguous else np.empty(shape, x.dtype)
+        spatial_mean(x, layout == "NHWC", y.reshape(n, c))
+        if out is not None and y is not out:
+            out[...] = y
+            return out
+        return y
     return np.mean(x, axis=(ha, wa), keepdims=True, out=out)
+
+
+_COMPILED_MEAN = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def spatial_mean(x: np.ndarray, nhwc: bool, y: np.ndarray) -> None:
+    """``y[n, c]`` = the mean of ``x`` (rank 4, NHWC if ``nhwc`` else NCHW, float32/float64,
+    any strides) over H and W, summed in float64; ``y`` is ``(N, C)`` of ``x``'s dtype.  Runs
+    without the GIL; writes only ``y``."""
+    xc = np.ascontiguousarray(x)
+    n, c = xc.shape[0], xc.shape[3] if nhwc else xc.shape[1]
+    _spatial_mean(xc.reshape((n, -1, c) if nhwc else (n, c, -1)), nhwc, y)
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True, inline="always")
+def channel_sums(x, b, nhwc, acc):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``acc[c]`` = the float64 sum over pixels of batch row ``b`` of ``x``: ``(N, P, C)``
+    if ``nhwc`` (vectorised over the contiguous channels) else ``(N, C, P)``."""
+    if nhwc:
+        acc[:] = 0.0
+        for p in range(x.shape[1]):
+            for c in range(x.shape[2]):
+                acc[c] += x[b, p, c]
+    else:
+        for c in range(x.shape[1]):
+            t = 0.0
+            for p in range(x.shape[2]):
+                t += x[b, c, p]
+            acc[c] = t
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True)
+def _spatial_mean(x, nhwc, y):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    npix = x.shape[1] if nhwc else x.shape[2]
+    acc = np.empty(y.shape[1], np.float64)
+    for b in range(x.shape[0]):
+        channel_sums(x, b, nhwc, acc)
+        for c in range(y.shape[1]):
+            y[b, c] = acc[c] / npix
 
 
 def global_max_pool(x: np.ndarray, *, layout: str, out: np.ndarray | None = None) -> np.ndarray:

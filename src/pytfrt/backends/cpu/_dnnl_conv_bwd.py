@@ -1,0 +1,378 @@
+"""float32 convolution gradients through oneDNN's backward primitives (C API, via ctypes).
+
+Private helper of :mod:`pytfrt.backends.cpu.grad_ops`: :func:`backprop_input` (oneDNN's
+convolution *backward data*) and :func:`backprop_filter` (*backward weights*) compute what
+:func:`pytfrt.backends.cpu.conv.conv2d_backprop_input` and ``conv2d_backprop_filter`` compute
+with im2col and GEMMs, several times faster on training-sized batches.  Both return ``None``
+when oneDNN cannot take the call (library absent or ``PYTFRT_CONV=builtin``, not float32,
+only oneDNN's reference implementation, or operands oneDNN rejects -- the caller then runs the
+built-in path, which also reports bad operands).
+
+It reuses the forward module's loaded library, per-thread streams and scratchpads and its
+descriptor helpers (:mod:`pytfrt.backends.cpu._dnnl_conv`).  Per geometry (kind, input and
+filter shape, strides, dilations, pads, groups, layout) one :class:`_Plan` is made on first use
+and kept for the process: a forward-training primitive descriptor (the hint oneDNN's backward
+primitives require), the backward primitive per batch part, and cached reorders between the
+user's filter format (HWIO for NHWC, OIHW for NCHW) and the one the primitive prefers.
+
+Threading: as the forward convolutions, each primitive runs single-threaded on the calling
+thread (OpenMP team size one); a batch of two or more large enough images is split into
+:func:`pytfrt.backends.cpu._parallel.num_threads` parts run by
+:func:`pytfrt.backends.cpu._parallel.parallel_for`.  Backward data writes disjoint slices of
+the input gradient; backward weights gives each part its own filter-gradient buffer and sums
+them.  Memory objects are made per call, so any number of threads may call at once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pytfrt.backends.cpu import _blas, _dnnl_conv, _parallel
+from pytfrt.backends.cpu._dnnl_conv import _DIMS, _ExecArg
+
+_FORWARD_TRAINING = 64  # dnnl_forward_training
+_ARG_DIFF_SRC, _ARG_DIFF_DST, _ARG_DIFF_WEIGHTS = 129, 145, 161
+_Q_DIFF_WEIGHTS_MD = 132  # dnnl_query_diff_weights_md
+
+_SIGS: dict[str, tuple[list[Any], Any]] = {
+    "dnnl_convolution_backward_data_primitive_desc_create": (
+        [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+         ctypes.c_void_p, ctypes.c_void_p, _DIMS, _DIMS, _DIMS, _DIMS, ctypes.c_void_p,
+         ctypes.c_void_p],
+        ctypes.c_int,
+    ),
+    "dnnl_convolution_backward_weights_primitive_desc_create": (
+        [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, _DIMS, _DIMS, _DIMS, _DIMS,
+         ctypes.c_void_p, ctypes.c_void_p],
+        ctypes.c_int,
+    ),
+}
+
+PARALLEL_MIN_MACS = _dnnl_conv.PARALLEL_MIN_MACS
+"""Fewest multiply-adds for which a gradient is split into batch parts run in parallel."""
+
+_lock = threading.Lock()
+_plans: dict[tuple[Any, ...], _Plan | None] = {}
+_bound = False
+
+
+def _library() -> _dnnl_conv._Lib | None:
+    """The forward module's library with the backward functions' signatures added."""
+    global _bound
+    lib = _dnnl_conv.library()
+    if lib is None or _bound:
+        return lib
+    with _lock:
+        if not _bound:
+            raw = _blas._find_library()
+            try:
+                for name, (argtypes, restype) in _SIGS.items():
+                    f = getattr(raw, name)
+                    f.argtypes = argtypes
+                    f.restype = restype
+                    lib.fn[name] = f
+            except AttributeError:  # pragma: no cover - a oneDNN without these entry points
+                return None
+            _bound = True
+    return lib
+
+
+class _Geometry:
+    """The attributes of one gradient call, normalised (NCHW dims for oneDNN)."""
+
+    def __init__(self, layout: str, x_shape: Sequence[int], w_shape: Sequence[int],
+                 strides: Sequence[int], dilations: Sequence[int],
+                 pads: Sequence[int] | None, groups: int) -> None:
+        self.layout = layout
+        self.x_dims = _dnnl_conv._nchw_dims(layout, tuple(int(v) for v in x_shape))
+        if layout == "NHWC":
+            kh, kw, cig, cout = (int(v) for v in w_shape)
+        else:
+            cout, cig, kh, kw = (int(v) for v in w_shape)
+        self.kh, self.kw, self.cig, self.cout, self.groups = kh, kw, cig, cout, int(groups)
+        self.w_shape = tuple(int(v) for v in w_shape)
+        self.strides = (int(strides[0]), int(strides[1]))
+        self.dil = (int(dilations[0]) - 1, int(dilations[1]) - 1)
+        pt, pb, pl, pr = (int(v) for v in (pads if pads is not None else (0, 0, 0, 0)))
+        self.pad_l, self.pad_r = (pt, pl), (pb, pr)
+        n, _, h, w = self.x_dims
+        eh = (self.dil[0] + 1) * (kh - 1) + 1
+        ew = (self.dil[1] + 1) * (kw - 1) + 1
+        self.oh = (h + pt + pb - eh) // self.strides[0] + 1
+        self.ow = (w + pl + pr - ew) // self.strides[1] + 1
+
+    def y_dims(self, n: int) -> tuple[int, int, int, int]:
+        return (n, self.cout, self.oh, self.ow)
+
+    def x_shape(self, n: int) -> tuple[int, ...]:
+        _, c, h, w = self.x_dims
+        return (n, h, w, c) if self.layout == "NHWC" else (n, c, h, w)
+
+    def y_shape(self, n: int) -> tuple[int, ...]:
+        _, c, h, w = self.y_dims(n)
+        return (n, h, w, c) if self.layout == "NHWC" else (n, c, h, w)
+
+
+class _Part:
+    """One batch part's primitive: descriptors, the primitive, its scratchpad size."""
+
+    def __init__(self, b0: int, b1: int) -> None:
+        self.b0, self.b1 = b0, b1
+        self.src_md = ctypes.c_void_p()
+        self.dst_md = ctypes.c_void_p()
+        self.w_md = 0
+        """The (diff) weights descriptor the primitive chose (owned by its descriptor)."""
+        self.pd = ctypes.c_void_p()
+        self.hint = ctypes.c_void_p()
+        self.prim = ctypes.c_void_p()
+        self.scratch = 0
+        self.impl = ""
+
+
+class _Plan:
+    """The oneDNN objects of one gradient geometry (see the module docstring); never freed."""
+
+    def __init__(self, lib: _dnnl_conv._Lib, kind: str, geo: _Geometry) -> None:
+        self.lib, self.kind, self.geo = lib, kind, geo
+        self.parts: list[_Part] = []
+        self.user_w_md = ctypes.c_void_p()
+        self.reorder = ctypes.c_void_p()
+        """Reorder primitive: user filter -> primitive's weights (data), or primitive's diff
+        weights -> user filter (weights)."""
+        self.w_bytes = 0
+        self._temps: list[tuple[str, ctypes.c_void_p]] = []
+
+    def _own(self, kind: str, h: ctypes.c_void_p) -> ctypes.c_void_p:
+        self._temps.append((kind, h))
+        return h
+
+    def build(self) -> bool:
+        """Make the descriptors and primitives; ``False`` if oneDNN offers only reference
+        code or rejects the geometry."""
+        lib, geo = self.lib, self.geo
+        n = geo.x_dims[0]
+        _dnnl_conv._pin_one_thread()
+        macs = n * geo.oh * geo.ow * geo.cout * geo.kh * geo.kw * geo.cig
+        k = 1
+        if n >= 2 and macs >= PARALLEL_MIN_MACS:
+            k = min(_parallel.num_threads(), n)
+        bounds = [n * i // k for i in range(k + 1)]
+        wdims, wstrides = _dnnl_conv._weights_md_dims(
+            geo.layout, geo.kh, geo.kw, geo.cig, geo.cout, geo.groups)
+        self.user_w_md = lib.strided_md(wdims, wstrides)
+        any_w = self._own("dnnl_memory_desc_destroy", lib.new(
+            "dnnl_memory_desc_create_with_tag", len(wdims), _DIMS(*wdims), _dnnl_conv._F32,
+            _dnnl_conv._FORMAT_ANY))
+        attr = self._own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
+        lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, _dnnl_conv._SCRATCHPAD_USER)
+        try:
+            for b0, b1 in zip(bounds, bounds[1:], strict=False):
+                part = _Part(b0, b1)
+                self.parts.append(part)
+                self._create(part, any_w, attr)
+                if part.impl.startswith("ref"):
+                    return False
+                if not lib.fn["dnnl_memory_desc_equal"](part.w_md, self.parts[0].w_md):
+                    return False
+            w_md = self.parts[0].w_md
+            self.w_bytes = int(lib.fn["dnnl_memory_desc_get_size"](w_md))
+            src, dst = ((self.user_w_md, w_md) if self.kind == "data"
+                        else (w_md, self.user_w_md))
+            rpd = self._own("dnnl_primitive_desc_destroy", lib.new(
+                "dnnl_reorder_primitive_desc_create", src, lib.engine, dst, lib.engine, None))
+            self.reorder = lib.new("dnnl_primitive_create", rpd)
+        except RuntimeError:
+            return False
+        finally:
+            for kind, h in reversed(self._temps):
+                lib.fn[kind](h)
+            self._temps.clear()
+        return True
+
+    def _create(self, part: _Part, any_w: ctypes.c_void_p, attr: ctypes.c_void_p) -> None:
+        lib, geo = self.lib, self.geo
+        nb = part.b1 - part.b0
+        xd, yd = (nb, *geo.x_dims[1:]), geo.y_dims(nb)
+        part.src_md = lib.strided_md(xd, _dnnl_conv._md_strides(geo.layout, xd))
+        part.dst_md = lib.strided_md(yd, _dnnl_conv._md_strides(geo.layout, yd))
+        conv = (_DIMS(*geo.strides), _DIMS(*geo.dil), _DIMS(*geo.pad_l), _DIMS(*geo.pad_r))
+        part.hint = hint = lib.new(  # kept: oneDNN may refer to it after creation
+            "dnnl_convolution_forward_primitive_desc_create", lib.engine, _FORWARD_TRAINING,
+            _dnnl_conv._CONV_DIRECT, part.src_md, any_w, None, part.dst_md, *conv, None)
+        if self.kind == "data":
+            part.pd = lib.new(
+                "dnnl_convolution_backward_data_primitive_desc_create", lib.engine,
+                _dnnl_conv._CONV_DIRECT, part.src_md, any_w, part.dst_md, *conv, hint, attr)
+            part.w_md = lib.fn["dnnl_primitive_desc_query_md"](
+                part.pd, _dnnl_conv._Q_WEIGHTS_MD, 0)
+        else:
+            part.pd = lib.new(
+                "dnnl_convolution_backward_weights_primitive_desc_create", lib.engine,
+                _dnnl_conv._CONV_DIRECT, part.src_md, any_w, None, part.dst_md, *conv, hint,
+                attr)
+            part.w_md = lib.fn["dnnl_primitive_desc_query_md"](part.pd, _Q_DIFF_WEIGHTS_MD, 0)
+        info = ctypes.c_char_p()
+        lib.call("dnnl_primitive_desc_query", part.pd, _dnnl_conv._Q_IMPL_INFO, 0,
+                 ctypes.byref(info))
+        part.impl = (info.value or b"").decode()
+        if part.impl.startswith("ref"):
+            return
+        sp_md = lib.fn["dnnl_primitive_desc_query_md"](part.pd, _dnnl_conv._Q_SCRATCHPAD_MD, 0)
+        part.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
+        part.prim = lib.new("dnnl_primitive_create", part.pd)
+
+    def run_reorder(self, src_md: Any, src_addr: int, dst_md: Any, dst_addr: int) -> None:
+        """Run the cached filter reorder from ``src_addr`` to ``dst_addr``."""
+        lib = self.lib
+        src = lib.new("dnnl_memory_create", src_md, lib.engine, src_addr)
+        dst = lib.new("dnnl_memory_create", dst_md, lib.engine, dst_addr)
+        try:
+            args = (_ExecArg * 2)(_ExecArg(_dnnl_conv._ARG_FROM, src.value),
+                                  _ExecArg(_dnnl_conv._ARG_TO, dst.value))
+            stream = lib.stream()
+            lib.call("dnnl_primitive_execute", self.reorder, stream, 2, args)
+            lib.call("dnnl_stream_wait", stream)
+        finally:
+            lib.fn["dnnl_memory_destroy"](src)
+            lib.fn["dnnl_memory_destroy"](dst)
+
+    def run_part(self, part: _Part, x_addr: int, w_addr: int, y_addr: int) -> None:
+        """Execute one part: ``x_addr``/``y_addr`` are the whole (diff) input and (diff)
+        output; ``w_addr`` is this part's (diff) weights in the primitive's format."""
+        lib, geo = self.lib, self.geo
+        if not getattr(_blas._local, "pinned", False):
+            _dnnl_conv._pin_one_thread()
+        _, c, h, w = geo.x_dims
+        x_off = 4 * part.b0 * c * h * w
+        y_off = 4 * part.b0 * geo.cout * geo.oh * geo.ow
+        mems = [lib.new("dnnl_memory_create", part.src_md, lib.engine, x_addr + x_off),
+                lib.new("dnnl_memory_create", part.dst_md, lib.engine, y_addr + y_off),
+                lib.new("dnnl_memory_create", part.w_md, lib.engine, w_addr)]
+        try:
+            if self.kind == "data":
+                pairs = [(_ARG_DIFF_SRC, mems[0]), (_ARG_DIFF_DST, mems[1]),
+                         (_dnnl_conv._ARG_WEIGHTS, mems[2])]
+            else:
+                pairs = [(_dnnl_conv._ARG_SRC, mems[0]), (_ARG_DIFF_DST, mems[1]),
+                         (_ARG_DIFF_WEIGHTS, mems[2])]
+            if part.scratch:
+                sp_md = lib.fn["dnnl_primitive_desc_query_md"](
+                    part.pd, _dnnl_conv._Q_SCRATCHPAD_MD, 0)
+                mems.append(lib.new("dnnl_memory_create", sp_md, lib.engine,
+                                    _dnnl_conv._scratch(lib, part.scratch)))
+                pairs.append((_dnnl_conv._ARG_SCRATCHPAD, mems[-1]))
+            args = (_ExecArg * len(pairs))(*(_ExecArg(k, m.value) for k, m in pairs))
+            stream = lib.stream()
+            lib.call("dnnl_primitive_execute", part.prim, stream, len(pairs), args)
+            lib.call("dnnl_stream_wait", stream)
+        finally:
+            for m in mems:
+                lib.fn["dnnl_memory_destroy"](m)
+
+    def run_parts(self, x_addr: int, w_addrs: Sequence[int], y_addr: int) -> None:
+        if len(self.parts) == 1:
+            self.run_part(self.parts[0], x_addr, w_addrs[0], y_addr)
+            return
+        _parallel.parallel_for(
+            lambda i: self.run_part(self.parts[i], x_addr, w_addrs[i], y_addr), len(self.parts))
+
+
+def _plan(kind: str, geo: _Geometry) -> _Plan | None:
+    lib = _library()
+    if lib is None:
+        return None
+    key = (kind, geo.layout, geo.x_dims, geo.w_shape, geo.strides, geo.dil, geo.pad_l,
+           geo.pad_r, geo.groups)
+    try:
+        return _plans[key]
+    except KeyError:
+        pass
+    with _lock:
+        if key not in _plans:
+            plan = _Plan(lib, kind, geo)
+            _plans[key] = plan if plan.build() else None
+        return _plans[key]
+
+
+def _aligned(nbytes: int) -> np.ndarray:
+    """A new float32 array of ``nbytes`` bytes whose data is 64-byte aligned."""
+    buf = np.empty(nbytes + 64, np.uint8)
+    off = -int(buf.ctypes.data) % 64
+    return buf[off:off + nbytes].view(np.float32)
+
+
+def _usable(arrays: tuple[np.ndarray, ...], layout: str, strides: Sequence[int],
+            dilations: Sequence[int], pads: Sequence[int] | None, groups: int) -> bool:
+    """Whether the operands and attributes are of the forms oneDNN is tried with (anything
+    else goes to the built-in path, which reports what is wrong)."""
+    def ints(v: Any, n: int, low: int) -> bool:
+        return len(v) == n and all(isinstance(i, int | np.integer) and i >= low for i in v)
+
+    return (all(a.dtype == np.float32 and a.ndim == 4 for a in arrays)
+            and layout in ("NHWC", "NCHW") and ints(strides, 2, 1) and ints(dilations, 2, 1)
+            and (pads is None or ints(pads, 4, 0)) and isinstance(groups, int | np.integer)
+            and groups >= 1)
+
+
+def _plan_for(kind: str, arrays: tuple[np.ndarray, ...], x_shape: Sequence[int],
+              w_shape: Sequence[int], dy: np.ndarray, layout: str, strides: Sequence[int],
+              dilations: Sequence[int], pads: Sequence[int] | None,
+              groups: int) -> _Plan | None:
+    """The plan of a call, or ``None`` if oneDNN is not given it."""
+    if (not _usable(arrays, layout, strides, dilations, pads, groups) or len(x_shape) != 4
+            or len(w_shape) != 4):
+        return None
+    geo = _Geometry(layout, x_shape, w_shape, strides, dilations, pads, groups)
+    if (dy.shape != geo.y_shape(geo.x_dims[0]) or min(geo.x_dims) < 1 or geo.oh < 1
+            or geo.ow < 1 or geo.cig * geo.groups != geo.x_dims[1] or geo.cout % geo.groups):
+        return None
+    return _plan(kind, geo)
+
+
+def backprop_input(input_shape: Sequence[int], w: np.ndarray, dy: np.ndarray, *, layout: str,
+                   strides: Sequence[int], dilations: Sequence[int],
+                   pads: Sequence[int] | None, groups: int) -> np.ndarray | None:
+    """The gradient of ``conv2d(x, w)`` with respect to ``x`` (shape ``input_shape``, in
+    ``layout``) by oneDNN, or ``None`` if oneDNN does not take this call (see the module
+    docstring).  Thread-safe."""
+    plan = _plan_for("data", (w, dy), input_shape, w.shape, dy, layout, strides, dilations,
+                     pads, groups)
+    if plan is None:
+        return None
+    wc, dyc = np.ascontiguousarray(w), np.ascontiguousarray(dy)
+    w_prim = _aligned(plan.w_bytes)
+    plan.run_reorder(plan.user_w_md, int(wc.ctypes.data), plan.parts[0].w_md,
+                     int(w_prim.ctypes.data))
+    dx = np.empty(plan.geo.x_shape(plan.geo.x_dims[0]), np.float32)
+    plan.run_parts(int(dx.ctypes.data), [int(w_prim.ctypes.data)] * len(plan.parts),
+                   int(dyc.ctypes.data))
+    return dx
+
+
+def backprop_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray, *, layout: str,
+                    strides: Sequence[int], dilations: Sequence[int],
+                    pads: Sequence[int] | None, groups: int) -> np.ndarray | None:
+    """The gradient of ``conv2d(x, w)`` with respect to ``w`` (shape ``filter_shape``: HWIO
+    for NHWC, OIHW for NCHW) by oneDNN, or ``None`` if oneDNN does not take this call.
+    Thread-safe."""
+    plan = _plan_for("weights", (x, dy), x.shape, filter_shape, dy, layout, strides, dilations,
+                     pads, groups)
+    if plan is None:
+        return None
+    xc, dyc = np.ascontiguousarray(x), np.ascontiguousarray(dy)
+    bufs = [_aligned(plan.w_bytes) for _ in plan.parts]
+    plan.run_parts(int(xc.ctypes.data), [int(b.ctypes.data) for b in bufs],
+                   int(dyc.ctypes.data))
+    total = bufs[0]
+    for b in bufs[1:]:
+        total += b
+    dw = np.empty(plan.geo.w_shape, np.float32)
+    plan.run_reorder(plan.parts[0].w_md, int(total.ctypes.data), plan.user_w_md,
+                     int(dw.ctypes.data))
+    return dw

@@ -1,0 +1,114 @@
+"""oneDNN's convolution backward-data and backward-weights primitives (``_dnnl_conv_bwd``, the
+float32 path of the ``conv2d_backprop_input``/``conv2d_backprop_filter`` graph ops) against
+PyTorch autograd in float64: random geometries (strides, dilations, asymmetric pads, groups,
+both layouts), a batch split into parallel parts (whose filter gradients are summed), and the
+fallback to the built-in path for what oneDNN is not given."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytfrt.backends.cpu import _dnnl_conv, _dnnl_conv_bwd, _parallel
+from pytfrt.backends.cpu.grad_ops import GRAPH_OPS
+from pytfrt.backends.cpu.ops import OpError
+
+pytestmark = pytest.mark.skipif(not _dnnl_conv.available(), reason="oneDNN not installed")
+
+
+def _torch_grads(x_nchw, w_oihw, strides, dilations, pads, groups, seed):
+    xt = torch.tensor(x_nchw, dtype=torch.float64, requires_grad=True)
+    wt = torch.tensor(w_oihw, dtype=torch.float64, requires_grad=True)
+    pt, pb, pl, pr = pads
+    yt = F.conv2d(F.pad(xt, (pl, pr, pt, pb)), wt, stride=strides, dilation=dilations,
+                  groups=groups)
+    dy = np.random.default_rng(seed).standard_normal(tuple(yt.shape))
+    yt.backward(torch.from_numpy(dy))
+    return dy, xt.grad.numpy(), wt.grad.numpy()
+
+
+def _check(layout, n, h, w, cin, cout, k, strides, dilations, pads, groups, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, cin, h, w)).astype(np.float32)
+    wt = rng.standard_normal((cout, cin // groups, k, k)).astype(np.float32)
+    dy, dx_ref, dw_ref = _torch_grads(x, wt, strides, dilations, pads, groups, seed)
+    dy = dy.astype(np.float32)
+    if layout == "NHWC":
+        x, dy, dx_ref = (a.transpose(0, 2, 3, 1) for a in (x, dy, dx_ref))
+        wt, dw_ref = wt.transpose(2, 3, 1, 0), dw_ref.transpose(2, 3, 1, 0)
+    x, wt, dy = (np.ascontiguousarray(a) for a in (x, wt, dy))
+    attrs = dict(layout=layout, strides=strides, dilations=dilations, pads=pads, groups=groups)
+    dx = _dnnl_conv_bwd.backprop_input(x.shape, wt, dy, **attrs)
+    dw = _dnnl_conv_bwd.backprop_filter(x, wt.shape, dy, **attrs)
+    assert dx is not None and dw is not None, "oneDNN did not take the call"
+    assert dx.shape == dx_ref.shape and dw.shape == dw_ref.shape
+    np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4 * max(1, np.abs(dx_ref).max()))
+    np.testing.assert_allclose(dw, dw_ref, rtol=1e-4, atol=1e-4 * max(1, np.abs(dw_ref).max()))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    layout=st.sampled_from(["NHWC", "NCHW"]),
+    n=st.integers(1, 3),
+    hw=st.tuples(st.integers(5, 11), st.integers(5, 11)),
+    cig=st.integers(1, 5),
+    cog=st.integers(1, 6),
+    groups=st.sampled_from([1, 1, 2, 3]),
+    k=st.integers(1, 3),
+    strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    dilations=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    pads=st.tuples(*(st.integers(0, 2) for _ in range(4))),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_gradients_match_torch(layout, n, hw, cig, cog, groups, k, strides, dilations, pads,
+                               seed):
+    _check(layout, n, hw[0], hw[1], cig * groups, cog * groups, k, strides, dilations, pads,
+           groups, seed)
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_batch_split_into_parts_sums_filter_gradients(layout):
+    geo = _dnnl_conv_bwd._Geometry(layout, (4, 16, 16, 16) if layout == "NHWC" else
+                                   (4, 16, 16, 16), (3, 3, 16, 32) if layout == "NHWC" else
+                                   (32, 16, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 1)
+    _check(layout, 4, 16, 16, 16, 32, 3, (1, 1), (1, 1), (1, 1, 1, 1), 1, 7)
+    plan = _dnnl_conv_bwd._plan("weights", geo)
+    assert plan is not None
+    assert len(plan.parts) == min(_parallel.num_threads(), 4)
+
+
+def test_depthwise_through_the_graph_op():
+    """The registered op takes the oneDNN path (same numbers as torch) for a depthwise filter."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 8, 8, 6)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 1, 6)).astype(np.float32)
+    dy, dx_ref, dw_ref = _torch_grads(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), (1, 1),
+                                      (1, 1), (1, 1, 1, 1), 6, 2)
+    dy = np.ascontiguousarray(dy.astype(np.float32).transpose(0, 2, 3, 1))
+    attrs = dict(layout="NHWC", strides=[1, 1], dilations=[1, 1], pads=[1, 1, 1, 1], groups=6,
+                 static_shape=None)
+    dx = GRAPH_OPS["conv2d_backprop_input"](np.array(x.shape), w, dy, **attrs)
+    dw = GRAPH_OPS["conv2d_backprop_filter"](x, np.array(w.shape), dy, **attrs)
+    np.testing.assert_allclose(dx, dx_ref.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw, dw_ref.transpose(2, 3, 1, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_what_onednn_is_not_given_goes_to_the_builtin_path():
+    w = np.ones((3, 3, 4, 8), np.float32)
+    bad_dy = np.ones((1, 4, 3, 8), np.float32)
+    attrs = dict(layout="NHWC", strides=[1, 1], dilations=[1, 1], pads=[0, 0, 0, 0], groups=1)
+    assert _dnnl_conv_bwd.backprop_input((1, 5, 5, 4), w, bad_dy, **attrs) is None
+    assert _dnnl_conv_bwd.backprop_input((1, 5, 5, 4), w.astype(np.float64),
+                                         bad_dy.astype(np.float64), **attrs) is None
+    assert _dnnl_conv_bwd.backprop_input((1, 5, 5, 4), w, bad_dy,
+                                         **{**attrs, "strides": [1]}) is None
+    with pytest.raises(OpError, match="dy"):
+        GRAPH_OPS["conv2d_backprop_input"]((1, 5, 5, 4), w, bad_dy, static_shape=None, **attrs)
+    x64 = np.ones((1, 5, 5, 4))
+    dw = GRAPH_OPS["conv2d_backprop_filter"](x64, (3, 3, 4, 8), np.ones((1, 3, 3, 8)),
+                                             static_shape=None, **attrs)
+    np.testing.assert_allclose(dw, np.full((3, 3, 4, 8), 9.0))
