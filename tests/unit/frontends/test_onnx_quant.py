@@ -1,5 +1,6 @@
-"""Quantized ONNX models as ONNX Runtime's ``quantize_static`` writes them (QDQ, per-channel
-s8 weights, u8 activations, a fixed-seed calibration reader) import, compile to integer ops
+"""Quantized ONNX models as ONNX Runtime's ``quantize_static`` writes them (QDQ and QOperator,
+per-channel s8 weights, u8 activations, a fixed-seed calibration reader) import, compile to
+integer ops
 (``qconv2d``/``qmatmul``, no float convolution left) and match ONNX Runtime's own run of the
 same int8 model within one quantization step of the output."""
 
@@ -62,13 +63,17 @@ class _Reader(quantization.CalibrationDataReader):  # type: ignore[misc]
         return next(self.batches, None)
 
 
-@pytest.fixture(scope="module")
-def qdq_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+@pytest.fixture(scope="module", params=["QDQ", "QOperator"])
+def qdq_model(request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The float CNN and its quantization in ONNX Runtime's QDQ or QOperator format (the
+    latter with its com.microsoft QLinearAdd, QLinearGlobalAveragePool and QGemm)."""
     d = tmp_path_factory.mktemp("quant")
-    f, q = d / "float.onnx", d / "qdq.onnx"
+    f, q = d / "float.onnx", d / f"{request.param}.onnx"
     onnx.save(_float_cnn(), f)
     quantization.quantize_static(
-        str(f), str(q), _Reader(), quant_format=quantization.QuantFormat.QDQ, per_channel=True,
+        str(f), str(q), _Reader(), quant_format=getattr(quantization.QuantFormat,
+                                                        request.param), per_channel=True,
         weight_type=quantization.QuantType.QInt8, activation_type=quantization.QuantType.QUInt8)
     return f, q
 
