@@ -168,6 +168,8 @@ class _Lib:
         )
         self.addresses = (execute, wait, set_handle)
         """Addresses of the C functions :mod:`_spin_pool`'s native loops call."""
+        self.fns = np.array(self.addresses, np.int64)
+        """The same, as the array :func:`_spin_pool.run_row` takes."""
 
     def call(self, name: str, *args: Any) -> None:
         status = self.fn[name](*args)
@@ -186,6 +188,13 @@ class _Lib:
             s = self.new("dnnl_stream_create", self.engine, _STREAM_IN_ORDER)
             self.local.stream = s
         return s
+
+    def stream_handle(self) -> int:
+        """This thread's stream (:meth:`stream`) as an integer handle."""
+        h = getattr(self.local, "stream_int", 0)
+        if not h:
+            h = self.local.stream_int = int(self.stream().value or 0)
+        return h
 
     def new_stream_handle(self) -> int:
         """A new stream as an integer handle (for :mod:`_spin_pool`'s thread slots; never
@@ -289,6 +298,9 @@ class _Prim:
         self.keep: Any = None
         """What owns memory handed to oneDNN (a prepared filter's :func:`_filter_memory`)."""
         self.per_thread: dict[int, tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any, Any]] = {}
+        self.rows: dict[int, np.ndarray] = {}
+        """Per thread, the :mod:`_spin_pool` row of :attr:`per_thread`'s memory objects
+        (:meth:`DnnlConv._run`)."""
         self.extra: list[tuple[int, ctypes.c_void_p]] = []
         """More ``(argument, memory)`` pairs every execution passes (the run-time scales and
         zero points of an int8 primitive, :mod:`_dnnl_int8`)."""
@@ -339,6 +351,7 @@ class _Prim:
                 if mem:
                     self.lib.fn["dnnl_memory_destroy"](mem)
         self.per_thread.clear()
+        self.rows.clear()
         for kind, h in reversed(self.handles):
             self.lib.fn[kind](h)
         self.handles.clear()
@@ -767,20 +780,38 @@ class DnnlConv:
         np.copyto(part, buf)
 
     def _run(self, p: _Prim, xa: int, ya: int, ra: int) -> None:
+        """Run one part on the calling thread: one native call
+        (:func:`pytfrt.backends.cpu._spin_pool.run_row`) that sets the data addresses and
+        executes and waits for the primitive, with this thread's row of memory objects."""
         lib = self._lib
         if not getattr(_blas._local, "pinned", False):
             _pin_one_thread()
-        args, src, dst, sp, res = p.state(threading.get_ident(), self._lock)
-        set_handle = lib.fn["dnnl_memory_set_data_handle"]
-        set_handle(src, xa + p.src_off)
-        set_handle(dst, ya + p.dst_off)
-        if res:
-            set_handle(res, ra + p.dst_off)
-        if sp:
-            set_handle(sp, _scratch(lib, p.scratch))
-        stream = lib.stream()
-        lib.call("dnnl_primitive_execute", p.prim, stream, len(args), args)
-        lib.call("dnnl_stream_wait", stream)
+        tid = threading.get_ident()
+        row = p.rows.get(tid)
+        if row is None:
+            row = np.zeros(_spin_pool.NF, np.int64)
+            _fill_row(row, p, p.state(tid, self._lock))
+            with self._lock:
+                row = p.rows.setdefault(tid, row)
+        st = _spin_pool.run_row(row, lib.fns, xa, ya, ra, lib.stream_handle(),
+                                _scratch(lib, p.scratch) if p.scratch else 0, 0)
+        if st != 0:
+            raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
+
+
+def _fill_row(row: np.ndarray, p: _Prim, state: tuple[Any, ...]) -> None:
+    """The fields of a :mod:`_spin_pool` part row that run primitive ``p`` with one thread's
+    memory objects (``state``: :meth:`_Prim.state`); the channel-part fields stay zero."""
+    args, src, dst, sp, res = state
+    row[_spin_pool.PRIM] = p.prim.value or 0
+    row[_spin_pool.NARGS] = len(args)
+    row[_spin_pool.ARGS] = ctypes.addressof(args)
+    row[_spin_pool.SRC_MEM] = src.value or 0
+    row[_spin_pool.SRC_OFF] = p.src_off
+    row[_spin_pool.DST_MEM] = dst.value or 0
+    row[_spin_pool.DST_OFF] = p.dst_off
+    row[_spin_pool.RES_MEM] = 0 if res is None else res.value or 0
+    row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
 
 
 def _job(prims: list[_Prim], cout: int, lock: threading.Lock) -> _Job:
@@ -790,17 +821,8 @@ def _job(prims: list[_Prim], cout: int, lock: threading.Lock) -> _Job:
     table = np.zeros((len(prims), _spin_pool.NF), np.int64)
     buf = 0
     for i, p in enumerate(prims):
-        args, src, dst, sp, res = p.state(_POOL_STATE, lock)
         row = table[i]
-        row[_spin_pool.PRIM] = p.prim.value or 0
-        row[_spin_pool.NARGS] = len(args)
-        row[_spin_pool.ARGS] = ctypes.addressof(args)
-        row[_spin_pool.SRC_MEM] = src.value or 0
-        row[_spin_pool.SRC_OFF] = p.src_off
-        row[_spin_pool.DST_MEM] = dst.value or 0
-        row[_spin_pool.DST_OFF] = p.dst_off
-        row[_spin_pool.RES_MEM] = 0 if res is None else res.value or 0
-        row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
+        _fill_row(row, p, p.state(_POOL_STATE, lock))
         if p.channels is not None:
             c0, c1 = p.channels
             row[_spin_pool.CH_OFF] = 4 * c0
