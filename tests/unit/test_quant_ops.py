@@ -244,13 +244,16 @@ def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
         assert diff.max() <= 1 and np.mean(diff) < 0.01
 
 
-@pytest.mark.parametrize("dtype", ["ui8", "f32"])
-def test_qmatmul_onednn_matches_reference(dtype: str) -> None:
+@pytest.mark.parametrize("dtype,rows,k,n", [("ui8", 5, 64, 24), ("f32", 5, 64, 24),
+                                             ("ui8", 64, 256, 128)])
+def test_qmatmul_onednn_matches_reference(dtype: str, rows: int, k: int, n: int) -> None:
+    """oneDNN's int8 matmul (the last case is split into row bands) against the NumPy
+    reference, and the reference against float arithmetic on the dequantized operands."""
     rng = np.random.default_rng(3)
-    x = rng.integers(0, 256, (2, 5, 64)).astype(np.uint8)
-    w = rng.integers(-127, 128, (64, 24)).astype(np.int8)
-    ws = rng.uniform(0.001, 0.01, 24).astype(np.float32)
-    bias = rng.standard_normal(24).astype(np.float32)
+    x = rng.integers(0, 256, (2, rows, k)).astype(np.uint8)
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    ws = rng.uniform(0.001, 0.01, n).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
     attrs = dict(x_scale=0.02, x_zero_point=100, x_dtype="ui8", y_scale=0.1, y_zero_point=3,
                  dtype=dtype, activation="relu", alpha=0.0, residual_scale=0.0,
                  residual_zero_point=0, epilogue_operands=(1, 0))
@@ -258,7 +261,7 @@ def test_qmatmul_onednn_matches_reference(dtype: str) -> None:
     ref_plan = quant.qmatmul_prepare(w, ws, bias, **attrs)
     ref_plan.dnnl = None
     got, ref = quant.qmatmul(x, plan), quant.qmatmul(x, ref_plan)
-    assert got.shape == (2, 5, 24) and got.dtype == ref.dtype
+    assert got.shape == (2, rows, n) and got.dtype == ref.dtype
     # the reference against plain float arithmetic on the dequantized operands
     real = np.maximum(((x.astype(np.float64) - 100) * 0.02) @ (w * ws.astype(np.float64))
                       + bias, 0)

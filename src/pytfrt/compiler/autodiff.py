@@ -1064,6 +1064,12 @@ NO_RULE: dict[str, str] = {
     **{op: "an ONNX op (compiler/ops/onnx_more.py), imported from inference graphs only"
        for op in ("cumprod", "det", "grid_sample", "reverse_sequence", "scatter_nd_reduce",
                   "compress", "unique")},
+    # -- 3-D convolution and pooling: imported from TF with TF's own gradient ops
+    **dict.fromkeys(
+        ("conv3d", "conv3d_backprop_input", "conv3d_backprop_filter", "max_pool3d",
+         "avg_pool3d", "max_pool3d_grad", "avg_pool3d_grad"),
+        "3-D ops come from TF graphs, whose gradients TF's own gradient ops compute; no "
+        "pytfrt.grad rule yet"),
 }
 """Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
 raised when one is on a differentiated path says it)."""

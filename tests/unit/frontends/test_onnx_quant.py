@@ -1,5 +1,6 @@
-"""Quantized ONNX models as ONNX Runtime's ``quantize_static`` writes them (QDQ, per-channel
-s8 weights, u8 activations, a fixed-seed calibration reader) import, compile to integer ops
+"""Quantized ONNX models as ONNX Runtime's ``quantize_static`` writes them (QDQ and QOperator,
+per-channel s8 weights, u8 activations, a fixed-seed calibration reader) import, compile to
+integer ops
 (``qconv2d``/``qmatmul``, no float convolution left) and match ONNX Runtime's own run of the
 same int8 model within one quantization step of the output."""
 
@@ -62,13 +63,17 @@ class _Reader(quantization.CalibrationDataReader):  # type: ignore[misc]
         return next(self.batches, None)
 
 
-@pytest.fixture(scope="module")
-def qdq_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+@pytest.fixture(scope="module", params=["QDQ", "QOperator"])
+def qdq_model(request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The float CNN and its quantization in ONNX Runtime's QDQ or QOperator format (the
+    latter with its com.microsoft QLinearAdd, QLinearGlobalAveragePool and QGemm)."""
     d = tmp_path_factory.mktemp("quant")
-    f, q = d / "float.onnx", d / "qdq.onnx"
+    f, q = d / "float.onnx", d / f"{request.param}.onnx"
     onnx.save(_float_cnn(), f)
     quantization.quantize_static(
-        str(f), str(q), _Reader(), quant_format=quantization.QuantFormat.QDQ, per_channel=True,
+        str(f), str(q), _Reader(), quant_format=getattr(quantization.QuantFormat,
+                                                        request.param), per_channel=True,
         weight_type=quantization.QuantType.QInt8, activation_type=quantization.QuantType.QUInt8)
     return f, q
 
@@ -82,7 +87,8 @@ def _output_step(model: Any) -> float:
     return float(inits[last.input[1]])
 
 
-def test_qdq_model_runs_as_int8_and_matches_onnxruntime(qdq_model: tuple[Path, Path]) -> None:
+def test_qdq_model_runs_as_int8_and_matches_onnxruntime(qdq_model: tuple[Path, Path],
+                                                        tmp_path: Path) -> None:
     import pytfrt
     from pytfrt.compiler.api import to_graph
     from pytfrt.compiler.passes import default_pipeline
@@ -100,6 +106,9 @@ def test_qdq_model_runs_as_int8_and_matches_onnxruntime(qdq_model: tuple[Path, P
     got = compiled(x)
     step = _output_step(model)
     assert np.abs(got - ref).max() <= step * 1.001
+    # saved and loaded (int8 weights in the BTF file, plans rebuilt at load): same results
+    compiled.save(str(tmp_path / "m"))
+    np.testing.assert_array_equal(pytfrt.load(str(tmp_path / "m"))(x), got)
     # and the int8 model is close to the float one (sanity of the quantization itself)
     fl = ort.InferenceSession(str(fpath), providers=["CPUExecutionProvider"]).run(
         None, {"x": x})[0]

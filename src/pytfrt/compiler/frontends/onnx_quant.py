@@ -8,17 +8,28 @@ products (``MatMulInteger``, ``QLinearMatMul``) are exact integer arithmetic req
 ONNX Runtime does.  A QDQ model (``DequantizeLinear`` -> float op -> ``QuantizeLinear``, as
 ONNX Runtime's ``quantize_static`` writes it) imports as that float graph with the
 quantisation ops in it; ``-tg-fold-quant`` then folds the pairs into integer ops
-(``docs/compiler.md``, "Quantization").
+(``docs/compiler.md``, "Quantization").  ``QLinearConv``/``QLinearMatMul`` with a constant s8
+weight, and ONNX Runtime's ``com.microsoft`` contrib ops of QOperator models (``QLinearAdd``,
+``QLinearMul``, ``QLinearGlobalAveragePool``, ``QLinearAveragePool``, ``QLinearSigmoid``,
+``QLinearLeakyRelu``, ``QLinearConcat``, ``QGemm``; registered in ``MS_OPS``) import as
+dequantize -> the float op -> quantize, the form the pass folds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pytfrt.compiler.frontends.onnx_common import tg_dtype
-from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter, Out, _np_dtype, onnx_op
+from pytfrt.compiler.frontends.onnx_mapping import (
+    MS_OPS,
+    OnnxGraphImporter,
+    Out,
+    _np_dtype,
+    onnx_op,
+)
 from pytfrt.compiler.ops.quant import QUANT_DTYPES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,7 +79,7 @@ def _saturate(ctx: OnnxGraphImporter, v: Value, dtype: str) -> Value:
     return ctx.op("minimum", [v, ctx.scalar(float(info.max), v, "const")])
 
 
-def _via(ctx: OnnxGraphImporter, node: Any, op_type: str, inputs: list[Value | None],
+def _via(ctx: OnnxGraphImporter, node: Any, op_type: str, inputs: Sequence[Value | None],
          **attrs: Any) -> Value:
     """Import ``op_type`` (its default-domain handler) on ``inputs`` with ``node``'s
     attributes (or ``attrs``): the float op between the quantization ops, so that the
@@ -200,3 +211,86 @@ def _qlinear_matmul(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     acc = ctx.op("matmul", [_shifted(ctx, a, za, [-1, 1]), _shifted(ctx, b, zb)],
                  transpose_a=False, transpose_b=False)
     return [_requantize(ctx, acc, [sa, sb], sy, zy, None)]
+
+
+# -- ONNX Runtime's contrib ops in QOperator models (domain com.microsoft) ------------------
+# Each is dequantize -> the float op -> quantize, so -tg-fold-quant and the layout pass treat
+# them as the QDQ form (QGemm with a constant s8 weight becomes a qmatmul).
+
+
+def _dq(ctx: OnnxGraphImporter, node: Any, i: int, axis: int = 1) -> Value:
+    """``dequantize_linear`` of input ``i`` with its scale ``i + 1`` and zero point ``i + 2``."""
+    ops = [ctx.input(node, i), ctx.input(node, i + 1)]
+    if ctx.has(node, i + 2):
+        ops.append(ctx.input(node, i + 2))
+    return ctx.op("dequantize_linear", ops, axis=axis)
+
+
+def _q(ctx: OnnxGraphImporter, node: Any, y: Value, i: int) -> Value:
+    """``quantize_linear`` of ``y`` with the scale / zero point inputs ``i``, ``i + 1``."""
+    ops = [y, ctx.input(node, i)]
+    dtype = "ui8"
+    if ctx.has(node, i + 1):
+        ops.append(ctx.input(node, i + 1))
+        dtype = ops[-1].dtype
+    return ctx.op("quantize_linear", ops, dtype=dtype)
+
+
+def _ms(op_type: str) -> Any:
+    def register(fn: Any) -> Any:
+        MS_OPS[op_type] = fn
+        return fn
+
+    return register
+
+
+def _binary(op_type: str) -> Any:
+    def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+        y = _via(ctx, node, op_type, [_dq(ctx, node, 0), _dq(ctx, node, 3)])
+        return [_q(ctx, node, y, 6)]
+
+    return handler
+
+
+_ms("QLinearAdd")(_binary("Add"))
+_ms("QLinearMul")(_binary("Mul"))
+
+
+def _unary(op_type: str) -> Any:
+    def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+        attrs = {k: v for k, v in ctx.attrs(node).items() if k != "channels_last"}
+        if int(ctx.attrs(node).get("channels_last", 0)):
+            ctx.unsupported(node, "channels_last = 1")
+        y = _via(ctx, node, op_type, [_dq(ctx, node, 0)], **attrs) if attrs else _via(
+            ctx, node, op_type, [_dq(ctx, node, 0)])
+        return [_q(ctx, node, y, 3)]
+
+    return handler
+
+
+for _ms_op, _float_op in (("QLinearGlobalAveragePool", "GlobalAveragePool"),
+                          ("QLinearAveragePool", "AveragePool"),
+                          ("QLinearSigmoid", "Sigmoid"), ("QLinearLeakyRelu", "LeakyRelu")):
+    _ms(_ms_op)(_unary(_float_op))
+
+
+@_ms("QLinearConcat")
+def _qlinear_concat(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    parts = [_dq(ctx, node, i) for i in range(2, len(node.input), 3)]
+    y = _via(ctx, node, "Concat", parts, axis=int(ctx.attrs(node)["axis"]))
+    return [_q(ctx, node, y, 0)]
+
+
+@_ms("QGemm")
+def _qgemm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    trans_b = int(a.get("transB", 0))
+    ad = _dq(ctx, node, 0)
+    bd = _dq(ctx, node, 3, axis=0 if trans_b else 1)
+    c = None
+    if ctx.has(node, 6):  # int32 bias on the scale a_scale * b_scale
+        c = ctx.op("mul", [ctx.op("cast", [ctx.input(node, 6)], to="f32"),
+                           ctx.op("mul", [ctx.input(node, 1), ctx.input(node, 4)])])
+    gemm = {k: a[k] for k in ("alpha", "transA", "transB") if k in a}
+    y = _via(ctx, node, "Gemm", [ad, bd, c], **gemm)
+    return [_q(ctx, node, y, 7) if ctx.has(node, 7) else y]
