@@ -54,12 +54,15 @@ def cnn() -> GraphModule:
     return gb.finish()
 
 
-def mlp() -> GraphModule:
-    """x @ w + b, x [N, 16] (a transformer's projection in miniature)."""
+def mlp(transpose_b: bool = False) -> GraphModule:
+    """x @ w + b, x [N, 16] or [N, 3, 16] with ``transpose_b`` (a transformer's projection in
+    miniature)."""
     gb = GraphBuilder()
-    fn = gb.function("main", inputs=[("x", (None, 16), "f32")])
+    shape = (None, 3, 16) if transpose_b else (None, 16)
+    fn = gb.function("main", inputs=[("x", shape, "f32")])
     (x,) = fn.arguments
-    y = fn.op("matmul", [x, fn.constant(W_FC[:16, :], name="proj/kernel")])
+    w = W_FC[:16, :].T.copy() if transpose_b else W_FC[:16, :]
+    y = fn.op("matmul", [x, fn.constant(w, name="proj/kernel")], transpose_b=transpose_b)
     fn.returns([fn.op("add", [y, fn.constant(B_FC, name="proj/bias")])])
     return gb.finish()
 
@@ -252,7 +255,7 @@ def expected_static(x: np.ndarray, batches: list[np.ndarray]) -> tuple[np.ndarra
             return np_weight_qdq(t, 3)
         if name == "w_fc":
             return np_weight_qdq(t, 1)
-        if name == "pool":  # pooling runs in float on the dequantized values
+        if name == "pool":  # the max of dequantized values (pytfrt takes it of the u8 codes)
             return t
         return np_qdq(t, *params[name])
 
@@ -318,11 +321,16 @@ def test_histogram_calibrations_stay_close_to_float(calibration: str) -> None:
 
 
 @needs_qops
-@pytest.mark.parametrize("per_channel", [True, False])
-def test_dynamic_quantization_matches_the_numpy_oracle(per_channel: bool) -> None:
-    m = pytfrt.quantize(mlp(), None, method="dynamic", per_channel=per_channel)
+@pytest.mark.parametrize(("per_channel", "transpose_b"), [(True, False), (False, False),
+                                                         (True, True)])
+def test_dynamic_quantization_matches_the_numpy_oracle(per_channel: bool, transpose_b: bool,
+                                                       tmp_path: Any) -> None:
+    m = pytfrt.quantize(mlp(transpose_b), None, method="dynamic", per_channel=per_channel)
+    kernels = {k.name for f in m.program.functions for k in f.kernels}
+    assert "tg.qmatmul_dynamic" in kernels and "tg.matmul" not in kernels
     w = W_FC[:16, :]
-    for x in (RNG.normal(0, 1, (4, 16)), RNG.uniform(2, 3, (1, 16))):
+    shape = (3, 16) if transpose_b else (16,)
+    for x in (RNG.normal(0, 1, (4, *shape)), RNG.uniform(2, 3, (1, *shape))):
         x = x.astype(np.float32)
         lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
         scale, zp = u8_params(lo, hi)
@@ -332,3 +340,53 @@ def test_dynamic_quantization_matches_the_numpy_oracle(per_channel: bool) -> Non
         want = np_qdq(x.astype(np.float64), scale, zp) @ wq + B_FC
         np.testing.assert_allclose(m(x), want, rtol=1e-4, atol=1e-4)
         assert np.max(np.abs(m(x) - (x @ w + B_FC))) > 1e-5  # it did quantize
+    m.save(tmp_path / "d")
+    np.testing.assert_array_equal(pytfrt.load(tmp_path / "d")(x), m(x))
+
+
+# -- the qmatmul_dynamic kernel -----------------------------------------------------------------
+
+@needs_qops
+@given(m=st.integers(1, 9), k=st.integers(1, 40), n=st.integers(1, 24),
+       kind=st.sampled_from(["normal", "positive", "negative", "zeros", "wide"]),
+       seed=st.integers(0, 2**16), with_bias=st.booleans())
+def test_qmatmul_dynamic_kernel_matches_the_numpy_oracle(m: int, k: int, n: int, kind: str,
+                                                         seed: int, with_bias: bool) -> None:
+    from pytfrt.backends.cpu.quant_dynamic import DynamicPlan, qmatmul_dynamic
+
+    rng = np.random.default_rng(seed)
+    x = {"normal": rng.normal(0, 1, (m, k)), "positive": rng.uniform(1, 2, (m, k)),
+         "negative": -rng.uniform(0.5, 3, (m, k)), "zeros": np.zeros((m, k)),
+         "wide": rng.normal(0, 1, (m, k)) * 10.0 ** rng.integers(-3, 4)}[kind]
+    x = x.astype(np.float32)
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    ws = rng.uniform(1e-3, 1e-1, n).astype(np.float32)
+    bias = rng.normal(0, 1, n).astype(np.float32) if with_bias else None
+    plan = DynamicPlan(w, ws, bias)
+    # the oracle: ONNX DynamicQuantizeLinear, dequantize, float64 product
+    lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
+    scale = np.float32((np.float32(hi) - np.float32(lo)) / np.float32(255))
+    if scale == 0:
+        scale, zp = np.float32(1), 0
+    else:
+        zp = int(np.clip(np.rint(-np.float32(lo) / scale), 0, 255))
+    xq = np.clip(np.rint(x / scale) + zp, 0, 255)
+    want = ((xq - zp) * np.float64(scale)) @ (w.astype(np.float64) * ws)
+    if bias is not None:
+        want += bias
+    for use_dnnl in (True, False):
+        if not use_dnnl:
+            plan.dnnl = None
+        got = qmatmul_dynamic(x, plan)
+        assert got.dtype == np.float32 and got.shape == (m, n)
+        np.testing.assert_allclose(got, want, rtol=1e-5,
+                                   atol=1e-5 * max(1.0, float(np.abs(want).max())))
+
+
+@needs_qops
+def test_a_dynamic_model_refuses_nan_inputs() -> None:
+    m = pytfrt.quantize(mlp(), None, method="dynamic")
+    x = np.ones((2, 16), np.float32)
+    x[1, 3] = np.nan
+    with pytest.raises(pytfrt.ModelError, match="NaN or infinity"):
+        m(x)

@@ -12,8 +12,9 @@ the quantize/dequantize ("QDQ") pairs inserted into a float graph.
   a range, s8 symmetric (per-channel) weights;
 * :func:`insert_static` / :func:`insert_dynamic` -- the rewrite: ``t -> dequantize_linear(
   quantize_linear(t))`` for every activation tensor (all its users read the result), weights as
-  ``dequantize_linear(s8 constant)``; dynamic: ``dequantize_linear(dynamic_quantize_linear(x))``
-  on matmul inputs.
+  ``dequantize_linear(s8 constant)``; dynamic: each matmul (and its bias add) becomes one
+  ``qmatmul_dynamic`` (its input quantized per call, as ``dynamic_quantize_linear`` does);
+  a ``max_pool2d`` of a dequantized tensor is moved before the dequantize (it runs on u8).
 
 The ops are the graph dialect's quantization family (``docs/graph_dialect.md``); the default
 pipeline folds the pairs into int8 kernels.  Works in place on a GraphModule; not thread-safe
@@ -74,21 +75,29 @@ def _is_f32(v: SSAValue) -> bool:
     return ttype(v).dtype == "f32"
 
 
+def _bias_add(gm: GraphModule, op: Operation, channels: int
+              ) -> tuple[Operation, np.ndarray] | None:
+    """``op``'s only user when it adds a float32 constant bias with one value per output
+    channel (the add and the bias), else ``None``."""
+    y = op.results[0]
+    user = single_use(y)
+    if user is None or user.name != "tg.add":
+        return None
+    other = user.operands[1] if user.operands[0] is y else user.operands[0]
+    bias = const_value(gm, other)
+    if (bias is None or bias.dtype != np.float32 or bias.size != channels
+            or ttype(user.results[0]) != ttype(y)):
+        return None
+    return user, bias
+
+
 def _epilogue_end(gm: GraphModule, op: Operation, channels: int) -> SSAValue:
     """The end of ``op``'s chain ``[add(., constant bias with one value per channel)]
     [relu]``, each link its predecessor's only user: what one int8 kernel computes."""
-    y = op.results[0]
+    found = _bias_add(gm, op, channels)
+    y = op.results[0] if found is None else found[0].results[0]
     user = single_use(y)
-    if user is not None and user.name == "tg.add":
-        other = user.operands[1] if user.operands[0] is y else user.operands[0]
-        bias = const_value(gm, other)
-        if (bias is not None and bias.dtype == np.float32 and bias.size == channels
-                and ttype(user.results[0]) == ttype(y)):
-            y = user.results[0]
-            user = single_use(y)
-    if user is not None and user.name == "tg.relu":
-        y = user.results[0]
-    return y
+    return user.results[0] if user is not None and user.name == "tg.relu" else y
 
 
 def targets(gm: GraphModule, exclude: frozenset[str] = frozenset()) -> list[Target]:
@@ -234,15 +243,6 @@ class _Inserter:
                     {})
         return self._reroute(v, [s, z, q, dq])
 
-    def dynamic(self, v: SSAValue) -> SSAValue:
-        """``v`` quantized per call (``dynamic_quantize_linear``) and dequantized; every user
-        reads the result."""
-        if v in self.done:
-            return self.done[v]
-        q = new_op(self.gm, "dynamic_quantize_linear", [v], {})
-        dq = new_op(self.gm, "dequantize_linear", list(q.results), {})
-        return self._reroute(v, [q, dq])
-
     def _reroute(self, v: SSAValue, ops: Sequence[Operation]) -> SSAValue:
         """Insert ``ops`` (ending in the dequantize; the one before it reads ``v``) right after
         ``v``'s definition; every other user of ``v`` now reads the dequantized value."""
@@ -278,14 +278,60 @@ def insert_static(gm: GraphModule, found: Sequence[Target],
         ins.qdq(t.x, *activation_params(*ranges[t.x]))
         ins.qdq(t.out, *activation_params(*ranges[t.out]))
         ins.weight(t.op, per_channel)
+    _max_pools_in_u8(gm)
     refresh_types(gm)
 
 
+def _max_pools_in_u8(gm: GraphModule) -> None:
+    """``max_pool2d(dequantize_linear(q, s, z))`` (per-tensor ``s, z``) becomes
+    ``dequantize_linear(max_pool2d(q), s, z)``: the maximum commutes with the increasing
+    dequantization and a u8 pad (0, the smallest code) never wins a window holding an element,
+    so the pool runs on the codes and its result needs no quantize before the next int8 op."""
+    block = gm.function("main").body.block
+    for op in list(block.ops):
+        dq = op.operands[0].owner if op.name == "tg.max_pool2d" else None
+        if not isinstance(dq, Operation) or dq.name != "tg.dequantize_linear":
+            continue
+        scale = const_value(gm, dq.operands[1])
+        if scale is None or scale.size != 1 or len(dq.operands) != 3:
+            continue
+        pool = new_op(gm, "max_pool2d", [dq.operands[0]], attrs_of(op), op.location)
+        back = new_op(gm, "dequantize_linear", [pool.results[0], *dq.operands[1:]], {})
+        block.insert_ops_before([pool, back], op)
+        op.results[0].replace_all_uses_with(back.results[0])
+        op.detach()
+        op.erase()
+        if not dq.results[0].uses:
+            dq.detach()
+            dq.erase()
+
+
 def insert_dynamic(gm: GraphModule, found: Sequence[Target], per_channel: bool) -> None:
-    """Each matmul of ``found`` reads its activation quantized per call and its weight as s8."""
-    ins = _Inserter(gm)
+    """Each matmul of ``found`` (with the bias add after it, if any) becomes a
+    ``qmatmul_dynamic``: its input quantized per call, its weight s8 (per column if
+    ``per_channel``)."""
     for t in found:
-        if t.op.name == "tg.matmul":
-            ins.dynamic(t.x)
-            ins.weight(t.op, per_channel)
+        op = t.op
+        if op.name != "tg.matmul":
+            continue
+        w = np.asarray(const_value(gm, op.operands[1]))
+        axis = weight_axis(op) if per_channel else None
+        q, scale = weight_params(w, axis)
+        if attrs_of(op)["transpose_b"]:
+            q = np.ascontiguousarray(q.T)
+        bias = _bias_add(gm, op, q.shape[1])
+        consts = [make_constant(gm, q, "qweight"),
+                  make_constant(gm, scale.reshape(-1), "wscale")]
+        if bias is not None:
+            consts.append(make_constant(gm, bias[1].reshape(-1), "bias"))
+        new = new_op(gm, "qmatmul_dynamic", [t.x, *(c.results[0] for c in consts)],
+                     {"epilogue_operands": (int(bias is not None), 0)}, op.location)
+        block = op.parent_block()
+        assert block is not None
+        block.insert_ops_before([*consts, new], op)
+        last = op if bias is None else bias[0]
+        last.results[0].replace_all_uses_with(new.results[0])
+        for dead in ([last, op] if bias is not None else [op]):
+            dead.detach()
+            dead.erase()
     refresh_types(gm)

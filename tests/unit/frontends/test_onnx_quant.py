@@ -1,5 +1,6 @@
-"""Quantized ONNX models as ONNX Runtime's ``quantize_static`` writes them (QDQ, per-channel
-s8 weights, u8 activations, a fixed-seed calibration reader) import, compile to integer ops
+"""Quantized ONNX models as ONNX Runtime's ``quantize_static`` writes them (QDQ and QOperator,
+per-channel s8 weights, u8 activations, a fixed-seed calibration reader) import, compile to
+integer ops
 (``qconv2d``/``qmatmul``, no float convolution left) and match ONNX Runtime's own run of the
 same int8 model within one quantization step of the output."""
 
@@ -62,13 +63,17 @@ class _Reader(quantization.CalibrationDataReader):  # type: ignore[misc]
         return next(self.batches, None)
 
 
-@pytest.fixture(scope="module")
-def qdq_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+@pytest.fixture(scope="module", params=["QDQ", "QOperator"])
+def qdq_model(request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The float CNN and its quantization in ONNX Runtime's QDQ or QOperator format (the
+    latter with its com.microsoft QLinearAdd, QLinearGlobalAveragePool and QGemm)."""
     d = tmp_path_factory.mktemp("quant")
-    f, q = d / "float.onnx", d / "qdq.onnx"
+    f, q = d / "float.onnx", d / f"{request.param}.onnx"
     onnx.save(_float_cnn(), f)
     quantization.quantize_static(
-        str(f), str(q), _Reader(), quant_format=quantization.QuantFormat.QDQ, per_channel=True,
+        str(f), str(q), _Reader(), quant_format=getattr(quantization.QuantFormat,
+                                                        request.param), per_channel=True,
         weight_type=quantization.QuantType.QInt8, activation_type=quantization.QuantType.QUInt8)
     return f, q
 
@@ -82,7 +87,8 @@ def _output_step(model: Any) -> float:
     return float(inits[last.input[1]])
 
 
-def test_qdq_model_runs_as_int8_and_matches_onnxruntime(qdq_model: tuple[Path, Path]) -> None:
+def test_qdq_model_runs_as_int8_and_matches_onnxruntime(qdq_model: tuple[Path, Path],
+                                                        tmp_path: Path) -> None:
     import pytfrt
     from pytfrt.compiler.api import to_graph
     from pytfrt.compiler.passes import default_pipeline
@@ -100,8 +106,52 @@ def test_qdq_model_runs_as_int8_and_matches_onnxruntime(qdq_model: tuple[Path, P
     got = compiled(x)
     step = _output_step(model)
     assert np.abs(got - ref).max() <= step * 1.001
+    # saved and loaded (int8 weights in the BTF file, plans rebuilt at load): same results
+    compiled.save(str(tmp_path / "m"))
+    np.testing.assert_array_equal(pytfrt.load(str(tmp_path / "m"))(x), got)
     # and the int8 model is close to the float one (sanity of the quantization itself)
     fl = ort.InferenceSession(str(fpath), providers=["CPUExecutionProvider"]).run(
         None, {"x": x})[0]
     cos = float(np.sum(got * fl) / np.linalg.norm(got) / np.linalg.norm(fl))
     assert cos > 0.99
+
+
+def test_qlinear_conv_and_matmul_fold_to_integer_ops() -> None:
+    """QOperator nodes with constant s8 weights (QLinearConv -> QLinearMatMul) become
+    qconv2d/qmatmul and match ONNX Runtime within one output step."""
+    from onnx import helper, numpy_helper
+
+    import pytfrt
+    from pytfrt.compiler.api import to_graph
+    from pytfrt.compiler.passes import default_pipeline
+
+    rng = np.random.default_rng(4)
+
+    def c(name: str, arr: Any) -> Any:
+        return numpy_helper.from_array(np.asarray(arr), name)
+
+    f32, u8 = np.float32, np.uint8
+    inits = [
+        c("xs", f32(0.05)), c("xz", u8(120)), c("w", rng.integers(-127, 128, (8, 4, 3, 3),
+                                                               dtype=np.int8)),
+        c("ws", rng.uniform(0.002, 0.01, 8).astype(f32)), c("wz", np.zeros(8, np.int8)),
+        c("ys", f32(0.1)), c("yz", u8(100)), c("b", rng.integers(-500, 500, 8).astype(np.int32)),
+        c("m", rng.integers(-127, 128, (6, 5), dtype=np.int8)), c("ms", f32(0.01)),
+        c("mz", np.int8(0)), c("zs", f32(0.2)), c("zz", u8(90)),
+    ]
+    n = helper.make_node
+    nodes = [n("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+               pads=[1, 1, 1, 1], strides=[2, 2]),
+             n("QLinearMatMul", ["y", "ys", "yz", "m", "ms", "mz", "zs", "zz"], ["z"])]
+    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", 2, [2, 4, 12, 12])],
+                              [helper.make_tensor_value_info("z", 2, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    text = str(default_pipeline(to_graph(model)))
+    assert '"tg.qconv2d"' in text and '"tg.qmatmul"' in text and '"tg.conv2d"' not in text
+    x = rng.integers(0, 256, (2, 4, 12, 12), dtype=np.uint8)
+    ref = ort.InferenceSession(model.SerializeToString(),
+                               providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = pytfrt.compile(model)(x)
+    assert got.dtype == np.uint8 and got.shape == ref.shape == (2, 8, 6, 5)
+    assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= 1

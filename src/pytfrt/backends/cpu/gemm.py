@@ -233,9 +233,14 @@ def tiles_2d(m: int, k: int, n: int) -> list[tuple[int, int, int, int]]:
     return [(r0, r1, 0, n) for r0, r1 in rows]
 
 
-BATCHED_MIN = 1 << 13
-"""``m * k * n`` from which each product of a batched float32 matmul runs in oneDNN (below it
-NumPy's loop of small GEMMs, which does not thread, costs less than setting up the batch)."""
+BATCHED_MIN = (1 << 18) + 1
+"""``m * k * n`` from which each product of a batched float32 matmul runs in oneDNN.  Below it
+NumPy's loop of small GEMMs: OpenBLAS keeps a product of at most 2^18 multiply-adds on the
+calling thread (its ``GEMM_MULTITHREAD_THRESHOLD`` rule), and ``dnnl_sgemm`` costs 8-10 us per
+call whatever the size -- GPT-2's attention at sequence 64 (12 heads of ``64 x 64 x 64``):
+0.151 against 0.041 ms of CPU per batched product; ``32 x 64 x 32``: 0.115 against 0.011.
+From 2^20 (BERT's ``128 x 64 x 128``) NumPy threads, and under load that measured 30-60x
+slower than the oneDNN loop."""
 _SHARD_MACS = 1 << 18
 """Multiply-adds per shard of a batched matmul split across the helper threads."""
 

@@ -52,6 +52,10 @@ ONNX_OPS: dict[str, Handler] = {}
 _NOTES: dict[str, str] = {}
 """ONNX op type -> what the mapping emits / its limits (shown in ``docs/ops.md``)."""
 
+MS_OPS: dict[str, Handler] = {}
+"""``com.microsoft`` op type -> handler: the contrib ops ONNX Runtime's quantizer writes in
+QOperator models (``QLinearAdd``, ``QGemm``...; filled by ``onnx_quant``)."""
+
 
 def onnx_op(*op_types: str, note: str = "") -> Callable[[Handler], Handler]:
     """Register a handler for ``op_types`` (with a one-line note for the docs)."""
@@ -211,6 +215,9 @@ class OnnxGraphImporter:
         domain = node.domain or ""
         if domain == "pytfrt" and node.op_type == "Silu":  # made by onnx_patterns.fuse_silu
             self._bind(node, [self.op("silu", [self.input(node, 0)])])
+            return
+        if domain == "com.microsoft" and node.op_type in MS_OPS:
+            self._bind(node, MS_OPS[node.op_type](self, node))
             return
         if domain not in ("", "ai.onnx"):
             self.unsupported(node, f"custom domain {domain!r}")
