@@ -216,11 +216,13 @@ def test_qconv2d_reference_matches_onnxruntime_qlinearconv() -> None:
     {}, {"stride": 2, "act": "relu"}, {"residual": True, "n": 2}, {"groups": 16, "cout": 16},
     {"dtype": "f32"}, {"dtype": "i8"}, {"residual": True, "act": "relu", "hw": 28, "cin": 32},
     {"residual": True, "act": "relu", "inner": True},
+    {"residual": True, "inner": True, "hw": 28, "cin": 64, "cout": 64},  # output-row parts
+    {"n": 2, "hw": 24, "cin": 64, "cout": 64, "stride": 2},  # batch parts
 ])
 def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
     """oneDNN's int8 convolution (bias, relu, residual with its own zero point, grouped,
     batch/row parts) against the NumPy reference."""
-    from pytfrt.backends.cpu import _dnnl_int8
+    from pytfrt.backends.cpu import _dnnl_int8, _parallel
 
     if _dnnl_int8.library() is None:
         pytest.skip("oneDNN is not installed")
@@ -239,6 +241,8 @@ def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
         ref = quant.qconv2d(x, ref_plan)
     got = quant.qconv2d(x, plan, *extra)
     assert got.dtype == ref.dtype and got.shape == ref.shape
+    if kw.get("cin", 16) == 64 and _parallel.num_threads() > 1:
+        assert len(plan.dnnl._prims[x.shape]) > 1  # split into parts run in parallel
     if got.dtype == np.float32:
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
     else:
