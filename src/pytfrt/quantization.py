@@ -34,8 +34,8 @@ What it does (``docs/quantization.md`` is the user's view):
    ``dequantize_linear``.
 5. The result is compiled with the default pipeline, whose quantization pass
    (``-tg-fold-quant``) folds each DQ -> conv/matmul [-> bias] [-> relu] -> Q into one int8
-   kernel; the float ops between them (residual adds, pooling, softmax...) read the
-   dequantized values.
+   kernel; a max pool of a quantized tensor runs on its u8 codes; the float ops between them
+   (average pooling, softmax...) read the dequantized values.
 
 Errors: an unknown ``method``/``calibration``, no calibration batches for ``"static"``, or a
 batch the model cannot take (wrong count, name, dtype or shape) raise ``ValueError``

@@ -255,7 +255,7 @@ def expected_static(x: np.ndarray, batches: list[np.ndarray]) -> tuple[np.ndarra
             return np_weight_qdq(t, 3)
         if name == "w_fc":
             return np_weight_qdq(t, 1)
-        if name == "pool":  # pooling runs in float on the dequantized values
+        if name == "pool":  # the max of dequantized values (pytfrt takes it of the u8 codes)
             return t
         return np_qdq(t, *params[name])
 
