@@ -49,6 +49,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.recurrent",
     "pytfrt.backends.cpu.onnx_kernels",
     "pytfrt.backends.cpu.onnx_nd",
+    "pytfrt.backends.cpu.onnx_text",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 

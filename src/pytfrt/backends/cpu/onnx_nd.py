@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -201,3 +202,29 @@ def pool_nd(x: np.ndarray, *, kind: str, kernel: tuple[int, ...], strides: tuple
     elif kind == "lp":
         acc = acc ** (1.0 / p)
     return np.asarray(acc.astype(x.dtype))
+
+
+@GRAPH_OPS.op("col2im")
+def col2im(x: np.ndarray, *, image_shape: tuple[int, ...], block_shape: tuple[int, ...],
+           strides: tuple[int, ...], dilations: tuple[int, ...], pads: tuple[int, ...]
+           ) -> np.ndarray:
+    """ONNX ``Col2Im``: columns ``[N, C * prod(block), L]`` summed back into images
+    ``[N, C, *image_shape]`` (the inverse layout of an im2col with these windows)."""
+    nd = len(image_shape)
+    n_win = [pool_out_size(image_shape[i], block_shape[i], strides[i], dilations[i], pads[i],
+                           pads[i + nd], False) for i in range(nd)]
+    blocks = math.prod(block_shape)
+    if x.ndim != 3 or x.shape[1] % max(blocks, 1) or x.shape[2] != math.prod(n_win):
+        raise OpError(f"col2im: input {list(x.shape)} does not hold blocks {list(block_shape)} "
+                      f"at {n_win} positions")
+    c = x.shape[1] // blocks
+    cols = x.reshape(x.shape[0], c, *block_shape, *n_win)
+    canvas = np.zeros((x.shape[0], c, *(image_shape[i] + pads[i] + pads[i + nd]
+                                         for i in range(nd))), x.dtype)
+    for offs in itertools.product(*(range(k) for k in block_shape)):
+        sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
+                   for o, d, n, s in zip(offs, dilations, n_win, strides, strict=True))
+        block: tuple[Any, ...] = (slice(None), slice(None), *offs)
+        canvas[(slice(None), slice(None), *sl)] += cols[block]
+    inner = tuple(slice(pads[i], pads[i] + image_shape[i]) for i in range(nd))
+    return np.ascontiguousarray(canvas[(slice(None), slice(None), *inner)])

@@ -1823,3 +1823,6 @@ from pytfrt.compiler.frontends import onnx_nd as _onnx_nd  # noqa: E402,F401
 
 # LSTM, GRU and RNN register theirs (tg.recurrent) on import.
 from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401
+
+# StringSplit, StringNormalizer and TfIdfVectorizer (the onnx_text family) register on import.
+from pytfrt.compiler.frontends import onnx_text as _onnx_text  # noqa: E402,F401

@@ -112,3 +112,18 @@ def pool_general(ctx: OnnxGraphImporter, node: Any, kind: str) -> list[Out]:
 @onnx_op("LpPool", note="`pool_nd {kind = lp}` (onnx_nd family; any number of spatial axes)")
 def _lp_pool(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return pool_general(ctx, node, "lp")
+
+
+@onnx_op("Col2Im", note="`col2im {image_shape, block_shape, ...}` (onnx_nd family)")
+def _col2im(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    image = ctx.const_input(node, 1, "image_shape")
+    block = ctx.const_input(node, 2, "block_shape")
+    nd = int(image.size)
+    a = ctx.attrs(node)
+    return [ctx.op(
+        "col2im", [ctx.input(node, 0)], image_shape=[int(v) for v in image.reshape(-1)],
+        block_shape=[int(v) for v in block.reshape(-1)],
+        strides=[int(v) for v in a.get("strides", [1] * nd)],
+        dilations=[int(v) for v in a.get("dilations", [1] * nd)],
+        pads=[int(v) for v in a.get("pads", [0] * 2 * nd)],
+    )]
