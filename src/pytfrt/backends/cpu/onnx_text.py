@@ -112,3 +112,20 @@ def tfidf_vectorizer(x: np.ndarray, *, min_gram_length: int, max_gram_length: in
                 w[idx] = weights[k]
         out = (out > 0).astype(np.float32) * w if mode == "IDF" else out * w
     return out.reshape(-1) if x.ndim == 1 else out
+
+
+@GRAPH_OPS.op("label_encoder")
+def label_encoder(x: np.ndarray, *, keys: str, values: str, default: str, dtype: str
+                  ) -> np.ndarray:
+    """ONNX-ML ``LabelEncoder``: each element of ``x`` looked up in ``keys`` (JSON arrays of
+    keys and values), ``default`` (JSON) where absent; the result has element type
+    ``dtype``."""
+    from pytfrt.compiler.types import np_dtype
+
+    table = dict(zip(json.loads(keys), json.loads(values), strict=True))
+    miss = json.loads(default)
+    conv: Any = str if x.dtype.kind in "OSU" else (float if x.dtype.kind == "f" else int)
+    out = [table.get(conv(v), miss) for v in x.reshape(-1).tolist()]
+    if dtype == "string":
+        return np.asarray(out, dtype=object).reshape(x.shape)
+    return np.asarray(out).astype(np_dtype(dtype)).reshape(x.shape)

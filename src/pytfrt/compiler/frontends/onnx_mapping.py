@@ -276,6 +276,9 @@ class OnnxGraphImporter:
         if domain == "pytfrt" and node.op_type == "Silu":  # made by onnx_patterns.fuse_silu
             self._bind(node, [self.op("silu", [self.input(node, 0)])])
             return
+        if domain == "ai.onnx.ml" and f"ai.onnx.ml.{node.op_type}" in ONNX_OPS:
+            self._bind(node, ONNX_OPS[f"ai.onnx.ml.{node.op_type}"](self, node))
+            return
         if domain not in ("", "ai.onnx"):
             self.unsupported(node, f"custom domain {domain!r}")
         present = [n for n in node.input if n]
@@ -1876,6 +1879,8 @@ def ops_markdown() -> str:
         "CenterCropPad, RotaryEmbedding...: imported as that body, op by op); else the import",
         "raises `UnsupportedOpError`. An operand the graph dialect needs as an attribute that",
         "arrives as a graph input is specialised on at run time by `pytfrt.onnx_backend`.",
+        "Rows `ai.onnx.ml.<op>` are ops of the ONNX-ML domain; sequences are lists of a length",
+        "known at import (`onnx_sequence.py`).",
         "",
         "| ONNX op | emits |",
         "| --- | --- |",
@@ -1900,5 +1905,6 @@ from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa:
 # Sequence ops (sequences of a length known at import) register on import.
 from pytfrt.compiler.frontends import onnx_sequence as _onnx_sequence  # noqa: E402,F401
 
-# StringSplit, StringNormalizer and TfIdfVectorizer (the onnx_text family) register on import.
+# StringSplit, StringNormalizer and TfIdfVectorizer (the onnx_text family) register on import,
+# and the ai.onnx.ml ops (as "ai.onnx.ml.<op>").
 from pytfrt.compiler.frontends import onnx_text as _onnx_text  # noqa: E402,F401

@@ -4,6 +4,8 @@
   substrings ``[*x.shape, n]`` (``n`` known at run time, padded with "") and their counts;
 * ``string_normalizer(x) {case_change_action, is_case_sensitive, stopwords}`` -- ONNX
   ``StringNormalizer`` (``[C]`` or ``[1, C]``; the length known at run time);
+* ``label_encoder(x) {keys, values, default, dtype}`` -- ONNX-ML ``LabelEncoder`` (keys,
+  values and the default as JSON);
 * ``tfidf_vectorizer(x) {min_gram_length, max_gram_length, max_skip_count, mode,
   ngram_counts, ngram_indexes, pool_int64s, pool_strings, weights}`` -- ONNX
   ``TfIdfVectorizer`` (f32 ``[C_out]`` or ``[N, C_out]``).
@@ -49,6 +51,15 @@ def _tfidf(ctx: InferContext) -> list[TType]:
     return [TType("f32", shape)]
 
 
+def _label_encoder(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    return [TType(ctx.attrs["dtype"], x.shape)]
+
+
+define("label_encoder", ("x",), _label_encoder, {
+    "keys": AttrSpec("str"), "values": AttrSpec("str"), "default": AttrSpec("str"),
+    "dtype": AttrSpec("dtype"),
+}, family="onnx", doc="ONNX-ML LabelEncoder", differentiable=False)
 define("string_split", ("x",), _string_split,
        {"delimiter": AttrSpec("str", ""), "maxsplit": AttrSpec("int", -1)}, family="onnx",
        num_results=2, doc="ONNX StringSplit", differentiable=False)
