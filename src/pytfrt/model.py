@@ -456,7 +456,9 @@ class CompiledModel:
         self._arena_index = num_resources if (
             len(main_args) > num_resources and main_args[num_resources] == ARENA_TYPE) else -1
         self._arenas: list[Arena] = []
-        self._source: Callable[[], tuple[Any, Any, str | None] | None] | None = None
+        # what pytfrt.compile compiled: (obj, input_signature, signature); pytfrt.quantize
+        # compiles it again.  None for a loaded model.
+        self.source: tuple[Any, Any, str | None] | None = None
         # the call function: @main as straight-line Python when it is a sync function
         self.call_source = ""
         self._call: Callable[[tuple[Any, ...]], Any] = self._call_via_executor
@@ -583,26 +585,6 @@ class CompiledModel:
         save_model(self, path)
 
     # -- introspection --------------------------------------------------------------------------
-    @property
-    def source(self) -> tuple[Any, Any, str | None] | None:
-        """What ``pytfrt.compile`` compiled this model from, ``(obj, input_signature,
-        signature)`` (``pytfrt.quantize`` compiles it again), or ``None``: a loaded model, or a
-        source object that no longer exists (an object is held by a weak reference when it
-        allows one)."""
-        return None if self._source is None else self._source()
-
-    @source.setter
-    def source(self, value: tuple[Any, Any, str | None]) -> None:
-        import weakref
-
-        obj, rest = value[0], value[1:]
-        try:
-            ref = weakref.ref(obj)
-        except TypeError:  # a path, a protobuf: kept
-            self._source = lambda: value
-        else:
-            self._source = lambda: None if (o := ref()) is None else (o, *rest)
-
     @property
     def variables(self) -> dict[str, np.ndarray]:
         """The model's variables (copies of their current values), by name."""

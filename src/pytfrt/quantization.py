@@ -12,30 +12,30 @@ shadow the function ``pytfrt.quantize`` as an attribute of the package.)
 What it does (``docs/quantization.md`` is the user's view):
 
 1. The model's graph (the front end, or the source a :class:`CompiledModel` was compiled from)
-   goes through the float passes that change what is computed where (:data:`PRE_PASSES`:
-   batch-norm folding, NHWC layout, epilogue fusion), so each ``conv2d``/``matmul`` already
-   carries its bias, residual and activation: the tensors quantized are the ones the int8
-   kernels read and write.
-2. The *quantizable* ops (:func:`targets`) are found in ``@main``: ``conv2d`` and ``matmul`` with
-   a constant float32 filter/weight, and ``max_pool2d``/``avg_pool2d`` on float32.  Ops named in
-   ``exclude`` (a source node name, an op kind such as ``"matmul"``, or a weight name) stay float.
-3. ``method="static"``: the graph, with every activation tensor a quantizable op reads or
-   writes added as an extra output, runs over ``calibration_data``; each tensor's range is its
-   min/max, a percentile of its values (``"percentile"``, ``percentile=99.99``), or the
-   threshold minimising the KL divergence between the histogram of ``|t|`` and that histogram
-   quantized to 128 levels, 256 for a tensor without negative values (``"entropy"``,
-   TensorRT's method).  Every such tensor ``t`` gets a
-   ``quantize_linear``/``dequantize_linear`` pair (u8, asymmetric: ``scale = (max - min) / 255``
-   over the range widened to hold 0, zero point ``round(-min / scale)``) that all its users read;
-   a max pool's output reuses its input's parameters.
-   ``method="dynamic"``: a matmul's activation operand is quantized per call
-   (``dynamic_quantize_linear``, u8), the output stays float; no calibration.
+   goes through the float passes that change which weights and layouts the kernels see
+   (:data:`PRE_PASSES`: batch-norm folding, NHWC layout, pad folding).
+2. The *quantizable* ops are found in ``@main`` (``pytfrt.compiler.quantize_graph.targets``):
+   ``conv2d`` and ``matmul`` with a constant float32 weight, each with the tensor it reads and
+   the tensor its int8 kernel will write -- its result, or the end of the bias-add / ReLU chain
+   after it.  Ops named in ``exclude`` (a source node name, an op kind such as ``"matmul"``, or
+   a weight name) stay float.
+3. ``method="static"``: the graph, with every such tensor added as an extra output, runs over
+   ``calibration_data``; each tensor's range is its min/max, a percentile of its values
+   (``"percentile"``, ``percentile=99.99``), or the threshold minimising the KL divergence
+   between the histogram of ``|t|`` and that histogram quantized to 128 levels, 256 for a
+   tensor without negative values (``"entropy"``, TensorRT's method).  Every such tensor ``t``
+   gets a ``quantize_linear``/``dequantize_linear`` pair (u8, asymmetric: ``scale = (max -
+   min) / 255`` over the range widened to hold 0, zero point ``round(-min / scale)``) that all
+   its users read.  ``method="dynamic"``: a matmul's input is quantized per call
+   (``dynamic_quantize_linear``, u8), its output stays float; no calibration.
 4. Weights become s8 constants, symmetric (zero point 0, ``scale = max|w| / 127``), one scale per
    output channel (``per_channel=True``: the filter's last axis for HWIO and ``[K, N]`` weights,
    the first for OIHW and transposed ``[N, K]`` weights) or one per tensor, read through a
    ``dequantize_linear``.
-5. The result is compiled with the default pipeline, whose quantization pass folds
-   DQ -> conv/matmul/pool -> Q into int8 kernels.
+5. The result is compiled with the default pipeline, whose quantization pass
+   (``-tg-fold-quant``) folds each DQ -> conv/matmul [-> bias] [-> relu] -> Q into one int8
+   kernel; the float ops between them (residual adds, pooling, softmax...) read the
+   dequantized values.
 
 Errors: an unknown ``method``/``calibration``, no calibration batches for ``"static"``, or a
 batch the model cannot take (wrong count, name, dtype or shape) raise ``ValueError``
@@ -66,11 +66,15 @@ __all__ = ["CALIBRATIONS", "METHODS", "PRE_PASSES", "QuantizeError", "entropy_th
 METHODS = ("static", "dynamic")
 CALIBRATIONS = ("minmax", "percentile", "entropy")
 PRE_PASSES = ("tg-infer-shapes", "tg-constant-fold", "tg-dce", "tg-fold-batch-norm",
-              "tg-layout-nhwc", "tg-fuse-epilogue", "tg-fold-pad", "tg-dce")
-"""The float passes run before quantizing: after them each conv/matmul holds its epilogue."""
+              "tg-layout-nhwc", "tg-fold-pad", "tg-dce")
+"""The float passes run before quantizing: batch norms folded into the weights quantized,
+NHWC layout, pads folded into convolutions (not the epilogue fusion: the quantization pass
+matches the unfused bias/ReLU chain)."""
 
 HIST_BINS = 2048
 ENTROPY_LEVELS = 128
+MIN_ENTROPY_SAMPLES = 16 * HIST_BINS
+"""Below this many calibration values a tensor keeps its min/max range under ``"entropy"``."""
 
 
 class QuantizeError(PytfrtError, ValueError):
@@ -133,8 +137,8 @@ def quantize(model: Any, calibration_data: Iterable[Any] | None = None, *,
     if method == "dynamic":
         found = [t for t in found if t.op.name == "tg.matmul"]
     if not found:
-        warnings.warn("pytfrt.quantize: the model has no conv2d, matmul or pooling op on "
-                      "float32 with constant weights to quantize; returning it in float32",
+        warnings.warn("pytfrt.quantize: the model has no conv2d or matmul on float32 with "
+                      "constant weights to quantize; returning it in float32",
                       UserWarning, stacklevel=2)
         return compile_module(gm, host=host)
     if method == "static":
@@ -158,8 +162,8 @@ def _source(model: Any, input_signature: Any, host: Any) -> tuple[GraphModule, A
         source = model.source
         if source is None:
             raise QuantizeError("this CompiledModel has no source model (it was loaded from "
-                                "disk, or its source was freed): quantize the source model "
-                                "(what was passed to pytfrt.compile) instead")
+                                "disk): quantize the source model (what was passed to "
+                                "pytfrt.compile) instead")
         obj, sig, key = source
         return own(to_graph(obj, sig, signature=key), obj), (
             host if host is not None else model.host)
@@ -198,30 +202,34 @@ def _calibrate(gm: GraphModule, values: Sequence[Any], batches: Sequence[Any],
                 hi[j] = max(hi[j], float(np.max(x)))
     bad = ~np.isfinite(lo) | ~np.isfinite(hi)
     lo[bad], hi[bad] = 0.0, 0.0
-    if calibration != "minmax":
-        if calibration == "percentile":
-            hists = [np.zeros(HIST_BINS, np.int64) for _ in values]
-            for i, batch in enumerate(batches):
-                outs = _call(obs, batch, i)[first:]
-                for j, x in enumerate(outs):
-                    if hi[j] > lo[j]:
-                        hists[j] += np.histogram(x, HIST_BINS, (lo[j], hi[j]))[0]
-            for j, h in enumerate(hists):
-                if hi[j] > lo[j]:
-                    lo[j], hi[j] = percentile_range(h, lo[j], hi[j], percentile)
-        else:
-            amax = np.maximum(np.abs(lo), np.abs(hi))
-            hists = [np.zeros(HIST_BINS, np.int64) for _ in values]
-            for i, batch in enumerate(batches):
-                outs = _call(obs, batch, i)[first:]
-                for j, x in enumerate(outs):
-                    if amax[j] > 0:
-                        hists[j] += np.histogram(np.abs(x), HIST_BINS, (0.0, amax[j]))[0]
-            for j, h in enumerate(hists):
-                if amax[j] > 0:  # a non-negative tensor has all 256 u8 levels for |x|
-                    t = entropy_threshold(h, amax[j], 256 if lo[j] >= 0 else ENTROPY_LEVELS)
-                    lo[j], hi[j] = max(lo[j], -t), min(hi[j], t)
+    if calibration == "percentile":
+        hists = _histograms(obs, batches, first, lo, hi, absolute=False)
+        for j, h in enumerate(hists):
+            if hi[j] > lo[j]:
+                lo[j], hi[j] = percentile_range(h, lo[j], hi[j], percentile)
+    elif calibration == "entropy":
+        amax = np.maximum(np.abs(lo), np.abs(hi))
+        hists = _histograms(obs, batches, first, np.zeros_like(amax), amax, absolute=True)
+        for j, h in enumerate(hists):
+            # a histogram of few values says little about its tails: keep min/max
+            if amax[j] > 0 and h.sum() >= MIN_ENTROPY_SAMPLES:
+                # a non-negative tensor has all 256 u8 levels for |x|
+                t = entropy_threshold(h, amax[j], 256 if lo[j] >= 0 else ENTROPY_LEVELS)
+                lo[j], hi[j] = max(lo[j], -t), min(hi[j], t)
     return [(float(lo[j]), float(hi[j])) for j in range(len(values))]
+
+
+def _histograms(obs: CompiledModel, batches: Sequence[Any], first: int, lo: np.ndarray,
+                hi: np.ndarray, absolute: bool) -> list[np.ndarray]:
+    """Per observed tensor ``j``, the :data:`HIST_BINS`-bin histogram of its values (``|x|``
+    if ``absolute``) over ``[lo[j], hi[j]]`` and all batches (zeros for an empty range)."""
+    hists = [np.zeros(HIST_BINS, np.int64) for _ in lo]
+    for i, batch in enumerate(batches):
+        for j, x in enumerate(_call(obs, batch, i)[first:]):
+            if hi[j] > lo[j]:
+                hists[j] += np.histogram(np.abs(x) if absolute else x, HIST_BINS,
+                                         (lo[j], hi[j]))[0]
+    return hists
 
 
 def percentile_range(hist: np.ndarray, lo: float, hi: float, pct: float) -> tuple[float, float]:

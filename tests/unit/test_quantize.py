@@ -54,12 +54,15 @@ def cnn() -> GraphModule:
     return gb.finish()
 
 
-def mlp() -> GraphModule:
-    """x @ w + b, x [N, 16] (a transformer's projection in miniature)."""
+def mlp(transpose_b: bool = False) -> GraphModule:
+    """x @ w + b, x [N, 16] or [N, 3, 16] with ``transpose_b`` (a transformer's projection in
+    miniature)."""
     gb = GraphBuilder()
-    fn = gb.function("main", inputs=[("x", (None, 16), "f32")])
+    shape = (None, 3, 16) if transpose_b else (None, 16)
+    fn = gb.function("main", inputs=[("x", shape, "f32")])
     (x,) = fn.arguments
-    y = fn.op("matmul", [x, fn.constant(W_FC[:16, :], name="proj/kernel")])
+    w = W_FC[:16, :].T.copy() if transpose_b else W_FC[:16, :]
+    y = fn.op("matmul", [x, fn.constant(w, name="proj/kernel")], transpose_b=transpose_b)
     fn.returns([fn.op("add", [y, fn.constant(B_FC, name="proj/bias")])])
     return gb.finish()
 
@@ -229,11 +232,11 @@ def test_nothing_to_quantize_warns_and_returns_the_float_model() -> None:
     (x,) = fn.arguments
     fn.returns([fn.op("tanh", [x])])
     x = RNG.normal(0, 1, (3, 4)).astype(np.float32)
-    with pytest.warns(UserWarning, match="nothing|no conv2d, matmul or pooling"):
+    with pytest.warns(UserWarning, match="no conv2d or matmul"):
         m = pytfrt.quantize(gb.finish(), [x])
     np.testing.assert_allclose(m(x), np.tanh(x), rtol=1e-6)
     with pytest.warns(UserWarning, match="no conv2d"):  # everything excluded
-        m = pytfrt.quantize(cnn(), calib_batches(), exclude=("conv2d", "max_pool2d", "fc"))
+        m = pytfrt.quantize(cnn(), calib_batches(), exclude=("conv2d", "fc"))
     x = calib_batches(1)[0]
     np.testing.assert_allclose(m(x), np_forward(x)[0], rtol=1e-4, atol=1e-5)
 
@@ -246,13 +249,14 @@ def expected_static(x: np.ndarray, batches: list[np.ndarray]) -> tuple[np.ndarra
     ranges = {name: (min(o[i].min() for o in obs), max(o[i].max() for o in obs))
               for i, name in enumerate(("x", "conv", "flat", "fc"))}
     params = {k: u8_params(*v) for k, v in ranges.items()}
-    params["pool"] = params["conv"]  # a max pool keeps its input's parameters
 
     def q(name: str, t: np.ndarray) -> np.ndarray:
         if name == "w_conv":
             return np_weight_qdq(t, 3)
         if name == "w_fc":
             return np_weight_qdq(t, 1)
+        if name == "pool":  # pooling runs in float on the dequantized values
+            return t
         return np_qdq(t, *params[name])
 
     return np_forward(x, q)[0], params["fc"][0]
@@ -271,9 +275,9 @@ def test_static_quantization_matches_the_numpy_oracle(tmp_path: Any) -> None:
     # the logits are on the output's quantization grid: they were quantized
     steps = got / scale
     assert np.max(np.abs(steps - np.rint(steps))) < 1e-2
-    # and close to float
-    ref = np_forward(x)[0]
-    assert np.max(np.abs(got - ref)) < 0.1 * np.max(np.abs(ref))
+    # and close to float on data inside the calibrated ranges (new data may saturate)
+    ref = np_forward(batches[0])[0]
+    assert np.max(np.abs(m(batches[0]) - ref)) < 0.05 * np.max(np.abs(ref))
     # saves and loads like any other model
     m.save(tmp_path / "q")
     np.testing.assert_array_equal(pytfrt.load(tmp_path / "q")(x), got)
@@ -310,18 +314,23 @@ def test_exclude_keeps_an_op_float() -> None:
 @pytest.mark.parametrize("calibration", ["percentile", "entropy"])
 def test_histogram_calibrations_stay_close_to_float(calibration: str) -> None:
     batches = calib_batches()
-    x = RNG.normal(0, 1, (5, 6, 6, 2)).astype(np.float32)
+    x = batches[2]
     got = pytfrt.quantize(cnn(), batches, calibration=calibration)(x)
     ref = np_forward(x)[0]
-    assert np.max(np.abs(got - ref)) < 0.15 * np.max(np.abs(ref))
+    assert np.max(np.abs(got - ref)) < 0.1 * np.max(np.abs(ref))
 
 
 @needs_qops
-@pytest.mark.parametrize("per_channel", [True, False])
-def test_dynamic_quantization_matches_the_numpy_oracle(per_channel: bool) -> None:
-    m = pytfrt.quantize(mlp(), None, method="dynamic", per_channel=per_channel)
+@pytest.mark.parametrize(("per_channel", "transpose_b"), [(True, False), (False, False),
+                                                         (True, True)])
+def test_dynamic_quantization_matches_the_numpy_oracle(per_channel: bool, transpose_b: bool,
+                                                       tmp_path: Any) -> None:
+    m = pytfrt.quantize(mlp(transpose_b), None, method="dynamic", per_channel=per_channel)
+    kernels = {k.name for f in m.program.functions for k in f.kernels}
+    assert "tg.qmatmul_dynamic" in kernels and "tg.matmul" not in kernels
     w = W_FC[:16, :]
-    for x in (RNG.normal(0, 1, (4, 16)), RNG.uniform(2, 3, (1, 16))):
+    shape = (3, 16) if transpose_b else (16,)
+    for x in (RNG.normal(0, 1, (4, *shape)), RNG.uniform(2, 3, (1, *shape))):
         x = x.astype(np.float32)
         lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
         scale, zp = u8_params(lo, hi)
@@ -331,3 +340,5 @@ def test_dynamic_quantization_matches_the_numpy_oracle(per_channel: bool) -> Non
         want = np_qdq(x.astype(np.float64), scale, zp) @ wq + B_FC
         np.testing.assert_allclose(m(x), want, rtol=1e-4, atol=1e-4)
         assert np.max(np.abs(m(x) - (x @ w + B_FC))) > 1e-5  # it did quantize
+    m.save(tmp_path / "d")
+    np.testing.assert_array_equal(pytfrt.load(tmp_path / "d")(x), m(x))

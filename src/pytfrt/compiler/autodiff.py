@@ -1057,6 +1057,7 @@ NO_RULE: dict[str, str] = {
     "fused_elementwise": "made by the fusion passes, which run after pytfrt.grad has "
                          "differentiated the traced program",
     "fused_graph": "made by the fusion passes, which run after differentiation",
+    "squeeze_excite": "made by -tg-fuse-squeeze-excite, which runs after differentiation",
     "yield": "the terminator of a fused region (made by the passes, after differentiation)",
     "recurrent": "imported from ONNX/Keras inference graphs only (a traced program's loops "
                  "are tg.while, which has its rule)",

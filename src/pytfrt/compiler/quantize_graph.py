@@ -2,15 +2,18 @@
 the quantize/dequantize ("QDQ") pairs inserted into a float graph.
 
 * :func:`targets` -- the quantizable ops of ``@main``: ``conv2d`` and ``matmul`` with a constant
-  float32 filter/weight, ``max_pool2d``/``avg_pool2d`` on float32 (minus ``exclude``);
+  float32 filter/weight (minus ``exclude``), each with the tensor it reads and the one it
+  writes: its result, or the end of the ``add(bias)`` / ``relu`` chain after it, which the
+  quantization pass (``-tg-fold-quant``) folds into the same int8 kernel -- so the graph is
+  quantized before ``-tg-fuse-epilogue`` runs;
 * :func:`activations` -- the activation tensors those ops read and write (calibrated);
 * :func:`observer` -- a copy of the module whose ``@main`` also returns those tensors;
 * :func:`activation_params` / :func:`weight_params` -- u8 asymmetric activation parameters from
   a range, s8 symmetric (per-channel) weights;
 * :func:`insert_static` / :func:`insert_dynamic` -- the rewrite: ``t -> dequantize_linear(
   quantize_linear(t))`` for every activation tensor (all its users read the result), weights as
-  ``dequantize_linear(s8 constant)``; dynamic: ``dequantize_linear(dynamic_quantize_linear(x))``
-  on matmul inputs.
+  ``dequantize_linear(s8 constant)``; dynamic: each matmul (and its bias add) becomes one
+  ``qmatmul_dynamic`` (its input quantized per call, as ``dynamic_quantize_linear`` does).
 
 The ops are the graph dialect's quantization family (``docs/graph_dialect.md``); the default
 pipeline folds the pairs into int8 kernels.  Works in place on a GraphModule; not thread-safe
@@ -37,6 +40,7 @@ from pytfrt.compiler.passes.common import (
     make_constant,
     new_op,
     refresh_types,
+    single_use,
     ttype,
 )
 
@@ -44,23 +48,21 @@ __all__ = ["Target", "activation_params", "activations", "insert_dynamic", "inse
            "observer", "own", "targets", "weight_axis", "weight_params"]
 
 WEIGHTED = ("tg.conv2d", "tg.matmul")
-POOLS = ("tg.max_pool2d", "tg.avg_pool2d")
 
 
 @dataclass
 class Target:
-    """A quantizable op: its kind and the operand index of its constant weight (or None)."""
+    """A quantizable op, the tensor its int8 kernel reads (``x``) and the one it writes
+    (``out``: the op's result, or the end of its bias-add / ReLU chain)."""
 
     op: Operation
-    weight: int | None
+    x: SSAValue
+    out: SSAValue
 
 
 def own(gm: GraphModule, obj: Any) -> GraphModule:
     """``gm``, copied when it is the caller's own object ``obj`` (the passes work in place)."""
-    if gm is not obj:
-        return gm
-    return GraphModule(gm.module.clone(), dict(gm.weights), gm.signature, gm.variables,
-                       gm.zero_fill)
+    return gm.copy() if gm is obj else gm
 
 
 def _name(op: Operation) -> str | None:
@@ -72,44 +74,72 @@ def _is_f32(v: SSAValue) -> bool:
     return ttype(v).dtype == "f32"
 
 
+def _bias_add(gm: GraphModule, op: Operation, channels: int
+              ) -> tuple[Operation, np.ndarray] | None:
+    """``op``'s only user when it adds a float32 constant bias with one value per output
+    channel (the add and the bias), else ``None``."""
+    y = op.results[0]
+    user = single_use(y)
+    if user is None or user.name != "tg.add":
+        return None
+    other = user.operands[1] if user.operands[0] is y else user.operands[0]
+    bias = const_value(gm, other)
+    if (bias is None or bias.dtype != np.float32 or bias.size != channels
+            or ttype(user.results[0]) != ttype(y)):
+        return None
+    return user, bias
+
+
+def _epilogue_end(gm: GraphModule, op: Operation, channels: int) -> SSAValue:
+    """The end of ``op``'s chain ``[add(., constant bias with one value per channel)]
+    [relu]``, each link its predecessor's only user: what one int8 kernel computes."""
+    found = _bias_add(gm, op, channels)
+    y = op.results[0] if found is None else found[0].results[0]
+    user = single_use(y)
+    return user.results[0] if user is not None and user.name == "tg.relu" else y
+
+
 def targets(gm: GraphModule, exclude: frozenset[str] = frozenset()) -> list[Target]:
-    """The quantizable ops of ``@main`` in program order (see the module docstring).
+    """The quantizable ops of ``@main`` in program order: ``conv2d`` (explicit pads) and
+    ``matmul`` (input of rank >= 2, 2-D weight) on float32 with a constant weight, in the
+    unfused form (see the module docstring).
 
     ``exclude`` holds op kinds (``"conv2d"``), source node names (the op's location) or weight
     names; a matching op is left out.
     """
     out = []
     for op in gm.function("main").body.block.ops:
-        if op.name not in WEIGHTED and op.name not in POOLS:
+        if op.name not in WEIGHTED or op.name[3:] in exclude or _name(op) in exclude:
             continue
         if not all(_is_f32(v) for v in op.results) or not _is_f32(op.operands[0]):
             continue
-        if op.name[3:] in exclude or _name(op) in exclude:
+        attrs = attrs_of(op)
+        if attrs["epilogue_operands"] != (0, 0) or attrs["activation"] != "none":
             continue
-        weight = None
-        if op.name in WEIGHTED:
-            w = op.operands[1]
-            value = const_value(gm, w)
-            if value is None or value.dtype != np.float32 or value.ndim < 2:
+        w = op.operands[1]
+        value = const_value(gm, w)
+        if value is None or value.dtype != np.float32:
+            continue
+        if op.name == "tg.matmul":
+            if value.ndim != 2 or attrs["transpose_a"] or (ttype(op.operands[0]).rank or 0) < 2:
                 continue
-            if op.name == "tg.matmul" and (ttype(op.operands[0]).rank or 0) < 2:
-                continue
-            wname = w.owner.attributes.get("weight")  # type: ignore[union-attr]
-            if isinstance(wname, b.StringAttr) and wname.data in exclude:
-                continue
-            weight = 1
-        out.append(Target(op, weight))
+        elif attrs["padding"] == "SAME":
+            continue
+        wname = w.owner.attributes.get("weight")  # type: ignore[union-attr]
+        if isinstance(wname, b.StringAttr) and wname.data in exclude:
+            continue
+        channels = value.shape[weight_axis(op)]
+        out.append(Target(op, op.operands[0], _epilogue_end(gm, op, channels)))
     return out
 
 
 def activations(found: Sequence[Target]) -> list[SSAValue]:
-    """The activation tensors to calibrate: each target's input and result, once each, in
-    program order (a max pool's result reuses its input's range: not listed)."""
+    """The activation tensors to calibrate: each target's input and output, once each, in
+    program order."""
     seen: dict[SSAValue, None] = {}
     for t in found:
-        seen.setdefault(t.op.operands[0])
-        if t.op.name != "tg.max_pool2d":
-            seen.setdefault(t.op.results[0])
+        seen.setdefault(t.x)
+        seen.setdefault(t.out)
     return list(seen)
 
 
@@ -212,15 +242,6 @@ class _Inserter:
                     {})
         return self._reroute(v, [s, z, q, dq])
 
-    def dynamic(self, v: SSAValue) -> SSAValue:
-        """``v`` quantized per call (``dynamic_quantize_linear``) and dequantized; every user
-        reads the result."""
-        if v in self.done:
-            return self.done[v]
-        q = new_op(self.gm, "dynamic_quantize_linear", [v], {})
-        dq = new_op(self.gm, "dequantize_linear", list(q.results), {})
-        return self._reroute(v, [q, dq])
-
     def _reroute(self, v: SSAValue, ops: Sequence[Operation]) -> SSAValue:
         """Insert ``ops`` (ending in the dequantize; the one before it reads ``v``) right after
         ``v``'s definition; every other user of ``v`` now reads the dequantized value."""
@@ -232,9 +253,9 @@ class _Inserter:
         self.done[v] = out
         return out
 
-    def weight(self, op: Operation, index: int, per_channel: bool) -> None:
-        """Operand ``index`` of ``op`` (a constant float weight) read as s8 through a DQ."""
-        w = np.asarray(const_value(self.gm, op.operands[index]))
+    def weight(self, op: Operation, per_channel: bool) -> None:
+        """``op``'s weight (operand 1, a float constant) read as s8 through a dequantize."""
+        w = np.asarray(const_value(self.gm, op.operands[1]))
         axis = weight_axis(op) if per_channel else None
         q, scale = weight_params(w, axis)
         zp = np.zeros(scale.shape, np.int8)
@@ -244,32 +265,47 @@ class _Inserter:
         dq = new_op(self.gm, "dequantize_linear", [qc.results[0], sc.results[0], zc.results[0]],
                     attrs)
         self.block.insert_ops_before([qc, sc, zc, dq], op)
-        op.operands[index] = dq.results[0]
+        op.operands[1] = dq.results[0]
 
 
 def insert_static(gm: GraphModule, found: Sequence[Target],
                   ranges: dict[SSAValue, tuple[float, float]], per_channel: bool) -> None:
-    """QDQ pairs on every activation tensor of ``found`` (parameters from ``ranges``; a max
-    pool's result takes its input's), s8 weights through a dequantize."""
+    """QDQ pairs on every activation tensor of ``found`` (u8, parameters from ``ranges``), the
+    weights as s8 constants through a dequantize."""
     ins = _Inserter(gm)
-    ends = [(t.op.operands[0], t.op.results[0]) for t in found]  # before any use is rewritten
-    for t, (x, y) in zip(found, ends, strict=True):
-        sx, zx = activation_params(*ranges[x])
-        ins.qdq(x, sx, zx)
-        if t.op.name == "tg.max_pool2d":
-            ins.qdq(y, sx, zx)
-        else:
-            ins.qdq(y, *activation_params(*ranges[y]))
-        if t.weight is not None:
-            ins.weight(t.op, t.weight, per_channel)
+    for t in found:
+        ins.qdq(t.x, *activation_params(*ranges[t.x]))
+        ins.qdq(t.out, *activation_params(*ranges[t.out]))
+        ins.weight(t.op, per_channel)
     refresh_types(gm)
 
 
 def insert_dynamic(gm: GraphModule, found: Sequence[Target], per_channel: bool) -> None:
-    """Each matmul of ``found`` reads its activation quantized per call and its weight as s8."""
-    ins = _Inserter(gm)
-    for t, x in [(t, t.op.operands[0]) for t in found]:
-        assert t.weight is not None
-        ins.dynamic(x)
-        ins.weight(t.op, t.weight, per_channel)
+    """Each matmul of ``found`` (with the bias add after it, if any) becomes a
+    ``qmatmul_dynamic``: its input quantized per call, its weight s8 (per column if
+    ``per_channel``)."""
+    for t in found:
+        op = t.op
+        if op.name != "tg.matmul":
+            continue
+        w = np.asarray(const_value(gm, op.operands[1]))
+        axis = weight_axis(op) if per_channel else None
+        q, scale = weight_params(w, axis)
+        if attrs_of(op)["transpose_b"]:
+            q = np.ascontiguousarray(q.T)
+        bias = _bias_add(gm, op, q.shape[1])
+        consts = [make_constant(gm, q, "qweight"),
+                  make_constant(gm, scale.reshape(-1), "wscale")]
+        if bias is not None:
+            consts.append(make_constant(gm, bias[1].reshape(-1), "bias"))
+        new = new_op(gm, "qmatmul_dynamic", [t.x, *(c.results[0] for c in consts)],
+                     {"epilogue_operands": (int(bias is not None), 0)}, op.location)
+        block = op.parent_block()
+        assert block is not None
+        block.insert_ops_before([*consts, new], op)
+        last = op if bias is None else bias[0]
+        last.results[0].replace_all_uses_with(new.results[0])
+        for dead in ([last, op] if bias is not None else [op]):
+            dead.detach()
+            dead.erase()
     refresh_types(gm)

@@ -50,6 +50,9 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.onnx_kernels",
     "pytfrt.backends.cpu.onnx_nd",
     "pytfrt.backends.cpu.onnx_text",
+    "pytfrt.backends.cpu.quant",
+    "pytfrt.backends.cpu.quant_dynamic",
+    "pytfrt.backends.cpu.squeeze_excite",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 

@@ -62,6 +62,10 @@ ONNX_OPS: dict[str, Handler] = {}
 _NOTES: dict[str, str] = {}
 """ONNX op type -> what the mapping emits / its limits (shown in ``docs/ops.md``)."""
 
+MS_OPS: dict[str, Handler] = {}
+"""``com.microsoft`` op type -> handler: the contrib ops ONNX Runtime's quantizer writes in
+QOperator models (``QLinearAdd``, ``QGemm``...; filled by ``onnx_quant``)."""
+
 
 def onnx_op(*op_types: str, note: str = "") -> Callable[[Handler], Handler]:
     """Register a handler for ``op_types`` (with a one-line note for the docs)."""
@@ -278,6 +282,9 @@ class OnnxGraphImporter:
             return
         if domain == "ai.onnx.ml" and f"ai.onnx.ml.{node.op_type}" in ONNX_OPS:
             self._bind(node, ONNX_OPS[f"ai.onnx.ml.{node.op_type}"](self, node))
+            return
+        if domain == "com.microsoft" and node.op_type in MS_OPS:
+            self._bind(node, MS_OPS[node.op_type](self, node))
             return
         if domain not in ("", "ai.onnx"):
             self.unsupported(node, f"custom domain {domain!r}")
@@ -1895,9 +1902,12 @@ __all__ = ["ONNX_OPS", "OnnxGraphImporter", "ops_markdown", "supported_ops"]
 # Control flow (If, Loop) registers its handlers in ONNX_OPS on import.
 from pytfrt.compiler.frontends import onnx_control as _onnx_control  # noqa: E402,F401
 
-# Ops composed from catalogue ops (trigonometry, Hardmax, quantisation...) register on import.
+# Ops composed from catalogue ops (trigonometry, Hardmax, LpNormalization...) register on import.
 from pytfrt.compiler.frontends import onnx_more as _onnx_more  # noqa: E402,F401
 from pytfrt.compiler.frontends import onnx_nd as _onnx_nd  # noqa: E402,F401
+
+# The quantised operators (QuantizeLinear, DequantizeLinear, QLinearConv...) register on import.
+from pytfrt.compiler.frontends import onnx_quant as _onnx_quant  # noqa: E402,F401
 
 # LSTM, GRU and RNN register theirs (tg.recurrent) on import.
 from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401

@@ -297,3 +297,31 @@ for _name in ("max_pool2d", "avg_pool2d"):
             "ceil_mode": AttrSpec("bool", False)}, family="nn")
 for _name in ("global_avg_pool", "global_max_pool"):
     define(_name, ("x",), _global_pool, {"layout": _LAYOUT}, family="nn")
+
+
+def _squeeze_excite(ctx: InferContext) -> list[TType]:
+    x, w1, b1, w2, b2 = ctx.inputs
+    _, _, c_ax = _spatial(ctx, x)
+    if x.dtype not in FLOAT_DTYPES or any(t.dtype != x.dtype for t in (w1, b1, w2, b2)):
+        raise ctx.error(f"x and the weights must share one float dtype, got {x}, {w1}, {b1}, "
+                        f"{w2}, {b2}")
+    c = None if x.shape is None else x.shape[c_ax]
+    r = None if w1.shape is None or len(w1.shape) != 2 else w1.shape[1]
+    want = ((c, r), (r,), (r, c), (c,))
+    for t, shape in zip((w1, b1, w2, b2), want, strict=True):
+        if t.shape is not None and (len(t.shape) != len(shape) or any(
+                a is not None and b is not None and a != b
+                for a, b in zip(t.shape, shape, strict=True))):
+            raise ctx.error(f"weights must be w1 [C, R], b1 [R], w2 [R, C], b2 [C] (C = the "
+                            f"input's channels), got {w1}, {b1}, {w2}, {b2}")
+    return [x]
+
+
+define("squeeze_excite", ("x", "w1", "b1", "w2", "b2"), _squeeze_excite,
+       {"layout": _LAYOUT, "activation": AttrSpec("str", "relu", choices=ACTIVATIONS),
+        "alpha": AttrSpec("float", 0.0),
+        "gate": AttrSpec("str", "sigmoid", choices=("sigmoid", "hard_sigmoid")),
+        "gate_alpha": AttrSpec("float", 1.0 / 6.0), "gate_beta": AttrSpec("float", 0.5)},
+       family="nn",
+       doc="x * gate(act(mean_hw(x) @ w1 + b1) @ w2 + b2): a squeeze-and-excitation block "
+           "(made by -tg-fuse-squeeze-excite)")
