@@ -1045,17 +1045,16 @@ class _AttrNode:
         self.attribute: list[Any] = []
 
 
-@onnx_op("ConvTranspose", note="`conv2d_transpose {layout = NCHW}` (filter IOHW) + bias `add`")
+@onnx_op("ConvTranspose", note="`conv2d_transpose {layout = NCHW}` (filter IOHW) + bias `add`; "
+         "other ranks, output_shape, SAME: `conv_transpose_nd`")
 def _conv_transpose(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     x, w = ctx.input(node, 0), ctx.input(node, 1)
-    if _rank(ctx, x) != 4:
-        ctx.unsupported(node, "only 2-D transposed convolution")
     a = ctx.attrs(node)
-    if "output_shape" in a:
-        ctx.unsupported(node, "the output_shape attribute (give pads instead)")
     auto = a.get("auto_pad", "NOTSET")
-    if auto not in ("NOTSET", "", "VALID"):
-        ctx.unsupported(node, f"auto_pad {auto!r}")
+    if _rank(ctx, x) != 4 or "output_shape" in a or auto not in ("NOTSET", "", "VALID"):
+        from pytfrt.compiler.frontends.onnx_nd import conv_transpose_general
+
+        return conv_transpose_general(ctx, node)
     p = [int(v) for v in a.get("pads", [0] * 4)] if auto in ("NOTSET", "") else [0] * 4
     y = ctx.op(
         "conv2d_transpose",
