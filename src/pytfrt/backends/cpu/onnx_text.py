@@ -120,7 +120,7 @@ def label_encoder(x: np.ndarray, *, keys: str, values: str, default: str, dtype:
     """ONNX-ML ``LabelEncoder``: each element of ``x`` looked up in ``keys`` (JSON arrays of
     keys and values), ``default`` (JSON) where absent; the result has element type
     ``dtype``."""
-    from pytfrt.compiler.types import np_dtype
+    from pytfrt.tensor.dtype import dtype_from_name
 
     table = dict(zip(json.loads(keys), json.loads(values), strict=True))
     miss = json.loads(default)
@@ -128,4 +128,4 @@ def label_encoder(x: np.ndarray, *, keys: str, values: str, default: str, dtype:
     out = [table.get(conv(v), miss) for v in x.reshape(-1).tolist()]
     if dtype == "string":
         return np.asarray(out, dtype=object).reshape(x.shape)
-    return np.asarray(out).astype(np_dtype(dtype)).reshape(x.shape)
+    return np.asarray(out).astype(dtype_from_name(dtype).np_dtype).reshape(x.shape)
