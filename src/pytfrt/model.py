@@ -553,7 +553,11 @@ class CompiledModel:
         values += [make_available(DenseHostTensor(dtype_from_numpy(x.dtype), x)) for x in arrays]
         if self._lock is not None:
             with self._lock:
-                return self._pack(self._await(self._main.execute(self._ctx, values)))
+                out = self._await(self._main.execute(self._ctx, values))
+                # the outputs can be ready before the variable writes that follow them in
+                # program order (@main returns no chain): finish those before returning
+                self.host.quiesce()
+                return self._pack(out)
         return self._pack(self._await(self._main.execute(self._ctx, values)))
 
     def _await(self, results: list[AsyncValue[Any]]) -> list[Any]:

@@ -211,6 +211,16 @@ def test_bad_arguments_are_clear_errors() -> None:
     assert issubclass(QuantizeError, ValueError)
 
 
+@needs_qops
+def test_calibration_batches_in_every_call_format() -> None:
+    batches = calib_batches(3)
+    x = batches[0]
+    want = pytfrt.quantize(cnn(), batches)(x)
+    for fmt in (lambda b: (b,), lambda b: {"x": b}, lambda b: b.tolist()):
+        np.testing.assert_array_equal(pytfrt.quantize(cnn(), [fmt(b) for b in batches])(x),
+                                      want)
+
+
 def test_a_bad_calibration_batch_names_its_index() -> None:
     batches = calib_batches(2) + [np.zeros((3, 5, 5, 2), np.float32)]
     with pytest.raises(QuantizeError, match=r"calibration batch 2: input 0 \('x'\) must have "
@@ -255,7 +265,7 @@ def expected_static(x: np.ndarray, batches: list[np.ndarray]) -> tuple[np.ndarra
             return np_weight_qdq(t, 3)
         if name == "w_fc":
             return np_weight_qdq(t, 1)
-        if name == "pool":  # pooling runs in float on the dequantized values
+        if name == "pool":  # the max of dequantized values (pytfrt takes it of the u8 codes)
             return t
         return np_qdq(t, *params[name])
 
@@ -342,3 +352,51 @@ def test_dynamic_quantization_matches_the_numpy_oracle(per_channel: bool, transp
         assert np.max(np.abs(m(x) - (x @ w + B_FC))) > 1e-5  # it did quantize
     m.save(tmp_path / "d")
     np.testing.assert_array_equal(pytfrt.load(tmp_path / "d")(x), m(x))
+
+
+# -- the qmatmul_dynamic kernel -----------------------------------------------------------------
+
+@needs_qops
+@given(m=st.integers(1, 9), k=st.integers(1, 40), n=st.integers(1, 24),
+       kind=st.sampled_from(["normal", "positive", "negative", "zeros", "wide"]),
+       seed=st.integers(0, 2**16), with_bias=st.booleans())
+def test_qmatmul_dynamic_kernel_matches_the_numpy_oracle(m: int, k: int, n: int, kind: str,
+                                                         seed: int, with_bias: bool) -> None:
+    from pytfrt.backends.cpu.quant_dynamic import DynamicPlan, qmatmul_dynamic
+
+    rng = np.random.default_rng(seed)
+    x = {"normal": rng.normal(0, 1, (m, k)), "positive": rng.uniform(1, 2, (m, k)),
+         "negative": -rng.uniform(0.5, 3, (m, k)), "zeros": np.zeros((m, k)),
+         "wide": rng.normal(0, 1, (m, k)) * 10.0 ** rng.integers(-3, 4)}[kind]
+    x = x.astype(np.float32)
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    ws = rng.uniform(1e-3, 1e-1, n).astype(np.float32)
+    bias = rng.normal(0, 1, n).astype(np.float32) if with_bias else None
+    plan = DynamicPlan(w, ws, bias)
+    # the oracle: ONNX DynamicQuantizeLinear, dequantize, float64 product
+    lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
+    scale = np.float32((np.float32(hi) - np.float32(lo)) / np.float32(255))
+    if scale == 0:
+        scale, zp = np.float32(1), 0
+    else:
+        zp = int(np.clip(np.rint(-np.float32(lo) / scale), 0, 255))
+    xq = np.clip(np.rint(x / scale) + zp, 0, 255)
+    want = ((xq - zp) * np.float64(scale)) @ (w.astype(np.float64) * ws)
+    if bias is not None:
+        want += bias
+    for use_dnnl in (True, False):
+        if not use_dnnl:
+            plan.dnnl = None
+        got = qmatmul_dynamic(x, plan)
+        assert got.dtype == np.float32 and got.shape == (m, n)
+        np.testing.assert_allclose(got, want, rtol=1e-5,
+                                   atol=1e-5 * max(1.0, float(np.abs(want).max())))
+
+
+@needs_qops
+def test_a_dynamic_model_refuses_nan_inputs() -> None:
+    m = pytfrt.quantize(mlp(), None, method="dynamic")
+    x = np.ones((2, 16), np.float32)
+    x[1, 3] = np.nan
+    with pytest.raises(pytfrt.ModelError, match="NaN or infinity"):
+        m(x)

@@ -13,7 +13,8 @@ the quantize/dequantize ("QDQ") pairs inserted into a float graph.
 * :func:`insert_static` / :func:`insert_dynamic` -- the rewrite: ``t -> dequantize_linear(
   quantize_linear(t))`` for every activation tensor (all its users read the result), weights as
   ``dequantize_linear(s8 constant)``; dynamic: each matmul (and its bias add) becomes one
-  ``qmatmul_dynamic`` (its input quantized per call, as ``dynamic_quantize_linear`` does).
+  ``qmatmul_dynamic`` (its input quantized per call, as ``dynamic_quantize_linear`` does);
+  a ``max_pool2d`` of a dequantized tensor is moved before the dequantize (it runs on u8).
 
 The ops are the graph dialect's quantization family (``docs/graph_dialect.md``); the default
 pipeline folds the pairs into int8 kernels.  Works in place on a GraphModule; not thread-safe
@@ -277,7 +278,32 @@ def insert_static(gm: GraphModule, found: Sequence[Target],
         ins.qdq(t.x, *activation_params(*ranges[t.x]))
         ins.qdq(t.out, *activation_params(*ranges[t.out]))
         ins.weight(t.op, per_channel)
+    _max_pools_in_u8(gm)
     refresh_types(gm)
+
+
+def _max_pools_in_u8(gm: GraphModule) -> None:
+    """``max_pool2d(dequantize_linear(q, s, z))`` (per-tensor ``s, z``) becomes
+    ``dequantize_linear(max_pool2d(q), s, z)``: the maximum commutes with the increasing
+    dequantization and a u8 pad (0, the smallest code) never wins a window holding an element,
+    so the pool runs on the codes and its result needs no quantize before the next int8 op."""
+    block = gm.function("main").body.block
+    for op in list(block.ops):
+        dq = op.operands[0].owner if op.name == "tg.max_pool2d" else None
+        if not isinstance(dq, Operation) or dq.name != "tg.dequantize_linear":
+            continue
+        scale = const_value(gm, dq.operands[1])
+        if scale is None or scale.size != 1 or len(dq.operands) != 3:
+            continue
+        pool = new_op(gm, "max_pool2d", [dq.operands[0]], attrs_of(op), op.location)
+        back = new_op(gm, "dequantize_linear", [pool.results[0], *dq.operands[1:]], {})
+        block.insert_ops_before([pool, back], op)
+        op.results[0].replace_all_uses_with(back.results[0])
+        op.detach()
+        op.erase()
+        if not dq.results[0].uses:
+            dq.detach()
+            dq.erase()
 
 
 def insert_dynamic(gm: GraphModule, found: Sequence[Target], per_channel: bool) -> None:

@@ -84,3 +84,22 @@ func.func @residual(%x: tensor<1x2x4x4xui8>, %skip: tensor<1x3x4x4xui8>) -> tens
   // CHECK-NEXT: func.return %[[Q]]
   func.return %y : tensor<1x3x4x4xui8>
 }
+
+// Max pooling between a dequantize and a quantize with the same parameters runs on the u8
+// values (exact); with other parameters the float pooling stays.
+// CHECK-LABEL: func.func @maxpool
+func.func @maxpool(%x: tensor<1x4x4x2xui8>) -> (tensor<1x2x2x2xui8>, tensor<1x2x2x2xui8>) {
+  %s = "tg.constant"() {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %z = "tg.constant"() {value = dense<7> : tensor<ui8>} : () -> tensor<ui8>
+  %s2 = "tg.constant"() {value = dense<0.25> : tensor<f32>} : () -> tensor<f32>
+  %d = "tg.dequantize_linear"(%x, %s, %z) : (tensor<1x4x4x2xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x4x4x2xf32>
+  %p = "tg.max_pool2d"(%d) {layout = "NHWC", ksize = [2, 2], strides = [2, 2]} : (tensor<1x4x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %q = "tg.quantize_linear"(%p, %s, %z) : (tensor<1x2x2x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x2x2xui8>
+  %p2 = "tg.max_pool2d"(%d) {layout = "NHWC", ksize = [2, 2], strides = [2, 2]} : (tensor<1x4x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %q2 = "tg.quantize_linear"(%p2, %s2, %z) : (tensor<1x2x2x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x2x2xui8>
+  // CHECK: %[[P:.*]] = "tg.max_pool2d"(%arg0) {{.*}}: (tensor<1x4x4x2xui8>) -> tensor<1x2x2x2xui8>
+  // CHECK: "tg.max_pool2d"(%{{.*}}) {{.*}}: (tensor<1x4x4x2xf32>) -> tensor<1x2x2x2xf32>
+  // CHECK: %[[Q2:.*]] = "tg.quantize_linear"
+  // CHECK: func.return %[[P]], %[[Q2]]
+  func.return %q, %q2 : tensor<1x2x2x2xui8>, tensor<1x2x2x2xui8>
+}

@@ -87,7 +87,8 @@ def _output_step(model: Any) -> float:
     return float(inits[last.input[1]])
 
 
-def test_qdq_model_runs_as_int8_and_matches_onnxruntime(qdq_model: tuple[Path, Path]) -> None:
+def test_qdq_model_runs_as_int8_and_matches_onnxruntime(qdq_model: tuple[Path, Path],
+                                                        tmp_path: Path) -> None:
     import pytfrt
     from pytfrt.compiler.api import to_graph
     from pytfrt.compiler.passes import default_pipeline
@@ -105,6 +106,9 @@ def test_qdq_model_runs_as_int8_and_matches_onnxruntime(qdq_model: tuple[Path, P
     got = compiled(x)
     step = _output_step(model)
     assert np.abs(got - ref).max() <= step * 1.001
+    # saved and loaded (int8 weights in the BTF file, plans rebuilt at load): same results
+    compiled.save(str(tmp_path / "m"))
+    np.testing.assert_array_equal(pytfrt.load(str(tmp_path / "m"))(x), got)
     # and the int8 model is close to the float one (sanity of the quantization itself)
     fl = ort.InferenceSession(str(fpath), providers=["CPUExecutionProvider"]).run(
         None, {"x": x})[0]

@@ -15,9 +15,16 @@ compile time), the pass follows the op's only user through
 and replaces the chain by one ``qconv2d`` / ``qmatmul(xq, wq, ws[, bias]) {x_scale,
 x_zero_point, y_scale, y_zero_point, dtype, activation}`` whose result is the quantized value
 (or, without a final ``quantize_linear``, the float value: ``dtype = f32``).  The bias stays in
-float (oneDNN adds it after the scales).  Chains that do not fit are left as they are (they
-still run, in float).  The dequantize ops left without users are erased; constants are left
-for ``-tg-dce``.
+float (oneDNN adds it after the scales).  Then, in a second sweep:
+
+* ``quantize(relu?(dequantize(qconv2d(...)) + dequantize(r)))`` (a quantized residual block)
+  becomes that ``qconv2d`` with ``r`` as its residual operand and the final quantization,
+  its own requantization kept as ``inner_scale`` / ``inner_zero_point``;
+* ``quantize(max_pool2d(dequantize(q, s, z)), s, z)`` (also ``global_max_pool``) becomes
+  ``max_pool2d(q)`` -- exact, pooling only picks elements.
+
+Chains that do not fit are left as they are (they still run, in float).  The quantization ops
+left without users are erased; constants are left for ``-tg-dce``.
 
 The pass runs in the default pipeline right after ``-tg-infer-shapes``, before
 ``-tg-constant-fold`` would fold a constant weight's ``dequantize_linear`` into a float
@@ -277,6 +284,31 @@ def _fold_residual(gm: GraphModule, op: Operation) -> bool:
     return True
 
 
+_MONOTONIC = ("tg.max_pool2d", "tg.global_max_pool")
+"""Ops that commute with a per-tensor quantization (they only pick elements)."""
+
+
+def _fold_pick(gm: GraphModule, op: Operation) -> bool:
+    """``quantize(maxpool(dequantize(q, s, z)), s, z)`` -> ``maxpool(q)``: max pooling picks
+    elements, and dequantization with a positive scale keeps their order, so the result is
+    exact."""
+    got = _dq_params(gm, op.operands[0])
+    user = single_use(op.results[0])
+    if got is None or user is None or user.name != "tg.quantize_linear":
+        return False
+    q, s, z = got
+    ys = _scalar(gm, user.operands[1])
+    yz = _scalar(gm, user.operands[2]) if len(user.operands) > 2 else 0
+    if ys != s or yz != z or ttype(user.results[0]).dtype != ttype(q).dtype:
+        return False
+    new = new_op(gm, op.name[3:], [q], attrs_of(op), op.location)
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_before(new, user)
+    replace(user, [new.results[0]])
+    return True
+
+
 def _erase_dead(gm: GraphModule) -> None:
     """Erase the quantization chains left without users (everything but constants)."""
     for f in functions(gm):
@@ -291,7 +323,8 @@ def _erase_dead(gm: GraphModule) -> None:
                     changed = True
 
 
-_DEAD_OK = ("tg.dequantize_linear", "tg.quantize_linear", "tg.add", "tg.relu", "tg.qconv2d")
+_DEAD_OK = ("tg.dequantize_linear", "tg.quantize_linear", "tg.add", "tg.relu", "tg.qconv2d",
+            *_MONOTONIC)
 
 
 def fold_quant(gm: GraphModule) -> GraphModule:
@@ -305,8 +338,11 @@ def fold_quant(gm: GraphModule) -> GraphModule:
                 changed = True
     for f in functions(gm):
         for op in list(f.body.block.ops):
-            if op.parent_block() is not None and op.name == "tg.qconv2d" and _fold_residual(
-                    gm, op):
+            if op.parent_block() is None:
+                continue
+            if op.name == "tg.qconv2d" and _fold_residual(gm, op):
+                changed = True
+            elif op.name in _MONOTONIC and _fold_pick(gm, op):
                 changed = True
     if changed:
         _erase_dead(gm)
