@@ -127,6 +127,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument(
+        "--int8",
+        action="store_true",
+        help="pytfrt.quantize's int8 model vs pytfrt float32 and ONNX Runtime's int8 model "
+        "(benchmarks/models_int8.py; default models resnet50 and bert)",
+    )
+    parser.add_argument("--calibration-batches", type=int, default=8, help="with --int8")
+    parser.add_argument(
+        "--calibration", default="minmax", choices=("minmax", "percentile", "entropy"),
+        help="with --int8: pytfrt.quantize's calibration",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -632,6 +643,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _exec_with_threads(args.threads)
     _apply_switches(args.set)
+    if args.int8:
+        import models_int8  # benchmarks/models_int8.py
+
+        return int(models_int8.run(args))
     peers = list(args.peers)
     _set_threads(args.threads, peers)
     models = _load_models(args)

@@ -6,7 +6,7 @@ Variants (all the same 2-2-1 sigmoid MLP, full batch of 4, MSE, plain SGD, float
   the ``xor_training`` function executed (load and compile time excluded); per step ~55 kernels
   in three function invocations (the loop body, ``tfrt.call @mlp_forward``, a ``tfrt.if`` branch).
   The function qualifies for whole-function execution (docs/executor.md): on ``s`` it runs as
-  generated straight-line code whose kernels form one fused segment per step (one Numba call;
+  generated straight-line code whose kernels form one fused segment per step (one C call;
   the ``tfrt.if`` that prints stays Python code); on ``mstd:2``
   its several streams keep the dataflow executor.
 * ``pytfrt s unfused`` -- whole-function execution with fused segments off
@@ -34,9 +34,9 @@ with default flags (the leak-checking allocator, the ``s`` queue; 2000 steps), i
 processes, against ``bef_executor`` on a trivial ``.mlir`` (``benchmarks/startup.py``'s program).
 The steps/s of the process is ``2000 / (T(xor) - T(trivial))``, in wall time and in CPU time
 (user + system of the child, from ``wait4``; the figure that holds on a loaded machine),
-compared with the NumPy loop's steps/s from the same run.  One run with an empty Numba cache
-directory first (``cold``: the segment compiles), then ``--repeats`` with it filled (``warm``:
-Numba loads the compiled segment from disk).
+compared with the NumPy loop's steps/s from the same run.  One run with an empty cache
+directory first (``cold``: the C compiler builds the segment), then ``--repeats`` with it
+filled (``warm``: the process loads the compiled segment from disk).
 Prints a table (steps/s, us/step, ratio to the NumPy loop), writes
 ``benchmarks/results/xor.json`` and ``benchmarks/results/xor.png``.
 
@@ -368,14 +368,14 @@ def process_as_run(repeats: int, numpy_steps_per_s: float,
 
 def print_process(res: dict[str, Any]) -> None:
     print(f"the process as run: {res['command']} (default flags, {res['steps']} steps), "
-          f"median of {res['repeats']} fresh processes, warm Numba cache")
+          f"median of {res['repeats']} fresh processes, warm kernel cache")
     print(f"{'':<6}{'xor s':>9}{'trivial s':>11}{'difference s':>14}{'steps/s':>10}"
           f"{'x numpy loop':>14}")
     for label in ("wall", "cpu"):
         r = res[label]
         print(f"{label:<6}{r['xor_s']:>9.3f}{r['trivial_s']:>11.3f}{r['minus_startup_s']:>14.3f}"
               f"{r['steps_per_s']:>10.0f}{r['ratio_vs_numpy']:>14.3f}")
-    print(f"cold Numba cache (first run): {res['cold_cache']['wall_s']:.2f} s wall, "
+    print(f"cold kernel cache (first run): {res['cold_cache']['wall_s']:.2f} s wall, "
           f"{res['cold_cache']['cpu_s']:.2f} s CPU; NumPy loop "
           f"{res['numpy_loop_steps_per_s']:.0f} steps/s wall, "
           f"{res['numpy_loop_cpu_steps_per_s']:.0f} per CPU second (each ratio compares like "

@@ -20,7 +20,8 @@ Layout, in pipeline order (see ``docs/layout.md``):
 
 Importing :mod:`pytfrt` imports nothing heavy and changes no global state:
 :func:`compile`, :func:`load`, :class:`CompiledModel`, :func:`function`, :func:`grad`,
-:func:`value_and_grad`, :func:`cond`, :func:`switch_case`, :func:`while_loop` and the errors a
+:func:`value_and_grad`, :func:`cond`, :func:`switch_case`, :func:`while_loop`, :func:`quantize` and
+the errors a
 user meets (``InputError``, ``ModelError``, ``GraphError``, ``UnsupportedOpError``) are imported
 on first use.
 """
@@ -39,6 +40,7 @@ _LAZY = {
     "cond": ("pytfrt.function", "cond"),
     "while_loop": ("pytfrt.function", "while_loop"),
     "switch_case": ("pytfrt.function", "switch_case"),
+    "quantize": ("pytfrt.quantization", "quantize"),
     "InputError": ("pytfrt.model", "InputError"),
     "ModelError": ("pytfrt.model", "ModelError"),
     "GraphError": ("pytfrt.compiler.errors", "GraphError"),

@@ -70,12 +70,14 @@ SWITCHES: Final[dict[str, Switch]] = {
                "The work queue of the process-wide host that compiled models share "
                "(default `mstd:<CPU count>`)."),
         Switch("PYTFRT_CACHE_DIR", "text", None,
-               "The directory of generated kernels and Numba's cache of them (default "
+               "The directory of generated kernels (Numba's cache of them, the fused "
+               "segments' compiled C) (default "
                "`$XDG_CACHE_HOME/pytfrt`, i.e. `~/.cache/pytfrt`); used only if owner-only "
                "writable (docs/security.md)."),
         Switch("PYTFRT_NUM_THREADS", "int", None,
-               "Threads a parallel CPU kernel may use, the caller included (default: the CPU "
-               "count); read once, when the CPU backend's thread pool is imported.",
+               "The process's thread budget: threads a parallel kernel may use, the caller "
+               "included (default: the CPU count); read once, when `pytfrt.host.parallel` is "
+               "imported (docs/host.md).",
                read="import"),
         Switch("PYTFRT_GEMM", "choice", "onednn",
                "`numpy` runs matrix products with NumPy instead of oneDNN's sgemm.",

@@ -456,6 +456,9 @@ class CompiledModel:
         self._arena_index = num_resources if (
             len(main_args) > num_resources and main_args[num_resources] == ARENA_TYPE) else -1
         self._arenas: list[Arena] = []
+        # what pytfrt.compile compiled: (obj, input_signature, signature); pytfrt.quantize
+        # compiles it again.  None for a loaded model.
+        self.source: tuple[Any, Any, str | None] | None = None
         # the call function: @main as straight-line Python when it is a sync function
         self.call_source = ""
         self._call: Callable[[tuple[Any, ...]], Any] = self._call_via_executor
@@ -550,7 +553,11 @@ class CompiledModel:
         values += [make_available(DenseHostTensor(dtype_from_numpy(x.dtype), x)) for x in arrays]
         if self._lock is not None:
             with self._lock:
-                return self._pack(self._await(self._main.execute(self._ctx, values)))
+                out = self._await(self._main.execute(self._ctx, values))
+                # the outputs can be ready before the variable writes that follow them in
+                # program order (@main returns no chain): finish those before returning
+                self.host.quiesce()
+                return self._pack(out)
         return self._pack(self._await(self._main.execute(self._ctx, values)))
 
     def _await(self, results: list[AsyncValue[Any]]) -> list[Any]:

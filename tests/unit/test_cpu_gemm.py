@@ -159,3 +159,32 @@ def test_column_tiled_matmul_matches_numpy(m, k, n, act, res, seed):
     want = a.astype(np.float64) @ w.astype(np.float64) + bias + (0 if r is None else r)
     want = ACTS[act](torch.from_numpy(want)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+@given(st.integers(1, gemm.GEMV_ROWS), st.integers(1, 23), st.integers(1, 40), st.booleans(),
+       st.booleans(), st.booleans(), st.integers(0, 2**31 - 1))
+def test_dense_rows_matches_numpy(m, k, n, with_bias, relu, with_out, seed):
+    """The small-batch dense kernel (4 weight rows per step, a remainder loop) against
+    float64 NumPy; ``out`` is written in place."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32) if with_bias else None
+    out = np.full((m, n), np.nan, np.float32) if with_out else None
+    y = gemm.dense_rows(x, w, bias, relu, out)
+    want = x.astype(np.float64) @ w + (0 if bias is None else bias)
+    if relu:
+        want = np.maximum(want, 0)
+    assert y is not None and (out is None or y is out)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+def test_dense_rows_declines_what_it_does_not_cover():
+    w = np.ones((3, 2), np.float32)
+    x = np.ones((1, 3), np.float32)
+    assert gemm.dense_rows(np.ones((gemm.GEMV_ROWS + 1, 3), np.float32), w, None, False) is None
+    assert gemm.dense_rows(x.astype(np.float64), w, None, False) is None
+    assert gemm.dense_rows(x, np.asfortranarray(w), None, False) is None  # not C-contiguous
+    assert gemm.dense_rows(np.ones((1, 4), np.float32), w, None, False) is None
+    assert gemm.dense_rows(x, w, np.ones(2), False) is None  # a float64 bias
+    assert gemm.dense_rows(x, w, None, False, out=np.empty((1, 4), np.float32)[:, ::2]) is None

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -96,3 +96,23 @@ def test_errors():
         norm.batch_norm(x, one, one, one, np.ones(2, np.float32), axis=1)
     with pytest.raises(OpError, match="out"):
         norm.softmax(x, out=np.empty((3, 2), np.float32))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 40), st.booleans(), st.booleans(), st.booleans(),
+       st.integers(0, 2**31 - 1))
+def test_layer_norm_rows_kernel_matches_float64(rows, d, with_gamma, with_beta, in_place, seed):
+    """The float32 last-axis kernel (one pass per row, float64 sums) against float64 NumPy,
+    including ``out=x``."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((rows, d)) * 5 + 3).astype(np.float32)
+    gamma = rng.standard_normal(d).astype(np.float32) if with_gamma else None
+    beta = rng.standard_normal(d).astype(np.float32) if with_beta else None
+    x64 = x.astype(np.float64)
+    c = x64 - x64.mean(-1, keepdims=True)
+    ref = c / np.sqrt((c * c).mean(-1, keepdims=True) + 1e-5)
+    ref = ref * (1 if gamma is None else gamma) + (0 if beta is None else beta)
+    src = x.copy()
+    got = norm.layer_norm(src, gamma, beta, axis=-1, epsilon=1e-5, out=src if in_place else None)
+    assert got.dtype == np.float32 and (got is src) == in_place
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=2e-5)

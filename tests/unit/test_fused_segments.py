@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pytfrt.backends.cpu.small_graph as small_graph
+from pytfrt.backends.cpu import _ccompile
 from pytfrt.executor import load_program
 from pytfrt.executor.fused_segments import FusedSegment
 from pytfrt.executor.whole_function import FUSE_SWITCH, WholeBEFFunction
@@ -114,6 +117,62 @@ def test_xor_fused_equals_unfused_and_numpy(monkeypatch: pytest.MonkeyPatch) -> 
                                rtol=1e-4)
 
 
+def test_seed_program_runs_fused_without_numba_or_scipy(tmp_path: Path) -> None:
+    """The seed program as run (``bef_executor``, default flags) in a fresh process: its loop
+    runs as compiled C (the segment hits), it prints what the unfused run prints, and the
+    process never imports Numba or SciPy (the point of compiling segments with the C
+    compiler into the on-disk cache)."""
+    program = tmp_path / "xor.mlir"
+    program.write_text(XOR.read_text().replace("tfrt.constant.i32 2000", "tfrt.constant.i32 60"))
+    code = (
+        "import sys, io, contextlib\n"
+        "from pytfrt.executor import fused_segments\n"
+        "from pytfrt.tools import bef_executor\n"
+        "made = []\n"
+        "init = fused_segments.FusedSegment.__init__\n"
+        "def spy(self, *a, **k):\n"
+        "    init(self, *a, **k); made.append(self)\n"
+        "fused_segments.FusedSegment.__init__ = spy\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    status = bef_executor.main(sys.argv[1:])\n"
+        "print(out.getvalue())\n"
+        "print('HITS', sum(s.hits for s in made))\n"
+        "print('LOADED', sorted(m for m in ('numba', 'scipy', 'llvmlite') if m in sys.modules))\n"
+        "sys.exit(status)\n")
+    env = {**os.environ, "PYTFRT_CACHE_DIR": str(tmp_path / "cache")}
+    (tmp_path / "cache").mkdir(mode=0o700)
+    runs = [subprocess.run([sys.executable, "-c", code, str(program)], capture_output=True,
+                           text=True, env=env, timeout=240) for _ in range(2)]
+    env["PYTFRT_FUSE_SEGMENTS"] = "0"
+    ref = subprocess.run([sys.executable, "-c", code, str(program)], capture_output=True,
+                         text=True, env=env, timeout=240)
+    for run in (*runs, ref):
+        assert run.returncode == 0, run.stderr
+        assert "LOADED []" in run.stdout, run.stdout
+    # cold cache (compiles after two unfused runs) and warm cache (loads the shared object)
+    for run in runs:
+        assert "HITS 58" in run.stdout, run.stdout
+        assert run.stdout.split("HITS")[0] == ref.stdout.split("HITS")[0]
+    assert "correct: " in ref.stdout and "HITS 0" in ref.stdout
+    assert any(p.suffix == ".so" for p in (tmp_path / "cache" / "graphs").iterdir())
+
+
+def test_without_a_c_compiler_segments_stay_unfused(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    """No C compiler (``$CC`` names a missing program, empty cache): every run is the unfused
+    code, with the same output."""
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("PYTFRT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_ccompile, "COMPILE_AFTER", 0)
+    text = XOR.read_text().replace("tfrt.constant.i32 2000", "tfrt.constant.i32 20")
+    fused, segments = _run(text, "xor_training", True, monkeypatch)
+    unfused, _ = _run(text, "xor_training", False, monkeypatch)
+    assert segments and all(s.hits == 0 for s in segments)
+    assert any(s.failed for s in segments)
+    assert fused == unfused
+
+
 # -- errors inside a segment ---------------------------------------------------------------------
 
 _ERROR_PROGRAM = """
@@ -148,7 +207,7 @@ def test_error_inside_a_segment_is_the_unfused_error(monkeypatch: pytest.MonkeyP
     """[3, 3] is valid (the segment runs fused from its first run); [2, 3] makes the matmul
     fail after the multiply in every iteration: the fused check fails before anything is
     mutated, and the unfused code reports the error exactly as without fusion."""
-    monkeypatch.setattr(small_graph, "COMPILE_AFTER", 0)
+    monkeypatch.setattr(_ccompile, "COMPILE_AFTER", 0)
     text = _ERROR_PROGRAM.replace("SHAPE", shape).replace("FILL", "2.0")
     fused, segments = _run(text, "main", True, monkeypatch, runs=2)
     unfused, _ = _run(text, "main", False, monkeypatch)
@@ -165,7 +224,7 @@ def test_numpy_raising_on_overflow_keeps_the_segment_unfused(
     """Under ``np.errstate(over="raise")`` the sigmoid's ``exp`` overflows with an error: the
     segment (which calls NumPy's ``exp`` back) must not run fused, so the error is the
     unfused one; with the default error state the same program runs fused."""
-    monkeypatch.setattr(small_graph, "COMPILE_AFTER", 0)
+    monkeypatch.setattr(_ccompile, "COMPILE_AFTER", 0)
     text = _ERROR_PROGRAM.replace("SHAPE", "3 : i64, 3 : i64").replace("FILL", "-100.0")
     with np.errstate(over="raise"):
         fused, segments = _run(text, "main", True, monkeypatch)
@@ -259,7 +318,7 @@ def _programs(draw: Any) -> str:
 @given(text=_programs())
 def test_random_kernel_chains_fused_equal_unfused(monkeypatch: pytest.MonkeyPatch,
                                                   text: str) -> None:
-    monkeypatch.setattr(small_graph, "COMPILE_AFTER", 0)
+    monkeypatch.setattr(_ccompile, "COMPILE_AFTER", 0)
     fused, _ = _run(text, "main", True, monkeypatch, runs=2)
     unfused, _ = _run(text, "main", False, monkeypatch)
     assert fused[0] == unfused[0], text

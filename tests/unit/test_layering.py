@@ -59,6 +59,8 @@ MODULE_LAYERS = {
     "pytfrt.onnx_backend": "function",
     # pytfrt.keras.fit: compiles a Keras model's train step with pytfrt.compile (TF lazily).
     "pytfrt.keras": "function",
+    # pytfrt.quantize: calibrates and rewrites a model's graph, then pytfrt.compile's back end.
+    "pytfrt.quantization": "function",
 }
 ALLOWED["eager"] = ALLOWED["core_runtime"] | {"core_runtime"}
 ALLOWED["kernel_libraries"] = {

@@ -85,6 +85,9 @@ RANGES: dict[str, Range] = {
 KERNEL_RANGES: dict[tuple[str, str], Range] = {
     # tg.pad: negative pads crop (ONNX Pad); a pad may be as large as a shape
     ("tg.pad", "pads"): Range(-MAX_ELEMENTS, MAX_ELEMENTS, max_len=MAX_RANK * 2),
+    # quantize/dequantize: block_size 0 means per tensor or per axis (not blocked)
+    ("tg.quantize_linear", "block_size"): Range(0, MAX_ELEMENTS),
+    ("tg.dequantize_linear", "block_size"): Range(0, MAX_ELEMENTS),
 }
 """(kernel, attribute) -> its range, overriding :data:`RANGES` for that kernel."""
 

@@ -124,8 +124,12 @@ def compile(obj: Any, input_signature: Any = None, *, signature: str | None = No
     Raises:
         GraphError / UnsupportedOpError: the model cannot be expressed or is malformed.
     """
-    return compile_module(to_graph(obj, input_signature, signature=signature),
-                          optimize=optimize, host=host)
+    gm = to_graph(obj, input_signature, signature=signature)
+    # the source for pytfrt.quantize; the passes rewrite a GraphModule given as is in place
+    source = gm.copy() if gm is obj and optimize else obj
+    model = compile_module(gm, optimize=optimize, host=host)
+    model.source = (source, input_signature, signature)
+    return model
 
 
 @functools.cache

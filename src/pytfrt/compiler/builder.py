@@ -105,6 +105,12 @@ class GraphModule:
 
         return print_module(self.module, generic=False)
 
+    def copy(self) -> GraphModule:
+        """A copy that passes can rewrite without changing this one (the weight arrays are
+        shared: passes replace weights, never write into them)."""
+        return GraphModule(self.module.clone(), dict(self.weights), self.signature,
+                           self.variables, self.zero_fill)
+
     def function(self, name: str = "main") -> FuncOp:
         """The function named ``name``.
 

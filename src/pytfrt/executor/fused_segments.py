@@ -1,24 +1,25 @@
-"""Fused segments: a run of tensor kernels of whole-function code as ONE Numba call.
+"""Fused segments: a run of tensor kernels of whole-function code as ONE native call.
 
 Whole-function execution (:mod:`pytfrt.executor.whole_function`, docs/executor.md) turns a
 BEF function into straight-line Python code, one guarded call per kernel.  Inside it, a
 *segment* -- a maximal run of consecutive kernels (in the executor's order) that all have a
-Numba implementation (:data:`pytfrt.backends.cpu.fusible_kernels.FUSIBLE`), plus chain kernels,
+C implementation (:data:`pytfrt.backends.cpu.fusible_kernels.FUSIBLE`), plus chain kernels,
 folded constants, ``ts.build_shape``, ``tfrt_dht.create_uninitialized_tensor.f32.R`` and
 ``tfrt.call`` of a function made only of such kernels -- is also compiled into one
-``@numba.njit`` function (:class:`SegmentBuilder`).  The generated code then runs, per
-segment::
+C function (:class:`SegmentBuilder`; the provider writes and compiles the C).  The generated
+code then runs, per segment::
 
     if not E and <every outside tensor is a float32 DenseHostTensor> [and allocator fused_ok]:
         r = segment(arrays..., scalars...)    # None: not compiled yet, or a check failed
     if r is None:
         <the segment's kernels, one by one, exactly as without fusion>
 
-The Numba function first allocates the segment's new tensors (their shapes are known when the
+The C function first allocates the segment's new tensors (their shapes are known when the
 code is generated), then checks every kernel's shape rule, that the outside arrays are
-C-contiguous and that no two of them share memory; only if all hold does it compute, in the
-kernels' order.  So it never fails half-way: when anything would go wrong, nothing was
-mutated and the unfused code runs and reports the very same error as without fusion.
+C-contiguous float32 arrays and that no two of them share memory; only if all hold does it
+compute, in the kernels' order.  So it never fails half-way: when anything would go wrong,
+nothing was mutated and the unfused code runs and reports the very same error as without
+fusion.
 
 What the fused path keeps: results (new tensors become DenseHostTensors only if used after the
 segment), the order of side effects (a segment holds no kernel with Python side effects), the
@@ -33,10 +34,10 @@ NumPy (``exp``, whose float32 results the compiled code could not reproduce bit 
 raise half-way only under ``np.seterr``/``np.errstate`` set to ``raise`` or ``call``: a segment
 with it runs unfused while they are.
 
-Compilation reuses the whole-region kernels' machinery (:mod:`pytfrt.backends.cpu.small_graph`):
-the first :data:`~pytfrt.backends.cpu.small_graph.COMPILE_AFTER` runs of a segment are
-unfused, the next compiles it (Numba's on-disk cache in ``cache_dir()``, if that directory is
-owner-only writable: docs/security.md).  If Numba cannot compile it, the segment stays unfused.
+Compilation: the first :data:`~pytfrt.backends.cpu._ccompile.COMPILE_AFTER` runs of a segment
+are unfused, the next compiles it with the machine's C compiler, once per machine (the on-disk
+cache of :mod:`pytfrt.backends.cpu._ccompile`, if that directory is owner-only writable:
+docs/security.md).  If there is no compiler or it fails, the segment stays unfused.
 
 Thread-safety: a :class:`FusedSegment` compiles under a lock; calls only read it.
 """
@@ -64,8 +65,8 @@ class NotFusible(Exception):
 class Sym:
     """What a register holds in a segment being built.
 
-    ``kind``: ``n`` a tensor made in the segment (``name``: its njit variable), ``s`` a float32
-    scalar and ``i`` an integer computed in it (``name``: its njit variable), ``c`` a chain, ``h`` a
+    ``kind``: ``n`` a tensor made in the segment (``name``: its C variable), ``s`` a float32
+    scalar and ``i`` an integer computed in it (``name``: its C variable), ``c`` a chain, ``h`` a
     shape known now (``value``: the TensorShape), ``k`` a folded constant (``value``).
     """
 
@@ -77,17 +78,18 @@ class Sym:
 
 @dataclass
 class SegmentBuilder:
-    """Builds one segment's Numba source while kernels are added (in order)."""
+    """Builds one segment's native source while kernels are added (in order)."""
 
     const: Any  # callable: a value -> the name of a generated-code constant holding it
-    ext_tensors: dict[str, str] = field(default_factory=dict)   # python expr -> njit arg
-    ext_scalars: dict[str, str] = field(default_factory=dict)   # python expr -> njit arg
-    ext_ints: dict[str, str] = field(default_factory=dict)      # python expr -> njit arg
-    allocs: list[str] = field(default_factory=list)
+    ext_tensors: dict[str, str] = field(default_factory=dict)   # python expr -> C arg
+    ext_scalars: dict[str, str] = field(default_factory=dict)   # python expr -> C arg
+    ext_ints: dict[str, str] = field(default_factory=dict)      # python expr -> C arg
+    allocs: list[tuple[str, tuple[int, ...], bool]] = field(default_factory=list)
+    # new tensors: (name, dims, zeroed)
     checks: list[str] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
-    scalars: list[tuple[str, str]] = field(default_factory=list)  # computed: (name, initial)
-    kernels: int = 0        # kernels with njit code
+    scalars: list[tuple[str, str]] = field(default_factory=list)  # computed: (name, kind)
+    kernels: int = 0        # kernels with native code
     counter: int = 0
     calls_back: bool = False  # some kernel calls NumPy back (see Fusible.calls_back)
 
@@ -108,7 +110,7 @@ class SegmentBuilder:
 
     @staticmethod
     def _outside(table: dict[str, str], py: str, prefix: str) -> str:
-        """The njit argument of the outside value ``py`` (one per value)."""
+        """The C argument of the outside value ``py`` (one per value)."""
         name = table.get(py)
         if name is None:
             name = table[py] = f"{prefix}{len(table)}"
@@ -194,8 +196,7 @@ class SegmentBuilder:
             names = [self.fresh("r") for _ in kinds]
             if len(names) != k.num_results:
                 raise NotFusible(name)
-            self.scalars.extend((r, "0" if t == "int" else "False")
-                                for r, t in zip(names, kinds, strict=True))
+            self.scalars.extend(zip(names, kinds, strict=True))
             results = [Sym("i", r) for r in names]
             out = ", ".join(names)
         elif spec.result == "new":
@@ -203,18 +204,18 @@ class SegmentBuilder:
             if not target:
                 raise NotFusible("empty target shape")
             out = self.fresh("n")
-            self.allocs.append(f"{out} = np.empty({target!r}, np.float32)")
-            self.checks.append(f"{provider().MODULE_ALIAS}.broadcast_ok({args[0]}, {target[-1]})")
+            self.allocs.append((out, target, False))
+            self.checks.append(provider().broadcast_check(args[0], target[-1]))
             results = [Sym("n", out)]
         elif spec.result == "f32":
             out = self.fresh("r")
-            self.scalars.append((out, "0.0"))
+            self.scalars.append((out, "f32"))
             results = [Sym("s", out)]
         else:
             results = [Sym("c")]
         if spec.check:
             self.checks.append(spec.check.format(*args))
-        self.calls.append(spec.call.format(*args, out=out))
+        self.calls.append(spec.call.format(*args, out=out, outs=out.split(", ")))
         self.kernels += 1
         self.calls_back = self.calls_back or spec.calls_back
         return results
@@ -226,7 +227,7 @@ class SegmentBuilder:
         if shape is None:
             raise NotFusible("bad or big shape")
         name = self.fresh("n")
-        self.allocs.append(f"{name} = np.zeros({shape!r}, np.float32)")
+        self.allocs.append((name, tuple(shape), True))
         return Sym("n", name)
 
     def _shape(self, k: KernelInfo) -> Sym:
@@ -239,34 +240,22 @@ class SegmentBuilder:
     # -- the function ---------------------------------------------------------------------------
 
     def source(self, outs: Sequence[str]) -> str:
-        """The njit function ``_seg(x..., s...)`` returning ``(ok, *outs)``."""
-        xs = list(self.ext_tensors.values())
-        params = xs + list(self.ext_scalars.values()) + list(self.ext_ints.values())
-        lines = [f"def _seg({', '.join(params)}):"]
-        lines += [f"    {a}" for a in self.allocs]
-        lines += [f"    {r} = {init}" for r, init in self.scalars]
-        conds = [f"{x}.flags.c_contiguous" for x in xs]
-        conds += [f"not {provider().MODULE_ALIAS}.overlap({a}, {b})"
-                  for i, a in enumerate(xs) for b in xs[i + 1:]]
-        conds += self.checks
-        lines.append("    ok = True")
-        for c in conds:
-            lines.append(f"    if ok and not ({c}):")
-            lines.append("        ok = False")
-        lines.append("    if ok:")
-        lines += [f"        {c}" for c in self.calls] or ["        pass"]
-        lines.append(f"    return (ok, {''.join(o + ', ' for o in outs)})")
-        return "\n".join(lines) + "\n"
+        """The source of the segment function ``_seg(x..., s..., i...)`` returning ``(ok,
+        *outs)`` (the provider's ``segment_source``)."""
+        return provider().segment_source(  # type: ignore[no-any-return]
+            list(self.ext_tensors.values()), list(self.ext_scalars.values()),
+            list(self.ext_ints.values()), self.allocs, self.scalars, self.checks, self.calls,
+            outs)
 
 
 def provider() -> Any:
-    """The module with the Numba kernels (``FUSIBLE``, ``tensor_types``, ``compile_segment``,
+    """The module with the native kernels (``FUSIBLE``, ``segment_source``, ``compile_segment``,
     ``compile_after``...), or ``None``.
 
     The CPU backend provides it (:data:`pytfrt.host.extensions.FUSED_SEGMENT_KERNELS`) when its
     kernel library is registered (docs/layout.md: the executor does not import backends); it
-    is imported on the first call only, so a program with no tensor kernels never loads Numba.
-    ``None`` if no library provided it or it cannot be imported (e.g. without Numba).
+    is imported on the first call only, so a program with no tensor kernels never loads it.
+    ``None`` if no library provided it or it cannot be imported.
     """
     return extensions.get(extensions.FUSED_SEGMENT_KERNELS)
 
@@ -274,7 +263,7 @@ def provider() -> Any:
 class FusedSegment:
     """One segment's compiled function (see the module docstring).
 
-    Calling it returns the Numba function's tuple ``(True, *results)``, or ``None``: not
+    Calling it returns the compiled function's tuple ``(True, *results)``, or ``None``: not
     compiled yet (the first ``COMPILE_AFTER`` calls), not compilable for these inputs, or a
     check failed -- then the caller runs the segment unfused.
     """

@@ -48,7 +48,6 @@ one function at once.
 
 from __future__ import annotations
 
-import typing
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import groupby
@@ -121,7 +120,7 @@ _WHILE: Final = "tfrt.while"
 
 def fuse_by_default() -> bool:
     """Whether whole-function code fuses segments of tensor kernels (``PYTFRT_FUSE_SEGMENTS``,
-    on unless ``0``; needs Numba)."""
+    on unless ``0``; needs the CPU backend's fused kernels)."""
     if not config.flag(FUSE_SWITCH):
         return False
     return provider() is not None
@@ -205,12 +204,6 @@ class _NotQualified(Exception):
     """The function keeps the dataflow executor (the message says why, for debugging)."""
 
 
-def _returns_async(fn: Callable[..., Any]) -> bool:
-    try:
-        hint = typing.get_type_hints(fn).get("return")
-    except Exception:  # noqa: BLE001 - unresolvable annotations: assume the worst
-        return True
-    return hint is not None and "AsyncValue" in repr(hint)
 
 
 def _control_flow(k: KernelInfo) -> str | None:
@@ -251,7 +244,7 @@ def _check_kernel(k: KernelInfo) -> None:
             raise _NotQualified(f"kernel '{k.name}' takes a Function")
     else:
         raise _NotQualified(f"kernel '{k.name}' takes a KernelFrame")
-    if _returns_async(k.fn):  # type: ignore[arg-type]
+    if k.entry.signature.returns_async:
         raise _NotQualified(f"kernel '{k.name}' may return an AsyncValue")
 
 
@@ -419,7 +412,7 @@ class _Generator:
                 defined.update(info.kernels[order[p]].results)
                 emit_item(p, depth + 1)
             fallback, self.lines = self.lines, []
-            # The fused path runs the deferred items after the Numba call, into the same
+            # The fused path runs the deferred items after the native call, into the same
             # variables as the unfused path.
             pinned = {r: names[r] for p in deferred for r in info.kernels[order[p]].results}
             outer_pin, self.pin = self.pin, (names, pinned)  # segments nest (in branches)
@@ -464,7 +457,7 @@ class _Generator:
 
         Items that cannot be fused but see only scalar and chain values (operands and
         results) may sit inside a segment: they touch no tensor, so the fused path runs them
-        after the Numba call (the unfused path keeps the original order)."""
+        after the native call (the unfused path keeps the original order)."""
         info = inst.info
         builder = SegmentBuilder(self.const)
         env: dict[int, tuple[Sym | None, str]] = {}

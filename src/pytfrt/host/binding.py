@@ -100,6 +100,7 @@ class KernelSignature:
     num_args: int  # fixed positional arguments (ARG + ARG_AV)
     variadic: bool  # takes remaining arguments
     raw_attributes: bool = False  # attributes are passed as typed Attribute objects
+    returns_async: bool = True  # its return annotation may be an AsyncValue (or is unknown)
     simple: bool = field(init=False)
     needs_context: bool = field(init=False)
 
@@ -138,13 +139,41 @@ def _role_of(annotation: Any, kind: Any) -> _Role:
     return _Role.ARG
 
 
+_SIGNATURES: dict[Any, tuple[KernelSignature, Any]] = {}
+"""Signatures of plain functions by (code, annotations, globals): the many kernels made by one
+factory (one per dtype or rank) share their code and annotation strings, and resolving the
+annotations is most of a kernel library's registration time.  The globals dict is kept in the
+value, so its ``id`` in the key is not reused while the entry lives."""
+
+
 def analyze_signature(fn: Callable[..., Any]) -> KernelSignature:
-    """Work out each parameter's role from its annotation.
+    """Work out each parameter's role from its annotation (cached for plain functions that
+    share code, annotations and globals: the result depends on nothing else).
+
+    Thread-safe.
 
     Raises:
         RegistryError: if the annotations cannot be resolved or a parameter kind is not
             supported (keyword-only parameters, ``**kwargs``).
     """
+    key = None
+    code = getattr(fn, "__code__", None)
+    if code is not None and inspect.isfunction(fn) and not hasattr(fn, "__wrapped__") \
+            and not hasattr(fn, "__signature__"):
+        try:
+            key = (code, tuple(fn.__annotations__.items()), id(fn.__globals__))
+            hit = _SIGNATURES.get(key)
+        except TypeError:  # an unhashable annotation
+            key = hit = None
+        if hit is not None:
+            return hit[0]
+    sig = _analyze_signature(fn)
+    if key is not None:
+        _SIGNATURES[key] = (sig, fn.__globals__)
+    return sig
+
+
+def _analyze_signature(fn: Callable[..., Any]) -> KernelSignature:
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception as exc:
@@ -165,7 +194,9 @@ def analyze_signature(fn: Callable[..., Any]) -> KernelSignature:
             raw_attributes = True
     num_args = sum(1 for r in roles if r in (_Role.ARG, _Role.ARG_AV))
     variadic = any(r in (_Role.VAR_ARGS, _Role.VAR_ARG_AVS) for r in roles)
-    return KernelSignature(roles, num_args, variadic, raw_attributes)
+    ret = hints.get("return")
+    return KernelSignature(roles, num_args, variadic, raw_attributes,
+                           ret is not None and "AsyncValue" in repr(ret))
 
 
 Slot = tuple[str, int]

@@ -1,14 +1,14 @@
 """Named extension points: a lower layer uses a capability that a higher layer provides.
 
-The executor fuses runs of tensor kernels into one Numba call, but the Numba kernels live in
+The executor fuses runs of tensor kernels into one native call, but the native kernels live in
 the CPU backend, which the executor may not import (docs/layout.md).  So the backend
 *provides* them under a name when its kernel library is registered, and the executor *asks*
 for that name: ``provide(FUSED_SEGMENT_KERNELS, loader)`` / ``get(FUSED_SEGMENT_KERNELS)``.
 
 A provider is a loader (a callable returning the extension object), called on the first
 ``get`` only, so providing costs nothing: a program that never asks never imports it (a
-program with no tensor kernels never loads Numba).  A loader that raises ``ImportError`` (e.g.
-Numba missing) makes the extension absent (``get`` returns ``None``), once and for all.
+program with no tensor kernels never loads NumPy).  A loader that raises ``ImportError`` makes
+the extension absent (``get`` returns ``None``), once and for all.
 
 Process-wide; thread-safe (one lock; a loader runs at most once).
 """
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 FUSED_SEGMENT_KERNELS = "fused_segment_kernels"
-"""The Numba kernels of fused segments (``pytfrt.backends.cpu.fusible_kernels``), used by
+"""The native kernels of fused segments (``pytfrt.backends.cpu.fusible_kernels``), used by
 :mod:`pytfrt.executor.fused_segments`."""
 
 _lock = threading.Lock()

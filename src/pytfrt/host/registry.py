@@ -99,10 +99,25 @@ class KernelEntry:
     name: str
     fn: Callable[..., Any]
     kind: KernelKind
-    signature: KernelSignature = field(repr=False)
+    _signature: KernelSignature | None = field(default=None, repr=False)
     _plans: dict[tuple[int, bool, int, int, bool], BindingPlan] = field(
         default_factory=dict, repr=False, compare=False
     )
+
+    @property
+    def signature(self) -> KernelSignature:
+        """How the kernel's parameters map onto a frame; worked out on first use for the
+        kernels of lazily loaded libraries (most of a program's libraries' kernels are never
+        used, and resolving annotations is most of registering one).
+
+        Raises:
+            RegistryError: the annotations cannot be resolved or a parameter kind is not
+                supported (see :func:`pytfrt.host.binding.analyze_signature`).
+        """
+        sig = self._signature
+        if sig is None:
+            sig = self._signature = analyze_signature(self.fn)
+        return sig
 
     def bind(
         self,
@@ -281,7 +296,10 @@ class KernelRegistry:
             RegistryError: if ``name`` is already registered (and ``override`` is false) or
                 ``fn`` cannot be adapted.
         """
-        entry = KernelEntry(name, fn, kind, analyze_signature(fn))
+        # Kernels of a lazily loaded (built-in) library are checked on first use; others now,
+        # so a plugin's mistake is reported where it registers.
+        entry = KernelEntry(name, fn, kind,
+                            None if self._lazy_loading else analyze_signature(fn))
         if not self._lazy_loading and self._lazy and name not in self._kernels:
             self._load_lazy(name)
         with self._lock:

@@ -33,7 +33,7 @@ The server does not wait for a big body to arrive whole: :class:`BodyScan` scans
 while the rest arrives, and joins them as below.  A whole body of :data:`SPLIT_BYTES` or more
 given to :func:`parse_float32_tensor` is scanned in pieces (up to :data:`MAX_PIECES`, cut
 right after commas) in parallel, on the calling thread and the CPU kernels' thread pool
-(:func:`pytfrt.backends.cpu._parallel.parallel_for`) -- while that pays: when the pool's thread
+(:func:`pytfrt.host.parallel.parallel_for`) -- while that pays: when the pool's thread
 does not get a core (a busy machine), splitting pauses (:data:`SPLIT_MIN_SPEEDUP`).  A piece
 after the first starts right after a comma at a depth it does not know, so its scan works
 with *relative* levels: level 0 is the comma's list, negative levels are lists opened before
@@ -54,10 +54,9 @@ the 1,000 floats of a ResNet-50 answer (0.1 ms against 0.39 ms).
 from __future__ import annotations
 
 import re
-import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any, Final
 
 import numpy as np
@@ -334,8 +333,8 @@ def kernel_name() -> str:
 
 
 def _threads() -> int:
-    """Threads a split scan may use (the CPU kernels' pool and the caller)."""
-    from pytfrt.backends.cpu._parallel import num_threads
+    """Threads a split scan may use (the process's thread budget, the caller included)."""
+    from pytfrt.host.parallel import num_threads
 
     return num_threads()
 
@@ -357,14 +356,16 @@ def _scan() -> Any:
 
 def warm_up() -> None:
     """Compile the kernel now (a tiny body, whole and split), so the first big request does
-    not pay for it, and start the pool of :class:`BodyScan`."""
+    not pay for it, and start the helper threads :class:`BodyScan` uses."""
     global _split_paused_until
     body = b'{"instances": [[1.5, 2.0], [3.0, 4.0]]}' + b" " * MIN_BYTES
     parse_float32_tensor(body)
     parse_float32_tensor(body, split_at=[25])
     _split_paused_until = 0.0  # a split this small shows no speedup: not a reason to pause
     if _streaming:
-        _pool()
+        from pytfrt.host.parallel import start_helpers
+
+        start_helpers()
 
 
 def _arrays(size: int) -> tuple[Any, Any, Any, Any, Any]:
@@ -413,11 +414,11 @@ def _split(scan: Any, body: bytes, buf: Any, cuts: list[int]) -> tuple[np.ndarra
     """Scan the pieces between ``cuts`` in parallel (see the module docstring): (values, end),
     or ``None`` if they do not fit together (then the caller scans in one pass).
 
-    The pieces are shards of :func:`pytfrt.backends.cpu._parallel.parallel_for`, the pool the
-    CPU kernels use: this thread claims pieces too and never waits for a helper that has not
+    The pieces are shards of :func:`pytfrt.host.parallel.parallel_for`, the threads the CPU
+    kernels use: this thread claims pieces too and never waits for a helper that has not
     started, so on a busy machine the split costs at most one piece's wait over one pass.
     """
-    from pytfrt.backends.cpu._parallel import parallel_for
+    from pytfrt.host.parallel import parallel_for
 
     pieces: list[Piece | None] = [None] * (len(cuts) - 1)
     work = [0.0] * len(pieces)
@@ -510,18 +511,15 @@ STREAM_PIECE_BYTES: Final = 256 * 1024
 STREAM_ENV: Final = "PYTFRT_JSON_STREAM"
 """``0`` turns :class:`BodyScan` off (read at import; for A/B runs)."""
 _streaming = config.flag(STREAM_ENV)
-_executor: ThreadPoolExecutor | None = None
-_executor_lock = threading.Lock()
 
 
-def _pool() -> ThreadPoolExecutor:
-    """The threads that scan the pieces of arriving bodies (as many as the CPU kernels use)."""
-    global _executor
-    with _executor_lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=_threads(),
-                                           thread_name_prefix="pytfrt-json-scan")
-        return _executor
+def _submit(fn: Callable[..., Piece], *args: Any) -> Future[Piece]:
+    """Scan a piece of an arriving body on a helper thread of the process's parallel runtime
+    (:func:`pytfrt.host.parallel.submit`: the threads, and the thread budget, of the CPU
+    kernels)."""
+    from pytfrt.host.parallel import submit
+
+    return submit(fn, *args)
 
 
 class BodyScan:
@@ -530,13 +528,12 @@ class BodyScan:
 
     :meth:`feed` copies each chunk into a buffer of the body's size; whenever
     :data:`STREAM_PIECE_BYTES` more have arrived, the bytes up to the last comma become a piece,
-    scanned by a thread of a small pool (the scan releases the GIL) while later chunks arrive.
-    :meth:`result` scans the last piece (and any piece no pool thread has started) on the
-    calling thread, waits for the others and joins
-    them as :func:`parse_float32_tensor` joins its pieces (:func:`_merge`; if they do not fit, the
-    whole body is scanned again in one pass), so it returns what
-    ``parse_float32_tensor(body)`` returns.  A body that does not start as a float tensor body
-    is only collected.
+    scanned by a helper thread of the parallel runtime (the scan releases the GIL) while later
+    chunks arrive.  :meth:`result` scans the last piece (and any piece no helper has started)
+    on the calling thread, waits for the others and joins them as :func:`parse_float32_tensor`
+    joins its pieces (:func:`_merge`; if they do not fit, the whole body is scanned again in
+    one pass), so it returns what ``parse_float32_tensor(body)`` returns.  A body that does not
+    start as a float tensor body is only collected.
 
     Thread-safety: :meth:`feed` and :meth:`body` from one thread (the event loop's); then
     :meth:`result` once, from any thread.
@@ -588,7 +585,7 @@ class BodyScan:
             if comma > begin:
                 index = len(self._futures)
                 self._cuts.append(comma + 1)
-                self._futures.append(_pool().submit(self._piece, index, begin, comma + 1))
+                self._futures.append(_submit(self._piece, index, begin, comma + 1))
 
     def body(self) -> bytearray:
         """The bytes received so far (all of the body after the last :meth:`feed`)."""

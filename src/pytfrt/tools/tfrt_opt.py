@@ -13,9 +13,9 @@ Output is the module in custom syntax (``func.func``, ``%0``/``%arg0`` names); w
 (docs/executor.md).  ``-inline`` inlines calls to functions with bodies and drops unreferenced
 private functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonicalization
 (:mod:`pytfrt.mlir.passes`); ``-inline`` runs before ``-canonicalize`` when both are given.
-The graph-dialect passes (``-tg-infer-shapes``, ``-tg-constant-fold``, ``-tg-dce``,
-``-tg-fold-batch-norm``, ``-tg-layout-nhwc``, ``-tg-fuse-epilogue``, ``-tg-fold-pad``,
-``-tg-fuse-elementwise``,
+The graph-dialect passes (``-tg-infer-shapes``, ``-tg-fold-quant``, ``-tg-constant-fold``,
+``-tg-dce``, ``-tg-fold-batch-norm``, ``-tg-layout-nhwc``, ``-tg-fuse-epilogue``,
+``-tg-fuse-squeeze-excite``, ``-tg-fold-pad``, ``-tg-fuse-elementwise``,
 ``-tg-fuse-small-graph``, ``-tg-plan-buffers``, ``-tg-default-pipeline``) run in command-line
 order (:mod:`pytfrt.compiler.passes.opt`);
 ``-tg-print-after-all`` also prints the module after each of them, to stderr.
@@ -63,8 +63,8 @@ def _parser() -> argparse.ArgumentParser:
 # The graph-dialect pass flags (pytfrt.compiler.passes.opt.FLAGS; named here so building the
 # parser imports nothing).
 TG_PASSES = (
-    "tg-infer-shapes", "tg-constant-fold", "tg-dce", "tg-fold-batch-norm", "tg-layout-nhwc",
-    "tg-fuse-epilogue",
+    "tg-infer-shapes", "tg-fold-quant", "tg-constant-fold", "tg-dce", "tg-fold-batch-norm",
+    "tg-layout-nhwc", "tg-fuse-epilogue", "tg-fuse-squeeze-excite",
     "tg-fold-pad", "tg-fuse-elementwise", "tg-fuse-small-graph", "tg-plan-buffers",
     "tg-default-pipeline",
 )

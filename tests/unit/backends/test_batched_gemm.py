@@ -2,8 +2,8 @@
 
 The oracle is NumPy's ``matmul`` in float64 on the same operands (batch broadcasting,
 transposed views, the fused epilogue applied afterwards).  Shapes are drawn by Hypothesis
-around :data:`pytfrt.backends.cpu.gemm.BATCHED_MIN`, so both the oneDNN batch loop and the
-NumPy path for tiny products are exercised.
+around :data:`pytfrt.backends.cpu.gemm.BATCHED_MIN` (lowered to 2^13 for this module), so both
+the oneDNN batch loop and the NumPy path for tiny products are exercised.
 """
 
 from __future__ import annotations
@@ -17,6 +17,16 @@ from pytfrt.backends.cpu import _blas, gemm
 from pytfrt.backends.cpu.gemm import matmul
 
 needs_onednn = pytest.mark.skipif(not _blas.parallel_gemm(), reason="oneDNN not installed")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _small_batched_products_in_onednn():  # type: ignore[no-untyped-def]
+    """The drawn shapes are small: lower the threshold so that they exercise the oneDNN batch
+    loop (the default sends products of at most 2^18 multiply-adds to NumPy)."""
+    saved = gemm.BATCHED_MIN
+    gemm.BATCHED_MIN = 1 << 13
+    yield
+    gemm.BATCHED_MIN = saved
 
 
 def _reference(a: np.ndarray, b: np.ndarray, ta: bool, tb: bool, bias: np.ndarray | None,
@@ -186,3 +196,28 @@ def test_matrix_vector_product_avoids_numpy_matmul(monkeypatch: pytest.MonkeyPat
     monkeypatch.undo()
     _check(y, x.astype(np.float64) @ w.astype(np.float64), 2048)
     _check(yt, w.T.astype(np.float64) @ x.astype(np.float64), 2048)
+
+
+def test_small_attention_products_use_numpy_below_the_default_threshold(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """GPT-2's attention at sequence 64 (``64 x 64 x 64`` per head) goes to NumPy's matmul with
+    the default threshold, one of 2^20 multiply-adds to oneDNN; both agree with float64."""
+    monkeypatch.setattr(gemm, "BATCHED_MIN", (1 << 18) + 1)
+    calls: list[tuple[int, ...]] = []
+    real = np.matmul
+
+    def counting(a: np.ndarray, b: np.ndarray, **kw: object) -> np.ndarray:
+        calls.append(a.shape)
+        return real(a, b, **kw)  # type: ignore[call-overload, no-any-return]
+
+    monkeypatch.setattr(gemm.np, "matmul", counting)
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((1, 12, 64, 64)).astype(np.float32)
+    k = rng.standard_normal((1, 12, 64, 64)).astype(np.float32)
+    small = matmul(q, k, transpose_b=True)
+    assert calls == [(1, 12, 64, 64)]
+    _check(small, q.astype(np.float64) @ k.astype(np.float64).swapaxes(-1, -2), 64)
+    big_q = rng.standard_normal((1, 2, 128, 64)).astype(np.float32)
+    big = matmul(big_q, big_q, transpose_b=True)
+    assert len(calls) == 1 or not _blas.parallel_gemm()
+    _check(big, big_q.astype(np.float64) @ big_q.astype(np.float64).swapaxes(-1, -2), 64)

@@ -69,6 +69,20 @@ def _rel(out: Any, ref: Any) -> float:
     return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
 
 
+def _compiled_names(tf: Any, step: Any) -> dict[int, str]:
+    """The compiled model's name of each variable ``step`` captures, by ``id`` of its handle
+    (the importer's own naming: two Keras variables may share a TF name, made unique)."""
+    from pytfrt.compiler.frontends.tf import _variables
+
+    captures = list(step.get_concrete_function().graph.captures)
+    _, bound = _variables(tf, step.get_concrete_function().graph, captures)
+    return {
+        id(ext): bound[internal.op.name].resource.name
+        for ext, internal in captures
+        if internal.op.name in bound and bound[internal.op.name].resource is not None
+    }
+
+
 @pytest.mark.parametrize("name", sorted(cases.CASES))
 def test_layer(tf: Any, name: str) -> None:
     import keras
@@ -94,10 +108,11 @@ def test_layer(tf: Any, name: str) -> None:
     assert _rel(ours[0], theirs[0]) <= 1e-4, "inference output differs"
     assert _rel(ours[1], theirs[1]) <= 1e-4, "loss differs"
     trained = compiled.variables  # empty when the step writes none (no gradient reaches one)
+    keys = _compiled_names(tf, step)
     scale = max([float(np.max(np.abs(v.numpy()))) for v in model.trainable_variables] or [1.0])
     for v, before in zip(model.variables, initial, strict=True):
         if not v.trainable:
             continue
-        key = v.value.name.rsplit(":", 1)[0]  # the TF variable's name, as compiled
+        key = keys[id(v.value.handle)]
         err = float(np.max(np.abs(trained.get(key, before) - v.numpy()))) / scale
         assert err <= 1e-4, f"{v.path}: relative error {err:.3g} after one step"

@@ -573,14 +573,15 @@ def test_unsupported_op_names_type_node_and_file(tmp_path: Path) -> None:
     from pytfrt.compiler.errors import UnsupportedOpError
     from pytfrt.compiler.frontends.onnx import import_onnx
 
-    model = one_node_model("LpPool", {"a": f32(1, 1, 4, 4)}, kernel_shape=[2, 2])
-    path = tmp_path / "lppool_model.onnx"
+    indices = np.zeros((1, 1, 2, 2), np.int64)
+    model = one_node_model("MaxUnpool", {"a": f32(1, 1, 2, 2), "i": indices}, kernel_shape=[2, 2])
+    path = tmp_path / "maxunpool_model.onnx"
     onnx.save(model, str(path))
     with pytest.raises(UnsupportedOpError) as info:
         import_onnx(path)
     msg = str(info.value)
-    assert "LpPool" in msg and "the_lppool" in msg and "lppool_model.onnx" in msg
-    assert info.value.op_type == "LpPool"
+    assert "MaxUnpool" in msg and "the_maxunpool" in msg and "maxunpool_model.onnx" in msg
+    assert info.value.op_type == "MaxUnpool"
 
 
 def test_custom_domain_is_unsupported() -> None:

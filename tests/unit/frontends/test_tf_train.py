@@ -122,6 +122,28 @@ def test_residual_cnn_sgd_momentum(tf: Any, tf_models: Any) -> None:
         np.testing.assert_allclose(compiled.variables[v.path], v.numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_transformer_block_adam(tf: Any, tf_models: Any) -> None:
+    """Embedding (its gradient reaches Adam as slices: ``UnsortedSegmentSum`` over run-time
+    ids, whose row width is only known through ``concat([Size(ids)], [32])``), multi-head
+    attention, LayerNorm, GELU MLP; mean squared error."""
+    keras = tf.keras
+    model = tf_models.transformer_block(seed=15)
+    step = tf_models.train_step(
+        model, keras.optimizers.Adam(1e-3), keras.losses.MeanSquaredError(),
+        tf.TensorSpec((None, 16, 32), tf.float32),
+    )
+    rng = np.random.default_rng(4)
+    batches = [
+        (rng.integers(0, 100, (8, 16)).astype(np.int32),
+         rng.normal(size=(8, 16, 32)).astype(np.float32))
+        for _ in range(STEPS)
+    ]
+    compiled, ours, theirs = _train_both(tf, model, step, batches)
+    _close(ours, theirs)
+    assert theirs[-1] < theirs[0]
+    _check_variables(compiled, model)
+
+
 def test_each_call_updates_the_weights(tf: Any, tf_models: Any, tmp_path: Path) -> None:
     keras = tf.keras
     model = tf_models.mlp(inputs=6, hidden=(4,), classes=3, seed=13)

@@ -5,7 +5,7 @@
   message) and a compute function, shared by graph kernels and eager op handlers.
 * :mod:`pytfrt.backends.cpu.kernels` -- ``register(registry)`` for ``eigen.*`` and the CPU
   ``tfrt_test.*`` tensor kernels (loaded lazily by the built-in registry).
-* :func:`provide_fused_segment_kernels` -- offers the Numba kernels of fused segments
+* :func:`provide_fused_segment_kernels` -- offers the C kernels of fused segments
   (:mod:`pytfrt.backends.cpu.fusible_kernels`) to the executor through
   :mod:`pytfrt.host.extensions`; the kernel libraries whose kernels can fuse call it when they
   are registered.

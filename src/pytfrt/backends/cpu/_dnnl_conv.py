@@ -120,6 +120,11 @@ class _Lib:
                 ctypes.c_int,
             ),
             "dnnl_post_ops_append_binary": ([p, ctypes.c_int, p], ctypes.c_int),
+            # int8 primitives (_dnnl_int8): run-time scales and zero points, matmul
+            "dnnl_primitive_attr_set_scales_mask": ([p, ctypes.c_int, ctypes.c_int], ctypes.c_int),
+            "dnnl_primitive_attr_set_zero_points_mask": (
+                [p, ctypes.c_int, ctypes.c_int], ctypes.c_int),
+            "dnnl_matmul_primitive_desc_create": ([pp, p, p, p, p, p, p], ctypes.c_int),
             "dnnl_post_ops_append_sum": (
                 [p, ctypes.c_float, ctypes.c_int32, ctypes.c_int],
                 ctypes.c_int,
@@ -163,6 +168,8 @@ class _Lib:
         )
         self.addresses = (execute, wait, set_handle)
         """Addresses of the C functions :mod:`_spin_pool`'s native loops call."""
+        self.fns = np.array(self.addresses, np.int64)
+        """The same, as the array :func:`_spin_pool.run_row` takes."""
 
     def call(self, name: str, *args: Any) -> None:
         status = self.fn[name](*args)
@@ -182,14 +189,25 @@ class _Lib:
             self.local.stream = s
         return s
 
+    def stream_handle(self) -> int:
+        """This thread's stream (:meth:`stream`) as an integer handle."""
+        h = getattr(self.local, "stream_int", 0)
+        if not h:
+            h = self.local.stream_int = int(self.stream().value or 0)
+        return h
+
     def new_stream_handle(self) -> int:
         """A new stream as an integer handle (for :mod:`_spin_pool`'s thread slots; never
         destroyed: one per slot per process)."""
         return int(self.new("dnnl_stream_create", self.engine, _STREAM_IN_ORDER).value or 0)
 
-    def strided_md(self, dims: tuple[int, ...], strides: tuple[int, ...]) -> ctypes.c_void_p:
+    def strided_md(self, dims: tuple[int, ...], strides: tuple[int, ...],
+                   dtype: int = _F32) -> ctypes.c_void_p:
+        """A memory descriptor of ``dims`` with element ``strides`` (``dtype``: oneDNN's
+        ``dnnl_data_type_t``, float32 by default)."""
         return self.new(
-            "dnnl_memory_desc_create_with_strides", len(dims), _DIMS(*dims), _F32, _DIMS(*strides)
+            "dnnl_memory_desc_create_with_strides", len(dims), _DIMS(*dims), dtype,
+            _DIMS(*strides)
         )
 
 
@@ -280,6 +298,12 @@ class _Prim:
         self.keep: Any = None
         """What owns memory handed to oneDNN (a prepared filter's :func:`_filter_memory`)."""
         self.per_thread: dict[int, tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any, Any]] = {}
+        self.rows: dict[int, np.ndarray] = {}
+        """Per thread, the :mod:`_spin_pool` row of :attr:`per_thread`'s memory objects
+        (:meth:`DnnlConv._run`)."""
+        self.extra: list[tuple[int, ctypes.c_void_p]] = []
+        """More ``(argument, memory)`` pairs every execution passes (the run-time scales and
+        zero points of an int8 primitive, :mod:`_dnnl_int8`)."""
 
     def own(self, kind: str, h: ctypes.c_void_p) -> ctypes.c_void_p:
         self.handles.append((kind, h))
@@ -310,6 +334,7 @@ class _Prim:
         if self.residual == RESIDUAL_OPERAND:
             res = lib.new("dnnl_memory_create", self.dst_md, lib.engine, None)
             pairs.append((_ARG_POST_OP0_SRC1, res))
+        pairs.extend(self.extra)
         args = (_ExecArg * len(pairs))(*(_ExecArg(k, m.value) for k, m in pairs))
         state = (args, src, dst, sp, res)
         with lock:  # another thread may have made the same key's state meanwhile: keep one
@@ -326,6 +351,7 @@ class _Prim:
                 if mem:
                     self.lib.fn["dnnl_memory_destroy"](mem)
         self.per_thread.clear()
+        self.rows.clear()
         for kind, h in reversed(self.handles):
             self.lib.fn[kind](h)
         self.handles.clear()
@@ -754,20 +780,38 @@ class DnnlConv:
         np.copyto(part, buf)
 
     def _run(self, p: _Prim, xa: int, ya: int, ra: int) -> None:
+        """Run one part on the calling thread: one native call
+        (:func:`pytfrt.backends.cpu._spin_pool.run_row`) that sets the data addresses and
+        executes and waits for the primitive, with this thread's row of memory objects."""
         lib = self._lib
         if not getattr(_blas._local, "pinned", False):
             _pin_one_thread()
-        args, src, dst, sp, res = p.state(threading.get_ident(), self._lock)
-        set_handle = lib.fn["dnnl_memory_set_data_handle"]
-        set_handle(src, xa + p.src_off)
-        set_handle(dst, ya + p.dst_off)
-        if res:
-            set_handle(res, ra + p.dst_off)
-        if sp:
-            set_handle(sp, _scratch(lib, p.scratch))
-        stream = lib.stream()
-        lib.call("dnnl_primitive_execute", p.prim, stream, len(args), args)
-        lib.call("dnnl_stream_wait", stream)
+        tid = threading.get_ident()
+        row = p.rows.get(tid)
+        if row is None:
+            row = np.zeros(_spin_pool.NF, np.int64)
+            _fill_row(row, p, p.state(tid, self._lock))
+            with self._lock:
+                row = p.rows.setdefault(tid, row)
+        st = _spin_pool.run_row(row, lib.fns, xa, ya, ra, lib.stream_handle(),
+                                _scratch(lib, p.scratch) if p.scratch else 0, 0)
+        if st != 0:
+            raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
+
+
+def _fill_row(row: np.ndarray, p: _Prim, state: tuple[Any, ...]) -> None:
+    """The fields of a :mod:`_spin_pool` part row that run primitive ``p`` with one thread's
+    memory objects (``state``: :meth:`_Prim.state`); the channel-part fields stay zero."""
+    args, src, dst, sp, res = state
+    row[_spin_pool.PRIM] = p.prim.value or 0
+    row[_spin_pool.NARGS] = len(args)
+    row[_spin_pool.ARGS] = ctypes.addressof(args)
+    row[_spin_pool.SRC_MEM] = src.value or 0
+    row[_spin_pool.SRC_OFF] = p.src_off
+    row[_spin_pool.DST_MEM] = dst.value or 0
+    row[_spin_pool.DST_OFF] = p.dst_off
+    row[_spin_pool.RES_MEM] = 0 if res is None else res.value or 0
+    row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
 
 
 def _job(prims: list[_Prim], cout: int, lock: threading.Lock) -> _Job:
@@ -777,17 +821,8 @@ def _job(prims: list[_Prim], cout: int, lock: threading.Lock) -> _Job:
     table = np.zeros((len(prims), _spin_pool.NF), np.int64)
     buf = 0
     for i, p in enumerate(prims):
-        args, src, dst, sp, res = p.state(_POOL_STATE, lock)
         row = table[i]
-        row[_spin_pool.PRIM] = p.prim.value or 0
-        row[_spin_pool.NARGS] = len(args)
-        row[_spin_pool.ARGS] = ctypes.addressof(args)
-        row[_spin_pool.SRC_MEM] = src.value or 0
-        row[_spin_pool.SRC_OFF] = p.src_off
-        row[_spin_pool.DST_MEM] = dst.value or 0
-        row[_spin_pool.DST_OFF] = p.dst_off
-        row[_spin_pool.RES_MEM] = 0 if res is None else res.value or 0
-        row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
+        _fill_row(row, p, p.state(_POOL_STATE, lock))
         if p.channels is not None:
             c0, c1 = p.channels
             row[_spin_pool.CH_OFF] = 4 * c0

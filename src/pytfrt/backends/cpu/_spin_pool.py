@@ -1,7 +1,7 @@
 """Fork-join of oneDNN primitive parts on GIL-free helper threads that spin between jobs.
 
 Private helper of :mod:`pytfrt.backends.cpu._dnnl_conv`.  A convolution split into parts (one
-per thread) used to be run by :func:`pytfrt.backends.cpu._parallel.parallel_for`: the caller
+per thread) used to be run by :func:`pytfrt.host.parallel.parallel_for`: the caller
 wakes a Python helper thread through a condition variable, the helper needs the GIL to run
 its part's Python, and the caller sleeps on another condition variable until the helper is
 done.  Measured in ResNet-50 at batch 1 (53 split convolutions, 2 cores): the helper started
@@ -23,12 +23,13 @@ call.  Here the whole fork-join is native code:
 A part is claimed by exactly one thread (one atomic word holds the front and back of the
 unclaimed range), so the caller never waits for a helper that has not started: it claims the
 helper's parts itself.  It only waits for a part a helper is running (polling for
-:data:`SPIN_US`, then sleeping 50 us at a time), as :mod:`pytfrt.backends.cpu._parallel` does.
+:data:`SPIN_US`, then sleeping 50 us at a time), as :mod:`pytfrt.host.parallel` does.
 
 Contract: :func:`pool` gives the process's :class:`Pool` (its helpers are started then:
-``_parallel.num_threads() - 1`` of them, at most 15; a forked child makes its own).  A caller
-takes :attr:`Pool.lock` without blocking (if another thread holds it, the caller uses another
-path: the pool serves one job at a time), calls :meth:`Pool.reserve` and :meth:`Pool.run` on
+``parallel.num_threads() - 1`` of them, at most 15; a forked child makes its own).  A caller
+takes :attr:`Pool.lock` without blocking (if another thread holds it, or the process's thread
+budget has not a free helper slot per pool helper -- :class:`BudgetLock`, the caller uses
+another path: the pool serves one job at a time), calls :meth:`Pool.reserve` and :meth:`Pool.run` on
 its own thread, and releases the lock.  Statuses are oneDNN's; the first nonzero one is
 returned.  Nothing checks a table: its addresses must be valid for the whole job.
 """
@@ -46,6 +47,7 @@ import numba
 import numpy as np
 
 from pytfrt.backends.cpu import _native as nv
+from pytfrt.host import parallel
 
 # fields of a part (one row of a job table)
 PRIM, NARGS, ARGS, SRC_MEM, SRC_OFF, DST_MEM, DST_OFF, RES_MEM, SP_MEM = range(9)
@@ -111,28 +113,39 @@ def _run_part(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, i: int, strea
               scratch: int, buf: int) -> int:
     """Run part ``i`` of the posted job on this thread (its oneDNN stream, scratchpad and
     part buffer); returns oneDNN's status."""
+    return run_row(jobs[i], fns, nv.load_acquire(ctrl, _line(_XA)),
+                   nv.load_acquire(ctrl, _line(_YA)), nv.load_acquire(ctrl, _line(_RA)),
+                   stream, scratch, buf)
+
+
+@numba.njit(nogil=True, cache=True)
+def run_row(row: np.ndarray, fns: np.ndarray, xa: int, ya: int, ra: int, stream: int,
+            scratch: int, buf: int) -> int:
+    """Run the part described by ``row`` (:data:`NF` fields) for these source, destination
+    and residual addresses with this thread's oneDNN stream, scratchpad and part buffer
+    (``fns``: the addresses of ``dnnl_primitive_execute``, ``dnnl_stream_wait`` and
+    ``dnnl_memory_set_data_handle``, in that order); returns oneDNN's status.  Also the
+    whole call of an unsplit convolution (:mod:`pytfrt.backends.cpu._dnnl_conv`): one
+    GIL-free native call instead of six ctypes calls."""
     set_handle = fns[_SET_HANDLE]
-    xa = nv.load_acquire(ctrl, _line(_XA))
-    ya = nv.load_acquire(ctrl, _line(_YA))
-    st = nv.call2(set_handle, jobs[i, SRC_MEM], xa + jobs[i, SRC_OFF])
-    ch_bytes = jobs[i, CH_BYTES]
-    rows, stride = jobs[i, CH_ROWS], jobs[i, CH_STRIDE]
-    out = ya + jobs[i, CH_OFF]
+    st = nv.call2(set_handle, row[SRC_MEM], xa + row[SRC_OFF])
+    ch_bytes = row[CH_BYTES]
+    rows, stride = row[CH_ROWS], row[CH_STRIDE]
+    out = ya + row[CH_OFF]
     if ch_bytes > 0:
-        if jobs[i, CH_COPY_IN]:
+        if row[CH_COPY_IN]:
             for r in range(rows):
                 nv.copy_bytes(buf + r * ch_bytes, out + r * stride, ch_bytes)
-        st |= nv.call2(set_handle, jobs[i, DST_MEM], buf)
+        st |= nv.call2(set_handle, row[DST_MEM], buf)
     else:
-        st |= nv.call2(set_handle, jobs[i, DST_MEM], ya + jobs[i, DST_OFF])
-    if jobs[i, RES_MEM]:
-        ra = nv.load_acquire(ctrl, _line(_RA))
-        st |= nv.call2(set_handle, jobs[i, RES_MEM], ra + jobs[i, DST_OFF])
-    if jobs[i, SP_MEM]:
-        st |= nv.call2(set_handle, jobs[i, SP_MEM], scratch)
+        st |= nv.call2(set_handle, row[DST_MEM], ya + row[DST_OFF])
+    if row[RES_MEM]:
+        st |= nv.call2(set_handle, row[RES_MEM], ra + row[DST_OFF])
+    if row[SP_MEM]:
+        st |= nv.call2(set_handle, row[SP_MEM], scratch)
     if st != 0:
         return st
-    st = nv.call4(fns[_EXECUTE], jobs[i, PRIM], stream, jobs[i, NARGS], jobs[i, ARGS])
+    st = nv.call4(fns[_EXECUTE], row[PRIM], stream, row[NARGS], row[ARGS])
     if st == 0:
         st = nv.call1(fns[_WAIT], stream)
     if st == 0 and ch_bytes > 0:
@@ -264,6 +277,43 @@ def _cycles_per_us() -> float:
     return max((c1 - c0) / ((t1 - t0) * 1e6), 1.0)
 
 
+class BudgetLock:
+    """:attr:`Pool.lock`: the pool's own lock *and* one helper slot of the process's thread
+    budget (:mod:`pytfrt.host.parallel`) per helper, so the pool's native helpers count
+    against the same budget as the Python helpers of ``parallel_for``.  A non-blocking
+    :meth:`acquire` fails when either is taken (the caller then takes its other path); a
+    blocking one waits for both."""
+
+    def __init__(self, slots: int) -> None:
+        self._lock = threading.Lock()
+        self.slots = max(slots, 0)
+
+    def acquire(self, blocking: bool = True) -> bool:
+        if not self._lock.acquire(blocking):
+            return False
+        while self.slots and not parallel.try_reserve(self.slots):
+            if not blocking:
+                self._lock.release()
+                return False
+            time.sleep(50e-6)
+        return True
+
+    def release(self) -> None:
+        if self.slots:
+            parallel.release(self.slots)
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def __enter__(self) -> BudgetLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class Pool:
     """The helper threads, the shared control words and the job table (one per process)."""
 
@@ -276,7 +326,7 @@ class Pool:
         self.ctrl = np.zeros((_HELPERS + _MAX_HELPERS + 1) * _LINE, np.int64)  # + caller
         self.jobs = np.zeros((MAX_PARTS, NF), np.int64)
         self.helpers = min(helpers, _MAX_HELPERS)
-        self.lock = threading.Lock()
+        self.lock = BudgetLock(min(self.helpers, parallel.num_threads() - 1))
         self.wake = threading.Condition(threading.Lock())
         self.scratch: list[np.ndarray] = [np.empty(0, np.uint8)] * (self.helpers + 1)
         self.bufs: list[np.ndarray] = [np.empty(0, np.uint8)] * (self.helpers + 1)

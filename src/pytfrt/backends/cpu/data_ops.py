@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt.backends.cpu import _layout_copy
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 
@@ -40,6 +41,8 @@ def reshape(x: np.ndarray, *shape_t: np.ndarray, shape: tuple[int, ...],
 @GRAPH_OPS.op("transpose")
 def transpose(x: np.ndarray, *, perm: tuple[int, ...]) -> np.ndarray:
     """The axes permuted (a contiguous copy)."""
+    if tuple(perm) == (0, 2, 3, 1) and x.ndim == 4 and x.dtype in _layout_copy.FLOATS:
+        return _layout_copy.nchw_to_nhwc(x)  # a CNN's input after -tg-layout-nhwc
     return np.ascontiguousarray(np.transpose(x, perm))
 
 

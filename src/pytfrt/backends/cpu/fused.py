@@ -4,9 +4,10 @@ A *program* is JSON: ``{"n": <inputs>, "ops": [[op, [operand ids], {attrs}], ...
 ``0..n-1`` are the inputs, id ``n + i`` is op ``i``'s result, the last op's result is the
 output.  :func:`run` compiles it (once per program and input dtypes, cached) and makes one
 pass over the output, no temporaries: a ``nogil`` Numba loop over flat arrays when every input
-has the output's shape or one element (scalars hoisted; LLVM vectorises the loop), else a
-``numba.vectorize`` ufunc, which broadcasts.  A flat loop over :data:`PARALLEL_MIN` elements or
-more is split into shards run on the CPU kernels' helper threads
+has the output's shape, one element (scalars hoisted; LLVM vectorises the loop) or the output's
+trailing dimensions (a per-channel vector broadcast over an NHWC tensor: the loop then runs
+row by row), else a ``numba.vectorize`` ufunc, which broadcasts.  A flat loop over
+:data:`PARALLEL_MIN` elements or more is split into shards run on the CPU kernels' helper threads
 (:func:`pytfrt.backends.cpu._parallel.parallel_for`; the caller runs shards too).
 The scalar formulas are the :mod:`pytfrt.backends.cpu.op_math` records' (float inputs only; Numba
 evaluates Python float literals in float64, so results may differ from the unfused ops in the
@@ -58,7 +59,7 @@ FLAT_OPTIONS: dict[str, Any] = {"nogil": True, "cache": False, "error_model": "n
 
 _LOCK = threading.RLock()
 _CACHE: dict[tuple[str, tuple[str, ...]], Any] = {}
-_FLAT: dict[tuple[str, tuple[str, ...], tuple[bool, ...]], Any] = {}
+_FLAT: dict[tuple[str, tuple[str, ...], tuple[int, ...]], Any] = {}
 _NUMBA_TYPES = {"float32": "float32", "float64": "float64"}
 
 
@@ -120,12 +121,20 @@ def compile_program(text: str, dtypes: tuple[str, ...]) -> Any:
         return fn
 
 
-def compile_flat(text: str, dtypes: tuple[str, ...], scalars: tuple[bool, ...]) -> Any:
-    """A ``nogil`` Numba loop ``(out, x0, x1, ...)`` over flat contiguous arrays, inputs marked
-    in ``scalars`` passed as scalars (hoisted out of the loop): the fast form for the common
-    case where every input has the output's shape or one element.  Cached like
+FULL, SCALAR_IN, ROW = 0, 1, 2
+"""Kinds of a flat loop's inputs: the output's shape (indexed by the element), one element
+(hoisted), or the output's trailing dimensions (a per-channel vector, say: indexed by the
+position in the row, the same for every row)."""
+
+
+def compile_flat(text: str, dtypes: tuple[str, ...], kinds: tuple[int, ...]) -> Any:
+    """A ``nogil`` Numba loop ``(out, x0, x1, ...)`` over flat contiguous arrays, inputs of
+    kind :data:`SCALAR_IN` passed as scalars (hoisted out of the loop): the fast form for the
+    common case where every input has the output's shape or one element.  With :data:`ROW`
+    inputs (all of one length ``K``, dividing the output's) the loop runs over rows of ``K``
+    elements, the row inputs indexed by the position in the row.  Cached like
     :func:`compile_program`."""
-    key = (text, dtypes, scalars)
+    key = (text, dtypes, kinds)
     fn = _FLAT.get(key)
     if fn is not None:
         return fn
@@ -137,13 +146,21 @@ def compile_flat(text: str, dtypes: tuple[str, ...], scalars: tuple[bool, ...]) 
         program = json.loads(text)
         n = int(program["n"])
         params = ", ".join(f"x{i}" for i in range(n))
-        loads = "".join(f"        a{i} = x{i}[i]\n" for i in range(n) if not scalars[i])
-        hoist = "".join(f"    a{i} = x{i}\n" for i in range(n) if scalars[i])
+        rows = [i for i in range(n) if kinds[i] == ROW]
+        pad = "    " if rows else ""
+        loads = "".join(f"{pad}        a{i} = x{i}[{'c' if kinds[i] == ROW else 'i'}]\n"
+                        for i in range(n) if kinds[i] != SCALAR_IN)
+        hoist = "".join(f"    a{i} = x{i}\n" for i in range(n) if kinds[i] == SCALAR_IN)
         lines, result = scalar_body(program, [f"a{i}" for i in range(n)],
                                     fast_erf="float64" not in dtypes)
-        body = "".join(f"        {x}\n" for x in lines)
-        src = (f"def _flat(out, {params}):\n{hoist}    for i in range(out.shape[0]):\n"
-               f"{loads}{body}        out[i] = {result}\n")
+        body = "".join(f"{pad}        {x}\n" for x in lines)
+        if rows:
+            loop = (f"    k = x{rows[0]}.shape[0]\n    for r in range(out.shape[0] // k):\n"
+                    f"        for c in range(k):\n            i = r * k + c\n")
+        else:
+            loop = "    for i in range(out.shape[0]):\n"
+        src = (f"def _flat(out, {params}):\n{hoist}{loop}{loads}{body}"
+               f"{pad}        out[i] = {result}\n")
         namespace = dict(NAMESPACE)
         exec_generated(src, "fused_elementwise flat", namespace)
         fn = numba.njit(**FLAT_OPTIONS)(namespace["_flat"])
@@ -151,14 +168,28 @@ def compile_flat(text: str, dtypes: tuple[str, ...], scalars: tuple[bool, ...]) 
         return fn
 
 
+def _row_length(a: np.ndarray, shape: tuple[int, ...]) -> int:
+    """``K`` if ``a`` (C-contiguous) is the output's trailing dimensions broadcast over its
+    leading ones (its own leading dimensions all 1, at least one trailing one), else 0."""
+    if not a.flags.c_contiguous or a.ndim > len(shape) or a.size <= 1:
+        return 0
+    dims = (1,) * (len(shape) - a.ndim) + tuple(a.shape)
+    k = len(dims)
+    while k > 0 and dims[k - 1] == shape[k - 1]:
+        k -= 1
+    if any(d != 1 for d in dims[:k]) or k == len(dims):
+        return 0
+    return a.size
+
+
 _DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
-_PLANS: dict[Any, tuple[Any, tuple[bool, ...], tuple[int, ...], Any, Any]] = {}
+_PLANS: dict[Any, tuple[Any, tuple[int, ...], tuple[int, ...], Any, Any]] = {}
 _PLAN_LIMIT = 4096
 
 
 def _plan(text: str, arrays: tuple[np.ndarray, ...], out: np.ndarray | None
-          ) -> tuple[Any, tuple[bool, ...], tuple[int, ...], Any, Any]:
-    """``(flat kernel or None, scalar flags, shape, result dtype, ufunc or None)`` for inputs of
+          ) -> tuple[Any, tuple[int, ...], tuple[int, ...], Any, Any]:
+    """``(flat kernel or None, input kinds, shape, result dtype, ufunc or None)`` for inputs of
     these shapes, dtypes and layouts (see :func:`run`)."""
     dtypes = tuple(_DTYPE_NAMES.get(a.dtype) or a.dtype.name for a in arrays)
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
@@ -166,19 +197,23 @@ def _plan(text: str, arrays: tuple[np.ndarray, ...], out: np.ndarray | None
     for d in shape:
         size *= d
     flat_ok = size > 1 and (out is None or (out.shape == shape and out.flags.c_contiguous))
-    scalars = []
+    kinds = []
+    row = 0
     for a in arrays:
         if a.size == 1 and a.shape != shape:
-            scalars.append(True)
+            kinds.append(SCALAR_IN)
         elif a.shape == shape and a.flags.c_contiguous:
-            scalars.append(False)
+            kinds.append(FULL)
+        elif (k := _row_length(a, shape)) and row in (0, k):
+            row = k
+            kinds.append(ROW)
         else:
             flat_ok = False
             break
     result_dtype = np.float64 if "float64" in dtypes else np.float32
     if flat_ok:
-        flat = compile_flat(text, dtypes, tuple(scalars))
-        return flat, tuple(scalars), shape, result_dtype, None
+        flat = compile_flat(text, dtypes, tuple(kinds))
+        return flat, tuple(kinds), shape, result_dtype, None
     return None, (), shape, result_dtype, compile_program(text, dtypes)
 
 
@@ -187,14 +222,17 @@ PARALLEL_MIN = 1 << 16
 run on the CPU kernels' helper threads (the loop releases the GIL)."""
 
 
-def _sharded(flat: Any, out: np.ndarray, args: list[Any], scalars: tuple[bool, ...]) -> None:
-    """``flat(out, *args)`` over disjoint ranges of the flat arrays, in parallel (each element
-    is still read before it is written, so ``out`` may be an input)."""
-    parts = chunks(out.shape[0], PARALLEL_MIN // 2)
+def _sharded(flat: Any, out: np.ndarray, args: list[Any], kinds: tuple[int, ...]) -> None:
+    """``flat(out, *args)`` over disjoint ranges of the flat arrays (whole rows when there are
+    row inputs), in parallel (each element is still read before it is written, so ``out`` may
+    be an input)."""
+    k = next((a.shape[0] for a, kind in zip(args, kinds, strict=True) if kind == ROW), 1)
+    parts = chunks(out.shape[0] // k, max(1, PARALLEL_MIN // 2 // k))
 
     def shard(i: int) -> None:
-        lo, hi = parts[i]
-        flat(out[lo:hi], *[a if s else a[lo:hi] for a, s in zip(args, scalars, strict=True)])
+        lo, hi = parts[i][0] * k, parts[i][1] * k
+        flat(out[lo:hi], *[a[lo:hi] if kind == FULL else a
+                            for a, kind in zip(args, kinds, strict=True)])
 
     parallel_for(shard, len(parts))
 
@@ -203,10 +241,10 @@ def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.nda
     """Evaluate the fused program ``text`` on ``arrays`` (NumPy broadcasting), into ``out``
     if given (which may be one of ``arrays``: each element is read before it is written).
 
-    When every input has the output's shape (C-contiguous) or one element, a flat loop runs
-    (:func:`compile_flat`); otherwise the broadcasting ufunc (:func:`compile_program`).  The
-    choice is cached per program and input shapes/dtypes/layouts (the per-call path of small
-    tensors is dominated by it otherwise).
+    When every input has the output's shape (C-contiguous), one element or the output's
+    trailing dimensions, a flat loop runs (:func:`compile_flat`); otherwise the broadcasting
+    ufunc (:func:`compile_program`).  The choice is cached per program and input
+    shapes/dtypes/layouts (the per-call path of small tensors is dominated by it otherwise).
     """
     key = (text, None if out is None else (out.shape, out.flags.c_contiguous),
            *[(a.shape, a.dtype, a.flags.c_contiguous) for a in arrays])
@@ -216,14 +254,14 @@ def run(text: str, *arrays: np.ndarray, out: np.ndarray | None = None) -> np.nda
         if len(_PLANS) >= _PLAN_LIMIT:
             _PLANS.clear()
         _PLANS[key] = plan
-    flat, scalars, shape, result_dtype, fn = plan
+    flat, kinds, shape, result_dtype, fn = plan
     if flat is not None:
         res = out if out is not None else np.empty(shape, result_dtype)
-        args = [a.reshape(()).item() if s else a.reshape(-1)
-                for a, s in zip(arrays, scalars, strict=True)]
+        args = [a.reshape(()).item() if kind == SCALAR_IN else a.reshape(-1)
+                for a, kind in zip(arrays, kinds, strict=True)]
         r = res.reshape(-1)
         if r.shape[0] >= PARALLEL_MIN and num_threads() > 1:
-            _sharded(flat, r, args, scalars)
+            _sharded(flat, r, args, kinds)
         else:
             flat(r, *args)
         return res

@@ -1,16 +1,24 @@
-"""Numba implementations of host tensor kernels, for fused segments of whole-function code.
+"""C implementations of host tensor kernels, for fused segments of whole-function code.
 
 Whole-function execution (:mod:`pytfrt.executor.whole_function`, docs/executor.md) may run a
-run of consecutive kernels as ONE Numba call (:mod:`pytfrt.executor.fused_segments`).  A
+run of consecutive kernels as ONE native call (:mod:`pytfrt.executor.fused_segments`).  A
 kernel takes part when it has an entry in :data:`FUSIBLE` here: its operand roles, what its
-result is, a *check* (an expression over its operands that is true only if the Python kernel
+result is, a *check* (a C expression over its operands that is true only if the Python kernel
 would succeed, so that a fused segment can validate every kernel before it mutates anything)
-and a *call* of the ``@numba.njit`` function below that computes it.  The Python kernels
-(``backends/cpu/kernels.py``, ``playground/mlp.py``) keep their own NumPy code; the functions
-here repeat their formulas step by step in float32 with the same operation order and
-roundings, so a fused kernel gives the same bits as its Python kernel: matrix products call
-the same BLAS (``np.dot``), and ``exp`` -- which NumPy computes with its own SIMD
-approximation -- is NumPy's, called back from the compiled code.
+and a *call* (the C statement computing it, with the functions of :data:`PRELUDE`).
+:func:`segment_source` writes a segment as a C extension module with one function ``_seg``;
+:func:`compile_segment` compiles it once with the machine's C compiler into the on-disk cache
+(:mod:`pytfrt.backends.cpu._ccompile`), so a process that runs a fused segment loads a shared
+object and imports neither Numba nor SciPy.
+
+The Python kernels (``backends/cpu/kernels.py``, ``playground/mlp.py``) keep their own NumPy
+code; the C functions here repeat their formulas step by step in float32 with the same
+operation order and roundings (compiled without contraction or fast-math), so a fused kernel
+gives the same bits as its Python kernel.  Two steps call NumPy back, through the functions
+:func:`matmul_into`, :func:`matmul_new` and :func:`exp_inplace` below: matrix products (the
+same BLAS call NumPy's ``@`` makes) and ``exp`` (NumPy's own SIMD approximation, which is not
+correctly rounded); being Python functions of this package, any warning they raise is filtered
+as the Python kernels' are (``pytfrt.backends.cpu``'s ``RuntimeWarning`` filter).
 
 Operand roles: ``t`` a float32 DenseHostTensor, ``s`` a float32 scalar, ``i`` a Python int
 (or bool), ``h`` a shape known when the code is generated (``ts.build_shape``), ``-`` any
@@ -18,22 +26,20 @@ value (a chain) that is only waited for.  Results: ``chain``, ``f32`` (a Python 
 ``int`` (a Python int; ``int int`` for two), ``bool``, ``new`` (a new float32 tensor whose shape
 is known when the code is generated) or ``shape``.
 
-Thread-safety: the functions are pure apart from writing their output operands.
+Thread-safety: a segment runs holding the GIL (it calls NumPy back); the functions are pure
+apart from writing their output operands.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 
-_jit = numba.njit(nogil=True, cache=True, error_model="numpy")
+from pytfrt.backends.cpu import _ccompile
 
 
 @dataclass(frozen=True)
@@ -44,10 +50,10 @@ class Fusible:
         roles: one character per operand (see the module docstring); operands beyond it are
             ``-``.
         result: ``chain``, ``f32``, ``int``, ``int int``, ``bool``, ``new`` or ``shape``.
-        check: a format string over the operand names (``{0}``, ``{1}``...) giving an njit
+        check: a format string over the operand names (``{0}``, ``{1}``...) giving a C
             boolean expression, or ``""`` (always succeeds once the guards hold).
-        call: a format string of the njit statement computing the kernel; ``{out}`` is the
-            result's name (``new``/``f32``).
+        call: a format string of the C statement computing the kernel; ``{out}`` is the
+            result's name (``new``/``f32``/``int``/``bool``), ``{outs[i]}`` one of several.
         calls_back: it calls NumPy from the compiled code, which may raise only if
             :func:`numpy_errors_quiet` is false (then the segment runs unfused).
         distinct: operand pairs that must be different values (an out-of-place kernel whose
@@ -62,98 +68,23 @@ class Fusible:
     calls_back: bool = False
 
 
-# -- shape checks -----------------------------------------------------------------------------
+# -- the NumPy calls back ------------------------------------------------------------------------
 
 
-@_jit
-def dim(shape: Any, i: int) -> int:
-    """``shape[i]``, or -1 if the rank is smaller (any rank, one compiled function)."""
-    if i < len(shape):
-        return shape[i]  # type: ignore[no-any-return]
-    return -1
+def matmul_into(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """``c = a @ b`` (``ops.matmul``'s product when ``beta`` is 0)."""
+    np.matmul(a, b, out=c)
 
 
-@_jit
-def same_shape(a: Any, b: Any) -> bool:
-    """Same rank and dimensions."""
-    return a.shape == b.shape  # type: ignore[no-any-return]
+def matmul_new(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` as a new array (``ops.matmul``'s product when ``beta`` is not 0)."""
+    return a @ b  # type: ignore[no-any-return]
 
 
-@_jit
-def matmul_ok(a: Any, b: Any, c: Any) -> bool:
-    """``eigen.matmul``'s shape rule: ``[m, k] x [k, n] -> [m, n]``."""
-    return (a.ndim == 2 and b.ndim == 2 and c.ndim == 2 and dim(a.shape, 1) == dim(b.shape, 0)
-            and dim(c.shape, 0) == dim(a.shape, 0) and dim(c.shape, 1) == dim(b.shape, 1))
-
-
-@_jit
-def transpose_ok(a: Any, out: Any) -> bool:
-    """``[m, n] -> [n, m]``."""
-    return (a.ndim == 2 and out.ndim == 2 and dim(out.shape, 0) == dim(a.shape, 1)
-            and dim(out.shape, 1) == dim(a.shape, 0))
-
-
-@_jit
-def flatten_ok(a: Any, out: Any) -> bool:
-    """Same first dimension and element count (both ranked)."""
-    return a.ndim >= 1 and out.ndim >= 1 and dim(a.shape, 0) == dim(out.shape, 0) \
-        and a.size == out.size
-
-
-@_jit
-def mean_axis_zero_ok(a: Any, out: Any) -> bool:
-    """``[n, m] -> [m]`` with at least one row."""
-    return a.ndim == 2 and out.ndim == 1 and dim(out.shape, 0) == dim(a.shape, 1) \
-        and dim(a.shape, 0) > 0
-
-
-@_jit
-def gradient_descent_ok(g: Any, lr: Any, out: Any) -> bool:
-    """``lr`` has one element (rank 1) and ``g``, ``out`` the same shape."""
-    return lr.ndim == 1 and lr.size == 1 and g.shape == out.shape
-
-
-@_jit
-def broadcast_ok(bias: Any, last: int) -> bool:
-    """A rank-1 bias repeated along a last axis of ``last`` elements."""
-    return bias.ndim == 1 and bias.size == last and last > 0
-
-
-# -- the kernels ------------------------------------------------------------------------------
-
-
-@_jit
-def flat(a: Any) -> Any:
-    """A rank-1 view of a C-contiguous array."""
-    return a.reshape(a.size)
-
-
-@_jit
-def matmul(alpha: Any, a: Any, b: Any, beta: Any, c: Any) -> None:
-    """``c = alpha a b + beta c`` in float32, as ``ops.matmul`` (the product first)."""
-    al = np.float32(alpha)
-    be = np.float32(beta)
-    m, n = c.shape
-    prod = np.dot(a, b)  # the BLAS call NumPy's ``a @ b`` makes: the same bits
-    if be == 0:
-        for i in range(m):
-            for j in range(n):
-                c[i, j] = prod[i, j] * al if al != 1 else prod[i, j]
-        return
-    for i in range(m):
-        for j in range(n):
-            v = prod[i, j] * al if al != 1 else prod[i, j]
-            w = c[i, j] * be if be != 1 else c[i, j]
-            c[i, j] = w + v
-
-
-@_jit
-def broadcast(bias: Any, out: Any) -> None:
-    """Every row of ``out`` (rank 2) set to ``bias``."""
-    o = out.reshape(out.size // bias.size, bias.size)
-    for i in range(o.shape[0]):
-        for j in range(bias.size):
-            o[i, j] = bias[j]
+def exp_inplace(a: np.ndarray) -> None:
+    """``a = exp(a)`` by NumPy (its float32 ``exp`` is not correctly rounded, so a fused
+    kernel calls it back rather than differ in the last bit)."""
+    np.exp(a, out=a)
 
 
 def _errstate_getter() -> Any:
@@ -171,7 +102,7 @@ _quiet_errstate: list[Any] = []
 
 def numpy_errors_quiet() -> bool:
     """Whether NumPy's floating-point error handling (``np.seterr``/``np.errstate``) neither
-    raises nor calls back, so :func:`exp_inplace_numpy` cannot raise.  Fast when the state is
+    raises nor calls back, so :func:`exp_inplace` cannot raise.  Fast when the state is
     one seen before (a context variable's identity)."""
     state = _errstate()
     if _quiet_errstate and state is _quiet_errstate[0]:
@@ -182,187 +113,315 @@ def numpy_errors_quiet() -> bool:
     return True
 
 
-def exp_inplace_numpy(a: np.ndarray) -> None:
-    """``a = exp(a)`` by NumPy (its float32 ``exp`` is not correctly rounded, so a fused
-    kernel calls it back rather than differ in the last bit)."""
-    np.exp(a, out=a)
+# -- the C kernels --------------------------------------------------------------------------------
 
+PRELUDE = r"""
+#define PY_SSIZE_T_CLEAN
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <Python.h>
+#include <numpy/arrayobject.h>
 
-@numba.njit(cache=True, error_model="numpy")  # no nogil: it calls back into Python
-def sigmoid_inplace(a: Any) -> None:
-    """``a = 1 / (1 + exp(-a))`` step by step in float32 (``ops.sigmoid_inplace``); ``exp``
-    is NumPy's own (:func:`exp_inplace_numpy`)."""
-    x = flat(a)
-    for i in range(x.size):
-        x[i] = -x[i]
-    with numba.objmode():
-        exp_inplace_numpy(x)
-    one = np.float32(1.0)
-    for i in range(x.size):
-        x[i] = one / (x[i] + one)
+typedef PyArrayObject *T;
+static PyObject *cb_matmul_into, *cb_matmul_new, *cb_exp;
 
+/* An outside operand the segment may read and write: a C-contiguous, aligned, writeable,
+   native-order float32 ndarray. */
+static inline int fk_usable(PyObject *o) {
+    if (!PyArray_Check(o)) return 0;
+    T a = (T)o;
+    return PyArray_TYPE(a) == NPY_FLOAT32 && PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISALIGNED(a)
+        && PyArray_ISWRITEABLE(a) && PyArray_ISNOTSWAPPED(a);
+}
+static inline float *fk_f(T a) { return (float *)PyArray_DATA(a); }
+static inline npy_intp fk_size(T a) { return PyArray_SIZE(a); }
+static inline int fk_ndim(T a) { return PyArray_NDIM(a); }
+/* shape[i], or -1 if the rank is smaller */
+static inline npy_intp fk_dim(T a, int i) { return i < PyArray_NDIM(a) ? PyArray_DIM(a, i) : -1; }
+static inline int fk_overlap(T a, T b) {
+    char *sa = PyArray_BYTES(a), *sb = PyArray_BYTES(b);
+    return sa < sb + PyArray_NBYTES(b) && sb < sa + PyArray_NBYTES(a);
+}
 
-@_jit
-def sigmoid_grad_inplace(a: Any, g: Any) -> None:
-    """``g = a - a * a`` (playground ``sigmoid_grad_inplace.f32``)."""
-    x, y = flat(a), flat(g)
-    for i in range(x.size):
-        y[i] = x[i] * x[i]
-        y[i] = x[i] - y[i]
+/* -- shape checks -- */
+static inline int fk_same_shape(T a, T b) {
+    int n = PyArray_NDIM(a);
+    if (n != PyArray_NDIM(b)) return 0;
+    for (int i = 0; i < n; i++) if (PyArray_DIM(a, i) != PyArray_DIM(b, i)) return 0;
+    return 1;
+}
+/* eigen.matmul's shape rule: [m, k] x [k, n] -> [m, n] */
+static inline int fk_matmul_ok(T a, T b, T c) {
+    return fk_ndim(a) == 2 && fk_ndim(b) == 2 && fk_ndim(c) == 2 && fk_dim(a, 1) == fk_dim(b, 0)
+        && fk_dim(c, 0) == fk_dim(a, 0) && fk_dim(c, 1) == fk_dim(b, 1);
+}
+/* [m, n] -> [n, m] */
+static inline int fk_transpose_ok(T a, T o) {
+    return fk_ndim(a) == 2 && fk_ndim(o) == 2 && fk_dim(o, 0) == fk_dim(a, 1)
+        && fk_dim(o, 1) == fk_dim(a, 0);
+}
+/* same first dimension and element count (both ranked) */
+static inline int fk_flatten_ok(T a, T o) {
+    return fk_ndim(a) >= 1 && fk_ndim(o) >= 1 && fk_dim(a, 0) == fk_dim(o, 0)
+        && fk_size(a) == fk_size(o);
+}
+/* [n, m] -> [m] with at least one row */
+static inline int fk_mean_axis_zero_ok(T a, T o) {
+    return fk_ndim(a) == 2 && fk_ndim(o) == 1 && fk_dim(o, 0) == fk_dim(a, 1) && fk_dim(a, 0) > 0;
+}
+/* lr has one element (rank 1) and g, out the same shape */
+static inline int fk_gradient_descent_ok(T g, T lr, T o) {
+    return fk_ndim(lr) == 1 && fk_size(lr) == 1 && fk_same_shape(g, o);
+}
+/* a rank-1 bias repeated along a last axis of `last` elements */
+static inline int fk_broadcast_ok(T b, npy_intp last) {
+    return fk_ndim(b) == 1 && fk_size(b) == last && last > 0;
+}
+static inline int fk_is_i32(long long a) { return -0x80000000LL <= a && a <= 0x7FFFFFFFLL; }
 
+/* -- kernels (0: done, -1: a NumPy call raised) -- */
 
-@_jit
-def multiply_inplace(a: Any, b: Any) -> None:
-    """``b = a * b``."""
-    x, y = flat(a), flat(b)
-    for i in range(x.size):
-        y[i] = x[i] * y[i]
+/* c = alpha a b + beta c in float32, as ops.matmul (the product first, by NumPy) */
+static int fk_matmul(float al, T a, T b, float be, T c) {
+    float *z = fk_f(c);
+    npy_intp n = fk_size(c);
+    if (be == 0) {
+        PyObject *r = PyObject_CallFunctionObjArgs(cb_matmul_into, a, b, c, NULL);
+        if (r == NULL) return -1;
+        Py_DECREF(r);
+        if (al != 1) for (npy_intp i = 0; i < n; i++) z[i] = z[i] * al;
+        return 0;
+    }
+    PyObject *p = PyObject_CallFunctionObjArgs(cb_matmul_new, a, b, NULL);
+    if (p == NULL) return -1;
+    if (!fk_usable(p) || fk_size((T)p) != n) {
+        Py_DECREF(p);
+        PyErr_SetString(PyExc_RuntimeError, "fused matmul: unexpected product");
+        return -1;
+    }
+    float *q = fk_f((T)p);
+    for (npy_intp i = 0; i < n; i++) {
+        float v = q[i];
+        if (al != 1) v = v * al;
+        float w = z[i];
+        if (be != 1) w = w * be;
+        z[i] = w + v;
+    }
+    Py_DECREF(p);
+    return 0;
+}
+/* every row of out set to bias */
+static void fk_broadcast(T bias, T out) {
+    float *b = fk_f(bias), *o = fk_f(out);
+    npy_intp m = fk_size(bias), rows = fk_size(out) / m;
+    for (npy_intp i = 0; i < rows; i++)
+        for (npy_intp j = 0; j < m; j++) o[i * m + j] = b[j];
+}
+/* a = 1 / (1 + exp(-a)) step by step in float32 (ops.sigmoid_inplace); exp is NumPy's */
+static int fk_sigmoid_inplace(T a) {
+    float *x = fk_f(a);
+    npy_intp n = fk_size(a);
+    for (npy_intp i = 0; i < n; i++) x[i] = -x[i];
+    PyObject *r = PyObject_CallFunctionObjArgs(cb_exp, a, NULL);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    for (npy_intp i = 0; i < n; i++) x[i] = 1.0f / (x[i] + 1.0f);
+    return 0;
+}
+/* g = a - a * a */
+static void fk_sigmoid_grad_inplace(T a, T g) {
+    float *x = fk_f(a), *y = fk_f(g);
+    for (npy_intp i = 0, n = fk_size(a); i < n; i++) { y[i] = x[i] * x[i]; y[i] = x[i] - y[i]; }
+}
+/* b = a * b */
+static void fk_multiply_inplace(T a, T b) {
+    float *x = fk_f(a), *y = fk_f(b);
+    for (npy_intp i = 0, n = fk_size(a); i < n; i++) y[i] = x[i] * y[i];
+}
+/* out -= a */
+static void fk_subtract_inplace(T a, T out) {
+    float *x = fk_f(a), *y = fk_f(out);
+    for (npy_intp i = 0, n = fk_size(a); i < n; i++) y[i] = y[i] - x[i];
+}
+/* mean((p - t)**2): the float32 sum in order, divided in float64, rounded to float32 */
+static double fk_mse_loss(T p, T t) {
+    float *x = fk_f(p), *y = fk_f(t), s = 0.0f;
+    npy_intp n = fk_size(p);
+    for (npy_intp i = 0; i < n; i++) { float d = x[i] - y[i]; d = d * d; s = s + d; }
+    return (double)(float)((double)s / (double)n);
+}
+/* out's elements = a's, row-major */
+static void fk_copy_flat(T a, T out) {
+    float *x = fk_f(a), *y = fk_f(out);
+    for (npy_intp i = 0, n = fk_size(a); i < n; i++) y[i] = x[i];
+}
+/* out = a.T (rank 2) */
+static void fk_transpose(T a, T out) {
+    float *x = fk_f(a), *y = fk_f(out);
+    npy_intp r = fk_dim(a, 0), c = fk_dim(a, 1);
+    for (npy_intp i = 0; i < r; i++)
+        for (npy_intp j = 0; j < c; j++) y[j * r + i] = x[i * c + j];
+}
+/* out = mean(a, axis=0): float32 row sums in order, divided by the row count */
+static void fk_mean_axis_zero(T a, T out) {
+    float *x = fk_f(a), *y = fk_f(out);
+    npy_intp rows = fk_dim(a, 0), cols = fk_dim(a, 1);
+    for (npy_intp j = 0; j < cols; j++) y[j] = x[j];
+    for (npy_intp i = 1; i < rows; i++)
+        for (npy_intp j = 0; j < cols; j++) y[j] = y[j] + x[i * cols + j];
+    float r = (float)rows;
+    for (npy_intp j = 0; j < cols; j++) y[j] = y[j] / r;
+}
+/* out -= g * lr[0] */
+static void fk_gradient_descent(T g, T lr, T out) {
+    float *x = fk_f(g), *y = fk_f(out), r = fk_f(lr)[0];
+    for (npy_intp i = 0, n = fk_size(g); i < n; i++) { float d = x[i] * r; y[i] = y[i] - d; }
+}
+/* wrapping 32-bit addition (tfrt.add.i32) */
+static inline long long fk_add_i32(long long a, long long b) {
+    return ((a + b + 0x80000000LL) & 0xFFFFFFFFLL) - 0x80000000LL;
+}
+/* truncating quotient (wrapped to 32 bits) and remainder (tfrt.div.i32; b != 0) */
+static inline void fk_div_i32(long long a, long long b, long long *q, long long *m) {
+    long long t = (a < 0 ? -a : a) / (b < 0 ? -b : b);
+    if ((a < 0) != (b < 0)) t = -t;
+    *q = ((t + 0x80000000LL) & 0xFFFFFFFFLL) - 0x80000000LL;
+    *m = a - b * t;
+}
+"""
+"""The C helpers and kernels every segment module starts with."""
 
-
-@_jit
-def subtract_inplace(a: Any, out: Any) -> None:
-    """``out -= a``."""
-    x, y = flat(a), flat(out)
-    for i in range(x.size):
-        y[i] = y[i] - x[i]
-
-
-@_jit
-def mse_loss(p: Any, t: Any) -> float:
-    """``mean((p - t)**2)``: the float32 sum in order, divided in float64, rounded to float32
-    (``mlp.mse_loss.f32``)."""
-    x, y = flat(p), flat(t)
-    s = np.float32(0.0)
-    for i in range(x.size):
-        d = x[i] - y[i]
-        s += d * d
-    return float(np.float32(np.float64(s) / x.size))
-
-
-@_jit
-def copy_flat(a: Any, out: Any) -> None:
-    """``out``'s elements = ``a``'s, row-major (``tfrt_test.flatten``)."""
-    x, y = flat(a), flat(out)
-    for i in range(x.size):
-        y[i] = x[i]
-
-
-@_jit
-def transpose(a: Any, out: Any) -> None:
-    """``out = a.T`` (rank 2)."""
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            out[j, i] = a[i, j]
-
-
-@_jit
-def mean_axis_zero(a: Any, out: Any) -> None:
-    """``out = mean(a, axis=0)``: float32 row sums in order, divided by the row count."""
-    rows, cols = a.shape
-    for j in range(cols):
-        out[j] = a[0, j]
-    for i in range(1, rows):
-        for j in range(cols):
-            out[j] = out[j] + a[i, j]
-    r = np.float32(rows)
-    for j in range(cols):
-        out[j] = out[j] / r
-
-
-@_jit
-def gradient_descent(g: Any, lr: Any, out: Any) -> None:
-    """``out -= g * lr[0]``."""
-    r = lr[0]
-    x, y = flat(g), flat(out)
-    for i in range(x.size):
-        y[i] = y[i] - x[i] * r
-
-
-@_jit
-def is_i32(a: int) -> bool:
-    """Whether an integer fits in int32 (the fused integer kernels' domain)."""
-    return -0x80000000 <= a <= 0x7FFFFFFF  # type: ignore[no-any-return]
-
-
-@_jit
-def add_i32(a: int, b: int) -> int:
-    """Wrapping 32-bit addition (``tfrt.add.i32``)."""
-    return ((a + b + 0x80000000) & 0xFFFFFFFF) - 0x80000000  # type: ignore[no-any-return]
-
-
-@_jit
-def div_i32(a: int, b: int) -> tuple[int, int]:
-    """Truncating quotient (wrapped to 32 bits) and remainder (``tfrt.div.i32``; ``b != 0``)."""
-    q = abs(a) // abs(b)
-    if (a < 0) != (b < 0):
-        q = -q
-    return ((q + 0x80000000) & 0xFFFFFFFF) - 0x80000000, a - b * q
-
-
-@_jit
-def overlap(a: Any, b: Any) -> bool:
-    """Whether two C-contiguous arrays share memory."""
-    sa = a.ctypes.data
-    sb = b.ctypes.data
-    return sa < sb + b.nbytes and sb < sa + a.nbytes  # type: ignore[no-any-return]
-
-
-MODULE_ALIAS = "_fk"
-"""The name the generated segment code imports this module as."""
+_RUN = "if ({call} < 0) goto fail;"
 
 FUSIBLE: dict[str, Fusible] = {
     "tfrt.new.chain": Fusible("", "chain"),
     "tfrt.merge.chains": Fusible("", "chain"),
     "ts.build_shape": Fusible("", "shape"),
     "eigen.matmul.f32": Fusible(
-        "sttst", "chain", f"{MODULE_ALIAS}.matmul_ok({{1}}, {{2}}, {{4}})",
-        f"{MODULE_ALIAS}.matmul({{0}}, {{1}}, {{2}}, {{3}}, {{4}})"),
-    "tfrt_test.broadcast.f32.2": Fusible(
-        "th", "new", "", f"{MODULE_ALIAS}.broadcast({{0}}, {{out}})"),
-    "sigmoid_inplace.f32": Fusible("t", "chain", "", f"{MODULE_ALIAS}.sigmoid_inplace({{0}})",
+        "sttst", "chain", "fk_matmul_ok({1}, {2}, {4})",
+        _RUN.format(call="fk_matmul({0}, {1}, {2}, {3}, {4})")),
+    "tfrt_test.broadcast.f32.2": Fusible("th", "new", "", "fk_broadcast({0}, {out});"),
+    "sigmoid_inplace.f32": Fusible("t", "chain", "", _RUN.format(call="fk_sigmoid_inplace({0})"),
                                    calls_back=True),
     "sigmoid_grad_inplace.f32": Fusible(
-        "tt", "chain", f"{MODULE_ALIAS}.same_shape({{0}}, {{1}})",
-        f"{MODULE_ALIAS}.sigmoid_grad_inplace({{0}}, {{1}})"),
+        "tt", "chain", "fk_same_shape({0}, {1})", "fk_sigmoid_grad_inplace({0}, {1});"),
     "mlp.multiply_inplace.f32": Fusible(
-        "tt", "chain", f"{MODULE_ALIAS}.same_shape({{0}}, {{1}})",
-        f"{MODULE_ALIAS}.multiply_inplace({{0}}, {{1}})"),
+        "tt", "chain", "fk_same_shape({0}, {1})", "fk_multiply_inplace({0}, {1});"),
     "mlp.mse_loss.f32": Fusible(
-        "tt", "f32", f"{MODULE_ALIAS}.same_shape({{0}}, {{1}}) and {{0}}.size > 0",
-        f"{{out}} = {MODULE_ALIAS}.mse_loss({{0}}, {{1}})"),
+        "tt", "f32", "fk_same_shape({0}, {1}) && fk_size({0}) > 0",
+        "{out} = fk_mse_loss({0}, {1});"),
     "tfrt_test.subtract_inplace.f32": Fusible(
-        "tt", "chain", f"{MODULE_ALIAS}.same_shape({{0}}, {{1}})",
-        f"{MODULE_ALIAS}.subtract_inplace({{0}}, {{1}})"),
+        "tt", "chain", "fk_same_shape({0}, {1})", "fk_subtract_inplace({0}, {1});"),
     "tfrt_test.flatten.f32": Fusible(
-        "tt", "chain", f"{MODULE_ALIAS}.flatten_ok({{0}}, {{1}})",
-        f"{MODULE_ALIAS}.copy_flat({{0}}, {{1}})",
+        "tt", "chain", "fk_flatten_ok({0}, {1})", "fk_copy_flat({0}, {1});",
         distinct=((0, 1),)),
     "tfrt_test.tensor_transpose.f32": Fusible(
-        "tt", "chain", f"{MODULE_ALIAS}.transpose_ok({{0}}, {{1}})",
-        f"{MODULE_ALIAS}.transpose({{0}}, {{1}})",
+        "tt", "chain", "fk_transpose_ok({0}, {1})", "fk_transpose({0}, {1});",
         distinct=((0, 1),)),
     "tfrt_test.mean_axis_zero.f32": Fusible(
-        "tt", "chain", f"{MODULE_ALIAS}.mean_axis_zero_ok({{0}}, {{1}})",
-        f"{MODULE_ALIAS}.mean_axis_zero({{0}}, {{1}})", distinct=((0, 1),)),
+        "tt", "chain", "fk_mean_axis_zero_ok({0}, {1})", "fk_mean_axis_zero({0}, {1});",
+        distinct=((0, 1),)),
     "tfrt.add.i32": Fusible(
-        "ii", "int", f"{MODULE_ALIAS}.is_i32({{0}}) and {MODULE_ALIAS}.is_i32({{1}})",
-        f"{{out}} = {MODULE_ALIAS}.add_i32({{0}}, {{1}})"),
+        "ii", "int", "fk_is_i32({0}) && fk_is_i32({1})", "{out} = fk_add_i32({0}, {1});"),
     "tfrt.div.i32": Fusible(
-        "ii", "int int",
-        f"{MODULE_ALIAS}.is_i32({{0}}) and {MODULE_ALIAS}.is_i32({{1}}) and {{1}} != 0",
-        f"{{out}} = {MODULE_ALIAS}.div_i32({{0}}, {{1}})"),
+        "ii", "int int", "fk_is_i32({0}) && fk_is_i32({1}) && {1} != 0",
+        "fk_div_i32({0}, {1}, &{outs[0]}, &{outs[1]});"),
     "tfrt.equal.i32": Fusible(
-        "ii", "bool", f"{MODULE_ALIAS}.is_i32({{0}}) and {MODULE_ALIAS}.is_i32({{1}})",
-        "{out} = {0} == {1}"),
+        "ii", "bool", "fk_is_i32({0}) && fk_is_i32({1})", "{out} = {0} == {1};"),
     "tfrt_test.gradient_descent.f32": Fusible(
-        "ttt", "chain", f"{MODULE_ALIAS}.gradient_descent_ok({{0}}, {{1}}, {{2}})",
-        f"{MODULE_ALIAS}.gradient_descent({{0}}, {{1}}, {{2}})"),
+        "ttt", "chain", "fk_gradient_descent_ok({0}, {1}, {2})",
+        "fk_gradient_descent({0}, {1}, {2});"),
 }
 """Kernel name -> how it is fused (``tfrt_dht.create_uninitialized_tensor.f32.R`` and the
 folded ``tfrt.constant.*`` kernels are handled by the segment builder itself)."""
 
-IMPORT = f"import pytfrt.backends.cpu.fusible_kernels as {MODULE_ALIAS}"
-"""The import line a generated segment needs."""
+
+def broadcast_check(bias: str, last: int) -> str:
+    """The check of a ``new`` broadcast result: ``bias`` repeated along ``last`` elements."""
+    return f"fk_broadcast_ok({bias}, {last})"
+
+
+_FALSE = 'Py_BuildValue("(O)", Py_False)'
+_C_TYPES = {"f32": "double", "int": "long long", "bool": "int"}
+_C_BOX = {"f32": "PyFloat_FromDouble", "int": "PyLong_FromLongLong", "bool": "PyBool_FromLong"}
+
+
+def segment_source(tensors: Sequence[str], scalars: Sequence[str], ints: Sequence[str],
+                   allocs: Sequence[tuple[str, tuple[int, ...], bool]],
+                   computed: Sequence[tuple[str, str]], checks: Sequence[str],
+                   calls: Sequence[str], outs: Sequence[str], name: str = "@NAME@") -> str:
+    """The C source of a segment module ``name`` whose function ``_seg(tensors..., scalars...,
+    ints...)`` returns ``(True, *outs)``, or ``(False,)`` when an operand is not a usable
+    float32 array, an integer does not fit, or a check fails -- then nothing was mutated.
+
+    ``allocs``: new tensors ``(name, dims, zeroed)``; ``computed``: scalar results ``(name,
+    kind)`` with kind ``f32``/``int``/``bool``; ``checks``: C conditions; ``calls``: C
+    statements; ``outs``: names of new tensors and computed scalars to return, in order."""
+    kinds = dict(computed)
+    new = [a[0] for a in allocs]
+    lines = [PRELUDE,
+             "static PyObject *seg(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {",
+             "    PyObject *result = NULL;",
+             "    int ok = 1;"]
+    lines += [f"    T {n} = NULL;" for n in new]
+    lines += [f"    {_C_TYPES[k]} {n} = 0;" for n, k in computed]
+    nargs = len(tensors) + len(scalars) + len(ints)
+    lines += [f"    if (nargs != {nargs}) {{",
+              '        PyErr_SetString(PyExc_TypeError, "fused segment: wrong argument count");',
+              "        return NULL;", "    }"]
+    for i, x in enumerate(tensors):
+        lines.append(f"    if (!fk_usable(args[{i}])) return {_FALSE};")
+        lines.append(f"    T {x} = (T)args[{i}];")
+    for i, s in enumerate(scalars, len(tensors)):
+        lines.append(f"    float {s} = (float)PyFloat_AsDouble(args[{i}]);")
+        lines.append(f"    if ({s} == -1.0f && PyErr_Occurred()) return NULL;")
+    for i, v in enumerate(ints, len(tensors) + len(scalars)):
+        lines.append(f"    long long {v} = PyLong_AsLongLong(args[{i}]);")
+        lines.append(f"    if ({v} == -1 && PyErr_Occurred()) {{ PyErr_Clear(); ok = 0; }}")
+    for n, dims, zeroed in allocs:
+        lines.append(f"    npy_intp d_{n}[] = {{{', '.join(map(str, dims))}}};")
+        make = "PyArray_ZEROS" if zeroed else "PyArray_EMPTY"
+        lines.append(f"    {n} = (T){make}({len(dims)}, d_{n}, NPY_FLOAT32, 0);")
+        lines.append(f"    if ({n} == NULL) goto fail;")
+    conds = [f"!fk_overlap({a}, {b})" for i, a in enumerate(tensors) for b in tensors[i + 1:]]
+    for c in [*conds, *checks]:
+        lines.append(f"    if (ok && !({c})) ok = 0;")
+    lines.append(f"    if (!ok) {{ result = {_FALSE}; goto fail; }}")
+    lines += [f"    {c}" for c in calls]
+    lines.append(f"    result = PyTuple_New({len(outs) + 1});")
+    lines.append("    if (result == NULL) goto fail;")
+    lines.append("    Py_INCREF(Py_True); PyTuple_SET_ITEM(result, 0, Py_True);")
+    for j, o in enumerate(outs, 1):
+        if o in kinds:
+            lines.append(f"    {{ PyObject *v = {_C_BOX[kinds[o]]}({o});")
+            lines.append("      if (v == NULL) { Py_CLEAR(result); goto fail; }")
+            lines.append(f"      PyTuple_SET_ITEM(result, {j}, v); }}")
+        else:
+            lines.append(f"    Py_INCREF({o}); PyTuple_SET_ITEM(result, {j}, (PyObject *){o});")
+    lines.append("fail:")
+    lines += [f"    Py_XDECREF({n});" for n in new]
+    lines.append("    return result;")
+    lines.append("}")
+    lines.append(_MODULE.replace("@NAME@", name))
+    return "\n".join(lines) + "\n"
+
+
+_MODULE = r"""
+static PyMethodDef methods[] = {
+    {"_seg", (PyCFunction)(void (*)(void))seg, METH_FASTCALL, "one fused segment"},
+    {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "@NAME@", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_@NAME@(void) {
+    import_array();
+    PyObject *k = PyImport_ImportModule("pytfrt.backends.cpu.fusible_kernels");
+    if (k == NULL) return NULL;
+    cb_matmul_into = PyObject_GetAttrString(k, "matmul_into");
+    cb_matmul_new = PyObject_GetAttrString(k, "matmul_new");
+    cb_exp = PyObject_GetAttrString(k, "exp_inplace");
+    Py_DECREF(k);
+    if (cb_matmul_into == NULL || cb_matmul_new == NULL || cb_exp == NULL) return NULL;
+    return PyModule_Create(&module_def);
+}
+"""
 
 
 def tensor_types() -> tuple[type, Any]:
@@ -401,31 +460,19 @@ def new_tensor_dims(kernel_name: str, shape: Any) -> tuple[int, ...] | None:
     return dims
 
 
-def compile_segment(source: str, name: str) -> Any:
-    """The Numba dispatcher of a generated segment function ``name`` (the whole-region
-    kernels' loader and on-disk cache: :func:`pytfrt.backends.cpu.small_graph._load`); the
-    source is stamped with a digest of this module, whose functions it calls (Numba's cache
-    does not notice their changes)."""
-    from pytfrt.backends.cpu.small_graph import _load
+def compile_segment(source: str, name: str = "_seg") -> Any:
+    """The function ``name`` of the segment module whose C source is ``source`` (written by
+    :func:`segment_source` with the module-name placeholder), compiled once into the on-disk
+    cache (:func:`pytfrt.backends.cpu._ccompile.extension`).
 
-    imports = f"# kernels {_module_digest()}\n{IMPORT}\n\n\n"
-    return _load(source, imports, name, {"cache": True, "error_model": "numpy"},
-                 "_pytfrt_segment_")
-
-
-@functools.cache
-def _module_digest() -> str:
-    """A digest of this module's source, read once per process (it does not change while
-    the process runs)."""
-    try:
-        data = Path(__file__).read_bytes()
-    except OSError:
-        data = b""
-    return hashlib.sha256(data).hexdigest()[:16]
+    Raises:
+        pytfrt.backends.cpu._ccompile.CompileError: no C compiler, or it failed.
+    """
+    module_name = _ccompile.module_name(source, "_pytfrt_seg_")
+    module = _ccompile.extension(source.replace("@NAME@", module_name), module_name)
+    return getattr(module, name)
 
 
 def compile_after() -> int:
-    """Runs of a segment that stay unfused before it compiles (the whole-region kernels')."""
-    from pytfrt.backends.cpu.small_graph import COMPILE_AFTER
-
-    return COMPILE_AFTER
+    """Runs of a segment that stay unfused before it compiles."""
+    return _ccompile.COMPILE_AFTER

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 from pytfrt.backends.cpu._blas import layout, parallel_gemm, pin_thread, sgemm
@@ -232,9 +233,14 @@ def tiles_2d(m: int, k: int, n: int) -> list[tuple[int, int, int, int]]:
     return [(r0, r1, 0, n) for r0, r1 in rows]
 
 
-BATCHED_MIN = 1 << 13
-"""``m * k * n`` from which each product of a batched float32 matmul runs in oneDNN (below it
-NumPy's loop of small GEMMs, which does not thread, costs less than setting up the batch)."""
+BATCHED_MIN = (1 << 18) + 1
+"""``m * k * n`` from which each product of a batched float32 matmul runs in oneDNN.  Below it
+NumPy's loop of small GEMMs: OpenBLAS keeps a product of at most 2^18 multiply-adds on the
+calling thread (its ``GEMM_MULTITHREAD_THRESHOLD`` rule), and ``dnnl_sgemm`` costs 8-10 us per
+call whatever the size -- GPT-2's attention at sequence 64 (12 heads of ``64 x 64 x 64``):
+0.151 against 0.041 ms of CPU per batched product; ``32 x 64 x 32``: 0.115 against 0.011.
+From 2^20 (BERT's ``128 x 64 x 128``) NumPy threads, and under load that measured 30-60x
+slower than the oneDNN loop."""
 _SHARD_MACS = 1 << 18
 """Multiply-adds per shard of a batched matmul split across the helper threads."""
 
@@ -352,3 +358,70 @@ def apply_epilogue(
         else:
             y += residual
     epilogue_2d(y2, bias, r2, code, alpha)
+
+
+GEMV_ROWS = 4
+"""Rows up to which :func:`dense_rows` computes a float32 dense layer itself (a batch-1
+classifier or MLP layer): ``dnnl_sgemm`` packs the whole weight on every call, which for a
+single row doubles the memory traffic (measured 63 against 32 us of CPU for ``1 x 784 x 512``),
+and NumPy's OpenBLAS threads a matrix-vector product, waiting for a descheduled thread on a
+loaded machine."""
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _dense_rows(x, w, bias, relu, y):  # type: ignore[no-untyped-def]
+    """``y = relu?(x @ w + bias)`` for float32 ``x (m, k)``, C-contiguous ``w (k, n)``,
+    ``bias (n,)`` or ``(0,)`` and C-contiguous ``y (m, n)``: per row, four rows of ``w`` at a
+    time are added into the output row (LLVM vectorises the inner loop over ``n``)."""
+    m, k = x.shape
+    n = w.shape[1]
+    k4 = k - k % 4
+    zero = np.float32(0.0)
+    for r in range(m):
+        acc = y[r]
+        if bias.shape[0] > 0:
+            for j in range(n):
+                acc[j] = bias[j]
+        else:
+            for j in range(n):
+                acc[j] = zero
+        for i in range(0, k4, 4):
+            x0, x1, x2, x3 = x[r, i], x[r, i + 1], x[r, i + 2], x[r, i + 3]
+            w0, w1, w2, w3 = w[i], w[i + 1], w[i + 2], w[i + 3]
+            for j in range(n):
+                acc[j] += x0 * w0[j] + x1 * w1[j] + x2 * w2[j] + x3 * w3[j]
+        for i in range(k4, k):
+            xi = x[r, i]
+            wi = w[i]
+            for j in range(n):
+                acc[j] += xi * wi[j]
+        if relu:
+            for j in range(n):
+                v = acc[j]
+                acc[j] = v if v > zero else zero
+
+
+_NO_BIAS = np.empty(0, np.float32)
+
+
+def dense_rows(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, relu: bool,
+               out: np.ndarray | None = None) -> np.ndarray | None:
+    """``relu?(x @ w + bias)`` for a float32 ``x`` of at most :data:`GEMV_ROWS` rows and a
+    C-contiguous float32 ``w`` on the calling thread (``bias``: C-contiguous float32 ``(n,)``;
+    ``out``: a C-contiguous float32 ``(m, n)`` buffer to write, else a new array), or ``None``
+    (nothing computed) when the operands do not fit that case: the caller takes its general
+    path.  Thread-safe: writes only the result."""
+    if (x.ndim != 2 or x.shape[0] > GEMV_ROWS or x.dtype != np.float32 or w.dtype != np.float32
+            or not w.flags.c_contiguous or x.shape[1] != w.shape[0]):
+        return None
+    shape = (x.shape[0], w.shape[1])
+    if bias is not None and (bias.dtype != np.float32 or bias.shape != shape[1:]
+                             or not bias.flags.c_contiguous):
+        return None
+    if out is None:
+        out = np.empty(shape, np.float32)
+    elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
+        return None
+    b = _NO_BIAS if bias is None else bias
+    _dense_rows(x, w, b, relu, out)
+    return out

@@ -53,6 +53,11 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.onnx_ops",
     "pytfrt.backends.cpu.recurrent",
     "pytfrt.backends.cpu.onnx_kernels",
+    "pytfrt.backends.cpu.onnx_nd",
+    "pytfrt.backends.cpu.quant",
+    "pytfrt.backends.cpu.quant_dynamic",
+    "pytfrt.backends.cpu.squeeze_excite",
+    "pytfrt.backends.cpu.volume",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 

@@ -80,6 +80,13 @@ def matmul(a: np.ndarray, b: np.ndarray, *extra: np.ndarray, transpose_a: bool,
                 residual = extra[f0] if f1 else None
             if (bias is None or bias.shape == (n,)) and (
                     residual is None or residual.shape == (a.shape[0], n)):
+                if residual is None and a.dtype == np.float32 and (
+                        bias is None or bias.flags.c_contiguous):
+                    from pytfrt.backends.cpu.gemm import dense_rows
+
+                    y = dense_rows(a, bb, bias, activation == "relu", out)
+                    if y is not None:  # the specialised dense layer's kernel (same rounding)
+                        return y
                 y = _small_product(a, bb, out)
                 if bias is not None:
                     y += bias
@@ -120,9 +127,18 @@ def _specialize_matmul(constants: dict[int, np.ndarray], *, transpose_a: bool,
     attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b, activation=activation,
                  alpha=alpha, epilogue_operands=epilogue_operands)
     maximum = np.maximum
+    gemv = None
+    if dt == np.float32 and ww.flags.c_contiguous and (bias is None or bias.flags.c_contiguous):
+        from pytfrt.backends.cpu.gemm import GEMV_ROWS, dense_rows
+
+        gemv = min(GEMV_ROWS, rows)
 
     def dense(a: np.ndarray, b: np.ndarray, *extra: np.ndarray,
               out: np.ndarray | None = None) -> np.ndarray:
+        if gemv is not None and a.ndim == 2 and a.shape[0] <= gemv and a.dtype is dt:
+            y = dense_rows(a, ww, bias, relu, out)
+            if y is not None:
+                return y
         if a.ndim == 2 and a.shape[1] == k and a.dtype is dt and a.shape[0] <= rows:
             y = _small_product(a, ww, out)
             if bias is not None:

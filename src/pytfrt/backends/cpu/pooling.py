@@ -274,38 +274,35 @@ def spatial_mean(x: np.ndarray, nhwc: bool, y: np.ndarray) -> None:
     any strides) over H and W, summed in float64; ``y`` is ``(N, C)`` of ``x``'s dtype.  Runs
     without the GIL; writes only ``y``."""
     xc = np.ascontiguousarray(x)
+    n, c = xc.shape[0], xc.shape[3] if nhwc else xc.shape[1]
+    _spatial_mean(xc.reshape((n, -1, c) if nhwc else (n, c, -1)), nhwc, y)
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True, inline="always")
+def channel_sums(x, b, nhwc, acc):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``acc[c]`` = the float64 sum over pixels of batch row ``b`` of ``x``: ``(N, P, C)``
+    if ``nhwc`` (vectorised over the contiguous channels) else ``(N, C, P)``."""
     if nhwc:
-        n, h, w, c = xc.shape
-        _mean_rows(xc.reshape(n, h * w, c), y)
-    else:
-        n, c, h, w = xc.shape
-        _mean_cols(xc.reshape(n, c, h * w), y)
-
-
-@numba.njit(nogil=True, cache=True, fastmath=True)
-def _mean_rows(x: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``y[n, c] = mean over p of x[n, p, c]`` (channels contiguous: vectorised over c)."""
-    nb, npix, nc = x.shape
-    acc = np.empty(nc, np.float64)
-    for b in range(nb):
         acc[:] = 0.0
-        for p in range(npix):
-            for c in range(nc):
+        for p in range(x.shape[1]):
+            for c in range(x.shape[2]):
                 acc[c] += x[b, p, c]
-        for c in range(nc):
-            y[b, c] = acc[c] / npix
+    else:
+        for c in range(x.shape[1]):
+            t = 0.0
+            for p in range(x.shape[2]):
+                t += x[b, c, p]
+            acc[c] = t
 
 
 @numba.njit(nogil=True, cache=True, fastmath=True)
-def _mean_cols(x: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``y[n, c] = mean over p of x[n, c, p]`` (pixels contiguous)."""
-    nb, nc, npix = x.shape
-    for b in range(nb):
-        for c in range(nc):
-            s = 0.0
-            for p in range(npix):
-                s += x[b, c, p]
-            y[b, c] = s / npix
+def _spatial_mean(x, nhwc, y):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    npix = x.shape[1] if nhwc else x.shape[2]
+    acc = np.empty(y.shape[1], np.float64)
+    for b in range(x.shape[0]):
+        channel_sums(x, b, nhwc, acc)
+        for c in range(y.shape[1]):
+            y[b, c] = acc[c] / npix
 
 
 def global_max_pool(x: np.ndarray, *, layout: str, out: np.ndarray | None = None) -> np.ndarray:

@@ -43,26 +43,18 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pytfrt import config
+from pytfrt.backends.cpu._ccompile import COMPILE_AFTER, cache_dir
 from pytfrt.backends.cpu.fused import SCALAR, scalar_body
+from pytfrt.backends.cpu.grad_ops import GRAD_SCALAR
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 from pytfrt.support.codegen import exec_generated
 
 Shape = tuple[int, ...]
-
-GRAD_SCALAR: dict[str, str] = {
-    "sigmoid_grad": "({1} * ({0} * (1.0 - {0})))",         # (y, dy)
-    "tanh_grad": "({1} * (1.0 - {0} * {0}))",                # (y, dy)
-    "relu_grad": "({0} if {1} > 0 else 0.0)",               # (dy, x)
-    "relu6_grad": "({0} if ({1} > 0 and {1} < 6) else 0.0)",  # (dy, x)
-}
-"""Gradient ops of two same-shaped operands, as scalar formulas (as ``grad_ops``)."""
 
 REDUCTIONS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
 RESHAPES = ("reshape", "expand_dims", "squeeze")
@@ -72,35 +64,6 @@ SUPPORTED: frozenset[str] = frozenset(
 """The ops a ``fused_graph`` program may hold (the pass also checks shapes and dtypes)."""
 
 DTYPES = ("float32", "float64")
-
-
-def cache_dir() -> Path | None:
-    """Where generated kernels and Numba's cache of them live: ``$PYTFRT_CACHE_DIR/graphs``,
-    else ``$XDG_CACHE_HOME/pytfrt/graphs`` (``~/.cache``); ``None`` if it cannot be created.
-
-    Code is imported from this directory (the generated module and Numba's pickled cache), so
-    it is used only when the current user owns it and nobody else may write to it; otherwise
-    kernels are compiled in memory each run (docs/security.md)."""
-    root = config.text("PYTFRT_CACHE_DIR")
-    if root:
-        base = Path(root)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "pytfrt"
-    d = base / "graphs"
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    if not os.access(d, os.W_OK):
-        return None
-    try:
-        st = d.stat()
-    except OSError:
-        return None
-    if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
-        return None
-    return d
 
 
 # -- code generation --------------------------------------------------------------------------
@@ -502,12 +465,6 @@ def announce_compile(dispatcher: Any) -> None:
     where = getattr(cache, "_cache_path", None)
     print("pytfrt: compiling generated code with Numba (1-3 s, once"
           + (f"; cached in {where})" if where else ")"), file=sys.stderr, flush=True)
-
-
-COMPILE_AFTER = 2
-"""Calls of a region that run op by op (:func:`evaluate`) before its Numba function is
-compiled: a model called once or twice (a test, a one-off evaluation) never pays the compile;
-a training loop pays it on its third step."""
 
 
 def caller(text: str) -> Callable[..., Any]:

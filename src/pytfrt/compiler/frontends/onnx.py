@@ -80,6 +80,18 @@ def _upgrade(model: onnx.ModelProto, origin: str) -> onnx.ModelProto:
         return model
     from onnx import version_converter
 
+    if opset < 9 and any(n.op_type == "Scan" for n in model.graph.node):
+        # ONNX's converter drops Scan-8's batch axis from the graph's inputs and outputs
+        # without adding it back: a graph of Scan-8 nodes only is imported at its own opset
+        # (the Scan handler reads the batch axis); mixed with other old ops it is refused
+        if all(n.op_type == "Scan" for n in model.graph.node):
+            return model
+        from pytfrt.compiler.errors import UnsupportedOpError
+
+        raise UnsupportedOpError(
+            "Scan", next(n.name for n in model.graph.node if n.op_type == "Scan"), origin,
+            f"Scan-8 (opset {opset}) beside other ops: ONNX's version converter cannot "
+            "upgrade its batch axis")
     try:
         return version_converter.convert_version(model, MIN_OPSET)
     except Exception as exc:

@@ -30,6 +30,7 @@ _NO_FOLD = frozenset(
         "RandomUniformLike",
         "Multinomial",
         "Bernoulli",
+        "DequantizeLinear",  # quantised weights stay quantised (-tg-fold-quant reads them)
     }
 )
 

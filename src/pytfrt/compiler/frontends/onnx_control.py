@@ -12,6 +12,9 @@ passed by the ``tg.if`` / ``tg.while`` op.
   the condition function computes ``keep_going and i < max_trip_count``, the body function runs
   the ONNX body and increments ``i``.  Carried values keep their rank but get dynamic dims (an
   iteration may change them).  Scan outputs are not supported.
+* ``Scan`` (and Scan-8 with its batch axis) is imported unrolled: its body once per iteration,
+  inline, each scan input sliced with ``gather`` and each scan output stacked with ``concat``
+  (the length must be known at import time, at most ``_SCAN_UNROLL_LIMIT`` iterations).
 
 Handlers registered in :data:`pytfrt.compiler.frontends.onnx_mapping.ONNX_OPS` at import.
 """
@@ -19,11 +22,14 @@ Handlers registered in :data:`pytfrt.compiler.frontends.onnx_mapping.ONNX_OPS` a
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter, Out, onnx_op
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytfrt.compiler.builder import Value
 
 
 def free_names(graph: Any) -> list[str]:
@@ -165,3 +171,124 @@ def _loop(imp: OnnxGraphImporter, node: Any) -> list[Out]:
     bf.returns(outs)
     res = imp.op("while", loop_vals, cond=cname, body=bname, n_results=len(loop_vals))
     return list(res[3 : 3 + n_carried])
+
+
+_SCAN_UNROLL_LIMIT = 1024
+"""The longest scan (iterations, times the batch of a Scan-8) imported by unrolling."""
+
+
+def _scan_steps(imp: OnnxGraphImporter, body: Any, states: list[Out], slices: list[Out]
+                ) -> list[Out]:
+    """One iteration of a scan body imported inline: ``(states, slices) -> body outputs``."""
+    sub = imp.child(body, imp.f)
+    sub.values = dict(imp.values)
+    for spec, v in zip(body.input, [*states, *slices], strict=True):
+        sub.partial.pop(spec.name, None)
+        if isinstance(v, np.ndarray):
+            sub.known[spec.name] = v
+            sub.values.pop(spec.name, None)
+        else:
+            sub.known.pop(spec.name, None)
+            sub.values[spec.name] = v
+    sub.import_nodes()
+    return [sub.known[o.name] if o.name in sub.known else sub.value(o.name)
+            for o in body.output]
+
+
+def _scan_length(imp: OnnxGraphImporter, node: Any, v: Value, axis: int) -> int:
+    n = None if v.shape is None else v.shape[axis]
+    if n is None:
+        imp.unsupported(node, "a scan over a length known only at run time")
+    return int(n)
+
+
+def _take(imp: OnnxGraphImporter, v: Value, axis: int, t: int) -> Value:
+    """``v``'s slice ``t`` along ``axis`` (the axis removed)."""
+    return imp.op("gather", [v, imp.constant(np.asarray(t, np.int64), "scan_t")], axis=axis)
+
+
+def _stack(imp: OnnxGraphImporter, parts: list[Out], axis: int) -> Value:
+    vals = [imp.op("expand_dims", [p if not isinstance(p, np.ndarray) else imp.constant(p)],
+                   axis=axis) for p in parts]
+    return vals[0] if len(vals) == 1 else imp.op("concat", vals, axis=axis)
+
+
+def _run_scan(imp: OnnxGraphImporter, node: Any, body: Any, states: list[Out],
+              scans: list[Value], in_axes: list[int], in_rev: list[int],
+              out_axes: list[int], out_rev: list[int]) -> list[Out]:
+    """The scan unrolled: final states, then the scan outputs stacked along their axes."""
+    lengths = {_scan_length(imp, node, v, a) for v, a in zip(scans, in_axes, strict=True)}
+    if len(lengths) != 1:
+        imp.unsupported(node, f"scan inputs of different lengths {sorted(lengths)}")
+    (n,) = lengths
+    if n == 0 or n > _SCAN_UNROLL_LIMIT:
+        imp.unsupported(node, f"a scan of {n} iterations (imported unrolled: 1 to "
+                              f"{_SCAN_UNROLL_LIMIT})")
+    n_k = len(body.output) - len(states)
+    steps: list[list[Out]] = [[] for _ in range(n_k)]
+    for t in range(n):
+        slices = [_take(imp, v, a, n - 1 - t if r else t)
+                  for v, a, r in zip(scans, in_axes, in_rev, strict=True)]
+        outs = _scan_steps(imp, body, states, slices)
+        states = outs[: len(states)]
+        for k in range(n_k):
+            steps[k].append(outs[len(states) + k])
+    results: list[Out] = list(states)
+    for k in range(n_k):
+        parts = steps[k][::-1] if out_rev[k] else steps[k]
+        rank = (len(parts[0].shape) if isinstance(parts[0], np.ndarray)
+                else len(_known_rank(imp, node, parts[0])))
+        ax = out_axes[k] + rank + 1 if out_axes[k] < 0 else out_axes[k]
+        results.append(_stack(imp, parts, ax))
+    return results
+
+
+def _known_rank(imp: OnnxGraphImporter, node: Any, v: Value) -> tuple[Any, ...]:
+    if v.shape is None:
+        imp.unsupported(node, "a scan output of unknown rank")
+    return tuple(v.shape)
+
+
+@onnx_op("Scan", note="unrolled inline (a static length of at most 1024 iterations)")
+def _scan(imp: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = imp.attrs(node)
+    body = next(x.g for x in node.attribute if x.name == "body")
+    m = int(a["num_scan_inputs"])
+    if imp.opset < 9:  # Scan-8: input 0 is sequence_lens; axis 0 is a batch axis
+        return _scan8(imp, node, body, m, a)
+    n_state = len(node.input) - m
+    states: list[Out] = [imp.known_input(node, i) if imp.known_input(node, i) is not None
+                         else imp.input(node, i) for i in range(n_state)]
+    scans = [imp.input(node, n_state + j) for j in range(m)]
+    n_k = len(body.output) - n_state
+    in_axes = [int(x) for x in a.get("scan_input_axes", [0] * m)]
+    in_axes = [x + len(_known_rank(imp, node, v)) if x < 0 else x
+               for x, v in zip(in_axes, scans, strict=True)]
+    return _run_scan(
+        imp, node, body, states, scans, in_axes,
+        [int(x) for x in a.get("scan_input_directions", [0] * m)],
+        [int(x) for x in a.get("scan_output_axes", [0] * n_k)],
+        [int(x) for x in a.get("scan_output_directions", [0] * n_k)],
+    )
+
+
+def _scan8(imp: OnnxGraphImporter, node: Any, body: Any, m: int, a: dict[str, Any]
+           ) -> list[Out]:
+    n_state = len(node.input) - 1 - m
+    states = [imp.input(node, 1 + i) for i in range(n_state)]
+    scans = [imp.input(node, 1 + n_state + j) for j in range(m)]
+    batch = _scan_length(imp, node, scans[0], 0)
+    length = _scan_length(imp, node, scans[0], 1)
+    lens = imp.known_input(node, 0)
+    if imp.has(node, 0) and (lens is None or np.any(np.asarray(lens) != length)):
+        imp.unsupported(node, "sequence_lens other than the full length", [0])
+    if batch * length > _SCAN_UNROLL_LIMIT:
+        imp.unsupported(node, f"a batched scan of {batch} x {length} iterations")
+    n_k = len(body.output) - n_state
+    rev = [int(x) for x in a.get("directions", [0] * m)]
+    per_batch: list[list[Out]] = []
+    for b in range(batch):
+        per_batch.append(_run_scan(
+            imp, node, body, [_take(imp, s, 0, b) for s in states],
+            [_take(imp, v, 0, b) for v in scans], [0] * m, rev, [0] * n_k, [0] * n_k))
+    return [_stack(imp, [row[k] for row in per_batch], 0) for k in range(n_state + n_k)]

@@ -52,6 +52,10 @@ ONNX_OPS: dict[str, Handler] = {}
 _NOTES: dict[str, str] = {}
 """ONNX op type -> what the mapping emits / its limits (shown in ``docs/ops.md``)."""
 
+MS_OPS: dict[str, Handler] = {}
+"""``com.microsoft`` op type -> handler: the contrib ops ONNX Runtime's quantizer writes in
+QOperator models (``QLinearAdd``, ``QGemm``...; filled by ``onnx_quant``)."""
+
 
 def onnx_op(*op_types: str, note: str = "") -> Callable[[Handler], Handler]:
     """Register a handler for ``op_types`` (with a one-line note for the docs)."""
@@ -211,6 +215,9 @@ class OnnxGraphImporter:
         domain = node.domain or ""
         if domain == "pytfrt" and node.op_type == "Silu":  # made by onnx_patterns.fuse_silu
             self._bind(node, [self.op("silu", [self.input(node, 0)])])
+            return
+        if domain == "com.microsoft" and node.op_type in MS_OPS:
+            self._bind(node, MS_OPS[node.op_type](self, node))
             return
         if domain not in ("", "ai.onnx"):
             self.unsupported(node, f"custom domain {domain!r}")
@@ -994,15 +1001,15 @@ def _pool(tg: str) -> Handler:
         x = ctx.input(node, 0)
         rank = _rank(ctx, x)
         attrs = ctx.attrs(node)
+        if rank not in (3, 4) or any(int(d) != 1 for d in attrs.get("dilations", [])):
+            from pytfrt.compiler.frontends.onnx_nd import pool_general
+
+            return pool_general(ctx, node, "max" if tg == "max_pool2d" else "avg")
         if rank == 3:
             x = ctx.op("expand_dims", [x], axis=2)
             attrs = _lift_1d_attrs(node, ctx)
-        elif rank != 4:
-            ctx.unsupported(node, f"{rank - 2}-D pooling")
         if len(node.output) > 1 and 1 in ctx.used_outputs(node):
             ctx.unsupported(node, "the Indices output")
-        if any(int(d) != 1 for d in attrs.get("dilations", [1, 1])):
-            ctx.unsupported(node, "dilated pooling")
         if int(attrs.get("storage_order", 0)) != 0:
             ctx.unsupported(node, "storage_order = 1")
         kernel = [int(k) for k in attrs["kernel_shape"]]
@@ -1027,10 +1034,12 @@ def _pool(tg: str) -> Handler:
     return handler
 
 
-onnx_op("MaxPool", note="`max_pool2d {layout = NCHW}` (1-D via an H axis of 1)")(
+onnx_op("MaxPool", note="`max_pool2d {layout = NCHW}` (1-D via an H axis of 1); other "
+        "ranks and dilations: `pool_nd {kind = max}`")(
     _pool("max_pool2d")
 )
-onnx_op("AveragePool", note="`avg_pool2d {layout = NCHW}` (1-D via an H axis of 1)")(
+onnx_op("AveragePool", note="`avg_pool2d {layout = NCHW}` (1-D via an H axis of 1); other "
+        "ranks and dilations: `pool_nd {kind = avg}`")(
     _pool("avg_pool2d")
 )
 
@@ -1685,20 +1694,25 @@ def _lrn(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 
 
 @onnx_op(
-    "Resize", note="`resize {size, layout = NCHW, mode, ...}` (4-D, spatial only, static size)"
+    "Resize", note="`resize {size, layout = NCHW, mode, ...}` (4-D, spatial, whole sizes); "
+    "every other rank, mode and option: `resize_nd` (static output size)"
 )
 def _resize(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    from pytfrt.compiler.frontends.onnx_nd import resize_general
+
     a = ctx.attrs(node)
     x = ctx.input(node, 0)
     dims = _dims(ctx, x)
-    if len(dims) != 4:
-        ctx.unsupported(node, f"a rank-{len(dims)} input (only 4-D, NCHW)")
     mode = a.get("mode", "nearest")
     ctm = a.get("coordinate_transformation_mode", "half_pixel")
-    if mode not in ("nearest", "linear") or ctm == "tf_crop_and_resize":
-        ctx.unsupported(node, f"mode {mode!r} with coordinate_transformation_mode {ctm!r}")
-    if a.get("antialias", 0) or a.get("exclude_outside", 0) or "axes" in a:
-        ctx.unsupported(node, "antialias, exclude_outside or axes")
+    if (
+        len(dims) != 4
+        or mode not in ("nearest", "linear")
+        or ctm in ("tf_crop_and_resize", "half_pixel_symmetric")
+        or a.get("antialias", 0) or a.get("exclude_outside", 0) or "axes" in a
+        or a.get("keep_aspect_ratio_policy", "stretch") != "stretch"
+    ):
+        return resize_general(ctx, node)
     sizes, scales = ctx.known_input(node, 3), ctx.known_input(node, 2)
     if ctx.has(node, 3):
         if sizes is None:
@@ -1711,13 +1725,13 @@ def _resize(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         for d, sc in zip(dims[2:], scales.reshape(-1)[2:], strict=True):
             n = int(math.floor(int(d or 0) * float(sc)))
             if not math.isclose(n, int(d or 0) * float(sc), abs_tol=1e-4):
-                ctx.unsupported(node, f"a scale {float(sc)} that does not give a whole size")
+                return resize_general(ctx, node)  # the scale, not the size, places samples
             out.append(n)
     else:
         ctx.unsupported(node, "input 2 (scales) or 3 (sizes) must be a constant", [2, 3])
     for i in (0, 1):
         if out[i] is not None and dims[i] is not None and out[i] != dims[i]:
-            ctx.unsupported(node, "resizing the batch or channel axis")
+            return resize_general(ctx, node)
     return [
         ctx.op(
             "resize",
@@ -1810,8 +1824,12 @@ __all__ = ["ONNX_OPS", "OnnxGraphImporter", "ops_markdown", "supported_ops"]
 # Control flow (If, Loop) registers its handlers in ONNX_OPS on import.
 from pytfrt.compiler.frontends import onnx_control as _onnx_control  # noqa: E402,F401
 
-# Ops composed from catalogue ops (trigonometry, Hardmax, quantisation...) register on import.
+# Ops composed from catalogue ops (trigonometry, Hardmax, LpNormalization...) register on import.
 from pytfrt.compiler.frontends import onnx_more as _onnx_more  # noqa: E402,F401
+from pytfrt.compiler.frontends import onnx_nd as _onnx_nd  # noqa: E402,F401
+
+# The quantised operators (QuantizeLinear, DequantizeLinear, QLinearConv...) register on import.
+from pytfrt.compiler.frontends import onnx_quant as _onnx_quant  # noqa: E402,F401
 
 # LSTM, GRU and RNN register theirs (tg.recurrent) on import.
 from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401

@@ -4,8 +4,8 @@ Imported by :mod:`pytfrt.compiler.frontends.onnx_mapping` (at its end), like
 :mod:`~pytfrt.compiler.frontends.onnx_control`.  Each handler emits only core catalogue ops:
 inverse and hyperbolic trigonometry from ``exp``/``log``/``sqrt``/``atan2``, ``Hardmax`` from
 ``argmax`` + ``one_hot``, ``LpNormalization`` and ``Shrink`` from elementwise ops and
-reductions, ``Mod`` with ``fmod = 1`` as ``x - trunc(x / y) * y``, the quantisation ops from
-casts, ``round`` and clamps (computed in f32/f64, exact for the integer ranges involved).
+reductions, ``Mod`` with ``fmod = 1`` as ``x - trunc(x / y) * y``.  (The quantisation ops are in
+:mod:`pytfrt.compiler.frontends.onnx_quant`.)
 """
 
 from __future__ import annotations
@@ -147,92 +147,6 @@ def mod_fmod(ctx: OnnxGraphImporter, node: Any) -> Value:
     yy = ctx.op("cast", [y], to="f64") if wide else y
     r = ctx.op("sub", [xx, ctx.op("mul", [_trunc_div(ctx, xx, yy), yy])])
     return ctx.op("cast", [r], to=x.dtype) if wide else r
-
-
-def _saturate(ctx: OnnxGraphImporter, v: Value, dtype: str) -> Value:
-    info = np.iinfo(_np_dtype(dtype))
-    v = ctx.op("maximum", [v, _c(ctx, float(info.min), v)])
-    return ctx.op("minimum", [v, _c(ctx, float(info.max), v)])
-
-
-def _per_axis(ctx: OnnxGraphImporter, node: Any, v: Value, x: Value, i: int) -> Value:
-    """A scale / zero point (input ``i``) shaped to broadcast along ``axis`` of ``x``."""
-    if v.shape is None or len(v.shape) == 0 or (len(v.shape) == 1 and v.shape[0] == 1):
-        return v
-    rank = _rank(ctx, x)
-    axis = _axis(int(ctx.attrs(node).get("axis", 1)), rank)
-    if len(v.shape) != 1:
-        ctx.unsupported(node, f"blocked quantisation (input {i} of rank {len(v.shape)})")
-    shape = [1] * rank
-    shape[axis] = -1
-    return ctx.op("reshape", [v], shape=shape)
-
-
-def quantize(ctx: OnnxGraphImporter, node: Any, x: Value, scale: Value, zp: Value | None,
-             out: str) -> Value:
-    """``saturate(round(x / scale) + zero_point)`` as ``out`` (round half to even)."""
-    xf = ctx.op("cast", [x], to="f32") if x.dtype != "f32" else x
-    sf = ctx.op("cast", [scale], to="f32") if scale.dtype != "f32" else scale
-    q = ctx.op("round", [ctx.op("div", [xf, sf])])
-    if zp is not None:
-        q = ctx.op("add", [q, ctx.op("cast", [zp], to="f32")])
-    return ctx.op("cast", [_saturate(ctx, q, out)], to=out)
-
-
-def dequantize(x: Value, scale: Value, zp: Value | None, ctx: OnnxGraphImporter) -> Value:
-    """``(x - zero_point) * scale`` in f32."""
-    xf = ctx.op("cast", [x], to="f32")
-    if zp is not None:
-        xf = ctx.op("sub", [xf, ctx.op("cast", [zp], to="f32")])
-    sf = ctx.op("cast", [scale], to="f32") if scale.dtype != "f32" else scale
-    return ctx.op("mul", [xf, sf])
-
-
-_QTYPES = ("i8", "ui8", "i16", "ui16", "i32", "ui32")
-
-
-@onnx_op("QuantizeLinear", note="`round(x / scale) + zero_point`, saturated (integer types)")
-def _quantize_linear(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-    x = ctx.input(node, 0)
-    scale = _per_axis(ctx, node, ctx.input(node, 1), x, 1)
-    zp = _per_axis(ctx, node, ctx.input(node, 2), x, 2) if ctx.has(node, 2) else None
-    a = ctx.attrs(node)
-    out = zp.dtype if zp is not None else tg_dtype(int(a.get("output_dtype", 0)) or 2)
-    if out not in _QTYPES:
-        ctx.unsupported(node, f"quantising to {out}")
-    if int(a.get("block_size", 0)):
-        ctx.unsupported(node, "blocked quantisation")
-    return [quantize(ctx, node, x, scale, zp, out)]
-
-
-@onnx_op("MatMulInteger", note="`matmul` in f64 of the zero-point-shifted operands, as i32")
-def _matmul_integer(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-    a, b = ctx.input(node, 0), ctx.input(node, 1)
-    af, bf = ctx.op("cast", [a], to="f64"), ctx.op("cast", [b], to="f64")
-    if ctx.has(node, 2):
-        af = ctx.op("sub", [af, ctx.op("cast", [ctx.input(node, 2)], to="f64")])
-    if ctx.has(node, 3):
-        bf = ctx.op("sub", [bf, ctx.op("cast", [ctx.input(node, 3)], to="f64")])
-    y = ctx.op("matmul", [af, bf], transpose_a=False, transpose_b=False)
-    return [ctx.op("cast", [y], to="i32")]
-
-
-@onnx_op("QLinearMatMul", note="integer `matmul` (exact, in f64), requantised to the output")
-def _qlinear_matmul(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-    a, sa, za = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2)
-    b, sb, zb = ctx.input(node, 3), ctx.input(node, 4), ctx.input(node, 5)
-    sy, zy = ctx.input(node, 6), ctx.input(node, 7)
-
-    def shifted(v: Value, z: Value) -> Value:
-        return ctx.op("sub", [ctx.op("cast", [v], to="f64"), ctx.op("cast", [z], to="f64")])
-
-    acc = ctx.op("matmul", [shifted(a, za), shifted(b, zb)], transpose_a=False,
-                 transpose_b=False)
-    f64 = [ctx.op("cast", [s], to="f64") for s in (sa, sb, sy)]
-    scale = ctx.op("div", [ctx.op("mul", [f64[0], f64[1]]), f64[2]])
-    q = ctx.op("round", [ctx.op("mul", [acc, scale])])
-    q = ctx.op("add", [q, ctx.op("cast", [zy], to="f64")])
-    return [ctx.op("cast", [_saturate(ctx, q, zy.dtype)], to=zy.dtype)]
 
 
 # -- ops with kernels of their own (catalogue family ``onnx_more``) -------------------------

@@ -301,7 +301,8 @@ def _invert_permutation(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 @tf_op(
     "UnsortedSegmentSum",
     tg="`reshape`, `matmul`, `one_hot`",
-    note="a constant count; a matmul by the 0/1 segment matrix (one-hot rows for run-time ids)",
+    note="a constant count; a matmul by the 0/1 segment matrix (one-hot rows for run-time ids); "
+    "dynamic trailing dimensions",
 )
 def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     data, ids_tv, count_tv = ins
@@ -309,9 +310,7 @@ def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     if data.shape is None or data.dtype is None or ids_tv.rank is None:
         raise ConversionError("the data's and the segment ids' ranks must be known")
     rest = list(data.shape[ids_tv.rank :])
-    if None in rest:
-        raise ConversionError("the data's trailing dimensions must be static")
-    width = math.prod(rest)  # type: ignore[arg-type]
+    width: int | None = None if None in rest else math.prod(rest)  # type: ignore[arg-type]
     if ids_tv.const is not None:
         flat = np.asarray(ids_tv.const).reshape(-1)
         matrix = np.zeros((count, flat.size), dtype=tg_to_np(data.dtype))
@@ -320,6 +319,11 @@ def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
         rows = cx.reshape(data, [flat.size, width])
         out = cx.op("matmul", [cx.const(matrix), rows])
     else:  # ids known at run time (Adam on an Embedding): one-hot rows, then a matmul
+        n_ids = None if ids_tv.shape is None or None in ids_tv.shape else math.prod(
+            int(d or 0) for d in ids_tv.shape
+        )
+        if width is None and n_ids is None:
+            raise ConversionError("the data's trailing dimensions must be static")
         hot = cx.op(
             "one_hot",
             [
@@ -330,8 +334,13 @@ def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
             ],
             axis=-1,
         )
-        out = cx.op("matmul", [hot, cx.reshape(data, [-1, width])], transpose_a=True)
-    return [cx.reshape(out, [count, *rest])]
+        out = cx.op("matmul", [hot, cx.reshape(data, [n_ids, width])], transpose_a=True)
+    if rest.count(None) <= 1:
+        return [cx.reshape(out, [count, *rest])]
+    tail = cx.op("slice", [cx.op("shape", [data], out_type="i64")], starts=[ids_tv.rank],
+                 ends=[len(data.shape)], axes=[0], steps=[1])
+    shape = cx.op("concat", [cx.const(np.array([count], np.int64)), tail], axis=0)
+    return [cx.op("reshape", [out, shape])]
 
 
 @tf_op("Bucketize", tg="`expand_dims`, `greater_equal`, `cast`, `reduce_sum`")
@@ -444,10 +453,15 @@ def _broadcast_to(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [cx.op("broadcast_to", [x, cx.as_i64(shape)])]
 
 
-@tf_op("Fill", tg="`fill`")
+@tf_op("Fill", tg="`fill`", note="a shape known but for one dimension keeps it (`reshape`)")
 def _fill(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     shape, value = ins
-    return [cx.op("fill", [cx.as_i64(shape), value])]
+    out = cx.op("fill", [cx.as_i64(shape), value])
+    dims = shape.known_vector()
+    if dims is not None and out.shape is not None and None in out.shape and dims.count(None) == 1:
+        if 0 not in dims:  # -1 then stands for the one unknown dimension
+            out = cx.reshape(out, dims)
+    return [out]
 
 
 @tf_op("ZerosLike", "OnesLike", tg="`shape`, `fill`")

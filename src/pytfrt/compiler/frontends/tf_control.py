@@ -8,7 +8,9 @@ being passed, so bodies see static shapes and name their variables; a condition 
 index known at import time selects its branch directly (inlined). For ``While``, a loop
 variable the body passes through unchanged is bound statically too (TF passes captured
 tensors as loop variables); a loop that is a Keras ``LSTM``/``GRU``/``SimpleRNN`` layer
-becomes one ``tg.recurrent`` instead (:mod:`.tf_recurrent`).
+becomes one ``tg.recurrent`` instead (:mod:`.tf_recurrent`). A loop of a gradient (it carries
+TF's accumulators of the forward loop's intermediates) with a trip count known at import time
+is unrolled instead (:func:`_unroll`).
 ``PartitionedCall``/``StatefulPartitionedCall`` are inlined.
 """
 
@@ -105,6 +107,40 @@ def _case(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return _call_branches(cx, branches, args, index, "case")
 
 
+_UNROLL_LIMIT = 64
+"""Most iterations :func:`_unroll` inlines (a longer loop keeps its ``tg.while``)."""
+
+
+def _unroll(cx: Any, cond_f: str, body_f: str, ins: list[TV]) -> list[TV] | None:
+    """The loop's results with its iterations inlined, or ``None`` (nothing used emitted).
+
+    Only for loops that carry a TensorList whose elements are known at import time (TF's
+    while-loop gradient: the forward loop pushes each step's intermediates onto accumulators,
+    the gradient loop pops them), and only if the condition is known at import time before
+    every iteration (a static trip count, at most :data:`_UNROLL_LIMIT`). Then each popped
+    element is the very value pushed, shapes and constants included, so the gradient loop's
+    shape arithmetic folds as it does outside loops. Ops emitted by an attempt that gives up
+    are left unused (removed as dead code).
+    """
+    if not any(a.list_items is not None for a in ins):
+        return None
+    args = list(ins)
+    for step in range(_UNROLL_LIMIT + 1):
+        cond = _inline(cx, cond_f, args)[0]
+        if cond.const is None:
+            return None
+        if not bool(np.asarray(cond.const).reshape(-1)[0]):
+            return args
+        if step == _UNROLL_LIMIT:
+            return None
+        outs = _inline(cx, body_f, args)
+        for new, old in zip(outs, args, strict=True):
+            if new.list_elem is None and old.list_elem is not None:
+                new.list_elem = old.list_elem
+        args = outs
+    return None
+
+
 def _pass_through(lg: Any, i: int) -> bool:
     """True if output ``i`` of body graph ``lg`` is its input ``i`` (through Identity ops)."""
     name, idx, _ = split_input(lg.outputs[i])
@@ -127,6 +163,9 @@ def _pass_through(lg: Any, i: int) -> bool:
 )
 def _while(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     cond_f, body_f = attr(node, "cond"), attr(node, "body")
+    unrolled = _unroll(cx, cond_f, body_f, ins)
+    if unrolled is not None:
+        return unrolled
     body = cx.imp.library_graph(body_f)
     static = [_static(a) and _pass_through(body, i) for i, a in enumerate(ins)]
     for i, (a, s) in enumerate(zip(ins, static, strict=True)):

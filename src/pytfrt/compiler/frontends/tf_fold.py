@@ -117,8 +117,10 @@ def _shape_n(node: Any, ins: list[TV]) -> Folded:
 @_folder("Size")
 def _size(node: Any, ins: list[TV]) -> Folded:
     shape = ins[0].shape
-    if shape is None or any(d is None for d in shape):
+    if shape is None:
         return None
+    if any(d is None for d in shape):  # an unknown scalar: concat([size, ...]) stays partial
+        return [_partial([None], _out_dtype(node), scalar=True)]
     return [_c(math.prod(int(d or 0) for d in shape), tg_to_np(_out_dtype(node)))]
 
 

@@ -7,7 +7,14 @@ A TensorList of ``n`` elements of shape ``e`` is held as one tensor ``[n, *e]`` 
 slices broadcast to the item's runtime shape), which both replaces element ``i`` and, when
 ``i`` equals the length, appends. A list reserved with an element shape known only in part
 (the dynamic batch) starts empty (``[0, 1, ...]``) and grows as the loop writes it in order,
-which is how ``tf.TensorArray`` outputs of loops (Keras' LSTM/GRU) are filled. Limits: reading
+which is how ``tf.TensorArray`` outputs of loops (Keras' LSTM/GRU) are filled.
+
+TF's while-loop gradients push each step's intermediates onto accumulators
+(``EmptyTensorList``, ``TensorListPushBack``) and the gradient loop pops them
+(``TensorListPopBack``). While such a list's elements are all known at import time (the
+forward loop unrolled, :func:`.tf_control._unroll`), the list also keeps them
+(:attr:`~.tf_values.TV.list_items`): a pop gives back the very value pushed, static shape and
+constants included, and the stacked tensor is built only if an op needs it. Limits: reading
 an element of a reserved list before writing it is an error at run time (TF returns zeros);
 element shapes of unknown rank are not supported.
 """
@@ -51,19 +58,130 @@ def _from_tensor(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 
 @tf_op(
     "TensorListReserve",
-    tg="`constant`",
-    note="full zeros if the element shape is static, else empty (grows)",
+    tg="`constant`, or `broadcast_to` of a zero",
+    note="full zeros if the element shape is known (statically or at run time), else empty "
+    "(grows)",
     family="tf_lists",
 )
 def _reserve(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     elem = _elem_shape(ins[0])
-    (n,) = cx.ints(ins[1], "num_elements")
     dtype = tg_to_np(tf_dtype_name(attr(node, "element_dtype")))
-    if None not in elem and n >= 0:
-        start = np.zeros((n, *elem), dtype)  # type: ignore[misc]
-    else:
+    n = ins[1].const
+    if n is not None and int(n) >= 0 and None not in elem:
+        full = np.zeros((int(n), *(int(d) for d in elem if d is not None)), dtype)
+        return [as_list(cx.const(full), elem)]
+    runtime_elem = ins[0].const is None and (ins[0]._value is not None or ins[0]._thunk is not None)
+    if n is not None and not runtime_elem:  # elements of unknown shape: grows as written
         start = np.zeros((0, *(1 if d is None else d for d in elem)), dtype)
-    return [as_list(cx.const(start), elem)]
+        return [as_list(cx.const(start), elem)]
+    if not runtime_elem and None in elem:
+        raise ConversionError("TensorListReserve of a dynamic length with unknown element dims")
+    shape = cx.op("concat", [_i64_vector(cx, ins[1]), cx.as_i64(ins[0])], axis=0)
+    zeros = cx.op("broadcast_to", [cx.const(np.zeros((), dtype)), shape])
+    return [as_list(zeros, elem)]
+
+
+@tf_op(
+    "TensorListElementShape",
+    tg="`shape`, `slice`",
+    note="known entries folded",
+    family="tf_lists",
+)
+def _element_shape(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    lst = ins[0]
+    dtype = tf_dtype_name(attr(node, "shape_type", 3))
+    elem = lst.list_elem if lst.list_elem is not None else (
+        None if lst.shape is None else tuple(lst.shape[1:])
+    )
+    if elem is None:
+        raise ConversionError("TensorListElementShape of a list of unknown element rank")
+    if None not in elem:
+        return [TV(const=np.asarray(elem, tg_to_np(dtype)))]
+    s = cx.op("shape", [lst], out_type=dtype)
+    value = cx.op("slice", [s], starts=[1], ends=[len(elem) + 1], axes=[0], steps=[1])
+    return [TV(cx.val(value), partial=list(elem), dtype=dtype, shape=(len(elem),))]
+
+
+@tf_op(
+    "EmptyTensorList",
+    tg="`constant`",
+    note="an empty `[0, *element_shape]` (unknown dims 1: pushes broadcast them)",
+    family="tf_lists",
+)
+def _empty(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    elem = _elem_shape(ins[0])
+    dtype = tg_to_np(tf_dtype_name(attr(node, "element_dtype")))
+    start = np.zeros((0, *(1 if d is None else d for d in elem)), dtype)
+    out = as_list(cx.const(start), elem)
+    out.list_items = []
+    return [out]
+
+
+def _with_items(cx: Any, like: TV, items: list[TV], build: Any) -> TV:
+    """A TensorList of elements ``items`` (known at import time), stacked by ``build()`` only
+    if an op needs the tensor."""
+    elem = like.list_elem if like.list_elem is not None else (
+        items[0].shape if items else None
+    )
+    shape = None if elem is None else (len(items), *elem)
+    out = TV(thunk=lambda: cx.val(build()), dtype=like.dtype, shape=shape)
+    out.list_elem = elem
+    out.list_items = items
+    return out
+
+
+def _push(cx: Any, lst: TV, item: TV) -> TV:
+    if lst.rank is None or item.rank is None or lst.rank != item.rank + 1:
+        raise ConversionError("TensorListPushBack: the list and the item ranks do not fit")
+    n = cx.op(
+        "slice", [cx.op("shape", [lst], out_type="i64")], starts=[0], ends=[1], axes=[0], steps=[1]
+    )
+    full = cx.op("concat", [n, cx.op("shape", [item], out_type="i64")], axis=0)
+    out = cx.op(
+        "concat", [cx.op("broadcast_to", [lst, full]), cx.op("expand_dims", [item], axis=0)], axis=0
+    )
+    return as_list(out, lst.list_elem if lst.list_elem is not None else item.shape)
+
+
+@tf_op(
+    "TensorListPushBack",
+    tg="`shape`, `broadcast_to`, `concat`",
+    note="TF's while-loop gradient accumulators; elements kept at import time when the list's "
+    "are",
+    family="tf_lists",
+)
+def _push_back(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    lst, item = ins[0], ins[1]
+    if lst.list_items is not None:
+        return [_with_items(cx, lst, [*lst.list_items, item], lambda: _push(cx, lst, item))]
+    return [_push(cx, lst, item)]
+
+
+@tf_op(
+    "TensorListPopBack",
+    tg="`slice`",
+    note="the list without its last element, and that element",
+    family="tf_lists",
+)
+def _pop_back(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    lst = ins[0]
+    if lst.list_items is not None:
+        if not lst.list_items:
+            raise ConversionError("TensorListPopBack of an empty list")
+        return [
+            _with_items(cx, lst, lst.list_items[:-1], lambda: _pop(cx, lst)[0]),
+            lst.list_items[-1],
+        ]
+    return _pop(cx, lst)
+
+
+def _pop(cx: Any, lst: TV) -> list[TV]:
+    if lst.rank is None or lst.rank < 1:
+        raise ConversionError("TensorListPopBack needs a list of known element rank")
+    rest = cx.op("slice", [lst], starts=[0], ends=[-1], axes=[0], steps=[1])
+    last = cx.op("slice", [lst], starts=[-1], ends=[_BIG], axes=[0], steps=[1])
+    item = cx.op("squeeze", [last], axes=[0])
+    return [as_list(rest, lst.list_elem), item]
 
 
 @tf_op("TensorListGetItem", "TensorListGather", tg="`gather`", family="tf_lists")

@@ -80,6 +80,7 @@ _FAMILY_TITLES = {
     "tf_state": "Variables and optimizers",
     "tf_grad": "Gradients",
     "tf_random": "Random numbers",
+    "tf_volume": "3-D convolution and pooling",
 }
 
 
@@ -94,6 +95,7 @@ def load_all() -> dict[str, TfOp]:
         tf_ops,
         tf_random,
         tf_state,
+        tf_volume,
     )
 
     return TF_OPS

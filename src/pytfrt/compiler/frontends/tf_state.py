@@ -55,6 +55,12 @@ def _read_variable(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [read(cx, ins[0])]
 
 
+@tf_op("VariableShape", tg="(constant)", note="a variable's shape is fixed when it is captured")
+def _variable_shape(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    shape = np.shape(cx.imp.variables[_ref(ins[0]).name])
+    return [TV(const=np.asarray(shape, tg_to_np(tf_dtype_name(attr(node, "out_type", 3)))))]
+
+
 @tf_op("AssignVariableOp", tg="`assign_variable`")
 def _assign_variable(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     assign(cx, ins[0], ins[1])

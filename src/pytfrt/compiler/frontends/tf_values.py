@@ -102,6 +102,9 @@ class TV:
         name: for a constant, the weight name to give it (a variable's or node's name).
         list_elem: for a TF TensorList (held as the stacked tensor ``[n, *elem]``), the element
             shape as far as known (see :mod:`.tf_lists`).
+        list_items: for a TensorList whose every element is known at import time (a while
+            loop's gradient accumulator, filled by an unrolled loop), the elements' TVs; the
+            stacked tensor is then built only if an op needs it.
     """
 
     __slots__ = (
@@ -114,6 +117,7 @@ class TV:
         "shape",
         "name",
         "list_elem",
+        "list_items",
         "syms",
     )
 
@@ -132,6 +136,7 @@ class TV:
         self._value = value
         self.name = name
         self.list_elem: tuple[int | None, ...] | None = None
+        self.list_items: list[TV] | None = None
         self.syms: list[Sym | None] | None = None
         self._thunk = thunk
         self.const = const

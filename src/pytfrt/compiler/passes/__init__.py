@@ -18,17 +18,21 @@ from pytfrt.compiler.passes.fold import constant_fold, dce
 from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
 from pytfrt.compiler.passes.layout import layout_nhwc
+from pytfrt.compiler.passes.quant import fold_quant
 from pytfrt.compiler.passes.small_graph import fuse_small_graph
+from pytfrt.compiler.passes.squeeze_excite import fuse_squeeze_excite
 
 Pass = Callable[[GraphModule], GraphModule]
 
 PASSES: dict[str, Pass] = {
     "tg-infer-shapes": infer_shapes,
+    "tg-fold-quant": fold_quant,
     "tg-constant-fold": constant_fold,
     "tg-dce": dce,
     "tg-fold-batch-norm": fold_batch_norm,
     "tg-layout-nhwc": layout_nhwc,
     "tg-fuse-epilogue": fuse_epilogue,
+    "tg-fuse-squeeze-excite": fuse_squeeze_excite,
     "tg-fold-pad": fold_pad,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
@@ -38,11 +42,13 @@ PASSES: dict[str, Pass] = {
 
 DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-infer-shapes",
+    "tg-fold-quant",
     "tg-constant-fold",
     "tg-dce",
     "tg-fold-batch-norm",
     "tg-layout-nhwc",
     "tg-fuse-epilogue",
+    "tg-fuse-squeeze-excite",
     "tg-fold-pad",
     "tg-fuse-elementwise",
     "tg-dce",

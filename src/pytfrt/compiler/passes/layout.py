@@ -73,12 +73,13 @@ OIHW_TO_HWIO = (2, 3, 1, 0)
 """The permutation taking an OIHW filter to HWIO."""
 
 TRIGGER_OPS = ("tg.conv2d", "tg.conv2d_transpose", "tg.max_pool2d", "tg.avg_pool2d",
-               "tg.global_avg_pool", "tg.global_max_pool")
+               "tg.global_avg_pool", "tg.global_max_pool", "tg.qconv2d")
 """NCHW ops that make the pass rewrite a function (their NHWC kernels are the fast ones)."""
 LAYOUT_OPS = (*TRIGGER_OPS, "tg.resize", "tg.depth_to_space", "tg.space_to_depth")
 """Ops with a ``layout`` attribute the pass turns from NCHW to NHWC (in a function it
 rewrites: a lone NCHW ``resize`` gains nothing from two transposes)."""
 
+_QUANT_OPS = ("tg.quantize_linear", "tg.dequantize_linear")
 _AXIS_OPS = ("tg.softmax", "tg.log_softmax", "tg.lrn", "tg.cumsum", "tg.batch_norm")
 _DROP_OPS = ("tg.reduce_sum", "tg.reduce_mean", "tg.reduce_max", "tg.reduce_min",
              "tg.reduce_prod", "tg.reduce_any", "tg.reduce_all", "tg.argmax", "tg.argmin",
@@ -177,10 +178,12 @@ class _Rewriter:
         operands = [self.permuted(op.operands[0], TO_NHWC, op)]
         if op.name == "tg.conv2d_transpose":  # IOHW -> HWOI: the same permutation
             operands.append(self.permuted(op.operands[1], OIHW_TO_HWIO, op))
-        if op.name == "tg.conv2d":
+        if op.name in ("tg.conv2d", "tg.qconv2d"):
             operands.append(self.permuted(op.operands[1], OIHW_TO_HWIO, op))
+            n_fixed = 3 if op.name == "tg.qconv2d" else 2  # qconv2d: + the weight scales
+            operands += op.operands[2:n_fixed]
             flags = attrs["epilogue_operands"]
-            extra = list(op.operands[2:])
+            extra = list(op.operands[n_fixed:])
             if flags[0]:
                 operands.append(extra.pop(0))  # the bias is 1-D: layout-free
             if flags[1]:
@@ -203,6 +206,12 @@ class _Rewriter:
             return self._elementwise(op, p, attrs)
         if found[0] is None or found[0][1] != p:
             return False
+        if name in _QUANT_OPS:  # per-tensor (de)quantization is elementwise
+            if any(ttype(v).shape is None or any(d != 1 for d in ttype(v).shape or ())
+                   for v in op.operands[1:]):
+                return False
+            self.rebuild(op, [x, *op.operands[1:]], attrs, [p])
+            return True
         if name in _AXIS_OPS:
             attrs["axis"] = p[attrs["axis"] % rank]
             self.rebuild(op, [x, *op.operands[1:]], attrs, [p])

@@ -1,0 +1,179 @@
+"""Generated C, compiled once with the machine's C compiler into an on-disk cache.
+
+The fused segments of whole-function code (:mod:`pytfrt.backends.cpu.fusible_kernels`) are C
+extension modules generated per segment.  :func:`extension` compiles such a module's source
+with ``cc`` (``$CC`` if set) into :func:`cache_dir`, named by the SHA-256 of everything that
+decides the binary (the source, the compiler command, the Python ABI tag and the NumPy
+version), and imports it; a later process finds the shared object and only loads it (about a
+millisecond), so a program pays the compiler once per machine, not once per run -- and never
+imports Numba.
+
+Also the home of what the generated-kernel caches share: :func:`cache_dir` (the owner-only
+directory; the whole-region Numba kernels of :mod:`pytfrt.backends.cpu.small_graph` keep their
+cache there too) and :data:`COMPILE_AFTER`.
+
+Errors: :class:`CompileError` when there is no C compiler, it fails, or the module cannot be
+loaded (callers fall back to their uncompiled path).  Thread-safe: concurrent compiles of the
+same module (threads or processes) each write a private temporary file and rename it into
+place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+
+from pytfrt import config
+
+COMPILE_AFTER = 2
+"""Calls of a generated kernel that run uncompiled before it is compiled: a program run once or
+twice (a test, a one-off evaluation) never pays the compile; a training loop pays it on its
+third step."""
+
+CFLAGS = ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math",
+          "-fno-strict-aliasing", "-w")
+"""Compiler flags: no contraction into fused multiply-adds and no fast-math, so every float32
+operation rounds as NumPy's loops round it (the same bits)."""
+
+_lock = threading.Lock()
+_loaded: dict[str, ModuleType] = {}
+
+
+class CompileError(Exception):
+    """The C source could not be compiled or loaded (the message says why)."""
+
+
+def cache_dir() -> Path | None:
+    """Where generated kernels live: ``$PYTFRT_CACHE_DIR/graphs``, else
+    ``$XDG_CACHE_HOME/pytfrt/graphs`` (``~/.cache``); ``None`` if it cannot be created.
+
+    Code is imported from this directory, so it is used only when the current user owns it and
+    nobody else may write to it; otherwise kernels are compiled afresh each run
+    (docs/security.md)."""
+    root = config.text("PYTFRT_CACHE_DIR")
+    if root:
+        base = Path(root)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = (Path(xdg) if xdg else Path.home() / ".cache") / "pytfrt"
+    d = base / "graphs"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(d, os.W_OK):
+        return None
+    try:
+        st = d.stat()
+    except OSError:
+        return None
+    if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+        return None
+    return d
+
+
+def _compiler() -> list[str]:
+    import shlex
+    import shutil
+
+    cc = shlex.split(os.environ.get("CC", "")) or ["cc"]
+    found = shutil.which(cc[0]) or (shutil.which("gcc") if cc == ["cc"] else None)
+    if found is None:
+        raise CompileError(f"no C compiler ({cc[0]!r} not found)")
+    return [found, *cc[1:]]
+
+
+def _includes() -> list[str]:
+    import sysconfig
+
+    import numpy as np
+
+    return [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
+
+
+def module_name(source: str, prefix: str) -> str:
+    """The module name (``prefix`` + a digest) the source must define ``PyInit_`` for: the
+    digest covers the source, the compiler command, the Python ABI tag and NumPy's version."""
+    import numpy as np
+
+    key = "\0".join((source, os.environ.get("CC", ""), " ".join(CFLAGS),
+                     sys.implementation.cache_tag or "", np.__version__))
+    return prefix + hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def extension(source: str, name: str) -> ModuleType:
+    """The C extension module ``name`` (from :func:`module_name`) built from ``source``:
+    loaded from :func:`cache_dir` if it was built before, else compiled there (or into a
+    temporary directory if there is no usable cache directory) and loaded.
+
+    Raises:
+        CompileError: no compiler, the compile failed, or the module cannot be loaded.
+    """
+    module = _loaded.get(name)
+    if module is not None:
+        return module
+    with _lock:
+        module = _loaded.get(name)
+        if module is None:
+            module = _loaded[name] = _build(source, name)
+    return module
+
+
+def _build(source: str, name: str) -> ModuleType:
+    import tempfile  # only when building (as subprocess, shlex, shutil): start-up
+
+    d = cache_dir()
+    if d is not None:
+        path = d / f"{name}.so"
+        if not path.exists():
+            _compile(source, name, d, path)
+        return _import(name, path)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.so"
+        _compile(source, name, Path(tmp), path)
+        return _import(name, path)
+
+
+def _compile(source: str, name: str, d: Path, path: Path) -> None:
+    import subprocess
+    import tempfile
+
+    fd, c_file = tempfile.mkstemp(dir=d, prefix=f".{name}.", suffix=".c")
+    so_file = c_file[:-2] + ".so"
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(source)
+        cmd = [*_compiler(), *CFLAGS, *_includes(), c_file, "-o", so_file]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CompileError(f"{cmd[0]} failed: {exc}") from None
+        if proc.returncode != 0:
+            raise CompileError(f"{cmd[0]} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+        os.replace(so_file, path)
+    except OSError as exc:
+        raise CompileError(f"cannot write to {d}: {exc}") from None
+    finally:
+        for f in (c_file, so_file):
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
+
+
+def _import(name: str, path: Path) -> ModuleType:
+    try:
+        loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+        spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except (ImportError, OSError) as exc:
+        raise CompileError(f"cannot load {path}: {exc}") from None
+    return module

@@ -1,0 +1,203 @@
+"""Compute functions of the ``onnx_nd`` catalogue family (``pytfrt.compiler.ops.onnx_nd``).
+
+ONNX's N-dimensional resampling and pooling, for the cases the 2-D NCHW kernels
+(``resize``, ``max_pool2d``, ``avg_pool2d``) do not cover:
+
+* :func:`resize_nd` -- ``Resize`` on any rank, every mode (nearest, linear, cubic), every
+  coordinate transformation (``tf_crop_and_resize`` with its ``roi`` and extrapolation value,
+  ``half_pixel_symmetric``...), ``antialias`` and ``exclude_outside``.  ONNX's interpolation is
+  separable, so it is one weight matrix ``[out, in]`` per resized axis, applied with
+  ``tensordot`` (the matrices are cached per geometry).
+* :func:`pool_nd` -- ``MaxPool``/``AveragePool``/``LpPool`` on any number of spatial axes,
+  with dilations, explicit pads and ``ceil_mode``: one strided view per kernel offset.
+
+Same conventions as :mod:`pytfrt.backends.cpu.onnx_kernels`: operands positional, attributes
+keyword-only, new arrays returned (operands are never written), pure functions (thread-safe;
+the weight cache is an ``lru_cache``).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+
+import numpy as np
+
+from pytfrt.backends.cpu.op_table import OpTable
+from pytfrt.backends.cpu.ops import OpError
+
+GRAPH_OPS = OpTable()
+"""Op name -> compute function."""
+
+
+def _cubic(s: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution kernel with coefficient ``a`` at distances ``s``."""
+    s = np.abs(s)
+    near = ((a + 2) * s - (a + 3)) * s * s + 1
+    far = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a
+    return np.where(s <= 1, near, np.where(s < 2, far, 0.0))
+
+
+def _source_coordinate(x: float, n_in: int, n_out: int, scale: float, ctm: str,
+                       roi: tuple[float, float]) -> float:
+    """Where output index ``x`` samples the input (ONNX's coordinate transformations)."""
+    out_f = scale * n_in
+    if ctm == "align_corners":
+        return 0.0 if out_f == 1 else x * (n_in - 1) / (out_f - 1)
+    if ctm == "asymmetric":
+        return x / scale
+    if ctm == "tf_crop_and_resize":
+        lo, hi = roi
+        if n_out == 1:
+            return (hi - lo) * (n_in - 1) / 2 + lo * (n_in - 1)
+        return x * (hi - lo) * (n_in - 1) / (n_out - 1) + lo * (n_in - 1)
+    if ctm == "pytorch_half_pixel":
+        return -0.5 if out_f == 1 else (x + 0.5) / scale - 0.5
+    if ctm == "half_pixel_symmetric":
+        offset = n_in / 2 * (1 - n_out / out_f)
+        return offset + (x + 0.5) / scale - 0.5
+    return (x + 0.5) / scale - 0.5  # half_pixel
+
+
+def _nearest(x: float, mode: str) -> int:
+    base = math.floor(x)
+    r = x - base
+    if r == 0:
+        return base
+    up = {"round_prefer_floor": r > 0.5, "round_prefer_ceil": r >= 0.5, "floor": False,
+          "ceil": True}[mode]
+    return base + int(up)
+
+
+@functools.lru_cache(maxsize=256)
+def _weights(n_in: int, n_out: int, scale: float, mode: str, ctm: str, nearest_mode: str,
+             a: float, exclude_outside: bool, antialias: bool, roi: tuple[float, float]
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """``(W [n_out, n_in], outside [n_out] bool)``: the 1-D interpolation along one axis."""
+    w = np.zeros((n_out, n_in))
+    outside = np.zeros(n_out, bool)
+    aa = antialias and mode != "nearest" and scale < 1
+    support = 1.0 if mode == "linear" else 2.0
+    width = 1.0 if not aa else scale  # the kernel is stretched by 1/scale when downsampling
+    n_taps = -2 * math.floor(-support / width)  # 2 (linear), 4 (cubic), more when widened
+    for i in range(n_out):
+        x = _source_coordinate(i, n_in, n_out, scale, ctm, roi)
+        if ctm == "tf_crop_and_resize" and not 0 <= x <= n_in - 1:
+            outside[i] = True
+            continue
+        if mode == "nearest":
+            w[i, min(max(_nearest(x, nearest_mode), 0), n_in - 1)] = 1.0
+            continue
+        # the n_taps integers nearest x (ties to the lower one), as ONNX's reference picks them
+        base = math.floor(x) if x != math.floor(x) else int(x) - 1
+        taps = np.arange(base - n_taps // 2 + 1, base + n_taps // 2 + 1)
+        d = (taps - x) * width
+        k = np.clip(1 - np.abs(d), 0, 1) if mode == "linear" else _cubic(d, a)
+        if exclude_outside:
+            k = np.where((taps < 0) | (taps >= n_in), 0.0, k)
+        if exclude_outside or aa:
+            k = k / k.sum()
+        np.add.at(w[i], np.clip(taps, 0, n_in - 1), k)
+    w.setflags(write=False)
+    outside.setflags(write=False)
+    return w, outside
+
+
+@GRAPH_OPS.op("resize_nd")
+def resize_nd(x: np.ndarray, *, sizes: tuple[int, ...], scales: tuple[float, ...],
+              roi: tuple[float, ...], mode: str, coordinate_transformation_mode: str,
+              nearest_mode: str, cubic_coeff_a: float, exclude_outside: bool, antialias: bool,
+              extrapolation_value: float) -> np.ndarray:
+    """ONNX ``Resize`` of ``x`` to ``sizes`` (one per axis), ``scales`` the per-axis scale
+    the coordinate transformation uses, ``roi`` ``(starts..., ends...)`` for
+    ``tf_crop_and_resize`` (empty otherwise)."""
+    if len(sizes) != x.ndim or len(scales) != x.ndim:
+        raise OpError(f"resize_nd: sizes {sizes} and scales {scales} must give one value per "
+                      f"axis of a rank-{x.ndim} input")
+    ctm = coordinate_transformation_mode
+    wide = np.float64 if x.dtype == np.float64 else np.float32
+    y = x.astype(wide)
+    out_mask = np.zeros((), bool)
+    for ax, (n_in, n_out, sc) in enumerate(zip(x.shape, sizes, scales, strict=True)):
+        r = (float(roi[ax]), float(roi[ax + x.ndim])) if roi else (0.0, 1.0)
+        if n_out == n_in and sc == 1.0 and ctm != "tf_crop_and_resize":
+            continue
+        if n_in == 0:
+            raise OpError("resize_nd: resizing an empty axis")
+        w, outside = _weights(n_in, n_out, float(sc), mode, ctm, nearest_mode,
+                              float(cubic_coeff_a), bool(exclude_outside), bool(antialias), r)
+        y = np.moveaxis(np.tensordot(w.astype(wide), y, axes=([1], [ax])), 0, ax)  # type: ignore[type-var]
+        if outside.any():
+            shape = [1] * x.ndim
+            shape[ax] = n_out
+            out_mask = out_mask | outside.reshape(shape)
+    if np.any(out_mask):
+        y = np.where(out_mask, wide(extrapolation_value), y)
+    if x.dtype.kind in "iub":
+        info = np.iinfo(x.dtype) if x.dtype.kind != "b" else None
+        y = np.rint(y)
+        if info is not None:
+            y = np.clip(y, info.min, info.max)
+    return np.asarray(y.astype(x.dtype))
+
+
+def pool_out_size(size: int, k: int, stride: int, dilation: int, pad_begin: int, pad_end: int,
+                  ceil_mode: bool) -> int:
+    """The number of pooling windows along one axis (ONNX's rule: with ``ceil_mode``, a last
+    window that would start in the end padding is dropped)."""
+    total = size + pad_begin + pad_end - ((k - 1) * dilation + 1)
+    n = (-(-total // stride) if ceil_mode else total // stride) + 1
+    if ceil_mode and (n - 1) * stride >= size + pad_begin:
+        n -= 1
+    return max(n, 0)
+
+
+@GRAPH_OPS.op("pool_nd")
+def pool_nd(x: np.ndarray, *, kind: str, kernel: tuple[int, ...], strides: tuple[int, ...],
+            dilations: tuple[int, ...], pads: tuple[int, ...], ceil_mode: bool,
+            count_include_pad: bool, p: int) -> np.ndarray:
+    """Pooling of ``x`` ``[N, C, *spatial]`` over windows ``kernel`` (``kind``: ``max``,
+    ``avg`` or ``lp``); ``pads`` ``(begins..., ends...)``.  Windows reaching past the padding
+    (``ceil_mode``) count only what they cover."""
+    nd = x.ndim - 2
+    if not (len(kernel) == len(strides) == len(dilations) == nd and len(pads) == 2 * nd):
+        raise OpError(f"pool_nd: kernel/strides/dilations/pads do not fit {nd} spatial axes")
+    spatial = x.shape[2:]
+    out = [pool_out_size(spatial[i], kernel[i], strides[i], dilations[i], pads[i], pads[i + nd],
+                         ceil_mode) for i in range(nd)]
+    # a canvas holding the input at offset pads[:nd], large enough for every window
+    ext = [(out[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 for i in range(nd)]
+    canvas_shape = [max(ext[i], pads[i] + spatial[i]) for i in range(nd)]
+    inside = tuple(slice(pads[i], pads[i] + spatial[i]) for i in range(nd))
+    valid = np.zeros(canvas_shape, bool)
+    valid[inside] = True
+    counted = valid.copy()
+    if count_include_pad:  # the explicit padding counts, what lies past it does not
+        counted[tuple(slice(0, min(pads[i] + spatial[i] + pads[i + nd], canvas_shape[i]))
+                      for i in range(nd))] = True
+    if kind == "max":
+        low = (np.asarray(-np.inf, x.dtype) if x.dtype.kind == "f"
+               else np.asarray(np.iinfo(x.dtype).min, x.dtype))
+        canvas = np.full(x.shape[:2] + tuple(canvas_shape), low, x.dtype)
+        acc = np.full(x.shape[:2] + tuple(out), low, x.dtype)
+    else:
+        wide = np.float64 if x.dtype == np.float64 else np.float32
+        canvas = np.zeros(x.shape[:2] + tuple(canvas_shape), wide)
+        acc = np.zeros(x.shape[:2] + tuple(out), wide)
+        count = np.zeros(tuple(out))
+    canvas[(slice(None), slice(None), *inside)] = x if kind != "lp" else np.abs(x) ** p
+    for offs in itertools.product(*(range(k) for k in kernel)):
+        sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
+                   for o, d, n, s in zip(offs, dilations, out, strides, strict=True))
+        win = canvas[(slice(None), slice(None), *sl)]
+        if kind == "max":
+            np.maximum(acc, win, out=acc)
+        else:
+            acc += win
+            count += counted[sl]
+    if kind == "avg":
+        acc = acc / np.maximum(count, 1)
+    elif kind == "lp":
+        acc = acc ** (1.0 / p)
+    return np.asarray(acc.astype(x.dtype))

@@ -1,0 +1,126 @@
+"""Squeeze-and-excitation as one kernel: the compute function of ``tg.squeeze_excite``.
+
+``y = x * gate(fc2(act(fc1(mean_hw(x)))))``: the channel means of ``x`` (float64 sums), a
+``C -> R`` fully connected layer with bias and an epilogue activation, an ``R -> C`` layer with
+bias, a gate (``sigmoid``, or ``hard_sigmoid`` = ``clip(gate_alpha * v + gate_beta, 0, 1)``),
+and every pixel of ``x`` scaled by its channel's gate.  MobileNetV3 and EfficientNet have one
+such block after most depthwise convolutions; as separate ops (global pool, two 1x1
+convolutions on a 1x1 image, the gate, a broadcast multiply) each block cost five kernel
+dispatches and as many passes over small arrays at batch 1.  ``-tg-fuse-squeeze-excite``
+(``pytfrt.compiler.passes.squeeze_excite``) makes the op from that pattern.
+
+Operands: ``x`` rank 4 (``NHWC`` or ``NCHW``: ``layout``), ``w1`` ``[C, R]``, ``b1`` ``[R]``,
+``w2`` ``[R, C]``, ``b2`` ``[C]``, all float32 or all float64.  Thread-safety: a pure function
+(writes only ``out``).  Errors: :class:`pytfrt.backends.cpu.ops.OpError` naming what does not
+fit.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from pytfrt.backends.cpu._epilogue import _act, _sigmoid, activation_code
+from pytfrt.backends.cpu._geometry import check_layout, check_out, check_rank4
+from pytfrt.backends.cpu.op_table import OpTable
+from pytfrt.backends.cpu.ops import OpError
+from pytfrt.backends.cpu.pooling import channel_sums
+
+GRAPH_OPS = OpTable()
+GATES = {"sigmoid": 0, "hard_sigmoid": 1}
+"""Gate name -> the code the compiled kernel switches on."""
+
+
+@GRAPH_OPS.op("squeeze_excite")
+def squeeze_excite(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray,
+                   b2: np.ndarray, *, layout: str = "NHWC", activation: str = "relu",
+                   alpha: float = 0.0, gate: str = "sigmoid", gate_alpha: float = 1.0 / 6.0,
+                   gate_beta: float = 0.5, out: np.ndarray | None = None) -> np.ndarray:
+    """``x * gate(act(mean_hw(x) @ w1 + b1) @ w2 + b2)`` (see the module docstring).
+
+    Raises:
+        OpError: a rank, layout, dtype, activation or gate that is not accepted, or weight
+            shapes that do not chain ``C -> R -> C``.
+    """
+    op = "squeeze_excite"
+    check_layout(op, layout)
+    check_rank4(op, x)
+    act = activation_code(op, activation)
+    g = GATES.get(gate)
+    if g is None:
+        raise OpError(f"{op}: unknown gate {gate!r}; expected one of {', '.join(GATES)}")
+    dt = x.dtype
+    if dt not in (np.float32, np.float64) or any(a.dtype != dt for a in (w1, b1, w2, b2)):
+        raise OpError(f"{op}: x and the weights must all be float32 or all float64, got "
+                      f"{', '.join(str(a.dtype) for a in (x, w1, b1, w2, b2))}")
+    c = x.shape[3] if layout == "NHWC" else x.shape[1]
+    r = w1.shape[1] if w1.ndim == 2 else -1
+    if w1.shape != (c, r) or b1.shape != (r,) or w2.shape != (r, c) or b2.shape != (c,):
+        raise OpError(
+            f"{op}: weights must be w1 [C, R], b1 [R], w2 [R, C], b2 [C] with C = {c} (the "
+            f"input's channels), got {list(w1.shape)}, {list(b1.shape)}, {list(w2.shape)}, "
+            f"{list(b2.shape)}")
+    check_out(op, out, x.shape, dt)
+    if out is not None and np.may_share_memory(out, x) and not (
+            out.ctypes.data == x.ctypes.data and out.strides == x.strides):
+        raise OpError(f"{op}: out must be x itself or not overlap it")
+    xc = np.ascontiguousarray(x)
+    direct = out is not None and out.flags.c_contiguous
+    y = out if direct else np.empty(x.shape, dt)
+    assert y is not None
+    n = x.shape[0]
+    pixels = x.shape[1] * x.shape[2] if layout == "NHWC" else x.shape[2] * x.shape[3]
+    shape3 = (n, pixels, c) if layout == "NHWC" else (n, c, pixels)
+    _se(xc.reshape(shape3), np.ascontiguousarray(w1), np.ascontiguousarray(b1),
+        np.ascontiguousarray(w2), np.ascontiguousarray(b2), act, alpha, g, gate_alpha,
+        gate_beta, layout == "NHWC", y.reshape(shape3))
+    if out is not None and not direct:
+        out[...] = y
+        return out
+    return y
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True, inline="always")
+def _affine(v, w, b, out):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``out = v @ w + b`` for a row-major ``w`` (the inner loop runs along its rows)."""
+    out[:] = b
+    for i in range(w.shape[0]):
+        vi = v[i]
+        for j in range(w.shape[1]):
+            out[j] += vi * w[i, j]
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True, error_model="numpy")
+def _se(x, w1, b1, w2, b2, act, alpha, gate, ga, gb, nhwc, y):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    nb = x.shape[0]
+    c_n, r_n = w1.shape
+    npix = x.shape[1] if nhwc else x.shape[2]
+    acc = np.empty(c_n, np.float64)
+    s = np.empty(c_n, x.dtype)
+    h = np.empty(r_n, x.dtype)
+    gv = np.empty(c_n, x.dtype)
+    for b in range(nb):
+        channel_sums(x, b, nhwc, acc)  # squeeze
+        for c in range(c_n):
+            s[c] = acc[c] / npix
+        # excite: C -> R (activation) -> C (gate), row-major weights, inner loops contiguous
+        _affine(s, w1, b1, h)
+        for r in range(r_n):
+            h[r] = _act(h[r], act, alpha)
+        _affine(h, w2, b2, gv)
+        for c in range(c_n):
+            v = gv[c]
+            if gate == 0:
+                gv[c] = _sigmoid(v)
+            else:
+                gv[c] = min(max(ga * v + gb, 0.0), 1.0)
+        # scale
+        if nhwc:
+            for p in range(npix):
+                for c in range(c_n):
+                    y[b, p, c] = x[b, p, c] * gv[c]
+        else:
+            for c in range(c_n):
+                gc = gv[c]
+                for p in range(npix):
+                    y[b, c, p] = x[b, c, p] * gc

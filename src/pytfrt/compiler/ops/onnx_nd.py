@@ -1,0 +1,75 @@
+"""Catalogue family: ONNX's N-dimensional resampling and pooling (``onnx_nd``).
+
+The core ``resize``, ``max_pool2d`` and ``avg_pool2d`` are 2-D (NCHW/NHWC, the shapes the
+conv nets of every front end use, with fast kernels).  ONNX also has them on any rank and
+with modes those do not take; these two ops cover the rest:
+
+* ``resize_nd(x) {sizes, scales, roi, mode, coordinate_transformation_mode, nearest_mode,
+  cubic_coeff_a, exclude_outside, antialias, extrapolation_value}`` -- ONNX ``Resize`` with one
+  output size and one scale per axis (the importer resolves ``axes``, ``scales`` versus
+  ``sizes`` and ``keep_aspect_ratio_policy``);
+* ``pool_nd(x) {kind, kernel, strides, dilations, pads, ceil_mode, count_include_pad, p}`` --
+  ``MaxPool`` (no indices), ``AveragePool`` and ``LpPool`` on ``[N, C, *spatial]``; ``pads``
+  are ``(begins..., ends...)`` (auto padding resolved by the importer).
+
+Compute functions: :mod:`pytfrt.backends.cpu.onnx_nd`.  Filled at import, then read only.
+"""
+
+from __future__ import annotations
+
+from pytfrt.backends.cpu.onnx_nd import pool_out_size
+from pytfrt.compiler.ops.base import AttrSpec, InferContext, define
+from pytfrt.compiler.types import FLOAT_DTYPES, TType
+
+
+def _resize_nd(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    sizes = tuple(int(s) for s in ctx.attrs["sizes"])
+    if x.rank is not None and len(sizes) != x.rank:
+        raise ctx.error(f"sizes {list(sizes)} must give one size per axis of {x}")
+    if len(ctx.attrs["scales"]) != len(sizes):
+        raise ctx.error("scales must give one scale per axis")
+    return [TType(x.dtype, sizes)]
+
+
+def _pool_nd(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    a = ctx.attrs
+    kernel, strides, dil, pads = a["kernel"], a["strides"], a["dilations"], a["pads"]
+    nd = len(kernel)
+    if not (len(strides) == len(dil) == nd and len(pads) == 2 * nd):
+        raise ctx.error("kernel, strides, dilations and pads must fit the spatial axes")
+    if a["kind"] != "max" and x.dtype not in FLOAT_DTYPES:
+        raise ctx.error(f"{a['kind']} pooling needs a float operand, got {x.dtype}")
+    if x.shape is None:
+        return [TType(x.dtype, None)]
+    if len(x.shape) != nd + 2:
+        raise ctx.error(f"a {nd}-D window on {x}")
+    out: list[int | None] = list(x.shape[:2])
+    for i, d in enumerate(x.shape[2:]):
+        if d is None:
+            out.append(None)
+            continue
+        out.append(pool_out_size(d, kernel[i], strides[i], dil[i], pads[i], pads[i + nd],
+                                 a["ceil_mode"]))
+    return [TType(x.dtype, tuple(out))]
+
+
+define("resize_nd", ("x",), _resize_nd, {
+    "sizes": AttrSpec("ints"), "scales": AttrSpec("floats"), "roi": AttrSpec("floats", ()),
+    "mode": AttrSpec("str", "nearest", choices=("nearest", "linear", "cubic")),
+    "coordinate_transformation_mode": AttrSpec("str", "half_pixel", choices=(
+        "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+        "asymmetric", "tf_crop_and_resize")),
+    "nearest_mode": AttrSpec("str", "round_prefer_floor", choices=(
+        "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")),
+    "cubic_coeff_a": AttrSpec("float", -0.75), "exclude_outside": AttrSpec("bool", False),
+    "antialias": AttrSpec("bool", False), "extrapolation_value": AttrSpec("float", 0.0),
+}, family="onnx", doc="ONNX Resize on any rank, every mode", differentiable=False)
+define("pool_nd", ("x",), _pool_nd, {
+    "kind": AttrSpec("str", choices=("max", "avg", "lp")), "kernel": AttrSpec("ints"),
+    "strides": AttrSpec("ints"), "dilations": AttrSpec("ints"), "pads": AttrSpec("ints"),
+    "ceil_mode": AttrSpec("bool", False), "count_include_pad": AttrSpec("bool", False),
+    "p": AttrSpec("int", 2),
+}, family="onnx", doc="ONNX MaxPool/AveragePool/LpPool on any number of spatial axes",
+    differentiable=False)

@@ -1,0 +1,154 @@
+"""``tg.squeeze_excite``: the kernel against a NumPy float64 oracle, and
+``-tg-fuse-squeeze-excite`` on built graphs against the unoptimised graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytfrt.backends.cpu.ops import OpError
+from pytfrt.backends.cpu.squeeze_excite import squeeze_excite
+from pytfrt.compiler import GraphBuilder, GraphModule
+from pytfrt.compiler.api import compile_module
+from pytfrt.compiler.passes import default_pipeline
+
+
+def _oracle(x, w1, b1, w2, b2, layout, activation, gate, ga=1 / 6, gb=0.5):  # type: ignore[no-untyped-def]
+    ax = (1, 2) if layout == "NHWC" else (2, 3)
+    s = x.astype(np.float64).mean(axis=ax)
+    h = s @ w1.astype(np.float64) + b1
+    h = {"relu": np.maximum(h, 0), "silu": h / (1 + np.exp(-h)), "none": h}[activation]
+    g = h @ w2.astype(np.float64) + b2
+    g = 1 / (1 + np.exp(-g)) if gate == "sigmoid" else np.clip(ga * g + gb, 0, 1)
+    g = g[:, None, None, :] if layout == "NHWC" else g[:, :, None, None]
+    return x.astype(np.float64) * g
+
+
+def _weights(rng, c, r, dtype):  # type: ignore[no-untyped-def]
+    return [rng.standard_normal(s).astype(dtype) * 0.5 for s in ((c, r), (r,), (r, c), (c,))]
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("activation,gate", [("relu", "hard_sigmoid"), ("silu", "sigmoid"),
+                                             ("none", "sigmoid")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernel_matches_numpy(layout, activation, gate, dtype):  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(0)
+    c, r = 24, 6
+    shape = (3, 5, 7, c) if layout == "NHWC" else (3, c, 5, 7)
+    x = rng.standard_normal(shape).astype(dtype) + 0.3
+    ws = _weights(rng, c, r, dtype)
+    want = _oracle(x, *ws, layout, activation, gate)
+    tol = 2e-6 if dtype == np.float32 else 1e-12
+    y = squeeze_excite(x, *ws, layout=layout, activation=activation, gate=gate)
+    assert y.dtype == dtype and y.shape == shape
+    np.testing.assert_allclose(y, want, rtol=tol, atol=tol)
+    # in place (out is x) and into a strided out=
+    xi = x.copy()
+    assert squeeze_excite(xi, *ws, layout=layout, activation=activation, gate=gate, out=xi) is xi
+    np.testing.assert_allclose(xi, want, rtol=tol, atol=tol)
+    big = np.zeros((2 * shape[0], *shape[1:]), dtype)
+    out = big[::2]
+    squeeze_excite(x, *ws, layout=layout, activation=activation, gate=gate, out=out)
+    np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+    assert not big[1::2].any()
+
+
+def test_a_strided_input_and_gate_parameters():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 9, 8, 10)).astype(np.float32)[:, ::2, 1:]
+    ws = _weights(rng, 10, 3, np.float32)
+    y = squeeze_excite(x, *ws, layout="NHWC", gate="hard_sigmoid", gate_alpha=0.2,
+                       gate_beta=0.4)
+    np.testing.assert_allclose(y, _oracle(x, *ws, "NHWC", "relu", "hard_sigmoid", 0.2, 0.4),
+                               rtol=2e-6, atol=2e-6)
+
+
+def test_errors():
+    rng = np.random.default_rng(2)
+    x = np.ones((1, 2, 2, 4), np.float32)
+    w1, b1, w2, b2 = _weights(rng, 4, 2, np.float32)
+    with pytest.raises(OpError, match="w1 \\[C, R\\]"):
+        squeeze_excite(x, w1.T, b1, w2, b2)
+    with pytest.raises(OpError, match="float32 or all float64"):
+        squeeze_excite(x.astype(np.float64), w1, b1, w2, b2)
+    with pytest.raises(OpError, match="unknown gate"):
+        squeeze_excite(x, w1, b1, w2, b2, gate="tanh")
+    with pytest.raises(OpError, match="unknown activation"):
+        squeeze_excite(x, w1, b1, w2, b2, activation="swish2")
+    with pytest.raises(OpError, match="rank-4"):
+        squeeze_excite(x[0], w1, b1, w2, b2)
+    with pytest.raises(OpError, match="out must be"):
+        squeeze_excite(x, w1, b1, w2, b2, out=np.empty((1, 2, 2, 3), np.float32))
+    with pytest.raises(OpError, match="overlap"):
+        big = np.ones((1, 2, 2, 8), np.float32)
+        squeeze_excite(big[..., :4], w1, b1, w2, b2, out=big[..., 4:])
+
+
+def _se_graph(gate: str, bias1: bool, second_user: bool = False) -> GraphModule:
+    """NCHW conv -> SE block (torch's export shape) -> conv."""
+    rng = np.random.default_rng(3)
+    gb = GraphBuilder()
+    fn = gb.function("main", inputs=[("x", (None, 3, 6, 6), "f32")])
+    (x,) = fn.arguments
+
+    def const(*shape: int) -> object:
+        return fn.constant(rng.uniform(-1, 1, shape).astype(np.float32))
+
+    y = fn.op("conv2d", [x, const(8, 3, 3, 3)], layout="NCHW", pads=[1, 1, 1, 1])
+    p = fn.op("global_avg_pool", [y], layout="NCHW")
+    h = fn.op("conv2d", [p, const(2, 8, 1, 1)], layout="NCHW")
+    if bias1:
+        h = fn.op("add", [h, const(1, 2, 1, 1)])
+    h = fn.op("relu" if gate == "hard_sigmoid" else "silu", [h])
+    g = fn.op("add", [fn.op("conv2d", [h, const(8, 2, 1, 1)], layout="NCHW"), const(8, 1, 1)])
+    g = (fn.op("hard_sigmoid", [g], alpha=1 / 6, beta=0.5) if gate == "hard_sigmoid"
+         else fn.op("sigmoid", [g]))
+    s = fn.op("mul", [y, g] if gate == "sigmoid" else [g, y])
+    out = fn.op("conv2d", [s, const(4, 8, 1, 1)], layout="NCHW")
+    fn.returns([out, h] if second_user else [out])
+    return gb.finish()
+
+
+@pytest.mark.parametrize("gate,bias1", [("hard_sigmoid", True), ("sigmoid", False)])
+def test_the_pass_fuses_the_block_and_keeps_the_result(gate, bias1):  # type: ignore[no-untyped-def]
+    x = np.random.default_rng(4).standard_normal((2, 3, 6, 6)).astype(np.float32)
+    want = compile_module(_se_graph(gate, bias1), optimize=False)(x)
+    gm = default_pipeline(_se_graph(gate, bias1))
+    names = [op.name for op in gm.function().body.block.ops]
+    assert names.count("tg.squeeze_excite") == 1
+    assert "tg.global_avg_pool" not in names and "tg.mul" not in names
+    got = compile_module(gm, optimize=False)(x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_block_whose_hidden_value_is_used_elsewhere_is_not_fused():
+    gm = default_pipeline(_se_graph("sigmoid", True, second_user=True))
+    assert "tg.squeeze_excite" not in [op.name for op in gm.function().body.block.ops]
+
+
+def test_a_keras_efficientnet_block_through_the_tf_front_end():
+    # TensorFlow's graph of Keras' swish (y * sigmoid(1 * y)) and GlobalAveragePooling2D
+    # (reduce_mean + reshape): every swish fused into its conv, the block one op; results
+    # against Keras itself
+    pytest.importorskip("tensorflow")
+    import keras
+
+    import pytfrt
+    from pytfrt.compiler.api import to_graph
+
+    keras.utils.set_random_seed(0)
+    inp = keras.Input((8, 8, 3))
+    y = keras.layers.Conv2D(8, 3, padding="same", activation="swish")(inp)
+    s = keras.layers.GlobalAveragePooling2D()(y)
+    s = keras.layers.Reshape((1, 1, 8))(s)
+    s = keras.layers.Conv2D(2, 1, activation="swish")(s)
+    s = keras.layers.Conv2D(8, 1, activation="sigmoid")(s)
+    out = keras.layers.Conv2D(4, 1)(keras.layers.multiply([y, s]))
+    model = keras.Model(inp, out)
+    names = [op.name for op in default_pipeline(to_graph(model)).function().body.block.ops]
+    assert names.count("tg.squeeze_excite") == 1
+    assert not {"tg.sigmoid", "tg.mul", "tg.reduce_mean", "tg.fused_elementwise"} & set(names)
+    x = np.random.default_rng(5).standard_normal((2, 8, 8, 3)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(pytfrt.compile(model)(x)), model(x).numpy(),
+                               rtol=1e-4, atol=1e-5)
