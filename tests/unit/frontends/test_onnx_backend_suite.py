@@ -10,9 +10,11 @@ list after a change with::
     python benchmarks/onnx_conformance.py --no-ort \
         --write-xfail tests/unit/frontends/onnx_node_xfail.txt
 
-Only the node cases run (the model-zoo kinds need downloads).  ONNX's loader gives every case
-read-only input arrays, and the session runs every kernel on read-only operands
-(``PYTFRT_READONLY_OPERANDS``, ``tests/conftest.py``): a kernel that writes an input fails its case.
+Only the node cases run (the model-zoo kinds need downloads), and only their CPU variants
+are made (pytfrt has no CUDA device: the ``_cuda`` twins would be collected only to be
+skipped).  ONNX's loader gives every case read-only input arrays, and the session runs every
+kernel on read-only operands (``PYTFRT_READONLY_OPERANDS``, ``tests/conftest.py``): a kernel
+that writes an input fails its case.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,9 +45,23 @@ def expected_failures() -> dict[str, str]:
     return out
 
 
+class _CpuNodeTests(BackendTest):
+    """ONNX's runner making the node cases for the CPU device only: pytfrt has no CUDA
+    device, so the ``_cuda`` twin of every case would only be collected and skipped; the
+    model-zoo kinds (which need downloads) are not made either."""
+
+    def _add_model_test(self, model_test: Any, kind: str) -> None:
+        if kind == "Node":
+            super()._add_model_test(model_test, kind)
+
+    def _add_test(self, category: str, test_name: str, test_func: Any, report_item: Any,
+                  devices: Any = ("CPU",), **kwargs: Any) -> None:
+        super()._add_test(category, test_name, test_func, report_item, ("CPU",), **kwargs)
+
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # the case generators' own numpy overflow warnings
-    _suite = BackendTest(onnx_backend, __name__)
+    _suite = _CpuNodeTests(onnx_backend, __name__)
     for _name in expected_failures():
         _suite.xfail(rf"^{re.escape(_name)}_cpu$")
     OnnxBackendNodeModelTest = _suite.test_cases["OnnxBackendNodeModelTest"]
