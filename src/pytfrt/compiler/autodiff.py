@@ -136,12 +136,9 @@ cotangent per result, ``None`` for results the output does not depend on), and o
 ops differentiated through their expansion."""
 
 
-NON_DIFFERENTIABLE = frozenset({name for name, d in CATALOGUE.items() if not d.differentiable} | {
-    "argmax", "argmin", "shape", "size", "where", "constant", "reduce_all", "reduce_any", "range",
-    "broadcast_gradient_args", "random_key_counter", "random_uniform",
-})
+NON_DIFFERENTIABLE = frozenset(name for name, d in CATALOGUE.items() if not d.differentiable)
 """Ops whose outputs carry no gradient (integer-valued, boolean, piecewise constant or random
-samples)."""
+samples): their ``OpDef`` says ``differentiable=False``."""
 
 NO_RULE: dict[str, str] = {
     # -- not on a differentiable path by construction
