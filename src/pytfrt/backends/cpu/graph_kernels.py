@@ -49,6 +49,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.recurrent",
     "pytfrt.backends.cpu.onnx_kernels",
     "pytfrt.backends.cpu.onnx_nd",
+    "pytfrt.backends.cpu.onnx_text",
     "pytfrt.backends.cpu.quant",
     "pytfrt.backends.cpu.quant_dynamic",
     "pytfrt.backends.cpu.squeeze_excite",
