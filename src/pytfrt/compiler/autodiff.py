@@ -167,6 +167,8 @@ NO_RULE: dict[str, str] = {
                             "inverse transform); no pytfrt.grad rule yet",
     "matrix_inverse": "imported from TF graphs (an image warp's inverse transform); no "
                       "pytfrt.grad rule yet",
+    "matrix_solve": "imported from TF graphs (a perspective warp's coefficients); no "
+                    "pytfrt.grad rule yet",
 }
 """Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
 raised when one is on a differentiated path says it)."""

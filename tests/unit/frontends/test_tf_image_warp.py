@@ -1,7 +1,7 @@
-"""TF's ``ImageProjectiveTransformV3`` (``projective_transform``) and ``MatrixInverse`` against
-TensorFlow, for every interpolation and fill mode, with transforms that send sample points far
-outside the image (several reflections/wraps) and a perspective row. Keras' warp layers
-(``RandomRotation``...) are covered by ``test_keras_layers.py``.
+"""TF's ``ImageProjectiveTransformV3`` (``projective_transform``), ``MatrixInverse`` and
+``MatrixSolve`` against TensorFlow, for every interpolation and fill mode, with transforms that
+send sample points far outside the image (several reflections/wraps) and a perspective row.
+Keras' warp layers (``RandomRotation``...) are covered by ``test_keras_layers.py``.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ def test_projective_transform_matches_tf(tf: Any, interpolation: str) -> None:
                 interpolation=interpolation, fill_mode=mode)
             for mode in modes
         ]
-        inv = tf.linalg.inv(tf.reshape(tf.concat([t, tf.ones((2, 1))], 1), (2, 3, 3)))
-        return (*outs, inv)
+        m = tf.reshape(tf.concat([t, tf.ones((2, 1))], 1), (2, 3, 3))
+        rhs = tf.reshape(t[:, :6], (2, 3, 2))
+        return (*outs, tf.linalg.inv(m), tf.linalg.solve(m, rhs))
 
     ours = pytfrt.compile(f)(images, transforms)
-    for mode, a, b in zip([*modes, "inverse"], ours, f(images, transforms), strict=True):
+    for mode, a, b in zip([*modes, "inverse", "solve"], ours, f(images, transforms), strict=True):
         np.testing.assert_allclose(a, b.numpy(), rtol=1e-5, atol=1e-5, err_msg=mode)

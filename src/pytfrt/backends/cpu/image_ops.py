@@ -8,7 +8,8 @@ one per image); a sample point outside the image is first mapped back by ``fill_
 (``reflect``, ``wrap``, ``nearest``; ``constant`` keeps it), then read with ``nearest`` or
 ``bilinear`` interpolation, every neighbour outside the image reading ``fill_value`` -- as TF's
 CPU kernel (``image_ops.h``).  ``matrix_inverse`` inverts a batch of square matrices (the
-transform's gradient applies the inverse transform).
+transform's gradient applies the inverse transform), ``matrix_solve`` solves ``a x = b`` for a
+batch (``RandomPerspective``'s coefficients).
 
 Operands positional, attributes keyword-only.  Pure functions: thread-safe.
 """
@@ -101,3 +102,12 @@ def matrix_inverse(x: np.ndarray) -> np.ndarray:
         return np.linalg.inv(x).astype(x.dtype, copy=False)
     except np.linalg.LinAlgError as exc:
         raise OpError(f"matrix_inverse: {exc}") from None
+
+
+@GRAPH_OPS.op("matrix_solve")
+def matrix_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``x`` with ``a @ x = b`` for ``a`` ``[..., n, n]``, ``b`` ``[..., n, k]``."""
+    try:
+        return np.linalg.solve(a, b).astype(b.dtype, copy=False)
+    except (np.linalg.LinAlgError, ValueError) as exc:
+        raise OpError(f"matrix_solve: {exc}") from None

@@ -657,3 +657,10 @@ def _matrix_inverse(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     if attr(node, "adjoint", False):
         raise ConversionError("MatrixInverse with adjoint=True")
     return [cx.op("matrix_inverse", ins)]
+
+
+@tf_op("MatrixSolve", tg="`matrix_solve`", note="no `adjoint`")
+def _matrix_solve(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    if attr(node, "adjoint", False):
+        raise ConversionError("MatrixSolve with adjoint=True")
+    return [cx.op("matrix_solve", ins)]

@@ -1,11 +1,12 @@
-"""Catalogue family: image warps (``projective_transform``) and ``matrix_inverse``.
+"""Catalogue family: image warps (``projective_transform``), ``matrix_inverse``, ``matrix_solve``.
 
 ``projective_transform(images, transforms, output_shape, fill_value) {interpolation,
 fill_mode}`` is TF's ``ImageProjectiveTransformV3`` on an NHWC batch (``transforms`` ``[1 or
 N, 8]``, ``output_shape`` two ints, ``fill_value`` a scalar); ``matrix_inverse(x)`` inverts
-``[..., n, n]``.  Compute functions: :mod:`pytfrt.backends.cpu.image_ops`.  No ``pytfrt.grad``
-rules (TF's gradient graph of a warp is another warp by the inverse transform, which the TF
-front end imports as such): see ``autodiff.NO_RULE``.
+``[..., n, n]``; ``matrix_solve(a, b)`` solves ``a x = b``.  Compute functions:
+:mod:`pytfrt.backends.cpu.image_ops`.  No ``pytfrt.grad`` rules (TF's gradient graph of a warp
+is another warp by the inverse transform, which the TF front end imports as such): see
+``autodiff.NO_RULE``.
 """
 
 from __future__ import annotations
@@ -44,3 +45,13 @@ define("projective_transform", ("images", "transforms", "output_shape", "fill_va
                               choices=("constant", "reflect", "wrap", "nearest"))},
        family="image")
 define("matrix_inverse", ("x",), _matrix_inverse, family="image")
+
+
+def _matrix_solve(ctx: InferContext) -> list[TType]:
+    a, b = ctx.inputs
+    if a.dtype not in FLOAT_DTYPES or b.dtype != a.dtype:
+        raise ctx.error(f"a and b must have one floating-point type, got {a.dtype}, {b.dtype}")
+    return [b]
+
+
+define("matrix_solve", ("a", "b"), _matrix_solve, family="image")
