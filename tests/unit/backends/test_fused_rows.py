@@ -80,3 +80,40 @@ def test_relu_grads_compiled_loop_matches_numpy_select():
         x[4:8] = [-1.0, -2.0, 7.0, 1.0]
         np.testing.assert_array_equal(relu_grad(dy, x), np.where(x > 0, dy, 0))
         np.testing.assert_array_equal(relu6_grad(dy, x), np.where((x > 0) & (x < 6), dy, 0))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    lead=st.lists(st.integers(1, 40), min_size=1, max_size=3),
+    kept=st.lists(st.integers(1, 20), min_size=1, max_size=2),
+    keepdims=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_leading_axis_reductions_match_float64_numpy(lead, kept, keepdims, dtype, seed):
+    """reduce_sum/reduce_mean over the leading axes (the blocked path for large arrays, plain
+    NumPy for small ones) against the float64 sum."""
+    from pytfrt.backends.cpu.array_ops import reduce_mean, reduce_sum
+
+    x = np.random.default_rng(seed).standard_normal((*lead, *kept)).astype(dtype)
+    axes = tuple(range(len(lead)))
+    ref = x.astype(np.float64).sum(axis=axes, keepdims=keepdims)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    got = reduce_sum(x, axes=axes, keepdims=keepdims)
+    assert got.dtype == dtype and got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.sqrt(x.size))
+    mean = reduce_mean(x, axes=tuple(a - len(x.shape) for a in axes), keepdims=keepdims)
+    assert mean.dtype == dtype and mean.shape == ref.shape
+    n = x.size // max(ref.size, 1)
+    np.testing.assert_allclose(mean, ref / n, rtol=tol, atol=tol * np.sqrt(x.size) / n)
+
+
+def test_blocked_reduction_is_taken_for_batch_norm_statistics():
+    from pytfrt.backends.cpu.array_ops import _leading_sum
+
+    x = np.ones((32, 32, 32, 16), np.float32)
+    got = _leading_sum(x, (0, 1, 2), True)
+    assert got is not None and got.shape == (1, 1, 1, 16)
+    np.testing.assert_array_equal(got, np.full((1, 1, 1, 16), 32768.0, np.float32))
+    assert _leading_sum(x, (1, 2), True) is None  # not the leading axes
+    assert _leading_sum(x.astype(np.int32), (0, 1, 2), True) is None

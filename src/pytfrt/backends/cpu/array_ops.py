@@ -12,6 +12,7 @@ thread-safe.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -50,11 +51,45 @@ def _axes(axes: tuple[int, ...]) -> tuple[int, ...] | None:
     return tuple(axes) if axes else None
 
 
+_ROW_BLOCK = 1024
+"""Elements per row of the blocked view :func:`_leading_sum` reduces down its columns."""
+
+
+def _leading_sum(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray | None:
+    """The sum of a C-contiguous float32/float64 ``x`` over its leading axes ``0..k-1`` (the
+    batch-norm statistics of an NHWC tensor: axes 0, 1, 2) with fewer than
+    :data:`_ROW_BLOCK` kept elements ``K``, or ``None`` for other reductions.  NumPy sums such
+    an ``(M, K)`` view down its short rows at a quarter of its speed on long ones; so the rows
+    are regrouped ``B`` at a time into rows of ``B * K`` elements, summed down (each lane
+    accumulating ``M / B`` values: no less accurate than the plain sum), and the ``B`` partial
+    rows and the ``M mod B`` left over are added last."""
+    if (x.dtype not in (np.float32, np.float64) or not x.flags.c_contiguous or not axes
+            or x.size < 4 * _ROW_BLOCK):
+        return None
+    k = len(axes)
+    if sorted(a % x.ndim for a in axes) != list(range(k)) or k >= x.ndim:
+        return None
+    kept = x.shape[k:]
+    width = math.prod(kept)
+    if width >= _ROW_BLOCK or width == 0:
+        return None
+    rows = x.size // width
+    b = _ROW_BLOCK // width
+    whole = rows // b * b
+    flat = x.reshape(rows, width)
+    total = np.add.reduce(flat[:whole].reshape(-1, b * width), axis=0).reshape(b, width)
+    out = np.add.reduce(total, axis=0) + np.add.reduce(flat[whole:], axis=0)
+    return out.reshape(((1,) * k if keepdims else ()) + kept)
+
+
 @GRAPH_OPS.op("reduce_sum")
 def reduce_sum(x: np.ndarray, *, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
     """Sum over ``axes`` (all if empty), in the operand's element type: float16/bfloat16
     accumulate in float32 (as TF), integers wrap around in their type.  The one reduce_sum
     (eager's ``tfrt_test.reduce_sum`` runs it too)."""
+    fast = _leading_sum(x, axes, keepdims)
+    if fast is not None:
+        return fast
     acc = _F32 if x.dtype.itemsize < 4 and x.dtype.kind in "fV" else x.dtype
     return _arr(np.sum(x, axis=_axes(axes), keepdims=keepdims, dtype=acc), x.dtype)
 
@@ -69,6 +104,9 @@ def reduce_prod(x: np.ndarray, *, axes: tuple[int, ...], keepdims: bool) -> np.n
 def reduce_mean(x: np.ndarray, *, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
     """Mean over ``axes``, accumulated in float32 (float64 for float64 and integers; integer
     results truncated toward zero).  The one reduce_mean (eager's runs it too)."""
+    fast = _leading_sum(x, axes, keepdims)
+    if fast is not None:
+        return _arr(fast / x.dtype.type(x.size // max(fast.size, 1)), x.dtype)
     acc = np.float64 if x.dtype.kind in "iu" or x.dtype == np.float64 else np.float32
     m = np.mean(x, axis=_axes(axes), keepdims=keepdims, dtype=acc)
     if x.dtype.kind in "iu":

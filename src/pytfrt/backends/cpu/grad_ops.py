@@ -33,6 +33,18 @@ def _register(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return mark
 
 
+GRAD_SCALAR: dict[str, str] = {
+    "sigmoid_grad": "({1} * ({0} * (1.0 - {0})))",         # (y, dy)
+    "tanh_grad": "({1} * (1.0 - {0} * {0}))",                # (y, dy)
+    "relu_grad": "({0} if {1} > 0 else 0.0)",               # (dy, x)
+    "relu6_grad": "({0} if ({1} > 0 and {1} < 6) else 0.0)",  # (dy, x)
+}
+"""The gradient ops of two same-shaped operands as scalar formulas over their operands
+(``{0}``, ``{1}``), next to their NumPy compute functions below: the whole-region kernels
+(:mod:`pytfrt.backends.cpu.small_graph`) and :func:`_flat`'s compiled loop are generated from
+them."""
+
+
 def _same(op: str, a: np.ndarray, b: np.ndarray) -> None:
     if a.shape != b.shape:
         raise OpError(f"{op}: operand shapes differ: {list(a.shape)} vs {list(b.shape)}")
@@ -45,7 +57,7 @@ _flat_lock = threading.Lock()
 
 
 def _flat(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-    """``op`` (a ``small_graph.GRAD_SCALAR`` formula: used for the selects ``relu_grad`` and
+    """``op`` (a :data:`GRAD_SCALAR` formula: used for the selects ``relu_grad`` and
     ``relu6_grad``, exact in any precision) over two same-shaped C-contiguous
     float32/float64 arrays of one dtype as one ``nogil`` Numba loop, split into shards on the
     CPU kernels' helper threads: one pass, no temporaries (NumPy's ``where`` over a mask costs
@@ -57,7 +69,6 @@ def _flat(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     if fn is None:
         import numba
 
-        from pytfrt.backends.cpu.small_graph import GRAD_SCALAR
         from pytfrt.support.codegen import exec_generated
 
         with _flat_lock:

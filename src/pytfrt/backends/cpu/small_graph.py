@@ -49,19 +49,12 @@ import numpy as np
 
 from pytfrt.backends.cpu._ccompile import COMPILE_AFTER, cache_dir
 from pytfrt.backends.cpu.fused import SCALAR, scalar_body
+from pytfrt.backends.cpu.grad_ops import GRAD_SCALAR
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 from pytfrt.support.codegen import exec_generated
 
 Shape = tuple[int, ...]
-
-GRAD_SCALAR: dict[str, str] = {
-    "sigmoid_grad": "({1} * ({0} * (1.0 - {0})))",         # (y, dy)
-    "tanh_grad": "({1} * (1.0 - {0} * {0}))",                # (y, dy)
-    "relu_grad": "({0} if {1} > 0 else 0.0)",               # (dy, x)
-    "relu6_grad": "({0} if ({1} > 0 and {1} < 6) else 0.0)",  # (dy, x)
-}
-"""Gradient ops of two same-shaped operands, as scalar formulas (as ``grad_ops``)."""
 
 REDUCTIONS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
 RESHAPES = ("reshape", "expand_dims", "squeeze")

@@ -12,8 +12,11 @@ An :class:`OpDef` says everything the compiler needs about one ``tg`` op:
   keyword-only parameters are exactly the op's attributes, its positional ones the operands;
 * ``grad`` -- the gradient (vector-Jacobian product) rule ``grad(c, g) -> [cotangent or None
   per operand]`` run by :mod:`pytfrt.compiler.autodiff` (``c``: its rule context); the rules
-  table ``autodiff.VJP_RULES`` is derived from these; ``differentiable=False`` marks ops whose
-  results carry no gradient (``autodiff.NON_DIFFERENTIABLE``);
+  table ``autodiff.VJP_RULES`` is derived from these (the non-elementwise ops' rules are in
+  :mod:`pytfrt.compiler.ops.grad_rules`); ``grad_multi`` -- the rule of an op with several
+  results, ``grad_multi(c, [cotangent or None per result])`` (``autodiff.MULTI_VJP_RULES``);
+  ``differentiable=False`` marks ops whose results carry no gradient
+  (``autodiff.NON_DIFFERENTIABLE``);
 * ``math`` -- for elementwise ops, the runtime-side record
   (:class:`pytfrt.backends.cpu.op_math.Math`: compute, scalar formula for fused and
   small-graph code, epilogue/oneDNN activation, eager entry), from which the elementwise
@@ -185,6 +188,7 @@ class OpDef:
     prepare: str | None = None
     prepare_operands: Callable[[dict[str, Any], int], tuple[list[int], list[int]]] | None = None
     grad: Callable[..., list[Any]] | None = None
+    grad_multi: Callable[..., list[Any]] | None = None
     differentiable: bool = True
     math: Any = None
 

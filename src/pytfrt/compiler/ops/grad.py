@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pytfrt.compiler.ops import grad_rules as gr
 from pytfrt.compiler.ops.base import (
     REQUIRED,
     AttrSpec,
@@ -171,28 +172,32 @@ def _broadcast_gradient_args(ctx: InferContext) -> list[TType]:
 
 
 for _name in ("relu_grad", "relu6_grad"):
-    define(_name, ("dy", "x"), _like_first_float, family="grad")
-for _name in ("sigmoid_grad", "tanh_grad"):
-    define(_name, ("y", "dy"), _like_first_float, family="grad")
+    define(_name, ("dy", "x"), _like_first_float, family="grad", grad=gr.masked_grad)
+define("sigmoid_grad", ("y", "dy"), _like_first_float, family="grad", grad=gr.sigmoid_grad)
+define("tanh_grad", ("y", "dy"), _like_first_float, family="grad", grad=gr.tanh_grad)
 define(
     "gelu_grad",
     ("dy", "x"),
     _like_first_float,
     {"approximate": AttrSpec("bool", False)},
     family="grad",
+    grad_multi=gr.gelu_grad,
 )
-for _name, _operands in (
-    ("conv2d_backprop_input", ("input_shape", "w", "dy")),
-    ("conv2d_backprop_filter", ("x", "filter_shape", "dy")),
+for _name, _operands, _grad in (
+    ("conv2d_backprop_input", ("input_shape", "w", "dy"), gr.conv2d_backprop_input),
+    ("conv2d_backprop_filter", ("x", "filter_shape", "dy"), gr.conv2d_backprop_filter),
 ):
-    define(_name, _operands, _conv_backprop(_operands), {**_CONV, **_HINT}, family="grad")
-define("max_pool2d_grad", ("x", "y", "dy"), _max_pool_grad, dict(_POOL), family="grad")
+    define(_name, _operands, _conv_backprop(_operands), {**_CONV, **_HINT}, family="grad",
+           grad=_grad)
+define("max_pool2d_grad", ("x", "y", "dy"), _max_pool_grad, dict(_POOL), family="grad",
+       grad=gr.max_pool2d_grad)
 define(
     "avg_pool2d_grad",
     ("input_shape", "dy"),
     _avg_pool_grad,
     {**_POOL, "count_include_pad": AttrSpec("bool", False), **_HINT},
     family="grad",
+    grad=gr.avg_pool2d_grad,
 )
 define(
     "batch_norm_grad",
@@ -205,6 +210,7 @@ define(
     },
     family="grad",
     num_results=3,
+    grad_multi=gr.batch_norm_grad,
 )
 define(
     "layer_norm_grad",
@@ -213,19 +219,22 @@ define(
     {"axis": AttrSpec("int", -1), "epsilon": AttrSpec("float", 1e-5)},
     family="grad",
     num_results=3,
+    grad_multi=gr.layer_norm_grad,
 )
 for _name in ("softmax_cross_entropy", "sparse_softmax_cross_entropy"):
-    define(_name, ("logits", "labels"), _cross_entropy, family="grad", num_results=2)
+    define(_name, ("logits", "labels"), _cross_entropy, family="grad", num_results=2,
+           grad_multi=gr.cross_entropy)
 define(
     "bias_add_grad",
     ("dy",),
     _bias_add_grad,
     {"layout": AttrSpec("str", "NHWC", choices=("NHWC", "NCHW"))},
     family="grad",
+    grad=gr.bias_add_grad,
 )
 define(
     "broadcast_gradient_args", ("s0", "s1"), _broadcast_gradient_args, family="grad", num_results=2
-)
+, differentiable=False)
 
 
 # -- stateless random numbers (dropout in a training step) ------------------------------------
@@ -251,7 +260,8 @@ def _random_uniform(ctx: InferContext) -> list[TType]:
     return [_shape_operand(ctx, 0, "f32", rank)]
 
 
-define("random_key_counter", ("seed",), _random_key_counter, family="grad", num_results=2)
+define("random_key_counter", ("seed",), _random_key_counter, family="grad", num_results=2,
+       differentiable=False)
 for _name in ("random_uniform", "random_normal"):
     define(
         _name,

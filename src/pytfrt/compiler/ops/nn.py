@@ -14,6 +14,7 @@ from typing import Any
 from pytfrt.backends.cpu import op_math
 from pytfrt.backends.cpu._geometry import out_size
 from pytfrt.backends.cpu.ops import MatmulShapeError, matmul_result_shape
+from pytfrt.compiler.ops import grad_rules as gr
 from pytfrt.compiler.ops.base import (
     REQUIRED,
     AttrSpec,
@@ -268,35 +269,41 @@ _WINDOW = {
 
 define("matmul", ("a", "b", "extra*"), _matmul,
        {"transpose_a": AttrSpec("bool", False), "transpose_b": AttrSpec("bool", False),
-        **_epilogue_attrs()}, family="nn")
+        **_epilogue_attrs()}, family="nn", grad=gr.matmul)
 define("conv2d", ("x", "w", "extra*"), _conv2d,
        {**_WINDOW, "dilations": AttrSpec("ints", (1, 1)), "groups": AttrSpec("int", 1),
         **_epilogue_attrs()},
-       family="nn", prepare="conv2d.prepare", prepare_operands=_conv_split)
+       family="nn", prepare="conv2d.prepare", prepare_operands=_conv_split, grad=gr.conv2d)
 define("conv2d_transpose", ("x", "w"), _conv2d_transpose,
        {"layout": _LAYOUT, "strides": AttrSpec("ints", (1, 1)),
         "pads": AttrSpec("ints", (0, 0, 0, 0)), "dilations": AttrSpec("ints", (1, 1)),
-        "groups": AttrSpec("int", 1), "output_padding": AttrSpec("ints", (0, 0))}, family="nn")
+        "groups": AttrSpec("int", 1), "output_padding": AttrSpec("ints", (0, 0))}, family="nn",
+       grad=gr.conv2d_transpose)
 define("batch_norm", ("x", "scale", "offset", "mean", "variance"), _batch_norm,
-       {"epsilon": AttrSpec("float", 1e-3), "axis": AttrSpec("int", -1)}, family="nn")
+       {"epsilon": AttrSpec("float", 1e-3), "axis": AttrSpec("int", -1)}, family="nn",
+       grad=gr.batch_norm)
 define("layer_norm", ("x", "gamma?", "beta?"), _layer_norm,
        {"axis": AttrSpec("int", -1), "epsilon": AttrSpec("float", 1e-5),
-        "has_gamma": AttrSpec("bool", True), "has_beta": AttrSpec("bool", True)}, family="nn")
-define("softmax", ("x",), _axis_op, {"axis": AttrSpec("int", -1)}, family="nn")
-define("log_softmax", ("x",), _axis_op, {"axis": AttrSpec("int", -1)}, family="nn")
+        "has_gamma": AttrSpec("bool", True), "has_beta": AttrSpec("bool", True)}, family="nn",
+       grad=gr.layer_norm)
+define("softmax", ("x",), _axis_op, {"axis": AttrSpec("int", -1)}, family="nn", grad=gr.softmax)
+define("log_softmax", ("x",), _axis_op, {"axis": AttrSpec("int", -1)}, family="nn",
+       grad=gr.log_softmax)
 define("l2_normalize", ("x",), _l2_normalize,
-       {"axis": AttrSpec("ints", (-1,)), "epsilon": AttrSpec("float", 1e-12)}, family="nn")
+       {"axis": AttrSpec("ints", (-1,)), "epsilon": AttrSpec("float", 1e-12)}, family="nn",
+       grad=gr.l2_normalize)
 define("lrn", ("x",), _axis_op,
        {"depth_radius": AttrSpec("int", 5), "bias": AttrSpec("float", 1.0),
         "alpha": AttrSpec("float", 1.0), "beta": AttrSpec("float", 0.5),
-        "axis": AttrSpec("int", -1)}, family="nn")
-for _name in ("max_pool2d", "avg_pool2d"):
+        "axis": AttrSpec("int", -1)}, family="nn", grad=gr.lrn)
+for _name, _grad in (("max_pool2d", gr.max_pool2d), ("avg_pool2d", gr.avg_pool2d)):
     define(_name, ("x",), _pool,
            {**_WINDOW, "ksize": AttrSpec("ints"), "dilations": AttrSpec("ints", (1, 1)),
             "count_include_pad": AttrSpec("bool", False),
-            "ceil_mode": AttrSpec("bool", False)}, family="nn")
-for _name in ("global_avg_pool", "global_max_pool"):
-    define(_name, ("x",), _global_pool, {"layout": _LAYOUT}, family="nn")
+            "ceil_mode": AttrSpec("bool", False)}, family="nn", grad=_grad)
+for _name, _grad in (("global_avg_pool", gr.global_avg_pool),
+                     ("global_max_pool", gr.global_max_pool)):
+    define(_name, ("x",), _global_pool, {"layout": _LAYOUT}, family="nn", grad=_grad)
 
 
 def _squeeze_excite(ctx: InferContext) -> list[TType]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from pytfrt.compiler.ops import grad_rules as gr
 from pytfrt.compiler.ops.base import (
     AttrSpec,
     InferContext,
@@ -111,6 +112,7 @@ define(
     {"axis": AttrSpec("int", 0)},
     family="onnx",
     doc="ONNX GatherElements",
+    grad=gr.gather_elements,
 )
 define(
     "scatter_elements",
@@ -122,10 +124,11 @@ define(
     },
     family="onnx",
     doc="ONNX ScatterElements",
+    grad=gr.scatter_elements,
 )
 define(
     "einsum", ("inputs*",), _einsum, {"equation": AttrSpec("str")}, family="onnx", doc="ONNX Einsum"
-)
+, grad=gr.einsum)
 define(
     "trilu",
     ("x",),
@@ -133,4 +136,5 @@ define(
     {"upper": AttrSpec("bool", True), "k": AttrSpec("int", 0)},
     family="onnx",
     doc="ONNX Trilu (constant k)",
+    grad=gr.same_op,
 )

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from pytfrt.compiler.ops import grad_rules as gr
 from pytfrt.compiler.ops.base import AttrSpec, InferContext, define, norm_axis
 from pytfrt.compiler.types import TType
 
@@ -52,14 +53,16 @@ def _cumsum(ctx: InferContext) -> list[TType]:
     return [x]
 
 
-for _name in REDUCTIONS:
+_REDUCTION_GRADS = (gr.reduce_sum, gr.reduce_mean, gr.reduce_extremum, gr.reduce_extremum,
+                    gr.reduce_prod, None, None)  # in REDUCTIONS' order; any/all: booleans
+for _name, _grad in zip(REDUCTIONS, _REDUCTION_GRADS, strict=True):
     define(_name, ("x",), _reduce,
            {"axes": AttrSpec("ints", ()), "keepdims": AttrSpec("bool", False)},
-           family="reductions")
+           family="reductions", grad=_grad, differentiable=_grad is not None)
 for _name in ("argmax", "argmin"):
     define(_name, ("x",), _arg,
            {"axis": AttrSpec("int", 0), "keepdims": AttrSpec("bool", False),
-            "output_type": AttrSpec("dtype", "i64")}, family="reductions")
+            "output_type": AttrSpec("dtype", "i64")}, family="reductions", differentiable=False)
 define("cumsum", ("x",), _cumsum,
        {"axis": AttrSpec("int", 0), "exclusive": AttrSpec("bool", False),
-        "reverse": AttrSpec("bool", False)}, family="reductions")
+        "reverse": AttrSpec("bool", False)}, family="reductions", grad=gr.cumsum)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytfrt.compiler.ops import grad_rules as gr
 from pytfrt.compiler.ops.base import (
     AttrSpec,
     InferContext,
@@ -391,42 +392,50 @@ _SPACE = {"block_size": AttrSpec("int"),
 define("constant", (), _constant,
        {"weight": AttrSpec("str", "", implicit=True), "value": AttrSpec("dense", None,
                                                                         implicit=True)},
-       compute=None, family="shape")
+       compute=None, family="shape", differentiable=False)
 define("reshape", ("x", "shape?"), _reshape,
        {"shape": AttrSpec("ints", (), implicit=True),
-        "copy_zero": AttrSpec("bool", False, implicit=True)}, family="shape")
-define("transpose", ("x",), _transpose, {"perm": AttrSpec("ints")}, family="shape")
-define("concat", ("inputs*",), _concat, {"axis": AttrSpec("int")}, family="shape")
+        "copy_zero": AttrSpec("bool", False, implicit=True)}, family="shape",
+       grad=gr.reshape_like_input)
+define("transpose", ("x",), _transpose, {"perm": AttrSpec("ints")}, family="shape",
+       grad=gr.transpose)
+define("concat", ("inputs*",), _concat, {"axis": AttrSpec("int")}, family="shape", grad=gr.concat)
 define("split", ("x",), _split, {"axis": AttrSpec("int"), "sizes": AttrSpec("ints")},
-       family="shape", num_results=None)
+       family="shape", num_results=None, grad_multi=gr.split)
 define("slice", ("x", "starts?", "ends?", "axes?", "steps?"), _slice,
        {"starts": AttrSpec("ints", (), implicit=True), "ends": AttrSpec("ints", (), implicit=True),
         "axes": AttrSpec("ints", (), implicit=True), "steps": AttrSpec("ints", (), implicit=True)},
-       family="shape")
+       family="shape", grad=gr.slice_)
 define("pad", ("x", "pads?"), _pad,
        {"pads": AttrSpec("ints", (), implicit=True),
         "mode": AttrSpec("str", "constant", choices=("constant", "reflect", "edge")),
-        "value": AttrSpec("float", 0.0)}, family="shape")
+        "value": AttrSpec("float", 0.0)}, family="shape", grad=gr.pad)
 define("gather", ("x", "indices"), _gather,
-       {"axis": AttrSpec("int", 0), "batch_dims": AttrSpec("int", 0)}, family="shape")
+       {"axis": AttrSpec("int", 0), "batch_dims": AttrSpec("int", 0)}, family="shape",
+       grad=gr.gather)
 define("gather_nd", ("x", "indices"), _gather_nd, {"batch_dims": AttrSpec("int", 0)},
-       family="shape")
-define("scatter_nd", ("data", "indices", "updates"), _scatter_nd, family="shape")
+       family="shape", grad=gr.gather_nd)
+define("scatter_nd", ("data", "indices", "updates"), _scatter_nd, family="shape",
+       grad=gr.scatter_nd)
 define("tile", ("x", "multiples?"), _tile, {"multiples": AttrSpec("ints", (), implicit=True)},
-       family="shape")
-define("broadcast_to", ("x", "shape"), _broadcast_to, family="shape")
-define("expand_dims", ("x",), _expand_dims, {"axis": AttrSpec("int")}, family="shape")
-define("squeeze", ("x",), _squeeze, {"axes": AttrSpec("ints", ())}, family="shape")
-define("shape", ("x",), _shape, {"out_type": AttrSpec("dtype", "i64")}, family="shape")
-define("size", ("x",), _size, {"out_type": AttrSpec("dtype", "i64")}, family="shape")
-define("fill", ("shape", "value"), _fill, family="shape")
-define("range", ("start", "limit", "delta"), _range, family="shape")
+       family="shape", grad=gr.tile)
+define("broadcast_to", ("x", "shape"), _broadcast_to, family="shape", grad=gr.broadcast_to)
+define("expand_dims", ("x",), _expand_dims, {"axis": AttrSpec("int")}, family="shape",
+       grad=gr.reshape_like_input)
+define("squeeze", ("x",), _squeeze, {"axes": AttrSpec("ints", ())}, family="shape",
+       grad=gr.reshape_like_input)
+define("shape", ("x",), _shape, {"out_type": AttrSpec("dtype", "i64")}, family="shape",
+       differentiable=False)
+define("size", ("x",), _size, {"out_type": AttrSpec("dtype", "i64")}, family="shape",
+       differentiable=False)
+define("fill", ("shape", "value"), _fill, family="shape", grad=gr.fill)
+define("range", ("start", "limit", "delta"), _range, family="shape", differentiable=False)
 define("one_hot", ("indices", "depth", "on", "off"), _one_hot, {"axis": AttrSpec("int", -1)},
-       family="shape")
-define("where", ("cond",), _where, family="shape")
+       family="shape", grad=gr.one_hot)
+define("where", ("cond",), _where, family="shape", differentiable=False)
 define("top_k", ("x", "k"), _top_k,
        {"sorted": AttrSpec("bool", True), "index_type": AttrSpec("dtype", "i64")},
-       family="shape", num_results=2)
+       family="shape", num_results=2, grad_multi=gr.top_k)
 define("resize", ("x",), _resize,
        {"size": AttrSpec("ints"), "layout": AttrSpec("str", choices=("NHWC", "NCHW")),
         "mode": AttrSpec("str", "nearest", choices=("nearest", "linear")),
@@ -437,7 +446,8 @@ define("resize", ("x",), _resize,
         "nearest_mode": AttrSpec(
             "str", "round_prefer_floor",
             choices=("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"))},
-       family="shape")
-define("depth_to_space", ("x",), _space, dict(_SPACE), family="shape")
-define("space_to_depth", ("x",), _space, dict(_SPACE), family="shape")
-define("identity_n", ("inputs*",), _identity_n, family="shape", num_results=None)
+       family="shape", grad=gr.resize)
+define("depth_to_space", ("x",), _space, dict(_SPACE), family="shape", grad=gr.depth_to_space)
+define("space_to_depth", ("x",), _space, dict(_SPACE), family="shape", grad=gr.space_to_depth)
+define("identity_n", ("inputs*",), _identity_n, family="shape", num_results=None,
+       grad_multi=gr.identity_n)
