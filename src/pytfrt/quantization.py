@@ -91,7 +91,8 @@ def quantize(model: Any, calibration_data: Iterable[Any] | None = None, *,
         model: what :func:`pytfrt.compile` takes, or a :class:`CompiledModel` that
             ``pytfrt.compile`` made (its source is compiled again).
         calibration_data: an iterable of input batches, each in the model's call format: an
-            array (one input), a tuple/list of arrays (positional) or a dict (by name).
+            array (one input), a tuple of arrays (positional; a list too when it has one
+            entry per input of a model of several) or a dict (by name).
             Required for ``"static"``; ignored for ``"dynamic"``.
         method: ``"static"`` (activation ranges from calibration) or ``"dynamic"``.
         per_channel: one weight scale per output channel (else one per tensor).
@@ -171,13 +172,16 @@ def _source(model: Any, input_signature: Any, host: Any) -> tuple[GraphModule, A
 
 
 def _call(model: CompiledModel, batch: Any, i: int) -> Any:
-    """Call ``model`` on calibration batch ``i`` in the model's call format."""
+    """Call ``model`` on calibration batch ``i`` in the model's call format: a dict by name, a
+    tuple positionally, a list positionally when it holds one entry per input of a model of
+    several inputs (else it is one input's data), anything else as the only input."""
     from pytfrt.model import InputError
 
     try:
         if isinstance(batch, dict):
             return model(**batch)
-        if isinstance(batch, tuple | list) and len(batch) == len(model.signature.inputs) > 1:
+        if isinstance(batch, tuple) or (
+                isinstance(batch, list) and len(batch) == len(model.signature.inputs) > 1):
             return model(*batch)
         return model(batch)
     except InputError as exc:

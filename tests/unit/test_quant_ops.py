@@ -1,7 +1,9 @@
-"""The quantisation ops (``quantize_linear``, ``dequantize_linear``, ``dynamic_quantize_linear``):
-their compute functions against ONNX Runtime's kernels on random data and parameters
-(per tensor, per axis, blocked; u8, i8, u16, i16), their type inference and errors, and a
-float graph with quantize/dequantize pairs compiled and run against NumPy."""
+"""The quantisation ops (``quantize_linear``, ``dequantize_linear``, ``dynamic_quantize_linear``)
+against ONNX Runtime's kernels on random data and parameters (per tensor, per axis, blocked;
+u8, i8, u16, i16), their type inference and errors, a float graph with quantize/dequantize pairs
+compiled and run against NumPy; the integer ops (``qconv2d``, ``qmatmul``): oneDNN against the
+NumPy reference, the reference against ONNX Runtime's ``QLinearConv`` and float arithmetic; and
+``-tg-fold-quant`` on random QDQ convolutions against the unfolded graph (Hypothesis)."""
 
 from __future__ import annotations
 
@@ -214,11 +216,13 @@ def test_qconv2d_reference_matches_onnxruntime_qlinearconv() -> None:
     {}, {"stride": 2, "act": "relu"}, {"residual": True, "n": 2}, {"groups": 16, "cout": 16},
     {"dtype": "f32"}, {"dtype": "i8"}, {"residual": True, "act": "relu", "hw": 28, "cin": 32},
     {"residual": True, "act": "relu", "inner": True},
+    {"residual": True, "inner": True, "hw": 28, "cin": 64, "cout": 64},  # output-row parts
+    {"n": 2, "hw": 24, "cin": 64, "cout": 64, "stride": 2},  # batch parts
 ])
 def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
     """oneDNN's int8 convolution (bias, relu, residual with its own zero point, grouped,
     batch/row parts) against the NumPy reference."""
-    from pytfrt.backends.cpu import _dnnl_int8
+    from pytfrt.backends.cpu import _dnnl_int8, _parallel
 
     if _dnnl_int8.library() is None:
         pytest.skip("oneDNN is not installed")
@@ -237,6 +241,8 @@ def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
         ref = quant.qconv2d(x, ref_plan)
     got = quant.qconv2d(x, plan, *extra)
     assert got.dtype == ref.dtype and got.shape == ref.shape
+    if kw.get("cin", 16) == 64 and _parallel.num_threads() > 1:
+        assert len(plan.dnnl._prims[x.shape]) > 1  # split into parts run in parallel
     if got.dtype == np.float32:
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
     else:
@@ -272,3 +278,105 @@ def test_qmatmul_onednn_matches_reference(dtype: str, rows: int, k: int, n: int)
         want = np.clip(np.rint(real / 0.1) + 3, 0, 255)
         assert np.abs(ref.astype(np.int32) - want).max() <= 1
         assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= 1
+
+
+@st.composite
+def _qdq_conv(draw: Any) -> dict[str, Any]:
+    c = draw(st.integers(1, 6))
+    depthwise = draw(st.booleans()) and c > 1
+    groups = c if depthwise else 1
+    cout = c * draw(st.integers(1, 2)) if depthwise else draw(st.integers(1, 8))
+    k = draw(st.integers(1, 3))
+    pads = tuple(draw(st.lists(st.integers(0, k - 1), min_size=4, max_size=4)))
+    return {"n": draw(st.integers(1, 2)), "c": c, "hw": draw(st.integers(k + 1, 9)),
+            "cout": cout, "k": k, "stride": draw(st.integers(1, 2)), "pads": pads,
+            "groups": groups, "bias": draw(st.booleans()), "relu": draw(st.booleans()),
+            "x_dtype": draw(st.sampled_from(["ui8", "i8"])),
+            "y_dtype": draw(st.sampled_from(["ui8", "i8"])), "seed": draw(st.integers(0, 999))}
+
+
+@settings(max_examples=12, deadline=None)
+@given(_qdq_conv())
+def test_fold_quant_matches_the_unfolded_graph(case: dict[str, Any]) -> None:
+    """Random QDQ convolutions (shapes, strides, pads, depthwise, bias, relu, u8/s8): the
+    default pipeline (folded into qconv2d) against the same graph compiled without passes
+    (float convolution between NumPy quantize/dequantize kernels): within one output step."""
+    from pytfrt.compiler.api import compile_module
+    from pytfrt.compiler.builder import GraphBuilder
+
+    rng = np.random.default_rng(case["seed"])
+    c, cout, k, g = case["c"], case["cout"], case["k"], case["groups"]
+    np_x, np_y = _NP[case["x_dtype"]], _NP[case["y_dtype"]]
+
+    def build() -> Any:
+        gb = GraphBuilder()
+        fn = gb.function("main", inputs=[("x", (None, c, case["hw"], case["hw"]), "f32")])
+        (x,) = fn.arguments
+        const = fn.constant
+        xs, xz = const(np.float32(0.05)), const(np_x(10 if np_x is np.uint8 else -3))
+        xd = fn.op("dequantize_linear", [fn.op("quantize_linear", [x, xs, xz],
+                                               dtype=case["x_dtype"]), xs, xz])
+        wq = np.random.default_rng(case["seed"]).integers(-127, 128, (cout, c // g, k, k))
+        ws = np.random.default_rng(case["seed"] + 1).uniform(0.005, 0.02, cout)
+        wd = fn.op("dequantize_linear", [const(wq.astype(np.int8), name="wq"),
+                                         const(ws.astype(np.float32), name="ws")], axis=0)
+        y = fn.op("conv2d", [xd, wd], layout="NCHW", strides=[case["stride"]] * 2,
+                  pads=list(case["pads"]), groups=g)
+        if case["bias"]:
+            b = np.random.default_rng(case["seed"] + 2).standard_normal((cout, 1, 1))
+            y = fn.op("add", [y, const(b.astype(np.float32), name="b")])
+        if case["relu"]:
+            y = fn.op("relu", [y])
+        ys, yz = const(np.float32(0.1)), const(np_y(5 if np_y is np.uint8 else 0))
+        fn.returns([fn.op("dequantize_linear", [fn.op("quantize_linear", [y, ys, yz],
+                                                      dtype=case["y_dtype"]), ys, yz])])
+        return gb.finish()
+
+    folded = build()
+    from pytfrt.compiler.passes import default_pipeline
+
+    assert '"tg.qconv2d"' in str(default_pipeline(folded))
+    x = (rng.standard_normal((case["n"], c, case["hw"], case["hw"])) * 3).astype(np.float32)
+    got = compile_module(folded, optimize=False)(x)
+    ref = compile_module(build(), optimize=False)(x)
+    assert got.shape == ref.shape
+    assert np.abs(got - ref).max() <= 0.1 * 1.001
+
+
+_AVX2_CHILD = """
+import numpy as np
+from pytfrt.backends.cpu import quant
+rng = np.random.default_rng(0)
+x = rng.integers(0, 256, (1, 9, 9, 16)).astype(np.uint8)
+attrs = dict(layout="NHWC", strides=(1, 1), pads=(1, 1, 1, 1), dilations=(1, 1), groups=1,
+             x_scale=0.02, x_zero_point=128, x_dtype="ui8", y_scale=0.05, y_zero_point=5,
+             dtype="ui8", activation="relu", alpha=0.0, residual_scale=0.0,
+             residual_zero_point=0, epilogue_operands=(0, 0))
+for bound in (63, 127):
+    w = rng.integers(-bound - 1 if bound == 63 else -bound, bound + 1, (3, 3, 16, 32))
+    plan = quant.qconv2d_prepare(w.astype(np.int8), np.full(32, 0.004, np.float32), **attrs)
+    got = quant.qconv2d(x, plan)
+    impl = plan.dnnl.impl(x.shape)
+    plan.dnnl = None
+    ref = quant.qconv2d(x, plan)
+    print(bound, str(impl).split(":")[-1], int(np.abs(got.astype(int) - ref).max()))
+"""
+
+
+def test_int8_kernels_without_vnni_stay_exact() -> None:
+    """oneDNN restricted to AVX2 (no VNNI: saturating 16-bit pair sums): 7-bit weights run on
+    its AVX2 kernel, full-range weights fall back to the reference; both exact."""
+    import os
+    import subprocess
+    import sys
+
+    from pytfrt.backends.cpu import _dnnl_int8
+
+    if _dnnl_int8.library() is None:
+        pytest.skip("oneDNN is not installed")
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2")
+    out = subprocess.run([sys.executable, "-c", _AVX2_CHILD], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split()
+    assert out == ["63", "avx2", "0", "127", "None", "0"]
+    assert _dnnl_int8.saturation_safe("brgconv:avx512_core_amx")
+    assert not _dnnl_int8.saturation_safe("jit_uni_int8:avx2")

@@ -211,6 +211,16 @@ def test_bad_arguments_are_clear_errors() -> None:
     assert issubclass(QuantizeError, ValueError)
 
 
+@needs_qops
+def test_calibration_batches_in_every_call_format() -> None:
+    batches = calib_batches(3)
+    x = batches[0]
+    want = pytfrt.quantize(cnn(), batches)(x)
+    for fmt in (lambda b: (b,), lambda b: {"x": b}, lambda b: b.tolist()):
+        np.testing.assert_array_equal(pytfrt.quantize(cnn(), [fmt(b) for b in batches])(x),
+                                      want)
+
+
 def test_a_bad_calibration_batch_names_its_index() -> None:
     batches = calib_batches(2) + [np.zeros((3, 5, 5, 2), np.float32)]
     with pytest.raises(QuantizeError, match=r"calibration batch 2: input 0 \('x'\) must have "

@@ -136,12 +136,9 @@ cotangent per result, ``None`` for results the output does not depend on), and o
 ops differentiated through their expansion."""
 
 
-NON_DIFFERENTIABLE = frozenset({name for name, d in CATALOGUE.items() if not d.differentiable} | {
-    "argmax", "argmin", "shape", "size", "where", "constant", "reduce_all", "reduce_any", "range",
-    "broadcast_gradient_args", "random_key_counter", "random_uniform",
-})
+NON_DIFFERENTIABLE = frozenset(name for name, d in CATALOGUE.items() if not d.differentiable)
 """Ops whose outputs carry no gradient (integer-valued, boolean, piecewise constant or random
-samples)."""
+samples): their ``OpDef`` says ``differentiable=False``."""
 
 NO_RULE: dict[str, str] = {
     # -- not on a differentiable path by construction
@@ -166,6 +163,10 @@ NO_RULE: dict[str, str] = {
          "avg_pool3d", "max_pool3d_grad", "avg_pool3d_grad"),
         "3-D ops come from TF graphs, whose gradients TF's own gradient ops compute; no "
         "pytfrt.grad rule yet"),
+    "projective_transform": "imported from TF graphs, whose gradient is another warp (by the "
+                            "inverse transform); no pytfrt.grad rule yet",
+    "matrix_inverse": "imported from TF graphs (an image warp's inverse transform); no "
+                      "pytfrt.grad rule yet",
 }
 """Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
 raised when one is on a differentiated path says it)."""

@@ -66,3 +66,31 @@ func.func @through_reshape(%x: tensor<4x3xf32>) -> (tensor<1x4x2xf32>, tensor<1x
   // CHECK-NEXT: func.return %[[R]], %[[V]]
   func.return %g, %v, %s : tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>
 }
+
+// SiLU written out (TensorFlow's graph of Keras 3's swish: y * sigmoid(1 * y), after a bias)
+// becomes the conv's silu; with a second user of the sigmoid it stays.
+// CHECK-LABEL: func.func @swish
+func.func @swish(%x: tensor<1x4x4x2xf32>) -> (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) {
+  %w = "tg.constant"() {value = dense<0.5> : tensor<1x1x2x2xf32>} : () -> tensor<1x1x2x2xf32>
+  %b = "tg.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %one = "tg.constant"() {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %y = "tg.conv2d"(%x, %w) {layout = "NHWC"} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
+  %z = "tg.add"(%y, %b) : (tensor<1x4x4x2xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  %t = "tg.mul"(%one, %z) : (tensor<f32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %s = "tg.sigmoid"(%t) : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %r = "tg.mul"(%z, %s) : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %y2 = "tg.conv2d"(%x, %w) {layout = "NHWC"} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
+  %s2 = "tg.sigmoid"(%y2) : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %r2 = "tg.mul"(%s2, %y2) : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %y3 = "tg.conv2d"(%x, %w) {layout = "NHWC"} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
+  %s3 = "tg.sigmoid"(%y3) : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %r3 = "tg.mul"(%s3, %y3) : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %u3 = "tg.add"(%r3, %s3) : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  // CHECK: %[[A:.*]] = "tg.conv2d"(%arg0, %{{.*}}, %{{.*}}) {activation = "silu", {{.*}}epilogue_operands = [1, 0]
+  // CHECK-NEXT: %[[B:.*]] = "tg.conv2d"(%arg0, %{{.*}}) {activation = "silu"
+  // CHECK-NEXT: %[[C:.*]] = "tg.conv2d"(%arg0, %{{.*}}) {layout = "NHWC"}
+  // CHECK-NEXT: %[[S:.*]] = "tg.sigmoid"(%[[C]])
+  // CHECK-NEXT: "tg.mul"(%[[S]], %[[C]])
+  // CHECK: func.return %[[A]], %[[B]]
+  func.return %r, %r2, %u3 : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>
+}

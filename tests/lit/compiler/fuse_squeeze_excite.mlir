@@ -59,3 +59,20 @@ func.func @blocked(%x: tensor<1x2x2x2xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x1x
   // CHECK-NOT: tg.squeeze_excite
   func.return %y, %p, %y2 : tensor<1x2x2x2xf32>, tensor<1x1x1x2xf32>, tensor<1x2x2x2xf32>
 }
+
+// TensorFlow's graph of Keras' block: reduce_mean over H, W without keepdims, a reshape to
+// [N, 1, 1, C], the convs (SiLU already fused), the gate's mul.
+// CHECK-LABEL: func.func @keras_mean
+func.func @keras_mean(%x: tensor<?x3x3x2xf32>) -> tensor<?x3x3x2xf32> {
+  %w1 = "tg.constant"() {value = dense<1.0> : tensor<1x1x2x1xf32>} : () -> tensor<1x1x2x1xf32>
+  %w2 = "tg.constant"() {value = dense<1.0> : tensor<1x1x1x2xf32>} : () -> tensor<1x1x1x2xf32>
+  %m = "tg.reduce_mean"(%x) {axes = [1, 2], keepdims = false} : (tensor<?x3x3x2xf32>) -> tensor<?x2xf32>
+  %p = "tg.reshape"(%m) {shape = [-1, 1, 1, 2]} : (tensor<?x2xf32>) -> tensor<?x1x1x2xf32>
+  %h = "tg.conv2d"(%p, %w1) {layout = "NHWC", activation = "silu"} : (tensor<?x1x1x2xf32>, tensor<1x1x2x1xf32>) -> tensor<?x1x1x1xf32>
+  %g = "tg.conv2d"(%h, %w2) {layout = "NHWC", activation = "sigmoid"} : (tensor<?x1x1x1xf32>, tensor<1x1x1x2xf32>) -> tensor<?x1x1x2xf32>
+  %y = "tg.mul"(%x, %g) : (tensor<?x3x3x2xf32>, tensor<?x1x1x2xf32>) -> tensor<?x3x3x2xf32>
+  // CHECK: %[[Y:.*]] = "tg.squeeze_excite"(%arg0, {{.*}}) {activation = "silu", {{.*}}gate = "sigmoid", {{.*}}layout = "NHWC"}
+  // CHECK-NOT: tg.reduce_mean
+  // CHECK-NEXT: func.return %[[Y]]
+  func.return %y : tensor<?x3x3x2xf32>
+}

@@ -125,3 +125,30 @@ def test_the_pass_fuses_the_block_and_keeps_the_result(gate, bias1):  # type: ig
 def test_a_block_whose_hidden_value_is_used_elsewhere_is_not_fused():
     gm = default_pipeline(_se_graph("sigmoid", True, second_user=True))
     assert "tg.squeeze_excite" not in [op.name for op in gm.function().body.block.ops]
+
+
+def test_a_keras_efficientnet_block_through_the_tf_front_end():
+    # TensorFlow's graph of Keras' swish (y * sigmoid(1 * y)) and GlobalAveragePooling2D
+    # (reduce_mean + reshape): every swish fused into its conv, the block one op; results
+    # against Keras itself
+    pytest.importorskip("tensorflow")
+    import keras
+
+    import pytfrt
+    from pytfrt.compiler.api import to_graph
+
+    keras.utils.set_random_seed(0)
+    inp = keras.Input((8, 8, 3))
+    y = keras.layers.Conv2D(8, 3, padding="same", activation="swish")(inp)
+    s = keras.layers.GlobalAveragePooling2D()(y)
+    s = keras.layers.Reshape((1, 1, 8))(s)
+    s = keras.layers.Conv2D(2, 1, activation="swish")(s)
+    s = keras.layers.Conv2D(8, 1, activation="sigmoid")(s)
+    out = keras.layers.Conv2D(4, 1)(keras.layers.multiply([y, s]))
+    model = keras.Model(inp, out)
+    names = [op.name for op in default_pipeline(to_graph(model)).function().body.block.ops]
+    assert names.count("tg.squeeze_excite") == 1
+    assert not {"tg.sigmoid", "tg.mul", "tg.reduce_mean", "tg.fused_elementwise"} & set(names)
+    x = np.random.default_rng(5).standard_normal((2, 8, 8, 3)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(pytfrt.compile(model)(x)), model(x).numpy(),
+                               rtol=1e-4, atol=1e-5)

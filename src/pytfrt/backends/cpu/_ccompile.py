@@ -109,7 +109,8 @@ def module_name(source: str, prefix: str) -> str:
 
 def extension(source: str, name: str) -> ModuleType:
     """The C extension module ``name`` (from :func:`module_name`) built from ``source``:
-    loaded from :func:`cache_dir` if it was built before, else compiled there (or into a
+    loaded from :func:`cache_dir` if it was built before (a file there that does not load --
+    truncated, from another machine -- is built again), else compiled there (or into a
     temporary directory if there is no usable cache directory) and loaded.
 
     Raises:
@@ -131,8 +132,12 @@ def _build(source: str, name: str) -> ModuleType:
     d = cache_dir()
     if d is not None:
         path = d / f"{name}.so"
-        if not path.exists():
-            _compile(source, name, d, path)
+        if path.exists():
+            try:
+                return _import(name, path)
+            except CompileError:  # truncated or foreign: built again below
+                pass
+        _compile(source, name, d, path)
         return _import(name, path)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.so"

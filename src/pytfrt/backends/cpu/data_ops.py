@@ -341,6 +341,17 @@ def resize(x: np.ndarray, *, size: tuple[int, ...], layout: str, mode: str,
     return np.ascontiguousarray(y.astype(x.dtype, copy=False))
 
 
+def resize_matrix(n_in: int, n_out: int, *, mode: str, coordinate_transformation_mode: str,
+                  nearest_mode: str = "round_prefer_floor") -> np.ndarray:
+    """The ``[n_out, n_in]`` matrix :func:`resize` applies along one axis (the kernel run on
+    the identity: each basis vector a batch entry, the other spatial axis kept at size 1)."""
+    basis = np.eye(n_in).reshape(n_in, n_in, 1, 1)
+    out = resize(basis, size=(n_out, 1), layout="NHWC", mode=mode,
+                 coordinate_transformation_mode=coordinate_transformation_mode,
+                 nearest_mode=nearest_mode)
+    return out[:, :, 0, 0].T  # type: ignore[no-any-return]
+
+
 @GRAPH_OPS.op("identity_n")
 def identity_n(*xs: np.ndarray) -> tuple[np.ndarray, ...]:
     """Copies of the operands."""

@@ -10,7 +10,8 @@ dispatches and as many passes over small arrays at batch 1.  ``-tg-fuse-squeeze-
 (``pytfrt.compiler.passes.squeeze_excite``) makes the op from that pattern.
 
 Operands: ``x`` rank 4 (``NHWC`` or ``NCHW``: ``layout``), ``w1`` ``[C, R]``, ``b1`` ``[R]``,
-``w2`` ``[R, C]``, ``b2`` ``[C]``, all float32 or all float64.  Thread-safety: a pure function
+``w2`` ``[R, C]``, ``b2`` ``[C]``, all float32 or all float64.  Batch rows are split over
+:func:`pytfrt.backends.cpu._parallel.parallel_for`'s threads.  Thread-safety: a pure function
 (writes only ``out``).  Errors: :class:`pytfrt.backends.cpu.ops.OpError` naming what does not
 fit.
 """
@@ -22,6 +23,7 @@ import numpy as np
 
 from pytfrt.backends.cpu._epilogue import _act, _sigmoid, activation_code
 from pytfrt.backends.cpu._geometry import check_layout, check_out, check_rank4
+from pytfrt.backends.cpu._parallel import chunks, parallel_for
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 from pytfrt.backends.cpu.pooling import channel_sums
@@ -71,9 +73,17 @@ def squeeze_excite(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray
     n = x.shape[0]
     pixels = x.shape[1] * x.shape[2] if layout == "NHWC" else x.shape[2] * x.shape[3]
     shape3 = (n, pixels, c) if layout == "NHWC" else (n, c, pixels)
-    _se(xc.reshape(shape3), np.ascontiguousarray(w1), np.ascontiguousarray(b1),
-        np.ascontiguousarray(w2), np.ascontiguousarray(b2), act, alpha, g, gate_alpha,
-        gate_beta, layout == "NHWC", y.reshape(shape3))
+    x3, y3 = xc.reshape(shape3), y.reshape(shape3)
+    ws = (np.ascontiguousarray(w1), np.ascontiguousarray(b1), np.ascontiguousarray(w2),
+          np.ascontiguousarray(b2))
+    parts = chunks(n, 1)  # batch rows over the threads (one part at batch 1)
+
+    def run(i: int) -> None:
+        b0, b1_ = parts[i]
+        _se(x3[b0:b1_], *ws, act, alpha, g, gate_alpha, gate_beta, layout == "NHWC",
+            y3[b0:b1_])
+
+    parallel_for(run, len(parts))
     if out is not None and not direct:
         out[...] = y
         return out

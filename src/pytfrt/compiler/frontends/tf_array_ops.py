@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.compiler.frontends.tf_fold import strided_slice_index
+from pytfrt.compiler.frontends.tf_graph import split_input
 from pytfrt.compiler.frontends.tf_registry import tf_direct, tf_op
 from pytfrt.compiler.frontends.tf_values import (
     TV,
@@ -526,6 +527,59 @@ tf_direct(__name__, {"Range": "range"})
 @tf_op("OneHot", tg="`one_hot`")
 def _one_hot(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [cx.op("one_hot", ins, axis=int(attr(node, "axis", -1)))]
+
+
+def _int_bounds(cx: Any, ref: str, depth: int = 0) -> tuple[int | None, int | None]:
+    """Bounds ``(low, high)`` (``None``: unbounded) of the integer scalar ``ref`` of the graph
+    being translated, from constants through ``Maximum``/``Minimum``/``Identity``."""
+    name = split_input(ref)[0]
+    node = cx.lg.by_name.get(name) if cx.lg is not None else None
+    if node is None or depth > 8:
+        return None, None
+    if node.op == "Const":
+        v = np.asarray(attr(node, "value"))
+        return (int(v), int(v)) if v.size == 1 else (None, None)
+    if node.op == "Identity":
+        return _int_bounds(cx, node.input[0], depth + 1)
+    if node.op in ("Maximum", "Minimum") and len(node.input) >= 2:
+        (a_lo, a_hi), (b_lo, b_hi) = (_int_bounds(cx, r, depth + 1) for r in node.input[:2])
+        if node.op == "Maximum":
+            lo = max((v for v in (a_lo, b_lo) if v is not None), default=None)
+            hi = None if a_hi is None or b_hi is None else max(a_hi, b_hi)
+        else:
+            lo = None if a_lo is None or b_lo is None else min(a_lo, b_lo)
+            hi = min((v for v in (a_hi, b_hi) if v is not None), default=None)
+        return lo, hi
+    return None, None
+
+
+@tf_op(
+    "DenseBincount",
+    tg="`one_hot`, `reduce_sum` / `reduce_max`",
+    note="a constant size; counts per row for a matrix; values outside `[0, size)` dropped",
+)
+def _dense_bincount(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, size_tv, weights = ins
+    lo, hi = _int_bounds(cx, node.input[1])
+    if size_tv.const is None and lo is not None and lo == hi:
+        size = lo  # tf.math.bincount's minlength == maxlength: min(max(n, size), size)
+    else:
+        (size,) = cx.ints(size_tv, "size")
+    if x.rank not in (1, 2):
+        raise ConversionError("DenseBincount takes a vector or a matrix")
+    dtype = tf_dtype_name(attr(node, "T"))
+    weighted = weights.shape is None or weights.shape != (0,)
+    hot = cx.op(
+        "one_hot",
+        [x, cx.scalar(size, "i32"), cx.scalar(1, dtype), cx.scalar(0, dtype)],
+        axis=-1,
+    )
+    if weighted:
+        hot = cx.op("mul", [hot, cx.op("expand_dims", [weights], axis=-1)])
+    reduce = "reduce_max" if attr(node, "binary_output", False) and not weighted else "reduce_sum"
+    if weighted and attr(node, "binary_output", False):
+        raise ConversionError("DenseBincount with weights and binary_output")
+    return [cx.op(reduce, [hot], axes=[x.rank - 1], keepdims=False)]
 
 
 tf_direct(__name__, {"Where": "where"}, note="one operand (indices of true elements)")

@@ -15,7 +15,7 @@ import numpy as np
 
 from pytfrt.compiler.frontends.tf_ops import conv_attrs, depthwise_filter, filter_hw, pool_attrs
 from pytfrt.compiler.frontends.tf_registry import tf_direct, tf_op
-from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr
+from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr, tg_to_np
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -280,3 +280,39 @@ def _fused_batch_norm_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     )
     empty = cx.const(np.zeros((0,), np.float32))  # TF's unused reserve-space outputs
     return [dx, dscale, doffset, empty, empty]
+
+
+def _resize_mode(node: Any) -> str:
+    """The ``resize`` coordinate transformation of a TF resize node's flags."""
+    if attr(node, "half_pixel_centers", False):
+        return "half_pixel"
+    return "align_corners" if attr(node, "align_corners", False) else "asymmetric"
+
+
+@tf_op("ResizeBilinear", tg="`resize` (linear)", note="NHWC; a constant size")
+def _resize_bilinear(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, size_tv = ins
+    size = cx.ints(size_tv, "size")
+    y = cx.op("resize", [x], size=size, layout="NHWC", mode="linear",
+              coordinate_transformation_mode=_resize_mode(node))
+    return [y if x.dtype == "f32" else cx.op("cast", [y], to="f32")]
+
+
+@tf_op("ResizeBilinearGrad", tg="`einsum` by the resize's matrices",
+       note="the transposed interpolation matrices of both spatial axes (static sizes)")
+def _resize_bilinear_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    from pytfrt.backends.cpu.data_ops import resize_matrix
+
+    g, original = ins
+    if g.shape is None or original.shape is None or None in (*g.shape[1:3],
+                                                             *original.shape[1:3]):
+        raise ConversionError("ResizeBilinearGrad needs static spatial sizes")
+    mode = _resize_mode(node)
+    dt = tg_to_np(g.dtype or "f32")
+    mh, mw = (
+        cx.const(resize_matrix(int(original.shape[i] or 0), int(g.shape[i] or 0), mode="linear",
+                               coordinate_transformation_mode=mode).astype(dt))
+        for i in (1, 2)
+    )
+    dx = cx.op("einsum", [g, mh, mw], equation="nhwc,hi,wj->nijc")
+    return [dx if original.dtype == g.dtype else cx.op("cast", [dx], to=original.dtype)]

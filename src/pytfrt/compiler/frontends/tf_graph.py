@@ -303,6 +303,8 @@ class FunctionContext:
         fb: the ``FunctionBuilder``.
         where: the source of the graph being translated (for errors).
         node: the TF node being translated.
+        lg: the graph being translated (its nodes by name, for converters that look at how
+            an operand was computed).
     """
 
     def __init__(self, imp: GraphImporter, fb: Any, where: str) -> None:
@@ -311,6 +313,7 @@ class FunctionContext:
         self.where = where
         self.node: Any = None
         self.graph: Any = None
+        self.lg: LibraryGraph | None = None  # the graph being translated
         self._materialized: dict[int, tuple[TV, Any]] = {}
 
     # -- translating a graph --------------------------------------------------------------
@@ -320,8 +323,8 @@ class FunctionContext:
         for name, tv in zip(lg.inputs, bindings, strict=True):
             values[name] = [tv]
         needed = self._needed(lg)
-        saved = self.graph, self.node
-        self.graph = lg.graph
+        saved = self.graph, self.node, self.lg
+        self.graph, self.lg = lg.graph, lg
         try:
             for node in topological_order(lg.nodes):
                 if node.name in values or node.name not in needed:
@@ -333,7 +336,7 @@ class FunctionContext:
                 out.append(values[name][idx])
             return out
         finally:
-            self.graph, self.node = saved
+            self.graph, self.node, self.lg = saved
 
     def _needed(self, lg: LibraryGraph) -> set[str]:
         roots = [split_input(r)[0] for r in lg.outputs]

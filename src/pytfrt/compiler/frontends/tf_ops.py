@@ -569,3 +569,91 @@ def _cumsum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
             reverse=bool(attr(node, "reverse", False)),
         )
     ]
+
+
+# -- colour spaces ------------------------------------------------------------------------------
+
+
+def _channels(cx: Any, x: TV) -> list[TV]:
+    """The three channels of an image batch ``[..., 3]``, each ``[..., 1]``."""
+    if x.rank is None or x.shape is None or x.shape[-1] != 3:
+        raise ConversionError("an image with 3 channels in its last dimension is expected")
+    axis = x.rank - 1
+    return [cx.op("slice", [x], starts=[i], ends=[i + 1], axes=[axis], steps=[1])
+            for i in range(3)]
+
+
+@tf_op("RGBToHSV", tg="`maximum`, `minimum`, `div`, `select`, `concat`",
+       note="TF's CPU kernel's formula, elementwise")
+def _rgb_to_hsv(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x = ins[0]
+    r, g, b = _channels(cx, x)
+    dt = x.dtype
+
+    def k(v: float) -> TV:
+        return cx.scalar(v, dt)
+
+    def f(op: str, *a: TV) -> TV:
+        return cx.op(op, list(a))
+
+    v = f("maximum", f("maximum", r, g), b)
+    rng = f("sub", v, f("minimum", f("minimum", r, g), b))
+    s = f("select", f("greater", v, k(0)), f("div", rng, f("select", f("greater", v, k(0)), v,
+                                                            k(1))), k(0))
+    norm = f("div", k(1), f("mul", k(6), f("select", f("greater", rng, k(0)), rng, k(1))))
+    h = f("select", f("equal", r, v), f("mul", norm, f("sub", g, b)),
+          f("select", f("equal", g, v), f("add", f("mul", norm, f("sub", b, r)), k(2 / 6)),
+            f("add", f("mul", norm, f("sub", r, g)), k(4 / 6))))
+    h = f("select", f("greater", rng, k(0)), h, k(0))
+    h = f("select", f("less", h, k(0)), f("add", h, k(1)), h)
+    return [cx.op("concat", [h, s, v], axis=x.rank - 1)]  # type: ignore[operator]
+
+
+@tf_op("HSVToRGB", tg="`abs`, `minimum`, `maximum`, `mul`, `concat`",
+       note="TF's CPU kernel's formula, elementwise")
+def _hsv_to_rgb(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x = ins[0]
+    h, s, v = _channels(cx, x)
+    dt = x.dtype
+
+    def k(c: float) -> TV:
+        return cx.scalar(c, dt)
+
+    def f(op: str, *a: TV) -> TV:
+        return cx.op(op, list(a))
+
+    def clamp(t: TV) -> TV:
+        return f("minimum", f("maximum", t, k(0)), k(1))
+
+    dh = f("mul", h, k(6))
+    dr = clamp(f("sub", f("abs", f("sub", dh, k(3))), k(1)))
+    dg = clamp(f("sub", k(2), f("abs", f("sub", dh, k(2)))))
+    db = clamp(f("sub", k(2), f("abs", f("sub", dh, k(4)))))
+    one_minus_s = f("sub", k(1), s)
+    out = [f("mul", f("add", one_minus_s, f("mul", s, d)), v) for d in (dr, dg, db)]
+    return [cx.op("concat", out, axis=x.rank - 1)]  # type: ignore[operator]
+
+
+# -- image warps ---------------------------------------------------------------------------------
+
+
+@tf_op("ImageProjectiveTransformV3", "ImageProjectiveTransformV2", tg="`projective_transform`",
+       note="NHWC; TF's fill modes and interpolations")
+def _projective_transform(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    images, transforms, shape = ins[0], ins[1], ins[2]
+    fill = ins[3] if len(ins) > 3 else cx.scalar(0.0, "f32")
+    if fill.dtype != images.dtype:
+        fill = cx.op("cast", [fill], to=images.dtype)
+    if transforms.dtype != "f32":
+        transforms = cx.op("cast", [transforms], to="f32")
+    interpolation = attr(node, "interpolation").lower()
+    fill_mode = attr(node, "fill_mode", "CONSTANT").lower()
+    return [cx.op("projective_transform", [images, transforms, cx.as_i64(shape), fill],
+                  interpolation=interpolation, fill_mode=fill_mode)]
+
+
+@tf_op("MatrixInverse", tg="`matrix_inverse`", note="no `adjoint`")
+def _matrix_inverse(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    if attr(node, "adjoint", False):
+        raise ConversionError("MatrixInverse with adjoint=True")
+    return [cx.op("matrix_inverse", ins)]

@@ -234,7 +234,7 @@ define(
 )
 define(
     "broadcast_gradient_args", ("s0", "s1"), _broadcast_gradient_args, family="grad", num_results=2
-)
+, differentiable=False)
 
 
 # -- stateless random numbers (dropout in a training step) ------------------------------------
@@ -260,7 +260,8 @@ def _random_uniform(ctx: InferContext) -> list[TType]:
     return [_shape_operand(ctx, 0, "f32", rank)]
 
 
-define("random_key_counter", ("seed",), _random_key_counter, family="grad", num_results=2)
+define("random_key_counter", ("seed",), _random_key_counter, family="grad", num_results=2,
+       differentiable=False)
 for _name in ("random_uniform", "random_normal"):
     define(
         _name,

@@ -587,15 +587,12 @@ def einsum(c: Ctx, g: Value) -> list[Value | None]:
 
 
 def _resize_matrix(c: Ctx, n_in: int, n_out: int) -> np.ndarray:
-    """The ``[n_out, n_in]`` matrix one axis of the resize applies (the kernel run on the
-    identity: each basis vector a batch entry, the other spatial axis kept at size 1)."""
-    from pytfrt.backends.cpu.data_ops import resize
+    """The ``[n_out, n_in]`` matrix one axis of the resize applies."""
+    from pytfrt.backends.cpu.data_ops import resize_matrix
 
-    basis = np.eye(n_in).reshape(n_in, n_in, 1, 1)
-    out = resize(basis, size=(n_out, 1), layout="NHWC", mode=c.attrs["mode"],
-                 coordinate_transformation_mode=c.attrs["coordinate_transformation_mode"],
-                 nearest_mode=c.attrs["nearest_mode"])
-    return out[:, :, 0, 0].T  # type: ignore[no-any-return]
+    return resize_matrix(n_in, n_out, mode=c.attrs["mode"],
+                         coordinate_transformation_mode=c.attrs["coordinate_transformation_mode"],
+                         nearest_mode=c.attrs["nearest_mode"])
 
 
 def resize(c: Ctx, g: Value) -> list[Value | None]:

@@ -58,11 +58,11 @@ _REDUCTION_GRADS = (gr.reduce_sum, gr.reduce_mean, gr.reduce_extremum, gr.reduce
 for _name, _grad in zip(REDUCTIONS, _REDUCTION_GRADS, strict=True):
     define(_name, ("x",), _reduce,
            {"axes": AttrSpec("ints", ()), "keepdims": AttrSpec("bool", False)},
-           family="reductions", grad=_grad)
+           family="reductions", grad=_grad, differentiable=_grad is not None)
 for _name in ("argmax", "argmin"):
     define(_name, ("x",), _arg,
            {"axis": AttrSpec("int", 0), "keepdims": AttrSpec("bool", False),
-            "output_type": AttrSpec("dtype", "i64")}, family="reductions")
+            "output_type": AttrSpec("dtype", "i64")}, family="reductions", differentiable=False)
 define("cumsum", ("x",), _cumsum,
        {"axis": AttrSpec("int", 0), "exclusive": AttrSpec("bool", False),
         "reverse": AttrSpec("bool", False)}, family="reductions", grad=gr.cumsum)

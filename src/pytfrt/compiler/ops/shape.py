@@ -392,7 +392,7 @@ _SPACE = {"block_size": AttrSpec("int"),
 define("constant", (), _constant,
        {"weight": AttrSpec("str", "", implicit=True), "value": AttrSpec("dense", None,
                                                                         implicit=True)},
-       compute=None, family="shape")
+       compute=None, family="shape", differentiable=False)
 define("reshape", ("x", "shape?"), _reshape,
        {"shape": AttrSpec("ints", (), implicit=True),
         "copy_zero": AttrSpec("bool", False, implicit=True)}, family="shape",
@@ -424,13 +424,15 @@ define("expand_dims", ("x",), _expand_dims, {"axis": AttrSpec("int")}, family="s
        grad=gr.reshape_like_input)
 define("squeeze", ("x",), _squeeze, {"axes": AttrSpec("ints", ())}, family="shape",
        grad=gr.reshape_like_input)
-define("shape", ("x",), _shape, {"out_type": AttrSpec("dtype", "i64")}, family="shape")
-define("size", ("x",), _size, {"out_type": AttrSpec("dtype", "i64")}, family="shape")
+define("shape", ("x",), _shape, {"out_type": AttrSpec("dtype", "i64")}, family="shape",
+       differentiable=False)
+define("size", ("x",), _size, {"out_type": AttrSpec("dtype", "i64")}, family="shape",
+       differentiable=False)
 define("fill", ("shape", "value"), _fill, family="shape", grad=gr.fill)
-define("range", ("start", "limit", "delta"), _range, family="shape")
+define("range", ("start", "limit", "delta"), _range, family="shape", differentiable=False)
 define("one_hot", ("indices", "depth", "on", "off"), _one_hot, {"axis": AttrSpec("int", -1)},
        family="shape", grad=gr.one_hot)
-define("where", ("cond",), _where, family="shape")
+define("where", ("cond",), _where, family="shape", differentiable=False)
 define("top_k", ("x", "k"), _top_k,
        {"sorted": AttrSpec("bool", True), "index_type": AttrSpec("dtype", "i64")},
        family="shape", num_results=2, grad_multi=gr.top_k)

@@ -9,6 +9,7 @@ For ``y = conv2d(...)`` / ``matmul(...)`` whose only user is
 * an elementwise op whose :mod:`~pytfrt.backends.cpu.op_math` record names an epilogue
   activation (``relu``, ``relu6``, ``sigmoid``, ``tanh``, ``silu``, ``gelu``, ``leaky_relu``,
   ``hard_swish``) -> activation,
+* ``mul(y, sigmoid(y))`` (SiLU written out: ``y``'s only two users) -> activation ``silu``,
 
 the op is rebuilt with the extra operand/attribute and replaces the user; repeated until
 nothing changes.  An activation applied after a ``reshape`` that is the op's only user (a
@@ -34,6 +35,7 @@ from pytfrt.compiler.passes.common import (
     replace,
     single_use,
     ttype,
+    users,
 )
 from pytfrt.compiler.types import np_dtype
 
@@ -97,13 +99,64 @@ def _activation(user: Operation) -> dict:
     return {"activation": act, "alpha": ua.get("alpha", 0.0) if act == "leaky_relu" else 0.0}
 
 
+def _unit_scale(gm: GraphModule, op: Operation, y: SSAValue) -> bool:
+    """Whether ``op`` is ``mul(1, y)`` / ``mul(y, 1)`` with a constant scalar 1 (Keras 3's
+    ``swish`` is ``y * sigmoid(beta * y)`` with ``beta = 1``) of ``y``'s type."""
+    if op.name != "tg.mul" or ttype(op.results[0]) != ttype(y):
+        return False
+    other = [v for v in op.operands if v is not y]
+    if len(other) != 1:
+        return False
+    c = const_value(gm, other[0])
+    return c is not None and c.size == 1 and float(c.reshape(())) == 1.0
+
+
+def _swish(gm: GraphModule, op: Operation) -> Operation | None:
+    """``mul(y, sigmoid(y))`` (SiLU written out, as TensorFlow's graphs of Keras' ``swish``
+    have it, also with ``sigmoid(1 * y)``) on ``op``'s result ``y`` into ``op`` as
+    ``activation = "silu"``; the new op, or ``None``.  ``y`` must have exactly those two users
+    and the sigmoid (and the unit scale) no other."""
+    y = op.results[0]
+    us = users(y)
+    if len(us) != 2:
+        return None
+    dead: list[Operation] = []  # the sigmoid (then the unit scale feeding it)
+    for u in us:
+        if u.name == "tg.sigmoid":
+            dead = [u]
+        elif _unit_scale(gm, u, y):
+            s = single_use(u.results[0])
+            if s is not None and s.name == "tg.sigmoid":
+                dead = [s, u]
+    mul = next((u for u in us if u not in dead and u.name == "tg.mul"), None)
+    if not dead or mul is None:
+        return None
+    sig = dead[0]
+    if single_use(sig.results[0]) is not mul:
+        return None
+    if {mul.operands[0], mul.operands[1]} != {y, sig.results[0]}:
+        return None
+    if ttype(mul.results[0]) != ttype(y):
+        return None
+    new = new_op(gm, op.name[3:], list(op.operands),
+                 dict(attrs_of(op), activation="silu", alpha=0.0), op.location)
+    block = mul.parent_block()
+    assert block is not None
+    block.insert_op_before(new, mul)
+    replace(mul, [new.results[0]])
+    for gone in (*dead, op):
+        gone.detach()
+        gone.erase()
+    return new
+
+
 def _step(gm: GraphModule, op: Operation) -> Operation | None:
     """Fuse ``op``'s only user into it; the new op, or ``None``."""
     y = op.results[0]
     user = single_use(y)
-    if user is None:
-        return None
     attrs = attrs_of(op)
+    if user is None:
+        return _swish(gm, op) if attrs["activation"] == "none" else None
     flags = attrs["epilogue_operands"]
     act_free = attrs["activation"] == "none"
     if user.name in ACTIVATIONS and act_free:

@@ -3,18 +3,21 @@ cancelled.
 
 ONNX models (and TF graphs converted by tf2onnx) are NCHW; the CPU backend's fast convolution
 path (oneDNN's primitive, ``docs/kernels.md``) runs NHWC only.  In every function holding an
-NCHW ``conv2d``, ``conv2d_transpose``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool`` or
-``global_max_pool`` (:data:`TRIGGER_OPS`), the pass walks the ops once in program order and
+NCHW ``conv2d``, ``conv2d_transpose``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool``,
+``global_max_pool`` or ``qconv2d`` (:data:`TRIGGER_OPS`), the pass walks the ops once in
+program order and
 
 1. rewrites each such op, and each NCHW ``resize``, ``depth_to_space`` and
    ``space_to_depth`` (:data:`LAYOUT_OPS`), to ``layout = "NHWC"`` between two
    transposes: ``transpose(op_nhwc(transpose(x, [0, 2, 3, 1])), [0, 3, 1, 2])``; a constant
    filter is re-laid out at compile time (OIHW -> HWIO; ``conv2d_transpose``: IOHW -> HWOI), a
    non-constant one gets a transpose, a fused residual is transposed like ``x``, a fused 1-D
-   bias is kept;
+   bias (and ``qconv2d``'s weight scales) is kept;
 2. sinks every transpose ``t = transpose(x, p)`` into the op that uses it when that op is
    layout-agnostic, by rewriting ``op(t, ...)`` as ``transpose(op'(x, ...), q)``:
 
+   * ``quantize_linear`` / ``dequantize_linear`` with per-tensor (one-element) scale and zero
+     point: elementwise;
    * elementwise ops (``add``, ``mul``, activations, ``select``, ...): the other operands are
      transposes by the same ``p`` (their inputs are used), constants (re-laid out at compile
      time, after NumPy's right-aligned broadcasting), scalars, or values of full rank, which

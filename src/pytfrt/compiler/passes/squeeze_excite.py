@@ -3,6 +3,7 @@
 The pattern (after ``-tg-fuse-epilogue``, in either layout)::
 
     p = global_avg_pool(x)                                  # [N, 1, 1, C]
+        -- or reduce_mean over H, W (keepdims, or then a reshape to [N, 1, 1, C])
     h = conv2d(p, w1, b1) {1x1, activation = act}           # [N, 1, 1, R]
     g = conv2d(h, w2, b2) {1x1, activation = sigmoid}       # [N, 1, 1, C]
         -- or conv2d(h, w2, b2) then hard_sigmoid {alpha, beta}
@@ -73,18 +74,49 @@ def _fc(gm: GraphModule, conv: Operation, layout: str,
     return np.ascontiguousarray(mat), np.ascontiguousarray(bias), a
 
 
+def _squeeze(pool: Operation) -> tuple[str, list[Operation]] | None:
+    """``(layout, ops from the input to the pooled [N, 1, 1, C] / [N, C, 1, 1] value, last
+    first)`` of a spatial mean: ``global_avg_pool``, or ``reduce_mean`` over H and W with
+    ``keepdims`` or followed by a ``reshape`` to ``[N, 1, 1, C]`` (TensorFlow's graph of
+    Keras' ``GlobalAveragePooling2D``), or ``None``."""
+    if pool.name == "tg.global_avg_pool":
+        return attrs_of(pool)["layout"], [pool]
+    xt = ttype(pool.operands[0])
+    if pool.name != "tg.reduce_mean" or xt.rank != 4:
+        return None
+    a = attrs_of(pool)
+    axes = tuple(sorted(int(ax) % 4 for ax in a["axes"]))
+    layouts: dict[tuple[int, ...], str] = {(1, 2): "NHWC", (2, 3): "NCHW"}
+    layout = layouts.get(axes)
+    if layout is None:
+        return None
+    if a["keepdims"]:
+        return layout, [pool]
+    rs = single_use(pool.results[0])
+    if layout != "NHWC" or rs is None or rs.name != "tg.reshape" or len(rs.operands) != 1:
+        return None
+    shape = ttype(rs.results[0]).shape
+    if (shape is None or len(shape) != 4 or xt.shape is None
+            or tuple(shape[1:]) != (1, 1, xt.shape[3])):
+        return None
+    return layout, [rs, pool]
+
+
 def _match(gm: GraphModule, pool: Operation) -> tuple[Operation, list[Operation], SSAValue,
                                                       dict[str, Any], list[np.ndarray]] | None:
-    """``(mul, ops to erase, x, attrs, [W1, B1, W2, B2])`` of the block whose pool is ``pool``."""
+    """``(mul, ops to erase, x, attrs, [W1, B1, W2, B2])`` of the block whose spatial mean
+    starts at ``pool``."""
     x = pool.operands[0]
     xt = ttype(x)
-    if xt.dtype is None or np_dtype(xt.dtype) not in _FLOATS:
+    squeeze = _squeeze(pool)
+    if squeeze is None or xt.dtype is None or np_dtype(xt.dtype) not in _FLOATS:
         return None
     dtype = np_dtype(xt.dtype)
-    layout = attrs_of(pool)["layout"]
-    c1 = single_use(pool.results[0])
+    layout, pooled = squeeze
+    p = pooled[0].results[0]
+    c1 = single_use(p)
     fc1 = None if c1 is None else _fc(gm, c1, layout, dtype)
-    if c1 is None or fc1 is None or c1.operands[0] is not pool.results[0]:
+    if c1 is None or fc1 is None or c1.operands[0] is not p:
         return None
     c2 = single_use(c1.results[0])
     fc2 = None if c2 is None else _fc(gm, c2, layout, dtype)
@@ -97,7 +129,7 @@ def _match(gm: GraphModule, pool: Operation) -> tuple[Operation, list[Operation]
     attrs: dict[str, Any] = {"layout": layout, "activation": a1["activation"],
                              "alpha": float(a1["alpha"])}
     gate_op = c2
-    erase = [c2, c1, pool]
+    erase = [c2, c1, *pooled]
     if a2["activation"] == "sigmoid":
         attrs["gate"] = "sigmoid"
     elif a2["activation"] == "none":
@@ -126,7 +158,7 @@ def fuse_squeeze_excite(gm: GraphModule) -> GraphModule:
     """Run the pass in place."""
     for f in functions(gm):
         for pool in list(f.body.block.ops):
-            if pool.name != "tg.global_avg_pool" or pool.parent is None:
+            if pool.name not in ("tg.global_avg_pool", "tg.reduce_mean") or pool.parent is None:
                 continue
             found = _match(gm, pool)
             if found is None:
