@@ -59,6 +59,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.quant_dynamic",
     "pytfrt.backends.cpu.squeeze_excite",
     "pytfrt.backends.cpu.volume",
+    "pytfrt.backends.cpu.image_ops",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 
