@@ -1212,7 +1212,8 @@ def _softmax(tg: str) -> Handler:
     return handler
 
 
-onnx_op("Softmax", note="`softmax {axis}`")(_softmax("softmax"))
+onnx_op("Softmax", note="`softmax {axis}`; float16: `reduce_max`, `exp`, `reduce_sum`, `div`, "
+        "each rounded")(_softmax("softmax"))
 onnx_op("LogSoftmax", note="`log_softmax {axis}`")(_softmax("log_softmax"))
 
 
