@@ -664,3 +664,12 @@ def _matrix_solve(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     if attr(node, "adjoint", False):
         raise ConversionError("MatrixSolve with adjoint=True")
     return [cx.op("matrix_solve", ins)]
+
+
+@tf_op("LeftShift", "RightShift", tg="`bit_shift`", note="unsigned integers")
+def _shift(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, y = ins
+    if x.dtype is None or not x.dtype.startswith("ui"):
+        raise ConversionError(f"bit shifts of {x.dtype} (unsigned integers only)")
+    direction = "LEFT" if node.op == "LeftShift" else "RIGHT"
+    return [cx.op("bit_shift", [x, y], direction=direction)]
