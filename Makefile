@@ -2,6 +2,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
+# pytest-xdist: two workers (the reference machine has 2 cores; each worker holds its own
+# TensorFlow, so more workers cost memory more than they save time); work-stealing evens out
+# files of very different lengths.  PYTEST_WORKERS= runs in one process.
+PYTEST_WORKERS ?= -n 2 --dist worksteal
 PIP     = $(VENV)/bin/pip
 # pipefail: a failing pip is not hidden by the filter its output goes through.
 SHELL  := /bin/bash
@@ -36,8 +40,8 @@ install-test: $(VENV)/.installed-test  ## create .venv and install pytfrt with t
 demo: install  ## run the main job: compile Keras ResNet-50 with pytfrt and run it against TensorFlow
 	$(VENV)/bin/pytfrt demo
 
-test: install-test  ## run the whole test suite (pytest, including the lit suite)
-	$(PY) -m pytest -q
+test: install-test  ## run the whole test suite (pytest, including the lit suite), one worker per core
+	$(PY) -m pytest -q $(PYTEST_WORKERS)
 
 lint: install-test  ## ruff (rules in pyproject.toml), then mypy
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -1,4 +1,9 @@
-"""Shared pytest configuration: Hypothesis profiles.
+"""Shared pytest configuration: Hypothesis profiles, and read-only kernel operands.
+
+Every graph kernel runs on read-only views of its operands in every test
+(``PYTFRT_READONLY_OPERANDS``, ``docs/config.md``; set here, before any test builds the runtime
+table): a kernel that writes an input fails the test that reaches it
+(``tests/robustness/test_robust_readonly.py``).  Child processes inherit it.
 
 * ``dev`` (default): random examples, a modest count, so a local run stays fast.
 * ``ci`` (selected when the ``CI`` environment variable is set): derandomized, so a CI failure
@@ -12,6 +17,8 @@ from __future__ import annotations
 import os
 
 from hypothesis import HealthCheck, settings
+
+os.environ.setdefault("PYTFRT_READONLY_OPERANDS", "1")
 
 settings.register_profile(
     "dev",

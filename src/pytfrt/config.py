@@ -97,6 +97,11 @@ SWITCHES: Final[dict[str, Switch]] = {
         Switch("PYTFRT_JSON_STREAM", "flag", True,
                "Scanning a request body as it arrives (off: after it is complete); read once, "
                "at import.", read="import"),
+        Switch("PYTFRT_READONLY_OPERANDS", "flag", False,
+               "Graph kernels get read-only views of their array operands, so a kernel that "
+               "writes an operand fails instead of corrupting the caller's data (a check for "
+               "kernel authors; the test suite runs with it on); read when the runtime table "
+               "is first built."),
     )
 }
 """Every switch, by name."""

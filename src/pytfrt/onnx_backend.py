@@ -14,6 +14,11 @@ shape) as a graph input, that input is specialised on: the model is compiled wit
 baked in, once per distinct value (see
 :class:`pytfrt.compiler.frontends.onnx_specialize.SpecializingModel`).
 
+A sequence-typed graph input is given as a list of arrays (the model is specialised on the
+list's length and element shapes: each element is one argument of the compiled model), and a
+sequence-typed output comes back as a list of arrays.  Optional-typed graph inputs and outputs
+are not supported.
+
 Only the CPU device is supported.  Errors: an op the importer cannot express raises
 :class:`pytfrt.compiler.UnsupportedOpError` (from ``prepare`` when it can tell at once, else
 from the first ``run``); a kernel failure raises :class:`pytfrt.model.ModelError`.

@@ -143,7 +143,7 @@ def quantize(model: Any, calibration_data: Iterable[Any] | None = None, *,
                       UserWarning, stacklevel=2)
         return compile_module(gm, host=host)
     if method == "static":
-        values = qg.activations(found)
+        values = qg.activations(gm, found)
         ranges = _calibrate(gm, values, batches, calibration, percentile, host)
         qg.insert_static(gm, found, dict(zip(values, ranges, strict=True)), per_channel)
     else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import linecache
 import traceback
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,7 @@ from pytfrt.support.codegen import CodeBuilder, exec_generated
 
 def _trace_of(fn: object, *args: object) -> str:
     try:
-        fn(*args)  # type: ignore[operator]
+        fn(*args)
     except ZeroDivisionError:
         return traceback.format_exc()
     raise AssertionError("expected ZeroDivisionError")
@@ -81,3 +82,51 @@ def test_the_executor_sites_register_their_code() -> None:
     assert whole is not None
     assert inspect.getsource(whole._run).startswith("def _run(args, ctx, R, E, H):")
     assert whole._run.__code__.co_filename.startswith("<whole function 'main'")
+
+
+def _big_source(tag: str) -> str:
+    body = "".join(f"    x{i} = x + {i}\n" for i in range(300))
+    return f"def f(x):\n    # {tag}\n{body}    return x299 * 2\n"
+
+
+def test_large_texts_keep_their_byte_code_on_disk(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    """A text of CACHE_MIN_CHARS or more is compiled once: the next call with the same text
+    and file name loads the code object (no compile), and it behaves as the compiled one; a
+    damaged file, or one holding another text under the same name, is compiled again."""
+    import marshal
+
+    from pytfrt.support import codegen
+
+    monkeypatch.setenv("PYTFRT_CACHE_DIR", str(tmp_path))
+    compiles: list[str] = []
+
+    def counting_compile(source: str, filename: str, mode: str) -> object:
+        compiles.append(filename)
+        return compile(source, filename, mode)
+
+    monkeypatch.setattr(codegen, "compile", counting_compile, raising=False)
+    source = _big_source("cache test")
+    assert len(source) >= codegen.CACHE_MIN_CHARS
+    assert exec_generated(source, "cached", {})["f"](1) == 600
+    files = list((tmp_path / "graphs").glob("code_*.marshal"))
+    assert len(compiles) == 1 and len(files) == 1
+    assert exec_generated(source, "cached", {})["f"](2) == 602
+    assert len(compiles) == 1  # loaded
+
+    files[0].write_bytes(b"\x00garbage")
+    assert exec_generated(source, "cached", {})["f"](3) == 604
+    assert len(compiles) == 2  # damaged: compiled again, and the file rewritten
+    stored = marshal.loads(files[0].read_bytes())
+    assert stored[0] == source
+
+    other = _big_source("another text")
+    files[0].write_bytes(marshal.dumps((other, stored[1], compile(other, stored[1], "exec"))))
+    assert exec_generated(source, "cached", {})["f"](4) == 606
+    assert len(compiles) == 3  # the file held another text: not used
+
+
+def test_small_texts_are_not_cached(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PYTFRT_CACHE_DIR", str(tmp_path))
+    assert exec_generated("def g():\n    return 5\n", "small", {})["g"]() == 5
+    assert not list((tmp_path / "graphs").glob("code_*"))

@@ -323,3 +323,32 @@ def test_random_kernel_chains_fused_equal_unfused(monkeypatch: pytest.MonkeyPatc
     unfused, _ = _run(text, "main", False, monkeypatch)
     assert fused[0] == unfused[0], text
     assert fused[1] == unfused[0], text
+
+
+def test_a_corrupt_cached_segment_is_built_again(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    """A shared object in the kernel cache that does not load (here: garbage under the name the
+    segment's module would have) is compiled again; the run is fused and prints what the
+    unfused run prints."""
+    monkeypatch.setenv("PYTFRT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", "cc")  # a module name of its own (the name covers $CC)
+    monkeypatch.setattr(_ccompile, "COMPILE_AFTER", 0)
+    text = XOR.read_text().replace("tfrt.constant.i32 2000", "tfrt.constant.i32 20")
+    real_extension = _ccompile.extension
+    planted: list[Path] = []
+
+    def plant_then_build(source: str, name: str) -> Any:
+        d = _ccompile.cache_dir()
+        assert d is not None
+        path = d / f"{name}.so"
+        if name not in _ccompile._loaded and not path.exists():
+            path.write_bytes(b"not an ELF file")
+            planted.append(path)
+        return real_extension(source, name)
+
+    monkeypatch.setattr(_ccompile, "extension", plant_then_build)
+    fused, segments = _run(text, "xor_training", True, monkeypatch)
+    unfused, _ = _run(text, "xor_training", False, monkeypatch)
+    assert planted and all(p.read_bytes()[:4] == b"\x7fELF" for p in planted)
+    assert any(s.hits > 0 for s in segments)
+    assert fused == unfused

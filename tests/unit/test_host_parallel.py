@@ -207,3 +207,22 @@ def test_spin_pool_lock_takes_helper_slots() -> None:
             parallel.release(slots)
     assert lock.acquire(blocking=False)
     lock.release()
+
+
+@pytest.mark.skipif(parallel.num_threads() < 2, reason="needs a helper thread")
+def test_helpers_give_their_slots_back_before_the_caller_sees_the_job_done() -> None:
+    """Consecutive operations: right after a ``parallel_for`` returns, the next one's spin pool
+    lock (one slot per helper) is granted, not refused because a helper of the previous
+    operation still held its slot (which would send the operation down its slower path).
+    Almost always: a helper that woke for a job the caller just finished gives its slot back
+    a moment later (the lock waits ``GRACE_US`` for it)."""
+    from pytfrt.backends.cpu._spin_pool import BudgetLock
+
+    lock = BudgetLock(parallel.num_threads() - 1)
+    granted = 0
+    for _ in range(50):
+        parallel.parallel_for(lambda i: time.sleep(0.001), 4)
+        if lock.acquire(blocking=False):
+            granted += 1
+            lock.release()
+    assert granted >= 45

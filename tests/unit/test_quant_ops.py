@@ -341,3 +341,42 @@ def test_fold_quant_matches_the_unfolded_graph(case: dict[str, Any]) -> None:
     ref = compile_module(build(), optimize=False)(x)
     assert got.shape == ref.shape
     assert np.abs(got - ref).max() <= 0.1 * 1.001
+
+
+_AVX2_CHILD = """
+import numpy as np
+from pytfrt.backends.cpu import quant
+rng = np.random.default_rng(0)
+x = rng.integers(0, 256, (1, 9, 9, 16)).astype(np.uint8)
+attrs = dict(layout="NHWC", strides=(1, 1), pads=(1, 1, 1, 1), dilations=(1, 1), groups=1,
+             x_scale=0.02, x_zero_point=128, x_dtype="ui8", y_scale=0.05, y_zero_point=5,
+             dtype="ui8", activation="relu", alpha=0.0, residual_scale=0.0,
+             residual_zero_point=0, epilogue_operands=(0, 0))
+for bound in (63, 127):
+    w = rng.integers(-bound - 1 if bound == 63 else -bound, bound + 1, (3, 3, 16, 32))
+    plan = quant.qconv2d_prepare(w.astype(np.int8), np.full(32, 0.004, np.float32), **attrs)
+    got = quant.qconv2d(x, plan)
+    impl = plan.dnnl.impl(x.shape)
+    plan.dnnl = None
+    ref = quant.qconv2d(x, plan)
+    print(bound, str(impl).split(":")[-1], int(np.abs(got.astype(int) - ref).max()))
+"""
+
+
+def test_int8_kernels_without_vnni_stay_exact() -> None:
+    """oneDNN restricted to AVX2 (no VNNI: saturating 16-bit pair sums): 7-bit weights run on
+    its AVX2 kernel, full-range weights fall back to the reference; both exact."""
+    import os
+    import subprocess
+    import sys
+
+    from pytfrt.backends.cpu import _dnnl_int8
+
+    if _dnnl_int8.library() is None:
+        pytest.skip("oneDNN is not installed")
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2")
+    out = subprocess.run([sys.executable, "-c", _AVX2_CHILD], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split()
+    assert out == ["63", "avx2", "0", "127", "None", "0"]
+    assert _dnnl_int8.saturation_safe("brgconv:avx512_core_amx")
+    assert not _dnnl_int8.saturation_safe("jit_uni_int8:avx2")

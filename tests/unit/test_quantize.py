@@ -400,3 +400,24 @@ def test_a_dynamic_model_refuses_nan_inputs() -> None:
     x[1, 3] = np.nan
     with pytest.raises(pytfrt.ModelError, match="NaN or infinity"):
         m(x)
+
+
+@needs_qops
+def test_a_max_pool_between_convolutions_runs_on_the_codes() -> None:
+    gb = GraphBuilder()
+    fn = gb.function("main", inputs=[("x", (None, 6, 6, 2), "f32")])
+    (x,) = fn.arguments
+    y = fn.op("conv2d", [x, fn.constant(W_CONV, name="c1")], layout="NHWC", pads=[1, 1, 1, 1])
+    y = fn.op("max_pool2d", [fn.op("relu", [y])], layout="NHWC", ksize=[2, 2], strides=[2, 2])
+    w2 = RNG.normal(0, 0.3, (1, 1, 4, 3)).astype(np.float32)
+    fn.returns([fn.op("conv2d", [y, fn.constant(w2, name="c2")], layout="NHWC")])
+    batches = calib_batches()
+    m = pytfrt.quantize(gb.finish(), batches)
+    kernels = [k.name for f in m.program.functions if f.name == "main" for k in f.kernels]
+    # the input's quantize and the result's dequantize only: the pool reads and writes codes
+    assert kernels.count("tg.quantize_linear") == 1, kernels
+    assert kernels.count("tg.dequantize_linear") == 1, kernels
+    x0 = batches[0]
+    conv = np.maximum(np_conv(x0, W_CONV), 0.0)
+    ref = np.einsum("nhwc,co->nhwo", conv.reshape(3, 3, 2, 3, 2, 4).max(axis=(2, 4)), w2[0, 0])
+    assert np.max(np.abs(m(x0) - ref)) < 0.05 * np.max(np.abs(ref))

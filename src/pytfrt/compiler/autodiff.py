@@ -163,6 +163,12 @@ NO_RULE: dict[str, str] = {
          "avg_pool3d", "max_pool3d_grad", "avg_pool3d_grad"),
         "3-D ops come from TF graphs, whose gradients TF's own gradient ops compute; no "
         "pytfrt.grad rule yet"),
+    "projective_transform": "imported from TF graphs, whose gradient is another warp (by the "
+                            "inverse transform); no pytfrt.grad rule yet",
+    "matrix_inverse": "imported from TF graphs (an image warp's inverse transform); no "
+                      "pytfrt.grad rule yet",
+    "matrix_solve": "imported from TF graphs (a perspective warp's coefficients); no "
+                    "pytfrt.grad rule yet",
 }
 """Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
 raised when one is on a differentiated path says it)."""

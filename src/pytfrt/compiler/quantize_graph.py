@@ -6,7 +6,8 @@ the quantize/dequantize ("QDQ") pairs inserted into a float graph.
   writes: its result, or the end of the ``add(bias)`` / ``relu`` chain after it, which the
   quantization pass (``-tg-fold-quant``) folds into the same int8 kernel -- so the graph is
   quantized before ``-tg-fuse-epilogue`` runs;
-* :func:`activations` -- the activation tensors those ops read and write (calibrated);
+* :func:`activations` -- the activation tensors those ops read and write, and the inputs of
+  pooling ops (calibrated);
 * :func:`observer` -- a copy of the module whose ``@main`` also returns those tensors;
 * :func:`activation_params` / :func:`weight_params` -- u8 asymmetric activation parameters from
   a range, s8 symmetric (per-channel) weights;
@@ -14,7 +15,9 @@ the quantize/dequantize ("QDQ") pairs inserted into a float graph.
   quantize_linear(t))`` for every activation tensor (all its users read the result), weights as
   ``dequantize_linear(s8 constant)``; dynamic: each matmul (and its bias add) becomes one
   ``qmatmul_dynamic`` (its input quantized per call, as ``dynamic_quantize_linear`` does);
-  a ``max_pool2d`` of a dequantized tensor is moved before the dequantize (it runs on u8).
+  a ``max_pool2d`` of a dequantized tensor is moved before the dequantize (it runs on u8, its
+  result keeps the input's parameters), and a quantize of a dequantize with the same
+  parameters is dropped.
 
 The ops are the graph dialect's quantization family (``docs/graph_dialect.md``); the default
 pipeline folds the pairs into int8 kernels.  Works in place on a GraphModule; not thread-safe
@@ -49,6 +52,7 @@ __all__ = ["Target", "activation_params", "activations", "insert_dynamic", "inse
            "observer", "own", "targets", "weight_axis", "weight_params"]
 
 WEIGHTED = ("tg.conv2d", "tg.matmul")
+POOLS = ("tg.max_pool2d", "tg.avg_pool2d", "tg.global_avg_pool", "tg.global_max_pool")
 
 
 @dataclass
@@ -134,13 +138,23 @@ def targets(gm: GraphModule, exclude: frozenset[str] = frozenset()) -> list[Targ
     return out
 
 
-def activations(found: Sequence[Target]) -> list[SSAValue]:
-    """The activation tensors to calibrate: each target's input and output, once each, in
-    program order."""
+def _pool_inputs(gm: GraphModule) -> list[SSAValue]:
+    """The float32 tensors that pooling ops of ``@main`` read."""
+    return [op.operands[0] for op in gm.function("main").body.block.ops
+            if op.name in POOLS and _is_f32(op.operands[0])]
+
+
+def activations(gm: GraphModule, found: Sequence[Target]) -> list[SSAValue]:
+    """The activation tensors to calibrate, once each: each target's input and output, and
+    the input of each pooling op when there are targets (so a residual sum before a global
+    pool is quantized too, and its add can fold into the convolution making it)."""
     seen: dict[SSAValue, None] = {}
     for t in found:
         seen.setdefault(t.x)
         seen.setdefault(t.out)
+    if found:
+        for v in _pool_inputs(gm):
+            seen.setdefault(v)
     return list(seen)
 
 
@@ -274,12 +288,45 @@ def insert_static(gm: GraphModule, found: Sequence[Target],
     """QDQ pairs on every activation tensor of ``found`` (u8, parameters from ``ranges``), the
     weights as s8 constants through a dequantize."""
     ins = _Inserter(gm)
+    # a max pool's result keeps its (quantized) input's parameters: the pool then runs on the
+    # codes and needs no requantization (see _max_pools_in_u8)
+    same = {v: v.owner.operands[0] for v in ranges  # before any use is rewritten
+            if isinstance(v.owner, Operation) and v.owner.name == "tg.max_pool2d"
+            and v.owner.operands[0] in ranges}
+
+    def params(v: SSAValue) -> tuple[np.float32, np.uint8]:
+        return activation_params(*ranges[same.get(v, v)])
+
+    pools = _pool_inputs(gm)
     for t in found:
-        ins.qdq(t.x, *activation_params(*ranges[t.x]))
-        ins.qdq(t.out, *activation_params(*ranges[t.out]))
+        ins.qdq(t.x, *params(t.x))
+        ins.qdq(t.out, *params(t.out))
         ins.weight(t.op, per_channel)
+    for v in pools:
+        if v in ranges:
+            ins.qdq(v, *params(v))
     _max_pools_in_u8(gm)
+    _drop_requantize(gm)
     refresh_types(gm)
+
+
+def _drop_requantize(gm: GraphModule) -> None:
+    """``quantize_linear(dequantize_linear(q, s, z), s, z)`` (per tensor, the same values and
+    result type) is ``q`` itself: its users read ``q``."""
+    for op in list(gm.function("main").body.block.ops):
+        dq = op.operands[0].owner if op.name == "tg.quantize_linear" else None
+        if not isinstance(dq, Operation) or dq.name != "tg.dequantize_linear":
+            continue
+        if len(op.operands) != 3 or len(dq.operands) != 3:
+            continue
+        if ttype(dq.operands[0]) != ttype(op.results[0]):
+            continue
+        same = all(
+            (a := const_value(gm, x)) is not None and (c := const_value(gm, y)) is not None
+            and a.size == 1 and c.size == 1 and a.reshape(()) == c.reshape(())
+            for x, y in zip(op.operands[1:], dq.operands[1:], strict=True))
+        if same:
+            _replace_erasing(op, dq.operands[0], dq)
 
 
 def _max_pools_in_u8(gm: GraphModule) -> None:
@@ -298,12 +345,18 @@ def _max_pools_in_u8(gm: GraphModule) -> None:
         pool = new_op(gm, "max_pool2d", [dq.operands[0]], attrs_of(op), op.location)
         back = new_op(gm, "dequantize_linear", [pool.results[0], *dq.operands[1:]], {})
         block.insert_ops_before([pool, back], op)
-        op.results[0].replace_all_uses_with(back.results[0])
-        op.detach()
-        op.erase()
-        if not dq.results[0].uses:
-            dq.detach()
-            dq.erase()
+        _replace_erasing(op, back.results[0], dq)
+
+
+def _replace_erasing(op: Operation, value: SSAValue, dq: Operation) -> None:
+    """Users of ``op``'s result read ``value``; ``op`` is erased, and ``dq`` too when nothing
+    reads it any more."""
+    op.results[0].replace_all_uses_with(value)
+    op.detach()
+    op.erase()
+    if not dq.results[0].uses:
+        dq.detach()
+        dq.erase()
 
 
 def insert_dynamic(gm: GraphModule, found: Sequence[Target], per_channel: bool) -> None:

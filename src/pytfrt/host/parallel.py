@@ -100,17 +100,27 @@ class _Job:
             if self.active == 0:
                 self.done.notify_all()
 
-    def run_shards(self, from_back: bool = False) -> None:
-        while True:
-            i = self.claim(from_back)
-            if i < 0:
-                return
-            err: BaseException | None = None
-            try:
-                self.fn(i)
-            except BaseException as e:  # noqa: BLE001 - re-raised in the caller
-                err = e
-            self.finish(err)
+    def run_shards(self, from_back: bool = False, slot: _State | None = None) -> None:
+        """Run shards until none is left.  A helper passes its ``slot``'s state: the slot is
+        given back before the helper's last shard is marked finished, so a caller that sees
+        the job done (and, say, asks :func:`try_reserve` for the next operation) finds it free."""
+        try:
+            while True:
+                i = self.claim(from_back)
+                if i < 0:
+                    return
+                err: BaseException | None = None
+                try:
+                    self.fn(i)
+                except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+                    err = e
+                if slot is not None and self.exhausted():
+                    _give_back(slot, 1)
+                    slot = None
+                self.finish(err)
+        finally:
+            if slot is not None:
+                _give_back(slot, 1)
 
 
 class _Task:
@@ -173,19 +183,23 @@ def _next_work(st: _State) -> _Job | _Task:
             st.ready.wait()
 
 
+def _give_back(st: _State, count: int) -> None:
+    with st.ready:
+        st.free += count
+        if st.queue:
+            st.ready.notify(count)
+
+
 def _worker(st: _State) -> None:
     while True:
         item = _next_work(st)
-        try:
-            if isinstance(item, _Job):
-                item.run_shards(from_back=True)
-            else:
+        if isinstance(item, _Job):
+            item.run_shards(from_back=True, slot=st)  # gives the slot back
+        else:
+            try:
                 item.run()
-        finally:
-            with st.ready:
-                st.free += 1
-                if st.queue:
-                    st.ready.notify()
+            finally:
+                _give_back(st, 1)
 
 
 def _ensure_helpers(count: int) -> _State:
@@ -272,11 +286,7 @@ def try_reserve(count: int) -> bool:
 
 def release(count: int) -> None:
     """Give back ``count`` slots taken by :func:`try_reserve`."""
-    st = _state
-    with st.ready:
-        st.free += count
-        if st.queue:
-            st.ready.notify(count)
+    _give_back(_state, count)
 
 
 def chunks(total: int, min_size: int, max_size: int = 0) -> list[tuple[int, int]]:

@@ -10,6 +10,13 @@ which compiles the text under a unique ``<...>`` file name and registers that te
 :class:`CodeBuilder` is the optional builder: lines at an indentation depth and a constant pool
 (values the code refers to by generated names, put into the namespace it runs in).
 
+Large texts (:data:`CACHE_MIN_CHARS` or more: whole-function code) keep their byte code in the
+owner-only directory of :mod:`pytfrt.support.disk_cache`, as ``.pyc`` files keep a module's: a
+later process that generates the same text under the same file name loads the code object
+(``marshal``) instead of compiling it again.  A cache file holds the text and the file name
+beside the code, and is used only if both are equal to this call's (so a hash collision or a
+damaged file only costs a compile); its name carries the interpreter's cache tag.
+
 The registered texts stay in :mod:`linecache` for the life of the process (they are small, and
 every site caches what it generates, so each text is generated once); ``linecache.checkcache``
 keeps them, as it keeps every entry that has no file behind it.
@@ -22,8 +29,13 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import marshal
+import os
+import sys
 import threading
+import zlib
 from collections.abc import Iterable
+from types import CodeType
 from typing import Any
 
 __all__ = ["CodeBuilder", "exec_generated"]
@@ -54,10 +66,45 @@ def exec_generated(source: str, label: str, namespace: dict[str, Any]) -> dict[s
     lines = source.splitlines(keepends=True)
     with _lock:
         filename = _free_name(label, lines)
-        code = compile(source, filename, "exec")
+        code = _compiled(source, filename)
         linecache.cache[filename] = (len(source), None, lines, filename)
     exec(code, namespace)  # noqa: S102 - the one place generated code runs
     return namespace
+
+
+CACHE_MIN_CHARS = 4096
+"""Generated texts of at least this many characters keep their byte code on disk."""
+
+
+def _compiled(source: str, filename: str) -> CodeType:
+    """``compile(source, filename, "exec")``, through the on-disk code cache for large texts."""
+    if len(source) < CACHE_MIN_CHARS:
+        return compile(source, filename, "exec")
+    from pytfrt.support.disk_cache import cache_dir
+
+    d = cache_dir()
+    if d is None:
+        return compile(source, filename, "exec")
+    key = f"{zlib.crc32(source.encode()):08x}{zlib.crc32(filename.encode()):08x}{len(source):x}"
+    path = d / f"code_{sys.implementation.cache_tag}_{key}.marshal"
+    try:
+        stored = marshal.loads(path.read_bytes())
+        if (isinstance(stored, tuple) and len(stored) == 3 and stored[0] == source
+                and stored[1] == filename and isinstance(stored[2], CodeType)):
+            return stored[2]
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    code = compile(source, filename, "exec")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        tmp.write_bytes(marshal.dumps((source, filename, code)))
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+    return code
 
 
 class CodeBuilder:

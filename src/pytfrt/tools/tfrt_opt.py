@@ -15,9 +15,9 @@ private functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonical
 (:mod:`pytfrt.mlir.passes`); ``-inline`` runs before ``-canonicalize`` when both are given.
 The graph-dialect passes (``-tg-infer-shapes``, ``-tg-fold-quant``, ``-tg-constant-fold``,
 ``-tg-dce``, ``-tg-fold-batch-norm``, ``-tg-layout-nhwc``, ``-tg-fuse-epilogue``,
-``-tg-fuse-squeeze-excite``, ``-tg-fold-pad``, ``-tg-fuse-elementwise``,
-``-tg-fuse-small-graph``, ``-tg-plan-buffers``, ``-tg-default-pipeline``) run in command-line
-order (:mod:`pytfrt.compiler.passes.opt`);
+``-tg-matmul-weight-layout``, ``-tg-fuse-squeeze-excite``, ``-tg-fold-pad``,
+``-tg-fuse-elementwise``, ``-tg-fuse-small-graph``, ``-tg-plan-buffers``,
+``-tg-default-pipeline``) run in command-line order (:mod:`pytfrt.compiler.passes.opt`);
 ``-tg-print-after-all`` also prints the module after each of them, to stderr.
 Without ``--allow-unregistered-dialect`` ops of unknown dialects are rejected;
 unknown ops of TFRT's dialects are accepted in generic form.  Flags take one or two dashes.
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 # parser imports nothing).
 TG_PASSES = (
     "tg-infer-shapes", "tg-fold-quant", "tg-constant-fold", "tg-dce", "tg-fold-batch-norm",
-    "tg-layout-nhwc", "tg-fuse-epilogue", "tg-fuse-squeeze-excite",
+    "tg-layout-nhwc", "tg-fuse-epilogue", "tg-matmul-weight-layout", "tg-fuse-squeeze-excite",
     "tg-fold-pad", "tg-fuse-elementwise", "tg-fuse-small-graph", "tg-plan-buffers",
     "tg-default-pipeline",
 )

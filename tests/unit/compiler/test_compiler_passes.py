@@ -243,3 +243,29 @@ def test_a_scale_that_varies_along_another_axis_is_not_folded() -> None:
     gm = _compare(build, [rng.standard_normal((2, 5, 5, 2)).astype(np.float32)], rtol=1e-4,
                   atol=1e-4)
     assert "tg.mul" in _op_names(gm) or "tg.fused_elementwise" in _op_names(gm)
+
+
+def test_a_wide_dense_weight_is_stored_transposed_with_the_same_results() -> None:
+    """``-tg-matmul-weight-layout``: a ``(k, 1024)`` float32 weight (4 KB rows) becomes a
+    ``(1024, k)`` weight read with ``transpose_b``; the old weight is gone (no copy kept) and
+    the results equal the unoptimised graph's and float64 NumPy's."""
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((24, 1024)).astype(np.float32)
+    b = rng.standard_normal(1024).astype(np.float32)
+
+    def build() -> GraphModule:
+        gb = GraphBuilder()
+        fn = gb.function("main", inputs=[("x", (None, 24), "f32")])
+        h = fn.op("matmul", [fn.arguments[0], fn.constant(w, name="w")])
+        fn.returns([fn.op("relu", [fn.op("add", [h, fn.constant(b, name="b")])])])
+        return gb.finish()
+
+    x = rng.standard_normal((70, 24)).astype(np.float32)
+    gm = _compare(build, [x])
+    assert "w" not in gm.weights
+    (name,) = [n for n, a in gm.weights.items() if a.shape == (1024, 24)]
+    np.testing.assert_array_equal(gm.weights[name], w.T)
+    mm = [op for op in gm.function().body.block.ops if op.name == "tg.matmul"]
+    assert len(mm) == 1 and "transpose_b = true" in str(mm[0])
+    want = np.maximum(x.astype(np.float64) @ w + b, 0)
+    np.testing.assert_allclose(compile_module(gm, optimize=False)(x), want, rtol=1e-4, atol=1e-4)

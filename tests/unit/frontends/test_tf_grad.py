@@ -247,3 +247,20 @@ def test_stateless_random_uniform_is_tf_bit_for_bit(tf: Any) -> None:
         x = np.zeros((9, 3), np.float32)
         for o, r in zip(compiled(s, x), f(s, x), strict=True):
             np.testing.assert_array_equal(o, r.numpy())
+
+
+def test_stateless_random_uniform_int_is_tf_bit_for_bit(tf: Any) -> None:
+    @tf.function(
+        input_signature=[tf.TensorSpec((2,), tf.int64), tf.TensorSpec((None, 3), tf.float32)]
+    )
+    def f(seed: Any, x: Any) -> Any:
+        a = tf.random.stateless_uniform(tf.shape(x), seed, minval=-7, maxval=1000, dtype=tf.int32)
+        b = tf.random.stateless_uniform([4, 5], seed, minval=-(2**40), maxval=3, dtype=tf.int64)
+        return a, b
+
+    compiled = pytfrt.compile(f)
+    for seed in ([1, 2], [-5, 2**40]):
+        s = np.array(seed, np.int64)
+        x = np.zeros((9, 3), np.float32)
+        for o, r in zip(compiled(s, x), f(s, x), strict=True):
+            np.testing.assert_array_equal(o, r.numpy())

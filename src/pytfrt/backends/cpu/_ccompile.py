@@ -8,9 +8,9 @@ version), and imports it; a later process finds the shared object and only loads
 millisecond), so a program pays the compiler once per machine, not once per run -- and never
 imports Numba.
 
-Also the home of what the generated-kernel caches share: :func:`cache_dir` (the owner-only
-directory; the whole-region Numba kernels of :mod:`pytfrt.backends.cpu.small_graph` keep their
-cache there too) and :data:`COMPILE_AFTER`.
+Also the home of :data:`COMPILE_AFTER`, which the whole-region Numba kernels of
+:mod:`pytfrt.backends.cpu.small_graph` share; the owner-only directory is
+:func:`pytfrt.support.disk_cache.cache_dir`.
 
 Errors: :class:`CompileError` when there is no C compiler, it fails, or the module cannot be
 loaded (callers fall back to their uncompiled path).  Thread-safe: concurrent compiles of the
@@ -29,7 +29,7 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
-from pytfrt import config
+from pytfrt.support.disk_cache import cache_dir
 
 COMPILE_AFTER = 2
 """Calls of a generated kernel that run uncompiled before it is compiled: a program run once or
@@ -47,35 +47,6 @@ _loaded: dict[str, ModuleType] = {}
 
 class CompileError(Exception):
     """The C source could not be compiled or loaded (the message says why)."""
-
-
-def cache_dir() -> Path | None:
-    """Where generated kernels live: ``$PYTFRT_CACHE_DIR/graphs``, else
-    ``$XDG_CACHE_HOME/pytfrt/graphs`` (``~/.cache``); ``None`` if it cannot be created.
-
-    Code is imported from this directory, so it is used only when the current user owns it and
-    nobody else may write to it; otherwise kernels are compiled afresh each run
-    (docs/security.md)."""
-    root = config.text("PYTFRT_CACHE_DIR")
-    if root:
-        base = Path(root)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "pytfrt"
-    d = base / "graphs"
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    if not os.access(d, os.W_OK):
-        return None
-    try:
-        st = d.stat()
-    except OSError:
-        return None
-    if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
-        return None
-    return d
 
 
 def _compiler() -> list[str]:
@@ -109,7 +80,8 @@ def module_name(source: str, prefix: str) -> str:
 
 def extension(source: str, name: str) -> ModuleType:
     """The C extension module ``name`` (from :func:`module_name`) built from ``source``:
-    loaded from :func:`cache_dir` if it was built before, else compiled there (or into a
+    loaded from :func:`cache_dir` if it was built before (a file there that does not load --
+    truncated, from another machine -- is built again), else compiled there (or into a
     temporary directory if there is no usable cache directory) and loaded.
 
     Raises:
@@ -131,8 +103,12 @@ def _build(source: str, name: str) -> ModuleType:
     d = cache_dir()
     if d is not None:
         path = d / f"{name}.so"
-        if not path.exists():
-            _compile(source, name, d, path)
+        if path.exists():
+            try:
+                return _import(name, path)
+            except CompileError:  # truncated or foreign: built again below
+                pass
+        _compile(source, name, d, path)
         return _import(name, path)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.so"

@@ -21,7 +21,8 @@ accumulation)::
 
 oneDNN picks its int8 kernels for the CPU itself (AMX, AVX-512 VNNI, AVX2 VNNI, or plain
 AVX2 with the u8 x s8 compensation it computes into the reordered weights); reference
-implementations (``ref:``) are refused, and the caller then uses the NumPy reference of
+implementations (``ref:``) are refused, and so are the kernels without VNNI when a weight lies
+outside [-64, 63] (:func:`saturation_safe`); the caller then uses the NumPy reference of
 :mod:`pytfrt.backends.cpu.quant`.  Thread-safe: any number of threads may call ``forward``.
 """
 
@@ -146,6 +147,14 @@ def _attr(lib: dc._Lib, temp: dc._Prim, q: QuantParams, w_mask: int) -> ctypes.c
     return attr
 
 
+def saturation_safe(impl: str) -> bool:
+    """Whether a oneDNN int8 implementation accumulates u8 x s8 products exactly for every s8
+    weight: the VNNI and AMX kernels do (``vpdpbusd``, tile products); the plain AVX2 and
+    AVX-512 ones pair products in saturating 16-bit sums (``vpmaddubsw``), exact only for
+    weights in [-64, 63] (measured: up to 126 steps off with full-range weights)."""
+    return "vnni" in impl or "amx" in impl
+
+
 def _finish(lib: dc._Lib, p: dc._Prim, temp: dc._Prim, user_w_md: ctypes.c_void_p,
             w: np.ndarray) -> None:
     """Query the implementation (refusing ``ref:``), size the scratchpad, reorder the
@@ -155,6 +164,8 @@ def _finish(lib: dc._Lib, p: dc._Prim, temp: dc._Prim, user_w_md: ctypes.c_void_
     p.impl = (info.value or b"").decode()
     if p.impl.startswith("ref"):
         raise RuntimeError(f"oneDNN reference implementation {p.impl}")
+    if not saturation_safe(p.impl) and (int(w.max(initial=0)) > 63 or int(w.min(initial=0)) < -64):
+        raise RuntimeError(f"{p.impl} would saturate on weights outside [-64, 63]")
     w_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_WEIGHTS_MD, 0)
     sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_SCRATCHPAD_MD, 0)
     p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0

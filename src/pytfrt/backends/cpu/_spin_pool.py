@@ -277,6 +277,11 @@ def _cycles_per_us() -> float:
     return max((c1 - c0) / ((t1 - t0) * 1e6), 1.0)
 
 
+GRACE_US = 100
+"""How long a non-blocking :meth:`BudgetLock.acquire` waits for the budget's slots (yielding
+its CPU) before it fails (microseconds)."""
+
+
 class BudgetLock:
     """:attr:`Pool.lock`: the pool's own lock *and* one helper slot of the process's thread
     budget (:mod:`pytfrt.host.parallel`) per helper, so the pool's native helpers count
@@ -291,11 +296,16 @@ class BudgetLock:
     def acquire(self, blocking: bool = True) -> bool:
         if not self._lock.acquire(blocking):
             return False
-        while self.slots and not parallel.try_reserve(self.slots):
-            if not blocking:
+        if not self.slots or parallel.try_reserve(self.slots):
+            return True
+        # A helper of the previous operation may be between its last shard and giving its
+        # slot back: yield a few times before taking the other path.
+        deadline = time.perf_counter() + GRACE_US * 1e-6
+        while not parallel.try_reserve(self.slots):
+            if not blocking and time.perf_counter() > deadline:
                 self._lock.release()
                 return False
-            time.sleep(50e-6)
+            time.sleep(0 if not blocking else 50e-6)
         return True
 
     def release(self) -> None:

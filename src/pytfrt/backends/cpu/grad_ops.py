@@ -419,6 +419,40 @@ def random_uniform(
     return _unit_floats(bits).reshape(dims)
 
 
+@_register("random_uniform_int")
+def random_uniform_int(
+    shape: np.ndarray,
+    key: np.ndarray,
+    counter: np.ndarray,
+    minval: np.ndarray,
+    maxval: np.ndarray,
+    *,
+    dtype: str,
+    static_shape: Sequence[int],
+) -> np.ndarray:
+    """Uniform integers in ``[minval, maxval)`` from Philox (TF's
+    ``StatelessRandomUniformIntV2``, bit for bit): ``minval + bits % (maxval - minval)``, one
+    word per i32 element, two (low, high) per i64 element.
+
+    Raises:
+        OpError: a dtype other than i32/i64, an empty range, or a bad key/counter.
+    """
+    lo, hi = int(minval.reshape(())), int(maxval.reshape(()))
+    if hi <= lo:
+        raise OpError(f"random_uniform_int: need minval < maxval, got {lo} and {hi}")
+    dims = [int(d) for d in shape.reshape(-1)]
+    n = math.prod(dims)
+    if dtype == "i32":
+        bits = _philox_words("random_uniform_int", n, key, counter, "f32").astype(np.uint64)
+    elif dtype == "i64":
+        w = _philox_words("random_uniform_int", 2 * n, key, counter, "f32").astype(np.uint64)
+        bits = w[0::2] | (w[1::2] << np.uint64(32))
+    else:
+        raise OpError(f"random_uniform_int: only i32 and i64 are supported, got {dtype}")
+    out = lo + (bits % np.uint64(hi - lo)).astype(np.int64)
+    return out.astype(np.int32 if dtype == "i32" else np.int64).reshape(dims)
+
+
 def _unit_floats(bits: np.ndarray) -> np.ndarray:
     """TF's ``Uint32ToFloat``: mantissa bits in [1, 2), minus 1."""
     return ((bits & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)).view(np.float32) - np.float32(1)

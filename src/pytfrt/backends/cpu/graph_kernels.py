@@ -19,11 +19,15 @@ shared with constant folding.  Compute functions may mark operands that are not 
 
 The runtime table :data:`GRAPH_OPS` is the union of the ``GRAPH_OPS`` dicts of
 :data:`COMPUTE_MODULES` (missing modules are skipped), built on first use under a lock.
+With ``PYTFRT_READONLY_OPERANDS`` on (``docs/config.md``) every compute function of the table is
+wrapped by :func:`readonly_operands`: a kernel that writes an operand in place raises NumPy's
+"read-only" error instead of silently changing a caller's input or a model's weights.
 Kernels are sync (``tfrt.sync`` functions); they also run in async functions.  Thread-safe.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import keyword
@@ -33,6 +37,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pytfrt import config
 from pytfrt.host.registry import Attr, KernelRegistry
 from pytfrt.support.codegen import exec_generated
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
@@ -49,10 +54,12 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.recurrent",
     "pytfrt.backends.cpu.onnx_kernels",
     "pytfrt.backends.cpu.onnx_nd",
+    "pytfrt.backends.cpu.onnx_text",
     "pytfrt.backends.cpu.quant",
     "pytfrt.backends.cpu.quant_dynamic",
     "pytfrt.backends.cpu.squeeze_excite",
     "pytfrt.backends.cpu.volume",
+    "pytfrt.backends.cpu.image_ops",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 
@@ -74,8 +81,48 @@ def graph_ops() -> dict[str, Callable[..., Any]]:
                         raise
                     continue
                 table.update(getattr(module, "GRAPH_OPS", {}))
+            if config.flag("PYTFRT_READONLY_OPERANDS"):
+                table = {name: readonly_operands(fn) for name, fn in table.items()}
             _TABLE = table
         return _TABLE
+
+
+def readonly_operands(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` called on read-only views of its positional array operands.
+
+    Writing an operand then raises NumPy's ``ValueError`` ("... is read-only").  The ``out``
+    buffer (a keyword) stays writable.  A result that is a view of a writable operand is made
+    writable again (its users may own it, as without the check).  ``functools.wraps`` keeps
+    ``fn``'s signature and attributes (``opaque_operands``, ``opaque_result``), so kernels made
+    from the wrapper bind as kernels made from ``fn``.  Idempotent; thread-safe as ``fn`` is.
+
+    Functions whose result is not a tensor (``fn.opaque_result``: a prepared plan, e.g.
+    ``conv2d.prepare``) are returned unwrapped: a plan may keep its operand (a weight) by
+    identity, so that the model can release the original once the plan holds its own copy.
+    """
+    if getattr(fn, "__pytfrt_readonly__", False) or getattr(fn, "opaque_result", False):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        frozen = []
+        views = []
+        for a in args:
+            if type(a) is np.ndarray and a.flags.writeable:
+                frozen.append(a)
+                a = a.view()
+                a.flags.writeable = False
+            views.append(a)
+        result = fn(*views, **kwargs)
+        if frozen:
+            for r in result if type(result) is tuple else (result,):
+                if type(r) is np.ndarray and not r.flags.writeable and r.base is not None \
+                        and any(np.may_share_memory(r, a) for a in frozen):
+                    r.flags.writeable = True
+        return result
+
+    wrapped.__pytfrt_readonly__ = True  # type: ignore[attr-defined]
+    return wrapped
 
 
 _DTYPES: dict[np.dtype, Any] = {}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -201,3 +202,69 @@ def pool_nd(x: np.ndarray, *, kind: str, kernel: tuple[int, ...], strides: tuple
     elif kind == "lp":
         acc = acc ** (1.0 / p)
     return np.asarray(acc.astype(x.dtype))
+
+
+@GRAPH_OPS.op("col2im")
+def col2im(x: np.ndarray, *, image_shape: tuple[int, ...], block_shape: tuple[int, ...],
+           strides: tuple[int, ...], dilations: tuple[int, ...], pads: tuple[int, ...]
+           ) -> np.ndarray:
+    """ONNX ``Col2Im``: columns ``[N, C * prod(block), L]`` summed back into images
+    ``[N, C, *image_shape]`` (the inverse layout of an im2col with these windows)."""
+    nd = len(image_shape)
+    n_win = [pool_out_size(image_shape[i], block_shape[i], strides[i], dilations[i], pads[i],
+                           pads[i + nd], False) for i in range(nd)]
+    blocks = math.prod(block_shape)
+    if x.ndim != 3 or x.shape[1] % max(blocks, 1) or x.shape[2] != math.prod(n_win):
+        raise OpError(f"col2im: input {list(x.shape)} does not hold blocks {list(block_shape)} "
+                      f"at {n_win} positions")
+    c = x.shape[1] // blocks
+    cols = x.reshape(x.shape[0], c, *block_shape, *n_win)
+    canvas = np.zeros((x.shape[0], c, *(image_shape[i] + pads[i] + pads[i + nd]
+                                         for i in range(nd))), x.dtype)
+    for offs in itertools.product(*(range(k) for k in block_shape)):
+        sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
+                   for o, d, n, s in zip(offs, dilations, n_win, strides, strict=True))
+        block: tuple[Any, ...] = (slice(None), slice(None), *offs)
+        canvas[(slice(None), slice(None), *sl)] += cols[block]
+    inner = tuple(slice(pads[i], pads[i] + image_shape[i]) for i in range(nd))
+    return np.ascontiguousarray(canvas[(slice(None), slice(None), *inner)])
+
+
+@GRAPH_OPS.op("conv_transpose_nd")
+def conv_transpose_nd(x: np.ndarray, w: np.ndarray, *, strides: tuple[int, ...],
+                      dilations: tuple[int, ...], pads: tuple[int, ...],
+                      output_padding: tuple[int, ...], groups: int) -> np.ndarray:
+    """ONNX ``ConvTranspose`` of ``x`` ``[N, C_in, *spatial]`` with filters ``w``
+    ``[C_in, C_out / groups, *kernel]``: each input position scatters its filter-weighted
+    values into the output; ``pads`` ``(begins..., ends...)`` are cropped off (a negative pad
+    adds zeros), and ``output_padding`` adds rows at the end."""
+    nd = x.ndim - 2
+    if w.ndim != nd + 2 or x.shape[1] != w.shape[0] or x.shape[1] % groups:
+        raise OpError(f"conv_transpose_nd: input {list(x.shape)} and filter {list(w.shape)} "
+                      f"do not fit (groups {groups})")
+    kernel = w.shape[2:]
+    spatial = x.shape[2:]
+    full = [strides[i] * (spatial[i] - 1) + (kernel[i] - 1) * dilations[i] + 1
+            + output_padding[i] for i in range(nd)]
+    out = [full[i] - pads[i] - pads[i + nd] for i in range(nd)]
+    if any(o < 0 for o in out):
+        raise OpError(f"conv_transpose_nd: pads {list(pads)} crop more than the output {full}")
+    wide = np.float64 if x.dtype == np.float64 else np.float32
+    cin_g, cout_g = x.shape[1] // groups, w.shape[1]
+    canvas = np.zeros((x.shape[0], cout_g * groups, *full), wide)
+    xs, ws = x.astype(wide), w.astype(wide)
+    for g in range(groups):
+        xg = xs[:, g * cin_g:(g + 1) * cin_g]
+        wg = ws[g * cin_g:(g + 1) * cin_g]
+        for offs in itertools.product(*(range(k) for k in kernel)):
+            tap: tuple[Any, ...] = (slice(None), slice(None), *offs)
+            contrib = np.tensordot(xg, wg[tap], axes=([1], [0]))  # [N, *spatial, C_out_g]
+            sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
+                       for o, d, n, s in zip(offs, dilations, spatial, strides, strict=True))
+            canvas[(slice(None), slice(g * cout_g, (g + 1) * cout_g), *sl)] += (
+                np.moveaxis(contrib, -1, 1))
+    grow = [(0, 0), (0, 0)] + [(max(-pads[i], 0), max(-pads[i + nd], 0)) for i in range(nd)]
+    if any(g != (0, 0) for g in grow):  # negative pads (an output_shape past the full size)
+        canvas = np.pad(canvas, grow)
+    crop = tuple(slice(max(pads[i], 0), max(pads[i], 0) + out[i]) for i in range(nd))
+    return np.ascontiguousarray(canvas[(slice(None), slice(None), *crop)].astype(x.dtype))

@@ -47,12 +47,13 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.backends.cpu._ccompile import COMPILE_AFTER, cache_dir
+from pytfrt.backends.cpu._ccompile import COMPILE_AFTER
 from pytfrt.backends.cpu.fused import SCALAR, scalar_body
 from pytfrt.backends.cpu.grad_ops import GRAD_SCALAR
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 from pytfrt.support.codegen import exec_generated
+from pytfrt.support.disk_cache import cache_dir
 
 Shape = tuple[int, ...]
 

@@ -1,4 +1,4 @@
-"""ONNX control flow (``If``, ``Loop``) -> ``tg.if`` / ``tg.while`` with body functions.
+"""ONNX control flow (``If``, ``Loop``, ``Scan``) -> ``tg.if`` / ``tg.while`` / inline bodies.
 
 ONNX bodies are subgraphs that read outer values by name; the graph dialect's bodies are
 functions of the module (``docs/graph_dialect.md``, "Control flow").  For each body this module
@@ -11,7 +11,9 @@ passed by the ``tg.if`` / ``tg.while`` op.
 * ``Loop`` becomes ``tg.while`` over ``(i, max_trip_count, keep_going, carried..., free...)``:
   the condition function computes ``keep_going and i < max_trip_count``, the body function runs
   the ONNX body and increments ``i``.  Carried values keep their rank but get dynamic dims (an
-  iteration may change them).  Scan outputs are not supported.
+  iteration may change them).  A loop with scan outputs or carried sequences is unrolled
+  inline instead (its trip count and condition must be known at import; the backend
+  specialises on graph inputs that hold them).
 * ``Scan`` (and Scan-8 with its batch axis) is imported unrolled: its body once per iteration,
   inline, each scan input sliced with ``gather`` and each scan output stacked with ``concat``
   (the length must be known at import time, at most ``_SCAN_UNROLL_LIMIT`` iterations).
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter, Out, onnx_op
+from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter, Out, SeqOut, onnx_op
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytfrt.compiler.builder import Value
@@ -88,12 +90,10 @@ def _if(imp: OnnxGraphImporter, node: Any) -> list[Out]:
     known = imp.known_input(node, 0)
     if known is not None:
         branch = branches[0] if bool(np.asarray(known).reshape(-1)[0]) else branches[1]
-        sub = imp.child(branch, imp.f)
-        sub.values = dict(imp.values)
-        sub.import_nodes()
-        return [
-            sub.known[o.name] if o.name in sub.known else sub.value(o.name) for o in branch.output
-        ]
+        return inline_body(imp, branch, [])
+    if any(o.type.HasField("sequence_type") for b in branches for o in b.output):
+        imp.unsupported(node, "sequence results under a condition known only at run time",
+                        [0])
     free = _runtime_free(imp, branches)
     args = [imp.value(n) for n in free]
     names = []
@@ -113,12 +113,19 @@ def _if(imp: OnnxGraphImporter, node: Any) -> list[Out]:
     return list(res) if isinstance(res, list) else [res]
 
 
-@onnx_op("Loop", note="`while` over (i, M, cond, carried..., free...); no scan outputs")
+@onnx_op("Loop", note="`while` over (i, M, cond, carried..., free...); with scan outputs or "
+         "carried sequences: unrolled inline (a known trip count and condition)")
 def _loop(imp: OnnxGraphImporter, node: Any) -> list[Out]:
     body = next(a.g for a in node.attribute if a.name == "body")
     n_carried = len(node.input) - 2
+    unrolled = _loop_unrolled(imp, node, body, n_carried)
+    if unrolled is not None:
+        return unrolled
     if len(body.output) != 1 + n_carried:
-        imp.unsupported(node, "scan outputs")
+        imp.unsupported(node, "scan outputs (with a trip count known only at run time)", [0])
+    if any(node.input[2 + k] in imp.seqs for k in range(n_carried)):
+        imp.unsupported(node, "a carried sequence with a trip count known only at run time",
+                        [0, 1])
     i0 = imp.constant(np.asarray(0, np.int64))
     if imp.has(node, 0):
         m = imp.input(node, 0)
@@ -177,22 +184,29 @@ _SCAN_UNROLL_LIMIT = 1024
 """The longest scan (iterations, times the batch of a Scan-8) imported by unrolling."""
 
 
-def _scan_steps(imp: OnnxGraphImporter, body: Any, states: list[Out], slices: list[Out]
-                ) -> list[Out]:
-    """One iteration of a scan body imported inline: ``(states, slices) -> body outputs``."""
+def inline_body(imp: OnnxGraphImporter, body: Any, args: list[Out]) -> list[Out]:
+    """``body`` (a subgraph) imported inline on ``args`` (one per body input: Values, known
+    arrays or sequences); its outputs.  One iteration of an unrolled Scan/Loop/SequenceMap."""
     sub = imp.child(body, imp.f)
     sub.values = dict(imp.values)
-    for spec, v in zip(body.input, [*states, *slices], strict=True):
+    for spec, v in zip(body.input, args, strict=True):
         sub.partial.pop(spec.name, None)
-        if isinstance(v, np.ndarray):
-            sub.known[spec.name] = v
-            sub.values.pop(spec.name, None)
+        for table in (sub.known, sub.values, sub.seqs):
+            table.pop(spec.name, None)
+        if isinstance(v, SeqOut):
+            sub.seqs[spec.name] = v
+        elif isinstance(v, np.ndarray | np.generic):
+            sub.known[spec.name] = np.asarray(v)
         else:
-            sub.known.pop(spec.name, None)
             sub.values[spec.name] = v
     sub.import_nodes()
-    return [sub.known[o.name] if o.name in sub.known else sub.value(o.name)
-            for o in body.output]
+    return [_result(sub, o.name) for o in body.output]
+
+
+def _result(sub: OnnxGraphImporter, name: str) -> Out:
+    if name in sub.seqs:
+        return sub.seqs[name]
+    return sub.known[name] if name in sub.known else sub.value(name)
 
 
 def _scan_length(imp: OnnxGraphImporter, node: Any, v: Value, axis: int) -> int:
@@ -229,7 +243,7 @@ def _run_scan(imp: OnnxGraphImporter, node: Any, body: Any, states: list[Out],
     for t in range(n):
         slices = [_take(imp, v, a, n - 1 - t if r else t)
                   for v, a, r in zip(scans, in_axes, in_rev, strict=True)]
-        outs = _scan_steps(imp, body, states, slices)
+        outs = inline_body(imp, body, [*states, *slices])
         states = outs[: len(states)]
         for k in range(n_k):
             steps[k].append(outs[len(states) + k])
@@ -292,3 +306,42 @@ def _scan8(imp: OnnxGraphImporter, node: Any, body: Any, m: int, a: dict[str, An
             imp, node, body, [_take(imp, s, 0, b) for s in states],
             [_take(imp, v, 0, b) for v in scans], [0] * m, rev, [0] * n_k, [0] * n_k))
     return [_stack(imp, [row[k] for row in per_batch], 0) for k in range(n_state + n_k)]
+
+
+def _loop_unrolled(imp: OnnxGraphImporter, node: Any, body: Any, n_carried: int
+                   ) -> list[Out] | None:
+    """``Loop`` imported unrolled, when its trip count is known (at most
+    ``_SCAN_UNROLL_LIMIT``) and the body either carries a sequence or has scan outputs;
+    the condition must then be known at every iteration.  ``None``: not this case."""
+    n_scan = len(body.output) - 1 - n_carried
+    carries_seq = any(node.input[2 + k] in imp.seqs for k in range(n_carried))
+    m = imp.known_input(node, 0)
+    if m is None or not (n_scan or carries_seq):
+        return None
+    trips = int(np.asarray(m).reshape(-1)[0])
+    if trips > _SCAN_UNROLL_LIMIT:
+        return None
+    cond = imp.known_input(node, 1) if imp.has(node, 1) else np.asarray(True)
+    carried: list[Out] = [
+        imp.seqs[node.input[2 + k]] if node.input[2 + k] in imp.seqs
+        else (imp.known_input(node, 2 + k) if imp.known_input(node, 2 + k) is not None
+              else imp.input(node, 2 + k))
+        for k in range(n_carried)]
+    scans: list[list[Out]] = [[] for _ in range(n_scan)]
+    for i in range(trips):
+        if cond is None or isinstance(cond, SeqOut) or not isinstance(cond, np.ndarray):
+            imp.unsupported(node, "a loop condition known only at run time (unrolling)",
+                            [1] if i == 0 else [])
+        if not bool(np.asarray(cond).reshape(-1)[0]):
+            break
+        outs = inline_body(imp, body, [np.asarray(i, np.int64), cond, *carried])
+        cond = outs[0]
+        carried = outs[1 : 1 + n_carried]
+        for k in range(n_scan):
+            scans[k].append(outs[1 + n_carried + k])
+    results: list[Out] = list(carried)
+    for parts in scans:
+        if not parts:
+            imp.unsupported(node, "scan outputs of a loop that runs no iteration")
+        results.append(_stack(imp, parts, 0))
+    return results

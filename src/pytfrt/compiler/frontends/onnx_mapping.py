@@ -43,7 +43,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from pytfrt.compiler.builder import FunctionBuilder, GraphModule, Value
 
-Out = Any  # a tg Value or a NumPy array (known at import time)
+Out = Any  # a tg Value, a NumPy array (known at import time) or a SeqOut
+
+
+class SeqOut(list):  # type: ignore[type-arg]
+    """An ONNX sequence value during import: its elements (``tg`` Values or known arrays).
+
+    Sequences exist only at import time: their length must be known then (a sequence graph
+    input is specialised on its length by the backend, one function argument per element;
+    a sequence graph output is returned as its elements, see
+    :attr:`OnnxGraphImporter.output_layout`)."""
+
 Handler = Callable[["OnnxGraphImporter", Any], list[Out]]
 
 ONNX_OPS: dict[str, Handler] = {}
@@ -91,10 +101,18 @@ class OnnxGraphImporter:
         self._const_names: set[str] = set()
         self._node: Any = None
         self._expanded = 0
+        self.seqs: dict[str, SeqOut] = {}
+        self.output_layout: list[tuple[str, int | None]] = []
+        """Per graph output: ``(name, None)`` for a tensor, ``(name, n)`` for a sequence
+        returned as ``n`` results (filled by :meth:`run`)."""
 
     # -- entry ------------------------------------------------------------------------------
 
-    def run(self, input_shapes: Any = None, input_values: Any = None) -> GraphModule:
+    def run(self, input_shapes: Any = None, input_values: Any = None,
+            sequence_inputs: Mapping[str, Sequence[tuple[Any, Any]]] | None = None
+            ) -> GraphModule:
+        """Import the graph.  ``sequence_inputs``: per sequence-typed graph input, its
+        elements' ``(shape, numpy dtype)`` (each element becomes an argument ``name#k``)."""
         from pytfrt.compiler.builder import GraphBuilder
 
         g = self.graph
@@ -105,17 +123,39 @@ class OnnxGraphImporter:
         for init in g.sparse_initializer:
             self._fail_graph(f"sparse initializer {init.values.name!r} is not supported")
         for o in g.output:
-            if o.type.WhichOneof("value") not in (None, "tensor_type"):
+            if o.type.WhichOneof("value") not in (None, "tensor_type", "sequence_type"):
                 raise UnsupportedOpError(
                     f"graph output of type {o.type.WhichOneof('value')}", o.name, self.origin,
                     "only tensor outputs are supported (no sequences, optionals or maps)")
         inputs = [i for i in g.input if i.name not in self.known]
-        specs = self._input_specs(inputs, input_shapes)
+        seq_in = {i.name for i in inputs if i.type.HasField("sequence_type")}
+        tensor_specs = iter(self._input_specs([i for i in inputs if i.name not in seq_in],
+                                              input_shapes))
+        specs: list[tuple[str, Any, str]] = []
+        for i in inputs:
+            if i.name not in seq_in:
+                specs.append(next(tensor_specs))
+                continue
+            if sequence_inputs is None or i.name not in sequence_inputs:
+                raise UnsupportedOpError(
+                    "graph input of type sequence_type", i.name, self.origin,
+                    "a sequence input is imported once its length is known (run the model "
+                    "through pytfrt.onnx_backend, which specialises on it)")
+            from pytfrt.compiler.types import dtype_name
+
+            specs += [(f"{i.name}#{k}", tuple(shape), dtype_name(np.dtype(dt)))
+                      for k, (shape, dt) in enumerate(sequence_inputs[i.name])]
         self.gb = gb = GraphBuilder()
         self.fn = fn = gb.function("main", inputs=specs)
-        for spec, arg in zip(specs, fn.arguments, strict=True):
-            self.values[spec[0]] = arg
-        self.import_body([o.name for o in g.output])
+        by_name = dict(zip((sp[0] for sp in specs), fn.arguments, strict=True))
+        for i in inputs:
+            if i.name in seq_in:
+                self.seqs[i.name] = SeqOut(
+                    by_name[f"{i.name}#{k}"] for k in range(len(sequence_inputs[i.name]))  # type: ignore[index]
+                )
+            else:
+                self.values[i.name] = by_name[i.name]
+        self.import_body([o.name for o in g.output], flatten_sequences=True)
         return gb.finish()
 
     def import_nodes(self) -> None:
@@ -123,17 +163,40 @@ class OnnxGraphImporter:
         for node in fuse_patterns(self.graph):
             self._import_node(node)
 
-    def import_body(self, outputs: Sequence[str]) -> None:
-        """Import this graph's nodes into ``self.fn`` and return ``outputs`` from it."""
+    def import_body(self, outputs: Sequence[str], flatten_sequences: bool = False) -> None:
+        """Import this graph's nodes into ``self.fn`` and return ``outputs`` from it
+        (``flatten_sequences``: a sequence output as its elements, ``name#k``)."""
         fn = self.f
         self.import_nodes()
         outs: list[Value] = []
+        names: list[str] = []
+        self.output_layout = []
         for name in outputs:
-            v = self.value(name)
-            if any(v is p for p in outs) or any(v is a for a in fn.arguments):
-                v = fn.op("identity", [v], loc=name)
-            outs.append(v)
-        fn.returns(outs, names=list(outputs))
+            if flatten_sequences and name in self.seqs:
+                elems = self.seqs[name]
+                self.output_layout.append((name, len(elems)))
+                items = [(f"{name}#{k}", self.element(e, f"{name}#{k}"))
+                         for k, e in enumerate(elems)]
+            else:
+                self.output_layout.append((name, None))
+                items = [(name, self.value(name))]
+            for n, v in items:
+                if any(v is p for p in outs) or any(v is a for a in fn.arguments):
+                    v = fn.op("identity", [v], loc=n)
+                outs.append(v)
+                names.append(n)
+        fn.returns(outs, names=names)
+
+    def element(self, e: Out, hint: str = "elem") -> Value:
+        """A sequence element as a ``tg`` Value (a known array becomes a constant)."""
+        return self.constant(e, hint) if isinstance(e, np.ndarray | np.generic) else e
+
+    def sequence(self, node: Any, i: int) -> SeqOut:
+        """Input ``i`` of ``node``, which must be a sequence known at import time."""
+        name = node.input[i] if self.has(node, i) else ""
+        if name not in self.seqs:
+            self.unsupported(node, f"input {i} must be a sequence of a length known at import")
+        return self.seqs[name]
 
     def child(self, graph: Any, fn: FunctionBuilder) -> OnnxGraphImporter:
         """An importer for subgraph ``graph`` (a control-flow body) building ``fn``.
@@ -146,6 +209,7 @@ class OnnxGraphImporter:
         sub.gb, sub.fn = self.gb, fn
         sub.known = dict(self.known)
         sub.partial = dict(self.partial)
+        sub.seqs = dict(self.seqs)
         sub._const_names = self._const_names
         for init in graph.initializer:
             sub.known[init.name] = initializer_array(init, self.origin)
@@ -215,6 +279,9 @@ class OnnxGraphImporter:
         domain = node.domain or ""
         if domain == "pytfrt" and node.op_type == "Silu":  # made by onnx_patterns.fuse_silu
             self._bind(node, [self.op("silu", [self.input(node, 0)])])
+            return
+        if domain == "ai.onnx.ml" and f"ai.onnx.ml.{node.op_type}" in ONNX_OPS:
+            self._bind(node, ONNX_OPS[f"ai.onnx.ml.{node.op_type}"](self, node))
             return
         if domain == "com.microsoft" and node.op_type in MS_OPS:
             self._bind(node, MS_OPS[node.op_type](self, node))
@@ -326,13 +393,17 @@ class OnnxGraphImporter:
         for name, out in zip(node.output, outs, strict=False):
             if not name:
                 continue
-            if isinstance(out, np.ndarray | np.generic):
+            if isinstance(out, SeqOut):
+                self.seqs[name] = out
+                self.values.pop(name, None)
+                self.known.pop(name, None)
+            elif isinstance(out, np.ndarray | np.generic):
                 self.known[name] = np.asarray(out)
                 self.values.pop(name, None)
             else:
                 self.values[name] = out
 
-    def _evaluate(self, node: Any) -> list[np.ndarray] | None:
+    def _evaluate(self, node: Any) -> list[Any] | None:
         """Run ``node`` on its known inputs with ONNX's reference implementation."""
         from onnx.reference import ReferenceEvaluator
 
@@ -342,7 +413,8 @@ class OnnxGraphImporter:
             res = ev.run(None, feeds)
         except Exception:  # noqa: BLE001 - not foldable: left to run at run time
             return None
-        return [np.asarray(r) for r in res]
+        return [SeqOut(np.asarray(e) for e in r) if isinstance(r, list) else np.asarray(r)
+                for r in res]
 
     # -- helpers for handlers ---------------------------------------------------------------
 
@@ -378,6 +450,8 @@ class OnnxGraphImporter:
         v = self.values.get(name)
         if v is not None:
             return v
+        if name in self.seqs and self._node is not None:
+            self.unsupported(self._node, f"the sequence {name!r} where a tensor is expected")
         if name in self.known:
             v = self.constant(self.known[name], name)
             self.values[name] = v
@@ -642,6 +716,8 @@ def _isinf(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 
 @onnx_op("Identity", note="forwarded (no op)")
 def _identity(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    if node.input[0] in ctx.seqs:
+        return [SeqOut(ctx.seqs[node.input[0]])]
     k = ctx.known_input(node, 0)
     return [k if k is not None else ctx.input(node, 0)]
 
@@ -969,17 +1045,16 @@ class _AttrNode:
         self.attribute: list[Any] = []
 
 
-@onnx_op("ConvTranspose", note="`conv2d_transpose {layout = NCHW}` (filter IOHW) + bias `add`")
+@onnx_op("ConvTranspose", note="`conv2d_transpose {layout = NCHW}` (filter IOHW) + bias `add`; "
+         "other ranks, output_shape, SAME: `conv_transpose_nd`")
 def _conv_transpose(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     x, w = ctx.input(node, 0), ctx.input(node, 1)
-    if _rank(ctx, x) != 4:
-        ctx.unsupported(node, "only 2-D transposed convolution")
     a = ctx.attrs(node)
-    if "output_shape" in a:
-        ctx.unsupported(node, "the output_shape attribute (give pads instead)")
     auto = a.get("auto_pad", "NOTSET")
-    if auto not in ("NOTSET", "", "VALID"):
-        ctx.unsupported(node, f"auto_pad {auto!r}")
+    if _rank(ctx, x) != 4 or "output_shape" in a or auto not in ("NOTSET", "", "VALID"):
+        from pytfrt.compiler.frontends.onnx_nd import conv_transpose_general
+
+        return conv_transpose_general(ctx, node)
     p = [int(v) for v in a.get("pads", [0] * 4)] if auto in ("NOTSET", "") else [0] * 4
     y = ctx.op(
         "conv2d_transpose",
@@ -1126,12 +1201,19 @@ def _softmax(tg: str) -> Handler:
     def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         x = ctx.input(node, 0)
         axis = _axis(int(ctx.attrs(node).get("axis", -1)), _rank(ctx, x))
+        if tg == "softmax" and x.dtype == "f16":
+            # in float16 step by step (each step rounded, as ONNX's definition computes it):
+            # one rounding at the end differs by an ulp where the steps round the other way
+            top = ctx.op("reduce_max", [x], axes=[axis], keepdims=True)
+            e = ctx.op("exp", [ctx.op("sub", [x, top])])
+            return [ctx.op("div", [e, ctx.op("reduce_sum", [e], axes=[axis], keepdims=True)])]
         return [ctx.op(tg, [x], axis=axis)]
 
     return handler
 
 
-onnx_op("Softmax", note="`softmax {axis}`")(_softmax("softmax"))
+onnx_op("Softmax", note="`softmax {axis}`; float16: `reduce_max`, `exp`, `reduce_sum`, `div`, "
+        "each rounded")(_softmax("softmax"))
 onnx_op("LogSoftmax", note="`log_softmax {axis}`")(_softmax("log_softmax"))
 
 
@@ -1810,6 +1892,8 @@ def ops_markdown() -> str:
         "CenterCropPad, RotaryEmbedding...: imported as that body, op by op); else the import",
         "raises `UnsupportedOpError`. An operand the graph dialect needs as an attribute that",
         "arrives as a graph input is specialised on at run time by `pytfrt.onnx_backend`.",
+        "Rows `ai.onnx.ml.<op>` are ops of the ONNX-ML domain; sequences are lists of a length",
+        "known at import (`onnx_sequence.py`).",
         "",
         "| ONNX op | emits |",
         "| --- | --- |",
@@ -1833,3 +1917,10 @@ from pytfrt.compiler.frontends import onnx_quant as _onnx_quant  # noqa: E402,F4
 
 # LSTM, GRU and RNN register theirs (tg.recurrent) on import.
 from pytfrt.compiler.frontends import onnx_recurrent as _onnx_recurrent  # noqa: E402,F401
+
+# Sequence ops (sequences of a length known at import) register on import.
+from pytfrt.compiler.frontends import onnx_sequence as _onnx_sequence  # noqa: E402,F401
+
+# StringSplit, StringNormalizer and TfIdfVectorizer (the onnx_text family) register on import,
+# and the ai.onnx.ml ops (as "ai.onnx.ml.<op>").
+from pytfrt.compiler.frontends import onnx_text as _onnx_text  # noqa: E402,F401

@@ -112,3 +112,52 @@ def pool_general(ctx: OnnxGraphImporter, node: Any, kind: str) -> list[Out]:
 @onnx_op("LpPool", note="`pool_nd {kind = lp}` (onnx_nd family; any number of spatial axes)")
 def _lp_pool(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return pool_general(ctx, node, "lp")
+
+
+@onnx_op("Col2Im", note="`col2im {image_shape, block_shape, ...}` (onnx_nd family)")
+def _col2im(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    image = ctx.const_input(node, 1, "image_shape")
+    block = ctx.const_input(node, 2, "block_shape")
+    nd = int(image.size)
+    a = ctx.attrs(node)
+    return [ctx.op(
+        "col2im", [ctx.input(node, 0)], image_shape=[int(v) for v in image.reshape(-1)],
+        block_shape=[int(v) for v in block.reshape(-1)],
+        strides=[int(v) for v in a.get("strides", [1] * nd)],
+        dilations=[int(v) for v in a.get("dilations", [1] * nd)],
+        pads=[int(v) for v in a.get("pads", [0] * 2 * nd)],
+    )]
+
+
+def conv_transpose_general(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    """``ConvTranspose`` as ``tg.conv_transpose_nd``: any rank, ``output_shape``, auto pads."""
+    a = ctx.attrs(node)
+    x, w = ctx.input(node, 0), ctx.input(node, 1)
+    dims = _dims(ctx, x)
+    nd = len(dims) - 2
+    wk = _dims(ctx, w)
+    kernel = [int(k) for k in a.get("kernel_shape", wk[2:])]
+    strides = [int(v) for v in a.get("strides", [1] * nd)]
+    dil = [int(v) for v in a.get("dilations", [1] * nd)]
+    out_pad = [int(v) for v in a.get("output_padding", [0] * nd)]
+    auto = str(a.get("auto_pad", "NOTSET"))
+    pads = [int(v) for v in a.get("pads", [0] * 2 * nd)]
+    if "output_shape" in a or auto in ("SAME_UPPER", "SAME_LOWER"):
+        if any(d is None for d in dims[2:]):
+            ctx.unsupported(node, "output_shape or auto_pad with dynamic spatial dimensions")
+        want = ([int(v) for v in a["output_shape"]][-nd:] if "output_shape" in a
+                else [int(dims[2 + i] or 0) * strides[i] for i in range(nd)])
+        total = [strides[i] * (int(dims[2 + i] or 0) - 1) + out_pad[i]
+                 + (kernel[i] - 1) * dil[i] + 1 - want[i] for i in range(nd)]
+        if auto == "SAME_UPPER":
+            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+        else:
+            pads = [t - t // 2 for t in total] + [t // 2 for t in total]
+    elif auto == "VALID":
+        pads = [0] * 2 * nd
+    y = ctx.op("conv_transpose_nd", [x, w], strides=strides, dilations=dil, pads=pads,
+               output_padding=out_pad, groups=int(a.get("group", 1)))
+    if ctx.has(node, 2):
+        b = ctx.op("reshape", [ctx.input(node, 2)], shape=[-1] + [1] * nd)
+        y = ctx.op("add", [y, b])
+    return [y]

@@ -11,7 +11,8 @@ quantisation ops in it; ``-tg-fold-quant`` then folds the pairs into integer ops
 (``docs/compiler.md``, "Quantization").  ``QLinearConv``/``QLinearMatMul`` with a constant s8
 weight, and ONNX Runtime's ``com.microsoft`` contrib ops of QOperator models (``QLinearAdd``,
 ``QLinearMul``, ``QLinearGlobalAveragePool``, ``QLinearAveragePool``, ``QLinearSigmoid``,
-``QLinearLeakyRelu``, ``QLinearConcat``, ``QGemm``; registered in ``MS_OPS``) import as
+``QLinearLeakyRelu``, ``QLinearSoftmax``, ``QLinearConcat``, ``QGemm``; registered in
+``MS_OPS``) import as
 dequantize -> the float op -> quantize, the form the pass folds.
 """
 
@@ -258,7 +259,8 @@ _ms("QLinearMul")(_binary("Mul"))
 
 def _unary(op_type: str) -> Any:
     def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-        attrs = {k: v for k, v in ctx.attrs(node).items() if k != "channels_last"}
+        attrs = {k: v for k, v in ctx.attrs(node).items()
+                 if k not in ("channels_last", "opset")}  # (QLinearSoftmax's opset)
         if int(ctx.attrs(node).get("channels_last", 0)):
             ctx.unsupported(node, "channels_last = 1")
         y = _via(ctx, node, op_type, [_dq(ctx, node, 0)], **attrs) if attrs else _via(
@@ -270,7 +272,8 @@ def _unary(op_type: str) -> Any:
 
 for _ms_op, _float_op in (("QLinearGlobalAveragePool", "GlobalAveragePool"),
                           ("QLinearAveragePool", "AveragePool"),
-                          ("QLinearSigmoid", "Sigmoid"), ("QLinearLeakyRelu", "LeakyRelu")):
+                          ("QLinearSigmoid", "Sigmoid"), ("QLinearLeakyRelu", "LeakyRelu"),
+                          ("QLinearSoftmax", "Softmax")):
     _ms(_ms_op)(_unary(_float_op))
 
 

@@ -52,6 +52,7 @@ class SpecializingModel:
         inits = {i.name for i in graph.initializer}
         self.input_names = [i.name for i in graph.input if i.name not in inits]
         self.output_names = [o.name for o in graph.output]
+        self._sequences = {i.name for i in graph.input if i.type.HasField("sequence_type")}
         self._producers = {o: n for n in graph.node for o in n.output if o}
         self._specialised: set[str] = set()
         self._cache: dict[Any, Any] = {}
@@ -63,29 +64,49 @@ class SpecializingModel:
                 f"{self.origin}: the model takes {len(self.input_names)} inputs "
                 f"({', '.join(self.input_names)}), got {len(args)}"
             )
+        arrays: list[Any] = []
         for name, a in zip(self.input_names, args, strict=True):
-            if a is None or isinstance(a, list | tuple | dict):
+            if name in self._sequences and isinstance(a, list | tuple):
+                arrays.append([np.asarray(e) for e in a])  # one argument per element
+            elif a is None or isinstance(a, list | tuple | dict):
                 raise UnsupportedOpError(
                     f"input value of type {type(a).__name__}", name, self.origin,
-                    "only tensor inputs are supported (no sequences, optionals or maps)")
-        arrays = [np.asarray(a) for a in args]
-        compiled, baked = self._compiled(arrays)
-        feed = [a for n, a in zip(self.input_names, arrays, strict=True) if n not in baked]
+                    "only tensor and sequence inputs are supported (no optionals or maps)")
+            else:
+                arrays.append(np.asarray(a))
+        (compiled, layout), baked = self._compiled(arrays)
+        feed: list[np.ndarray] = []
+        for n, a in zip(self.input_names, arrays, strict=True):
+            if isinstance(a, list):
+                feed += a
+            elif n not in baked:
+                feed.append(a)
         out = compiled(*feed)
         structure = compiled.signature.structure
         if structure == "single":
-            return [out]
-        if structure == "dict":
-            return [out[n] for n in self.output_names]
-        return list(out)
+            flat = [out]
+        elif structure == "dict":
+            flat = list(out.values())
+        else:
+            flat = list(out)
+        results: list[Any] = []
+        for _, count in layout:  # regroup the elements of sequence outputs
+            if count is None:
+                results.append(flat.pop(0))
+            else:
+                results.append([np.asarray(flat.pop(0)) for _ in range(count)])
+        return results
 
-    def _key(self, arrays: list[np.ndarray], baked: frozenset[str]) -> Any:
+    def _key(self, arrays: list[Any], baked: frozenset[str]) -> Any:
         parts: list[Any] = []
         for n, a in zip(self.input_names, arrays, strict=True):
-            parts.append((a.shape, a.dtype.str, a.tobytes() if n in baked else None))
+            if isinstance(a, list):
+                parts.append(tuple((e.shape, e.dtype.str) for e in a))
+            else:
+                parts.append((a.shape, a.dtype.str, a.tobytes() if n in baked else None))
         return baked, tuple(parts)
 
-    def _compiled(self, arrays: list[np.ndarray]) -> tuple[Any, frozenset[str]]:
+    def _compiled(self, arrays: list[Any]) -> tuple[Any, frozenset[str]]:
         baked = frozenset(self._specialised)
         hit = self._cache.get(self._key(arrays, baked))
         if hit is not None:
@@ -111,7 +132,9 @@ class SpecializingModel:
                 self._cache[key] = compiled
                 return compiled, baked
 
-    def _compile(self, arrays: list[np.ndarray], baked: frozenset[str]) -> Any:
+    def _compile(self, arrays: list[Any], baked: frozenset[str]) -> Any:
+        """``(compiled model, output layout)`` for this signature (see
+        :attr:`OnnxGraphImporter.output_layout`)."""
         from pytfrt.compiler.api import compile_module
         from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter
 
@@ -119,16 +142,23 @@ class SpecializingModel:
                     if i.type.tensor_type.HasField("shape")}
         # the call's shapes, where the model declares that rank (else its declaration stands
         # and the call is checked against it)
-        shapes = {n: a.shape for n, a in zip(self.input_names, arrays, strict=True)
+        tensors = [(n, a) for n, a in zip(self.input_names, arrays, strict=True)
+                   if not isinstance(a, list)]
+        shapes = {n: a.shape for n, a in tensors
                   if n not in baked and declared.get(n, a.ndim) == a.ndim}
-        values = {n: a for n, a in zip(self.input_names, arrays, strict=True) if n in baked}
-        gm = OnnxGraphImporter(self.model, self.origin).run(shapes, values)
-        return compile_module(gm, host=self.host)
+        values = {n: a for n, a in tensors if n in baked}
+        seqs = {n: [(e.shape, e.dtype) for e in a]
+                for n, a in zip(self.input_names, arrays, strict=True) if isinstance(a, list)}
+        imp = OnnxGraphImporter(self.model, self.origin)
+        gm = imp.run(shapes, values, seqs)
+        return compile_module(gm, host=self.host), list(imp.output_layout)
 
-    def _to_specialise(self, exc: UnsupportedOpError, arrays: list[np.ndarray]) -> set[str]:
-        """The graph inputs feeding the refused node's run-time operands (small ones only)."""
+    def _to_specialise(self, exc: UnsupportedOpError, arrays: list[Any]) -> set[str]:
+        """The graph inputs feeding the refused node's run-time operands (small ones only;
+        never a sequence)."""
         wanted = getattr(exc, "runtime_operands", None) or []
-        sizes = {n: a.size for n, a in zip(self.input_names, arrays, strict=True)}
+        sizes = {n: (a.size if not isinstance(a, list) else MAX_SPECIALISED + 1)
+                 for n, a in zip(self.input_names, arrays, strict=True)}
         found: set[str] = set()
         seen: set[str] = set()
         stack = list(wanted)

@@ -632,3 +632,44 @@ def _hsv_to_rgb(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     one_minus_s = f("sub", k(1), s)
     out = [f("mul", f("add", one_minus_s, f("mul", s, d)), v) for d in (dr, dg, db)]
     return [cx.op("concat", out, axis=x.rank - 1)]  # type: ignore[operator]
+
+
+# -- image warps ---------------------------------------------------------------------------------
+
+
+@tf_op("ImageProjectiveTransformV3", "ImageProjectiveTransformV2", tg="`projective_transform`",
+       note="NHWC; TF's fill modes and interpolations")
+def _projective_transform(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    images, transforms, shape = ins[0], ins[1], ins[2]
+    fill = ins[3] if len(ins) > 3 else cx.scalar(0.0, "f32")
+    if fill.dtype != images.dtype:
+        fill = cx.op("cast", [fill], to=images.dtype)
+    if transforms.dtype != "f32":
+        transforms = cx.op("cast", [transforms], to="f32")
+    interpolation = attr(node, "interpolation").lower()
+    fill_mode = attr(node, "fill_mode", "CONSTANT").lower()
+    return [cx.op("projective_transform", [images, transforms, cx.as_i64(shape), fill],
+                  interpolation=interpolation, fill_mode=fill_mode)]
+
+
+@tf_op("MatrixInverse", tg="`matrix_inverse`", note="no `adjoint`")
+def _matrix_inverse(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    if attr(node, "adjoint", False):
+        raise ConversionError("MatrixInverse with adjoint=True")
+    return [cx.op("matrix_inverse", ins)]
+
+
+@tf_op("MatrixSolve", tg="`matrix_solve`", note="no `adjoint`")
+def _matrix_solve(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    if attr(node, "adjoint", False):
+        raise ConversionError("MatrixSolve with adjoint=True")
+    return [cx.op("matrix_solve", ins)]
+
+
+@tf_op("LeftShift", "RightShift", tg="`bit_shift`", note="unsigned integers")
+def _shift(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, y = ins
+    if x.dtype is None or not x.dtype.startswith("ui"):
+        raise ConversionError(f"bit shifts of {x.dtype} (unsigned integers only)")
+    direction = "LEFT" if node.op == "LeftShift" else "RIGHT"
+    return [cx.op("bit_shift", [x, y], direction=direction)]

@@ -73,3 +73,15 @@ def _normal_v2(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     shape, key, counter, alg = ins
     _check_alg(alg)
     return [_uniform(cx, node, shape, key, counter, "random_normal")]
+
+
+@tf_op("StatelessRandomUniformIntV2", tg="`random_uniform_int`",
+       note="Philox, i32/i64; same bits as TF")
+def _uniform_int_v2(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    shape, key, counter, alg, lo, hi = ins
+    _check_alg(alg)
+    dtype = tf_dtype_name(attr(node, "dtype", 3))
+    if dtype not in ("i32", "i64"):
+        raise ConversionError(f"random {dtype} integers are not supported (i32, i64)")
+    return [cx.op("random_uniform_int", [cx.as_i64(shape), key, counter, lo, hi], dtype=dtype,
+                  static_shape=_hint(shape))]

@@ -13,7 +13,8 @@ dgamma, dbeta), the cross-entropy ops two (loss per row, dlogits), ``broadcast_g
 two (the reduction axes of each operand).
 
 Also here, because a training step's dropout needs them: ``random_key_counter(seed)`` and
-``random_uniform(shape, key, counter) {dtype}``, TF's stateless Philox random numbers
+``random_uniform(shape, key, counter) {dtype}`` (and ``random_uniform_int(shape, key, counter,
+minval, maxval) {dtype}``), TF's stateless Philox random numbers
 (``StatelessRandomGetKeyCounter`` / ``StatelessRandomUniformV2``), reproduced bit for bit.
 """
 
@@ -260,6 +261,24 @@ def _random_uniform(ctx: InferContext) -> list[TType]:
     return [_shape_operand(ctx, 0, "f32", rank)]
 
 
+def _random_uniform_int(ctx: InferContext) -> list[TType]:
+    shape, key, counter, lo, hi = ctx.inputs
+    dtype = ctx.attrs["dtype"]
+    if key.dtype != "ui64" or counter.dtype != "ui64":
+        raise ctx.error(f"key and counter must be ui64, got {key.dtype} and {counter.dtype}")
+    if dtype not in ("i32", "i64") or lo.dtype != dtype or hi.dtype != dtype:
+        raise ctx.error(f"minval, maxval and the result must be one of i32/i64, got "
+                        f"{lo.dtype}, {hi.dtype}, {dtype}")
+    rank = shape.shape[0] if shape.shape is not None and len(shape.shape) == 1 else None
+    if rank is None:
+        dims = const_ints(ctx, 0)
+        return [TType(dtype, None if dims is None else tuple(dims))]
+    return [_shape_operand(ctx, 0, dtype, rank)]
+
+
+define("random_uniform_int", ("shape", "key", "counter", "minval", "maxval"),
+       _random_uniform_int, {"dtype": AttrSpec("dtype", "i32"), **_HINT}, family="grad",
+       differentiable=False)
 define("random_key_counter", ("seed",), _random_key_counter, family="grad", num_results=2,
        differentiable=False)
 for _name in ("random_uniform", "random_normal"):

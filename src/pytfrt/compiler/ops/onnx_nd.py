@@ -10,7 +10,12 @@ with modes those do not take; these two ops cover the rest:
   ``sizes`` and ``keep_aspect_ratio_policy``);
 * ``pool_nd(x) {kind, kernel, strides, dilations, pads, ceil_mode, count_include_pad, p}`` --
   ``MaxPool`` (no indices), ``AveragePool`` and ``LpPool`` on ``[N, C, *spatial]``; ``pads``
-  are ``(begins..., ends...)`` (auto padding resolved by the importer).
+  are ``(begins..., ends...)`` (auto padding resolved by the importer);
+* ``conv_transpose_nd(x, w) {strides, dilations, pads, output_padding, groups}`` -- ONNX
+  ``ConvTranspose`` on any number of spatial axes (``output_shape`` and auto padding resolved
+  to ``pads`` by the importer);
+* ``col2im(x) {image_shape, block_shape, strides, dilations, pads}`` -- ONNX ``Col2Im`` (the
+  image and block shapes known at import).
 
 Compute functions: :mod:`pytfrt.backends.cpu.onnx_nd`.  Filled at import, then read only.
 """
@@ -55,6 +60,41 @@ def _pool_nd(ctx: InferContext) -> list[TType]:
     return [TType(x.dtype, tuple(out))]
 
 
+def _col2im(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    image, block = ctx.attrs["image_shape"], ctx.attrs["block_shape"]
+    if x.rank not in (None, 3):
+        raise ctx.error(f"columns must have rank 3, got {x}")
+    n = x.shape[0] if x.shape else None
+    c = None
+    if x.shape and x.shape[1] is not None:
+        blocks = 1
+        for k in block:
+            blocks *= int(k)
+        if x.shape[1] % blocks:
+            raise ctx.error(f"{x.shape[1]} rows are not a multiple of the block size {blocks}")
+        c = x.shape[1] // blocks
+    return [TType(x.dtype, (n, c, *(int(d) for d in image)))]
+
+
+def _conv_transpose_nd(ctx: InferContext) -> list[TType]:
+    x, w = ctx.inputs
+    a = ctx.attrs
+    nd = len(a["strides"])
+    if x.rank not in (None, nd + 2) or w.rank not in (None, nd + 2):
+        raise ctx.error(f"a {nd}-D transposed convolution of {x} with {w}")
+    if x.shape is None or w.shape is None:
+        return [TType(x.dtype, None)]
+    out: list[int | None] = [x.shape[0], None if w.shape[1] is None else
+                             w.shape[1] * a["groups"]]
+    for i in range(nd):
+        d, k = x.shape[2 + i], w.shape[2 + i]
+        out.append(None if d is None or k is None else
+                   a["strides"][i] * (d - 1) + (k - 1) * a["dilations"][i] + 1
+                   + a["output_padding"][i] - a["pads"][i] - a["pads"][i + nd])
+    return [TType(x.dtype, tuple(out))]
+
+
 define("resize_nd", ("x",), _resize_nd, {
     "sizes": AttrSpec("ints"), "scales": AttrSpec("floats"), "roi": AttrSpec("floats", ()),
     "mode": AttrSpec("str", "nearest", choices=("nearest", "linear", "cubic")),
@@ -73,3 +113,11 @@ define("pool_nd", ("x",), _pool_nd, {
     "p": AttrSpec("int", 2),
 }, family="onnx", doc="ONNX MaxPool/AveragePool/LpPool on any number of spatial axes",
     differentiable=False)
+define("conv_transpose_nd", ("x", "w"), _conv_transpose_nd, {
+    "strides": AttrSpec("ints"), "dilations": AttrSpec("ints"), "pads": AttrSpec("ints"),
+    "output_padding": AttrSpec("ints"), "groups": AttrSpec("int", 1),
+}, family="onnx", doc="ONNX ConvTranspose on any number of spatial axes", differentiable=False)
+define("col2im", ("x",), _col2im, {
+    "image_shape": AttrSpec("ints"), "block_shape": AttrSpec("ints"),
+    "strides": AttrSpec("ints"), "dilations": AttrSpec("ints"), "pads": AttrSpec("ints"),
+}, family="onnx", doc="ONNX Col2Im", differentiable=False)

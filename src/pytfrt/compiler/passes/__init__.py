@@ -21,6 +21,7 @@ from pytfrt.compiler.passes.layout import layout_nhwc
 from pytfrt.compiler.passes.quant import fold_quant
 from pytfrt.compiler.passes.small_graph import fuse_small_graph
 from pytfrt.compiler.passes.squeeze_excite import fuse_squeeze_excite
+from pytfrt.compiler.passes.weight_layout import matmul_weight_layout
 
 Pass = Callable[[GraphModule], GraphModule]
 
@@ -32,6 +33,7 @@ PASSES: dict[str, Pass] = {
     "tg-fold-batch-norm": fold_batch_norm,
     "tg-layout-nhwc": layout_nhwc,
     "tg-fuse-epilogue": fuse_epilogue,
+    "tg-matmul-weight-layout": matmul_weight_layout,
     "tg-fuse-squeeze-excite": fuse_squeeze_excite,
     "tg-fold-pad": fold_pad,
     "tg-fuse-elementwise": fuse_elementwise,
@@ -48,6 +50,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fold-batch-norm",
     "tg-layout-nhwc",
     "tg-fuse-epilogue",
+    "tg-matmul-weight-layout",
     "tg-fuse-squeeze-excite",
     "tg-fold-pad",
     "tg-fuse-elementwise",
