@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from pytfrt.compiler.errors import GraphError
-from pytfrt.tensor.dtype import DTypeError, dtype_from_name, dtype_from_numpy
+from pytfrt.tensor.dtype import DTypeError, dtype_from_numpy
+from pytfrt.tensor.dtype import np_dtype as np_dtype  # the compiler's name for it (re-exported)
 
 Shape = tuple[int | None, ...]
 
@@ -63,13 +64,6 @@ def check_dtype(name: str) -> str:
     if name not in DTYPES:
         raise GraphError(f"unknown element type '{name}' (expected one of {', '.join(DTYPES)})")
     return name
-
-
-def np_dtype(name: str) -> np.dtype:
-    """The NumPy dtype of an element type name."""
-    if name == "string":
-        return np.dtype(object)
-    return np.dtype(dtype_from_name(name).np_dtype)
 
 
 def dtype_name(dtype: Any) -> str:

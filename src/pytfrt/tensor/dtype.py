@@ -158,6 +158,17 @@ def dtype_from_name(name: str) -> DType:
         raise DTypeError(f"unknown dtype '{name}'") from None
 
 
+def np_dtype(name: str) -> np.dtype:
+    """The NumPy dtype of an element type name (``string``: NumPy's object dtype).
+
+    Raises:
+        DTypeError: for an unknown name.
+    """
+    if name == "string":
+        return np.dtype(object)
+    return np.dtype(dtype_from_name(name).np_dtype)
+
+
 def dtype_from_code(code: int) -> DType:
     """The dtype with BEF code ``code`` (1..23).
 

@@ -77,7 +77,7 @@ def saturate(v: np.ndarray, dtype: np.dtype) -> np.ndarray:
 def quantize_linear(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None = None, *,
                     axis: int, block_size: int, dtype: str) -> np.ndarray:
     """``saturate(round_half_even(x / scale) + zero_point)`` as ``dtype`` (see the module)."""
-    from pytfrt.compiler.types import np_dtype
+    from pytfrt.tensor.dtype import np_dtype
 
     out = np_dtype(dtype)
     work = _work_type(x)
@@ -141,7 +141,7 @@ class QPlan:
     def __init__(self, kind: str, w: np.ndarray, q: Any, attrs: dict[str, Any],
                  x_dtype: str) -> None:
         from pytfrt.backends.cpu import _dnnl_int8
-        from pytfrt.compiler.types import np_dtype
+        from pytfrt.tensor.dtype import np_dtype
 
         self.kind = kind
         self.w = w
@@ -163,7 +163,7 @@ def _params(w_scale: np.ndarray, bias: np.ndarray | None, cout: int, *, x_scale:
             residual_zero_point: int, has_residual: bool, inner_scale: float = 0.0,
             inner_zero_point: int = 0) -> Any:
     from pytfrt.backends.cpu._dnnl_int8 import QuantParams
-    from pytfrt.compiler.types import np_dtype
+    from pytfrt.tensor.dtype import np_dtype
 
     ws = np.asarray(w_scale, np.float32).reshape(-1)
     if ws.size == 1:

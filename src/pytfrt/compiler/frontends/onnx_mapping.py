@@ -1201,12 +1201,19 @@ def _softmax(tg: str) -> Handler:
     def handler(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         x = ctx.input(node, 0)
         axis = _axis(int(ctx.attrs(node).get("axis", -1)), _rank(ctx, x))
+        if tg == "softmax" and x.dtype == "f16":
+            # in float16 step by step (each step rounded, as ONNX's definition computes it):
+            # one rounding at the end differs by an ulp where the steps round the other way
+            top = ctx.op("reduce_max", [x], axes=[axis], keepdims=True)
+            e = ctx.op("exp", [ctx.op("sub", [x, top])])
+            return [ctx.op("div", [e, ctx.op("reduce_sum", [e], axes=[axis], keepdims=True)])]
         return [ctx.op(tg, [x], axis=axis)]
 
     return handler
 
 
-onnx_op("Softmax", note="`softmax {axis}`")(_softmax("softmax"))
+onnx_op("Softmax", note="`softmax {axis}`; float16: `reduce_max`, `exp`, `reduce_sum`, `div`, "
+        "each rounded")(_softmax("softmax"))
 onnx_op("LogSoftmax", note="`log_softmax {axis}`")(_softmax("log_softmax"))
 
 

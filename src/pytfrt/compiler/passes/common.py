@@ -31,6 +31,12 @@ def functions(gm: GraphModule) -> list[FuncOp]:
     return [op for op in gm.module.body.block.ops if isinstance(op, FuncOp)]
 
 
+def ops_named(gm: GraphModule, name: str) -> list[Operation]:
+    """The ops called ``name`` in every function body, in order (a list: callers may rewrite
+    them while iterating)."""
+    return [op for f in functions(gm) for op in f.body.block.ops if op.name == name]
+
+
 def ttype(v: SSAValue) -> TType:
     """The TType of a value."""
     return from_xdsl(v.type)

@@ -24,9 +24,9 @@ from pytfrt.compiler.builder import GraphModule
 from pytfrt.compiler.passes.common import (
     attrs_of,
     const_value,
-    functions,
     make_constant,
     new_op,
+    ops_named,
     replace,
     single_use,
 )
@@ -70,10 +70,8 @@ def _rewrite(gm: GraphModule, mm: Operation) -> bool:
 
 def matmul_weight_layout(gm: GraphModule) -> GraphModule:
     """Run the pass in place; returns ``gm``."""
-    for f in functions(gm):
-        for op in list(f.body.block.ops):
-            if op.name == "tg.matmul":
-                _rewrite(gm, op)
+    for op in ops_named(gm, "tg.matmul"):
+        _rewrite(gm, op)
     return gm
 
 

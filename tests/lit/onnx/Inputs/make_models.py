@@ -73,9 +73,11 @@ def main(out: Path) -> None:
         out / "einsum.onnx",
     )
     save(
-        [helper.make_node("LpPool", ["a"], ["y"], kernel_shape=[2, 2], name="lp_pool")],
-        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 1, 4, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 3])],
+        [helper.make_node("MaxUnpool", ["a", "i"], ["y"], kernel_shape=[2, 2],
+                          name="max_unpool")],
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 1, 2, 2]),
+         helper.make_tensor_value_info("i", TensorProto.INT64, [1, 1, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4, 4])],
         {},
         out / "det.onnx",
     )
