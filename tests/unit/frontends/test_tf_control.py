@@ -101,3 +101,21 @@ def test_tensor_array_in_a_loop(tf: Any, assert_matches: Any) -> None:
     for batch in (1, 3):
         x = np.random.default_rng(batch).normal(size=(batch, 4)).astype(np.float32)
         assert_matches(compiled(x), tuple(t.numpy() for t in f(x)))
+
+
+def test_variable_writes_after_a_loop_finish_before_the_call_returns(tf: Any) -> None:
+    """The output is ready before the loop runs; the write that follows the loop must still
+    be done when the call returns (an async @main returns no chain to wait on)."""
+    v = tf.Variable(0.0)
+
+    @tf.function(input_signature=[tf.TensorSpec((), tf.int32)])
+    def f(n: Any) -> Any:
+        _, s = tf.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s + 1.5), (0, 0.0))
+        v.assign_add(s)
+        return tf.constant(1.0)
+
+    compiled = pytfrt.compile(f)
+    compiled(np.int32(4))
+    assert compiled.variables[v.name.rsplit(":", 1)[0]] == 6.0
+    compiled(np.int32(2))
+    assert compiled.variables[v.name.rsplit(":", 1)[0]] == 9.0

@@ -529,40 +529,59 @@ def _one_hot(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [cx.op("one_hot", ins, axis=int(attr(node, "axis", -1)))]
 
 
+_COMPARISONS = frozenset({"Greater", "GreaterEqual", "Less", "LessEqual", "Equal", "NotEqual"})
+
+
 def _int_bounds(cx: Any, ref: str, depth: int = 0) -> tuple[int | None, int | None]:
-    """Bounds ``(low, high)`` (``None``: unbounded) of the integer scalar ``ref`` of the graph
-    being translated, from constants through ``Maximum``/``Minimum``/``Identity``."""
+    """Bounds ``(low, high)`` (``None``: unbounded) of the values of integer tensor ``ref`` of
+    the graph being translated: constants, comparisons, ``Maximum``/``Minimum`` (clipping),
+    ``Max``/``Min`` reductions, ``AddV2``/``Sub``, ``Mul`` of non-negative values, and the
+    ops that keep values (``Identity``, ``Reshape``, ``Cast``)."""
     name = split_input(ref)[0]
     node = cx.lg.by_name.get(name) if cx.lg is not None else None
-    if node is None or depth > 8:
+    if node is None or depth > 12:
         return None, None
-    if node.op == "Const":
+    op = node.op
+    if op == "Const":
         v = np.asarray(attr(node, "value"))
-        return (int(v), int(v)) if v.size == 1 else (None, None)
-    if node.op == "Identity":
+        if v.size == 0 or v.dtype.kind not in "iub":
+            return None, None
+        return int(v.min()), int(v.max())
+    if op in _COMPARISONS:
+        return 0, 1
+    if op in ("Identity", "Reshape", "Cast", "Max", "Min", "ExpandDims", "Squeeze"):
         return _int_bounds(cx, node.input[0], depth + 1)
-    if node.op in ("Maximum", "Minimum") and len(node.input) >= 2:
-        (a_lo, a_hi), (b_lo, b_hi) = (_int_bounds(cx, r, depth + 1) for r in node.input[:2])
-        if node.op == "Maximum":
-            lo = max((v for v in (a_lo, b_lo) if v is not None), default=None)
-            hi = None if a_hi is None or b_hi is None else max(a_hi, b_hi)
-        else:
-            lo = None if a_lo is None or b_lo is None else min(a_lo, b_lo)
-            hi = min((v for v in (a_hi, b_hi) if v is not None), default=None)
-        return lo, hi
-    return None, None
+    if op not in ("Maximum", "Minimum", "AddV2", "Add", "Sub", "Mul") or len(node.input) < 2:
+        return None, None
+    (a_lo, a_hi), (b_lo, b_hi) = (_int_bounds(cx, r, depth + 1) for r in node.input[:2])
+    if op == "Maximum":
+        lo = max((v for v in (a_lo, b_lo) if v is not None), default=None)
+        return lo, None if a_hi is None or b_hi is None else max(a_hi, b_hi)
+    if op == "Minimum":
+        hi = min((v for v in (a_hi, b_hi) if v is not None), default=None)
+        return None if a_lo is None or b_lo is None else min(a_lo, b_lo), hi
+    if op in ("AddV2", "Add"):
+        return (None if a_lo is None or b_lo is None else a_lo + b_lo,
+                None if a_hi is None or b_hi is None else a_hi + b_hi)
+    if op == "Sub":
+        return (None if a_lo is None or b_hi is None else a_lo - b_hi,
+                None if a_hi is None or b_lo is None else a_hi - b_lo)
+    if a_lo is None or b_lo is None or a_lo < 0 or b_lo < 0:  # Mul: non-negative factors only
+        return None, None
+    return a_lo * b_lo, None if a_hi is None or b_hi is None else a_hi * b_hi
 
 
 @tf_op(
     "DenseBincount",
     tg="`one_hot`, `reduce_sum` / `reduce_max`",
-    note="a constant size; counts per row for a matrix; values outside `[0, size)` dropped",
+    note="a size known at import (constant, or bounded through min/max and clipped data); counts "
+    "per row for a matrix; values outside `[0, size)` dropped",
 )
 def _dense_bincount(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x, size_tv, weights = ins
     lo, hi = _int_bounds(cx, node.input[1])
     if size_tv.const is None and lo is not None and lo == hi:
-        size = lo  # tf.math.bincount's minlength == maxlength: min(max(n, size), size)
+        size = lo  # tf.math.bincount's length, bounded: maxlength == minlength, or data clipped
     else:
         (size,) = cx.ints(size_tv, "size")
     if x.rank not in (1, 2):
