@@ -183,14 +183,15 @@ def test_sleeping_helpers_are_woken(monkeypatch):
                                 + _spin_pool._H_SLEEPING] for k in range(2)):
             assert time.monotonic() < deadline, "helpers never went to sleep"
             time.sleep(0.001)
-        helpers = set()
-        for _ in range(50):  # a woken helper claims a part of some of these jobs
+        helpers: set[int] = set()
+        deadline = time.monotonic() + 30  # a loaded machine may run the caller alone for long
+        while not helpers:  # a woken helper claims a part of some job
+            assert time.monotonic() < deadline, "no sleeping helper ever took a part"
             fake.runs.clear()
             assert _run(pool, fake, _table(8)) == 0
             assert sorted(i for i, *_ in fake.runs) == list(range(8))
             helpers |= {tid for _, tid, *_ in fake.runs} - {threading.get_ident()}
             time.sleep(0.002)  # longer than SPIN_US: they sleep again before the next job
-        assert helpers
     finally:
         pool.stop()
 
