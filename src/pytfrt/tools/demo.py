@@ -121,13 +121,14 @@ def _run_resnet50(args: argparse.Namespace) -> int:
         rounds = 3
         print(f"== latency at batch 1 ({rounds} interleaved rounds, median of {args.repeats} "
               "calls each, so that load on a shared machine slows both alike)", flush=True)
-        ours, theirs = [], []
+        ours_ms: list[float] = []
+        theirs_ms: list[float] = []
         for _ in range(rounds):
-            ours.append(_median_ms(lambda: compiled(image), args.repeats))
-            theirs.append(_median_ms(lambda: serving(image), args.repeats))
-        ratios = sorted(o / t for o, t in zip(ours, theirs, strict=True))
-        print(f"   pytfrt       {sorted(ours)[rounds // 2]:8.1f} ms")
-        print(f"   tf.function  {sorted(theirs)[rounds // 2]:8.1f} ms")
+            ours_ms.append(_median_ms(lambda: compiled(image), args.repeats))
+            theirs_ms.append(_median_ms(lambda: serving(image), args.repeats))
+        ratios = sorted(o / t for o, t in zip(ours_ms, theirs_ms, strict=True))
+        print(f"   pytfrt       {sorted(ours_ms)[rounds // 2]:8.1f} ms")
+        print(f"   tf.function  {sorted(theirs_ms)[rounds // 2]:8.1f} ms")
         print(f"   pytfrt's time / tf.function's {ratios[rounds // 2]:5.2f}x (below 1: pytfrt is "
               f"faster; {ratios[0]:.2f}-{ratios[-1]:.2f}x over the rounds)")
 
