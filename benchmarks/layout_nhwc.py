@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         runners: dict[str, Any] = {}
         for peer, gm in graphs.items():
             m = api.compile_module(gm, optimize=False)
-            runners[peer] = (lambda mm: lambda feeds: models._as_list(mm(**feeds)))(m)
+            runners[peer] = models.by_name(m)
         runners["onnxruntime"] = models._ort_runner(zm, args.threads)
         for batch in args.batches:
             feeds = zm.make_inputs(batch=batch)

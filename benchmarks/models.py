@@ -161,8 +161,7 @@ def _pytfrt_runner(zm: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarray
     """pytfrt on the ONNX file (the ONNX front end)."""
     import pytfrt
 
-    model = pytfrt.compile(zm.path)
-    return lambda feeds: _as_list(model(**feeds))
+    return by_name(pytfrt.compile(zm.path))
 
 
 def _pytfrt_tf_runner(zm: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
@@ -170,15 +169,21 @@ def _pytfrt_tf_runner(zm: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndar
     import pytfrt
 
     model = pytfrt.compile(zm.keras)
-    return lambda feeds: _as_list(model(*feeds.values()))
+    return lambda feeds: as_list(model(*feeds.values()))
 
 
-def _as_list(out: Any) -> list[np.ndarray]:
+def as_list(out: Any) -> list[np.ndarray]:
+    """A model's outputs (one array, a tuple/list or a dict of them) as a list of arrays."""
     if isinstance(out, dict):
         return [np.asarray(v) for v in out.values()]
     if isinstance(out, tuple | list):
         return [np.asarray(v) for v in out]
     return [np.asarray(out)]
+
+
+def by_name(model: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    """A runner calling ``model`` with its inputs by name, outputs as a list of arrays."""
+    return lambda feeds: as_list(model(**feeds))
 
 
 def _ort_runner(zm: Any, threads: int) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:

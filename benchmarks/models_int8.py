@@ -55,18 +55,6 @@ GOALS = (
 COSINE_GOAL = 0.99
 
 
-def _as_list(out: Any) -> list[np.ndarray]:
-    if isinstance(out, dict):
-        return [np.asarray(v) for v in out.values()]
-    if isinstance(out, tuple | list):
-        return [np.asarray(v) for v in out]
-    return [np.asarray(out)]
-
-
-def _by_name(model: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
-    return lambda feeds: _as_list(model(**feeds))
-
-
 def cosine(a: list[np.ndarray], b: list[np.ndarray]) -> float:
     """Cosine similarity of two outputs, flattened and concatenated (float64)."""
     x = np.concatenate([np.ravel(v).astype(np.float64) for v in a])
@@ -167,12 +155,12 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         fmodel = pytfrt.compile(zm.path)
         prepare_s["pytfrt"] = time.perf_counter() - t0
-        runners["pytfrt"] = _by_name(fmodel)
+        runners["pytfrt"] = models.by_name(fmodel)
         t0 = time.perf_counter()
         qmodel = (pytfrt.quantize(zm.path, None, method="dynamic") if dynamic else
                   pytfrt.quantize(zm.path, batches, calibration=args.calibration))
         prepare_s["pytfrt-int8"] = time.perf_counter() - t0
-        runners["pytfrt-int8"] = _by_name(qmodel)
+        runners["pytfrt-int8"] = models.by_name(qmodel)
         runners["onnxruntime"] = _ort_session(zm.path, args.threads)
         t0 = time.perf_counter()
         qpath = ort_int8(zm.path, batches, dynamic, tmp)
