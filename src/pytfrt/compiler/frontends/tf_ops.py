@@ -11,6 +11,7 @@ transposes, reshapes and one batched ``matmul``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from pytfrt.backends.cpu._geometry import same_pad
@@ -583,19 +584,18 @@ def _channels(cx: Any, x: TV) -> list[TV]:
             for i in range(3)]
 
 
+def _formula(cx: Any, dtype: str | None) -> tuple[Callable[[float], TV], Callable[..., TV]]:
+    """Builders for an elementwise formula: ``k(c)`` the scalar ``c`` of ``dtype``, ``f(op,
+    *xs)`` the op ``op`` on ``xs``."""
+    return (lambda c: cx.scalar(c, dtype)), (lambda op, *xs: cx.op(op, list(xs)))
+
+
 @tf_op("RGBToHSV", tg="`maximum`, `minimum`, `div`, `select`, `concat`",
        note="TF's CPU kernel's formula, elementwise")
 def _rgb_to_hsv(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x = ins[0]
     r, g, b = _channels(cx, x)
-    dt = x.dtype
-
-    def k(v: float) -> TV:
-        return cx.scalar(v, dt)
-
-    def f(op: str, *a: TV) -> TV:
-        return cx.op(op, list(a))
-
+    k, f = _formula(cx, x.dtype)
     v = f("maximum", f("maximum", r, g), b)
     rng = f("sub", v, f("minimum", f("minimum", r, g), b))
     s = f("select", f("greater", v, k(0)), f("div", rng, f("select", f("greater", v, k(0)), v,
@@ -614,13 +614,7 @@ def _rgb_to_hsv(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 def _hsv_to_rgb(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x = ins[0]
     h, s, v = _channels(cx, x)
-    dt = x.dtype
-
-    def k(c: float) -> TV:
-        return cx.scalar(c, dt)
-
-    def f(op: str, *a: TV) -> TV:
-        return cx.op(op, list(a))
+    k, f = _formula(cx, x.dtype)
 
     def clamp(t: TV) -> TV:
         return f("minimum", f("maximum", t, k(0)), k(1))
