@@ -37,7 +37,6 @@ a call writes only the arrays it allocates.  Errors: a malformed program raises 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -56,7 +55,7 @@ from pytfrt.backends.cpu.grad_ops import GRAD_SCALAR
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 from pytfrt.support.codegen import exec_generated
-from pytfrt.support.disk_cache import cache_dir
+from pytfrt.support.disk_cache import cache_dir, key_digest
 
 Shape = tuple[int, ...]
 
@@ -349,7 +348,7 @@ def _load(source: str, imports: str = "", name: str = "_graph",
     opts = _NJIT_OPTIONS if options is None else options
     decorator = "@numba.njit(" + ", ".join(f"{k}={v!r}" for k, v in opts.items()) + ")\n"
     text = _HEADER + imports + decorator + source
-    digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+    digest = key_digest(text)
     d = cache_dir()
     if d is not None:
         path = d / f"g_{digest}.py"
