@@ -32,6 +32,8 @@ from pytfrt.compiler.ops.base import (
 )
 from pytfrt.compiler.types import INT_DTYPES, TType
 
+_INFERENCE_ONLY = "an ONNX op (compiler/ops/onnx_more.py), imported from inference graphs only"
+"""The ``no_grad`` reason of this family's float ops without a ``pytfrt.grad`` rule."""
 
 def _int_binary(ctx: InferContext) -> list[TType]:
     dtype = same_dtype(ctx)
@@ -100,17 +102,19 @@ define("bitwise_not", ("x",), _int_unary, family="onnx", doc="ONNX BitwiseNot",
        differentiable=False)
 define("cumprod", ("x",), _cumprod,
        {"axis": AttrSpec("int"), "exclusive": AttrSpec("bool", False),
-        "reverse": AttrSpec("bool", False)}, family="onnx", doc="ONNX CumProd (constant axis)")
+        "reverse": AttrSpec("bool", False)}, family="onnx", doc="ONNX CumProd (constant axis)",
+       no_grad=_INFERENCE_ONLY)
 define("scatter_nd_reduce", ("data", "indices", "updates"), _scatter_nd_reduce,
        {"reduction": AttrSpec("str", choices=("add", "mul", "max", "min"))}, family="onnx",
-       doc="ONNX ScatterND with a reduction")
+       doc="ONNX ScatterND with a reduction", no_grad=_INFERENCE_ONLY)
 define("non_max_suppression", ("boxes", "scores", "max_out?", "iou?", "score?"), _nms,
        {"center_point_box": AttrSpec("int", 0)}, family="onnx", doc="ONNX NonMaxSuppression",
        differentiable=False)
 define("grid_sample", ("x", "grid"), _grid_sample,
        {"mode": AttrSpec("str", "linear", choices=("linear", "nearest", "cubic")),
         "padding_mode": AttrSpec("str", "zeros", choices=("zeros", "border", "reflection")),
-        "align_corners": AttrSpec("bool", False)}, family="onnx", doc="ONNX GridSample (2-D)")
+        "align_corners": AttrSpec("bool", False)}, family="onnx", doc="ONNX GridSample (2-D)",
+       no_grad=_INFERENCE_ONLY)
 define("string_concat", ("a", "b"), _string_binary, family="onnx", doc="ONNX StringConcat",
        differentiable=False)
 define("regex_full_match", ("x",), _regex, {"pattern": AttrSpec("str")}, family="onnx",
@@ -162,11 +166,12 @@ def _unique(ctx: InferContext) -> list[TType]:
 
 define("bitcast", ("x",), _bitcast, {"to": AttrSpec("dtype")}, family="onnx",
        doc="ONNX BitCast (same element size)", differentiable=False)
-define("det", ("x",), _det, family="onnx", doc="ONNX Det")
+define("det", ("x",), _det, family="onnx", doc="ONNX Det", no_grad=_INFERENCE_ONLY)
 define("reverse_sequence", ("x", "lengths"), _reverse_sequence,
        {"batch_axis": AttrSpec("int", 1), "time_axis": AttrSpec("int", 0)}, family="onnx",
-       doc="ONNX ReverseSequence")
+       doc="ONNX ReverseSequence", no_grad=_INFERENCE_ONLY)
 define("compress", ("x", "condition"), _compress, {"axis": AttrSpec("ints", ())},
-       family="onnx", doc="ONNX Compress")
+       family="onnx", doc="ONNX Compress", no_grad=_INFERENCE_ONLY)
 define("unique", ("x",), _unique, {"axis": AttrSpec("ints", ()), "sorted": AttrSpec("bool", True)},
-       family="onnx", num_results=4, doc="ONNX Unique (Y, indices, inverse_indices, counts)")
+       family="onnx", num_results=4, doc="ONNX Unique (Y, indices, inverse_indices, counts)",
+       no_grad=_INFERENCE_ONLY)
