@@ -1444,7 +1444,8 @@ def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) ->
     fn = _NP_TABLES[1].get(func)
     if fn is not None:
         return fn(*args, **kwargs)
-    return _unsupported(f"numpy.{func.__name__}", (args, list(kwargs.values())),
+    where = getattr(func, "__module__", None) or "numpy"  # numpy, numpy.linalg, numpy.fft
+    return _unsupported(f"{where}.{func.__name__}", (args, list(kwargs.values())),
                         lambda: func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
 
 
