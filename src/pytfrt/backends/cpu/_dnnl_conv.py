@@ -814,23 +814,31 @@ def _fill_row(row: np.ndarray, p: _Prim, state: tuple[Any, ...]) -> None:
     row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
 
 
-def _job(prims: list[_Prim], cout: int, lock: threading.Lock) -> _Job:
+def fill_channels(row: np.ndarray, p: _Prim, cout: int, itemsize: int = 4) -> int:
+    """The channel-part fields of ``p``'s :mod:`_spin_pool` row (``cout``: output channels of
+    the whole convolution; ``itemsize``: bytes per output element, 1 for int8 results);
+    returns the part buffer's size in bytes (0 for other parts)."""
+    if p.channels is None:
+        return 0
+    c0, c1 = p.channels
+    row[_spin_pool.CH_OFF] = itemsize * c0
+    row[_spin_pool.CH_BYTES] = itemsize * (c1 - c0)
+    row[_spin_pool.CH_ROWS] = p.pixels
+    row[_spin_pool.CH_STRIDE] = itemsize * cout
+    row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
+    return itemsize * (c1 - c0) * p.pixels
+
+
+def _job(prims: list[_Prim], cout: int, lock: threading.Lock, itemsize: int = 4) -> _Job:
     """The :mod:`_spin_pool` job of a split primitive (``cout``: output channels of the whole
-    convolution, for channel parts); its memory objects (:data:`_POOL_STATE`) are used only
-    under the pool's lock."""
+    convolution, for channel parts, whose outputs have ``itemsize`` bytes per element); its
+    memory objects (:data:`_POOL_STATE`) are used only under the pool's lock."""
     table = np.zeros((len(prims), _spin_pool.NF), np.int64)
     buf = 0
     for i, p in enumerate(prims):
         row = table[i]
         _fill_row(row, p, p.state(_POOL_STATE, lock))
-        if p.channels is not None:
-            c0, c1 = p.channels
-            row[_spin_pool.CH_OFF] = 4 * c0
-            row[_spin_pool.CH_BYTES] = 4 * (c1 - c0)
-            row[_spin_pool.CH_ROWS] = p.pixels
-            row[_spin_pool.CH_STRIDE] = 4 * cout
-            row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
-            buf = max(buf, 4 * (c1 - c0) * p.pixels)
+        buf = max(buf, fill_channels(row, p, cout, itemsize))
     return _Job(table, max(p.scratch for p in prims), buf)
 
 
