@@ -62,6 +62,45 @@ def test_pooling_matches_onnxruntime(case: tuple[str, np.ndarray, dict[str, Any]
     _check(one_node_model(op, {"x": x}, opset=19, **attrs), {"x": x})
 
 
+@SETTINGS
+@given(_pool(), st.integers(0, 1))
+def test_max_pool_indices_and_unpool_match_onnxruntime(
+        case: tuple[str, np.ndarray, dict[str, Any]], order: int) -> None:
+    """``MaxPool``'s ``Indices`` output (either storage order) and, from them, ``MaxUnpool``
+    (the pooled values put back) where the size ``MaxUnpool`` infers is the pooled input's
+    (no dilations, no ``ceil_mode``, windows that tile the padded input exactly)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    _, x, attrs = case
+    attrs.pop("p", None)
+    attrs.pop("count_include_pad", None)
+    k, st_, pads = attrs["kernel_shape"], attrs["strides"], attrs["pads"]
+    nd = len(k)
+    tiles = all((x.shape[2 + i] + pads[i] + pads[i + nd] - k[i]) % st_[i] == 0
+                for i in range(nd))
+    unpool = (order == 0 and tiles and attrs.get("ceil_mode", 0) == 0
+              and set(attrs.get("dilations", [])) <= {1})
+    nodes = [helper.make_node("MaxPool", ["x"], ["y", "i"], storage_order=order, **attrs)]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * x.ndim),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [None] * x.ndim)]
+    if unpool:
+        nodes.append(helper.make_node("MaxUnpool", ["y", "i"], ["u"],
+                                      kernel_shape=attrs["kernel_shape"],
+                                      strides=attrs["strides"], pads=attrs["pads"]))
+        outs.append(helper.make_tensor_value_info("u", TensorProto.FLOAT, [None] * x.ndim))
+    graph = helper.make_graph(
+        nodes, "pool_indices", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        outs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    want = run_ort(model, {"x": x})
+    got = run_pytfrt(model, {"x": x})
+    np.testing.assert_array_equal(got[1], want[1])
+    assert max_rel_error(got, want) <= TOL
+
+
 @st.composite
 def _resize(draw: Any) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     mode = draw(st.sampled_from(["nearest", "linear", "cubic"]))

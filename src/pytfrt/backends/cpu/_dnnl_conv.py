@@ -364,12 +364,16 @@ _Part = tuple[
 """``(src NCHW dims, dst NCHW dims, pads t/b/l/r, src byte offset, dst byte offset, output
 channels [c0, c1) of a channel part or None)``."""
 
-PARALLEL_MIN_MACS = 4_000_000
-"""Fewest multiply-adds for which a convolution is split into parts run in parallel."""
+PARALLEL_MIN_MACS = 500_000
+"""Fewest multiply-adds for which a convolution is split into parts run in parallel.  The
+mobile nets' convolutions are mostly 0.5-4M multiply-adds (30-200 us each on one core):
+splitting them too (this was 4M) measured MobileNetV3-small at batch 1 3.00 -> 2.67 ms and
+EfficientNet-B0 13.0 -> 11.5 ms (medians of 100 / 40 interleaved calls, the benchmark at
+real-time priority on the shared machine); 250k gained nothing more on EfficientNet (11.3)."""
 PARTS_PER_THREAD = 1
 """Parts per thread of a split convolution (batch items or output-row bands); measured on
 ResNet-50 b1 on a quiet machine: 1 part per thread 26.5-27.9 ms, 2: 31.3, 3: 30.4, 8: 34.1."""
-PART_MIN_MACS = 2_000_000
+PART_MIN_MACS = 250_000
 """Fewest multiply-adds per part."""
 CHANNEL_SPLIT_MAX_PIXELS = 64
 """At batch 1, a convolution with at most this many output pixels (ResNet-50's 7x7 stage) is
@@ -395,6 +399,14 @@ another thread is using them, through :func:`pytfrt.backends.cpu._parallel.paral
 _POOL_STATE = -1
 """Key of a part's memory objects used by :mod:`_spin_pool` (under its lock), beside the
 per-thread ones of the Python path (keyed by thread id)."""
+
+
+def channel_bounds(cout: int, k: int) -> list[int]:
+    """``k + 1`` bounds of ``k`` output-channel parts of ``cout`` channels (``cout >= 16 * k``)
+    as even as whole 16-channel blocks allow (every part but the last starts and ends on a
+    block, so each writes whole 64-byte lines of a channel row): a classifier's 1000 outputs
+    in two parts are 496 + 504."""
+    return [cout if i == k else 16 * ((cout * i // k + 8) // 16) for i in range(k + 1)]
 
 
 class _Job(NamedTuple):
@@ -521,8 +533,8 @@ class DnnlConv:
         k = parts_wanted
         if (layout == "NHWC" and oh * ow <= CHANNEL_SPLIT_MAX_PIXELS
                 and n * oh * ow <= CHANNEL_SPLIT_MAX_ROWS and a["groups"] == 1 and k >= 2
-                and cout % (16 * k) == 0):  # parts of whole 16-channel blocks
-            bounds = [cout * i // k for i in range(k + 1)]
+                and cout >= 16 * k):
+            bounds = channel_bounds(cout, k)
             return [((n, c, h, w), (n, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 0, (c0, c1))
                     for c0, c1 in zip(bounds, bounds[1:], strict=False)]
         if n >= 2:

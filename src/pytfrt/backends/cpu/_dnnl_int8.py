@@ -317,6 +317,12 @@ class _Runner:
             raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
 
 
+CONV_SPLIT_MIN_MACS = 8_000_000
+"""Fewest multiply-adds for which an int8 convolution is split into parts run in parallel."""
+CONV_PART_MIN_MACS = 4_000_000
+"""Fewest multiply-adds per part of a split int8 convolution."""
+
+
 class Int8Conv(_Runner):
     """A quantised 2-D convolution (fixed s8 filter, scales, bias, epilogue).
 
@@ -365,9 +371,9 @@ class Int8Conv(_Runner):
         whole: dc._Part = ((n, c, h, w), (n, cout, oh, ow), pads, 0, 0, None)  # type: ignore[assignment]
         macs = n * oh * ow * cout * self.kh * self.kw * c // a["groups"]
         threads = _parallel.num_threads()
-        if threads < 2 or macs < 2 * dc.PARALLEL_MIN_MACS:
+        if threads < 2 or macs < CONV_SPLIT_MIN_MACS:
             return [whole]
-        k = min(threads, macs // (2 * dc.PART_MIN_MACS))
+        k = min(threads, macs // CONV_PART_MIN_MACS)
         if (CHANNEL_SPLIT and layout == "NHWC" and oh * ow <= dc.CHANNEL_SPLIT_MAX_PIXELS
                 and n * oh * ow <= dc.CHANNEL_SPLIT_MAX_ROWS and a["groups"] == 1 and k >= 2
                 and cout % (16 * k) == 0):  # parts of whole 16-channel blocks

@@ -115,17 +115,30 @@ def _specialize_matmul(constants: dict[int, np.ndarray], *, transpose_a: bool,
     f0, f1 = epilogue_operands
     bias = constants.get(2) if f0 else None
     if (w is None or transpose_a or f1 or w.ndim != 2 or w.dtype.kind != "f"
-            or activation not in ("relu", "none") or (f0 and bias is None)):
+            or (f0 and bias is None)):
         return None
     ww = w.T if transpose_b else w
     k, n = ww.shape
     if bias is not None and (bias.shape != (n,) or bias.dtype != w.dtype):
         return None
+    from pytfrt.backends.cpu.conv import dense_runner
+
+    big = dense_runner(ww, bias, activation, alpha)  # a large weight at a small batch
+    attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b, activation=activation,
+                 alpha=alpha, epilogue_operands=epilogue_operands)
+    if activation not in ("relu", "none"):
+        if big is None:
+            return None
+
+        def dense_act(a: np.ndarray, b: np.ndarray, *extra: np.ndarray,
+                      out: np.ndarray | None = None) -> np.ndarray:
+            y = big(a, out)
+            return y if y is not None else matmul(a, b, *extra, **attrs, out=out)
+
+        return dense_act
     rows = SMALL_MATMUL // max(w.size, 1)
     dt = w.dtype
     relu = activation == "relu"
-    attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b, activation=activation,
-                 alpha=alpha, epilogue_operands=epilogue_operands)
     maximum = np.maximum
     gemv = None
     if dt == np.float32 and ww.flags.c_contiguous and (bias is None or bias.flags.c_contiguous):
@@ -135,6 +148,10 @@ def _specialize_matmul(constants: dict[int, np.ndarray], *, transpose_a: bool,
 
     def dense(a: np.ndarray, b: np.ndarray, *extra: np.ndarray,
               out: np.ndarray | None = None) -> np.ndarray:
+        if big is not None:
+            y = big(a, out)
+            if y is not None:
+                return y
         if gemv is not None and a.ndim == 2 and a.shape[0] <= gemv and a.dtype is dt:
             y = dense_rows(a, ww, bias, relu, out)
             if y is not None:

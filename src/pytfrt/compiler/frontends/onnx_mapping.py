@@ -1076,17 +1076,15 @@ def _pool(tg: str) -> Handler:
         x = ctx.input(node, 0)
         rank = _rank(ctx, x)
         attrs = ctx.attrs(node)
-        if rank not in (3, 4) or any(int(d) != 1 for d in attrs.get("dilations", [])):
+        indices = len(node.output) > 1 and 1 in ctx.used_outputs(node)
+        if (rank not in (3, 4) or any(int(d) != 1 for d in attrs.get("dilations", []))
+                or indices):
             from pytfrt.compiler.frontends.onnx_nd import pool_general
 
             return pool_general(ctx, node, "max" if tg == "max_pool2d" else "avg")
         if rank == 3:
             x = ctx.op("expand_dims", [x], axis=2)
             attrs = _lift_1d_attrs(node, ctx)
-        if len(node.output) > 1 and 1 in ctx.used_outputs(node):
-            ctx.unsupported(node, "the Indices output")
-        if int(attrs.get("storage_order", 0)) != 0:
-            ctx.unsupported(node, "storage_order = 1")
         kernel = [int(k) for k in attrs["kernel_shape"]]
         strides = [int(s) for s in attrs.get("strides", [1, 1])]
         pads, padding = _spatial_pads(ctx, _AttrNode(node, attrs), x, kernel, strides, [1, 1])
@@ -1110,7 +1108,8 @@ def _pool(tg: str) -> Handler:
 
 
 onnx_op("MaxPool", note="`max_pool2d {layout = NCHW}` (1-D via an H axis of 1); other "
-        "ranks and dilations: `pool_nd {kind = max}`")(
+        "ranks and dilations: `pool_nd {kind = max}`; the Indices output: "
+        "`pool_nd {kind = argmax}`")(
     _pool("max_pool2d")
 )
 onnx_op("AveragePool", note="`avg_pool2d {layout = NCHW}` (1-D via an H axis of 1); other "
@@ -1517,12 +1516,13 @@ def _clamp64(a: np.ndarray) -> list[int]:
     return [int(max(lim.min, min(lim.max, int(v)))) for v in np.asarray(a).reshape(-1)]
 
 
-@onnx_op("Pad", note="`pad {pads, mode, value}` or `pad(x, pads)` (modes constant, reflect, edge)")
+@onnx_op("Pad", note="`pad {pads, mode, value}` or `pad(x, pads)` (modes constant, reflect, edge, "
+         "wrap)")
 def _pad(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     x = ctx.input(node, 0)
     rank = _rank(ctx, x)
     mode = ctx.attrs(node).get("mode", "constant")
-    if mode not in ("constant", "reflect", "edge"):
+    if mode not in ("constant", "reflect", "edge", "wrap"):
         ctx.unsupported(node, f"mode {mode!r}")
     pk = ctx.known_input(node, 1)
     if pk is None:
