@@ -151,6 +151,8 @@ NO_RULE: dict[str, str] = {
                          "differentiated the traced program",
     "fused_graph": "made by the fusion passes, which run after differentiation",
     "squeeze_excite": "made by -tg-fuse-squeeze-excite, which runs after differentiation",
+    "moments": "made by -tg-fuse-batch-stats, which runs after differentiation",
+    "sum_and_dot": "made by -tg-fuse-batch-stats, which runs after differentiation",
     "yield": "the terminator of a fused region (made by the passes, after differentiation)",
     "recurrent": "imported from ONNX/Keras inference graphs only (a traced program's loops "
                  "are tg.while, which has its rule)",
