@@ -256,9 +256,11 @@ def _batch_stats(ctx: InferContext) -> list[TType]:
 
 
 _STATS = {"axes": AttrSpec("ints", REQUIRED), "keepdims": AttrSpec("bool", True)}
-define("moments", ("x",), _batch_stats, _STATS, family="grad", num_results=2,
+_MADE = "made by -tg-fuse-batch-stats, which runs after differentiation"
+define("moments", ("x",), _batch_stats, _STATS, family="grad", num_results=2, no_grad=_MADE,
        doc="(mean, biased variance) of x over axes in one pass (tf.nn.moments)")
 define("sum_and_dot", ("a", "b"), _batch_stats, _STATS, family="grad", num_results=2,
+       no_grad=_MADE,
        doc="(sum(a), sum(a * b)) over axes in one pass (a batch norm's gradient statistics)")
 
 
