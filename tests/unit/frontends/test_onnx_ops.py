@@ -278,6 +278,17 @@ def test_normalisations() -> None:
     c = 5
     bn = {"s": f32(c, lo=0.5), "b": f32(c), "m": f32(c), "v": f32(c, lo=0.5, hi=2.0)}
     check("BatchNormalization", {"x": f32(2, c, 4, 4), **bn}, consts=bn, epsilon=1e-3, tol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (2, 5, 7), (2, 5, 3, 4), (2, 5, 2, 3, 2)])
+def test_batch_norm_training_mode(shape: tuple[int, ...]) -> None:
+    """``training_mode = 1``: normalised with the batch statistics, and the running mean and
+    variance outputs (statistics as graph inputs or as constants)."""
+    c = shape[1]
+    bn = {"s": f32(c, lo=0.5), "b": f32(c), "m": f32(c), "v": f32(c, lo=0.5, hi=2.0)}
+    for consts in ({}, bn):
+        check("BatchNormalization", {"x": f32(*shape), **bn}, consts=consts, n_outputs=3,
+              opset=15, training_mode=1, momentum=0.8, epsilon=1e-3, tol=1e-4)
     g, b = f32(6), f32(6)
     check(
         "LayerNormalization", {"x": f32(2, 3, 6), "g": g, "b": b}, consts={"g": g, "b": b}, tol=1e-4
