@@ -134,6 +134,8 @@ class _Lib:
                 ctypes.c_int,
             ),
             "dnnl_reorder_primitive_desc_create": ([pp, p, p, p, p, p], ctypes.c_int),
+            "dnnl_binary_primitive_desc_create": ([pp, p, ctypes.c_int, p, p, p, p],
+                                                  ctypes.c_int),
             "dnnl_pooling_forward_primitive_desc_create": (
                 [pp, p, ctypes.c_int, ctypes.c_int, p, p, _DIMS, _DIMS, _DIMS, _DIMS, _DIMS, p],
                 ctypes.c_int,
@@ -355,6 +357,23 @@ class _Prim:
         for kind, h in reversed(self.handles):
             self.lib.fn[kind](h)
         self.handles.clear()
+
+
+def finish_primitive(lib: _Lib, p: _Prim) -> None:
+    """Make the primitive of ``p``, whose descriptor ``p.pd`` is set: records oneDNN's
+    implementation name and the scratchpad size.
+
+    Raises:
+        RuntimeError: the implementation is oneDNN's reference code (callers fall back).
+    """
+    info = ctypes.c_char_p()
+    lib.call("dnnl_primitive_desc_query", p.pd, _Q_IMPL_INFO, 0, ctypes.byref(info))
+    p.impl = (info.value or b"").decode()
+    if p.impl.startswith("ref"):
+        raise RuntimeError(f"oneDNN reference implementation {p.impl}")
+    sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_SCRATCHPAD_MD, 0)
+    p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
+    p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
 
 
 _Part = tuple[

@@ -14,7 +14,6 @@ Thread-safe: per-thread streams, memory objects and scratchpads (user scratchpad
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from typing import Any
 
@@ -75,14 +74,7 @@ def _create(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Prim:
                 attr,
             ),
         )
-        info = ctypes.c_char_p()
-        lib.call("dnnl_primitive_desc_query", p.pd, dc._Q_IMPL_INFO, 0, ctypes.byref(info))
-        p.impl = (info.value or b"").decode()
-        if p.impl.startswith("ref"):
-            raise RuntimeError(f"oneDNN reference implementation {p.impl}")
-        sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_SCRATCHPAD_MD, 0)
-        p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
-        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+        dc.finish_primitive(lib, p)
     except RuntimeError:
         p.destroy()
         raise
