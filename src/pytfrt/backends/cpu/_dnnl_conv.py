@@ -359,23 +359,6 @@ class _Prim:
         self.handles.clear()
 
 
-def finish_primitive(lib: _Lib, p: _Prim) -> None:
-    """Make the primitive of ``p``, whose descriptor ``p.pd`` is set: records oneDNN's
-    implementation name and the scratchpad size.
-
-    Raises:
-        RuntimeError: the implementation is oneDNN's reference code (callers fall back).
-    """
-    info = ctypes.c_char_p()
-    lib.call("dnnl_primitive_desc_query", p.pd, _Q_IMPL_INFO, 0, ctypes.byref(info))
-    p.impl = (info.value or b"").decode()
-    if p.impl.startswith("ref"):
-        raise RuntimeError(f"oneDNN reference implementation {p.impl}")
-    sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_SCRATCHPAD_MD, 0)
-    p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
-    p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
-
-
 _Part = tuple[
     tuple[int, int, int, int], tuple[int, int, int, int], tuple[int, int, int, int], int, int,
     tuple[int, int] | None,
@@ -708,28 +691,7 @@ class DnnlConv:
 
     def _reorder(self, src_md: Any, src_addr: int, dst_md: Any, dst_mem: Any) -> None:
         """Copy the filter at ``src_addr`` (format ``src_md``) into the memory ``dst_mem``."""
-        lib = self._lib
-        temp = _Prim(lib)
-        try:
-            pd = temp.own(
-                "dnnl_primitive_desc_destroy",
-                lib.new(
-                    "dnnl_reorder_primitive_desc_create", src_md, lib.engine, dst_md,
-                    lib.engine, None,
-                ),
-            )
-            src = temp.own(
-                "dnnl_memory_destroy", lib.new("dnnl_memory_create", src_md, lib.engine, src_addr)
-            )
-            prim = temp.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", pd))
-            args = (_ExecArg * 2)(
-                _ExecArg(_ARG_FROM, src.value), _ExecArg(_ARG_TO, dst_mem.value)
-            )
-            stream = lib.stream()
-            lib.call("dnnl_primitive_execute", prim, stream, 2, args)
-            lib.call("dnnl_stream_wait", stream)
-        finally:
-            temp.destroy()
+        reorder(self._lib, src_md, src_addr, dst_md, dst_mem)
 
     def user_filter(self) -> np.ndarray:
         """The filter in the user's format (HWIO for NHWC, OIHW for NCHW), read-only: the
@@ -811,23 +773,62 @@ class DnnlConv:
         np.copyto(part, buf)
 
     def _run(self, p: _Prim, xa: int, ya: int, ra: int) -> None:
-        """Run one part on the calling thread: one native call
-        (:func:`pytfrt.backends.cpu._spin_pool.run_row`) that sets the data addresses and
-        executes and waits for the primitive, with this thread's row of memory objects."""
-        lib = self._lib
-        if not getattr(_blas._local, "pinned", False):
-            _pin_one_thread()
-        tid = threading.get_ident()
-        row = p.rows.get(tid)
-        if row is None:
-            row = np.zeros(_spin_pool.NF, np.int64)
-            _fill_row(row, p, p.state(tid, self._lock))
-            with self._lock:
-                row = p.rows.setdefault(tid, row)
-        st = _spin_pool.run_row(row, lib.fns, xa, ya, ra, lib.stream_handle(),
-                                _scratch(lib, p.scratch) if p.scratch else 0, 0)
-        if st != 0:
-            raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
+        """Run one part on the calling thread (:func:`run_part`)."""
+        run_part(self._lib, p, self._lock, xa, ya, ra)
+
+
+def query_impl(lib: _Lib, p: _Prim) -> None:
+    """Set ``p.impl`` (oneDNN's implementation name) and ``p.scratch`` (its scratchpad bytes)
+    from ``p.pd``.
+
+    Raises:
+        RuntimeError: the implementation is oneDNN's reference code (``ref:``: too slow to use).
+    """
+    info = ctypes.c_char_p()
+    lib.call("dnnl_primitive_desc_query", p.pd, _Q_IMPL_INFO, 0, ctypes.byref(info))
+    p.impl = (info.value or b"").decode()
+    if p.impl.startswith("ref"):
+        raise RuntimeError(f"oneDNN reference implementation {p.impl}")
+    sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_SCRATCHPAD_MD, 0)
+    p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
+
+
+def reorder(lib: _Lib, src_md: Any, src_addr: int, dst_md: Any, dst_mem: Any) -> None:
+    """Copy the weights at ``src_addr`` (format ``src_md``) into the memory ``dst_mem``
+    (format ``dst_md``): a oneDNN reorder on the calling thread."""
+    temp = _Prim(lib)
+    try:
+        pd = temp.own("dnnl_primitive_desc_destroy", lib.new(
+            "dnnl_reorder_primitive_desc_create", src_md, lib.engine, dst_md, lib.engine, None))
+        src = temp.own("dnnl_memory_destroy",
+                       lib.new("dnnl_memory_create", src_md, lib.engine, src_addr))
+        prim = temp.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", pd))
+        args = (_ExecArg * 2)(_ExecArg(_ARG_FROM, src.value), _ExecArg(_ARG_TO, dst_mem.value))
+        stream = lib.stream()
+        lib.call("dnnl_primitive_execute", prim, stream, 2, args)
+        lib.call("dnnl_stream_wait", stream)
+    finally:
+        temp.destroy()
+
+
+def run_part(lib: _Lib, p: _Prim, lock: threading.Lock, xa: int, ya: int, ra: int) -> None:
+    """Run one part of a split primitive on the calling thread: one native call
+    (:func:`pytfrt.backends.cpu._spin_pool.run_row`) that sets the data addresses and executes
+    and waits for the primitive, with this thread's row of memory objects (made on first use;
+    ``lock`` guards ``p``'s per-thread tables)."""
+    if not getattr(_blas._local, "pinned", False):
+        _pin_one_thread()
+    tid = threading.get_ident()
+    row = p.rows.get(tid)
+    if row is None:
+        row = np.zeros(_spin_pool.NF, np.int64)
+        _fill_row(row, p, p.state(tid, lock))
+        with lock:
+            row = p.rows.setdefault(tid, row)
+    st = _spin_pool.run_row(row, lib.fns, xa, ya, ra, lib.stream_handle(),
+                            _scratch(lib, p.scratch) if p.scratch else 0, 0)
+    if st != 0:
+        raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
 
 
 def _fill_row(row: np.ndarray, p: _Prim, state: tuple[Any, ...]) -> None:
@@ -845,23 +846,31 @@ def _fill_row(row: np.ndarray, p: _Prim, state: tuple[Any, ...]) -> None:
     row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
 
 
-def _job(prims: list[_Prim], cout: int, lock: threading.Lock) -> _Job:
+def fill_channels(row: np.ndarray, p: _Prim, cout: int, itemsize: int = 4) -> int:
+    """The channel-part fields of ``p``'s :mod:`_spin_pool` row (``cout``: output channels of
+    the whole convolution; ``itemsize``: bytes per output element, 1 for int8 results);
+    returns the part buffer's size in bytes (0 for other parts)."""
+    if p.channels is None:
+        return 0
+    c0, c1 = p.channels
+    row[_spin_pool.CH_OFF] = itemsize * c0
+    row[_spin_pool.CH_BYTES] = itemsize * (c1 - c0)
+    row[_spin_pool.CH_ROWS] = p.pixels
+    row[_spin_pool.CH_STRIDE] = itemsize * cout
+    row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
+    return itemsize * (c1 - c0) * p.pixels
+
+
+def _job(prims: list[_Prim], cout: int, lock: threading.Lock, itemsize: int = 4) -> _Job:
     """The :mod:`_spin_pool` job of a split primitive (``cout``: output channels of the whole
-    convolution, for channel parts); its memory objects (:data:`_POOL_STATE`) are used only
-    under the pool's lock."""
+    convolution, for channel parts, whose outputs have ``itemsize`` bytes per element); its
+    memory objects (:data:`_POOL_STATE`) are used only under the pool's lock."""
     table = np.zeros((len(prims), _spin_pool.NF), np.int64)
     buf = 0
     for i, p in enumerate(prims):
         row = table[i]
         _fill_row(row, p, p.state(_POOL_STATE, lock))
-        if p.channels is not None:
-            c0, c1 = p.channels
-            row[_spin_pool.CH_OFF] = 4 * c0
-            row[_spin_pool.CH_BYTES] = 4 * (c1 - c0)
-            row[_spin_pool.CH_ROWS] = p.pixels
-            row[_spin_pool.CH_STRIDE] = 4 * cout
-            row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
-            buf = max(buf, 4 * (c1 - c0) * p.pixels)
+        buf = max(buf, fill_channels(row, p, cout, itemsize))
     return _Job(table, max(p.scratch for p in prims), buf)
 
 

@@ -74,7 +74,8 @@ def _create(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Prim:
                 attr,
             ),
         )
-        dc.finish_primitive(lib, p)
+        dc.query_impl(lib, p)
+        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
     except RuntimeError:
         p.destroy()
         raise

@@ -99,7 +99,8 @@ class _Plan:
             "dnnl_pooling_forward_primitive_desc_create", lib.engine, dc._FORWARD_INFERENCE,
             _POOLING_AVG, p.src_md, p.dst_md, dc._DIMS(1, 1), dc._DIMS(band[2], band[3]),
             zero, zero, zero, attr))
-        dc.finish_primitive(lib, p)
+        dc.query_impl(lib, p)
+        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
         return p
 
     def _mul(self, lib: dc._Lib, band: tuple[int, int, int, int], gate_md: Any,
@@ -109,7 +110,8 @@ class _Plan:
             "dnnl_binary_primitive_desc_create", lib.engine, _BINARY_MUL, p.src_md, gate_md,
             p.dst_md, attr))
         p.extra = [(_ARG_SRC_1, self.gate_mem)]
-        dc.finish_primitive(lib, p)
+        dc.query_impl(lib, p)
+        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
         return p
 
     def destroy(self) -> None:

@@ -96,7 +96,8 @@ def pad(x: np.ndarray, *pads_t: np.ndarray, pads: tuple[int, ...], mode: str,
     width = [(max(p[i], 0), max(p[i + r], 0)) for i in range(r)]
     if mode == "constant":
         return np.pad(x, width, mode="constant", constant_values=x.dtype.type(value))
-    return np.pad(x, width, mode="reflect" if mode == "reflect" else "edge")
+    numpy_mode: Any = mode  # reflect, edge, wrap: NumPy's meanings are ONNX's
+    return np.pad(x, width, mode=numpy_mode)
 
 
 def _check_indices(idx: np.ndarray, dim: int, op: str) -> np.ndarray:
