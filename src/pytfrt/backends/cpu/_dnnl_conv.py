@@ -811,11 +811,13 @@ def reorder(lib: _Lib, src_md: Any, src_addr: int, dst_md: Any, dst_mem: Any) ->
         temp.destroy()
 
 
-def run_part(lib: _Lib, p: _Prim, lock: threading.Lock, xa: int, ya: int, ra: int) -> None:
+def run_part(lib: _Lib, p: _Prim, lock: threading.Lock, xa: int, ya: int, ra: int,
+             cout: int = 0, itemsize: int = 4) -> None:
     """Run one part of a split primitive on the calling thread: one native call
     (:func:`pytfrt.backends.cpu._spin_pool.run_row`) that sets the data addresses and executes
     and waits for the primitive, with this thread's row of memory objects (made on first use;
-    ``lock`` guards ``p``'s per-thread tables)."""
+    ``lock`` guards ``p``'s per-thread tables).  A channel part (``cout``, ``itemsize``: as
+    :func:`fill_channels`) goes through this thread's part buffer."""
     if not getattr(_blas._local, "pinned", False):
         _pin_one_thread()
     tid = threading.get_ident()
@@ -823,10 +825,15 @@ def run_part(lib: _Lib, p: _Prim, lock: threading.Lock, xa: int, ya: int, ra: in
     if row is None:
         row = np.zeros(_spin_pool.NF, np.int64)
         _fill_row(row, p, p.state(tid, lock))
+        fill_channels(row, p, cout, itemsize)
         with lock:
             row = p.rows.setdefault(tid, row)
+    buf = 0
+    if row[_spin_pool.CH_BYTES]:  # (the float32 buffer holds at least as many bytes)
+        nbytes = int(row[_spin_pool.CH_BYTES] * row[_spin_pool.CH_ROWS])
+        buf = int(_part_buffer((1, (nbytes + 3) // 4)).ctypes.data)
     st = _spin_pool.run_row(row, lib.fns, xa, ya, ra, lib.stream_handle(),
-                            _scratch(lib, p.scratch) if p.scratch else 0, 0)
+                            _scratch(lib, p.scratch) if p.scratch else 0, buf)
     if st != 0:
         raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
 

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu import _dnnl_conv as dc
-from pytfrt.backends.cpu import _parallel, _spin_pool
+from pytfrt.backends.cpu import _parallel
 
 _S32, _S8, _U8 = 4, 5, 6  # dnnl_data_type_t
 _ARG_ATTR_SCALES = 4096  # DNNL_ARG_ATTR_SCALES
@@ -234,10 +234,14 @@ def _finish(lib: dc._Lib, p: dc._Prim, temp: dc._Prim, user_w_md: ctypes.c_void_
 class _Runner:
     """Per input shape, the parts of one int8 operation (made on first use) and their run."""
 
-    def __init__(self, lib: dc._Lib, q: QuantParams, cout: int) -> None:
+    def __init__(self, lib: dc._Lib, q: QuantParams | None = None, cout: int = 0) -> None:
+        """``q``: the operation's quantisation (``None``: a float runner reusing this class,
+        :mod:`_dnnl_matmul`); ``cout``: output channels of the whole operation (channel
+        parts)."""
         self._lib = lib
-        self.q = q
+        self.q: QuantParams = q  # type: ignore[assignment]  # (None: a float runner)
         self._cout = cout
+        self._itemsize = 4 if q is None else q.out_dtype.itemsize
         self._lock = threading.Lock()
         self._prims: dict[tuple[int, ...], list[dc._Prim] | None] = {}
         self._jobs: dict[tuple[int, ...], Any] = {}
@@ -285,7 +289,7 @@ class _Runner:
             return
         job = self._jobs.get(tuple(x.shape))
         if job is None:
-            job = dc._job(parts, self._cout, self._lock, self.q.out_dtype.itemsize)
+            job = dc._job(parts, self._cout, self._lock, self._itemsize)
             with self._lock:
                 job = self._jobs.setdefault(tuple(x.shape), job)
         if dc.run_job(self._lib, job, xa, ya, 0):
@@ -293,28 +297,9 @@ class _Runner:
         _parallel.parallel_for(lambda i: self._run(parts[i], xa, ya), len(parts))
 
     def _run(self, p: dc._Prim, xa: int, ya: int) -> None:
-        """Run one part on the calling thread: one native call
-        (:func:`pytfrt.backends.cpu._spin_pool.run_row`, as the float convolution's parts) with
-        this thread's memory objects; a channel part goes through this thread's buffer."""
-        lib = self._lib
-        if not getattr(dc._blas._local, "pinned", False):
-            dc._pin_one_thread()
-        tid = threading.get_ident()
-        row = p.rows.get(tid)
-        if row is None:
-            row = np.zeros(_spin_pool.NF, np.int64)
-            dc._fill_row(row, p, p.state(tid, self._lock))
-            dc.fill_channels(row, p, self._cout, self.q.out_dtype.itemsize)
-            with self._lock:
-                row = p.rows.setdefault(tid, row)
-        buf = 0
-        if row[_spin_pool.CH_BYTES]:  # (the float32 buffer holds at least as many bytes)
-            nbytes = int(row[_spin_pool.CH_BYTES] * row[_spin_pool.CH_ROWS])
-            buf = int(dc._part_buffer((1, (nbytes + 3) // 4)).ctypes.data)
-        st = _spin_pool.run_row(row, lib.fns, xa, ya, 0, lib.stream_handle(),
-                                dc._scratch(lib, p.scratch) if p.scratch else 0, buf)
-        if st != 0:
-            raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
+        """Run one part on the calling thread (:func:`_dnnl_conv.run_part`; a channel part
+        through this thread's buffer)."""
+        dc.run_part(self._lib, p, self._lock, xa, ya, 0, self._cout, self._itemsize)
 
 
 CONV_SPLIT_MIN_MACS = 8_000_000
