@@ -825,7 +825,8 @@ def run_part(lib: _Lib, p: _Prim, lock: threading.Lock, xa: int, ya: int, ra: in
     if row is None:
         row = np.zeros(_spin_pool.NF, np.int64)
         _fill_row(row, p, p.state(tid, lock))
-        fill_channels(row, p, cout, itemsize)
+        if cout:  # else the caller copies a channel part's buffer itself (_run_channels)
+            fill_channels(row, p, cout, itemsize)
         with lock:
             row = p.rows.setdefault(tid, row)
     buf = 0
