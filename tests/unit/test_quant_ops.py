@@ -218,6 +218,8 @@ def test_qconv2d_reference_matches_onnxruntime_qlinearconv() -> None:
     {"residual": True, "act": "relu", "inner": True},
     {"residual": True, "inner": True, "hw": 28, "cin": 64, "cout": 64},  # output-row parts
     {"n": 2, "hw": 24, "cin": 64, "cout": 64, "stride": 2},  # batch parts
+    {"residual": True, "act": "relu", "inner": True, "hw": 7, "cin": 256, "cout": 128},  # channels
+    {"hw": 7, "cin": 256, "cout": 80},  # 7x7, channels not in whole 16-blocks per part: rows
 ])
 def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
     """oneDNN's int8 convolution (bias, relu, residual with its own zero point, grouped,
@@ -241,8 +243,13 @@ def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
         ref = quant.qconv2d(x, ref_plan)
     got = quant.qconv2d(x, plan, *extra)
     assert got.dtype == ref.dtype and got.shape == ref.shape
-    if kw.get("cin", 16) == 64 and _parallel.num_threads() > 1:
-        assert len(plan.dnnl._prims[x.shape]) > 1  # split into parts run in parallel
+    parts = plan.dnnl._prims[x.shape]
+    if kw.get("cin", 16) >= 64 and _parallel.num_threads() > 1:
+        assert len(parts) > 1  # split into parts run in parallel
+        assert (parts[0].channels is not None) == (kw.get("cout") == 128)
+        # the row parts share one reordered filter
+        assert len({p.weights.value for p in parts}) == (len(parts) if parts[0].channels
+                                                          else 1)
     if got.dtype == np.float32:
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
     else:

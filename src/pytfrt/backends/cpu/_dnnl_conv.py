@@ -134,6 +134,8 @@ class _Lib:
                 ctypes.c_int,
             ),
             "dnnl_reorder_primitive_desc_create": ([pp, p, p, p, p, p], ctypes.c_int),
+            "dnnl_binary_primitive_desc_create": ([pp, p, ctypes.c_int, p, p, p, p],
+                                                  ctypes.c_int),
             "dnnl_pooling_forward_primitive_desc_create": (
                 [pp, p, ctypes.c_int, ctypes.c_int, p, p, _DIMS, _DIMS, _DIMS, _DIMS, _DIMS, p],
                 ctypes.c_int,
@@ -809,11 +811,13 @@ def reorder(lib: _Lib, src_md: Any, src_addr: int, dst_md: Any, dst_mem: Any) ->
         temp.destroy()
 
 
-def run_part(lib: _Lib, p: _Prim, lock: threading.Lock, xa: int, ya: int, ra: int) -> None:
+def run_part(lib: _Lib, p: _Prim, lock: threading.Lock, xa: int, ya: int, ra: int,
+             cout: int = 0, itemsize: int = 4) -> None:
     """Run one part of a split primitive on the calling thread: one native call
     (:func:`pytfrt.backends.cpu._spin_pool.run_row`) that sets the data addresses and executes
     and waits for the primitive, with this thread's row of memory objects (made on first use;
-    ``lock`` guards ``p``'s per-thread tables)."""
+    ``lock`` guards ``p``'s per-thread tables).  A channel part (``cout``, ``itemsize``: as
+    :func:`fill_channels`) goes through this thread's part buffer."""
     if not getattr(_blas._local, "pinned", False):
         _pin_one_thread()
     tid = threading.get_ident()
@@ -821,10 +825,16 @@ def run_part(lib: _Lib, p: _Prim, lock: threading.Lock, xa: int, ya: int, ra: in
     if row is None:
         row = np.zeros(_spin_pool.NF, np.int64)
         _fill_row(row, p, p.state(tid, lock))
+        if cout:  # else the caller copies a channel part's buffer itself (_run_channels)
+            fill_channels(row, p, cout, itemsize)
         with lock:
             row = p.rows.setdefault(tid, row)
+    buf = 0
+    if row[_spin_pool.CH_BYTES]:  # (the float32 buffer holds at least as many bytes)
+        nbytes = int(row[_spin_pool.CH_BYTES] * row[_spin_pool.CH_ROWS])
+        buf = int(_part_buffer((1, (nbytes + 3) // 4)).ctypes.data)
     st = _spin_pool.run_row(row, lib.fns, xa, ya, ra, lib.stream_handle(),
-                            _scratch(lib, p.scratch) if p.scratch else 0, 0)
+                            _scratch(lib, p.scratch) if p.scratch else 0, buf)
     if st != 0:
         raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
 
@@ -844,23 +854,31 @@ def _fill_row(row: np.ndarray, p: _Prim, state: tuple[Any, ...]) -> None:
     row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
 
 
-def _job(prims: list[_Prim], cout: int, lock: threading.Lock) -> _Job:
+def fill_channels(row: np.ndarray, p: _Prim, cout: int, itemsize: int = 4) -> int:
+    """The channel-part fields of ``p``'s :mod:`_spin_pool` row (``cout``: output channels of
+    the whole convolution; ``itemsize``: bytes per output element, 1 for int8 results);
+    returns the part buffer's size in bytes (0 for other parts)."""
+    if p.channels is None:
+        return 0
+    c0, c1 = p.channels
+    row[_spin_pool.CH_OFF] = itemsize * c0
+    row[_spin_pool.CH_BYTES] = itemsize * (c1 - c0)
+    row[_spin_pool.CH_ROWS] = p.pixels
+    row[_spin_pool.CH_STRIDE] = itemsize * cout
+    row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
+    return itemsize * (c1 - c0) * p.pixels
+
+
+def _job(prims: list[_Prim], cout: int, lock: threading.Lock, itemsize: int = 4) -> _Job:
     """The :mod:`_spin_pool` job of a split primitive (``cout``: output channels of the whole
-    convolution, for channel parts); its memory objects (:data:`_POOL_STATE`) are used only
-    under the pool's lock."""
+    convolution, for channel parts, whose outputs have ``itemsize`` bytes per element); its
+    memory objects (:data:`_POOL_STATE`) are used only under the pool's lock."""
     table = np.zeros((len(prims), _spin_pool.NF), np.int64)
     buf = 0
     for i, p in enumerate(prims):
         row = table[i]
         _fill_row(row, p, p.state(_POOL_STATE, lock))
-        if p.channels is not None:
-            c0, c1 = p.channels
-            row[_spin_pool.CH_OFF] = 4 * c0
-            row[_spin_pool.CH_BYTES] = 4 * (c1 - c0)
-            row[_spin_pool.CH_ROWS] = p.pixels
-            row[_spin_pool.CH_STRIDE] = 4 * cout
-            row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
-            buf = max(buf, 4 * (c1 - c0) * p.pixels)
+        buf = max(buf, fill_channels(row, p, cout, itemsize))
     return _Job(table, max(p.scratch for p in prims), buf)
 
 
