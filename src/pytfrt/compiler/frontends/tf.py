@@ -47,10 +47,9 @@ from pytfrt.compiler.frontends.tf_values import TV, OtherResource, ResourceRef, 
 
 
 def _tf() -> Any:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    from pytfrt.support.tf_import import tensorflow
 
-    return tf
+    return tensorflow()
 
 
 @dataclass
