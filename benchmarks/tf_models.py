@@ -6,11 +6,11 @@ The benchmark ``benchmarks/models.py`` and ``benchmarks/tf_compile.py`` import t
 file path; the tests in ``tests/unit/frontends/`` do too (through their ``conftest.py``).
 
 Models: :func:`mlp` (784-512-512-10 by default), :func:`cnn` (Conv2D, BatchNorm, MaxPool,
-Dropout, Dense), :func:`residual_cnn` (a residual block and GlobalAveragePooling2D), :func:`bottleneck_cnn`
-(ResNet-50's layer types at a small size),
-:func:`transformer_block` (Embedding, MultiHeadAttention, LayerNorm, GELU),
-:func:`two_io` (two inputs, two outputs), :func:`resnet50`, :func:`mobilenet_v2`
-(``keras.applications``, ``weights=None``, logits out), and :func:`train_step` (a
+Dropout, Dense), :func:`residual_cnn` (a residual block and GlobalAveragePooling2D),
+:func:`bottleneck_cnn` (ResNet-50's layer types at a small size), :func:`transformer_block`
+(Embedding, MultiHeadAttention, LayerNorm, GELU), :func:`two_io` (two inputs, two outputs),
+:func:`resnet50`, :func:`mobilenet_v2` (``keras.applications``, ``weights=None``, logits out),
+and :func:`train_step` (a
 ``tf.function`` with ``GradientTape`` and an optimizer update).
 """
 
