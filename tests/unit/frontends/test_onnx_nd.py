@@ -127,6 +127,49 @@ def test_grid_sample_matches_onnxruntime(case: tuple[np.ndarray, np.ndarray, dic
 
 
 @st.composite
+def _deform_conv(draw: Any) -> tuple[dict[str, np.ndarray | None], dict[str, Any]]:
+    group, offset_group = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    c = group * offset_group * draw(st.integers(1, 2))
+    oc = group * draw(st.integers(1, 2))
+    k = draw(st.lists(st.integers(1, 3), min_size=2, max_size=2))
+    strides = draw(st.lists(st.integers(1, 2), min_size=2, max_size=2))
+    dil = draw(st.lists(st.integers(1, 2), min_size=2, max_size=2))
+    pads = draw(st.lists(st.integers(0, 1), min_size=4, max_size=4))
+    hw = [draw(st.integers((k[i] - 1) * dil[i] + 1, (k[i] - 1) * dil[i] + 5)) for i in range(2)]
+    out = [(hw[i] + pads[i] + pads[i + 2] - ((k[i] - 1) * dil[i] + 1)) // strides[i] + 1
+           for i in range(2)]
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    n = 2
+    inputs: dict[str, np.ndarray | None] = {
+        "x": rng.standard_normal((n, c, *hw)).astype(np.float32),
+        "w": rng.standard_normal((oc, c // group, *k)).astype(np.float32),
+        # offsets up to 2.5 pixels: taps fall between pixels and past the border
+        "offset": rng.uniform(-2.5, 2.5, (n, offset_group * k[0] * k[1] * 2, *out))
+        .astype(np.float32),
+        "b": rng.standard_normal(oc).astype(np.float32) if draw(st.booleans()) else None,
+        "mask": (rng.uniform(0, 1, (n, offset_group * k[0] * k[1], *out)).astype(np.float32)
+                 if draw(st.booleans()) else None),
+    }
+    if inputs["mask"] is None:
+        inputs.pop("mask")
+        if inputs["b"] is None:
+            inputs.pop("b")
+    attrs = {"group": group, "offset_group": offset_group, "kernel_shape": k,
+             "strides": strides, "dilations": dil, "pads": pads}
+    return inputs, attrs
+
+
+@SETTINGS
+@given(_deform_conv())
+def test_deform_conv_matches_onnxruntime(
+        case: tuple[dict[str, np.ndarray | None], dict[str, Any]]) -> None:
+    inputs, attrs = case
+    model = one_node_model("DeformConv", inputs, opset=19, **attrs)
+    feeds = {k: v for k, v in inputs.items() if v is not None}
+    _check(model, feeds)
+
+
+@st.composite
 def _tensor_scatter(draw: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     rank = draw(st.integers(2, 4))
     shape = draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank))

@@ -924,3 +924,27 @@ def test_resize(attrs: dict[str, Any], scales: Any, sizes: Any) -> None:
         inputs["scales"] = None
         inputs["sizes"] = consts["sizes"] = np.asarray(sizes, np.int64)
     check("Resize", inputs, consts=consts, tol=1e-5, **attrs)
+
+
+@pytest.mark.parametrize("size", [(2, 3, 4, 5), (1, 2, 3, 4, 2)])
+def test_affine_grid_size_known_at_run_time(size: tuple[int, ...]) -> None:
+    """``AffineGrid`` (imported as its function body) with ``size`` a graph input: the model is
+    specialised on ``size`` alone -- the integer input that fixes the ranks -- not on
+    ``theta``, so new ``theta`` values reuse the compiled model."""
+    from pytfrt.compiler.frontends.onnx_specialize import SpecializingModel
+
+    nd = len(size) - 2
+    rng = np.random.default_rng(len(size))
+    size_a = np.asarray(size, np.int64)
+    theta = rng.standard_normal((size[0], nd, nd + 1)).astype(np.float32)
+    model = one_node_model("AffineGrid", {"theta": theta, "size": size_a}, opset=20,
+                           align_corners=1)
+    runner = SpecializingModel(model)
+    for k in range(2):
+        th = theta + k
+        (got,) = runner([th, size_a])
+        (want,) = run_ort(model, {"theta": th, "size": size_a})
+        assert got.shape == want.shape == (*size[:1], *size[2:], nd)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert runner._specialised == {"size"}
+    assert len(runner._cache) == 1

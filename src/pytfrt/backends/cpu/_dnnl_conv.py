@@ -134,6 +134,8 @@ class _Lib:
                 ctypes.c_int,
             ),
             "dnnl_reorder_primitive_desc_create": ([pp, p, p, p, p, p], ctypes.c_int),
+            "dnnl_binary_primitive_desc_create": ([pp, p, ctypes.c_int, p, p, p, p],
+                                                  ctypes.c_int),
             "dnnl_pooling_forward_primitive_desc_create": (
                 [pp, p, ctypes.c_int, ctypes.c_int, p, p, _DIMS, _DIMS, _DIMS, _DIMS, _DIMS, p],
                 ctypes.c_int,
@@ -823,7 +825,8 @@ def run_part(lib: _Lib, p: _Prim, lock: threading.Lock, xa: int, ya: int, ra: in
     if row is None:
         row = np.zeros(_spin_pool.NF, np.int64)
         _fill_row(row, p, p.state(tid, lock))
-        fill_channels(row, p, cout, itemsize)
+        if cout:  # else the caller copies a channel part's buffer itself (_run_channels)
+            fill_channels(row, p, cout, itemsize)
         with lock:
             row = p.rows.setdefault(tid, row)
     buf = 0

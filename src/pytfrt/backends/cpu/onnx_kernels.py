@@ -309,3 +309,70 @@ def tensor_scatter(past: np.ndarray, update: np.ndarray, *write_indices: np.ndar
             raise OpError(f"tensor_scatter: rows {pos[0]}..{pos[-1]} outside a cache of {cache}")
         np.moveaxis(out[b], ax - 1, 0)[pos] = np.moveaxis(update[b], ax - 1, 0)
     return out
+
+
+def _bilinear_zeros(img: np.ndarray, ph: np.ndarray, pw: np.ndarray) -> np.ndarray:
+    """``img`` [N, C, H, W] sampled bilinearly at rows ``ph`` and columns ``pw`` (both
+    [N, *S], pixel coordinates; samples outside the image count as 0): [N, C, *S]."""
+    n, c, h, w = img.shape
+    y0, x0 = np.floor(ph).astype(np.int64), np.floor(pw).astype(np.int64)
+    fy, fx = ph - y0, pw - x0
+    batch = np.arange(n).reshape((n,) + (1,) * (ph.ndim - 1))
+    out = np.zeros(ph.shape + (c,))
+    for dy, wy in ((0, 1 - fy), (1, fy)):
+        for dx, wx in ((0, 1 - fx), (1, fx)):
+            yy, xx = y0 + dy, x0 + dx
+            inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+            vals = img[batch, :, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]  # [N, *S, C]
+            out += vals * (wy * wx * inside)[..., None]
+    return np.moveaxis(out, -1, 1)
+
+
+@GRAPH_OPS.op("deform_conv")
+def deform_conv(x: np.ndarray, w: np.ndarray, offset: np.ndarray, *rest: np.ndarray,
+                strides: tuple[int, ...], pads: tuple[int, ...], dilations: tuple[int, ...],
+                group: int, offset_group: int, has_bias: bool, has_mask: bool) -> np.ndarray:
+    """ONNX ``DeformConv`` (2-D): a convolution whose every kernel tap of every output
+    position reads the input at its regular position plus a learned ``offset`` ([N,
+    offset_group * kH * kW * 2, oH, oW], (dy, dx) pairs) by bilinear interpolation (0 outside),
+    weighted by ``mask`` ([N, offset_group * kH * kW, oH, oW], default 1); then ``bias``."""
+    bias = rest[0] if has_bias else None
+    mask = rest[int(has_bias)] if has_mask else None
+    n, c, _, _ = x.shape
+    oc, cg, kh, kw = w.shape
+    oh, ow = offset.shape[2:]
+    if c != cg * group or oc % group or c % offset_group:
+        raise OpError(f"deform_conv: {c} input channels, weights {w.shape}, group {group}, "
+                      f"offset_group {offset_group} do not fit")
+    if offset.shape[:2] != (n, offset_group * kh * kw * 2):
+        raise OpError(f"deform_conv: offset {offset.shape} must be [{n}, "
+                      f"{offset_group * kh * kw * 2}, oH, oW]")
+    want = [(x.shape[2 + i] + pads[i] + pads[i + 2] - ((k - 1) * dilations[i] + 1))
+            // strides[i] + 1 for i, k in enumerate((kh, kw))]
+    if [oh, ow] != want:
+        raise OpError(f"deform_conv: offset's output size {[oh, ow]} is not the "
+                      f"convolution's {want}")
+    off = offset.astype(np.float64).reshape(n, offset_group, kh, kw, 2, oh, ow)
+    m = (np.ones((n, offset_group, kh, kw, oh, ow)) if mask is None
+         else mask.astype(np.float64).reshape(n, offset_group, kh, kw, oh, ow))
+    base_h = (np.arange(kh) * dilations[0])[:, None, None, None] + \
+        (np.arange(oh) * strides[0] - pads[0])[None, None, :, None]
+    base_w = (np.arange(kw) * dilations[1])[None, :, None, None] + \
+        (np.arange(ow) * strides[1] - pads[1])[None, None, None, :]
+    xf = x.astype(np.float64)
+    per = c // offset_group
+    cols = np.empty((n, c, kh, kw, oh, ow))
+    for g in range(offset_group):
+        ph = base_h[None] + off[:, g, :, :, 0]  # [N, kH, kW, oH, oW]
+        pw = base_w[None] + off[:, g, :, :, 1]
+        sampled = _bilinear_zeros(xf[:, g * per:(g + 1) * per], ph, pw)
+        cols[:, g * per:(g + 1) * per] = sampled * m[:, g][:, None]
+    og = oc // group
+    out = np.empty((n, oc, oh, ow))
+    for g in range(group):
+        out[:, g * og:(g + 1) * og] = np.einsum(
+            "ockl,nckl...->no...", w[g * og:(g + 1) * og].astype(np.float64),
+            cols[:, g * cg:(g + 1) * cg])
+    if bias is not None:
+        out += bias.astype(np.float64).reshape(1, -1, 1, 1)
+    return out.astype(x.dtype)

@@ -376,6 +376,13 @@ class OnnxGraphImporter:
         try:
             for sub in nodes:
                 self._import_node(sub)
+        except UnsupportedOpError as exc:
+            if getattr(exc, "runtime_operands", None):
+                # the body's names mean nothing outside it: the node's own run-time operands
+                # are what a caller can specialise on
+                exc.runtime_operands = [  # type: ignore[attr-defined]
+                    n for n in node.input if n and n not in self.known]
+            raise
         finally:
             self.opset = saved
         return True
@@ -585,8 +592,10 @@ def _ints(a: Any) -> list[int]:
 
 def _dims(ctx: OnnxGraphImporter, v: Value) -> tuple[int | None, ...]:
     """``v``'s shape (``None`` for dynamic dims); its rank must be known."""
-    if v.shape is None:
-        ctx.unsupported(ctx._node, "needs an input of known rank")
+    if v.shape is None:  # its rank may follow from the value of a small graph input
+        node = ctx._node
+        ctx.unsupported(node, "needs an input of known rank",
+                        range(len(node.input)) if node is not None else ())
     return v.shape
 
 
@@ -1646,7 +1655,7 @@ def _squeeze(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     else:
         dims = _dims(ctx, x)
         if None in dims:
-            ctx.unsupported(node, "squeezing all unit dims of a dynamically shaped input")
+            ctx.unsupported(node, "squeezing all unit dims of a dynamically shaped input", [0])
         axes = [i for i, d in enumerate(dims) if d == 1]
     return [ctx.op("squeeze", [x], axes=sorted(_axis(v, rank) for v in axes))]
 

@@ -210,6 +210,25 @@ def _grid_sample(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
                    align_corners=bool(a.get("align_corners", 0)))]
 
 
+@onnx_op("DeformConv", note="`deform_conv {strides, pads, dilations, group, offset_group}` "
+         "(onnx_more family; 2-D)")
+def _deform_conv(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    if _rank(ctx, x) != 4:
+        ctx.unsupported(node, f"a rank-{_rank(ctx, x)} input (2-D deformable convolution only, "
+                              "as ONNX Runtime)")
+    operands = [x, ctx.input(node, 1), ctx.input(node, 2)]
+    has_bias, has_mask = ctx.has(node, 3), ctx.has(node, 4)
+    operands += [ctx.input(node, i) for i, on in ((3, has_bias), (4, has_mask)) if on]
+    return [ctx.op("deform_conv", operands,
+                   strides=[int(v) for v in a.get("strides", [1, 1])],
+                   pads=[int(v) for v in a.get("pads", [0, 0, 0, 0])],
+                   dilations=[int(v) for v in a.get("dilations", [1, 1])],
+                   group=int(a.get("group", 1)), offset_group=int(a.get("offset_group", 1)),
+                   has_bias=has_bias, has_mask=has_mask)]
+
+
 @onnx_op("TensorScatter", note="`tensor_scatter {axis, mode}` (onnx_more family)")
 def _tensor_scatter(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     a = ctx.attrs(node)

@@ -13,6 +13,8 @@ data-dependent result size) or much slower:
   ``NonMaxSuppression``: ``[n, 3]`` i64 (batch, class, box) rows, ``n`` known at run time;
 * ``grid_sample(x, grid) {mode, padding_mode, align_corners}`` -- ONNX ``GridSample`` on NCHW
   and NCDHW;
+* ``deform_conv(x, w, offset, bias?, mask?) {strides, pads, dilations, group, offset_group,
+  has_bias, has_mask}`` -- ONNX ``DeformConv`` on NCHW;
 * ``tensor_scatter(past_cache, update, write_indices?) {axis, mode}`` -- ONNX
   ``TensorScatter``: ``update`` written into a copy of the cache along ``axis`` from each
   batch row's write index (``mode = circular``: modulo the cache length);
@@ -88,6 +90,21 @@ def _grid_sample(ctx: InferContext) -> list[TType]:
     return [TType(x.dtype, (n, c, *out))]
 
 
+def _deform_conv(ctx: InferContext) -> list[TType]:
+    x, w, offset = ctx.inputs[:3]
+    a = ctx.attrs
+    if len(ctx.inputs) != 3 + int(a["has_bias"]) + int(a["has_mask"]):
+        raise ctx.error("the operands after offset must be the bias and mask the attributes name")
+    for v, what in ((x, "x"), (w, "w"), (offset, "offset")):
+        if v.rank not in (None, 4):
+            raise ctx.error(f"{what} must have rank 4 (2-D deformable convolution), got {v}")
+    same_dtype(ctx)
+    n = x.shape[0] if x.shape else None
+    oc = w.shape[0] if w.shape else None
+    oh, ow = offset.shape[2:] if offset.shape else (None, None)
+    return [TType(x.dtype, (n, oc, oh, ow))]
+
+
 def _tensor_scatter(ctx: InferContext) -> list[TType]:
     past, update = ctx.inputs[0], ctx.inputs[1]
     same_dtype(ctx, [0, 1])
@@ -141,6 +158,11 @@ define("tensor_scatter", ("past_cache", "update", "write_indices?"), _tensor_sca
        {"axis": AttrSpec("int", -2), "mode": AttrSpec("str", "linear",
                                                       choices=("linear", "circular"))},
        family="onnx", doc="ONNX TensorScatter (a KV-cache update)", differentiable=False)
+define("deform_conv", ("x", "w", "offset", "rest*"), _deform_conv,
+       {"strides": AttrSpec("ints"), "pads": AttrSpec("ints"), "dilations": AttrSpec("ints"),
+        "group": AttrSpec("int", 1), "offset_group": AttrSpec("int", 1),
+        "has_bias": AttrSpec("bool", False), "has_mask": AttrSpec("bool", False)},
+       family="onnx", doc="ONNX DeformConv (2-D)", no_grad=_INFERENCE_ONLY)
 define("string_concat", ("a", "b"), _string_binary, family="onnx", doc="ONNX StringConcat",
        differentiable=False)
 define("regex_full_match", ("x",), _regex, {"pattern": AttrSpec("str")}, family="onnx",
