@@ -186,24 +186,18 @@ def saturation_safe(impl: str) -> bool:
     return "vnni" in impl or "amx" in impl
 
 
-def _finish(lib: dc._Lib, p: dc._Prim, temp: dc._Prim, user_w_md: ctypes.c_void_p,
-            w: np.ndarray, holders: list[dc._Prim], channels: tuple[int, int]) -> None:
+def _finish(lib: dc._Lib, p: dc._Prim, user_w_md: ctypes.c_void_p, w: np.ndarray,
+            holders: list[dc._Prim], channels: tuple[int, int]) -> None:
     """Query the implementation (refusing ``ref:``), size the scratchpad, give the primitive
     its weights in its format (its compensation included) and create it.  The reordered
     weights of output channels ``channels`` are shared by every primitive of the operation
     that wants the same format (``holders``: the operation's weight holders, each owning one
     copy): the row parts of a split convolution then read one copy from the shared cache
     instead of one copy each."""
-    info = ctypes.c_char_p()
-    lib.call("dnnl_primitive_desc_query", p.pd, dc._Q_IMPL_INFO, 0, ctypes.byref(info))
-    p.impl = (info.value or b"").decode()
-    if p.impl.startswith("ref"):
-        raise RuntimeError(f"oneDNN reference implementation {p.impl}")
+    dc.query_impl(lib, p)
     if not saturation_safe(p.impl) and (int(w.max(initial=0)) > 63 or int(w.min(initial=0)) < -64):
         raise RuntimeError(f"{p.impl} would saturate on weights outside [-64, 63]")
     w_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_WEIGHTS_MD, 0)
-    sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_SCRATCHPAD_MD, 0)
-    p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
     for h in holders:
         if h.channels == channels and lib.fn["dnnl_memory_desc_equal"](h.src_md, w_md):
             p.weights = h.weights
@@ -216,17 +210,7 @@ def _finish(lib: dc._Lib, p: dc._Prim, temp: dc._Prim, user_w_md: ctypes.c_void_
         h.weights = h.own("dnnl_memory_destroy", lib.new(
             "dnnl_memory_create", h.src_md, lib.engine, ctypes.c_void_p(addr)))
         holders.append(h)
-        src = temp.own("dnnl_memory_destroy",
-                       lib.new("dnnl_memory_create", user_w_md, lib.engine, w.ctypes.data))
-        pd = temp.own("dnnl_primitive_desc_destroy",
-                      lib.new("dnnl_reorder_primitive_desc_create", user_w_md, lib.engine,
-                              h.src_md, lib.engine, None))
-        prim = temp.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", pd))
-        args = (dc._ExecArg * 2)(dc._ExecArg(dc._ARG_FROM, src.value),
-                                 dc._ExecArg(dc._ARG_TO, h.weights.value))
-        stream = lib.stream()
-        lib.call("dnnl_primitive_execute", prim, stream, 2, args)
-        lib.call("dnnl_stream_wait", stream)
+        dc.reorder(lib, user_w_md, w.ctypes.data, h.src_md, h.weights)
         p.weights = h.weights
     p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
 
@@ -431,7 +415,7 @@ class Int8Conv(_Runner):
                 dc._FORWARD_INFERENCE, dc._CONV_DIRECT, p.src_md, any_w, bias_md, p.dst_md,
                 dc._DIMS(sh, sw), dc._DIMS(dh - 1, dw - 1), dc._DIMS(pt, pl), dc._DIMS(pb, pr),
                 attr))
-            _finish(lib, p, temp, user_w, w, self._holders, p.channels or (0, self.cout))
+            _finish(lib, p, user_w, w, self._holders, p.channels or (0, self.cout))
         finally:
             temp.destroy()
 
@@ -491,7 +475,7 @@ class Int8MatMul(_Runner):
             p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
                 "dnnl_matmul_primitive_desc_create", lib.engine, p.src_md, any_w, bias_md,
                 p.dst_md, attr))
-            _finish(lib, p, temp, user_w, self.w, self._holders, (0, n))
+            _finish(lib, p, user_w, self.w, self._holders, (0, n))
         finally:
             temp.destroy()
 
