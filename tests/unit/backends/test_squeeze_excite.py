@@ -54,7 +54,7 @@ def test_kernel_matches_numpy(layout, activation, gate, dtype):  # type: ignore[
     assert not big[1::2].any()
 
 
-@pytest.mark.parametrize("h,w", [(33, 32), (2, 520)])
+@pytest.mark.parametrize("h,w", [(33, 32), (2, 520), (34, 31)])  # fold 4, 4, 31
 def test_one_large_image_split_over_the_threads(h, w):
     """Batch 1, NHWC float32 of at least ``_dnnl_se.SPLIT_MIN_ELEMENTS``: row bands on both
     threads (oneDNN pooling and binary primitives) when available, the same results."""
