@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -143,3 +144,41 @@ def test_an_unsupported_op_names_the_keras_layer_that_made_it(tf: Any) -> None:
     assert "unsupported op 'Igamma'" in message
     assert "made by Keras layer 'gamma_part' (Lambda)" in message
     assert "docs/ops.md" in message and "--backend=tensorflow" in message
+
+
+def _conv3d_block(keras: Any, inp: Any) -> Any:
+    """A functional model's layers built in a helper, the way model code is often split."""
+    line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+    conv = keras.layers.Conv3D(2, 3, name="volume_conv")
+    return conv(keras.layers.Dense(1)(inp)), line
+
+
+def test_an_unsupported_op_of_a_built_in_layer_names_the_line_that_created_it(
+    tf: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A built-in layer's ops are traced inside pytfrt.compile, so their first user frame is the
+    compile call; the error names the line that created the layer instead (Conv3D made
+    unsupported here by removing its converter)."""
+    from pytfrt.compiler.frontends.tf_registry import TF_OPS
+
+    monkeypatch.delitem(TF_OPS, "Conv3D")
+    keras = tf.keras
+    inp = keras.Input((4, 4, 4, 1))
+    out, built = _conv3d_block(keras, inp)
+    model = keras.Model(inp, out)
+    with pytest.raises(pytfrt.UnsupportedOpError) as info:
+        pytfrt.compile(model)
+    message = str(info.value)
+    assert info.value.where == f"{__file__}:{built}"
+    assert f"in {__file__}:{built}: made by Keras layer 'volume_conv' (Conv3D)" in message
+    assert "docs/ops.md" in message and "--backend=tensorflow" in message
+
+    # Two layers of the class, neither named: the line is ambiguous, so the error keeps the
+    # compile call's line rather than guess.
+    convs = [keras.layers.Conv3D(1, 1), keras.layers.Conv3D(1, 1)]
+    seq = keras.Sequential([keras.Input((4, 4, 4, 1)), *convs])
+    compile_line = inspect.currentframe().f_lineno + 2  # type: ignore[union-attr]
+    with pytest.raises(pytfrt.UnsupportedOpError) as info:
+        pytfrt.compile(seq)
+    assert info.value.where == f"{__file__}:{compile_line}"
+    assert "created" not in str(info.value)

@@ -114,18 +114,36 @@ def _specialize_matmul(constants: dict[int, np.ndarray], *, transpose_a: bool,
     w = constants.get(1)
     f0, f1 = epilogue_operands
     bias = constants.get(2) if f0 else None
-    if (w is None or transpose_a or f1 or w.ndim != 2 or w.dtype.kind != "f"
-            or activation not in ("relu", "none") or (f0 and bias is None)):
+    if w is None or transpose_a or w.ndim != 2 or w.dtype.kind != "f" or (f0 and bias is None):
         return None
+    packed = _packed_dense(w.T if transpose_b else w, bias, activation, alpha, bool(f1),
+                           epilogue_operands, transpose_b)
+    if f1:
+        return packed
     ww = w.T if transpose_b else w
     k, n = ww.shape
     if bias is not None and (bias.shape != (n,) or bias.dtype != w.dtype):
         return None
+    from pytfrt.backends.cpu.conv import DENSE_MAX_ROWS, dense_runner
+
+    big = dense_runner(ww, bias, activation, alpha)  # a large weight at a small batch
+    attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b, activation=activation,
+                 alpha=alpha, epilogue_operands=epilogue_operands)
+    if activation not in ("relu", "none"):
+        if big is None:
+            return packed
+
+        def dense_act(a: np.ndarray, b: np.ndarray, *extra: np.ndarray,
+                      out: np.ndarray | None = None) -> np.ndarray:
+            if packed is not None and (a.ndim != 2 or a.shape[0] > DENSE_MAX_ROWS):
+                return packed(a, b, *extra, out=out)  # type: ignore[no-any-return]
+            y = big(a, out)
+            return y if y is not None else matmul(a, b, *extra, **attrs, out=out)
+
+        return dense_act
     rows = SMALL_MATMUL // max(w.size, 1)
     dt = w.dtype
     relu = activation == "relu"
-    attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b, activation=activation,
-                 alpha=alpha, epilogue_operands=epilogue_operands)
     maximum = np.maximum
     gemv = None
     if dt == np.float32 and ww.flags.c_contiguous and (bias is None or bias.flags.c_contiguous):
@@ -135,6 +153,12 @@ def _specialize_matmul(constants: dict[int, np.ndarray], *, transpose_a: bool,
 
     def dense(a: np.ndarray, b: np.ndarray, *extra: np.ndarray,
               out: np.ndarray | None = None) -> np.ndarray:
+        if packed is not None and (a.ndim != 2 or a.shape[0] > max(rows, DENSE_MAX_ROWS)):
+            return packed(a, b, *extra, out=out)  # type: ignore[no-any-return]
+        if big is not None:
+            y = big(a, out)
+            if y is not None:
+                return y
         if gemv is not None and a.ndim == 2 and a.shape[0] <= gemv and a.dtype is dt:
             y = dense_rows(a, ww, bias, relu, out)
             if y is not None:
@@ -152,6 +176,48 @@ def _specialize_matmul(constants: dict[int, np.ndarray], *, transpose_a: bool,
 
 
 matmul.specialize = _specialize_matmul  # type: ignore[attr-defined]
+
+
+def _packed_dense(ww: np.ndarray, bias: np.ndarray | None, activation: str, alpha: float,
+                  residual: bool, epilogue_operands: tuple[int, ...], transpose_b: bool) -> Any:
+    """A float32 dense layer on a constant weight ``ww [K, N]`` whose products of at least
+    :data:`pytfrt.backends.cpu._dnnl_matmul.MIN_MACS` run in oneDNN's matmul primitive with
+    the weight packed once (:mod:`pytfrt.backends.cpu._dnnl_matmul`), or ``None`` (oneDNN
+    absent, another dtype, an activation oneDNN has no post-op for).  Other calls (few rows,
+    operands that are not C-contiguous float32, a residual that is not the result's shape) go
+    to :func:`matmul`."""
+    from pytfrt.backends.cpu import _dnnl_matmul
+    from pytfrt.backends.cpu.gemm import GEMV_ROWS
+
+    if ww.dtype != np.float32 or ww.shape[0] * ww.shape[1] < _dnnl_matmul.MIN_MACS // 64:
+        return None
+    runner = _dnnl_matmul.make(ww, bias, activation, alpha, residual)
+    if runner is None:
+        return None
+    k, n = ww.shape
+    f32 = np.dtype(np.float32)
+    min_rows = max(GEMV_ROWS + 1, -(-_dnnl_matmul.MIN_MACS // (k * n)))
+    attrs = dict(transpose_a=False, transpose_b=transpose_b, activation=activation,
+                 alpha=alpha, epilogue_operands=epilogue_operands)
+    ri = epilogue_operands[0]
+
+    def dense(a: np.ndarray, b: np.ndarray, *extra: np.ndarray,
+              out: np.ndarray | None = None) -> np.ndarray:
+        if a.dtype is f32 and a.ndim >= 2 and a.shape[-1] == k and a.flags.c_contiguous:
+            m = a.size // k
+            shape = (*a.shape[:-1], n)
+            res = extra[ri] if residual and len(extra) > ri else None
+            if m >= min_rows and (not residual or (
+                    res is not None and res.shape == shape and res.dtype is f32
+                    and res.flags.c_contiguous)) and runner.ready((m, k)):
+                y = out if (out is not None and out.shape == shape
+                            and out.flags.c_contiguous) else np.empty(shape, f32)
+                runner.run(a.reshape(m, k), y.reshape(m, n),
+                           None if res is None else res.reshape(m, n))
+                return y
+        return matmul(a, b, *extra, **attrs, out=out)
+
+    return dense
 
 
 def _same_pads(x_shape: tuple[int, ...], k: tuple[int, int], layout: str,

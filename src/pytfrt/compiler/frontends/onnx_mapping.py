@@ -376,6 +376,13 @@ class OnnxGraphImporter:
         try:
             for sub in nodes:
                 self._import_node(sub)
+        except UnsupportedOpError as exc:
+            if getattr(exc, "runtime_operands", None):
+                # the body's names mean nothing outside it: the node's own run-time operands
+                # are what a caller can specialise on
+                exc.runtime_operands = [  # type: ignore[attr-defined]
+                    n for n in node.input if n and n not in self.known]
+            raise
         finally:
             self.opset = saved
         return True
@@ -585,8 +592,10 @@ def _ints(a: Any) -> list[int]:
 
 def _dims(ctx: OnnxGraphImporter, v: Value) -> tuple[int | None, ...]:
     """``v``'s shape (``None`` for dynamic dims); its rank must be known."""
-    if v.shape is None:
-        ctx.unsupported(ctx._node, "needs an input of known rank")
+    if v.shape is None:  # its rank may follow from the value of a small graph input
+        node = ctx._node
+        ctx.unsupported(node, "needs an input of known rank",
+                        range(len(node.input)) if node is not None else ())
     return v.shape
 
 
@@ -1076,17 +1085,15 @@ def _pool(tg: str) -> Handler:
         x = ctx.input(node, 0)
         rank = _rank(ctx, x)
         attrs = ctx.attrs(node)
-        if rank not in (3, 4) or any(int(d) != 1 for d in attrs.get("dilations", [])):
+        indices = len(node.output) > 1 and 1 in ctx.used_outputs(node)
+        if (rank not in (3, 4) or any(int(d) != 1 for d in attrs.get("dilations", []))
+                or indices):
             from pytfrt.compiler.frontends.onnx_nd import pool_general
 
             return pool_general(ctx, node, "max" if tg == "max_pool2d" else "avg")
         if rank == 3:
             x = ctx.op("expand_dims", [x], axis=2)
             attrs = _lift_1d_attrs(node, ctx)
-        if len(node.output) > 1 and 1 in ctx.used_outputs(node):
-            ctx.unsupported(node, "the Indices output")
-        if int(attrs.get("storage_order", 0)) != 0:
-            ctx.unsupported(node, "storage_order = 1")
         kernel = [int(k) for k in attrs["kernel_shape"]]
         strides = [int(s) for s in attrs.get("strides", [1, 1])]
         pads, padding = _spatial_pads(ctx, _AttrNode(node, attrs), x, kernel, strides, [1, 1])
@@ -1110,7 +1117,8 @@ def _pool(tg: str) -> Handler:
 
 
 onnx_op("MaxPool", note="`max_pool2d {layout = NCHW}` (1-D via an H axis of 1); other "
-        "ranks and dilations: `pool_nd {kind = max}`")(
+        "ranks and dilations: `pool_nd {kind = max}`; the Indices output: "
+        "`pool_nd {kind = argmax}`")(
     _pool("max_pool2d")
 )
 onnx_op("AveragePool", note="`avg_pool2d {layout = NCHW}` (1-D via an H axis of 1); other "
@@ -1138,13 +1146,43 @@ onnx_op("GlobalMaxPool", note="`global_max_pool {layout = NCHW}` (other ranks: `
 )
 
 
-@onnx_op("BatchNormalization", note="`batch_norm {axis = 1}` (inference mode only)")
+@onnx_op("BatchNormalization", note="`batch_norm {axis = 1}`; `training_mode = 1`: the batch "
+         "statistics (`reduce_mean`/`squared_difference`/`rsqrt`) and the running averages")
 def _batch_norm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     a = ctx.attrs(node)
-    if a.get("training_mode", 0) or len(ctx.used_outputs(node)) > 1:
-        ctx.unsupported(node, "training mode")
+    eps = float(a.get("epsilon", 1e-5))
+    if a.get("training_mode", 0):
+        return _batch_norm_training(ctx, node, eps, float(a.get("momentum", 0.9)))
+    if len(ctx.used_outputs(node)) > 1:
+        ctx.unsupported(node, "the statistics outputs of an opset-6/9 training-mode node")
     ops = [ctx.input(node, i) for i in range(5)]
-    return [ctx.op("batch_norm", ops, epsilon=float(a.get("epsilon", 1e-5)), axis=1)]
+    return [ctx.op("batch_norm", ops, epsilon=eps, axis=1)]
+
+
+def _batch_norm_training(ctx: OnnxGraphImporter, node: Any, eps: float, momentum: float
+                         ) -> list[Out]:
+    """ONNX ``BatchNormalization`` with ``training_mode = 1``: ``Y`` normalised with the
+    batch's mean and (population) variance over every axis but 1, and the running averages
+    ``input * momentum + batch * (1 - momentum)`` as ``running_mean``/``running_var``."""
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    axes = [d for d in range(rank) if d != 1]
+    mean = ctx.op("reduce_mean", [x], axes=axes, keepdims=True)
+    var = ctx.op("reduce_mean", [ctx.op("squared_difference", [x, mean])], axes=axes,
+                 keepdims=True)
+    inv = ctx.op("rsqrt", [ctx.op("add", [var, ctx.scalar(eps, x)])])
+    shape = [-1] + [1] * (rank - 2)
+    y = ctx.op("mul", [ctx.op("sub", [x, mean]), ctx.op("mul", [inv, _per_channel(
+        ctx, node, 1, shape)])])
+    outs: list[Out] = [ctx.op("add", [y, _per_channel(ctx, node, 2, shape)])]
+    for i, batch in ((3, mean), (4, var)):
+        running = ctx.input(node, i)
+        flat = ctx.op("reshape", [batch], shape=[-1])
+        if flat.dtype != running.dtype:
+            flat = ctx.op("cast", [flat], to=running.dtype)
+        outs.append(ctx.op("add", [ctx.op("mul", [running, ctx.scalar(momentum, running)]),
+                                   ctx.op("mul", [flat, ctx.scalar(1 - momentum, running)])]))
+    return outs
 
 
 @onnx_op(
@@ -1517,12 +1555,13 @@ def _clamp64(a: np.ndarray) -> list[int]:
     return [int(max(lim.min, min(lim.max, int(v)))) for v in np.asarray(a).reshape(-1)]
 
 
-@onnx_op("Pad", note="`pad {pads, mode, value}` or `pad(x, pads)` (modes constant, reflect, edge)")
+@onnx_op("Pad", note="`pad {pads, mode, value}` or `pad(x, pads)` (modes constant, reflect, edge, "
+         "wrap)")
 def _pad(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     x = ctx.input(node, 0)
     rank = _rank(ctx, x)
     mode = ctx.attrs(node).get("mode", "constant")
-    if mode not in ("constant", "reflect", "edge"):
+    if mode not in ("constant", "reflect", "edge", "wrap"):
         ctx.unsupported(node, f"mode {mode!r}")
     pk = ctx.known_input(node, 1)
     if pk is None:
@@ -1616,7 +1655,7 @@ def _squeeze(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     else:
         dims = _dims(ctx, x)
         if None in dims:
-            ctx.unsupported(node, "squeezing all unit dims of a dynamically shaped input")
+            ctx.unsupported(node, "squeezing all unit dims of a dynamically shaped input", [0])
         axes = [i for i, d in enumerate(dims) if d == 1]
     return [ctx.op("squeeze", [x], axes=sorted(_axis(v, rank) for v in axes))]
 

@@ -53,7 +53,7 @@ class SpecializingModel:
         self.input_names = [i.name for i in graph.input if i.name not in inits]
         self.output_names = [o.name for o in graph.output]
         self._sequences = {i.name for i in graph.input if i.type.HasField("sequence_type")}
-        self._producers = {o: n for n in graph.node for o in n.output if o}
+        self._producers = {o: n for n in _all_nodes(graph) for o in n.output if o}
         self._specialised: set[str] = set()
         self._cache: dict[Any, Any] = {}
         self._lock = threading.Lock()
@@ -176,4 +176,25 @@ class SpecializingModel:
         found -= self._specialised
         if not found or any(sizes[n] > MAX_SPECIALISED for n in found):
             return set()
-        return found
+        # integer inputs first (sizes, axes, shapes): often they alone fix what the importer
+        # needs; a float input is specialised on only if the next attempt still asks for it
+        ints = {n for n in found
+                for a in [arrays[self.input_names.index(n)]] if a.dtype.kind in "iub"}
+        return ints or found
+
+
+def _all_nodes(graph: Any) -> list[Any]:
+    """``graph``'s nodes and those of every subgraph (``If`` branches, ``Loop``/``Scan``
+    bodies), whose outputs the importer may bind in the outer scope."""
+    from onnx import AttributeProto
+
+    out = []
+    for node in graph.node:
+        out.append(node)
+        for a in node.attribute:
+            if a.type == AttributeProto.GRAPH:
+                out += _all_nodes(a.g)
+            elif a.type == AttributeProto.GRAPHS:
+                for g in a.graphs:
+                    out += _all_nodes(g)
+    return out

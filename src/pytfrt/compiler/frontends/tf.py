@@ -25,8 +25,10 @@ Not thread-safe per call (each call builds its own module).
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,16 +36,20 @@ import numpy as np
 
 from pytfrt.compiler.builder import GraphBuilder, GraphModule
 from pytfrt.compiler.errors import UnsupportedOpError
-from pytfrt.compiler.frontends.tf_graph import FunctionContext, GraphImporter, LibraryGraph
+from pytfrt.compiler.frontends.tf_graph import (
+    LIBRARY_FRAMES,
+    FunctionContext,
+    GraphImporter,
+    LibraryGraph,
+)
 from pytfrt.compiler.frontends.tf_registry import load_all
 from pytfrt.compiler.frontends.tf_values import TV, OtherResource, ResourceRef, tf_dtype_name
 
 
 def _tf() -> Any:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    from pytfrt.support.tf_import import tensorflow
 
-    return tf
+    return tensorflow()
 
 
 @dataclass
@@ -84,7 +90,16 @@ def import_tf(
         if layer is None:
             raise
         made_by = f"made by Keras layer '{layer.name}' ({type(layer).__name__})"
-        raise UnsupportedOpError(exc.op_type, exc.node, exc.where,
+        callers = _user_frames()
+        built_at = _layer_built_at(layer, [f for f, _ in callers] + [exc.where.rpartition(":")[0]])
+        where = exc.where
+        # A functional or Sequential model is re-traced inside pytfrt.compile, so the op's
+        # first user frame is the compile call: the layer's line says more.
+        if built_at and where in {f"{f}:{n}" for f, n in callers}:
+            where = built_at
+        if built_at:
+            made_by += ", created on that line" if where == built_at else f", created at {built_at}"
+        raise UnsupportedOpError(exc.op_type, exc.node, where,
                                  f"{made_by}; {exc.detail}" if exc.detail else made_by) from exc
 
 
@@ -103,6 +118,51 @@ def _keras_layer_of(model: Any, node: str) -> Any:
             if name in layers:
                 return layers[name]
     return None
+
+
+def _user_frames() -> list[tuple[str, int]]:
+    """``(file, line)`` of the current call stack's frames outside pytfrt, TF and Keras."""
+    package = os.path.dirname(os.path.dirname(os.path.dirname(__file__))) + os.sep
+    frames = []
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(package) and not any(s in name for s in LIBRARY_FRAMES):
+            frames.append((name, frame.f_lineno))
+        frame = frame.f_back
+    return frames
+
+
+def _layer_built_at(layer: Any, files: list[str]) -> str:
+    """``file:line`` where ``layer`` was created, found in the user's source ``files``, or "".
+
+    Keras does not record where a layer was constructed, so this looks for the constructor
+    call ``ClassName(`` in the files of the user's frames (the script or notebook cell that
+    called ``pytfrt.compile``, the code that made the op). A call that passes the layer's own
+    ``name=`` wins; otherwise a class constructed on one line only. Ambiguous: "".
+    """
+    cls = type(layer).__name__
+    call = re.compile(rf"(?<![\w]){re.escape(cls)}\s*\(")
+    named = re.compile(rf"""name\s*=\s*['"]{re.escape(layer.name)}['"]""")
+    found: list[tuple[str, bool]] = []
+    for file in dict.fromkeys(f for f in files if f):
+        lines = linecache.getlines(file)
+        for i, line in enumerate(lines):
+            code = line.split("#", 1)[0]
+            if not call.search(code) or code.lstrip().startswith("class "):
+                continue
+            # The call's arguments may run over the next lines: up to where its parentheses close.
+            text, depth = "", 0
+            for more in lines[i:i + 20]:
+                text += more
+                depth += more.count("(") - more.count(")")
+                if depth <= 0:
+                    break
+            found.append((f"{file}:{i + 1}", bool(named.search(text))))
+    by_name = [at for at, is_named in found if is_named]
+    if len(by_name) == 1:
+        return by_name[0]
+    return found[0][0] if len(found) == 1 else ""
 
 
 # -- getting a concrete function --------------------------------------------------------------

@@ -68,7 +68,8 @@ CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 CONTROL_OPS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase"})
 _FUNC_ATTRS = ("f", "then_branch", "else_branch", "cond", "body", "branches")
 
-_SKIP_FRAMES = ("/tensorflow/", "/keras/", "/tf_keras/", "/absl/", "/pytfrt/compiler/", "<frozen")
+# Frames of these libraries are not "the user's line" of an error.
+LIBRARY_FRAMES = ("/tensorflow/", "/keras/", "/tf_keras/", "/absl/", "/pytfrt/compiler/", "<frozen")
 
 
 def python_frame(op: Any) -> str:
@@ -76,7 +77,7 @@ def python_frame(op: Any) -> str:
     tb = getattr(op, "traceback", None) or []
     for frame in reversed(list(tb)):
         name = str(getattr(frame, "filename", ""))
-        if not any(s in name for s in _SKIP_FRAMES):
+        if not any(s in name for s in LIBRARY_FRAMES):
             return f"{name}:{getattr(frame, 'lineno', '?')}"
     return ""
 

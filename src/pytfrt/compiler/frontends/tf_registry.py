@@ -115,7 +115,9 @@ def ops_markdown() -> str:
         "",
         f"{len(table)} TF op types are supported. Any other op raises `UnsupportedOpError` at "
         "compile time, naming the op type, the node and where it came from (the Python frame "
-        "that created it, or the library function and the SavedModel). Only nodes that feed an "
+        "that created it, or the library function and the SavedModel; for a Keras model also "
+        "the layer, and the line of the user's source that constructed it, found by its "
+        "constructor call in the calling frames' files). Only nodes that feed an "
         "output or write a variable are translated. General limits:",
         "",
         "* numeric tensors, and string tensors for the string ops below (lookups, hashing, "
