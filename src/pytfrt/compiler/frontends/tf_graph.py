@@ -19,6 +19,7 @@ library function and the source (SavedModel directory...). Single-threaded (one 
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -68,16 +69,22 @@ CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 CONTROL_OPS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase"})
 _FUNC_ATTRS = ("f", "then_branch", "else_branch", "cond", "body", "branches")
 
-# Frames of these libraries are not "the user's line" of an error.
-LIBRARY_FRAMES = ("/tensorflow/", "/keras/", "/tf_keras/", "/absl/", "/pytfrt/compiler/", "<frozen")
+# Frames of these libraries (and of pytfrt itself) are not "the user's line" of an error.
+LIBRARY_FRAMES = ("/tensorflow/", "/keras/", "/tf_keras/", "/absl/", "<frozen")
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+def is_library_frame(filename: str) -> bool:
+    """Whether a frame of ``filename`` is TensorFlow's, Keras's or pytfrt's, not the user's."""
+    return filename.startswith(_PACKAGE) or any(s in filename for s in LIBRARY_FRAMES)
 
 
 def python_frame(op: Any) -> str:
-    """``file:line`` of the first frame outside TF/Keras that created ``op`` (or ``""``)."""
+    """``file:line`` of the first frame outside TF/Keras/pytfrt that created ``op`` (or "")."""
     tb = getattr(op, "traceback", None) or []
     for frame in reversed(list(tb)):
         name = str(getattr(frame, "filename", ""))
-        if not any(s in name for s in LIBRARY_FRAMES):
+        if not is_library_frame(name):
             return f"{name}:{getattr(frame, 'lineno', '?')}"
     return ""
 
