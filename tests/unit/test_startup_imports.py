@@ -4,7 +4,8 @@
 ``.mlir``, in a fresh interpreter: the module set afterwards must not contain Numba, llvmlite or
 NumPy.  A program with tensor kernels does load the fused-segment kernels (the CPU backend
 provides them through :mod:`pytfrt.host.extensions` when its library is registered), which are
-C compiled by the machine's compiler, so it loads NumPy but still neither Numba nor llvmlite.
+C compiled by the machine's compiler, so it loads NumPy but still neither Numba nor llvmlite,
+nor ``ml_dtypes`` (bfloat16 only) nor ``hashlib``.
 Timings are measured by ``benchmarks/startup.py``, never asserted here.
 """
 
@@ -40,7 +41,18 @@ func.func @main() {
   tfrt.return
 }
 """
-HEAVY = ("numba", "llvmlite", "numpy")
+BF16 = """\
+func.func @main() {
+  %ch0 = tfrt.new.chain
+  %a = tfrt_dht.create_uninitialized_tensor.bf16.1 [2 : i64]
+  %ch1 = tfrt_dht.fill_tensor_with_constant.bf16 %a, %ch0 1.5 : bf16
+  %ch2 = tfrt_dht.print_tensor %a, %ch1
+  tfrt.return
+}
+"""
+HEAVY = ("numba", "llvmlite", "numpy", "ml_dtypes", "hashlib")
+"""Modules a run imports only when its program needs them: ``ml_dtypes`` only for bf16, and
+``hashlib`` (which loads OpenSSL) never on the way to a cached fused segment."""
 
 
 def _run(path: Path) -> tuple[str, list[str]]:
@@ -89,6 +101,14 @@ def test_a_program_with_tensor_kernels_gets_the_fused_segment_kernels(tmp_path: 
     out, loaded = _run(path)
     assert "values = [8.000000e+00, 8.000000e+00, 8.000000e+00, 8.000000e+00]" in out
     assert loaded == ["numpy", "fusible_kernels"]
+
+
+def test_a_bf16_program_gets_ml_dtypes(tmp_path: Path) -> None:
+    path = tmp_path / "bf16.mlir"
+    path.write_text(BF16)
+    out, loaded = _run(path)
+    assert "dtype = bf16" in out
+    assert "ml_dtypes" in loaded
 
 
 def test_extensions_load_once_on_first_use_and_absent_on_import_error() -> None:

@@ -19,7 +19,7 @@ differentiated by re-emitting them as the catalogue ops they are made of (``gelu
 ``layer_norm_grad``, ``batch_norm_grad``, the cross-entropy ops): second-order gradients. Every
 catalogue op is in exactly one of: a rule, :data:`NON_DIFFERENTIABLE` (non-float values carry no
 gradient; integer, boolean and piecewise-constant ops such as comparisons, ``floor``, ``argmax``
-stop it), or :data:`NO_RULE` (deliberate exceptions, each with its reason);
+stop it), or :data:`NO_RULE` (deliberate exceptions, each with its reason in ``OpDef.no_grad``);
 ``tests/unit/test_autodiff_catalogue.py`` enumerates the catalogue to keep it so. An op without a
 rule on a differentiated path raises :class:`AutodiffError` naming the op, its source location and
 the reason.
@@ -140,38 +140,9 @@ NON_DIFFERENTIABLE = frozenset(name for name, d in CATALOGUE.items() if not d.di
 """Ops whose outputs carry no gradient (integer-valued, boolean, piecewise constant or random
 samples): their ``OpDef`` says ``differentiable=False``."""
 
-NO_RULE: dict[str, str] = {
-    # -- not on a differentiable path by construction
-    "read_variable": "a source (no operands): differentiate a variable's value by passing it "
-                     "as an argument",
-    "assign_variable": "no results (a state write)",
-    "assign_add_variable": "no results (a state write)",
-    "assign_sub_variable": "no results (a state write)",
-    "fused_elementwise": "made by the fusion passes, which run after pytfrt.grad has "
-                         "differentiated the traced program",
-    "fused_graph": "made by the fusion passes, which run after differentiation",
-    "squeeze_excite": "made by -tg-fuse-squeeze-excite, which runs after differentiation",
-    "yield": "the terminator of a fused region (made by the passes, after differentiation)",
-    "recurrent": "imported from ONNX/Keras inference graphs only (a traced program's loops "
-                 "are tg.while, which has its rule)",
-    **{op: "an ONNX op (compiler/ops/onnx_more.py), imported from inference graphs only"
-       for op in ("cumprod", "det", "grid_sample", "reverse_sequence", "scatter_nd_reduce",
-                  "compress", "unique")},
-    # -- 3-D convolution and pooling: imported from TF with TF's own gradient ops
-    **dict.fromkeys(
-        ("conv3d", "conv3d_backprop_input", "conv3d_backprop_filter", "max_pool3d",
-         "avg_pool3d", "max_pool3d_grad", "avg_pool3d_grad"),
-        "3-D ops come from TF graphs, whose gradients TF's own gradient ops compute; no "
-        "pytfrt.grad rule yet"),
-    "projective_transform": "imported from TF graphs, whose gradient is another warp (by the "
-                            "inverse transform); no pytfrt.grad rule yet",
-    "matrix_inverse": "imported from TF graphs (an image warp's inverse transform); no "
-                      "pytfrt.grad rule yet",
-    "matrix_solve": "imported from TF graphs (a perspective warp's coefficients); no "
-                    "pytfrt.grad rule yet",
-}
-"""Ops without a gradient rule, deliberately: name -> the reason (the :class:`AutodiffError`
-raised when one is on a differentiated path says it)."""
+NO_RULE: dict[str, str] = {name: d.no_grad for name, d in CATALOGUE.items() if d.no_grad}
+"""Ops without a gradient rule, deliberately: name -> the reason, their ``OpDef.no_grad`` (the
+:class:`AutodiffError` raised when one is on a differentiated path says it)."""
 
 
 # -- the transformation ---------------------------------------------------------------------------

@@ -44,3 +44,15 @@ def cache_dir() -> Path | None:
     if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
         return None
     return d
+
+
+def key_digest(text: str) -> str:
+    """32 hex digits naming what ``text`` generates in :func:`cache_dir` (BLAKE2b, 128 bits).
+
+    Uses CPython's own BLAKE2 module where present: ``hashlib`` loads OpenSSL's library on
+    import, which costs a short program more than everything it caches."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # another Python
+        from hashlib import blake2b
+    return blake2b(text.encode(), digest_size=16).hexdigest()

@@ -38,9 +38,9 @@ Look-ups: :func:`dtype_from_name` (either spelling, plus ``bool``), :func:`dtype
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Final
 
-import ml_dtypes
 import numpy as np
 
 
@@ -103,7 +103,37 @@ F64: Final = DType("f64", "f64", 11, np.float64, "float")
 COMPLEX64: Final = DType("complex64", "complex64", 12, np.complex64, "complex")
 COMPLEX128: Final = DType("complex128", "complex128", 13, np.complex128, "complex")
 F16: Final = DType("f16", "f16", 14, np.float16, "float")
-BF16: Final = DType("bf16", "bf16", 15, ml_dtypes.bfloat16, "float")
+class _LazyDType(DType):
+    """A dtype whose NumPy dtype comes from a package imported on first use (``bf16``:
+    ``ml_dtypes``, whose import costs a program that never names the type)."""
+
+    __slots__ = ("_resolve", "_resolved")
+
+    def __init__(self, name: str, mlir_name: str, code: int, resolve: Any, kind: str) -> None:
+        super().__init__(name, mlir_name, code, np.void, kind)
+        self._resolve = resolve
+        self._resolved: np.dtype[Any] | None = None
+
+    @property  # type: ignore[override]
+    def np_dtype(self) -> np.dtype[Any]:
+        """NumPy storage dtype (imports its package on first use)."""
+        if self._resolved is None:
+            self._resolved = np.dtype(self._resolve())
+            _BY_NUMPY[self._resolved] = self
+        return self._resolved
+
+    @np_dtype.setter
+    def np_dtype(self, _value: Any) -> None:  # DType.__init__'s placeholder
+        pass
+
+
+def _bfloat16() -> Any:
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16
+
+
+BF16: Final = _LazyDType("bf16", "bf16", 15, _bfloat16, "float")
 STRING: Final = DType("str", "string", 16, object, "string")
 RESOURCE: Final = DType("resource", "resource", 17, object, "opaque")
 VARIANT: Final = DType("variant", "variant", 18, object, "opaque")
@@ -137,9 +167,11 @@ _BY_NAME["qint8"] = QI8
 _BY_NAME["qint16"] = QI16
 _BY_NAME["qint32"] = QI32
 
-_BY_NUMPY: Final = {
-    d.np_dtype: d for d in ALL_DTYPES if d.kind not in ("quant", "opaque", "string")
+_BY_NUMPY: Final[dict[np.dtype[Any], DType]] = {
+    d.np_dtype: d for d in ALL_DTYPES
+    if d.kind not in ("quant", "opaque", "string") and not isinstance(d, _LazyDType)
 }
+"""Look-up by NumPy dtype; a lazily resolved dtype adds itself when first resolved."""
 
 
 class DTypeError(ValueError):
@@ -191,4 +223,12 @@ def dtype_from_numpy(np_dtype: Any) -> DType:
     try:
         return _BY_NUMPY[np.dtype(np_dtype)]
     except (KeyError, TypeError):
-        raise DTypeError(f"no TFRT dtype for NumPy dtype {np_dtype!r}") from None
+        pass
+    if "ml_dtypes" in sys.modules and BF16._resolved is None:
+        # a bfloat16 array exists only once ml_dtypes is imported: resolve bf16, look again
+        _ = BF16.np_dtype
+        try:
+            return _BY_NUMPY[np.dtype(np_dtype)]
+        except (KeyError, TypeError):
+            pass
+    raise DTypeError(f"no TFRT dtype for NumPy dtype {np_dtype!r}") from None

@@ -20,7 +20,6 @@ place.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.machinery
 import importlib.util
 import os
@@ -29,12 +28,12 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
-from pytfrt.support.disk_cache import cache_dir
+from pytfrt.support.disk_cache import cache_dir, key_digest
 
 COMPILE_AFTER = 2
 """Calls of a generated kernel that run uncompiled before it is compiled: a program run once or
-twice (a test, a one-off evaluation) never pays the compile; a training loop pays it on its
-third step."""
+twice (a test, a one-off evaluation) never pays the compile; a training loop compiles on its
+third step (a C segment) or starts compiling there in the background (a Numba region)."""
 
 CFLAGS = ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math",
           "-fno-strict-aliasing", "-w")
@@ -75,7 +74,7 @@ def module_name(source: str, prefix: str) -> str:
 
     key = "\0".join((source, os.environ.get("CC", ""), " ".join(CFLAGS),
                      sys.implementation.cache_tag or "", np.__version__))
-    return prefix + hashlib.sha256(key.encode()).hexdigest()[:32]
+    return prefix + key_digest(key)
 
 
 def extension(source: str, name: str) -> ModuleType:

@@ -190,6 +190,10 @@ class OpDef:
     grad: Callable[..., list[Any]] | None = None
     grad_multi: Callable[..., list[Any]] | None = None
     differentiable: bool = True
+    no_grad: str = ""
+    """Why a differentiable op has no gradient rule, deliberately (``pytfrt.grad``'s
+    :class:`~pytfrt.compiler.ops.grad_rules.AutodiffError` says it); empty for an op with a
+    rule or ``differentiable=False``."""
     math: Any = None
 
     @property

@@ -78,11 +78,14 @@ def _made_by_pass(ctx: InferContext) -> list[TType]:
 
 
 define("fused_elementwise", ("inputs*",), _made_by_pass, family="fusion", compute=None,
+       no_grad="made by the fusion passes, which run after pytfrt.grad has differentiated the "
+               "traced program",
        doc="a region of elementwise ops run as one Numba kernel (made by a pass)")
 define("fused_graph", ("inputs*",), _made_by_pass, family="fusion", compute=None,
-       num_results=None,
+       num_results=None, no_grad="made by the fusion passes, which run after differentiation",
        doc="a region of ops with small static shapes run as one Numba function (made by "
            "-tg-fuse-small-graph; results: the values its yield returns)")
 define("yield", ("value", "values*"), _made_by_pass, family="fusion", compute=None,
        num_results=0,
+       no_grad="the terminator of a fused region (made by the passes, after differentiation)",
        doc="the terminator of a fused_elementwise (one value) or fused_graph region")

@@ -5,8 +5,8 @@ fill_mode}`` is TF's ``ImageProjectiveTransformV3`` on an NHWC batch (``transfor
 N, 8]``, ``output_shape`` two ints, ``fill_value`` a scalar); ``matrix_inverse(x)`` inverts
 ``[..., n, n]``; ``matrix_solve(a, b)`` solves ``a x = b``.  Compute functions:
 :mod:`pytfrt.backends.cpu.image_ops`.  No ``pytfrt.grad`` rules (TF's gradient graph of a warp
-is another warp by the inverse transform, which the TF front end imports as such): see
-``autodiff.NO_RULE``.
+is another warp by the inverse transform, which the TF front end imports as such): their
+``no_grad`` says why.
 """
 
 from __future__ import annotations
@@ -43,8 +43,12 @@ define("projective_transform", ("images", "transforms", "output_shape", "fill_va
        {"interpolation": AttrSpec("str", REQUIRED, choices=("nearest", "bilinear")),
         "fill_mode": AttrSpec("str", "constant",
                               choices=("constant", "reflect", "wrap", "nearest"))},
-       family="image")
-define("matrix_inverse", ("x",), _matrix_inverse, family="image")
+       family="image",
+       no_grad="imported from TF graphs, whose gradient is another warp (by the inverse "
+               "transform); no pytfrt.grad rule yet")
+define("matrix_inverse", ("x",), _matrix_inverse, family="image",
+       no_grad="imported from TF graphs (an image warp's inverse transform); no pytfrt.grad "
+               "rule yet")
 
 
 def _matrix_solve(ctx: InferContext) -> list[TType]:
@@ -54,4 +58,6 @@ def _matrix_solve(ctx: InferContext) -> list[TType]:
     return [b]
 
 
-define("matrix_solve", ("a", "b"), _matrix_solve, family="image")
+define("matrix_solve", ("a", "b"), _matrix_solve, family="image",
+       no_grad="imported from TF graphs (a perspective warp's coefficients); no pytfrt.grad "
+               "rule yet")

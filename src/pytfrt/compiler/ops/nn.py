@@ -331,4 +331,5 @@ define("squeeze_excite", ("x", "w1", "b1", "w2", "b2"), _squeeze_excite,
         "gate_alpha": AttrSpec("float", 1.0 / 6.0), "gate_beta": AttrSpec("float", 0.5)},
        family="nn",
        doc="x * gate(act(mean_hw(x) @ w1 + b1) @ w2 + b2): a squeeze-and-excitation block "
-           "(made by -tg-fuse-squeeze-excite)")
+           "(made by -tg-fuse-squeeze-excite)",
+       no_grad="made by -tg-fuse-squeeze-excite, which runs after differentiation")

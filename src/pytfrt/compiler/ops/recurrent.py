@@ -140,4 +140,6 @@ define(
     family="recurrent",
     num_results=None,
     doc="LSTM / GRU / RNN over a whole sequence (ONNX semantics)",
+    no_grad="imported from ONNX/Keras inference graphs only (a traced program's loops are "
+            "tg.while, which has its rule)",
 )

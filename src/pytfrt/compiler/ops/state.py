@@ -36,7 +36,9 @@ def _assign(ctx: InferContext) -> list[TType]:
 
 
 _NAME = {"name": AttrSpec("str")}
-define("read_variable", (), _read, dict(_NAME), family="state", stateful=True, compute=None)
+define("read_variable", (), _read, dict(_NAME), family="state", stateful=True, compute=None,
+       no_grad="a source (no operands): differentiate a variable's value by passing it as an "
+               "argument")
 for _name in ("assign_variable", "assign_add_variable", "assign_sub_variable"):
     define(_name, ("value",), _assign, dict(_NAME), family="state", stateful=True,
-           compute=None, num_results=0)
+           compute=None, num_results=0, no_grad="no results (a state write)")

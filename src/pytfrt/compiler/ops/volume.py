@@ -8,7 +8,7 @@ gradient ops (what Keras' ``Conv3D``, ``Conv3DTranspose``, ``*Pooling3D`` and ``
 layers and their train steps use).  Filters ``[kd, kh, kw, cin, cout]``; ``pads`` six ints
 (before, after for D, H, W); ``input_shape`` may hold ``-1`` for the batch.  Compute
 functions: :mod:`pytfrt.backends.cpu.volume`.  ``pytfrt.grad`` has no rules for them yet (the
-TF front end imports TF's own gradient ops): see ``autodiff.NO_RULE``.
+TF front end imports TF's own gradient ops): their ``no_grad`` says so.
 """
 
 from __future__ import annotations
@@ -117,14 +117,17 @@ def _avg_pool3d_grad(ctx: InferContext) -> list[TType]:
 
 
 _SHAPE = AttrSpec("ints", REQUIRED)
+_NO_GRAD = ("3-D ops come from TF graphs, whose gradients TF's own gradient ops compute; no "
+            "pytfrt.grad rule yet")
 
-define("conv3d", ("x", "w"), _conv3d, dict(_CONV), family="volume")
+define("conv3d", ("x", "w"), _conv3d, dict(_CONV), family="volume", no_grad=_NO_GRAD)
 define("conv3d_backprop_input", ("w", "dy"), _backprop_input,
-       {**_CONV, "input_shape": _SHAPE}, family="volume")
+       {**_CONV, "input_shape": _SHAPE}, family="volume", no_grad=_NO_GRAD)
 define("conv3d_backprop_filter", ("x", "dy"), _backprop_filter,
-       {**_CONV, "filter_shape": _SHAPE}, family="volume")
-define("max_pool3d", ("x",), _pool3d, dict(_POOL), family="volume")
-define("avg_pool3d", ("x",), _pool3d, dict(_POOL), family="volume")
-define("max_pool3d_grad", ("x", "y", "dy"), _max_pool3d_grad, dict(_POOL), family="volume")
+       {**_CONV, "filter_shape": _SHAPE}, family="volume", no_grad=_NO_GRAD)
+define("max_pool3d", ("x",), _pool3d, dict(_POOL), family="volume", no_grad=_NO_GRAD)
+define("avg_pool3d", ("x",), _pool3d, dict(_POOL), family="volume", no_grad=_NO_GRAD)
+define("max_pool3d_grad", ("x", "y", "dy"), _max_pool3d_grad, dict(_POOL), family="volume",
+       no_grad=_NO_GRAD)
 define("avg_pool3d_grad", ("dy",), _avg_pool3d_grad, {**_POOL, "input_shape": _SHAPE},
-       family="volume")
+       family="volume", no_grad=_NO_GRAD)

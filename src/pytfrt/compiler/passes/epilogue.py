@@ -91,7 +91,7 @@ def _rebuild(gm: GraphModule, op: Operation, user: Operation, attrs: dict,
     return new
 
 
-def _activation(user: Operation) -> dict:
+def activation_attrs(user: Operation) -> dict:
     """The ``activation`` / ``alpha`` attributes that fuse the activation op ``user``."""
     ua = attrs_of(user)
     act = ACTIVATIONS[user.name].activation_of(ua)
@@ -160,12 +160,12 @@ def _step(gm: GraphModule, op: Operation) -> Operation | None:
     flags = attrs["epilogue_operands"]
     act_free = attrs["activation"] == "none"
     if user.name in ACTIVATIONS and act_free:
-        return _rebuild(gm, op, user, dict(attrs, **_activation(user)), None, None)
+        return _rebuild(gm, op, user, dict(attrs, **activation_attrs(user)), None, None)
     if user.name == "tg.reshape" and act_free:
         after = single_use(user.results[0])
         if after is None or after.name not in ACTIVATIONS:
             return None
-        new = new_op(gm, op.name[3:], list(op.operands), dict(attrs, **_activation(after)),
+        new = new_op(gm, op.name[3:], list(op.operands), dict(attrs, **activation_attrs(after)),
                      op.location)
         block = op.parent_block()
         assert block is not None
