@@ -249,6 +249,46 @@ def test_stateless_random_uniform_is_tf_bit_for_bit(tf: Any) -> None:
             np.testing.assert_array_equal(o, r.numpy())
 
 
+def test_stateless_random_gamma_is_tf_bit_for_bit(tf: Any) -> None:
+    """TF's Marsaglia-Tsang sampler (``StatelessRandomGammaV3``): alphas below, at and above 1
+    (each its own branch), a run-time batch, f32 and f64, a broadcast ``beta``
+    (``BroadcastArgs``)."""
+
+    @tf.function(
+        input_signature=[tf.TensorSpec((2,), tf.int64), tf.TensorSpec((None, 4), tf.float32)]
+    )
+    def f(seed: Any, x: Any) -> Any:
+        alpha = tf.constant([0.3, 1.0, 2.5, 0.01])
+        a = tf.random.stateless_gamma(tf.shape(x), seed, alpha=alpha)
+        b = tf.random.stateless_gamma([3, 2, 2], seed, alpha=[[7.0], [0.9]], beta=[2.0, 0.5],
+                                      dtype=tf.float64)
+        return a, b
+
+    compiled = pytfrt.compile(f)
+    for seed in ([1, 2], [-5, 2**40], [0, 0], [17, 3]):
+        s = np.array(seed, np.int64)
+        x = np.zeros((40, 4), np.float32)
+        for o, r in zip(compiled(s, x), f(s, x), strict=True):
+            assert o.dtype == r.numpy().dtype
+            np.testing.assert_array_equal(o, r.numpy())
+
+
+def test_broadcast_args_of_run_time_shapes(tf: Any) -> None:
+    """``BroadcastArgs`` (the gamma sampler's shape) when the shapes are known only at run
+    time: computed by the program, as TF."""
+
+    @tf.function(
+        input_signature=[tf.TensorSpec((None,), tf.int32), tf.TensorSpec((None,), tf.int32)]
+    )
+    def f(a: Any, b: Any) -> Any:
+        return tf.raw_ops.BroadcastArgs(s0=a, s1=b)
+
+    compiled = pytfrt.compile(f)
+    for a, b in (([2, 1, 3], [4, 1]), ([1], [5, 6]), ([], [3])):
+        x, y = np.array(a, np.int32), np.array(b, np.int32)
+        np.testing.assert_array_equal(compiled(x, y), f(x, y).numpy())
+
+
 def test_stateless_random_uniform_int_is_tf_bit_for_bit(tf: Any) -> None:
     @tf.function(
         input_signature=[tf.TensorSpec((2,), tf.int64), tf.TensorSpec((None, 3), tf.float32)]

@@ -42,6 +42,7 @@ from pytfrt.host.registry import Attr, KernelRegistry
 from pytfrt.support.codegen import exec_generated
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import dtype_from_numpy
+from pytfrt.tensor.string_host_tensor import StringHostTensor
 
 COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.array_ops",
@@ -61,6 +62,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.batch_stats",
     "pytfrt.backends.cpu.volume",
     "pytfrt.backends.cpu.image_ops",
+    "pytfrt.backends.cpu.strings",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 
@@ -130,10 +132,13 @@ _DTYPES: dict[np.dtype, Any] = {}
 _ATTR: Any = Attr[Any]  # type: ignore[misc]
 
 
-def to_tensor(value: Any) -> DenseHostTensor:
-    """Wrap a compute result (an ndarray or NumPy scalar) as a DenseHostTensor, no copy."""
+def to_tensor(value: Any) -> DenseHostTensor | StringHostTensor:
+    """Wrap a compute result (an ndarray or NumPy scalar) as a DenseHostTensor, no copy (an
+    object array of strings: a StringHostTensor)."""
     if type(value) is not np.ndarray:
         value = np.asarray(value)
+    if value.dtype == object:
+        return StringHostTensor(value)
     dt = _DTYPES.get(value.dtype)
     if dt is None:
         dt = _DTYPES[value.dtype] = dtype_from_numpy(value.dtype)
@@ -154,7 +159,7 @@ def _wrap(value: Any) -> Any:
 
 
 def _unwrap(value: Any) -> Any:
-    return value.array if type(value) is DenseHostTensor else value
+    return value.array if type(value) in (DenseHostTensor, StringHostTensor) else value
 
 
 class ComputeKernel(NamedTuple):
@@ -264,11 +269,13 @@ def accepts_out(fn: Callable[..., Any]) -> bool:
 
 def register(registry: KernelRegistry) -> None:
     """Register ``tg.<op>`` for every op of the runtime table (sync kernels), and the
-    variable and control-flow glue kernels of :mod:`pytfrt.backends.cpu.graph_state`."""
+    variable and control-flow glue kernels of :mod:`pytfrt.backends.cpu.graph_state` and
+    ``tg.print`` (:mod:`pytfrt.backends.cpu.strings`)."""
     from pytfrt.backends.cpu.graph_state import KERNELS
+    from pytfrt.backends.cpu.strings import KERNELS as STRING_KERNELS
 
     for op, fn in graph_ops().items():
         registry.add_sync_kernel(f"tg.{op}", make_kernel(op, fn))
         if accepts_out(fn):
             registry.add_sync_kernel(f"tg.{op}.buf", make_kernel(op, fn, buffered=True))
-    registry.add(*KERNELS)
+    registry.add(*KERNELS, *STRING_KERNELS)
