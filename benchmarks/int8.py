@@ -37,7 +37,13 @@ if str(HERE) not in sys.path:
 
 import zoo  # noqa: E402  (benchmarks/zoo.py; the name 'benchmarks' is taken by xDSL)
 
-from pytfrt.tools.bench import format_table, machine_info, pyplot, save_results  # noqa: E402
+from pytfrt.tools.bench import (  # noqa: E402
+    format_table,
+    machine_info,
+    progress_bar,
+    pyplot,
+    save_results,
+)
 
 CALIBRATION_BATCHES = 8
 """Calibration images (``make_inputs(seed=i)`` for i below this), min/max calibration."""
@@ -85,7 +91,7 @@ def _time(runners: dict[str, Callable[[], Any]], calls: int, warmup: int = 3
     gc.collect()
     gc.disable()
     try:
-        for r in range(calls):
+        for r in progress_bar(range(calls), "timing", unit="round"):
             for n in names[r % len(names):] + names[:r % len(names)]:
                 c0, t0 = time.process_time(), time.perf_counter()
                 runners[n]()

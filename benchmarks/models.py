@@ -56,6 +56,7 @@ from pytfrt.tools.bench import (  # noqa: E402
     format_table,
     machine_info,
     progress,
+    progress_bar,
     write_json,
 )
 
@@ -316,6 +317,8 @@ def _time_interleaved(
     feeds: dict[str, np.ndarray],
     repeats: int,
     warmup: int,
+    desc: str = "timing",
+    quiet: bool = False,
 ) -> dict[str, list[float]]:
     names = list(runners)
     for _ in range(warmup):
@@ -326,7 +329,7 @@ def _time_interleaved(
     gc.collect()
     gc.disable()
     try:
-        for r in range(repeats):
+        for r in progress_bar(range(repeats), desc, quiet, unit="round"):
             order = names[r % len(names) :] + names[: r % len(names)]
             for n in order:
                 t0 = time.perf_counter()
@@ -599,7 +602,7 @@ def _profile(zm: Any, batch: int, calls: int, quiet: bool) -> dict[str, Any]:
 def _load_models(args: argparse.Namespace) -> list[Any]:
     out = []
     tf_wanted = bool(TF_PEERS & set(args.peers))
-    for name in args.models:
+    for name in progress_bar(args.models, "export", args.quiet, unit="model"):
         if name.startswith("tf:"):
             if tf_wanted and not args.no_tf_models:
                 if name[3:] not in TF_MODELS or not (HERE / "tf_models.py").exists():
@@ -657,7 +660,7 @@ def run(args: argparse.Namespace) -> int:
     models = _load_models(args)
     rows: list[dict[str, Any]] = []
     failed = False
-    for zm in models:
+    for zm in progress_bar(models, "models", args.quiet, unit="model"):
         sizes = (
             [{"batch": b} for b in args.transformer_batches]
             if zm.name in zoo.TOKEN_MODELS
@@ -723,7 +726,7 @@ def run(args: argparse.Namespace) -> int:
                     + ", ".join(f"{p} {errors[p]:.2g}" for p in bad)
                 )
                 failed = failed or "pytfrt" in bad
-            times = _time_interleaved(ok, feeds, args.repeats, args.warmup)
+            times = _time_interleaved(ok, feeds, args.repeats, args.warmup, label, args.quiet)
             row = {
                 "model": zm.name,
                 **kw,

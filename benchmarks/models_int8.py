@@ -41,7 +41,13 @@ if str(HERE) not in sys.path:
 
 import zoo  # noqa: E402  (benchmarks/zoo.py)
 
-from pytfrt.tools.bench import format_table, machine_info, progress, save_results  # noqa: E402
+from pytfrt.tools.bench import (  # noqa: E402
+    format_table,
+    machine_info,
+    progress,
+    progress_bar,
+    save_results,
+)
 
 PEERS = ("pytfrt", "pytfrt-int8", "onnxruntime", "onnxruntime-int8")
 DEFAULT_MODELS = ("resnet50", "bert")
@@ -118,7 +124,7 @@ def time_interleaved(runners: dict[str, Callable[[dict[str, np.ndarray]], Any]],
     gc.collect()
     gc.disable()
     try:
-        for r in range(repeats):
+        for r in progress_bar(range(repeats), "timing", unit="round"):
             for n in names[r % len(names):] + names[:r % len(names)]:
                 c0, t0 = time.process_time(), time.perf_counter()
                 runners[n](feeds)

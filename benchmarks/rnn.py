@@ -104,9 +104,12 @@ def _time(peers: dict[str, Call], rounds: int,
     """Per peer: the median wall time of one call and the median process CPU time of one call
     (all threads; unlike the wall time it does not count the time the process waited for a
     core, so it is the fairer figure on a loaded machine), both in ms."""
+    from pytfrt.backends.cpu import small_graph
+
     for fn in peers.values():  # warm up (Numba compiles, sessions allocate)
         for _ in range(3):
             fn()
+    small_graph.wait_for_compiles()  # a whole-region kernel compiles in the background
     wall: dict[str, list[float]] = {k: [] for k in peers}
     cpu: dict[str, list[float]] = {k: [] for k in peers}
     for _ in range(rounds):

@@ -7,9 +7,10 @@ file path; the tests in ``tests/unit/frontends/`` do too (through their ``confte
 
 Models: :func:`mlp` (784-512-512-10 by default), :func:`cnn` (Conv2D, BatchNorm, MaxPool,
 Dropout, Dense), :func:`residual_cnn` (a residual block and GlobalAveragePooling2D),
-:func:`transformer_block` (Embedding, MultiHeadAttention, LayerNorm, GELU),
-:func:`two_io` (two inputs, two outputs), :func:`resnet50`, :func:`mobilenet_v2`
-(``keras.applications``, ``weights=None``, logits out), and :func:`train_step` (a
+:func:`bottleneck_cnn` (ResNet-50's layer types at a small size), :func:`transformer_block`
+(Embedding, MultiHeadAttention, LayerNorm, GELU), :func:`two_io` (two inputs, two outputs),
+:func:`resnet50`, :func:`mobilenet_v2` (``keras.applications``, ``weights=None``, logits out),
+and :func:`train_step` (a
 ``tf.function`` with ``GradientTape`` and an optimizer update).
 """
 
@@ -101,6 +102,36 @@ def residual_cnn(
     x = L.ReLU()(L.Add()([x, y]))
     out = L.Dense(classes)(L.GlobalAveragePooling2D()(x))
     return randomize_batch_norm(keras.Model(image, out, name="residual_cnn"), seed)
+
+
+def bottleneck_cnn(
+    size: int = 16, channels: int = 3, width: int = 4, classes: int = 10, seed: int = 0
+) -> Any:
+    """ResNet-50's layer types at a small size: the 7x7/2 stem (ZeroPadding2D, Conv2D with bias,
+    BatchNormalization with ResNet's epsilon 1.001e-5, ReLU, ZeroPadding2D + MaxPool 3x3/2), a
+    bottleneck block with a projection shortcut and one with stride 2 (1x1, 3x3, 1x1 Conv2D with
+    bias + BatchNorm, Add, ReLU), GlobalAveragePooling2D, Dense (logits)."""
+    keras = _keras()
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+
+    def conv_bn(x: Any, filters: int, kernel: int, strides: int = 1) -> Any:
+        x = L.Conv2D(filters, kernel, strides=strides, padding="same")(x)
+        return L.BatchNormalization(epsilon=1.001e-5)(x)
+
+    def block(x: Any, strides: int) -> Any:
+        shortcut = conv_bn(x, 4 * width, 1, strides)
+        y = L.ReLU()(conv_bn(x, width, 1, strides))
+        y = L.ReLU()(conv_bn(y, width, 3))
+        return L.ReLU()(L.Add()([shortcut, conv_bn(y, 4 * width, 1)]))
+
+    image = keras.Input((size, size, channels), name="image")
+    x = L.ZeroPadding2D(3)(image)
+    x = L.BatchNormalization(epsilon=1.001e-5)(L.Conv2D(2 * width, 7, strides=2)(x))
+    x = L.MaxPooling2D(3, strides=2)(L.ZeroPadding2D(1)(L.ReLU()(x)))
+    x = block(block(x, 1), 2)
+    out = L.Dense(classes)(L.GlobalAveragePooling2D()(x))
+    return randomize_batch_norm(keras.Model(image, out, name="bottleneck_cnn"), seed)
 
 
 def transformer_block(

@@ -50,6 +50,7 @@ from pytfrt.tools.bench import (  # noqa: E402
     machine_info,
     median,
     progress,
+    progress_bar,
     pyplot,
     save_results,
 )
@@ -200,7 +201,7 @@ def bench(name: str, batch: int, size: int, reps: int, steps: int, quiet: bool,
         torch_step(x, y)
         peers["torch"] = lambda: torch_step(x, y)
     times: dict[str, list[float]] = {p: [] for p in peers}
-    for r in range(reps):
+    for r in progress_bar(range(reps), name, quiet, unit="rep"):
         for peer, run in peers.items():
             t = time.perf_counter()
             for _ in range(steps):

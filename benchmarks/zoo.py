@@ -622,6 +622,8 @@ if __name__ == "__main__":  # pragma: no cover - manual use
     p.add_argument("--out", default="/tmp/pytfrt-zoo")
     p.add_argument("--small", action="store_true")
     a = p.parse_args()
-    for n in a.names:
+    from pytfrt.tools.bench import progress_bar
+
+    for n in progress_bar(a.names, "export", unit="model"):
         zm = export(n, a.out, small=a.small, with_torch=False)
         print(n, zm.path, f"{zm.path.stat().st_size / 1e6:.1f} MB")

@@ -1376,11 +1376,10 @@ def _np_where(cond: Any, x: Any = None, y: Any = None) -> Any:
     return where(cond, x, y)
 
 
-def _np_dot(a: Any, b: Any, out: Any = None) -> Any:
-    if out is None and np.ndim(a) == 2 and np.ndim(b) == 2:  # type: ignore[arg-type]
-        return matmul(a, b)
-    return _unsupported("numpy.dot (not 2-D x 2-D)", (a, b),
-                        lambda: np.dot(_unwrap(a), _unwrap(b)))
+def _ndim(a: Any) -> int:
+    """``a``'s rank, read from a tensor's (or traced value's) own shape, never its data."""
+    nd = getattr(a, "ndim", None)
+    return int(nd) if nd is not None else int(np.ndim(a))
 
 
 def _np_ufuncs() -> dict[str, Callable[..., Any]]:
@@ -1388,7 +1387,83 @@ def _np_ufuncs() -> dict[str, Callable[..., Any]]:
     for m in MATH.values():
         for npname in m.numpy:
             table[npname] = MATH_FUNCTIONS[m.name]
+    # NumPy ufuncs written with the ops above (the same result up to rounding).
+    ln2 = float(np.log(2.0))
+    table.setdefault("arctan", lambda x: MATH_FUNCTIONS["atan2"](x, ones_like(x)))
+    table.setdefault("exp2", lambda x: exp(multiply(x, ln2)))
+    table.setdefault("log2", lambda x: divide(log(x), ln2))
+    table.setdefault("log10", lambda x: divide(log(x), float(np.log(10.0))))
+    table.setdefault("logaddexp", lambda a, b: add(
+        maximum(a, b), MATH_FUNCTIONS["log1p"](exp(neg(abs(subtract(a, b)))))))
     return table
+
+
+def _np_dot(a: Any, b: Any, out: Any = None) -> Any:
+    na, nb = _ndim(a), _ndim(b)
+    if out is None and na == 2 and nb == 2:
+        return matmul(a, b)
+    if out is None and na == 1 and nb == 1:
+        return reduce_sum(multiply(a, b))
+    if out is None and na == 2 and nb == 1:
+        return reshape(matmul(a, reshape(b, [-1, 1])), [-1])
+    if out is None and na == 1 and nb == 2:
+        return reshape(matmul(reshape(a, [1, -1]), b), [-1])
+    return _unsupported("numpy.dot (beyond 1-D and 2-D operands)", (a, b),
+                        lambda: np.dot(_unwrap(a), _unwrap(b)))
+
+
+def _np_var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+            keepdims: bool = False, **kw: Any) -> Any:
+    if dtype is not None or out is not None or kw:
+        raise EagerOpError(f"numpy.var: the dtype/out/where arguments are not supported "
+                           f"(called at {_call_site()})")
+    centred = subtract(a, reduce_mean(a, axis, True))
+    v = reduce_mean(multiply(centred, centred), axis, bool(keepdims))
+    if ddof:
+        shape = a.shape
+        axes = range(len(shape)) if axis is None else (
+            [axis] if isinstance(axis, int) else list(axis))
+        n = int(np.prod([shape[i] for i in axes]))
+        v = multiply(v, n / (n - ddof))
+    return v
+
+
+def _np_argmax(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+               negate: bool = False) -> Any:
+    if out is not None or keepdims:
+        raise EagerOpError(f"numpy.argmax/argmin: out/keepdims are not supported (called at "
+                           f"{_call_site()})")
+    x = neg(a) if negate else a
+    if axis is None:
+        return argmax(reshape(x, [-1]), 0)
+    return argmax(x, axis % _ndim(a))
+
+
+def _np_stack(arrays: Sequence[Any], axis: int = 0, **kw: Any) -> Any:
+    axis = axis % (_ndim(arrays[0]) + 1)
+    return concat([expand_dims(x, axis) for x in arrays], axis)
+
+
+def _np_hstack(arrays: Sequence[Any], **kw: Any) -> Any:
+    return concat(list(arrays), 0 if _ndim(arrays[0]) == 1 else 1)
+
+
+def _np_vstack(arrays: Sequence[Any], **kw: Any) -> Any:
+    return concat([reshape(x, [1, -1]) if _ndim(x) == 1 else x for x in arrays], 0)
+
+
+def _np_norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
+    if ord is not None:
+        return _unsupported(f"numpy.linalg.norm (ord={ord!r})", (x,),
+                            lambda: np.linalg.norm(_unwrap(x), ord, axis, keepdims))
+    return MATH_FUNCTIONS["sqrt"](reduce_sum(multiply(x, x), axis, bool(keepdims)))
+
+
+def _np_average(a: Any, axis: Any = None, weights: Any = None, **kw: Any) -> Any:
+    if weights is not None or kw:
+        return _unsupported("numpy.average (weights)", (a, weights),
+                            lambda: np.average(_unwrap(a), axis, _unwrap(weights), **kw))
+    return reduce_mean(a, axis)
 
 
 def _np_functions() -> dict[Any, Callable[..., Any]]:
@@ -1413,6 +1488,18 @@ def _np_functions() -> dict[Any, Callable[..., Any]]:
             a if axis is not None else reshape(a, [-1]), indices, 0 if axis is None else axis),
         np.round: lambda a, decimals=0, **kw: MATH_FUNCTIONS["round"](a) if decimals == 0
         else _unsupported("numpy.round (decimals)", (a,), lambda: np.round(_unwrap(a), decimals)),
+        np.ndim: _ndim,
+        np.shape: lambda a: tuple(a.shape),
+        np.argmax: _np_argmax,
+        np.argmin: lambda a, axis=None, out=None, **kw: _np_argmax(a, axis, out, negate=True,
+                                                                     **kw),
+        np.stack: _np_stack, np.hstack: _np_hstack, np.vstack: _np_vstack,
+        np.ravel: lambda a, order="C": reshape(a, [-1]),
+        np.outer: lambda a, b, out=None: multiply(reshape(a, [-1, 1]), reshape(b, [1, -1])),
+        np.var: _np_var,
+        np.std: lambda a, *args, **kw: MATH_FUNCTIONS["sqrt"](_np_var(a, *args, **kw)),
+        np.average: _np_average,
+        np.linalg.norm: _np_norm,
     }
 
 
@@ -1444,13 +1531,39 @@ def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) ->
     fn = _NP_TABLES[1].get(func)
     if fn is not None:
         return fn(*args, **kwargs)
-    return _unsupported(f"numpy.{func.__name__}", (args, list(kwargs.values())),
+    where = getattr(func, "__module__", None) or "numpy"  # numpy, numpy.linalg, numpy.fft
+    return _unsupported(f"{where}.{func.__name__}", (args, list(kwargs.values())),
                         lambda: func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
 
+
+def _transpose_method(self: Any, *axes: Any) -> Any:
+    perm = axes[0] if len(axes) == 1 and isinstance(axes[0], tuple | list) else axes
+    return transpose(self, list(perm) if perm else None)
+
+
+_NUMPY_METHODS: dict[str, Callable[..., Any]] = {
+    "sum": lambda self, axis=None, keepdims=False: reduce_sum(self, axis, keepdims),
+    "mean": lambda self, axis=None, keepdims=False: reduce_mean(self, axis, keepdims),
+    "max": lambda self, axis=None, keepdims=False: reduce_max(self, axis, keepdims),
+    "min": lambda self, axis=None, keepdims=False: reduce_min(self, axis, keepdims),
+    "argmax": lambda self, axis=None: _np_argmax(self, axis),
+    "argmin": lambda self, axis=None: _np_argmax(self, axis, negate=True),
+    "var": _np_var,
+    "std": lambda self, *args, **kw: MATH_FUNCTIONS["sqrt"](_np_var(self, *args, **kw)),
+    "ravel": lambda self: reshape(self, [-1]),
+    "flatten": lambda self: reshape(self, [-1]),
+    "squeeze": lambda self, axis=None: squeeze(self, axis),
+    "transpose": _transpose_method,
+}
+"""ndarray methods of eager Tensors and traced values (``x.max(axis=1)``, ``x.ravel()``), each
+the NumPy function of the same name; a class's own method of that name is kept."""
 
 for _cls in (Tensor, TracedBase):
     setattr(_cls, "__array_ufunc__", _array_ufunc)  # noqa: B010 - after the functions it uses
     setattr(_cls, "__array_function__", _array_function)  # noqa: B010
+    for _name, _method in _NUMPY_METHODS.items():
+        if not hasattr(_cls, _name):
+            setattr(_cls, _name, _method)
 
 
 def async_copy(x: Any) -> Tensor:

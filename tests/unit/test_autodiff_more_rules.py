@@ -147,7 +147,7 @@ RULES += [
 
 RULES += [(f"pad-{mode}", _tg("pad", pads=[2, 0, 1, 3], mode=mode),
            lambda x, mode=mode: jnp.pad(x, ((2, 1), (0, 3)), mode=mode), [_any(4, 5)], (0,))
-          for mode in ("edge", "reflect")]
+          for mode in ("edge", "reflect", "wrap")]
 
 def _d2s_crd_jax(x, b, layout):  # ONNX DepthToSpace, CRD mode
     if layout == "NCHW":

@@ -1,5 +1,6 @@
 """max_pool2d through oneDNN's pooling primitive against a NumPy window-loop reference:
-layouts, kernel sizes, strides, asymmetric pads, dilations, ceil mode, threads."""
+layouts, kernel sizes, strides, asymmetric pads, dilations, ceil mode, threads, float32 and
+the u8/s8 codes of int8 models."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytfrt.backends.cpu import _dnnl_conv, _dnnl_pool, pooling
+from pytfrt.backends.cpu import _dnnl_conv, _dnnl_pool, _parallel, pooling
 
 pytestmark = pytest.mark.skipif(
     not _dnnl_conv.available(), reason="oneDNN library absent (or PYTFRT_CONV=builtin)"
@@ -45,19 +46,26 @@ def reference(x, layout, k, s, d, pads, oh, ow):
     hw=st.tuples(st.integers(4, 13), st.integers(4, 13)),
     ceil=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
+    dtype=st.sampled_from([np.float32, np.uint8, np.int8]),
 )
-def test_max_pool_matches_reference(layout, n, c, k, s, d, raw_pads, hw, ceil, seed):
+def test_max_pool_matches_reference(layout, n, c, k, s, d, raw_pads, hw, ceil, seed, dtype):
     ext = (d[0] * (k[0] - 1) + 1, d[1] * (k[1] - 1) + 1)
     pads = tuple(min(p, ext[i // 2] - 1) for i, p in enumerate(raw_pads))
     h, w = max(hw[0], ext[0]), max(hw[1], ext[1])
     rng = np.random.default_rng(seed)
     shape = (n, h, w, c) if layout == "NHWC" else (n, c, h, w)
-    x = rng.standard_normal(shape).astype(np.float32)
+    if dtype == np.float32:
+        x = rng.standard_normal(shape).astype(np.float32)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
     y = pooling.max_pool2d(
         x, layout=layout, ksize=k, strides=s, pads=pads, dilations=d, ceil_mode=ceil
     )
+    assert y.dtype == dtype
     oh, ow = (y.shape[1], y.shape[2]) if layout == "NHWC" else (y.shape[2], y.shape[3])
-    np.testing.assert_array_equal(y, reference(x, layout, k, s, d, pads, oh, ow))
+    ref = reference(x.astype(np.float32), layout, k, s, d, pads, oh, ow)
+    np.testing.assert_array_equal(y.astype(np.float32), ref)
 
 
 def test_resnet_pool_runs_in_onednn_from_threads():
@@ -77,3 +85,24 @@ def test_resnet_pool_runs_in_onednn_from_threads():
     for x, y in zip(xs, outs, strict=True):
         ref = reference(x, "NHWC", (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 56, 56)
         np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_int8_pool_runs_in_onednn_split_by_batch(dtype, monkeypatch):
+    """The codes of an int8 model: oneDNN's integer kernel, whole and split by batch (the
+    parts' byte offsets count one byte per element)."""
+    monkeypatch.setattr(_dnnl_pool, "SPLIT_MIN_BYTES", 1)
+    rng = np.random.default_rng(1)
+    info = np.iinfo(dtype)
+    for n in (1, 3):
+        x = rng.integers(info.min, info.max, (n, 15, 15, 24), endpoint=True).astype(dtype)
+        y = pooling.max_pool2d(x, layout="NHWC", ksize=(3, 3), strides=(2, 2),
+                               pads=(1, 1, 1, 1))
+        ref = reference(x.astype(np.float32), "NHWC", (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 8, 8)
+        np.testing.assert_array_equal(y.astype(np.float32), ref)
+    impls = [p.impl for k, p in _dnnl_pool._prims.items()
+             if p is not None and k[-1] == np.dtype(dtype).str]
+    assert impls and not any(i.startswith("ref") for i in impls)
+    if _parallel.num_threads() >= 2:
+        assert any(k[-1] == np.dtype(dtype).str and j is not None
+                   for k, j in _dnnl_pool._jobs.items())

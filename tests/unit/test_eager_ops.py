@@ -172,3 +172,5 @@ def test_unsupported_numpy_function_names_itself_and_the_nearest_op():
         pytfrt.function(lambda x: np.arctanh(x))(X)
     with pytest.raises(te.EagerOpError, match=r"numpy\.cumsum is not supported on traced"):
         pytfrt.function(lambda x: np.cumsum(x))(X)
+    with pytest.raises(te.EagerOpError, match=r"numpy\.linalg\.det is not supported on traced"):
+        pytfrt.function(lambda x: np.linalg.det(x))(np.eye(3))

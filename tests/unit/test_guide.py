@@ -83,6 +83,8 @@ def test_guide_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
                 f"{where} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
                 + (f"\nserver log:\n{log.read_text()}" if log.exists() else ""))
             last_output = run.stdout
+            # pytfrt's commands import TensorFlow without its start-up lines on stderr.
+            assert "absl::InitializeLog" not in run.stderr, f"{where}:\n{run.stderr}"
         else:
             assert last_output is not None, f"{where}: a text block must follow a sh block"
             assert _matches(code, last_output), (

@@ -218,6 +218,8 @@ def test_qconv2d_reference_matches_onnxruntime_qlinearconv() -> None:
     {"residual": True, "act": "relu", "inner": True},
     {"residual": True, "inner": True, "hw": 28, "cin": 64, "cout": 64},  # output-row parts
     {"n": 2, "hw": 24, "cin": 64, "cout": 64, "stride": 2},  # batch parts
+    {"residual": True, "act": "relu", "inner": True, "hw": 7, "cin": 256, "cout": 128},  # channels
+    {"hw": 7, "cin": 256, "cout": 80},  # 7x7, channels not in whole 16-blocks per part: rows
 ])
 def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
     """oneDNN's int8 convolution (bias, relu, residual with its own zero point, grouped,
@@ -241,13 +243,22 @@ def test_qconv2d_onednn_matches_reference(kw: dict[str, Any]) -> None:
         ref = quant.qconv2d(x, ref_plan)
     got = quant.qconv2d(x, plan, *extra)
     assert got.dtype == ref.dtype and got.shape == ref.shape
-    if kw.get("cin", 16) == 64 and _parallel.num_threads() > 1:
-        assert len(plan.dnnl._prims[x.shape]) > 1  # split into parts run in parallel
+    parts = plan.dnnl._prims[x.shape]
+    if kw.get("cin", 16) >= 64 and _parallel.num_threads() > 1:
+        assert len(parts) > 1  # split into parts run in parallel
+        assert (parts[0].channels is not None) == (kw.get("cout") == 128)
+        # the row parts share one reordered filter
+        assert len({p.weights.value for p in parts}) == (len(parts) if parts[0].channels
+                                                          else 1)
     if got.dtype == np.float32:
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
     else:
         diff = np.abs(got.astype(np.int32) - ref.astype(np.int32))
         assert diff.max() <= 1 and np.mean(diff) < 0.01
+    if extra:  # the result in the residual's own buffer (as the buffer plan may place it)
+        r = extra[0].copy()
+        assert quant.qconv2d(x, plan, r, out=r) is r
+        np.testing.assert_array_equal(r, got)
 
 
 @pytest.mark.parametrize("dtype,rows,k,n", [("ui8", 5, 64, 24), ("f32", 5, 64, 24),
@@ -380,3 +391,43 @@ def test_int8_kernels_without_vnni_stay_exact() -> None:
     assert out == ["63", "avx2", "0", "127", "None", "0"]
     assert _dnnl_int8.saturation_safe("brgconv:avx512_core_amx")
     assert not _dnnl_int8.saturation_safe("jit_uni_int8:avx2")
+
+
+@pytest.mark.parametrize("layout,dtype", [("NHWC", np.uint8), ("NCHW", np.uint8),
+                                          ("NHWC", np.int8)])
+def test_qglobal_avg_pool_matches_onnxruntime(layout: str, dtype: Any) -> None:
+    """``qglobal_avg_pool`` against ONNX Runtime's ``QLinearGlobalAveragePool`` (its contrib
+    op) and the float composition dequantize -> mean -> quantize: at most one step apart."""
+    rng = np.random.default_rng(5)
+    info = np.iinfo(dtype)
+    shape = (2, 7, 7, 96) if layout == "NHWC" else (2, 96, 7, 7)
+    x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    xs, xz, ys, yz = 0.05, int(info.min) + 20, 0.02, int(info.min) + 3
+    got = quant.qglobal_avg_pool(x, layout=layout, x_scale=xs, x_zero_point=xz, y_scale=ys,
+                                 y_zero_point=yz, dtype="ui8" if dtype == np.uint8 else "i8")
+    axes = (1, 2) if layout == "NHWC" else (2, 3)
+    real = ((x.astype(np.float64) - xz) * xs).mean(axis=axes, keepdims=True)
+    want = np.clip(np.rint(real / ys) + yz, info.min, info.max)
+    assert got.dtype == dtype and got.shape == want.shape
+    assert np.abs(got.astype(np.int32) - want).max() <= 1
+    f32 = np.float32
+    names = ["x", "xs", "xz", "ys", "yz"]
+    vals = [x, np.asarray(xs, f32), np.asarray(xz, dtype), np.asarray(ys, f32),
+            np.asarray(yz, dtype)]
+    node = helper.make_node("QLinearGlobalAveragePool", names, ["y"], domain="com.microsoft",
+                            channels_last=int(layout == "NHWC"))
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype),
+                                       list(v.shape)) for n, v in zip(names, vals, strict=True)],
+        [helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)),
+                                       None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 10
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (ref,) = sess.run(None, dict(zip(names, vals, strict=True)))
+    assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= 1
+    with pytest.raises(quant.OpError, match="rank-4 u8/s8"):
+        quant.qglobal_avg_pool(x.astype(np.float32), layout=layout, x_scale=xs,
+                               x_zero_point=xz, y_scale=ys, y_zero_point=yz, dtype="ui8")

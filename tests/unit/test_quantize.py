@@ -9,6 +9,7 @@ NumPy's percentiles and known distributions.  The digits-CNN accuracy check (Ker
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -54,17 +55,24 @@ def cnn() -> GraphModule:
     return gb.finish()
 
 
-def mlp(transpose_b: bool = False) -> GraphModule:
+def mlp(transpose_b: bool = False, gelu: bool = False) -> GraphModule:
     """x @ w + b, x [N, 16] or [N, 3, 16] with ``transpose_b`` (a transformer's projection in
-    miniature)."""
+    miniature), then a GELU with ``gelu`` (a transformer's feed-forward layer)."""
     gb = GraphBuilder()
     shape = (None, 3, 16) if transpose_b else (None, 16)
     fn = gb.function("main", inputs=[("x", shape, "f32")])
     (x,) = fn.arguments
     w = W_FC[:16, :].T.copy() if transpose_b else W_FC[:16, :]
     y = fn.op("matmul", [x, fn.constant(w, name="proj/kernel")], transpose_b=transpose_b)
-    fn.returns([fn.op("add", [y, fn.constant(B_FC, name="proj/bias")])])
+    y = fn.op("add", [y, fn.constant(B_FC, name="proj/bias")])
+    fn.returns([fn.op("gelu", [y], approximate=False) if gelu else y])
     return gb.finish()
+
+
+def np_gelu(v: np.ndarray) -> np.ndarray:
+    """Exact GELU in float64 (``math.erf``)."""
+    erf = np.vectorize(math.erf)
+    return 0.5 * v * (1.0 + erf(v / math.sqrt(2.0)))
 
 
 # -- the NumPy oracle -------------------------------------------------------------------------
@@ -331,13 +339,15 @@ def test_histogram_calibrations_stay_close_to_float(calibration: str) -> None:
 
 
 @needs_qops
-@pytest.mark.parametrize(("per_channel", "transpose_b"), [(True, False), (False, False),
-                                                         (True, True)])
+@pytest.mark.parametrize(("per_channel", "transpose_b", "gelu"), [
+    (True, False, False), (False, False, False), (True, True, False), (True, True, True)])
 def test_dynamic_quantization_matches_the_numpy_oracle(per_channel: bool, transpose_b: bool,
-                                                       tmp_path: Any) -> None:
-    m = pytfrt.quantize(mlp(transpose_b), None, method="dynamic", per_channel=per_channel)
+                                                       gelu: bool, tmp_path: Any) -> None:
+    m = pytfrt.quantize(mlp(transpose_b, gelu), None, method="dynamic",
+                        per_channel=per_channel)
     kernels = {k.name for f in m.program.functions for k in f.kernels}
     assert "tg.qmatmul_dynamic" in kernels and "tg.matmul" not in kernels
+    assert "tg.gelu" not in kernels  # the GELU runs in the product's epilogue
     w = W_FC[:16, :]
     shape = (3, 16) if transpose_b else (16,)
     for x in (RNG.normal(0, 1, (4, *shape)), RNG.uniform(2, 3, (1, *shape))):
@@ -348,8 +358,11 @@ def test_dynamic_quantization_matches_the_numpy_oracle(per_channel: bool, transp
             np.clip(np.rint(w / (np.float32(np.abs(w).max() / 127))), -127, 127)
             * np.float64(np.float32(np.abs(w).max() / 127)))
         want = np_qdq(x.astype(np.float64), scale, zp) @ wq + B_FC
+        flt = x @ w + B_FC
+        if gelu:
+            want, flt = np_gelu(want), np_gelu(flt)
         np.testing.assert_allclose(m(x), want, rtol=1e-4, atol=1e-4)
-        assert np.max(np.abs(m(x) - (x @ w + B_FC))) > 1e-5  # it did quantize
+        assert np.max(np.abs(m(x) - flt)) > 1e-5  # it did quantize
     m.save(tmp_path / "d")
     np.testing.assert_array_equal(pytfrt.load(tmp_path / "d")(x), m(x))
 
@@ -359,9 +372,11 @@ def test_dynamic_quantization_matches_the_numpy_oracle(per_channel: bool, transp
 @needs_qops
 @given(m=st.integers(1, 9), k=st.integers(1, 40), n=st.integers(1, 24),
        kind=st.sampled_from(["normal", "positive", "negative", "zeros", "wide"]),
-       seed=st.integers(0, 2**16), with_bias=st.booleans())
+       seed=st.integers(0, 2**16), with_bias=st.booleans(),
+       act=st.sampled_from(["none", "gelu", "relu"]))
 def test_qmatmul_dynamic_kernel_matches_the_numpy_oracle(m: int, k: int, n: int, kind: str,
-                                                         seed: int, with_bias: bool) -> None:
+                                                         seed: int, with_bias: bool,
+                                                         act: str) -> None:
     from pytfrt.backends.cpu.quant_dynamic import DynamicPlan, qmatmul_dynamic
 
     rng = np.random.default_rng(seed)
@@ -372,7 +387,7 @@ def test_qmatmul_dynamic_kernel_matches_the_numpy_oracle(m: int, k: int, n: int,
     w = rng.integers(-127, 128, (k, n)).astype(np.int8)
     ws = rng.uniform(1e-3, 1e-1, n).astype(np.float32)
     bias = rng.normal(0, 1, n).astype(np.float32) if with_bias else None
-    plan = DynamicPlan(w, ws, bias)
+    plan = DynamicPlan(w, ws, bias, act)
     # the oracle: ONNX DynamicQuantizeLinear, dequantize, float64 product
     lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
     scale = np.float32((np.float32(hi) - np.float32(lo)) / np.float32(255))
@@ -384,6 +399,7 @@ def test_qmatmul_dynamic_kernel_matches_the_numpy_oracle(m: int, k: int, n: int,
     want = ((xq - zp) * np.float64(scale)) @ (w.astype(np.float64) * ws)
     if bias is not None:
         want += bias
+    want = {"none": want, "gelu": np_gelu(want), "relu": np.maximum(want, 0.0)}[act]
     for use_dnnl in (True, False):
         if not use_dnnl:
             plan.dnnl = None

@@ -47,6 +47,7 @@ from pytfrt.compiler.passes.common import (
     single_use,
     ttype,
 )
+from pytfrt.compiler.passes.epilogue import ACTIVATIONS, activation_attrs
 
 __all__ = ["Target", "activation_params", "activations", "insert_dynamic", "insert_static",
            "observer", "own", "targets", "weight_axis", "weight_params"]
@@ -360,9 +361,9 @@ def _replace_erasing(op: Operation, value: SSAValue, dq: Operation) -> None:
 
 
 def insert_dynamic(gm: GraphModule, found: Sequence[Target], per_channel: bool) -> None:
-    """Each matmul of ``found`` (with the bias add after it, if any) becomes a
-    ``qmatmul_dynamic``: its input quantized per call, its weight s8 (per column if
-    ``per_channel``)."""
+    """Each matmul of ``found`` (with the bias add after it, if any, and an activation after
+    that: a transformer's GELU) becomes a ``qmatmul_dynamic``: its input quantized per call,
+    its weight s8 (per column if ``per_channel``), the activation in its epilogue."""
     for t in found:
         op = t.op
         if op.name != "tg.matmul":
@@ -377,14 +378,23 @@ def insert_dynamic(gm: GraphModule, found: Sequence[Target], per_channel: bool) 
                   make_constant(gm, scale.reshape(-1), "wscale")]
         if bias is not None:
             consts.append(make_constant(gm, bias[1].reshape(-1), "bias"))
-        new = new_op(gm, "qmatmul_dynamic", [t.x, *(c.results[0] for c in consts)],
-                     {"epilogue_operands": (int(bias is not None), 0)}, op.location)
+        last = op if bias is None else bias[0]
+        act = single_use(last.results[0])  # an activation after it joins the epilogue
+        attrs: dict[str, Any] = {"epilogue_operands": (int(bias is not None), 0)}
+        if act is not None and act.name in ACTIVATIONS:
+            attrs.update(activation_attrs(act))
+        else:
+            act = None
+        # (the matmul's input now, not t.x: an earlier target's activation, which its
+        # qmatmul_dynamic absorbed, may have produced it)
+        new = new_op(gm, "qmatmul_dynamic", [op.operands[0], *(c.results[0] for c in consts)],
+                     attrs, op.location)
         block = op.parent_block()
         assert block is not None
         block.insert_ops_before([*consts, new], op)
-        last = op if bias is None else bias[0]
-        last.results[0].replace_all_uses_with(new.results[0])
-        for dead in ([last, op] if bias is not None else [op]):
+        chain = [op] + ([bias[0]] if bias is not None else []) + ([act] if act else [])
+        chain[-1].results[0].replace_all_uses_with(new.results[0])
+        for dead in reversed(chain):
             dead.detach()
             dead.erase()
     refresh_types(gm)

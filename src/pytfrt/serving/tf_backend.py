@@ -35,7 +35,9 @@ class TensorFlowServable(HostServable):
     """A SavedModel loaded with ``tf.saved_model.load``."""
 
     def __init__(self, path: Path, host: HostContext, intra_op_threads: int = 0) -> None:
-        import tensorflow as tf
+        from pytfrt.compiler.frontends.tf_import import tensorflow
+
+        tf = tensorflow()
 
         if intra_op_threads > 0:
             try:

@@ -8,7 +8,7 @@ writing the JSON record.
 
 Conventions every harness follows (``docs/benchmarks.md``): compare against peers measured in
 the same run, report medians over repetitions, print a table, save JSON + a PNG plot under
-``benchmarks/results/``, and show progress on stderr.
+``benchmarks/results/``, and show progress on stderr (lines, and :func:`progress_bar`).
 """
 
 from __future__ import annotations
@@ -175,9 +175,40 @@ def pyplot() -> Any:
 
 
 def progress(message: str, quiet: bool = False) -> None:
-    """Print a progress line to stderr (flushed) unless ``quiet``."""
-    if not quiet:
+    """Print a progress line to stderr (flushed) unless ``quiet`` (above any progress bar)."""
+    if quiet:
+        return
+    tqdm = sys.modules.get("tqdm")
+    if tqdm is not None and getattr(tqdm.tqdm, "_instances", None):
+        tqdm.tqdm.write(message, file=sys.stderr)
+    else:
         print(message, file=sys.stderr, flush=True)
+
+
+def show_bars() -> bool:
+    """Whether :func:`progress_bar` draws: standard error is a terminal, or
+    ``PYTFRT_PROGRESS=1`` (``0`` turns the bars off on a terminal too)."""
+    setting = os.environ.get("PYTFRT_PROGRESS", "")
+    return setting == "1" or (setting != "0" and sys.stderr.isatty())
+
+
+def progress_bar(items: Any, desc: str, quiet: bool = False, total: int | None = None,
+                 unit: str = "it") -> Any:
+    """``items``, iterated under a tqdm progress bar on stderr (``desc``, count, rate, time
+    left) when :func:`show_bars` and not ``quiet``; otherwise ``items`` itself.
+
+    The bar never goes to standard output (where harnesses print tables and JSON) and is
+    erased when the loop ends; :func:`progress` lines print above it.  Without tqdm (the
+    ``bench`` extra) there is no bar."""
+    if quiet or not show_bars():
+        return items
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return items
+    tqdm.monitor_interval = 0  # no monitor thread next to what is being timed
+    return tqdm(items, desc=desc, total=total, unit=unit, file=sys.stderr, leave=False,
+                dynamic_ncols=True)
 
 
 def load_harness(filename: str) -> Any:

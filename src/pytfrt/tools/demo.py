@@ -79,11 +79,12 @@ def _single(result):  # type: ignore[no-untyped-def]
 
 
 def _run_resnet50(args: argparse.Namespace) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from pytfrt.compiler.frontends.tf_import import tensorflow
+
     try:
+        tf = tensorflow()  # first: keras imports it too
         import keras
         import numpy as np
-        import tensorflow as tf
     except ImportError:
         print(
             "pytfrt demo: the ResNet-50 demo needs TensorFlow: pip install 'pytfrt[tf]' "

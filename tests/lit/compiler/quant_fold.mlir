@@ -103,3 +103,25 @@ func.func @maxpool(%x: tensor<1x4x4x2xui8>) -> (tensor<1x2x2x2xui8>, tensor<1x2x
   // CHECK: func.return %[[P]], %[[Q2]]
   func.return %q, %q2 : tensor<1x2x2x2xui8>, tensor<1x2x2x2xui8>
 }
+
+// A classifier head: quantize(global_avg_pool(dequantize)) becomes qglobal_avg_pool on the
+// codes (the input's and the result's parameters as attributes), and quantize(reshape(
+// dequantize)) with equal parameters becomes a reshape of the codes, so the int8 matmul
+// reads them directly.
+// CHECK-LABEL: func.func @head
+func.func @head(%x: tensor<?x2x3x3xui8>) -> tensor<?x2xui8> {
+  %s = "tg.constant"() {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %z = "tg.constant"() {value = dense<7> : tensor<ui8>} : () -> tensor<ui8>
+  %s2 = "tg.constant"() {value = dense<0.25> : tensor<f32>} : () -> tensor<f32>
+  %z2 = "tg.constant"() {value = dense<3> : tensor<ui8>} : () -> tensor<ui8>
+  %d = "tg.dequantize_linear"(%x, %s, %z) : (tensor<?x2x3x3xui8>, tensor<f32>, tensor<ui8>) -> tensor<?x2x3x3xf32>
+  %g = "tg.global_avg_pool"(%d) {layout = "NCHW"} : (tensor<?x2x3x3xf32>) -> tensor<?x2x1x1xf32>
+  %gq = "tg.quantize_linear"(%g, %s2, %z2) : (tensor<?x2x1x1xf32>, tensor<f32>, tensor<ui8>) -> tensor<?x2x1x1xui8>
+  %gd = "tg.dequantize_linear"(%gq, %s2, %z2) : (tensor<?x2x1x1xui8>, tensor<f32>, tensor<ui8>) -> tensor<?x2x1x1xf32>
+  %r = "tg.reshape"(%gd) {shape = [-1, 2]} : (tensor<?x2x1x1xf32>) -> tensor<?x2xf32>
+  %y = "tg.quantize_linear"(%r, %s2, %z2) : (tensor<?x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<?x2xui8>
+  // CHECK: %[[G:.*]] = "tg.qglobal_avg_pool"(%arg0) {dtype = "ui8", layout = "NCHW", x_scale = 5.000000e-01, x_zero_point = 7, y_scale = 2.500000e-01, y_zero_point = 3} : (tensor<?x2x3x3xui8>) -> tensor<?x2x1x1xui8>
+  // CHECK-NEXT: %[[R:.*]] = "tg.reshape"(%[[G]]) {shape = [-1, 2]} : (tensor<?x2x1x1xui8>) -> tensor<?x2xui8>
+  // CHECK-NEXT: func.return %[[R]]
+  func.return %y : tensor<?x2xui8>
+}

@@ -8,10 +8,11 @@ import pytest
 from pytfrt.backends.cpu.data_ops import transpose
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.float16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.float16, np.uint8,
+                                   np.int8])
 @pytest.mark.parametrize("strided", [False, True])
 def test_nchw_to_nhwc_matches_numpy(dtype, strided):  # type: ignore[no-untyped-def]
-    x = np.random.default_rng(0).standard_normal((2, 3, 9, 8)).astype(dtype)
+    x = (np.random.default_rng(0).standard_normal((2, 3, 9, 8)) * 50).astype(dtype)
     if strided:
         x = x[:, ::-1, 1::2, ::3]
     y = transpose(x, perm=(0, 2, 3, 1))

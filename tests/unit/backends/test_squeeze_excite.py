@@ -54,6 +54,27 @@ def test_kernel_matches_numpy(layout, activation, gate, dtype):  # type: ignore[
     assert not big[1::2].any()
 
 
+@pytest.mark.parametrize("h,w", [(33, 32), (2, 520), (34, 31)])  # fold 4, 4, 31
+def test_one_large_image_split_over_the_threads(h, w):
+    """Batch 1, NHWC float32 of at least ``_dnnl_se.SPLIT_MIN_ELEMENTS``: row bands on both
+    threads (oneDNN pooling and binary primitives) when available, the same results."""
+    from pytfrt.backends.cpu import _dnnl_se, _parallel
+
+    rng = np.random.default_rng(h)
+    c, r = 64, 8
+    x = rng.standard_normal((1, h, w, c)).astype(np.float32) + 0.3
+    assert x.size >= _dnnl_se.SPLIT_MIN_ELEMENTS
+    ws = _weights(rng, c, r, np.float32)
+    want = _oracle(x, *ws, "NHWC", "silu", "sigmoid")
+    y = squeeze_excite(x, *ws, activation="silu", gate="sigmoid")
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=2e-6)
+    xi = x.copy()  # in place
+    assert squeeze_excite(xi, *ws, activation="silu", gate="sigmoid", out=xi) is xi
+    np.testing.assert_allclose(xi, want, rtol=2e-6, atol=2e-6)
+    if _dnnl_se.dc.available() and _parallel.num_threads() >= 2:
+        assert _dnnl_se._plans.get((h, w, c)) is not None  # the split path ran
+
+
 def test_a_strided_input_and_gate_parameters():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 9, 8, 10)).astype(np.float32)[:, ::2, 1:]

@@ -10,6 +10,7 @@ import importlib
 import json
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,9 @@ def test_a_fused_small_graph_computes_what_the_unfused_ops_compute(case: tuple) 
     fast = compile_module(gm, optimize=False)
     want = plain(*arrays)
     want = want if isinstance(want, tuple) else (want,)
-    for _ in range(small_graph.COMPILE_AFTER + 1):  # op by op, then the Numba function
+    for i in range(small_graph.COMPILE_AFTER + 2):  # op by op, then the Numba function
+        if i == small_graph.COMPILE_AFTER + 1:
+            assert small_graph.wait_for_compiles(timeout=300)  # started by the previous call
         got = fast(*arrays)
         got = got if isinstance(got, tuple) else (got,)
         for u, v in zip(want, got, strict=True):
@@ -151,6 +154,7 @@ def test_the_xor_training_step_is_one_region_and_matches_jax() -> None:
         loss, ours = xt.train_step(ours, xt.X, xt.Y)
         jloss, theirs = step(theirs, xt.X, xt.Y)
         np.testing.assert_allclose(loss, np.asarray(jloss), rtol=1e-5, atol=1e-7)
+    assert small_graph.wait_for_compiles(timeout=300)
     assert _compiled(model)
     for p, q in zip(ours, theirs, strict=True):
         assert p.dtype == np.float32
@@ -176,10 +180,11 @@ def test_the_region_kernel_matches_numpy_and_its_op_by_op_fallback() -> None:
     w = rng.standard_normal((2, 2)).astype(np.float32)
     b = rng.standard_normal(2).astype(np.float32)
     y = np.tanh(x @ w.T + b)
-    for _ in range(small_graph.COMPILE_AFTER):  # the op-by-op calls before the compile
+    for _ in range(small_graph.COMPILE_AFTER + 1):  # op by op; the last call starts the compile
         small_graph.caller(PROGRAM)(x, w, b)
-    m, t = small_graph.caller(PROGRAM)(x, w, b)
+    assert small_graph.wait_for_compiles(timeout=300)
     assert small_graph.caller(PROGRAM).__globals__["_warm"] is True
+    m, t = small_graph.caller(PROGRAM)(x, w, b)
     np.testing.assert_allclose(m, y.max(axis=1, keepdims=True), rtol=1e-6)
     np.testing.assert_allclose(t, y.T, rtol=1e-6)
     for got, ref in zip((m, t), small_graph.evaluate(PROGRAM, x, w, b), strict=True):
@@ -266,8 +271,9 @@ def test_a_numba_compile_is_announced_once_on_a_terminal(tmp_path: Path,
         small_graph.caller(text)(x, w, b)
     assert term.text == ""  # the op-by-op calls compile nothing
     small_graph.caller(text)(x, w, b)
-    assert term.text.count("pytfrt: compiling generated code with Numba") == 1
+    assert term.text.count("pytfrt: compiling generated code with Numba in the background") == 1
     assert str(tmp_path / "graphs") in term.text
+    assert small_graph.wait_for_compiles(timeout=300)
     # Now in Numba's cache, and announced already: silent.
     monkeypatch.setattr(small_graph, "_ANNOUNCED", [])
     small_graph.announce_compile(small_graph.kernel(text))
@@ -280,3 +286,61 @@ def test_no_announcement_when_stderr_is_not_a_terminal(monkeypatch: pytest.Monke
     monkeypatch.setattr(small_graph, "_ANNOUNCED", [])
     small_graph.announce_compile(object())
     assert capsys.readouterr().err == "" and small_graph._ANNOUNCED == []
+
+
+def test_calls_go_on_op_by_op_while_the_kernel_compiles(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The call that starts the Numba compile and the calls during it do not wait for it (a
+    training loop does not pause): the compile here is held until the test lets it go."""
+    monkeypatch.setenv("PYTFRT_CACHE_DIR", str(tmp_path))
+    program = json.loads(PROGRAM)
+    program["ops"][0][2]["alpha"] = 0.625  # a program not compiled before in this process
+    program["ops"][0][2]["activation"] = "leaky_relu"
+    text = json.dumps(program)
+    k = small_graph.kernel(text)
+    release = threading.Event()
+    compile_now = k.compile
+
+    def held(signature: Any) -> Any:
+        assert release.wait(60)
+        return compile_now(signature)
+
+    monkeypatch.setattr(k, "compile", held)
+    rng = np.random.default_rng(3)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 2), (2, 2), (2,)))
+    want = small_graph.evaluate(text, x, w, b)
+    run = small_graph.caller(text)
+    for _ in range(small_graph.COMPILE_AFTER + 5):  # the compile starts, and is held
+        for got, ref in zip(run(x, w, b), want, strict=True):
+            np.testing.assert_array_equal(got, ref)  # op by op: exactly the ops' results
+    assert run.__globals__["_warm"] is False
+    release.set()
+    assert small_graph.wait_for_compiles(timeout=300)
+    assert run.__globals__["_warm"] is True
+    for got, ref in zip(run(x, w, b), want, strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+def test_a_background_compile_that_fails_leaves_the_region_op_by_op(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTFRT_CACHE_DIR", str(tmp_path))
+    program = json.loads(PROGRAM)
+    program["ops"][0][2]["alpha"] = 0.875  # a program not compiled before in this process
+    program["ops"][0][2]["activation"] = "leaky_relu"
+    text = json.dumps(program)
+
+    def broken(signature: Any) -> Any:
+        raise OSError("the cache file cannot be read")
+
+    monkeypatch.setattr(small_graph.kernel(text), "compile", broken)
+    x, w, b = np.ones((3, 2), np.float32), np.eye(2, dtype=np.float32), np.zeros(2, np.float32)
+    want = small_graph.evaluate(text, x, w, b)
+    run = small_graph.caller(text)
+    with pytest.warns(RuntimeWarning, match="cache file cannot be read"):  # (once)
+        for _ in range(small_graph.COMPILE_AFTER + 1):
+            run(x, w, b)
+        assert small_graph.wait_for_compiles(timeout=60)
+        got = run(x, w, b)
+    assert run.__globals__["_warm"] is False
+    for g, r in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, r)

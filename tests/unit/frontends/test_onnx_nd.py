@@ -62,6 +62,143 @@ def test_pooling_matches_onnxruntime(case: tuple[str, np.ndarray, dict[str, Any]
     _check(one_node_model(op, {"x": x}, opset=19, **attrs), {"x": x})
 
 
+@SETTINGS
+@given(_pool(), st.integers(0, 1))
+def test_max_pool_indices_and_unpool_match_onnxruntime(
+        case: tuple[str, np.ndarray, dict[str, Any]], order: int) -> None:
+    """``MaxPool``'s ``Indices`` output (either storage order) and, from them, ``MaxUnpool``
+    (the pooled values put back) where the size ``MaxUnpool`` infers is the pooled input's
+    (no dilations, no ``ceil_mode``, windows that tile the padded input exactly)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    _, x, attrs = case
+    attrs.pop("p", None)
+    attrs.pop("count_include_pad", None)
+    k, st_, pads = attrs["kernel_shape"], attrs["strides"], attrs["pads"]
+    nd = len(k)
+    tiles = all((x.shape[2 + i] + pads[i] + pads[i + nd] - k[i]) % st_[i] == 0
+                for i in range(nd))
+    unpool = (order == 0 and tiles and attrs.get("ceil_mode", 0) == 0
+              and set(attrs.get("dilations", [])) <= {1})
+    nodes = [helper.make_node("MaxPool", ["x"], ["y", "i"], storage_order=order, **attrs)]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * x.ndim),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [None] * x.ndim)]
+    if unpool:
+        nodes.append(helper.make_node("MaxUnpool", ["y", "i"], ["u"],
+                                      kernel_shape=attrs["kernel_shape"],
+                                      strides=attrs["strides"], pads=attrs["pads"]))
+        outs.append(helper.make_tensor_value_info("u", TensorProto.FLOAT, [None] * x.ndim))
+    graph = helper.make_graph(
+        nodes, "pool_indices", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        outs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    want = run_ort(model, {"x": x})
+    got = run_pytfrt(model, {"x": x})
+    np.testing.assert_array_equal(got[1], want[1])
+    assert max_rel_error(got, want) <= TOL
+
+
+@st.composite
+def _grid_sample(draw: Any) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    nd = draw(st.integers(2, 3))
+    mode = draw(st.sampled_from(["nearest", "linear", "cubic"] if nd == 2 else
+                                ["nearest", "linear"]))
+    spatial = draw(st.lists(st.integers(1, 5), min_size=nd, max_size=nd))
+    out = draw(st.lists(st.integers(1, 4), min_size=nd, max_size=nd))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    x = rng.standard_normal((2, 3, *spatial)).astype(np.float32)
+    grid = rng.uniform(-1.3, 1.3, (2, *out, nd)).astype(np.float32)
+    attrs = {"mode": mode, "align_corners": draw(st.integers(0, 1)),
+             "padding_mode": draw(st.sampled_from(["zeros", "border", "reflection"]))}
+    return x, grid, attrs
+
+
+@SETTINGS
+@given(_grid_sample())
+def test_grid_sample_matches_onnxruntime(case: tuple[np.ndarray, np.ndarray, dict[str, Any]]
+                                         ) -> None:
+    """``GridSample`` on 2-D and 3-D inputs, every mode and padding mode (opset 20)."""
+    x, grid, attrs = case
+    _check(one_node_model("GridSample", {"x": x, "g": grid}, opset=20, **attrs),
+           {"x": x, "g": grid})
+
+
+@st.composite
+def _deform_conv(draw: Any) -> tuple[dict[str, np.ndarray | None], dict[str, Any]]:
+    group, offset_group = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    c = group * offset_group * draw(st.integers(1, 2))
+    oc = group * draw(st.integers(1, 2))
+    k = draw(st.lists(st.integers(1, 3), min_size=2, max_size=2))
+    strides = draw(st.lists(st.integers(1, 2), min_size=2, max_size=2))
+    dil = draw(st.lists(st.integers(1, 2), min_size=2, max_size=2))
+    pads = draw(st.lists(st.integers(0, 1), min_size=4, max_size=4))
+    hw = [draw(st.integers((k[i] - 1) * dil[i] + 1, (k[i] - 1) * dil[i] + 5)) for i in range(2)]
+    out = [(hw[i] + pads[i] + pads[i + 2] - ((k[i] - 1) * dil[i] + 1)) // strides[i] + 1
+           for i in range(2)]
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    n = 2
+    inputs: dict[str, np.ndarray | None] = {
+        "x": rng.standard_normal((n, c, *hw)).astype(np.float32),
+        "w": rng.standard_normal((oc, c // group, *k)).astype(np.float32),
+        # offsets up to 2.5 pixels: taps fall between pixels and past the border
+        "offset": rng.uniform(-2.5, 2.5, (n, offset_group * k[0] * k[1] * 2, *out))
+        .astype(np.float32),
+        "b": rng.standard_normal(oc).astype(np.float32) if draw(st.booleans()) else None,
+        "mask": (rng.uniform(0, 1, (n, offset_group * k[0] * k[1], *out)).astype(np.float32)
+                 if draw(st.booleans()) else None),
+    }
+    if inputs["mask"] is None:
+        inputs.pop("mask")
+        if inputs["b"] is None:
+            inputs.pop("b")
+    attrs = {"group": group, "offset_group": offset_group, "kernel_shape": k,
+             "strides": strides, "dilations": dil, "pads": pads}
+    return inputs, attrs
+
+
+@SETTINGS
+@given(_deform_conv())
+def test_deform_conv_matches_onnxruntime(
+        case: tuple[dict[str, np.ndarray | None], dict[str, Any]]) -> None:
+    inputs, attrs = case
+    model = one_node_model("DeformConv", inputs, opset=19, **attrs)
+    feeds = {k: v for k, v in inputs.items() if v is not None}
+    _check(model, feeds)
+
+
+@st.composite
+def _tensor_scatter(draw: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    rank = draw(st.integers(2, 4))
+    shape = draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank))
+    axis = draw(st.integers(1, rank - 1))
+    cache = shape[axis] + draw(st.integers(0, 3))
+    mode = draw(st.sampled_from(["linear", "circular"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    past_shape = list(shape)
+    past_shape[axis] = cache
+    inputs = {"past": rng.standard_normal(past_shape).astype(np.float32),
+              "update": rng.standard_normal(shape).astype(np.float32)}
+    if draw(st.booleans()):
+        hi = cache - shape[axis] + 1 if mode == "linear" else 2 * cache
+        inputs["w"] = rng.integers(0, hi, shape[0]).astype(np.int64)
+    negative = draw(st.booleans())
+    return inputs, {"axis": axis - rank if negative else axis, "mode": mode}
+
+
+@SETTINGS
+@given(_tensor_scatter())
+def test_tensor_scatter_matches_onnxruntime(
+        case: tuple[dict[str, np.ndarray], dict[str, Any]]) -> None:
+    inputs, attrs = case
+    model = one_node_model("TensorScatter", inputs, opset=24, **attrs)
+    want = run_ort(model, inputs)
+    got = run_pytfrt(model, inputs)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
 @st.composite
 def _resize(draw: Any) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     mode = draw(st.sampled_from(["nearest", "linear", "cubic"]))
@@ -166,3 +303,95 @@ def test_sequence_inputs_of_several_lengths() -> None:
             np.testing.assert_array_equal(g, w)
         assert int(got[1]) == int(want[1]) == n + 1
         np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
+
+
+@st.composite
+def _tree_ensemble(draw: Any) -> tuple[Any, np.ndarray]:
+    """A random ``TreeEnsemble`` model (opset ai.onnx.ml 5) and features with some NaNs."""
+    from onnx import TensorProto, helper
+
+    n_features = draw(st.integers(1, 4))
+    n_targets = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    nodes: dict[str, list[Any]] = {k: [] for k in (
+        "feat", "mode", "split", "true", "false", "tleaf", "fleaf", "miss")}
+    leaves: tuple[list[int], list[float]] = ([], [])
+    members: list[float] = []
+
+    def leaf() -> int:
+        leaves[0].append(int(rng.integers(0, n_targets)))
+        leaves[1].append(float(np.round(rng.normal(), 3)))
+        return len(leaves[0]) - 1
+
+    def build(depth: int) -> int:
+        i = len(nodes["feat"])
+        for k in nodes:
+            nodes[k].append(0)
+        nodes["feat"][i] = int(rng.integers(0, n_features))
+        nodes["mode"][i] = int(rng.integers(0, 7))
+        nodes["split"][i] = float(rng.integers(-2, 3))  # whole numbers: == and sets can hit
+        nodes["miss"][i] = int(rng.integers(0, 2))
+        if nodes["mode"][i] == 6:
+            members.extend(float(v) for v in rng.choice([-2, -1, 0, 1, 2], 2, replace=False))
+            members.append(float("nan"))
+        for side, flag in (("true", "tleaf"), ("false", "fleaf")):
+            if depth == 0 or rng.random() < 0.3:
+                nodes[side][i], nodes[flag][i] = leaf(), 1
+            else:
+                nodes[side][i], nodes[flag][i] = build(depth - 1), 0
+        return i
+
+    roots = [build(draw(st.integers(0, 3))) for _ in range(draw(st.integers(1, 4)))]
+    attrs: dict[str, Any] = dict(
+        nodes_featureids=nodes["feat"], nodes_truenodeids=nodes["true"],
+        nodes_falsenodeids=nodes["false"], nodes_trueleafs=nodes["tleaf"],
+        nodes_falseleafs=nodes["fleaf"], nodes_missing_value_tracks_true=nodes["miss"],
+        nodes_modes=helper.make_tensor("modes", TensorProto.UINT8, [len(nodes["mode"])],
+                                       nodes["mode"]),
+        nodes_splits=helper.make_tensor("splits", TensorProto.FLOAT, [len(nodes["split"])],
+                                        nodes["split"]),
+        leaf_targetids=leaves[0],
+        leaf_weights=helper.make_tensor("w", TensorProto.FLOAT, [len(leaves[1])], leaves[1]),
+        tree_roots=roots, n_targets=n_targets,
+        aggregate_function=draw(st.integers(0, 3)), post_transform=draw(st.integers(0, 3)))
+    if members:
+        attrs["membership_values"] = helper.make_tensor("m", TensorProto.FLOAT, [len(members)],
+                                                        members)
+    x = rng.integers(-2, 3, (5, n_features)).astype(np.float32)
+    x[rng.random(x.shape) < 0.15] = np.nan
+    node = helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", **attrs)
+    graph = helper.make_graph(
+        [node], "trees", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                    helper.make_opsetid("ai.onnx.ml", 5)])
+    model.ir_version = 10
+    return model, x
+
+
+@SETTINGS
+@given(_tree_ensemble())
+def test_tree_ensemble_matches_onnxruntime(case: tuple[Any, np.ndarray]) -> None:
+    """``ai.onnx.ml`` ``TreeEnsemble``: random trees with every comparison mode (membership
+    sets included), NaN features taking their node's missing-value branch, every aggregation
+    and the post transforms.  ONNX Runtime's post transforms differ from ONNX's definition
+    (it reads 1 as logistic and 2 as softmax, and transforms no single-target scores): for a
+    post transform the oracle is ONNX Runtime's untransformed scores with ONNX's transform
+    (1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO) applied here."""
+    model, x = case
+    attr = next(a for a in model.graph.node[0].attribute if a.name == "post_transform")
+    post = attr.i
+    got = run_pytfrt(model, {"x": x})[0]
+    attr.i = 0
+    raw = run_ort(model, {"x": x})[0].astype(np.float64)
+    if post == 2:
+        want = 1 / (1 + np.exp(-raw))
+    elif post in (1, 3):
+        keep = (raw != 0) if post == 3 else np.ones(raw.shape, bool)
+        top = np.where(keep, raw, -np.inf).max(axis=1, keepdims=True)
+        e = np.where(keep, np.exp(raw - np.where(np.isfinite(top), top, 0)), 0)
+        total = e.sum(axis=1, keepdims=True)
+        want = e / np.where(total > 0, total, 1)
+    else:
+        want = raw
+    assert max_rel_error([got], [want.astype(np.float32)]) <= TOL

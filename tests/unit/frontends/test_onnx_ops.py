@@ -278,6 +278,17 @@ def test_normalisations() -> None:
     c = 5
     bn = {"s": f32(c, lo=0.5), "b": f32(c), "m": f32(c), "v": f32(c, lo=0.5, hi=2.0)}
     check("BatchNormalization", {"x": f32(2, c, 4, 4), **bn}, consts=bn, epsilon=1e-3, tol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (2, 5, 7), (2, 5, 3, 4), (2, 5, 2, 3, 2)])
+def test_batch_norm_training_mode(shape: tuple[int, ...]) -> None:
+    """``training_mode = 1``: normalised with the batch statistics, and the running mean and
+    variance outputs (statistics as graph inputs or as constants)."""
+    c = shape[1]
+    bn = {"s": f32(c, lo=0.5), "b": f32(c), "m": f32(c), "v": f32(c, lo=0.5, hi=2.0)}
+    for consts in ({}, bn):
+        check("BatchNormalization", {"x": f32(*shape), **bn}, consts=consts, n_outputs=3,
+              opset=15, training_mode=1, momentum=0.8, epsilon=1e-3, tol=1e-4)
     g, b = f32(6), f32(6)
     check(
         "LayerNormalization", {"x": f32(2, 3, 6), "g": g, "b": b}, consts={"g": g, "b": b}, tol=1e-4
@@ -372,7 +383,7 @@ def test_slice(starts: Any, ends: Any, axes: Any, steps: Any) -> None:
     check("Slice", inputs, consts=consts)
 
 
-@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
 def test_pad(mode: str) -> None:
     p = i64(0, 1, 2, 0, 2, 1)
     inputs: dict[str, Any] = {"x": f32(2, 4, 5), "p": p}
@@ -573,15 +584,14 @@ def test_unsupported_op_names_type_node_and_file(tmp_path: Path) -> None:
     from pytfrt.compiler.errors import UnsupportedOpError
     from pytfrt.compiler.frontends.onnx import import_onnx
 
-    indices = np.zeros((1, 1, 2, 2), np.int64)
-    model = one_node_model("MaxUnpool", {"a": f32(1, 1, 2, 2), "i": indices}, kernel_shape=[2, 2])
-    path = tmp_path / "maxunpool_model.onnx"
+    model = one_node_model("ImageDecoder", {"a": np.zeros(16, np.uint8)}, opset=20)
+    path = tmp_path / "decoder_model.onnx"
     onnx.save(model, str(path))
     with pytest.raises(UnsupportedOpError) as info:
         import_onnx(path)
     msg = str(info.value)
-    assert "MaxUnpool" in msg and "the_maxunpool" in msg and "maxunpool_model.onnx" in msg
-    assert info.value.op_type == "MaxUnpool"
+    assert "ImageDecoder" in msg and "the_imagedecoder" in msg and "decoder_model.onnx" in msg
+    assert info.value.op_type == "ImageDecoder"
 
 
 def test_custom_domain_is_unsupported() -> None:
@@ -914,3 +924,66 @@ def test_resize(attrs: dict[str, Any], scales: Any, sizes: Any) -> None:
         inputs["scales"] = None
         inputs["sizes"] = consts["sizes"] = np.asarray(sizes, np.int64)
     check("Resize", inputs, consts=consts, tol=1e-5, **attrs)
+
+
+@pytest.mark.parametrize("size", [(2, 3, 4, 5), (1, 2, 3, 4, 2)])
+def test_affine_grid_size_known_at_run_time(size: tuple[int, ...]) -> None:
+    """``AffineGrid`` (imported as its function body) with ``size`` a graph input: the model is
+    specialised on ``size`` alone -- the integer input that fixes the ranks -- not on
+    ``theta``, so new ``theta`` values reuse the compiled model."""
+    from pytfrt.compiler.frontends.onnx_specialize import SpecializingModel
+
+    nd = len(size) - 2
+    rng = np.random.default_rng(len(size))
+    size_a = np.asarray(size, np.int64)
+    theta = rng.standard_normal((size[0], nd, nd + 1)).astype(np.float32)
+    model = one_node_model("AffineGrid", {"theta": theta, "size": size_a}, opset=20,
+                           align_corners=1)
+    runner = SpecializingModel(model)
+    for k in range(2):
+        th = theta + k
+        (got,) = runner([th, size_a])
+        (want,) = run_ort(model, {"theta": th, "size": size_a})
+        assert got.shape == want.shape == (*size[:1], *size[2:], nd)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert runner._specialised == {"size"}
+    assert len(runner._cache) == 1
+
+
+def test_optional_graph_inputs_and_outputs() -> None:
+    """Optional-typed graph inputs and outputs through ``pytfrt.onnx_backend``: ``None`` is an
+    empty optional (imported as such: no argument), a value is its element; an empty optional
+    output comes back as ``None``.  Known answers (ONNX Runtime's CPU provider lacks the
+    optional ops at these opsets; ONNX's reference evaluator cannot run ``Identity`` on an
+    empty optional)."""
+    from onnx import TensorProto, helper
+
+    from pytfrt import onnx_backend
+
+    opt = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))
+    then_g = helper.make_graph(
+        [helper.make_node("OptionalGetElement", ["x"], ["t"]),
+         helper.make_node("Add", ["t", "t"], ["t2"]),
+         helper.make_node("Optional", ["t2"], ["r_then"])], "then", [],
+        [helper.make_value_info("r_then", opt)])
+    else_g = helper.make_graph(
+        [helper.make_node("Optional", [], ["r_else"],
+                          type=helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))],
+        "else", [], [helper.make_value_info("r_else", opt)])
+    graph = helper.make_graph(
+        [helper.make_node("OptionalHasElement", ["x"], ["has"]),
+         helper.make_node("If", ["has"], ["y"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("Identity", ["x"], ["same"])],
+        "optionals", [helper.make_value_info("x", opt)],
+        [helper.make_value_info("has", helper.make_tensor_type_proto(TensorProto.BOOL, [])),
+         helper.make_value_info("y", opt), helper.make_value_info("same", opt)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    rep = onnx_backend.prepare(model)
+    for x in (np.asarray([1.0, -2.0, 3.5], np.float32), None):
+        got = rep.run([x])
+        assert bool(got[0]) == (x is not None)
+        for g, want in zip(got[1:], (None if x is None else x + x, x), strict=True):
+            assert (g is None) == (want is None)
+            if want is not None:
+                np.testing.assert_array_equal(g, want)

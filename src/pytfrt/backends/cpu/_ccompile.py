@@ -32,8 +32,8 @@ from pytfrt.support.disk_cache import cache_dir, key_digest
 
 COMPILE_AFTER = 2
 """Calls of a generated kernel that run uncompiled before it is compiled: a program run once or
-twice (a test, a one-off evaluation) never pays the compile; a training loop pays it on its
-third step."""
+twice (a test, a one-off evaluation) never pays the compile; a training loop compiles on its
+third step (a C segment) or starts compiling there in the background (a Numba region)."""
 
 CFLAGS = ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math",
           "-fno-strict-aliasing", "-w")

@@ -134,6 +134,8 @@ class _Lib:
                 ctypes.c_int,
             ),
             "dnnl_reorder_primitive_desc_create": ([pp, p, p, p, p, p], ctypes.c_int),
+            "dnnl_binary_primitive_desc_create": ([pp, p, ctypes.c_int, p, p, p, p],
+                                                  ctypes.c_int),
             "dnnl_pooling_forward_primitive_desc_create": (
                 [pp, p, ctypes.c_int, ctypes.c_int, p, p, _DIMS, _DIMS, _DIMS, _DIMS, _DIMS, p],
                 ctypes.c_int,
@@ -364,12 +366,16 @@ _Part = tuple[
 """``(src NCHW dims, dst NCHW dims, pads t/b/l/r, src byte offset, dst byte offset, output
 channels [c0, c1) of a channel part or None)``."""
 
-PARALLEL_MIN_MACS = 4_000_000
-"""Fewest multiply-adds for which a convolution is split into parts run in parallel."""
+PARALLEL_MIN_MACS = 500_000
+"""Fewest multiply-adds for which a convolution is split into parts run in parallel.  The
+mobile nets' convolutions are mostly 0.5-4M multiply-adds (30-200 us each on one core):
+splitting them too (this was 4M) measured MobileNetV3-small at batch 1 3.00 -> 2.67 ms and
+EfficientNet-B0 13.0 -> 11.5 ms (medians of 100 / 40 interleaved calls, the benchmark at
+real-time priority on the shared machine); 250k gained nothing more on EfficientNet (11.3)."""
 PARTS_PER_THREAD = 1
 """Parts per thread of a split convolution (batch items or output-row bands); measured on
 ResNet-50 b1 on a quiet machine: 1 part per thread 26.5-27.9 ms, 2: 31.3, 3: 30.4, 8: 34.1."""
-PART_MIN_MACS = 2_000_000
+PART_MIN_MACS = 250_000
 """Fewest multiply-adds per part."""
 CHANNEL_SPLIT_MAX_PIXELS = 64
 """At batch 1, a convolution with at most this many output pixels (ResNet-50's 7x7 stage) is
@@ -395,6 +401,14 @@ another thread is using them, through :func:`pytfrt.backends.cpu._parallel.paral
 _POOL_STATE = -1
 """Key of a part's memory objects used by :mod:`_spin_pool` (under its lock), beside the
 per-thread ones of the Python path (keyed by thread id)."""
+
+
+def channel_bounds(cout: int, k: int) -> list[int]:
+    """``k + 1`` bounds of ``k`` output-channel parts of ``cout`` channels (``cout >= 16 * k``)
+    as even as whole 16-channel blocks allow (every part but the last starts and ends on a
+    block, so each writes whole 64-byte lines of a channel row): a classifier's 1000 outputs
+    in two parts are 496 + 504."""
+    return [cout if i == k else 16 * ((cout * i // k + 8) // 16) for i in range(k + 1)]
 
 
 class _Job(NamedTuple):
@@ -521,8 +535,8 @@ class DnnlConv:
         k = parts_wanted
         if (layout == "NHWC" and oh * ow <= CHANNEL_SPLIT_MAX_PIXELS
                 and n * oh * ow <= CHANNEL_SPLIT_MAX_ROWS and a["groups"] == 1 and k >= 2
-                and cout % (16 * k) == 0):  # parts of whole 16-channel blocks
-            bounds = [cout * i // k for i in range(k + 1)]
+                and cout >= 16 * k):
+            bounds = channel_bounds(cout, k)
             return [((n, c, h, w), (n, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 0, (c0, c1))
                     for c0, c1 in zip(bounds, bounds[1:], strict=False)]
         if n >= 2:
@@ -677,28 +691,7 @@ class DnnlConv:
 
     def _reorder(self, src_md: Any, src_addr: int, dst_md: Any, dst_mem: Any) -> None:
         """Copy the filter at ``src_addr`` (format ``src_md``) into the memory ``dst_mem``."""
-        lib = self._lib
-        temp = _Prim(lib)
-        try:
-            pd = temp.own(
-                "dnnl_primitive_desc_destroy",
-                lib.new(
-                    "dnnl_reorder_primitive_desc_create", src_md, lib.engine, dst_md,
-                    lib.engine, None,
-                ),
-            )
-            src = temp.own(
-                "dnnl_memory_destroy", lib.new("dnnl_memory_create", src_md, lib.engine, src_addr)
-            )
-            prim = temp.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", pd))
-            args = (_ExecArg * 2)(
-                _ExecArg(_ARG_FROM, src.value), _ExecArg(_ARG_TO, dst_mem.value)
-            )
-            stream = lib.stream()
-            lib.call("dnnl_primitive_execute", prim, stream, 2, args)
-            lib.call("dnnl_stream_wait", stream)
-        finally:
-            temp.destroy()
+        reorder(self._lib, src_md, src_addr, dst_md, dst_mem)
 
     def user_filter(self) -> np.ndarray:
         """The filter in the user's format (HWIO for NHWC, OIHW for NCHW), read-only: the
@@ -780,23 +773,70 @@ class DnnlConv:
         np.copyto(part, buf)
 
     def _run(self, p: _Prim, xa: int, ya: int, ra: int) -> None:
-        """Run one part on the calling thread: one native call
-        (:func:`pytfrt.backends.cpu._spin_pool.run_row`) that sets the data addresses and
-        executes and waits for the primitive, with this thread's row of memory objects."""
-        lib = self._lib
-        if not getattr(_blas._local, "pinned", False):
-            _pin_one_thread()
-        tid = threading.get_ident()
-        row = p.rows.get(tid)
-        if row is None:
-            row = np.zeros(_spin_pool.NF, np.int64)
-            _fill_row(row, p, p.state(tid, self._lock))
-            with self._lock:
-                row = p.rows.setdefault(tid, row)
-        st = _spin_pool.run_row(row, lib.fns, xa, ya, ra, lib.stream_handle(),
-                                _scratch(lib, p.scratch) if p.scratch else 0, 0)
-        if st != 0:
-            raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
+        """Run one part on the calling thread (:func:`run_part`)."""
+        run_part(self._lib, p, self._lock, xa, ya, ra)
+
+
+def query_impl(lib: _Lib, p: _Prim) -> None:
+    """Set ``p.impl`` (oneDNN's implementation name) and ``p.scratch`` (its scratchpad bytes)
+    from ``p.pd``.
+
+    Raises:
+        RuntimeError: the implementation is oneDNN's reference code (``ref:``: too slow to use).
+    """
+    info = ctypes.c_char_p()
+    lib.call("dnnl_primitive_desc_query", p.pd, _Q_IMPL_INFO, 0, ctypes.byref(info))
+    p.impl = (info.value or b"").decode()
+    if p.impl.startswith("ref"):
+        raise RuntimeError(f"oneDNN reference implementation {p.impl}")
+    sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_SCRATCHPAD_MD, 0)
+    p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
+
+
+def reorder(lib: _Lib, src_md: Any, src_addr: int, dst_md: Any, dst_mem: Any) -> None:
+    """Copy the weights at ``src_addr`` (format ``src_md``) into the memory ``dst_mem``
+    (format ``dst_md``): a oneDNN reorder on the calling thread."""
+    temp = _Prim(lib)
+    try:
+        pd = temp.own("dnnl_primitive_desc_destroy", lib.new(
+            "dnnl_reorder_primitive_desc_create", src_md, lib.engine, dst_md, lib.engine, None))
+        src = temp.own("dnnl_memory_destroy",
+                       lib.new("dnnl_memory_create", src_md, lib.engine, src_addr))
+        prim = temp.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", pd))
+        args = (_ExecArg * 2)(_ExecArg(_ARG_FROM, src.value), _ExecArg(_ARG_TO, dst_mem.value))
+        stream = lib.stream()
+        lib.call("dnnl_primitive_execute", prim, stream, 2, args)
+        lib.call("dnnl_stream_wait", stream)
+    finally:
+        temp.destroy()
+
+
+def run_part(lib: _Lib, p: _Prim, lock: threading.Lock, xa: int, ya: int, ra: int,
+             cout: int = 0, itemsize: int = 4) -> None:
+    """Run one part of a split primitive on the calling thread: one native call
+    (:func:`pytfrt.backends.cpu._spin_pool.run_row`) that sets the data addresses and executes
+    and waits for the primitive, with this thread's row of memory objects (made on first use;
+    ``lock`` guards ``p``'s per-thread tables).  A channel part (``cout``, ``itemsize``: as
+    :func:`fill_channels`) goes through this thread's part buffer."""
+    if not getattr(_blas._local, "pinned", False):
+        _pin_one_thread()
+    tid = threading.get_ident()
+    row = p.rows.get(tid)
+    if row is None:
+        row = np.zeros(_spin_pool.NF, np.int64)
+        _fill_row(row, p, p.state(tid, lock))
+        if cout:  # else the caller copies a channel part's buffer itself (_run_channels)
+            fill_channels(row, p, cout, itemsize)
+        with lock:
+            row = p.rows.setdefault(tid, row)
+    buf = 0
+    if row[_spin_pool.CH_BYTES]:  # (the float32 buffer holds at least as many bytes)
+        nbytes = int(row[_spin_pool.CH_BYTES] * row[_spin_pool.CH_ROWS])
+        buf = int(_part_buffer((1, (nbytes + 3) // 4)).ctypes.data)
+    st = _spin_pool.run_row(row, lib.fns, xa, ya, ra, lib.stream_handle(),
+                            _scratch(lib, p.scratch) if p.scratch else 0, buf)
+    if st != 0:
+        raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
 
 
 def _fill_row(row: np.ndarray, p: _Prim, state: tuple[Any, ...]) -> None:
@@ -814,23 +854,31 @@ def _fill_row(row: np.ndarray, p: _Prim, state: tuple[Any, ...]) -> None:
     row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
 
 
-def _job(prims: list[_Prim], cout: int, lock: threading.Lock) -> _Job:
+def fill_channels(row: np.ndarray, p: _Prim, cout: int, itemsize: int = 4) -> int:
+    """The channel-part fields of ``p``'s :mod:`_spin_pool` row (``cout``: output channels of
+    the whole convolution; ``itemsize``: bytes per output element, 1 for int8 results);
+    returns the part buffer's size in bytes (0 for other parts)."""
+    if p.channels is None:
+        return 0
+    c0, c1 = p.channels
+    row[_spin_pool.CH_OFF] = itemsize * c0
+    row[_spin_pool.CH_BYTES] = itemsize * (c1 - c0)
+    row[_spin_pool.CH_ROWS] = p.pixels
+    row[_spin_pool.CH_STRIDE] = itemsize * cout
+    row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
+    return itemsize * (c1 - c0) * p.pixels
+
+
+def _job(prims: list[_Prim], cout: int, lock: threading.Lock, itemsize: int = 4) -> _Job:
     """The :mod:`_spin_pool` job of a split primitive (``cout``: output channels of the whole
-    convolution, for channel parts); its memory objects (:data:`_POOL_STATE`) are used only
-    under the pool's lock."""
+    convolution, for channel parts, whose outputs have ``itemsize`` bytes per element); its
+    memory objects (:data:`_POOL_STATE`) are used only under the pool's lock."""
     table = np.zeros((len(prims), _spin_pool.NF), np.int64)
     buf = 0
     for i, p in enumerate(prims):
         row = table[i]
         _fill_row(row, p, p.state(_POOL_STATE, lock))
-        if p.channels is not None:
-            c0, c1 = p.channels
-            row[_spin_pool.CH_OFF] = 4 * c0
-            row[_spin_pool.CH_BYTES] = 4 * (c1 - c0)
-            row[_spin_pool.CH_ROWS] = p.pixels
-            row[_spin_pool.CH_STRIDE] = 4 * cout
-            row[_spin_pool.CH_COPY_IN] = int(p.residual == RESIDUAL_IN_DST)
-            buf = max(buf, 4 * (c1 - c0) * p.pixels)
+        buf = max(buf, fill_channels(row, p, cout, itemsize))
     return _Job(table, max(p.scratch for p in prims), buf)
 
 

@@ -4,8 +4,9 @@ Private helper of :mod:`pytfrt.backends.cpu.quant` (the ``qconv2d`` / ``qmatmul`
 It reuses :mod:`pytfrt.backends.cpu._dnnl_conv`'s library binding, primitive holder
 (:class:`~pytfrt.backends.cpu._dnnl_conv._Prim`), threading and job runner: read that module's
 docstring for the threading model (single-threaded primitives on the calling thread; a large
-convolution split by batch or output rows into parts that :mod:`_spin_pool` runs on pytfrt's
-own threads).
+convolution split by batch, output rows or -- small images at batch 1, as the float
+convolution -- output channels into parts that :mod:`_spin_pool` runs on pytfrt's own
+threads).
 
 What a primitive computes (oneDNN 3's quantisation model, all in float32 after the integer
 accumulation)::
@@ -18,6 +19,13 @@ accumulation)::
     real = activation(real)                                  (``eltwise`` post-op: relu ...)
     y    = saturate(round_half_even(real / y_scale) + y_zero_point)   (u8/s8 result)
     or y = real                                              (f32 result)
+
+With an inner requantization the primitive works in units of ``inner_scale`` instead (every
+scale divided by it: weight scales, bias, the ``sum`` scale, the result scale; a ReLU commutes
+with a positive scale), so the requantization is two eltwise post-ops (round, clip to the
+codes' range less the zero point) rather than four (a scale, round, clip, a scale back): measured
+on the 1x1 residual convolutions of ResNet-50 at batch 1, the post-op chain had cost as much as
+the product.
 
 oneDNN picks its int8 kernels for the CPU itself (AMX, AVX-512 VNNI, AVX2 VNNI, or plain
 AVX2 with the u8 x s8 compensation it computes into the reordered weights); reference
@@ -82,6 +90,28 @@ class QuantParams:
         self.residual_zero_point = int(residual_zero_point)
         self.inner_scale = inner_scale
         self.inner_zero_point = int(inner_zero_point)
+        self.unit = 1.0
+        """The unit the primitive computes in (``inner_scale`` for an integer result with an
+        inner requantization, else 1: see the module docstring); the ``prim_*`` attributes are
+        the scales and bias the primitive is given, divided by it."""
+        if inner_scale is not None and self.out_dtype != np.float32:
+            self.unit = float(inner_scale)
+        u = np.float32(self.unit)
+        self.prim_w_scale = self.w_scale if self.unit == 1.0 else self.w_scale / u
+        self.prim_bias = self.bias if self.bias is None or self.unit == 1.0 else self.bias / u
+        self.prim_y_scale = self.y_scale / self.unit
+        self.prim_residual_scale = (None if residual_scale is None
+                                    else float(residual_scale) / self.unit)
+
+    def channels(self, c0: int, c1: int) -> QuantParams:
+        """The parameters of output channels ``[c0, c1)`` (a channel part's)."""
+        return QuantParams(
+            x_scale=self.x_scale, x_zero_point=self.x_zero_point,
+            w_scale=self.w_scale[c0:c1], bias=None if self.bias is None else self.bias[c0:c1],
+            y_scale=self.y_scale, y_zero_point=self.y_zero_point, out_dtype=self.out_dtype,
+            activation=self.activation, alpha=self.alpha, residual_scale=self.residual_scale,
+            residual_zero_point=self.residual_zero_point, inner_scale=self.inner_scale,
+            inner_zero_point=self.inner_zero_point)
 
 
 class _Args:
@@ -93,9 +123,9 @@ class _Args:
         self.p = p
         self.add(_ARG_ATTR_SCALES | dc._ARG_SRC, np.array([q.x_scale], np.float32))
         self.add(_ARG_ATTR_SCALES | dc._ARG_WEIGHTS,
-                 q.w_scale if w_mask else q.w_scale[:1].copy())
+                 q.prim_w_scale if w_mask else q.prim_w_scale[:1].copy())
         if q.out_dtype != np.float32:
-            self.add(_ARG_ATTR_SCALES | dc._ARG_DST, np.array([q.y_scale], np.float32))
+            self.add(_ARG_ATTR_SCALES | dc._ARG_DST, np.array([q.prim_y_scale], np.float32))
             if q.y_zero_point:
                 self.add(_ARG_ATTR_ZERO_POINTS | dc._ARG_DST,
                          np.array([q.y_zero_point], np.int32))
@@ -134,12 +164,13 @@ def _attr(lib: dc._Lib, temp: dc._Prim, q: QuantParams, w_mask: int) -> ctypes.c
         if q.inner_scale is not None:
             info = np.iinfo(q.out_dtype)
             s, z = float(q.inner_scale), q.inner_zero_point
-            for alg, a, b in ((_LINEAR, 1.0 / s, 0.0), (_ROUND, 0.0, 0.0),
-                              (_CLIP_V2, float(info.min - z), float(info.max - z)),
-                              (_LINEAR, s, 0.0)):
+            chain = [(_ROUND, 0.0, 0.0), (_CLIP_V2, float(info.min - z), float(info.max - z))]
+            if q.unit != s:  # a float result: scale to inner units and back
+                chain = [(_LINEAR, 1.0 / s, 0.0), *chain, (_LINEAR, s, 0.0)]
+            for alg, a, b in chain:
                 lib.call("dnnl_post_ops_append_eltwise", po, alg, a, b)
-        if q.residual_scale is not None:
-            lib.call("dnnl_post_ops_append_sum", po, float(q.residual_scale),
+        if q.prim_residual_scale is not None:
+            lib.call("dnnl_post_ops_append_sum", po, float(q.prim_residual_scale),
                      int(q.residual_zero_point), 0)
         if eltwise is not None:
             lib.call("dnnl_post_ops_append_eltwise", po, *eltwise)
@@ -155,47 +186,52 @@ def saturation_safe(impl: str) -> bool:
     return "vnni" in impl or "amx" in impl
 
 
-def _finish(lib: dc._Lib, p: dc._Prim, temp: dc._Prim, user_w_md: ctypes.c_void_p,
-            w: np.ndarray) -> None:
-    """Query the implementation (refusing ``ref:``), size the scratchpad, reorder the
-    weights into the primitive's format (its compensation included) and create it."""
-    info = ctypes.c_char_p()
-    lib.call("dnnl_primitive_desc_query", p.pd, dc._Q_IMPL_INFO, 0, ctypes.byref(info))
-    p.impl = (info.value or b"").decode()
-    if p.impl.startswith("ref"):
-        raise RuntimeError(f"oneDNN reference implementation {p.impl}")
+def _finish(lib: dc._Lib, p: dc._Prim, user_w_md: ctypes.c_void_p, w: np.ndarray,
+            holders: list[dc._Prim], channels: tuple[int, int]) -> None:
+    """Query the implementation (refusing ``ref:``), size the scratchpad, give the primitive
+    its weights in its format (its compensation included) and create it.  The reordered
+    weights of output channels ``channels`` are shared by every primitive of the operation
+    that wants the same format (``holders``: the operation's weight holders, each owning one
+    copy): the row parts of a split convolution then read one copy from the shared cache
+    instead of one copy each."""
+    dc.query_impl(lib, p)
     if not saturation_safe(p.impl) and (int(w.max(initial=0)) > 63 or int(w.min(initial=0)) < -64):
         raise RuntimeError(f"{p.impl} would saturate on weights outside [-64, 63]")
     w_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_WEIGHTS_MD, 0)
-    sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_SCRATCHPAD_MD, 0)
-    p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
-    p.keep, addr = dc._filter_memory(int(lib.fn["dnnl_memory_desc_get_size"](w_md)))
-    held = p.own("dnnl_memory_desc_destroy", dc._clone_md(lib, w_md))
-    p.weights = p.own("dnnl_memory_destroy",
-                      lib.new("dnnl_memory_create", held, lib.engine, ctypes.c_void_p(addr)))
-    src = temp.own("dnnl_memory_destroy",
-                   lib.new("dnnl_memory_create", user_w_md, lib.engine, w.ctypes.data))
-    pd = temp.own("dnnl_primitive_desc_destroy",
-                  lib.new("dnnl_reorder_primitive_desc_create", user_w_md, lib.engine, held,
-                          lib.engine, None))
-    prim = temp.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", pd))
-    args = (dc._ExecArg * 2)(dc._ExecArg(dc._ARG_FROM, src.value),
-                             dc._ExecArg(dc._ARG_TO, p.weights.value))
-    stream = lib.stream()
-    lib.call("dnnl_primitive_execute", prim, stream, 2, args)
-    lib.call("dnnl_stream_wait", stream)
+    for h in holders:
+        if h.channels == channels and lib.fn["dnnl_memory_desc_equal"](h.src_md, w_md):
+            p.weights = h.weights
+            break
+    else:
+        h = dc._Prim(lib)  # a holder: src_md is its weights' format, weights the memory
+        h.channels = channels
+        h.keep, addr = dc._filter_memory(int(lib.fn["dnnl_memory_desc_get_size"](w_md)))
+        h.src_md = h.own("dnnl_memory_desc_destroy", dc._clone_md(lib, w_md))
+        h.weights = h.own("dnnl_memory_destroy", lib.new(
+            "dnnl_memory_create", h.src_md, lib.engine, ctypes.c_void_p(addr)))
+        holders.append(h)
+        dc.reorder(lib, user_w_md, w.ctypes.data, h.src_md, h.weights)
+        p.weights = h.weights
     p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
 
 
 class _Runner:
     """Per input shape, the parts of one int8 operation (made on first use) and their run."""
 
-    def __init__(self, lib: dc._Lib) -> None:
+    def __init__(self, lib: dc._Lib, q: QuantParams | None = None, cout: int = 0) -> None:
+        """``q``: the operation's quantisation (``None``: a float runner reusing this class,
+        :mod:`_dnnl_matmul`); ``cout``: output channels of the whole operation (channel
+        parts)."""
         self._lib = lib
+        self.q: QuantParams = q  # type: ignore[assignment]  # (None: a float runner)
+        self._cout = cout
+        self._itemsize = 4 if q is None else q.out_dtype.itemsize
         self._lock = threading.Lock()
         self._prims: dict[tuple[int, ...], list[dc._Prim] | None] = {}
         self._jobs: dict[tuple[int, ...], Any] = {}
-        self._finalizer = weakref.finalize(self, dc._destroy, self._prims, [])
+        self._holders: list[dc._Prim] = []
+        """The reordered weights, shared by the primitives (:func:`_finish`)."""
+        self._finalizer = weakref.finalize(self, dc._destroy, self._prims, self._holders)
 
     def _parts(self, shape: tuple[int, ...]) -> list[dc._Prim] | None:
         got = self._prims.get(shape, False)
@@ -237,7 +273,7 @@ class _Runner:
             return
         job = self._jobs.get(tuple(x.shape))
         if job is None:
-            job = dc._job(parts, 0, self._lock)
+            job = dc._job(parts, self._cout, self._lock, self._itemsize)
             with self._lock:
                 job = self._jobs.setdefault(tuple(x.shape), job)
         if dc.run_job(self._lib, job, xa, ya, 0):
@@ -245,17 +281,15 @@ class _Runner:
         _parallel.parallel_for(lambda i: self._run(parts[i], xa, ya), len(parts))
 
     def _run(self, p: dc._Prim, xa: int, ya: int) -> None:
-        lib = self._lib
-        dc._pin_one_thread()
-        args, src, dst, sp, _res = p.state(threading.get_ident(), self._lock)
-        set_handle = lib.fn["dnnl_memory_set_data_handle"]
-        set_handle(src, xa + p.src_off)
-        set_handle(dst, ya + p.dst_off)
-        if sp:
-            set_handle(sp, dc._scratch(lib, p.scratch))
-        stream = lib.stream()
-        lib.call("dnnl_primitive_execute", p.prim, stream, len(args), args)
-        lib.call("dnnl_stream_wait", stream)
+        """Run one part on the calling thread (:func:`_dnnl_conv.run_part`; a channel part
+        through this thread's buffer)."""
+        dc.run_part(self._lib, p, self._lock, xa, ya, 0, self._cout, self._itemsize)
+
+
+CONV_SPLIT_MIN_MACS = 8_000_000
+"""Fewest multiply-adds for which an int8 convolution is split into parts run in parallel."""
+CONV_PART_MIN_MACS = 4_000_000
+"""Fewest multiply-adds per part of a split int8 convolution."""
 
 
 class Int8Conv(_Runner):
@@ -267,9 +301,7 @@ class Int8Conv(_Runner):
 
     def __init__(self, lib: dc._Lib, w: np.ndarray, q: QuantParams, attrs: dict[str, Any],
                  x_dtype: np.dtype) -> None:
-        super().__init__(lib)
         self.w = np.ascontiguousarray(w, np.int8)
-        self.q = q
         self.a = attrs
         self.x_dtype = np.dtype(x_dtype)
         layout = attrs["layout"]
@@ -277,8 +309,9 @@ class Int8Conv(_Runner):
             self.kh, self.kw, cig, self.cout = self.w.shape
         else:
             self.cout, cig, self.kh, self.kw = self.w.shape
+        super().__init__(lib, q, self.cout)
         self.cin = cig * attrs["groups"]
-        self._keep: list[_Args] = []
+        self._keep: list[Any] = []
 
     def out_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         n, _c, h, w = dc._nchw_dims(self.a["layout"], shape)
@@ -294,7 +327,9 @@ class Int8Conv(_Runner):
                 (w + pl + pr - (dw * (self.kw - 1) + 1)) // sw + 1)
 
     def _split(self, shape: tuple[int, ...]) -> list[dc._Part]:
-        """Parts by batch, or at batch 1 in NHWC by output rows (as the float convolution)."""
+        """Parts by batch, or at batch 1 in NHWC by output rows, or by output channels for
+        small images (as the float convolution: :data:`_dnnl_conv.CHANNEL_SPLIT_MAX_PIXELS`;
+        ResNet-50's 7x7 stage, whose 7 rows split 3 + 4 and whose filters are the largest)."""
         a = self.a
         layout = a["layout"]
         n, c, h, w = dc._nchw_dims(layout, shape)
@@ -305,9 +340,15 @@ class Int8Conv(_Runner):
         whole: dc._Part = ((n, c, h, w), (n, cout, oh, ow), pads, 0, 0, None)  # type: ignore[assignment]
         macs = n * oh * ow * cout * self.kh * self.kw * c // a["groups"]
         threads = _parallel.num_threads()
-        if threads < 2 or macs < 2 * dc.PARALLEL_MIN_MACS:
+        if threads < 2 or macs < CONV_SPLIT_MIN_MACS:
             return [whole]
-        k = min(threads, macs // (2 * dc.PART_MIN_MACS))
+        k = min(threads, macs // CONV_PART_MIN_MACS)
+        if (CHANNEL_SPLIT and layout == "NHWC" and oh * ow <= dc.CHANNEL_SPLIT_MAX_PIXELS
+                and n * oh * ow <= dc.CHANNEL_SPLIT_MAX_ROWS and a["groups"] == 1 and k >= 2
+                and cout % (16 * k) == 0):  # parts of whole 16-channel blocks
+            cb = [cout * i // k for i in range(k + 1)]
+            return [((n, c, h, w), (n, c1 - c0, oh, ow), pads, 0, 0, (c0, c1))
+                    for c0, c1 in zip(cb, cb[1:], strict=False)]
         if n >= 2:
             k = min(k, n)
             b = [n * i // k for i in range(k + 1)]
@@ -339,7 +380,14 @@ class Int8Conv(_Runner):
     def _create(self, p: dc._Prim, part: dc._Part) -> None:
         lib, a, q = self._lib, self.a, self.q
         layout, groups = a["layout"], a["groups"]
-        src, dst, (pt, pb, pl, pr), p.src_off, p.dst_off, _ch = part
+        src, dst, (pt, pb, pl, pr), p.src_off, p.dst_off, p.channels = part
+        p.pixels = dst[0] * dst[2] * dst[3]
+        p.residual = dc.NO_RESIDUAL if q.residual_scale is None else dc.RESIDUAL_IN_DST
+        w, cout = self.w, self.cout
+        if p.channels is not None:  # NHWC: the filter's last axis
+            c0, c1 = p.channels
+            w, cout, q = np.ascontiguousarray(w[..., c0:c1]), c1 - c0, q.channels(c0, c1)
+            self._keep.append(q)  # (its bias is the primitive's bias memory)
         free, temp = "dnnl_memory_desc_destroy", dc._Prim(lib)
         dc._pin_one_thread()
         try:
@@ -348,15 +396,15 @@ class Int8Conv(_Runner):
             p.dst_md = p.own(free, lib.strided_md(dst, dc._md_strides(layout, dst),
                                                   _dnnl_dtype(q.out_dtype)))
             wdims, wstrides = dc._weights_md_dims(layout, self.kh, self.kw, self.cin // groups,
-                                                  self.cout, groups)
+                                                  cout, groups)
             user_w = temp.own(free, lib.strided_md(wdims, wstrides, _S8))
             any_w = temp.own(free, lib.new("dnnl_memory_desc_create_with_tag", len(wdims),
                                            dc._DIMS(*wdims), _S8, dc._FORMAT_ANY))
             bias_md = None
-            if q.bias is not None:
-                bias_md = temp.own(free, lib.strided_md((self.cout,), (1,)))
+            if q.prim_bias is not None:
+                bias_md = temp.own(free, lib.strided_md((cout,), (1,)))
                 p.bias = p.own("dnnl_memory_destroy", lib.new(
-                    "dnnl_memory_create", bias_md, lib.engine, q.bias.ctypes.data))
+                    "dnnl_memory_create", bias_md, lib.engine, q.prim_bias.ctypes.data))
             w_mask = 1 if groups == 1 else 3
             attr = _attr(lib, temp, q, w_mask)
             self._keep.append(_Args(lib, p, q, w_mask))
@@ -367,10 +415,14 @@ class Int8Conv(_Runner):
                 dc._FORWARD_INFERENCE, dc._CONV_DIRECT, p.src_md, any_w, bias_md, p.dst_md,
                 dc._DIMS(sh, sw), dc._DIMS(dh - 1, dw - 1), dc._DIMS(pt, pl), dc._DIMS(pb, pr),
                 attr))
-            _finish(lib, p, temp, user_w, self.w)
+            _finish(lib, p, user_w, w, self._holders, p.channels or (0, self.cout))
         finally:
             temp.destroy()
 
+
+CHANNEL_SPLIT = True
+"""Whether small images at batch 1 are split by output channels (else by rows); an A/B
+switch for the benchmarks."""
 
 PARALLEL_MIN_MACS = 2_000_000
 """Fewest multiply-adds for which an int8 matrix product is split into row bands run in
@@ -382,9 +434,8 @@ class Int8MatMul(_Runner):
     scales, bias, epilogue); ``x_dtype`` u8 or s8.  Large products are split by rows."""
 
     def __init__(self, lib: dc._Lib, w: np.ndarray, q: QuantParams, x_dtype: np.dtype) -> None:
-        super().__init__(lib)
+        super().__init__(lib, q, int(w.shape[1]))
         self.w = np.ascontiguousarray(w, np.int8)
-        self.q = q
         self.x_dtype = np.dtype(x_dtype)
         self._keep: list[_Args] = []
 
@@ -415,16 +466,16 @@ class Int8MatMul(_Runner):
             any_w = temp.own(free, lib.new("dnnl_memory_desc_create_with_tag", 2,
                                            dc._DIMS(k, n), _S8, dc._FORMAT_ANY))
             bias_md = None
-            if q.bias is not None:
+            if q.prim_bias is not None:
                 bias_md = temp.own(free, lib.strided_md((1, n), (n, 1)))
                 p.bias = p.own("dnnl_memory_destroy", lib.new(
-                    "dnnl_memory_create", bias_md, lib.engine, q.bias.ctypes.data))
+                    "dnnl_memory_create", bias_md, lib.engine, q.prim_bias.ctypes.data))
             attr = _attr(lib, temp, q, 2)
             self._keep.append(_Args(lib, p, q, 2))
             p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
                 "dnnl_matmul_primitive_desc_create", lib.engine, p.src_md, any_w, bias_md,
                 p.dst_md, attr))
-            _finish(lib, p, temp, user_w, self.w)
+            _finish(lib, p, user_w, self.w, self._holders, (0, n))
         finally:
             temp.destroy()
 

@@ -1,7 +1,8 @@
-"""float32 max pooling through oneDNN's pooling primitive (C API, via ctypes).
+"""float32 (and u8/s8) max pooling through oneDNN's pooling primitive (C API, via ctypes).
 
 Private helper of :mod:`pytfrt.backends.cpu.pooling`: :func:`max_pool2d` runs a C-contiguous
-float32 ``NHWC``/``NCHW`` max pool in oneDNN (forward inference, ``pooling_max``) when the
+float32, uint8 or int8 ``NHWC``/``NCHW`` max pool (the integer ones: an int8 model's quantized
+activations) in oneDNN (forward inference, ``pooling_max``) when the
 library is present (:func:`pytfrt.backends.cpu._dnnl_conv.library`, so ``PYTFRT_CONV=builtin``
 disables it too), and returns ``False`` otherwise (the caller runs its NumPy path).  One
 primitive per (shape, layout, window), made on first use and kept (at most
@@ -13,7 +14,6 @@ Thread-safe: per-thread streams, memory objects and scratchpads (user scratchpad
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from typing import Any
 
@@ -41,15 +41,20 @@ _split_prims: dict[tuple[Any, ...], list[dc._Prim]] = {}
 """The batch parts of :data:`_jobs` (kept alive with them)."""
 
 
+_DTYPES = {np.dtype(np.float32): dc._F32, np.dtype(np.uint8): 6, np.dtype(np.int8): 5}
+"""The element types run here, as oneDNN's ``dnnl_data_type_t``."""
+
+
 def _create(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Prim:
-    layout, src, dst, kernel, strides, dil, pad_l, pad_r = key
+    layout, src, dst, kernel, strides, dil, pad_l, pad_r, dtype = key
+    dt = _DTYPES[np.dtype(dtype)]
     p = dc._Prim(lib)
     temp = dc._Prim(lib)
     md_free = "dnnl_memory_desc_destroy"
     dc._pin_one_thread()
     try:
-        p.src_md = p.own(md_free, lib.strided_md(src, dc._md_strides(layout, src)))
-        p.dst_md = p.own(md_free, lib.strided_md(dst, dc._md_strides(layout, dst)))
+        p.src_md = p.own(md_free, lib.strided_md(src, dc._md_strides(layout, src), dt))
+        p.dst_md = p.own(md_free, lib.strided_md(dst, dc._md_strides(layout, dst), dt))
         attr = temp.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
         lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
         p.pd = p.own(
@@ -69,13 +74,7 @@ def _create(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Prim:
                 attr,
             ),
         )
-        info = ctypes.c_char_p()
-        lib.call("dnnl_primitive_desc_query", p.pd, dc._Q_IMPL_INFO, 0, ctypes.byref(info))
-        p.impl = (info.value or b"").decode()
-        if p.impl.startswith("ref"):
-            raise RuntimeError(f"oneDNN reference implementation {p.impl}")
-        sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_SCRATCHPAD_MD, 0)
-        p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
+        dc.query_impl(lib, p)
         p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
     except RuntimeError:
         p.destroy()
@@ -92,6 +91,7 @@ def _batch_job(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Job | None:
     if job is not None or key in _jobs:
         return job
     layout, src, dst, *rest = key
+    size = np.dtype(key[-1]).itemsize
     n = src[0]
     k = min(_parallel.num_threads(), n)
     bounds = [n * i // k for i in range(k + 1)]
@@ -102,8 +102,8 @@ def _batch_job(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Job | None:
         try:
             for b0, b1 in zip(bounds, bounds[1:], strict=False):
                 p = _create(lib, (layout, (b1 - b0, *src[1:]), (b1 - b0, *dst[1:]), *rest))
-                p.src_off = 4 * b0 * src[1] * src[2] * src[3]
-                p.dst_off = 4 * b0 * dst[1] * dst[2] * dst[3]
+                p.src_off = size * b0 * src[1] * src[2] * src[3]
+                p.dst_off = size * b0 * dst[1] * dst[2] * dst[3]
                 parts.append(p)
         except RuntimeError:
             for p in parts:
@@ -122,7 +122,8 @@ def max_pool2d(
     win: tuple[int, ...],
     pads_br: tuple[int, int],
 ) -> bool:
-    """``y = max_pool(x)`` in oneDNN for checked C-contiguous float32 ``x`` and ``y``.
+    """``y = max_pool(x)`` in oneDNN for checked C-contiguous ``x`` and ``y`` of one of the
+    types of :data:`_DTYPES`.
 
     ``win`` is pooling's ``(kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, ha, wa)``; ``pads_br`` the
     bottom/right padding that gives ``oh``/``ow`` (ceil mode included).  Returns ``False`` if
@@ -134,7 +135,8 @@ def max_pool2d(
     kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, _, _ = win
     src = dc._nchw_dims(layout, x.shape)
     dst = dc._nchw_dims(layout, y.shape)
-    key = (layout, src, dst, (kh, kw), (sh, sw), (dh - 1, dw - 1), (pt, pl), pads_br)
+    key = (layout, src, dst, (kh, kw), (sh, sw), (dh - 1, dw - 1), (pt, pl), pads_br,
+           x.dtype.str)
     p = _prims.get(key, 0)
     if p == 0:
         with _lock:

@@ -580,6 +580,77 @@ def runner(plan: ConvPlan) -> Callable[..., np.ndarray]:
     return run
 
 
+DENSE_MAX_ROWS = 8
+"""Most rows (batch items) for which :func:`dense_runner` runs a dense layer."""
+DENSE_MIN_WEIGHTS = 1 << 19
+"""Fewest weight elements (2 MB of float32) for which :func:`dense_runner` runs a dense layer:
+smaller ones (an MLP's layers) cost less on the calling thread (``gemm.dense_rows``) than a
+oneDNN call and a fork-join."""
+DENSE_MAX_WEIGHTS = 1 << 23
+"""Most weight elements (32 MB) for which :func:`dense_runner` prepares its own copy."""
+
+
+def dense_runner(
+    w: np.ndarray, bias: np.ndarray | None, activation: str, alpha: float
+) -> Callable[[np.ndarray, np.ndarray | None], np.ndarray | None] | None:
+    """``run(x, out)``: ``act(x @ w + bias)`` for a dense layer with the constant float32
+    weight ``w`` (``(K, N)``, a transposed view is fine) at a small batch, as a oneDNN 1x1
+    convolution over a ``1 x M`` image: the weight is prepared once in oneDNN's blocked
+    layout, the activation is a post-op, and from :data:`_dnnl_conv.PARALLEL_MIN_MACS` the
+    output channels are split over the threads (each streams half of the weight: a classifier
+    head at batch 1 reads 2-5 MB of weights for 1-2 M multiply-adds).  Measured with cold
+    weights at real-time priority: ``1 x 576 x 1024`` with hard-swish 131 -> 60 us against
+    the general matmul path.
+
+    ``None`` unless the weight is float32 with :data:`DENSE_MIN_WEIGHTS` to
+    :data:`DENSE_MAX_WEIGHTS` elements, the bias (if any) float32 ``(N,)``, oneDNN is
+    installed and expresses the activation.  ``run`` returns ``None`` (nothing computed)
+    unless ``x`` is a C-contiguous float32 ``(M, K)`` with ``1 <= M <= DENSE_MAX_ROWS`` and
+    ``out`` (if given) a C-contiguous float32 ``(M, N)`` not overlapping ``x``: the caller then
+    takes its general path.  The plan (and its copy of the weight) is made on the first call
+    that runs.  Thread-safe.
+    """
+    k, n = w.shape
+    f32 = np.dtype(np.float32)
+    if not (w.dtype == f32 and DENSE_MIN_WEIGHTS <= w.size <= DENSE_MAX_WEIGHTS
+            and (bias is None or (bias.dtype == f32 and bias.shape == (n,)))
+            and _dnnl_conv.available()
+            and (activation == "none" or _dnnl_conv.eltwise_for(activation, alpha) is not None)):
+        return None
+    lock = threading.Lock()
+    made: list[Any] = []
+    none = _dnnl_conv.NO_RESIDUAL
+
+    def conv() -> Any:
+        with lock:
+            if not made:
+                hwio = np.ascontiguousarray(w).reshape(1, 1, k, n)
+                plan = plan_conv2d(hwio, layout="NHWC", bias=bias, activation=activation,
+                                   alpha=alpha, copy=False)
+                made.append(plan.dnnl)
+        return made[0]
+
+    def run(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray | None:
+        if x.ndim != 2 or x.dtype != f32 or not x.flags.c_contiguous:
+            return None
+        m = x.shape[0]
+        if not 1 <= m <= DENSE_MAX_ROWS or x.shape[1] != k:
+            return None
+        if out is None:
+            out = np.empty((m, n), f32)
+        elif (out.shape != (m, n) or out.dtype != f32 or not out.flags.c_contiguous
+              or np.may_share_memory(out, x)):
+            return None
+        dnnl = made[0] if made else conv()
+        shape = (1, 1, m, k)
+        if dnnl is None or not (dnnl.prepared(shape, none) or dnnl.ready(shape, none)):
+            return None
+        dnnl.forward(x.reshape(shape), none, out.reshape(1, 1, m, n))
+        return out
+
+    return run
+
+
 GEMV_SGEMM_MACS = 1 << 16
 """Above this many multiply-adds a 1x1-spatial convolution's product runs in oneDNN's GEMM
 (single-threaded) rather than NumPy's (whose OpenBLAS may thread it)."""

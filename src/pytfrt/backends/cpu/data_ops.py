@@ -96,7 +96,8 @@ def pad(x: np.ndarray, *pads_t: np.ndarray, pads: tuple[int, ...], mode: str,
     width = [(max(p[i], 0), max(p[i + r], 0)) for i in range(r)]
     if mode == "constant":
         return np.pad(x, width, mode="constant", constant_values=x.dtype.type(value))
-    return np.pad(x, width, mode="reflect" if mode == "reflect" else "edge")
+    numpy_mode: Any = mode  # reflect, edge, wrap: NumPy's meanings are ONNX's
+    return np.pad(x, width, mode=numpy_mode)
 
 
 def _check_indices(idx: np.ndarray, dim: int, op: str) -> np.ndarray:
@@ -156,14 +157,15 @@ def tile(x: np.ndarray, *mult_t: np.ndarray, multiples: tuple[int, ...]) -> np.n
 
 @GRAPH_OPS.op("broadcast_to")
 def broadcast_to(x: np.ndarray, shape: np.ndarray) -> np.ndarray:
-    """``x`` broadcast to ``shape`` (NumPy rules, the result a real array)."""
+    """``x`` broadcast to ``shape`` (NumPy rules, the result a real C-contiguous array: a copy
+    in the view's stride order would hand the flat loops downstream a transposed layout)."""
     target = _ints(shape)
     try:
         out_shape = np.broadcast_shapes(x.shape, target)
     except ValueError:
         raise OpError(f"broadcast_to: {list(x.shape)} does not broadcast to {list(target)}") \
             from None
-    return np.array(np.broadcast_to(x, out_shape))
+    return np.array(np.broadcast_to(x, out_shape), order="C")
 
 
 @GRAPH_OPS.op("expand_dims")

@@ -7,6 +7,7 @@ keyword-only, new arrays returned (operands are never written),
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -131,70 +132,77 @@ def _reflect(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
                     np.where(above, np.where(even, hi - r, lo + r), x))
 
 
+def _cubic_coeffs(t: np.ndarray) -> list[np.ndarray]:
+    """The four cubic convolution weights (a = -0.75) of the samples at -1, 0, 1, 2."""
+    a = -0.75
+
+    def near(d: np.ndarray) -> np.ndarray:
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    def far(d: np.ndarray) -> np.ndarray:
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
 @GRAPH_OPS.op("grid_sample")
 def grid_sample(x: np.ndarray, grid: np.ndarray, *, mode: str, padding_mode: str,
                 align_corners: bool) -> np.ndarray:
-    """``x`` ([N, C, H, W]) sampled at ``grid`` ([N, Ho, Wo, 2], (x, y) in [-1, 1])."""
-    n_, c_, h, w = x.shape
+    """``x`` ([N, C, *spatial], 2-D or 3-D) sampled at ``grid`` ([N, *out, nd], the
+    coordinates in [-1, 1] innermost axis first: (x, y) or (x, y, z)); ``linear`` mode is
+    bilinear or trilinear, ``cubic`` takes 4 samples per axis."""
+    n_, c_ = x.shape[:2]
+    spatial = x.shape[2:]
+    nd = len(spatial)
+    if grid.shape[-1] != nd or grid.ndim != nd + 2:
+        raise OpError(f"grid_sample: grid {grid.shape} does not fit input {x.shape}")
     g = grid.astype(np.float64)
 
     def unnorm(v: np.ndarray, size: int) -> np.ndarray:
         return (v + 1) / 2 * (size - 1) if align_corners else ((v + 1) * size - 1) / 2
 
-    px, py = unnorm(g[..., 0], w), unnorm(g[..., 1], h)
+    # p[i]: the position along spatial axis i (grid component nd - 1 - i)
+    p = [unnorm(g[..., nd - 1 - i], spatial[i]) for i in range(nd)]
     if padding_mode == "border":
-        px, py = np.clip(px, 0, w - 1), np.clip(py, 0, h - 1)
+        p = [np.clip(p[i], 0, spatial[i] - 1) for i in range(nd)]
     elif padding_mode == "reflection":
-        if align_corners:
-            px, py = _reflect(px, 0, w - 1), _reflect(py, 0, h - 1)
-        else:
-            px, py = _reflect(px, -0.5, w - 0.5), _reflect(py, -0.5, h - 0.5)
+        p = [_reflect(p[i], 0, spatial[i] - 1) if align_corners
+             else _reflect(p[i], -0.5, spatial[i] - 0.5) for i in range(nd)]
     xf = x.astype(np.float64)
-    batch = np.arange(n_)[:, None, None]
+    batch = np.arange(n_).reshape((n_,) + (1,) * nd)
 
-    def at(iy: np.ndarray, ix: np.ndarray) -> np.ndarray:
-        """Pixels [N, Ho, Wo, C] at integer coordinates, padded per padding_mode."""
-        inside = (iy >= 0) & (iy < h) & (ix >= 0) & (ix < w)
-        if padding_mode == "zeros":
-            cy, cx = np.clip(iy, 0, h - 1), np.clip(ix, 0, w - 1)
-        elif padding_mode == "border":
-            cy, cx = np.clip(iy, 0, h - 1), np.clip(ix, 0, w - 1)
-            inside = np.ones_like(inside)
-        else:
-            lo = 0 if align_corners else -0.5
-            cy = np.clip(np.rint(_reflect(iy.astype(np.float64), lo, h - 1 - lo if align_corners
-                                          else h - 0.5)).astype(np.int64), 0, h - 1)
-            cx = np.clip(np.rint(_reflect(ix.astype(np.float64), lo, w - 1 - lo if align_corners
-                                          else w - 0.5)).astype(np.int64), 0, w - 1)
-            inside = np.ones_like(inside)
-        vals = xf[batch, :, cy, cx]  # [N, Ho, Wo, C]
+    def at(idx: list[np.ndarray]) -> np.ndarray:
+        """Samples [N, *out, C] at integer coordinates, padded per padding_mode."""
+        inside = np.ones(idx[0].shape, bool)
+        clipped = []
+        for i, (ix, size) in enumerate(zip(idx, spatial, strict=True)):
+            inside &= (ix >= 0) & (ix < size)
+            if padding_mode == "reflection":
+                lo = 0 if align_corners else -0.5
+                hi = size - 1 - lo if align_corners else size - 0.5
+                ix = np.rint(_reflect(idx[i].astype(np.float64), lo, hi)).astype(np.int64)
+            clipped.append(np.clip(ix, 0, size - 1))
+        vals = xf[(batch, slice(None), *clipped)]  # [N, *out, C]
+        if padding_mode != "zeros":
+            return vals
         return np.where(inside[..., None], vals, 0.0)
 
     if mode == "nearest":
-        out = at(np.rint(py).astype(np.int64), np.rint(px).astype(np.int64))
-    elif mode == "linear":
-        x0, y0 = np.floor(px).astype(np.int64), np.floor(py).astype(np.int64)
-        fx, fy = (px - x0)[..., None], (py - y0)[..., None]
-        out = (at(y0, x0) * (1 - fx) * (1 - fy) + at(y0, x0 + 1) * fx * (1 - fy)
-               + at(y0 + 1, x0) * (1 - fx) * fy + at(y0 + 1, x0 + 1) * fx * fy)
-    else:  # cubic (a = -0.75)
-        x0, y0 = np.floor(px).astype(np.int64), np.floor(py).astype(np.int64)
-        tx, ty = px - x0, py - y0
-
-        def coeffs(t: np.ndarray) -> list[np.ndarray]:
-            a = -0.75
-            def near(d: np.ndarray) -> np.ndarray:
-                return ((a + 2) * d - (a + 3)) * d * d + 1
-            def far(d: np.ndarray) -> np.ndarray:
-                return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
-            return [far(t + 1), near(t), near(1 - t), far(2 - t)]
-
-        cx, cy = coeffs(tx), coeffs(ty)
-        out = np.zeros((n_,) + px.shape[1:] + (c_,))
-        for i in range(4):
-            for j in range(4):
-                wgt = (cy[i] * cx[j])[..., None]
-                out += wgt * at(y0 - 1 + i, x0 - 1 + j)
+        out = at([np.rint(pi).astype(np.int64) for pi in p])
+    else:
+        base = [np.floor(pi).astype(np.int64) for pi in p]
+        frac = [pi - b for pi, b in zip(p, base, strict=True)]
+        if mode == "linear":
+            per_axis = [[(0, 1 - f), (1, f)] for f in frac]
+        else:  # cubic
+            per_axis = [list(zip(range(-1, 3), _cubic_coeffs(f), strict=True)) for f in frac]
+        out = np.zeros((n_,) + p[0].shape[1:] + (c_,))
+        for corner in itertools.product(*per_axis):
+            wgt = np.ones(p[0].shape)
+            for _, w_ in corner:
+                wgt = wgt * w_
+            out += wgt[..., None] * at([b + off for b, (off, _) in zip(base, corner,
+                                                                         strict=True)])
     return np.ascontiguousarray(np.moveaxis(out, -1, 1)).astype(x.dtype)
 
 
@@ -270,3 +278,182 @@ def unique(x: np.ndarray, *, axis: tuple[int, ...], sorted: bool  # noqa: A002 -
         first, counts, inverse = first[order], counts[order], rank[inverse]
     return (np.ascontiguousarray(y), first.astype(np.int64), inverse.astype(np.int64),
             counts.astype(np.int64))
+
+
+@GRAPH_OPS.op("tensor_scatter")
+def tensor_scatter(past: np.ndarray, update: np.ndarray, *write_indices: np.ndarray, axis: int,
+                   mode: str) -> np.ndarray:
+    """ONNX ``TensorScatter``: a copy of ``past`` with, for each batch row ``b``, ``update[b]``
+    written along ``axis`` from position ``write_indices[b]`` (0 without the operand);
+    ``mode = "circular"`` wraps the positions modulo the cache length, ``"linear"`` requires
+    them inside the cache."""
+    ax = axis % past.ndim
+    if ax == 0:
+        raise OpError("tensor_scatter: the sequence axis cannot be the batch axis 0")
+    if (update.ndim != past.ndim or update.shape[ax] > past.shape[ax]
+            or any(u != p for i, (u, p) in enumerate(zip(update.shape, past.shape, strict=True))
+                   if i != ax)):
+        raise OpError(f"tensor_scatter: update {update.shape} does not fit cache {past.shape} "
+                      f"along axis {ax}")
+    batch, length, cache = past.shape[0], update.shape[ax], past.shape[ax]
+    start = (write_indices[0].reshape(-1).astype(np.int64) if write_indices
+             else np.zeros(batch, np.int64))
+    if start.size != batch:
+        raise OpError(f"tensor_scatter: {start.size} write indices for a batch of {batch}")
+    out = past.copy()
+    for b in range(batch):
+        pos = start[b] + np.arange(length)
+        if mode == "circular":
+            pos %= cache
+        elif length and (pos[0] < 0 or pos[-1] >= cache):
+            raise OpError(f"tensor_scatter: rows {pos[0]}..{pos[-1]} outside a cache of {cache}")
+        np.moveaxis(out[b], ax - 1, 0)[pos] = np.moveaxis(update[b], ax - 1, 0)
+    return out
+
+
+def _bilinear_zeros(img: np.ndarray, ph: np.ndarray, pw: np.ndarray) -> np.ndarray:
+    """``img`` [N, C, H, W] sampled bilinearly at rows ``ph`` and columns ``pw`` (both
+    [N, *S], pixel coordinates; samples outside the image count as 0): [N, C, *S]."""
+    n, c, h, w = img.shape
+    y0, x0 = np.floor(ph).astype(np.int64), np.floor(pw).astype(np.int64)
+    fy, fx = ph - y0, pw - x0
+    batch = np.arange(n).reshape((n,) + (1,) * (ph.ndim - 1))
+    out = np.zeros(ph.shape + (c,))
+    for dy, wy in ((0, 1 - fy), (1, fy)):
+        for dx, wx in ((0, 1 - fx), (1, fx)):
+            yy, xx = y0 + dy, x0 + dx
+            inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+            vals = img[batch, :, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]  # [N, *S, C]
+            out += vals * (wy * wx * inside)[..., None]
+    return np.moveaxis(out, -1, 1)
+
+
+@GRAPH_OPS.op("deform_conv")
+def deform_conv(x: np.ndarray, w: np.ndarray, offset: np.ndarray, *rest: np.ndarray,
+                strides: tuple[int, ...], pads: tuple[int, ...], dilations: tuple[int, ...],
+                group: int, offset_group: int, has_bias: bool, has_mask: bool) -> np.ndarray:
+    """ONNX ``DeformConv`` (2-D): a convolution whose every kernel tap of every output
+    position reads the input at its regular position plus a learned ``offset`` ([N,
+    offset_group * kH * kW * 2, oH, oW], (dy, dx) pairs) by bilinear interpolation (0 outside),
+    weighted by ``mask`` ([N, offset_group * kH * kW, oH, oW], default 1); then ``bias``."""
+    bias = rest[0] if has_bias else None
+    mask = rest[int(has_bias)] if has_mask else None
+    n, c, _, _ = x.shape
+    oc, cg, kh, kw = w.shape
+    oh, ow = offset.shape[2:]
+    if c != cg * group or oc % group or c % offset_group:
+        raise OpError(f"deform_conv: {c} input channels, weights {w.shape}, group {group}, "
+                      f"offset_group {offset_group} do not fit")
+    if offset.shape[:2] != (n, offset_group * kh * kw * 2):
+        raise OpError(f"deform_conv: offset {offset.shape} must be [{n}, "
+                      f"{offset_group * kh * kw * 2}, oH, oW]")
+    want = [(x.shape[2 + i] + pads[i] + pads[i + 2] - ((k - 1) * dilations[i] + 1))
+            // strides[i] + 1 for i, k in enumerate((kh, kw))]
+    if [oh, ow] != want:
+        raise OpError(f"deform_conv: offset's output size {[oh, ow]} is not the "
+                      f"convolution's {want}")
+    off = offset.astype(np.float64).reshape(n, offset_group, kh, kw, 2, oh, ow)
+    m = (np.ones((n, offset_group, kh, kw, oh, ow)) if mask is None
+         else mask.astype(np.float64).reshape(n, offset_group, kh, kw, oh, ow))
+    base_h = (np.arange(kh) * dilations[0])[:, None, None, None] + \
+        (np.arange(oh) * strides[0] - pads[0])[None, None, :, None]
+    base_w = (np.arange(kw) * dilations[1])[None, :, None, None] + \
+        (np.arange(ow) * strides[1] - pads[1])[None, None, None, :]
+    xf = x.astype(np.float64)
+    per = c // offset_group
+    cols = np.empty((n, c, kh, kw, oh, ow))
+    for g in range(offset_group):
+        ph = base_h[None] + off[:, g, :, :, 0]  # [N, kH, kW, oH, oW]
+        pw = base_w[None] + off[:, g, :, :, 1]
+        sampled = _bilinear_zeros(xf[:, g * per:(g + 1) * per], ph, pw)
+        cols[:, g * per:(g + 1) * per] = sampled * m[:, g][:, None]
+    og = oc // group
+    out = np.empty((n, oc, oh, ow))
+    for g in range(group):
+        out[:, g * og:(g + 1) * og] = np.einsum(
+            "ockl,nckl...->no...", w[g * og:(g + 1) * og].astype(np.float64),
+            cols[:, g * cg:(g + 1) * cg])
+    if bias is not None:
+        out += bias.astype(np.float64).reshape(1, -1, 1, 1)
+    return out.astype(x.dtype)
+
+
+@GRAPH_OPS.op("tree_ensemble")
+def tree_ensemble(x: np.ndarray, *, roots: tuple[int, ...], features: tuple[int, ...],
+                  modes: tuple[int, ...], splits: tuple[float, ...],
+                  true_ids: tuple[int, ...], false_ids: tuple[int, ...],
+                  true_leafs: tuple[int, ...], false_leafs: tuple[int, ...],
+                  missing_true: tuple[int, ...], member_values: tuple[float, ...],
+                  member_offsets: tuple[int, ...], leaf_targets: tuple[int, ...],
+                  leaf_weights: tuple[float, ...], n_targets: int, aggregate: int,
+                  post_transform: int) -> np.ndarray:
+    """ONNX-ML ``TreeEnsemble`` on ``x`` [N, F]: every row walks every tree from its root
+    (node ``i`` compares feature ``features[i]`` with ``splits[i]`` by ``modes[i]``: 0 ``<=``,
+    1 ``<``, 2 ``>=``, 3 ``>``, 4 ``==``, 5 ``!=``, 6 membership in ``member_values[
+    member_offsets[i]:member_offsets[i + 1]]``; a NaN feature goes the true way where
+    ``missing_true[i]``) to a leaf, whose weight is added to its target (``aggregate`` 0:
+    average over the trees, 1: sum, 2: minimum, 3: maximum); ``post_transform`` 0: none,
+    1: softmax, 2: logistic, 3: softmax keeping zeros.  Result [N, n_targets] in ``x``'s
+    type."""
+    n = x.shape[0]
+    xf = x.astype(np.float64).reshape(n, -1)
+    feat, mode = np.asarray(features, np.int64), np.asarray(modes, np.int64)
+    split = np.asarray(splits, np.float64)
+    t_id, f_id = np.asarray(true_ids, np.int64), np.asarray(false_ids, np.int64)
+    t_leaf, f_leaf = np.asarray(true_leafs, bool), np.asarray(false_leafs, bool)
+    miss = np.asarray(missing_true, bool) if missing_true else np.zeros(len(feat), bool)
+    if feat.size and (feat.max() >= xf.shape[1] or feat.min() < 0):
+        raise OpError(f"tree_ensemble: a node reads feature {int(feat.max())} of "
+                      f"{xf.shape[1]}")
+    members = np.asarray(member_values, np.float64)
+    offs = np.asarray(member_offsets, np.int64)
+    rows = np.arange(n)
+    scores = np.zeros((n, n_targets))
+    if aggregate == 2:
+        scores.fill(np.inf)
+    elif aggregate == 3:
+        scores.fill(-np.inf)
+    hit = np.zeros((n, n_targets), bool)
+    targets, weights = np.asarray(leaf_targets, np.int64), np.asarray(leaf_weights, np.float64)
+    for root in roots:
+        node = np.full(n, root, np.int64)
+        at_leaf = np.zeros(n, bool)
+        for _ in range(len(feat) + 1):  # a path visits each node at most once
+            if at_leaf.all():
+                break
+            walk = ~at_leaf
+            nd = node[walk]
+            v = xf[rows[walk], feat[nd]]
+            s, m = split[nd], mode[nd]
+            go = np.select([m == 0, m == 1, m == 2, m == 3, m == 4, m == 5],
+                           [v <= s, v < s, v >= s, v > s, v == s, v != s], False)
+            for k in np.flatnonzero(m == 6):
+                i = nd[k]
+                go[k] = bool(np.isin(v[k], members[offs[i]:offs[i + 1]]))
+            go |= np.isnan(v) & miss[nd]
+            node[walk] = np.where(go, t_id[nd], f_id[nd])
+            at_leaf[walk] = np.where(go, t_leaf[nd], f_leaf[nd])
+        if not at_leaf.all():
+            raise OpError("tree_ensemble: a tree has a cycle")
+        tgt, w = targets[node], weights[node]
+        if aggregate in (0, 1):
+            np.add.at(scores, (rows, tgt), w)
+        elif aggregate == 2:
+            np.minimum.at(scores, (rows, tgt), w)
+        else:
+            np.maximum.at(scores, (rows, tgt), w)
+        hit[rows, tgt] = True
+    if aggregate == 0 and roots:
+        scores /= len(roots)
+    scores = np.where(hit, scores, 0.0)  # a target no leaf reached scores 0
+    if post_transform == 2:
+        scores = 1.0 / (1.0 + np.exp(-scores))
+    elif post_transform in (1, 3):
+        keep = scores != 0 if post_transform == 3 else np.ones(scores.shape, bool)
+        top = np.max(np.where(keep, scores, -np.inf), axis=1, keepdims=True)
+        e = np.where(keep, np.exp(scores - np.where(np.isfinite(top), top, 0.0)), 0.0)
+        total = e.sum(axis=1, keepdims=True)
+        scores = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    elif post_transform != 0:
+        raise OpError(f"tree_ensemble: post_transform {post_transform} is not supported")
+    return scores.astype(x.dtype)

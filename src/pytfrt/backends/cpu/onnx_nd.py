@@ -9,7 +9,9 @@ ONNX's N-dimensional resampling and pooling, for the cases the 2-D NCHW kernels
   separable, so it is one weight matrix ``[out, in]`` per resized axis, applied with
   ``tensordot`` (the matrices are cached per geometry).
 * :func:`pool_nd` -- ``MaxPool``/``AveragePool``/``LpPool`` on any number of spatial axes,
-  with dilations, explicit pads and ``ceil_mode``: one strided view per kernel offset.
+  with dilations, explicit pads and ``ceil_mode``: one strided view per kernel offset; also
+  ``MaxPool``'s ``Indices`` output (``kind = "argmax"``);
+* :func:`max_unpool` -- ``MaxUnpool``: the values put back at the indices ``MaxPool`` gave.
 
 Same conventions as :mod:`pytfrt.backends.cpu.onnx_kernels`: operands positional, attributes
 keyword-only, new arrays returned (operands are never written), pure functions (thread-safe;
@@ -21,7 +23,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -157,10 +159,13 @@ def pool_out_size(size: int, k: int, stride: int, dilation: int, pad_begin: int,
 @GRAPH_OPS.op("pool_nd")
 def pool_nd(x: np.ndarray, *, kind: str, kernel: tuple[int, ...], strides: tuple[int, ...],
             dilations: tuple[int, ...], pads: tuple[int, ...], ceil_mode: bool,
-            count_include_pad: bool, p: int) -> np.ndarray:
+            count_include_pad: bool, p: int, storage_order: int = 0) -> np.ndarray:
     """Pooling of ``x`` ``[N, C, *spatial]`` over windows ``kernel`` (``kind``: ``max``,
-    ``avg`` or ``lp``); ``pads`` ``(begins..., ends...)``.  Windows reaching past the padding
-    (``ceil_mode``) count only what they cover."""
+    ``avg``, ``lp`` or ``argmax``); ``pads`` ``(begins..., ends...)``.  Windows reaching past
+    the padding (``ceil_mode``) count only what they cover.  ``argmax``: ONNX ``MaxPool``'s
+    ``Indices``, the int64 position of each window's first maximum in the flattened input
+    (``storage_order`` 0: row-major, 1: the spatial axes column-major), batch and channel
+    offsets included."""
     nd = x.ndim - 2
     if not (len(kernel) == len(strides) == len(dilations) == nd and len(pads) == 2 * nd):
         raise OpError(f"pool_nd: kernel/strides/dilations/pads do not fit {nd} spatial axes")
@@ -177,6 +182,9 @@ def pool_nd(x: np.ndarray, *, kind: str, kernel: tuple[int, ...], strides: tuple
     if count_include_pad:  # the explicit padding counts, what lies past it does not
         counted[tuple(slice(0, min(pads[i] + spatial[i] + pads[i + nd], canvas_shape[i]))
                       for i in range(nd))] = True
+    if kind == "argmax":
+        return _pool_argmax(x, kernel, strides, dilations, out, canvas_shape, inside,
+                            storage_order)
     if kind == "max":
         low = (np.asarray(-np.inf, x.dtype) if x.dtype.kind == "f"
                else np.asarray(np.iinfo(x.dtype).min, x.dtype))
@@ -202,6 +210,69 @@ def pool_nd(x: np.ndarray, *, kind: str, kernel: tuple[int, ...], strides: tuple
     elif kind == "lp":
         acc = acc ** (1.0 / p)
     return np.asarray(acc.astype(x.dtype))
+
+
+def _pool_argmax(x: np.ndarray, kernel: tuple[int, ...], strides: tuple[int, ...],
+                 dilations: tuple[int, ...], out: list[int], canvas_shape: list[int],
+                 inside: tuple[slice, ...], storage_order: int) -> np.ndarray:
+    """:func:`pool_nd`'s ``argmax`` (the windows scanned in row-major order; a later element
+    wins only if strictly greater, as ONNX Runtime's kernel does)."""
+    spatial = x.shape[2:]
+    canvas = np.full(x.shape[:2] + tuple(canvas_shape), -np.inf, np.float64)
+    canvas[(slice(None), slice(None), *inside)] = x
+    where = np.full(tuple(canvas_shape), -1, np.int64)  # spatial flat position, -1 = padding
+    order: Literal["C", "F"] = "F" if storage_order else "C"
+    where[inside] = np.arange(math.prod(spatial)).reshape(spatial, order=order)
+    best = np.full(x.shape[:2] + tuple(out), -np.inf, np.float64)
+    arg = np.full(x.shape[:2] + tuple(out), -1, np.int64)
+    for offs in itertools.product(*(range(k) for k in kernel)):
+        sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
+                   for o, d, n, s in zip(offs, dilations, out, strides, strict=True))
+        win = canvas[(slice(None), slice(None), *sl)]
+        better = win > best
+        best = np.where(better, win, best)
+        arg = np.where(better, where[sl], arg)
+    nc = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(x.shape[:2])
+    offset = nc.reshape(nc.shape + (1,) * len(out)) * math.prod(spatial)
+    return np.asarray(arg + offset)
+
+
+def unpool_size(size: int, k: int, stride: int, pad_begin: int, pad_end: int) -> int:
+    """The size ``MaxUnpool`` infers along one spatial axis (the input ``MaxPool`` had)."""
+    return (size - 1) * stride - pad_begin - pad_end + k
+
+
+@GRAPH_OPS.op("max_unpool")
+def max_unpool(x: np.ndarray, indices: np.ndarray, *, kernel: tuple[int, ...],
+               strides: tuple[int, ...], pads: tuple[int, ...],
+               output: tuple[int, ...] = ()) -> np.ndarray:
+    """ONNX ``MaxUnpool``: zeros of ``[N, C, *inferred]`` (the size ``MaxPool``'s input had,
+    :func:`unpool_size`) with ``x``'s values at the flat positions ``indices`` (``MaxPool``'s
+    ``Indices``); then, for an explicit ``output`` spatial size, that block at the start of
+    zeros of ``[N, C, *output]`` (ONNX's reference; ONNX Runtime instead reads the indices as
+    positions in the larger output)."""
+    nd = x.ndim - 2
+    if indices.shape != x.shape:
+        raise OpError(f"max_unpool: indices {indices.shape} do not match x {x.shape}")
+    if not (len(kernel) == len(strides) == nd and len(pads) == 2 * nd):
+        raise OpError(f"max_unpool: kernel/strides/pads do not fit {nd} spatial axes")
+    inferred = tuple(unpool_size(x.shape[2 + i], kernel[i], strides[i], pads[i], pads[i + nd])
+                     for i in range(nd))
+    shape = x.shape[:2] + inferred
+    total = math.prod(shape)
+    flat = indices.reshape(-1).astype(np.int64)
+    if flat.size and (flat.min() < 0 or flat.max() >= total):
+        raise OpError(f"max_unpool: indices out of range [0, {total}) for output {shape}")
+    y = np.zeros(total, x.dtype)
+    y[flat] = x.reshape(-1)
+    if not output or tuple(output) == inferred:
+        return y.reshape(shape)
+    if len(output) != nd or any(o < i for o, i in zip(output, inferred, strict=True)):
+        raise OpError(f"max_unpool: output size {list(output)} is smaller than the unpooled "
+                      f"size {list(inferred)}")
+    res = np.zeros(x.shape[:2] + tuple(output), x.dtype)
+    res[(slice(None), slice(None), *(slice(0, i) for i in inferred))] = y.reshape(shape)
+    return res
 
 
 @GRAPH_OPS.op("col2im")

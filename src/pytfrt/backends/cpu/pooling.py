@@ -136,6 +136,10 @@ def _lowest(dtype: np.dtype) -> float:
     raise OpError(f"pooling: unsupported dtype {dtype}")
 
 
+_DNNL_POOL_TYPES = (np.dtype(np.float32), np.dtype(np.uint8), np.dtype(np.int8))
+"""Element types :func:`max_pool2d` runs in oneDNN (:mod:`_dnnl_pool`; u8/s8: int8 models)."""
+
+
 def max_pool2d(
     x: np.ndarray,
     *,
@@ -157,7 +161,7 @@ def max_pool2d(
     win = _window(op, x.shape, layout, ksize, strides, pads, dilations, ceil_mode)
     shape = _out_shape(x.shape, win)
     check_out(op, out, shape, x.dtype)
-    if x.dtype == np.float32 and x.flags.c_contiguous and min(x.shape) > 0:
+    if x.dtype in _DNNL_POOL_TYPES and x.flags.c_contiguous and min(x.shape) > 0:
         # oneDNN's pooling primitive when installed (pytfrt.backends.cpu._dnnl_pool)
         y = out if out is not None and out.flags.c_contiguous else np.empty(shape, x.dtype)
         kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, ha, wa = win

@@ -6,7 +6,9 @@
   rounding half to even, saturating to the result type's range;
 * ``dequantize_linear(q, scale, zero_point?)``: ``(q - zero_point) * scale``;
 * ``dynamic_quantize_linear(x)``: u8 quantisation with the scale and zero point computed from
-  ``x``'s range (which always includes 0), the three results of ONNX's op.
+  ``x``'s range (which always includes 0), the three results of ONNX's op;
+* ``qglobal_avg_pool(q)``: the mean of u8/s8 codes over H and W, requantized (the integer ops
+  made by ``-tg-fold-quant`` follow).
 
 A scale (and its zero point) is per tensor (a scalar or one element), per axis (1-D, one per
 index along ``axis``) or blocked (``block_size > 0``: the rank of ``x``, each element covering
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 from pytfrt.backends.cpu.op_table import OpTable
@@ -73,6 +76,20 @@ def saturate(v: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.clip(v, info.min, info.max).astype(dtype)
 
 
+@numba.njit(nogil=True, cache=True)
+def _quantize_flat(x, scale, zp, lo, hi, y):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``y[i] = clip(rint(x[i] / scale) + zp, lo, hi)`` computed in float32, as NumPy's path
+    (round half to even)."""
+    for i in range(x.shape[0]):
+        v = np.rint(x[i] / scale) + zp
+        y[i] = min(max(v, lo), hi)
+
+
+_FAST_QUANT = (np.dtype(np.uint8), np.dtype(np.int8))
+"""Result types of :func:`quantize_linear`'s compiled per-tensor float32 path (one pass
+instead of NumPy's five: the quantization of an int8 model's input)."""
+
+
 @GRAPH_OPS.op("quantize_linear")
 def quantize_linear(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None = None, *,
                     axis: int, block_size: int, dtype: str) -> np.ndarray:
@@ -80,6 +97,15 @@ def quantize_linear(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | N
     from pytfrt.tensor.dtype import np_dtype
 
     out = np_dtype(dtype)
+    if (x.dtype == np.float32 and out in _FAST_QUANT and np.size(scale) == 1
+            and (zero_point is None or np.size(zero_point) == 1)):
+        s1 = np.float32(np.asarray(scale).reshape(()))
+        zp = np.float32(0 if zero_point is None else np.asarray(zero_point).reshape(()))
+        info = np.iinfo(out)
+        y = np.empty(x.shape, out)
+        _quantize_flat(np.ascontiguousarray(x).reshape(-1), s1, zp,
+                       np.float32(info.min), np.float32(info.max), y.reshape(-1))
+        return y
     work = _work_type(x)
     s = broadcast_param(scale, x.shape, axis, block_size).astype(work)
     q = np.rint(np.asarray(x).astype(work) / s)
@@ -123,9 +149,17 @@ def dynamic_params(x: np.ndarray) -> tuple[np.float32, np.uint8]:
 
 @GRAPH_OPS.op("dynamic_quantize_linear")
 def dynamic_quantize_linear(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(y u8, y_scale f32 scalar, y_zero_point u8 scalar)``, as ONNX's op."""
+    """``(y u8, y_scale f32 scalar, y_zero_point u8 scalar)``, as ONNX's op (a float32 input:
+    NumPy's min and max, then one compiled pass instead of NumPy's five: BERT's 128 x 3072
+    activations 0.72 -> 0.16 ms)."""
     scale, zp = dynamic_params(x)
-    y = saturate(np.rint(x.astype(np.float32) / scale) + np.float32(zp), np.dtype(np.uint8))
+    if x.dtype == np.float32:
+        y = np.empty(x.shape, np.uint8)
+        _quantize_flat(np.ascontiguousarray(x).reshape(-1), scale, np.float32(zp),
+                       np.float32(0), np.float32(255), y.reshape(-1))
+    else:
+        y = saturate(np.rint(x.astype(np.float32) / scale) + np.float32(zp),
+                     np.dtype(np.uint8))
     return y, np.asarray(scale, np.float32), np.asarray(zp, np.uint8)
 
 
@@ -264,8 +298,8 @@ def qconv2d(x: np.ndarray, plan: QPlan, *residual: np.ndarray,
         shape = d.out_shape(x.shape)
         y = out if out is not None and out.shape == shape and out.dtype == q.out_dtype \
             and out.flags.c_contiguous else np.empty(shape, q.out_dtype)
-        if r is not None:
-            np.copyto(y, r)
+        if r is not None and not (r.flags.c_contiguous and r.ctypes.data == y.ctypes.data):
+            np.copyto(y, r)  # (the buffer plan may give the result the residual's buffer)
         d.run(np.ascontiguousarray(x), y)
         return y
     nhwc = a["layout"] == "NHWC"
@@ -322,3 +356,47 @@ def qmatmul(x: np.ndarray, plan: QPlan, *residual: np.ndarray,
 
 
 qmatmul.opaque_operands = frozenset({1})  # type: ignore[attr-defined]
+
+
+@numba.njit(nogil=True, cache=True)
+def _code_sums(x, nhwc, acc):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``acc[n, c]`` = the int64 sum over pixels of ``x``: ``(N, P, C)`` if ``nhwc`` else
+    ``(N, C, P)``."""
+    for b in range(x.shape[0]):
+        if nhwc:
+            for p in range(x.shape[1]):
+                for c in range(x.shape[2]):
+                    acc[b, c] += x[b, p, c]
+        else:
+            for c in range(x.shape[1]):
+                t = 0
+                for p in range(x.shape[2]):
+                    t += x[b, c, p]
+                acc[b, c] = t
+
+
+@GRAPH_OPS.op("qglobal_avg_pool")
+def qglobal_avg_pool(x: np.ndarray, *, layout: str, x_scale: float, x_zero_point: int,
+                     y_scale: float, y_zero_point: int, dtype: str) -> np.ndarray:
+    """``quantize(mean_HW(dequantize(x, x_scale, x_zero_point)), y_scale, y_zero_point)``:
+    the mean of the codes (exact integer sums, the scale applied once, in float64) rounded half
+    to even in float32 as ``quantize_linear`` does (the unfused ops' float sums of rounded
+    products can differ from it by one step at an exact tie)."""
+    from pytfrt.tensor.dtype import np_dtype
+
+    if x.ndim != 4 or x.dtype not in _FAST_QUANT:
+        raise OpError(f"qglobal_avg_pool: needs a rank-4 u8/s8 input, got {x.dtype} "
+                      f"{list(x.shape)}")
+    nhwc = layout == "NHWC"
+    n, c = x.shape[0], x.shape[3] if nhwc else x.shape[1]
+    pixels = x.shape[1] * x.shape[2] if nhwc else x.shape[2] * x.shape[3]
+    if pixels == 0:
+        raise OpError(f"qglobal_avg_pool: input {list(x.shape)} has no pixels")
+    xc = np.ascontiguousarray(x)
+    acc = np.zeros((n, c), np.int64)
+    _code_sums(xc.reshape((n, -1, c) if nhwc else (n, c, -1)), nhwc, acc)
+    mean = ((acc - np.int64(pixels) * x_zero_point) * (float(x_scale) / pixels)).astype(
+        np.float32)
+    y = saturate(np.rint(mean / np.float32(y_scale)) + np.float32(y_zero_point),
+                 np_dtype(dtype))
+    return y.reshape((n, 1, 1, c) if nhwc else (n, c, 1, 1))

@@ -10,7 +10,9 @@ scales::
 
 The first product is oneDNN's u8 x s8 matmul with fixed parameters (input scale 1, zero point
 0, the weight scales, float32 result), so one primitive serves every call whatever ``s`` and
-``z``; ``ws * colsum(w)`` is computed at load time.  Without oneDNN (or for a shape it refuses)
+``z``; ``ws * colsum(w)`` is computed at load time.  The bias and the activation (``act``, e.g.
+a transformer's GELU) are one compiled pass over the result
+(:func:`pytfrt.backends.cpu._epilogue.epilogue_2d`).  Without oneDNN (or for a shape it refuses)
 the exact integer product runs in NumPy.  The plan is read-only after load: thread-safe.
 """
 
@@ -31,8 +33,13 @@ class DynamicPlan:
     """The load-time part of a ``qmatmul_dynamic``: s8 weight ``[K, N]``, column scales,
     ``ws * colsum(w)``, bias, and the oneDNN product (``None``: oneDNN absent)."""
 
-    def __init__(self, w: np.ndarray, w_scale: np.ndarray, bias: np.ndarray | None) -> None:
+    def __init__(self, w: np.ndarray, w_scale: np.ndarray, bias: np.ndarray | None,
+                 activation: str = "none", alpha: float = 0.0) -> None:
         from pytfrt.backends.cpu import _dnnl_int8
+        from pytfrt.backends.cpu._epilogue import activation_code
+
+        self.act = activation_code("qmatmul_dynamic", activation)
+        self.alpha = float(alpha)
 
         k, n = w.shape
         ws = np.asarray(w_scale, np.float32).reshape(-1)
@@ -55,9 +62,11 @@ class DynamicPlan:
 
 @GRAPH_OPS.op("qmatmul_dynamic.prepare")
 def qmatmul_dynamic_prepare(w: np.ndarray, w_scale: np.ndarray, *bias: np.ndarray,
-                            epilogue_operands: tuple[int, ...]) -> DynamicPlan:
-    """The weight-dependent plan (s8 ``[K, N]`` weight, scales, bias?)."""
-    return DynamicPlan(w, w_scale, bias[0] if epilogue_operands[0] and bias else None)
+                            epilogue_operands: tuple[int, ...], activation: str = "none",
+                            alpha: float = 0.0) -> DynamicPlan:
+    """The weight-dependent plan (s8 ``[K, N]`` weight, scales, bias?, activation)."""
+    return DynamicPlan(w, w_scale, bias[0] if epilogue_operands[0] and bias else None,
+                       activation, alpha)
 
 
 qmatmul_dynamic_prepare.opaque_result = True  # type: ignore[attr-defined]
@@ -86,8 +95,10 @@ def qmatmul_dynamic(x: np.ndarray, plan: DynamicPlan, *,
     else:
         acc = (x2.astype(np.float64) - float(z)) @ plan.w.astype(np.float64)
         y = (acc * (float(s) * plan.w_scale.astype(np.float64))).astype(np.float32)
-    if plan.bias is not None:
-        y += plan.bias
+    if plan.bias is not None or plan.act:
+        from pytfrt.backends.cpu._epilogue import epilogue_2d
+
+        epilogue_2d(y, plan.bias, None, plan.act, plan.alpha)
     return y.reshape(*lead, n)
 
 

@@ -21,7 +21,10 @@ The scalar formulas are the fused elementwise kernels' (:data:`pytfrt.backends.c
 (``_epilogue._act``): a region computes what the unfused ops compute, up to rounding (float64
 intermediates, rounded once when stored; the equivalence tests allow 2e-5 relative).
 
-Compilation: the source is written to :func:`cache_dir` under its SHA-256 and imported from
+Compilation: a region's first :data:`COMPILE_AFTER` calls run its ops one by one; the next
+starts the Numba compile on a background thread and the calls go on op by op until it is done
+(a training loop does not pause mid-training).  The source is written to :func:`cache_dir`
+under its SHA-256 and imported from
 there, so Numba's on-disk cache (keyed by the file) makes later processes load the machine
 code instead of compiling (the first compile of the XOR step takes ~1-2 s, a cached load
 ~0.1 s).  Without a writable cache directory the source is compiled in memory, uncached.
@@ -452,9 +455,9 @@ _ANNOUNCED: list[bool] = []
 
 def announce_compile(dispatcher: Any) -> None:
     """Say once per process, on a terminal, that Numba is about to compile generated code that
-    its on-disk cache does not hold yet (a pause of 1-3 s that would otherwise look like a hang,
-    e.g. on the third step of a training loop).  Silent when standard error is not a terminal
-    (logs, tests), when the code is already cached, and after the first time."""
+    its on-disk cache does not hold yet (1-3 s of a core, during which the calls run op by op:
+    the steps of a training loop are slower for a moment).  Silent when standard error is not
+    a terminal (logs, tests), when the code is already cached, and after the first time."""
     if _ANNOUNCED or not sys.stderr.isatty():
         return
     cache = getattr(dispatcher, "_cache", None)
@@ -463,8 +466,52 @@ def announce_compile(dispatcher: Any) -> None:
         return
     _ANNOUNCED.append(True)
     where = getattr(cache, "_cache_path", None)
-    print("pytfrt: compiling generated code with Numba (1-3 s, once"
+    print("pytfrt: compiling generated code with Numba in the background (1-3 s, once"
           + (f"; cached in {where})" if where else ")"), file=sys.stderr, flush=True)
+
+
+_PENDING: list[threading.Thread] = []
+"""Background compiles started and not yet joined (:func:`wait_for_compiles`)."""
+
+
+def _compile_in_background(k: Any, xs: Sequence[np.ndarray], types: list[Any],
+                           ns: dict[str, Any]) -> None:
+    """Compile kernel ``k`` for the types of ``xs`` (and the outputs ``types``) on a thread;
+    when it is done set ``ns["_warm"]`` (the generated caller's switch), or ``ns["_failed"]``.
+
+    The calls made meanwhile run op by op, so a training loop keeps stepping instead of
+    pausing for the compile.  The thread is not a daemon: a process that exits during the
+    compile waits for it, which leaves the machine code in the on-disk cache."""
+    import numba
+    from numba.core.errors import NumbaError
+
+    signature = tuple(numba.typeof(x) for x in xs) + tuple(
+        numba.typeof(np.empty(shape, dtype)) for dtype, shape in types)
+
+    def work() -> None:
+        try:
+            k.compile(signature)
+        except NumbaError as exc:
+            ns["_failed"] = exc
+        except Exception as exc:  # noqa: BLE001 - e.g. an unreadable cache: stay op by op
+            ns["_failed"] = NumbaError(f"{type(exc).__name__}: {exc}")
+        else:
+            ns["_warm"] = True
+
+    thread = threading.Thread(target=work, name="pytfrt-numba-compile")
+    with _LOCK:
+        _PENDING[:] = [t for t in _PENDING if t.is_alive()]
+        _PENDING.append(thread)
+    thread.start()
+
+
+def wait_for_compiles(timeout: float | None = None) -> bool:
+    """Wait for the background compiles started so far; ``True`` if none is still running."""
+    with _LOCK:
+        pending = list(_PENDING)
+    for thread in pending:
+        thread.join(timeout)
+    return not any(t.is_alive() for t in pending)
 
 
 def caller(text: str) -> Callable[..., Any]:
@@ -472,9 +519,11 @@ def caller(text: str) -> Callable[..., Any]:
     the compiled kernel once, returns the outputs (a tuple of arrays; one array for one output;
     its attribute ``num_arrays`` says how many).
 
-    The first :data:`COMPILE_AFTER` calls run :func:`evaluate`; the next one compiles the
-    kernel (Numba types the actual inputs).  If Numba cannot compile it, calls of those input
-    types keep running :func:`evaluate`, with a ``RuntimeWarning`` saying why.
+    The first :data:`COMPILE_AFTER` calls run :func:`evaluate`; the next one starts compiling
+    the kernel on a background thread (for that call's input types) and, like the calls until
+    the compile is done, runs :func:`evaluate` too (:func:`wait_for_compiles` waits for it);
+    with ``COMPILE_AFTER <= 0`` the first call compiles.  If Numba cannot compile it, calls of
+    those input types keep running :func:`evaluate`, with a ``RuntimeWarning`` saying why.
 
     Raises:
         OpError: for a malformed or unsupported program (at once).
@@ -491,7 +540,7 @@ def caller(text: str) -> Callable[..., Any]:
              for i in program["outputs"]]
     warned: list[bool] = []
     ns: dict[str, Any] = {"_E": np.empty, "_k": k, "np": np, "_NumbaError": NumbaError,
-                          "_warm": COMPILE_AFTER <= 0}
+                          "_warm": COMPILE_AFTER <= 0, "_started": False}
     calls = [0]
 
     def op_by_op(*xs: np.ndarray) -> Any:
@@ -500,11 +549,12 @@ def caller(text: str) -> Callable[..., Any]:
 
     def cold(*xs: np.ndarray) -> Any:
         calls[0] += 1
-        if calls[0] > COMPILE_AFTER:
-            ns["_warm"] = True  # this call compiles (the kernel's first call)
+        if calls[0] > COMPILE_AFTER and not ns["_started"]:  # (two racing calls: 2 requests)
+            ns["_started"] = True  # the fused function runs once compiled
             announce_compile(k)
-            return ns["_run"](*xs)
-        return op_by_op(*xs)
+            _compile_in_background(k, xs, types, ns)
+        failed = ns.get("_failed")
+        return fallback(failed, *xs) if failed is not None else op_by_op(*xs)
 
     def fallback(exc: Exception, *xs: np.ndarray) -> Any:
         if not warned:

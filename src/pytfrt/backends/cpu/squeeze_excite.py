@@ -21,6 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from pytfrt.backends.cpu import _dnnl_se
 from pytfrt.backends.cpu._epilogue import _act, _sigmoid, activation_code
 from pytfrt.backends.cpu._geometry import check_layout, check_out, check_rank4
 from pytfrt.backends.cpu._parallel import chunks, parallel_for
@@ -76,6 +77,17 @@ def squeeze_excite(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray
     x3, y3 = xc.reshape(shape3), y.reshape(shape3)
     ws = (np.ascontiguousarray(w1), np.ascontiguousarray(b1), np.ascontiguousarray(w2),
           np.ascontiguousarray(b2))
+    if n == 1 and layout == "NHWC" and dt == np.float32:  # one large image: both threads
+        hidden = np.empty(r, dt)
+
+        def excite(means: np.ndarray, gate_out: np.ndarray) -> None:
+            _excite(means, *ws, act, alpha, g, gate_alpha, gate_beta, hidden, gate_out)
+
+        if _dnnl_se.run(xc, y, excite):
+            if out is not None and not direct:
+                out[...] = y
+                return out
+            return y
     parts = chunks(n, 1)  # batch rows over the threads (one part at batch 1)
 
     def run(i: int) -> None:
@@ -101,6 +113,22 @@ def _affine(v, w, b, out):  # type: ignore[no-untyped-def]  # pragma: no cover -
 
 
 @numba.njit(nogil=True, cache=True, fastmath=True, error_model="numpy")
+def _excite(s, w1, b1, w2, b2, act, alpha, gate, ga, gb, h, gv):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The gate ``gv`` of the channel means ``s``: C -> R (activation, into ``h``) -> C
+    (gate), row-major weights, inner loops contiguous."""
+    _affine(s, w1, b1, h)
+    for r in range(h.shape[0]):
+        h[r] = _act(h[r], act, alpha)
+    _affine(h, w2, b2, gv)
+    for c in range(gv.shape[0]):
+        v = gv[c]
+        if gate == 0:
+            gv[c] = _sigmoid(v)
+        else:
+            gv[c] = min(max(ga * v + gb, 0.0), 1.0)
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True, error_model="numpy")
 def _se(x, w1, b1, w2, b2, act, alpha, gate, ga, gb, nhwc, y):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     nb = x.shape[0]
     c_n, r_n = w1.shape
@@ -113,17 +141,7 @@ def _se(x, w1, b1, w2, b2, act, alpha, gate, ga, gb, nhwc, y):  # type: ignore[n
         channel_sums(x, b, nhwc, acc)  # squeeze
         for c in range(c_n):
             s[c] = acc[c] / npix
-        # excite: C -> R (activation) -> C (gate), row-major weights, inner loops contiguous
-        _affine(s, w1, b1, h)
-        for r in range(r_n):
-            h[r] = _act(h[r], act, alpha)
-        _affine(h, w2, b2, gv)
-        for c in range(c_n):
-            v = gv[c]
-            if gate == 0:
-                gv[c] = _sigmoid(v)
-            else:
-                gv[c] = min(max(ga * v + gb, 0.0), 1.0)
+        _excite(s, w1, b1, w2, b2, act, alpha, gate, ga, gb, h, gv)
         # scale
         if nhwc:
             for p in range(npix):

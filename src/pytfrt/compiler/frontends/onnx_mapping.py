@@ -43,7 +43,24 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from pytfrt.compiler.builder import FunctionBuilder, GraphModule, Value
 
-Out = Any  # a tg Value, a NumPy array (known at import time) or a SeqOut
+Out = Any  # a tg Value, a NumPy array (known at import time), a SeqOut or EMPTY
+
+
+class _EmptyOptional:
+    """The type of :data:`EMPTY`."""
+
+    def __repr__(self) -> str:
+        return "EMPTY"
+
+
+EMPTY = _EmptyOptional()
+"""An empty ONNX optional during import (``Optional`` without an input, or an optional graph
+input called with ``None``).  A present optional is just its value (a tensor or SeqOut); a
+name bound to EMPTY counts as an absent input for the ops that read it."""
+
+EMPTY_OUTPUT = -1
+"""The :attr:`OnnxGraphImporter.output_layout` count of a graph output that is an empty
+optional (returned as ``None``)."""
 
 
 class SeqOut(list):  # type: ignore[type-arg]
@@ -102,17 +119,21 @@ class OnnxGraphImporter:
         self._node: Any = None
         self._expanded = 0
         self.seqs: dict[str, SeqOut] = {}
+        self.empties: set[str] = set()  # names bound to an empty optional
         self.output_layout: list[tuple[str, int | None]] = []
         """Per graph output: ``(name, None)`` for a tensor, ``(name, n)`` for a sequence
-        returned as ``n`` results (filled by :meth:`run`)."""
+        returned as ``n`` results, ``(name, EMPTY_OUTPUT)`` for an empty optional (no result)
+        (filled by :meth:`run`)."""
 
     # -- entry ------------------------------------------------------------------------------
 
     def run(self, input_shapes: Any = None, input_values: Any = None,
-            sequence_inputs: Mapping[str, Sequence[tuple[Any, Any]]] | None = None
-            ) -> GraphModule:
+            sequence_inputs: Mapping[str, Sequence[tuple[Any, Any]]] | None = None,
+            empty_inputs: Sequence[str] = ()) -> GraphModule:
         """Import the graph.  ``sequence_inputs``: per sequence-typed graph input, its
-        elements' ``(shape, numpy dtype)`` (each element becomes an argument ``name#k``)."""
+        elements' ``(shape, numpy dtype)`` (each element becomes an argument ``name#k``).
+        An optional-typed graph input is imported as its element type (tensor or sequence),
+        or, named in ``empty_inputs``, as an empty optional (no argument)."""
         from pytfrt.compiler.builder import GraphBuilder
 
         g = self.graph
@@ -123,11 +144,16 @@ class OnnxGraphImporter:
         for init in g.sparse_initializer:
             self._fail_graph(f"sparse initializer {init.values.name!r} is not supported")
         for o in g.output:
-            if o.type.WhichOneof("value") not in (None, "tensor_type", "sequence_type"):
+            kind = o.type.WhichOneof("value")
+            if kind == "optional_type":
+                kind = o.type.optional_type.elem_type.WhichOneof("value")
+            if kind not in (None, "tensor_type", "sequence_type"):
                 raise UnsupportedOpError(
-                    f"graph output of type {o.type.WhichOneof('value')}", o.name, self.origin,
-                    "only tensor outputs are supported (no sequences, optionals or maps)")
-        inputs = [i for i in g.input if i.name not in self.known]
+                    f"graph output of type {kind}", o.name, self.origin,
+                    "only tensors, sequences and optionals of them are supported (no maps)")
+        self.empties |= set(empty_inputs)
+        inputs = [optional_element(i) for i in g.input
+                  if i.name not in self.known and i.name not in self.empties]
         seq_in = {i.name for i in inputs if i.type.HasField("sequence_type")}
         tensor_specs = iter(self._input_specs([i for i in inputs if i.name not in seq_in],
                                               input_shapes))
@@ -172,6 +198,9 @@ class OnnxGraphImporter:
         names: list[str] = []
         self.output_layout = []
         for name in outputs:
+            if flatten_sequences and name in self.empties:
+                self.output_layout.append((name, EMPTY_OUTPUT))
+                continue
             if flatten_sequences and name in self.seqs:
                 elems = self.seqs[name]
                 self.output_layout.append((name, len(elems)))
@@ -210,6 +239,7 @@ class OnnxGraphImporter:
         sub.known = dict(self.known)
         sub.partial = dict(self.partial)
         sub.seqs = dict(self.seqs)
+        sub.empties = set(self.empties)
         sub._const_names = self._const_names
         for init in graph.initializer:
             sub.known[init.name] = initializer_array(init, self.origin)
@@ -376,6 +406,13 @@ class OnnxGraphImporter:
         try:
             for sub in nodes:
                 self._import_node(sub)
+        except UnsupportedOpError as exc:
+            if getattr(exc, "runtime_operands", None):
+                # the body's names mean nothing outside it: the node's own run-time operands
+                # are what a caller can specialise on
+                exc.runtime_operands = [  # type: ignore[attr-defined]
+                    n for n in node.input if n and n not in self.known]
+            raise
         finally:
             self.opset = saved
         return True
@@ -393,7 +430,12 @@ class OnnxGraphImporter:
         for name, out in zip(node.output, outs, strict=False):
             if not name:
                 continue
-            if isinstance(out, SeqOut):
+            if out is EMPTY:
+                self.empties.add(name)
+                for table in (self.values, self.known, self.seqs):
+                    table.pop(name, None)  # type: ignore[attr-defined]
+            elif isinstance(out, SeqOut):
+                self.empties.discard(name)
                 self.seqs[name] = out
                 self.values.pop(name, None)
                 self.known.pop(name, None)
@@ -424,8 +466,8 @@ class OnnxGraphImporter:
         return self.fn
 
     def has(self, node: Any, i: int) -> bool:
-        """Whether optional input ``i`` is present."""
-        return len(node.input) > i and bool(node.input[i])
+        """Whether optional input ``i`` is present (an empty optional value is not)."""
+        return len(node.input) > i and bool(node.input[i]) and node.input[i] not in self.empties
 
     def known_input(self, node: Any, i: int) -> np.ndarray | None:
         """Input ``i``'s value if known at import time, else ``None``."""
@@ -583,10 +625,25 @@ def _ints(a: Any) -> list[int]:
     return [int(x) for x in np.asarray(a).reshape(-1)]
 
 
+def optional_element(vi: Any) -> Any:
+    """A graph input's ``ValueInfoProto`` with an optional type replaced by its element type
+    (the same object when it is not optional)."""
+    if not vi.type.HasField("optional_type"):
+        return vi
+    import onnx
+
+    out = onnx.ValueInfoProto()
+    out.name = vi.name
+    out.type.CopyFrom(vi.type.optional_type.elem_type)
+    return out
+
+
 def _dims(ctx: OnnxGraphImporter, v: Value) -> tuple[int | None, ...]:
     """``v``'s shape (``None`` for dynamic dims); its rank must be known."""
-    if v.shape is None:
-        ctx.unsupported(ctx._node, "needs an input of known rank")
+    if v.shape is None:  # its rank may follow from the value of a small graph input
+        node = ctx._node
+        ctx.unsupported(node, "needs an input of known rank",
+                        range(len(node.input)) if node is not None else ())
     return v.shape
 
 
@@ -716,6 +773,8 @@ def _isinf(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 
 @onnx_op("Identity", note="forwarded (no op)")
 def _identity(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    if node.input[0] in ctx.empties:
+        return [EMPTY]
     if node.input[0] in ctx.seqs:
         return [SeqOut(ctx.seqs[node.input[0]])]
     k = ctx.known_input(node, 0)
@@ -1076,17 +1135,15 @@ def _pool(tg: str) -> Handler:
         x = ctx.input(node, 0)
         rank = _rank(ctx, x)
         attrs = ctx.attrs(node)
-        if rank not in (3, 4) or any(int(d) != 1 for d in attrs.get("dilations", [])):
+        indices = len(node.output) > 1 and 1 in ctx.used_outputs(node)
+        if (rank not in (3, 4) or any(int(d) != 1 for d in attrs.get("dilations", []))
+                or indices):
             from pytfrt.compiler.frontends.onnx_nd import pool_general
 
             return pool_general(ctx, node, "max" if tg == "max_pool2d" else "avg")
         if rank == 3:
             x = ctx.op("expand_dims", [x], axis=2)
             attrs = _lift_1d_attrs(node, ctx)
-        if len(node.output) > 1 and 1 in ctx.used_outputs(node):
-            ctx.unsupported(node, "the Indices output")
-        if int(attrs.get("storage_order", 0)) != 0:
-            ctx.unsupported(node, "storage_order = 1")
         kernel = [int(k) for k in attrs["kernel_shape"]]
         strides = [int(s) for s in attrs.get("strides", [1, 1])]
         pads, padding = _spatial_pads(ctx, _AttrNode(node, attrs), x, kernel, strides, [1, 1])
@@ -1110,7 +1167,8 @@ def _pool(tg: str) -> Handler:
 
 
 onnx_op("MaxPool", note="`max_pool2d {layout = NCHW}` (1-D via an H axis of 1); other "
-        "ranks and dilations: `pool_nd {kind = max}`")(
+        "ranks and dilations: `pool_nd {kind = max}`; the Indices output: "
+        "`pool_nd {kind = argmax}`")(
     _pool("max_pool2d")
 )
 onnx_op("AveragePool", note="`avg_pool2d {layout = NCHW}` (1-D via an H axis of 1); other "
@@ -1138,13 +1196,43 @@ onnx_op("GlobalMaxPool", note="`global_max_pool {layout = NCHW}` (other ranks: `
 )
 
 
-@onnx_op("BatchNormalization", note="`batch_norm {axis = 1}` (inference mode only)")
+@onnx_op("BatchNormalization", note="`batch_norm {axis = 1}`; `training_mode = 1`: the batch "
+         "statistics (`reduce_mean`/`squared_difference`/`rsqrt`) and the running averages")
 def _batch_norm(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     a = ctx.attrs(node)
-    if a.get("training_mode", 0) or len(ctx.used_outputs(node)) > 1:
-        ctx.unsupported(node, "training mode")
+    eps = float(a.get("epsilon", 1e-5))
+    if a.get("training_mode", 0):
+        return _batch_norm_training(ctx, node, eps, float(a.get("momentum", 0.9)))
+    if len(ctx.used_outputs(node)) > 1:
+        ctx.unsupported(node, "the statistics outputs of an opset-6/9 training-mode node")
     ops = [ctx.input(node, i) for i in range(5)]
-    return [ctx.op("batch_norm", ops, epsilon=float(a.get("epsilon", 1e-5)), axis=1)]
+    return [ctx.op("batch_norm", ops, epsilon=eps, axis=1)]
+
+
+def _batch_norm_training(ctx: OnnxGraphImporter, node: Any, eps: float, momentum: float
+                         ) -> list[Out]:
+    """ONNX ``BatchNormalization`` with ``training_mode = 1``: ``Y`` normalised with the
+    batch's mean and (population) variance over every axis but 1, and the running averages
+    ``input * momentum + batch * (1 - momentum)`` as ``running_mean``/``running_var``."""
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    axes = [d for d in range(rank) if d != 1]
+    mean = ctx.op("reduce_mean", [x], axes=axes, keepdims=True)
+    var = ctx.op("reduce_mean", [ctx.op("squared_difference", [x, mean])], axes=axes,
+                 keepdims=True)
+    inv = ctx.op("rsqrt", [ctx.op("add", [var, ctx.scalar(eps, x)])])
+    shape = [-1] + [1] * (rank - 2)
+    y = ctx.op("mul", [ctx.op("sub", [x, mean]), ctx.op("mul", [inv, _per_channel(
+        ctx, node, 1, shape)])])
+    outs: list[Out] = [ctx.op("add", [y, _per_channel(ctx, node, 2, shape)])]
+    for i, batch in ((3, mean), (4, var)):
+        running = ctx.input(node, i)
+        flat = ctx.op("reshape", [batch], shape=[-1])
+        if flat.dtype != running.dtype:
+            flat = ctx.op("cast", [flat], to=running.dtype)
+        outs.append(ctx.op("add", [ctx.op("mul", [running, ctx.scalar(momentum, running)]),
+                                   ctx.op("mul", [flat, ctx.scalar(1 - momentum, running)])]))
+    return outs
 
 
 @onnx_op(
@@ -1517,12 +1605,13 @@ def _clamp64(a: np.ndarray) -> list[int]:
     return [int(max(lim.min, min(lim.max, int(v)))) for v in np.asarray(a).reshape(-1)]
 
 
-@onnx_op("Pad", note="`pad {pads, mode, value}` or `pad(x, pads)` (modes constant, reflect, edge)")
+@onnx_op("Pad", note="`pad {pads, mode, value}` or `pad(x, pads)` (modes constant, reflect, edge, "
+         "wrap)")
 def _pad(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     x = ctx.input(node, 0)
     rank = _rank(ctx, x)
     mode = ctx.attrs(node).get("mode", "constant")
-    if mode not in ("constant", "reflect", "edge"):
+    if mode not in ("constant", "reflect", "edge", "wrap"):
         ctx.unsupported(node, f"mode {mode!r}")
     pk = ctx.known_input(node, 1)
     if pk is None:
@@ -1616,7 +1705,7 @@ def _squeeze(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     else:
         dims = _dims(ctx, x)
         if None in dims:
-            ctx.unsupported(node, "squeezing all unit dims of a dynamically shaped input")
+            ctx.unsupported(node, "squeezing all unit dims of a dynamically shaped input", [0])
         axes = [i for i, d in enumerate(dims) if d == 1]
     return [ctx.op("squeeze", [x], axes=sorted(_axis(v, rank) for v in axes))]
 

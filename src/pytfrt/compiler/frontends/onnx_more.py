@@ -193,17 +193,98 @@ def _nms(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
                    center_point_box=int(ctx.attrs(node).get("center_point_box", 0)))]
 
 
-@onnx_op("GridSample", note="`grid_sample {mode, padding_mode, align_corners}` (4-D input)")
+@onnx_op("GridSample", note="`grid_sample {mode, padding_mode, align_corners}` (4-D and 5-D "
+         "inputs)")
 def _grid_sample(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     a = ctx.attrs(node)
     x = ctx.input(node, 0)
-    if _rank(ctx, x) != 4:
-        ctx.unsupported(node, f"a rank-{_rank(ctx, x)} input (only 2-D sampling, NCHW)")
+    rank = _rank(ctx, x)
     mode = str(a.get("mode", "linear"))
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    if rank not in (4, 5):
+        ctx.unsupported(node, f"a rank-{rank} input (2-D or 3-D sampling: NCHW or NCDHW)")
+    if rank == 5 and mode == "cubic":
+        ctx.unsupported(node, "cubic mode on a 3-D input (ONNX defines it for 2-D only)")
     return [ctx.op("grid_sample", [x, ctx.input(node, 1)], mode=mode,
                    padding_mode=str(a.get("padding_mode", "zeros")),
                    align_corners=bool(a.get("align_corners", 0)))]
+
+
+@onnx_op("DeformConv", note="`deform_conv {strides, pads, dilations, group, offset_group}` "
+         "(onnx_more family; 2-D)")
+def _deform_conv(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    if _rank(ctx, x) != 4:
+        ctx.unsupported(node, f"a rank-{_rank(ctx, x)} input (2-D deformable convolution only, "
+                              "as ONNX Runtime)")
+    operands = [x, ctx.input(node, 1), ctx.input(node, 2)]
+    has_bias, has_mask = ctx.has(node, 3), ctx.has(node, 4)
+    operands += [ctx.input(node, i) for i, on in ((3, has_bias), (4, has_mask)) if on]
+    return [ctx.op("deform_conv", operands,
+                   strides=[int(v) for v in a.get("strides", [1, 1])],
+                   pads=[int(v) for v in a.get("pads", [0, 0, 0, 0])],
+                   dilations=[int(v) for v in a.get("dilations", [1, 1])],
+                   group=int(a.get("group", 1)), offset_group=int(a.get("offset_group", 1)),
+                   has_bias=has_bias, has_mask=has_mask)]
+
+
+@onnx_op("ai.onnx.ml.TreeEnsemble", note="`tree_ensemble` (onnx_more family; the trees as "
+         "attributes; post_transform none, softmax, logistic, softmax_zero)")
+def _tree_ensemble(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    from onnx import TensorProto, numpy_helper
+
+    a = {k: numpy_helper.to_array(v) if isinstance(v, TensorProto) else v
+         for k, v in ctx.attrs(node).items()}
+
+    def ints(name: str) -> list[int]:
+        return [int(v) for v in np.asarray(a.get(name, [])).reshape(-1)]
+
+    def floats(name: str) -> list[float]:
+        return [float(v) for v in np.asarray(a.get(name, []), np.float64).reshape(-1)]
+
+    post = int(a.get("post_transform", 0))
+    if post not in (0, 1, 2, 3):
+        ctx.unsupported(node, f"post_transform {post} (PROBIT)")
+    modes = ints("nodes_modes")
+    # membership sets: NaN-separated runs, one per membership node in node order
+    sets: list[list[float]] = []
+    current: list[float] = []
+    for v in floats("membership_values"):
+        if np.isnan(v):  # a NaN ends a set
+            sets.append(current)
+            current = []
+        else:
+            current.append(v)
+    member_values: list[float] = []
+    offsets = [0]
+    k = 0
+    for m in modes:
+        if m == 6:
+            if k >= len(sets):
+                ctx.unsupported(node, "a membership node without its set in membership_values")
+            member_values += sets[k]
+            k += 1
+        offsets.append(len(member_values))
+    return [ctx.op(
+        "tree_ensemble", [ctx.input(node, 0)], roots=ints("tree_roots"),
+        features=ints("nodes_featureids"), modes=modes, splits=floats("nodes_splits"),
+        true_ids=ints("nodes_truenodeids"), false_ids=ints("nodes_falsenodeids"),
+        true_leafs=ints("nodes_trueleafs"), false_leafs=ints("nodes_falseleafs"),
+        missing_true=ints("nodes_missing_value_tracks_true"), member_values=member_values,
+        member_offsets=offsets, leaf_targets=ints("leaf_targetids"),
+        leaf_weights=floats("leaf_weights"), n_targets=int(a["n_targets"]),
+        aggregate=int(a.get("aggregate_function", 1)), post_transform=post)]
+
+
+@onnx_op("TensorScatter", note="`tensor_scatter {axis, mode}` (onnx_more family)")
+def _tensor_scatter(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    operands = [ctx.input(node, 0), ctx.input(node, 1)]
+    if ctx.has(node, 2):
+        operands.append(ctx.input(node, 2))
+    return [ctx.op("tensor_scatter", operands, axis=int(a.get("axis", -2)),
+                   mode=str(a.get("mode", "linear")))]
 
 
 @onnx_op("StringConcat", note="`string_concat` (onnx_more family)")

@@ -79,15 +79,14 @@ def resize_general(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 
 
 def pool_general(ctx: OnnxGraphImporter, node: Any, kind: str) -> list[Out]:
-    """``MaxPool`` (without indices), ``AveragePool`` or ``LpPool`` as ``tg.pool_nd``."""
+    """``MaxPool`` (with its ``Indices`` output: a second ``tg.pool_nd {kind = argmax}``),
+    ``AveragePool`` or ``LpPool`` as ``tg.pool_nd``."""
     a = ctx.attrs(node)
     x = ctx.input(node, 0)
     dims = _dims(ctx, x)
     nd = len(dims) - 2
     if nd < 1:
         ctx.unsupported(node, f"a rank-{len(dims)} input")
-    if kind == "max" and len(node.output) > 1 and 1 in ctx.used_outputs(node):
-        ctx.unsupported(node, "the Indices output")
     kernel = [int(k) for k in a["kernel_shape"]]
     strides = [int(s) for s in a.get("strides", [1] * nd)]
     dil = [int(d) for d in a.get("dilations", [1] * nd)]
@@ -102,11 +101,30 @@ def pool_general(ctx: OnnxGraphImporter, node: Any, kind: str) -> list[Out]:
         both = [same_pad(int(dims[2 + i] or 0), kernel[i], strides[i], dil[i],
                          upper=auto == "SAME_UPPER") for i in range(nd)]
         pads = [b for b, _ in both] + [e for _, e in both]
-    return [ctx.op(
-        "pool_nd", [x], kind=kind, kernel=kernel, strides=strides, dilations=dil, pads=pads,
-        ceil_mode=bool(a.get("ceil_mode", 0)),
-        count_include_pad=bool(a.get("count_include_pad", 0)), p=int(a.get("p", 2)),
-    )]
+    common: dict[str, Any] = dict(kernel=kernel, strides=strides, dilations=dil, pads=pads,
+                                  ceil_mode=bool(a.get("ceil_mode", 0)))
+    y = ctx.op("pool_nd", [x], kind=kind, count_include_pad=bool(a.get("count_include_pad", 0)),
+               p=int(a.get("p", 2)), **common)
+    if kind != "max" or len(node.output) < 2 or 1 not in ctx.used_outputs(node):
+        return [y]
+    order = int(a.get("storage_order", 0))
+    return [y, ctx.op("pool_nd", [x], kind="argmax", storage_order=order, **common)]
+
+
+@onnx_op("MaxUnpool", note="`max_unpool {kernel, strides, pads, output}` (onnx_nd family; "
+         "`output_shape` a constant or specialised on)")
+def _max_unpool(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x, idx = ctx.input(node, 0), ctx.input(node, 1)
+    nd = len(a["kernel_shape"])
+    output: list[int] = []
+    if ctx.has(node, 2):
+        output = [int(v) for v in ctx.const_input(node, 2, "output_shape").reshape(-1)][-nd:]
+    if idx.dtype != "i64":
+        idx = ctx.op("cast", [idx], to="i64")
+    return [ctx.op("max_unpool", [x, idx], kernel=[int(k) for k in a["kernel_shape"]],
+                   strides=[int(s) for s in a.get("strides", [1] * nd)],
+                   pads=[int(p) for p in a.get("pads", [0] * 2 * nd)], output=output)]
 
 
 @onnx_op("LpPool", note="`pool_nd {kind = lp}` (onnx_nd family; any number of spatial axes)")

@@ -10,7 +10,10 @@ their result from it when it is a constant; otherwise from the implicit ``static
 attribute (``-1`` for dynamic dimensions), which a front end sets from what it knows.
 ``batch_norm_grad`` has three results (dx, dscale, doffset), ``layer_norm_grad`` three (dx,
 dgamma, dbeta), the cross-entropy ops two (loss per row, dlogits), ``broadcast_gradient_args``
-two (the reduction axes of each operand).
+two (the reduction axes of each operand).  ``moments(x) {axes, keepdims}`` (mean and
+variance) and ``sum_and_dot(a, b) {axes, keepdims}`` (``sum(a)``, ``sum(a * b)``), two results
+each, are the batch statistics ``-tg-fuse-batch-stats`` makes of a training step's reductions
+(compute functions in :mod:`pytfrt.backends.cpu.batch_stats`).
 
 Also here, because a training step's dropout needs them: ``random_key_counter(seed)`` and
 ``random_uniform(shape, key, counter) {dtype}`` (and ``random_uniform_int(shape, key, counter,
@@ -238,6 +241,29 @@ define(
 , differentiable=False)
 
 
+# -- batch statistics of a training step (made by -tg-fuse-batch-stats) -----------------------
+
+
+def _batch_stats(ctx: InferContext) -> list[TType]:
+    from pytfrt.compiler.ops.reductions import _reduce_shape
+
+    x = ctx.inputs[0]
+    if x.dtype not in FLOAT_DTYPES or any(t.dtype != x.dtype for t in ctx.inputs):
+        raise ctx.error(f"operands must share one float dtype, got "
+                        f"{', '.join(str(t) for t in ctx.inputs)}")
+    out = TType(x.dtype, _reduce_shape(ctx, x.shape, ctx.attrs["axes"], ctx.attrs["keepdims"]))
+    return [out, out]
+
+
+_STATS = {"axes": AttrSpec("ints", REQUIRED), "keepdims": AttrSpec("bool", True)}
+_MADE = "made by -tg-fuse-batch-stats, which runs after differentiation"
+define("moments", ("x",), _batch_stats, _STATS, family="grad", num_results=2, no_grad=_MADE,
+       doc="(mean, biased variance) of x over axes in one pass (tf.nn.moments)")
+define("sum_and_dot", ("a", "b"), _batch_stats, _STATS, family="grad", num_results=2,
+       no_grad=_MADE,
+       doc="(sum(a), sum(a * b)) over axes in one pass (a batch norm's gradient statistics)")
+
+
 # -- stateless random numbers (dropout in a training step) ------------------------------------
 
 
@@ -290,3 +316,21 @@ for _name in ("random_uniform", "random_normal"):
         family="grad",
         differentiable=False,
     )
+
+
+def _random_gamma(ctx: InferContext) -> list[TType]:
+    shape, key, counter, alpha = ctx.inputs
+    dtype = ctx.attrs["dtype"]
+    if key.dtype != "ui64" or counter.dtype != "ui64":
+        raise ctx.error(f"key and counter must be ui64, got {key.dtype} and {counter.dtype}")
+    if dtype not in ("f32", "f64") or alpha.dtype != dtype:
+        raise ctx.error(f"alpha and the result must be one of f32/f64, got {alpha.dtype}, {dtype}")
+    rank = shape.shape[0] if shape.shape is not None and len(shape.shape) == 1 else None
+    if rank is None:
+        dims = const_ints(ctx, 0)
+        return [TType(dtype, None if dims is None else tuple(dims))]
+    return [_shape_operand(ctx, 0, dtype, rank)]
+
+
+define("random_gamma", ("shape", "key", "counter", "alpha"), _random_gamma,
+       {"dtype": AttrSpec("dtype", "f32"), **_HINT}, family="grad", differentiable=False)

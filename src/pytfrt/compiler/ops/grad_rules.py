@@ -185,8 +185,8 @@ def masked_grad(c: Ctx, g: Value) -> list[Value | None]:
 
 
 def pad(c: Ctx, g: Value) -> list[Value | None]:
-    """Constant mode: the slice of ``g`` where ``x`` sits.  ``edge``/``reflect``: per axis a
-    gather of fixed positions (``np.pad`` of the positions themselves says which), whose
+    """Constant mode: the slice of ``g`` where ``x`` sits.  ``edge``/``reflect``/``wrap``: per
+    axis a gather of fixed positions (``np.pad`` of the positions themselves says which), whose
     transpose adds ``g`` back at them."""
     if len(c.x) != 1:
         raise AutodiffError(f"tg.pad with a pads operand has no gradient rule (at {c.loc})")
@@ -205,8 +205,7 @@ def pad(c: Ctx, g: Value) -> list[Value | None]:
         if pads[a] == pads[a + r] == 0:
             continue
         width = (pads[a], pads[a + r])
-        taken = (np.pad(np.arange(xs[a]), width, mode="reflect") if c.attrs["mode"] == "reflect"
-                 else np.pad(np.arange(xs[a]), width, mode="edge"))
+        taken = np.pad(np.arange(xs[a]), width, mode=c.attrs["mode"])
         where = [1] * r
         where[a] = len(taken)
         shape[a] = xs[a]

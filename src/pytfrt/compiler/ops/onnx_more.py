@@ -11,7 +11,16 @@ data-dependent result size) or much slower:
   ``reduction`` add, mul, max or min;
 * ``non_max_suppression(boxes, scores, max_out, iou, score) {center_point_box}`` -- ONNX
   ``NonMaxSuppression``: ``[n, 3]`` i64 (batch, class, box) rows, ``n`` known at run time;
-* ``grid_sample(x, grid) {mode, padding_mode, align_corners}`` -- ONNX ``GridSample`` on NCHW;
+* ``grid_sample(x, grid) {mode, padding_mode, align_corners}`` -- ONNX ``GridSample`` on NCHW
+  and NCDHW;
+* ``deform_conv(x, w, offset, bias?, mask?) {strides, pads, dilations, group, offset_group,
+  has_bias, has_mask}`` -- ONNX ``DeformConv`` on NCHW;
+* ``tree_ensemble(x) {roots, features, modes, splits, ...}`` -- ONNX-ML ``TreeEnsemble``
+  (the trees as flat per-node and per-leaf lists; membership sets as ``member_values``
+  sliced by ``member_offsets``);
+* ``tensor_scatter(past_cache, update, write_indices?) {axis, mode}`` -- ONNX
+  ``TensorScatter``: ``update`` written into a copy of the cache along ``axis`` from each
+  batch row's write index (``mode = circular``: modulo the cache length);
 * ``string_concat(a, b)``, ``regex_full_match(x) {pattern}`` -- ONNX's string ops;
 * ``bitcast {to}``, ``det``, ``reverse_sequence {batch_axis, time_axis}``, ``compress {axis}``
   and ``unique {axis, sorted}`` (four results) -- the ONNX ops of those names (``axis = []``:
@@ -72,12 +81,60 @@ def _nms(ctx: InferContext) -> list[TType]:
 
 def _grid_sample(ctx: InferContext) -> list[TType]:
     x, grid = ctx.inputs
-    if x.rank not in (None, 4) or grid.rank not in (None, 4):
-        raise ctx.error(f"x and grid must have rank 4 (2-D sampling), got {x} and {grid}")
+    rank = x.rank if x.rank is not None else grid.rank
+    if rank not in (None, 4, 5) or grid.rank not in (None, rank):
+        raise ctx.error(f"x and grid must both have rank 4 (2-D sampling) or 5 (3-D), got {x} "
+                        f"and {grid}")
+    if rank is None:
+        return [TType(x.dtype, None)]
     n = x.shape[0] if x.shape else None
     c = x.shape[1] if x.shape else None
-    h, w = (grid.shape[1], grid.shape[2]) if grid.shape else (None, None)
-    return [TType(x.dtype, (n, c, h, w))]
+    out = tuple(grid.shape[1:-1]) if grid.shape else (None,) * (rank - 2)
+    return [TType(x.dtype, (n, c, *out))]
+
+
+def _deform_conv(ctx: InferContext) -> list[TType]:
+    x, w, offset = ctx.inputs[:3]
+    a = ctx.attrs
+    if len(ctx.inputs) != 3 + int(a["has_bias"]) + int(a["has_mask"]):
+        raise ctx.error("the operands after offset must be the bias and mask the attributes name")
+    for v, what in ((x, "x"), (w, "w"), (offset, "offset")):
+        if v.rank not in (None, 4):
+            raise ctx.error(f"{what} must have rank 4 (2-D deformable convolution), got {v}")
+    same_dtype(ctx)
+    n = x.shape[0] if x.shape else None
+    oc = w.shape[0] if w.shape else None
+    oh, ow = offset.shape[2:] if offset.shape else (None, None)
+    return [TType(x.dtype, (n, oc, oh, ow))]
+
+
+def _tree_ensemble(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    if x.dtype not in ("f16", "f32", "f64"):
+        raise ctx.error(f"features must be floats, got {x.dtype}")
+    a = ctx.attrs
+    n = len(a["features"])
+    if not all(len(a[k]) == n for k in ("modes", "splits", "true_ids", "false_ids",
+                                         "true_leafs", "false_leafs")):
+        raise ctx.error("the node attributes must all have one entry per node")
+    if len(a["leaf_targets"]) != len(a["leaf_weights"]):
+        raise ctx.error("leaf_targets and leaf_weights must have one entry per leaf")
+    batch = x.shape[0] if x.shape else None
+    return [TType(x.dtype, (batch, a["n_targets"]))]
+
+
+def _tensor_scatter(ctx: InferContext) -> list[TType]:
+    past, update = ctx.inputs[0], ctx.inputs[1]
+    same_dtype(ctx, [0, 1])
+    if len(ctx.inputs) > 2 and ctx.inputs[2].dtype not in INT_DTYPES:
+        raise ctx.error(f"write_indices must be integers, got {ctx.inputs[2].dtype}")
+    if past.rank is not None:
+        axis = norm_axis(ctx, ctx.attrs["axis"], past.rank)
+        if axis == 0:
+            raise ctx.error("the sequence axis cannot be the batch axis 0")
+        if update.rank not in (None, past.rank):
+            raise ctx.error(f"update {update} must have the rank of past_cache {past}")
+    return [past]
 
 
 def _string_binary(ctx: InferContext) -> list[TType]:
@@ -113,8 +170,26 @@ define("non_max_suppression", ("boxes", "scores", "max_out?", "iou?", "score?"),
 define("grid_sample", ("x", "grid"), _grid_sample,
        {"mode": AttrSpec("str", "linear", choices=("linear", "nearest", "cubic")),
         "padding_mode": AttrSpec("str", "zeros", choices=("zeros", "border", "reflection")),
-        "align_corners": AttrSpec("bool", False)}, family="onnx", doc="ONNX GridSample (2-D)",
-       no_grad=_INFERENCE_ONLY)
+        "align_corners": AttrSpec("bool", False)}, family="onnx",
+       doc="ONNX GridSample (2-D and 3-D)", no_grad=_INFERENCE_ONLY)
+define("tensor_scatter", ("past_cache", "update", "write_indices?"), _tensor_scatter,
+       {"axis": AttrSpec("int", -2), "mode": AttrSpec("str", "linear",
+                                                      choices=("linear", "circular"))},
+       family="onnx", doc="ONNX TensorScatter (a KV-cache update)", differentiable=False)
+define("deform_conv", ("x", "w", "offset", "rest*"), _deform_conv,
+       {"strides": AttrSpec("ints"), "pads": AttrSpec("ints"), "dilations": AttrSpec("ints"),
+        "group": AttrSpec("int", 1), "offset_group": AttrSpec("int", 1),
+        "has_bias": AttrSpec("bool", False), "has_mask": AttrSpec("bool", False)},
+       family="onnx", doc="ONNX DeformConv (2-D)", no_grad=_INFERENCE_ONLY)
+define("tree_ensemble", ("x",), _tree_ensemble, {
+    "roots": AttrSpec("ints"), "features": AttrSpec("ints"), "modes": AttrSpec("ints"),
+    "splits": AttrSpec("floats"), "true_ids": AttrSpec("ints"), "false_ids": AttrSpec("ints"),
+    "true_leafs": AttrSpec("ints"), "false_leafs": AttrSpec("ints"),
+    "missing_true": AttrSpec("ints", ()), "member_values": AttrSpec("floats", ()),
+    "member_offsets": AttrSpec("ints", ()), "leaf_targets": AttrSpec("ints"),
+    "leaf_weights": AttrSpec("floats"), "n_targets": AttrSpec("int"),
+    "aggregate": AttrSpec("int", 1), "post_transform": AttrSpec("int", 0)},
+    family="onnx", doc="ONNX-ML TreeEnsemble", differentiable=False)
 define("string_concat", ("a", "b"), _string_binary, family="onnx", doc="ONNX StringConcat",
        differentiable=False)
 define("regex_full_match", ("x",), _regex, {"pattern": AttrSpec("str")}, family="onnx",

@@ -8,9 +8,13 @@ with modes those do not take; these two ops cover the rest:
   cubic_coeff_a, exclude_outside, antialias, extrapolation_value}`` -- ONNX ``Resize`` with one
   output size and one scale per axis (the importer resolves ``axes``, ``scales`` versus
   ``sizes`` and ``keep_aspect_ratio_policy``);
-* ``pool_nd(x) {kind, kernel, strides, dilations, pads, ceil_mode, count_include_pad, p}`` --
-  ``MaxPool`` (no indices), ``AveragePool`` and ``LpPool`` on ``[N, C, *spatial]``; ``pads``
-  are ``(begins..., ends...)`` (auto padding resolved by the importer);
+* ``pool_nd(x) {kind, kernel, strides, dilations, pads, ceil_mode, count_include_pad, p,
+  storage_order}`` -- ``MaxPool``, ``AveragePool`` and ``LpPool`` on ``[N, C, *spatial]``;
+  ``pads`` are ``(begins..., ends...)`` (auto padding resolved by the importer); ``kind =
+  "argmax"`` gives ``MaxPool``'s int64 ``Indices`` output;
+* ``max_unpool(x, indices) {kernel, strides, pads, output}`` -- ONNX ``MaxUnpool``: zeros with
+  ``x`` put at ``indices``; ``output``: an explicit spatial output size (``[]``: the inferred
+  one);
 * ``conv_transpose_nd(x, w) {strides, dilations, pads, output_padding, groups}`` -- ONNX
   ``ConvTranspose`` on any number of spatial axes (``output_shape`` and auto padding resolved
   to ``pads`` by the importer);
@@ -22,7 +26,7 @@ Compute functions: :mod:`pytfrt.backends.cpu.onnx_nd`.  Filled at import, then r
 
 from __future__ import annotations
 
-from pytfrt.backends.cpu.onnx_nd import pool_out_size
+from pytfrt.backends.cpu.onnx_nd import pool_out_size, unpool_size
 from pytfrt.compiler.ops.base import AttrSpec, InferContext, define
 from pytfrt.compiler.types import FLOAT_DTYPES, TType
 
@@ -44,10 +48,11 @@ def _pool_nd(ctx: InferContext) -> list[TType]:
     nd = len(kernel)
     if not (len(strides) == len(dil) == nd and len(pads) == 2 * nd):
         raise ctx.error("kernel, strides, dilations and pads must fit the spatial axes")
-    if a["kind"] != "max" and x.dtype not in FLOAT_DTYPES:
+    if a["kind"] not in ("max", "argmax") and x.dtype not in FLOAT_DTYPES:
         raise ctx.error(f"{a['kind']} pooling needs a float operand, got {x.dtype}")
+    dtype = "i64" if a["kind"] == "argmax" else x.dtype
     if x.shape is None:
-        return [TType(x.dtype, None)]
+        return [TType(dtype, None)]
     if len(x.shape) != nd + 2:
         raise ctx.error(f"a {nd}-D window on {x}")
     out: list[int | None] = list(x.shape[:2])
@@ -57,7 +62,28 @@ def _pool_nd(ctx: InferContext) -> list[TType]:
             continue
         out.append(pool_out_size(d, kernel[i], strides[i], dil[i], pads[i], pads[i + nd],
                                  a["ceil_mode"]))
-    return [TType(x.dtype, tuple(out))]
+    return [TType(dtype, tuple(out))]
+
+
+def _max_unpool(ctx: InferContext) -> list[TType]:
+    x, idx = ctx.inputs
+    a = ctx.attrs
+    nd = len(a["kernel"])
+    if not (len(a["strides"]) == nd and len(a["pads"]) == 2 * nd):
+        raise ctx.error("kernel, strides and pads must fit the spatial axes")
+    if a["output"] and len(a["output"]) != nd:
+        raise ctx.error(f"output {list(a['output'])} must give {nd} spatial sizes")
+    if idx.dtype != "i64":
+        raise ctx.error(f"indices must be i64, got {idx.dtype}")
+    if x.rank not in (None, nd + 2):
+        raise ctx.error(f"{x} does not have {nd} spatial axes")
+    if x.shape is None:
+        return [TType(x.dtype, None)]
+    spatial: tuple[int | None, ...] = tuple(int(s) for s in a["output"]) or tuple(
+        None if d is None else unpool_size(d, a["kernel"][i], a["strides"][i], a["pads"][i],
+                                           a["pads"][i + nd])
+        for i, d in enumerate(x.shape[2:]))
+    return [TType(x.dtype, tuple(x.shape[:2]) + spatial)]
 
 
 def _col2im(ctx: InferContext) -> list[TType]:
@@ -107,12 +133,16 @@ define("resize_nd", ("x",), _resize_nd, {
     "antialias": AttrSpec("bool", False), "extrapolation_value": AttrSpec("float", 0.0),
 }, family="onnx", doc="ONNX Resize on any rank, every mode", differentiable=False)
 define("pool_nd", ("x",), _pool_nd, {
-    "kind": AttrSpec("str", choices=("max", "avg", "lp")), "kernel": AttrSpec("ints"),
+    "kind": AttrSpec("str", choices=("max", "avg", "lp", "argmax")), "kernel": AttrSpec("ints"),
     "strides": AttrSpec("ints"), "dilations": AttrSpec("ints"), "pads": AttrSpec("ints"),
     "ceil_mode": AttrSpec("bool", False), "count_include_pad": AttrSpec("bool", False),
-    "p": AttrSpec("int", 2),
+    "p": AttrSpec("int", 2), "storage_order": AttrSpec("int", 0),
 }, family="onnx", doc="ONNX MaxPool/AveragePool/LpPool on any number of spatial axes",
     differentiable=False)
+define("max_unpool", ("x", "indices"), _max_unpool, {
+    "kernel": AttrSpec("ints"), "strides": AttrSpec("ints"), "pads": AttrSpec("ints"),
+    "output": AttrSpec("ints", ())},
+       family="onnx", doc="ONNX MaxUnpool", differentiable=False)
 define("conv_transpose_nd", ("x", "w"), _conv_transpose_nd, {
     "strides": AttrSpec("ints"), "dilations": AttrSpec("ints"), "pads": AttrSpec("ints"),
     "output_padding": AttrSpec("ints"), "groups": AttrSpec("int", 1),

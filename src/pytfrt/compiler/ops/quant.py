@@ -7,7 +7,9 @@
   scale`` in the scale's (floating) type;
 * ``dynamic_quantize_linear(x)`` -- three results: ``x`` quantised to ``ui8`` with a scale
   (f32 scalar) and zero point (ui8 scalar) computed from its range, as ONNX's
-  ``DynamicQuantizeLinear``.
+  ``DynamicQuantizeLinear``;
+* ``qglobal_avg_pool(q) {layout, x_scale, x_zero_point, y_scale, y_zero_point, dtype}`` --
+  ``quantize(global_avg_pool(dequantize(q)))`` on u8/s8 codes (made by ``-tg-fold-quant``).
 
 The scale (and zero point) is per tensor (a scalar or one element), per axis (1-D, one element
 per index along ``axis``) or blocked (``block_size > 0``: the rank of ``x``, one element per
@@ -202,3 +204,30 @@ define("qconv2d", ("x", "w", "w_scale", "extra*"), _qconv2d,
 define("qmatmul", ("x", "w", "w_scale", "extra*"), _qmatmul, dict(_Q_ATTRS),
        family="quant", doc="int8 matrix product with requantisation (made by -tg-fold-quant)",
        differentiable=False, prepare="qmatmul.prepare", prepare_operands=_q_split)
+
+
+def _qglobal_avg_pool(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    a = ctx.attrs
+    if x.dtype not in ("ui8", "i8"):
+        raise ctx.error(f"the input must be ui8 or i8, got {x.dtype}")
+    if a["dtype"] not in ("ui8", "i8"):
+        raise ctx.error(f"the result must be ui8 or i8, got {a['dtype']}")
+    if not (a["x_scale"] > 0 and a["y_scale"] > 0):
+        raise ctx.error(f"scales must be positive, got {a['x_scale']} and {a['y_scale']}")
+    if x.rank not in (None, 4):
+        raise ctx.error(f"the input must have rank 4, got {x}")
+    if x.shape is None:
+        return [TType(a["dtype"], None)]
+    n = x.shape[0]
+    shape = (n, 1, 1, x.shape[3]) if a["layout"] == "NHWC" else (n, x.shape[1], 1, 1)
+    return [TType(a["dtype"], shape)]
+
+
+define("qglobal_avg_pool", ("x",), _qglobal_avg_pool,
+       {"layout": AttrSpec("str", choices=("NHWC", "NCHW")),
+        "x_scale": AttrSpec("float"), "x_zero_point": AttrSpec("int", 0),
+        "y_scale": AttrSpec("float"), "y_zero_point": AttrSpec("int", 0),
+        "dtype": AttrSpec("dtype", "ui8")},
+       family="quant", doc="quantized global average pool (made by -tg-fold-quant)",
+       differentiable=False)

@@ -1,12 +1,14 @@
 """Catalogue family ``quant_dynamic``: the dynamically quantized matrix product that
 ``pytfrt.quantize(..., method="dynamic")`` emits.
 
-``qmatmul_dynamic(x, w, w_scale, bias?) {epilogue_operands}`` -- ``x [..., K]`` (f32) quantized
+``qmatmul_dynamic(x, w, w_scale, bias?) {epilogue_operands, activation, alpha}`` -- ``x [..., K]``
+(f32) quantized
 per call to u8 as ``dynamic_quantize_linear`` does (ONNX's ``DynamicQuantizeLinear``: the range
 ``[min(0, min x), max(0, max x)]`` over 255 steps), times the s8 weight ``w [K, N]`` with its
 per-column (or single) scale ``w_scale``, plus an optional f32 bias ``[N]``:
-``dequantize_linear(dynamic_quantize_linear(x)) @ dequantize_linear(w, w_scale) + bias``,
-computed as an integer product (oneDNN) scaled afterwards.  The result is f32 ``[..., N]``.
+``act(dequantize_linear(dynamic_quantize_linear(x)) @ dequantize_linear(w, w_scale) + bias)``
+(``act``: an epilogue activation, ``docs/kernels.md``; a transformer's GELU), computed as an
+integer product (oneDNN) scaled afterwards.  The result is f32 ``[..., N]``.
 The weight, scales and bias are prepared at load time (``qmatmul_dynamic.prepare``).
 Compute functions: :mod:`pytfrt.backends.cpu.quant_dynamic`.  Not differentiable.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytfrt.compiler.ops.base import AttrSpec, InferContext, define
+from pytfrt.compiler.ops.nn import ACTIVATIONS
 from pytfrt.compiler.types import TType
 
 
@@ -48,6 +51,8 @@ def _infer(ctx: InferContext) -> list[TType]:
 
 
 define("qmatmul_dynamic", ("x", "w", "w_scale", "bias?"), _infer,
-       {"epilogue_operands": AttrSpec("ints", (0, 0))}, family="quant_dynamic",
+       {"epilogue_operands": AttrSpec("ints", (0, 0)),
+        "activation": AttrSpec("str", "none", implicit=True, choices=ACTIVATIONS),
+        "alpha": AttrSpec("float", 0.0, implicit=True)}, family="quant_dynamic",
        doc="dynamically quantized u8 x s8 matrix product (pytfrt.quantize, method='dynamic')",
        differentiable=False, prepare="qmatmul_dynamic.prepare", prepare_operands=_split)

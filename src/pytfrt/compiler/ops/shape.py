@@ -408,7 +408,7 @@ define("slice", ("x", "starts?", "ends?", "axes?", "steps?"), _slice,
        family="shape", grad=gr.slice_)
 define("pad", ("x", "pads?"), _pad,
        {"pads": AttrSpec("ints", (), implicit=True),
-        "mode": AttrSpec("str", "constant", choices=("constant", "reflect", "edge")),
+        "mode": AttrSpec("str", "constant", choices=("constant", "reflect", "edge", "wrap")),
         "value": AttrSpec("float", 0.0)}, family="shape", grad=gr.pad)
 define("gather", ("x", "indices"), _gather,
        {"axis": AttrSpec("int", 0), "batch_dims": AttrSpec("int", 0)}, family="shape",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pytfrt.compiler.builder import GraphModule
+from pytfrt.compiler.passes.batch_stats import fuse_batch_stats
 from pytfrt.compiler.passes.batchnorm import fold_batch_norm
 from pytfrt.compiler.passes.buffers import plan_buffers
 from pytfrt.compiler.passes.elementwise import fuse_elementwise
@@ -36,6 +37,7 @@ PASSES: dict[str, Pass] = {
     "tg-matmul-weight-layout": matmul_weight_layout,
     "tg-fuse-squeeze-excite": fuse_squeeze_excite,
     "tg-fold-pad": fold_pad,
+    "tg-fuse-batch-stats": fuse_batch_stats,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
     "tg-plan-buffers": plan_buffers,
@@ -53,6 +55,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-matmul-weight-layout",
     "tg-fuse-squeeze-excite",
     "tg-fold-pad",
+    "tg-fuse-batch-stats",
     "tg-fuse-elementwise",
     "tg-dce",
     "tg-fuse-small-graph",

@@ -15,10 +15,11 @@ buffer it writes.  A linear scan over ``@main`` in program order hands out slots
   lifetime ends at that op (in place).  Ops that read an operand after writing (conv, matmul,
   pooling, norms) never write into an operand's slot -- except a convolution's fused
   residual (``epilogue_operands``), which each output element reads once, just before writing
-  it: a ``conv2d`` may take its dying residual's slot (not when the residual is also its input
-  ``x``).  oneDNN then adds the residual with its ``sum`` post-op where it lies, instead of
-  reading it from a second buffer: one activation-sized buffer less in the cache per
-  residual block (``docs/compiler.md``, "Where the time goes per model").
+  it: a ``conv2d`` or ``qconv2d`` may take its dying residual's slot (not when the residual is
+  also its input ``x``).  oneDNN then adds the residual with its ``sum`` post-op where it
+  lies, instead of reading it from a second buffer (or, int8, copying it into the result
+  first): one activation-sized buffer less in the cache per residual block
+  (``docs/compiler.md``, "Where the time goes per model").
 
 The lowering turns annotated ops into ``tg.<op>.buf`` kernels that take the call's arena
 (``pytfrt.backends.cpu.arena``).  Functions with control flow are left alone.
@@ -54,7 +55,8 @@ def buffered_ops() -> frozenset[str]:
 
 
 def _conv_residual(op: Operation) -> SSAValue | None:
-    """The fused residual operand of a ``tg.conv2d`` (its last operand), or ``None``."""
+    """The fused residual operand of a ``tg.conv2d`` / ``tg.qconv2d`` (its last operand), or
+    ``None``."""
     flags = op.attributes.get("epilogue_operands")
     if not isinstance(flags, b.ArrayAttr) or len(flags.data) != 2:
         return None
@@ -116,7 +118,7 @@ def plan_buffers(gm: GraphModule) -> GraphModule:
                         slot = slot_of.pop(v)
                         dying.remove(v)
                         break
-            elif op.name == "tg.conv2d":
+            elif op.name in ("tg.conv2d", "tg.qconv2d"):
                 res = _conv_residual(op)
                 if (res is not None and res in dying and res is not op.operands[0]
                         and str(ttype(res)) == key[0]):

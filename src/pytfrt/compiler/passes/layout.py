@@ -4,8 +4,8 @@ cancelled.
 ONNX models (and TF graphs converted by tf2onnx) are NCHW; the CPU backend's fast convolution
 path (oneDNN's primitive, ``docs/kernels.md``) runs NHWC only.  In every function holding an
 NCHW ``conv2d``, ``conv2d_transpose``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool``,
-``global_max_pool`` or ``qconv2d`` (:data:`TRIGGER_OPS`), the pass walks the ops once in
-program order and
+``global_max_pool``, ``qconv2d`` or ``qglobal_avg_pool`` (:data:`TRIGGER_OPS`), the pass walks
+the ops once in program order and
 
 1. rewrites each such op, and each NCHW ``resize``, ``depth_to_space`` and
    ``space_to_depth`` (:data:`LAYOUT_OPS`), to ``layout = "NHWC"`` between two
@@ -76,7 +76,7 @@ OIHW_TO_HWIO = (2, 3, 1, 0)
 """The permutation taking an OIHW filter to HWIO."""
 
 TRIGGER_OPS = ("tg.conv2d", "tg.conv2d_transpose", "tg.max_pool2d", "tg.avg_pool2d",
-               "tg.global_avg_pool", "tg.global_max_pool", "tg.qconv2d")
+               "tg.global_avg_pool", "tg.global_max_pool", "tg.qconv2d", "tg.qglobal_avg_pool")
 """NCHW ops that make the pass rewrite a function (their NHWC kernels are the fast ones)."""
 LAYOUT_OPS = (*TRIGGER_OPS, "tg.resize", "tg.depth_to_space", "tg.space_to_depth")
 """Ops with a ``layout`` attribute the pass turns from NCHW to NHWC (in a function it

@@ -21,7 +21,10 @@ float (oneDNN adds it after the scales).  Then, in a second sweep:
   becomes that ``qconv2d`` with ``r`` as its residual operand and the final quantization,
   its own requantization kept as ``inner_scale`` / ``inner_zero_point``;
 * ``quantize(max_pool2d(dequantize(q, s, z)), s, z)`` (also ``global_max_pool``) becomes
-  ``max_pool2d(q)`` -- exact, pooling only picks elements.
+  ``max_pool2d(q)`` -- exact, pooling only picks elements; so does
+  ``quantize(reshape(dequantize(q, s, z)), s, z)``, which becomes ``reshape(q)``;
+* ``quantize(global_avg_pool(dequantize(q, s, z)), s2, z2)`` becomes ``qglobal_avg_pool(q)``
+  (the mean of the codes, requantized).
 
 Chains that do not fit are left as they are (they still run, in float).  The quantization ops
 left without users are erased; constants are left for ``-tg-dce``.
@@ -284,17 +287,18 @@ def _fold_residual(gm: GraphModule, op: Operation) -> bool:
     return True
 
 
-_MONOTONIC = ("tg.max_pool2d", "tg.global_max_pool")
-"""Ops that commute with a per-tensor quantization (they only pick elements)."""
+_MONOTONIC = ("tg.max_pool2d", "tg.global_max_pool", "tg.reshape")
+"""Ops that commute with a per-tensor quantization (they only pick or move elements)."""
 
 
 def _fold_pick(gm: GraphModule, op: Operation) -> bool:
     """``quantize(maxpool(dequantize(q, s, z)), s, z)`` -> ``maxpool(q)``: max pooling picks
     elements, and dequantization with a positive scale keeps their order, so the result is
-    exact."""
+    exact (a reshape only moves them: the same)."""
     got = _dq_params(gm, op.operands[0])
     user = single_use(op.results[0])
-    if got is None or user is None or user.name != "tg.quantize_linear":
+    if (got is None or user is None or user.name != "tg.quantize_linear"
+            or len(op.operands) != 1):
         return False
     q, s, z = got
     ys = _scalar(gm, user.operands[1])
@@ -302,6 +306,28 @@ def _fold_pick(gm: GraphModule, op: Operation) -> bool:
     if ys != s or yz != z or ttype(user.results[0]).dtype != ttype(q).dtype:
         return False
     new = new_op(gm, op.name[3:], [q], attrs_of(op), op.location)
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_before(new, user)
+    replace(user, [new.results[0]])
+    return True
+
+
+def _fold_avg(gm: GraphModule, op: Operation) -> bool:
+    """``quantize(global_avg_pool(dequantize(q, s, z)), s2, z2)`` -> ``qglobal_avg_pool(q)``."""
+    got = _dq_params(gm, op.operands[0])
+    user = single_use(op.results[0])
+    if got is None or user is None or user.name != "tg.quantize_linear":
+        return False
+    q, s, z = got
+    ys = _scalar(gm, user.operands[1])
+    yz = _scalar(gm, user.operands[2]) if len(user.operands) > 2 else 0
+    dtype = ttype(user.results[0]).dtype
+    if ys is None or yz is None or not ys > 0 or dtype not in ("ui8", "i8"):
+        return False
+    new = new_op(gm, "qglobal_avg_pool", [q], {
+        "layout": attrs_of(op)["layout"], "x_scale": s, "x_zero_point": z,
+        "y_scale": float(ys), "y_zero_point": int(yz), "dtype": dtype}, op.location)
     block = op.parent_block()
     assert block is not None
     block.insert_op_before(new, user)
@@ -324,7 +350,7 @@ def _erase_dead(gm: GraphModule) -> None:
 
 
 _DEAD_OK = ("tg.dequantize_linear", "tg.quantize_linear", "tg.add", "tg.relu", "tg.qconv2d",
-            *_MONOTONIC)
+            "tg.global_avg_pool", *_MONOTONIC)
 
 
 def fold_quant(gm: GraphModule) -> GraphModule:
@@ -343,6 +369,8 @@ def fold_quant(gm: GraphModule) -> GraphModule:
             if op.name == "tg.qconv2d" and _fold_residual(gm, op):
                 changed = True
             elif op.name in _MONOTONIC and _fold_pick(gm, op):
+                changed = True
+            elif op.name == "tg.global_avg_pool" and _fold_avg(gm, op):
                 changed = True
     if changed:
         _erase_dead(gm)

@@ -1,0 +1,188 @@
+"""Squeeze-and-excitation of one large image over both threads, through oneDNN primitives.
+
+Private helper of :mod:`pytfrt.backends.cpu.squeeze_excite`.  At batch 1 the squeeze-excite
+kernel is two passes over the image on one thread (the channel means, then every pixel
+scaled by its channel's gate), while the convolutions before and after it run in one part
+per thread; EfficientNet-B0's first blocks (112x112x32 .. 28x28x240) took ~2 ms of its
+~11 ms per call that way.  Here both passes are split by output-row bands, as the
+convolutions are, and run as :mod:`pytfrt.backends.cpu._spin_pool` jobs (so each thread
+reads the rows it has just written):
+
+1. one oneDNN average-pooling primitive per band, its window the whole band: the band's
+   channel means, each into its own row of a small ``(parts, C)`` array;
+2. the caller combines them (weighted by the band heights) and computes the gate (the two
+   small fully connected layers, :func:`pytfrt.backends.cpu.squeeze_excite.excite`);
+3. one oneDNN binary ``mul`` primitive per band, ``x`` times the gate broadcast over the
+   pixels, into ``y``.
+
+:func:`run` returns ``False`` (nothing written) when oneDNN or the pool's helpers are not
+available, another thread is using the pool, or oneDNN has only its reference kernels for
+the shape: the caller then runs its one-thread kernel.  Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pytfrt.backends.cpu import _dnnl_conv as dc
+from pytfrt.backends.cpu import _parallel, _spin_pool
+
+SPLIT_MIN_ELEMENTS = 1 << 16
+"""Fewest elements of ``x`` for which a batch-1 squeeze-excite is split over the threads.
+Measured at real-time priority on the shared machine, medians of interleaved calls:
+EfficientNet-B0 10.2 -> 9.3 ms per call (its blocks from 112x112x32 to 14x14x672 split);
+MobileNetV3-small, whose blocks are at most 56x56x16, no change (2.41 / 2.34 ms), nor with the
+threshold at 30k elements (2.39).  Alone, hot: 112x112x32 187 -> 141 us, 56x56x96 118 ->
+86, 28x28x240 61 -> 54 (the two passes are memory-bound)."""
+MAX_SHAPES = 128
+"""Most image shapes whose primitives are kept (further shapes run on one thread)."""
+_POOLING_AVG = 0x3FF  # dnnl_pooling_avg_exclude_padding (oneapi/dnnl/dnnl_types.h)
+_BINARY_MUL = 0x1FFF1  # dnnl_binary_mul
+_ARG_SRC_1 = 2  # DNNL_ARG_SRC_1
+
+_lock = threading.Lock()
+_state_lock = threading.Lock()
+_plans: dict[tuple[int, int, int], _Plan | None] = {}
+
+
+class _Plan:
+    """The two jobs of one ``(H, W, C)`` image: band means and the scale."""
+
+    def __init__(self, lib: dc._Lib, h: int, w: int, c: int, k: int) -> None:
+        self.bounds = [h * i // k for i in range(k + 1)]
+        self.heights = np.array([b - a for a, b in zip(self.bounds, self.bounds[1:],
+                                                       strict=False)], np.float32)
+        self.means = np.zeros((k, c), np.float32)
+        self.gate = np.zeros(c, np.float32)
+        fold = _fold(w, c)
+        self.tiled = np.zeros((fold, c), np.float32)
+        """The gate repeated for ``fold`` consecutive pixels (the scale's channel axis)."""
+        self.prims: list[dc._Prim] = []
+        self.gate_md = dc._Prim(lib)
+        self.prims.append(self.gate_md)
+        cf = c * fold
+        md = self.gate_md.own("dnnl_memory_desc_destroy",
+                              lib.strided_md((1, cf, 1, 1), (cf, 1, cf, cf)))
+        self.gate_mem = self.gate_md.own(
+            "dnnl_memory_destroy",
+            lib.new("dnnl_memory_create", md, lib.engine, self.tiled.ctypes.data))
+        means, scales = [], []
+        try:
+            for i, (r0, r1) in enumerate(zip(self.bounds, self.bounds[1:], strict=False)):
+                band = (1, c, r1 - r0, w)
+                means.append(self._pool(lib, band, 4 * r0 * w * c, 4 * i * c))
+                scales.append(self._mul(lib, (1, cf, r1 - r0, w // fold), md, 4 * r0 * w * c))
+        except RuntimeError:
+            self.destroy()
+            raise
+        self.mean_job = dc._job(means, c, _state_lock)
+        self.scale_job = dc._job(scales, c, _state_lock)
+
+    def _new(self, lib: dc._Lib, src: tuple[int, int, int, int],
+             dst: tuple[int, int, int, int], src_off: int,
+             dst_off: int) -> tuple[dc._Prim, Any]:
+        p = dc._Prim(lib)
+        self.prims.append(p)
+        md_free = "dnnl_memory_desc_destroy"
+        p.src_md = p.own(md_free, lib.strided_md(src, dc._md_strides("NHWC", src)))
+        p.dst_md = p.own(md_free, lib.strided_md(dst, dc._md_strides("NHWC", dst)))
+        p.src_off, p.dst_off = src_off, dst_off
+        attr = p.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
+        lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
+        return p, attr
+
+    def _pool(self, lib: dc._Lib, band: tuple[int, int, int, int], src_off: int,
+              dst_off: int) -> dc._Prim:
+        p, attr = self._new(lib, band, (1, band[1], 1, 1), src_off, dst_off)
+        zero = dc._DIMS(0, 0)
+        p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
+            "dnnl_pooling_forward_primitive_desc_create", lib.engine, dc._FORWARD_INFERENCE,
+            _POOLING_AVG, p.src_md, p.dst_md, dc._DIMS(1, 1), dc._DIMS(band[2], band[3]),
+            zero, zero, zero, attr))
+        dc.query_impl(lib, p)
+        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+        return p
+
+    def _mul(self, lib: dc._Lib, band: tuple[int, int, int, int], gate_md: Any,
+             off: int) -> dc._Prim:
+        p, attr = self._new(lib, band, band, off, off)
+        p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
+            "dnnl_binary_primitive_desc_create", lib.engine, _BINARY_MUL, p.src_md, gate_md,
+            p.dst_md, attr))
+        p.extra = [(_ARG_SRC_1, self.gate_mem)]
+        dc.query_impl(lib, p)
+        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+        return p
+
+    def destroy(self) -> None:
+        for p in reversed(self.prims):
+            p.destroy()
+
+
+FOLD_CHANNELS = 256
+"""The scale pass sees ``fold`` consecutive pixels of ``C`` channels as one pixel of
+``fold * C`` channels (the same bytes), ``fold`` the smallest divisor of the width giving at
+least this many: oneDNN's binary kernel is slow on short channel rows (112x112x32: 131 us
+with 32 channels, 57 us folded to 256; both threads, hot)."""
+
+
+def _fold(w: int, c: int) -> int:
+    """Pixels per folded pixel of the scale pass (:data:`FOLD_CHANNELS`)."""
+    for f in range(1, w + 1):
+        if w % f == 0 and f * c >= FOLD_CHANNELS:
+            return f
+    return w
+
+
+def _plan(lib: dc._Lib, h: int, w: int, c: int) -> _Plan | None:
+    key = (h, w, c)
+    plan = _plans.get(key, 0)
+    if plan != 0:
+        return plan  # type: ignore[return-value]
+    with _lock:
+        if key not in _plans:
+            if len(_plans) >= MAX_SHAPES:
+                return None
+            k = min(_parallel.num_threads(), h)
+            try:
+                _plans[key] = _Plan(lib, h, w, c, k)
+            except RuntimeError:
+                _plans[key] = None
+        return _plans[key]
+
+
+def run(x: np.ndarray, y: np.ndarray, excite: Callable[[np.ndarray, np.ndarray], None]) -> bool:
+    """``y = x * gate`` for a C-contiguous float32 NHWC ``x`` of batch 1 (``y`` likewise, the
+    same shape; it may be ``x`` itself), where ``excite(means, gate)`` writes the ``(C,)``
+    float32 gate from the ``(C,)`` float32 channel means.  ``False``: nothing was computed
+    (see the module docstring)."""
+    lib = dc.library()
+    threads = _parallel.num_threads()
+    if lib is None or threads < 2 or x.shape[0] != 1 or x.size < SPLIT_MIN_ELEMENTS:
+        return False
+    _, h, w, c = x.shape
+    if h < 2:
+        return False
+    plan = _plan(lib, h, w, c)
+    if plan is None:
+        return False
+    pool = _spin_pool.pool(lib.addresses, threads - 1, lib.new_stream_handle)
+    if pool is None or not pool.lock.acquire(blocking=False):
+        return False
+    try:
+        pool.reserve(max(plan.mean_job.scratch, plan.scale_job.scratch), 0)
+        st = pool.run(plan.mean_job.table, x.ctypes.data, plan.means.ctypes.data, 0)
+        if st == 0:
+            means = (plan.heights @ plan.means) / np.float32(h)
+            excite(means, plan.gate)
+            plan.tiled[:] = plan.gate
+            st = pool.run(plan.scale_job.table, x.ctypes.data, y.ctypes.data, 0)
+    finally:
+        pool.lock.release()
+    if st != 0:
+        raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
+    return True

@@ -1,0 +1,175 @@
+"""Batch-statistics kernels of a training step: ``tg.moments`` and ``tg.sum_and_dot``.
+
+A batch-norm layer in training computes per-channel statistics over every other axis, forward
+and backward.  TensorFlow's graph of it (Keras' ``BatchNormalization`` through
+``tf.nn.moments``, and the ops its gradient adds) reads each activation-sized tensor several
+times: ``reduce_mean(x)``, a materialised ``squared_difference(x, mean)`` and its
+``reduce_mean`` forward; ``reduce_sum(dy)`` and a materialised ``mul(x, dy)`` with its
+``reduce_sum`` backward.  ``-tg-fuse-batch-stats`` (:mod:`pytfrt.compiler.passes.batch_stats`)
+replaces each group with one op whose kernel here makes a single pass:
+
+* ``moments(x) {axes, keepdims}`` -> ``(mean, variance)``: the mean and the (biased)
+  variance over ``axes``, from float64 sums of ``x - shift`` and its square (``shift`` = the
+  first row: no cancellation for float32 data).
+* ``sum_and_dot(a, b) {axes, keepdims}`` -> ``(sum(a), sum(a * b))`` over ``axes``, float64
+  accumulators.
+
+The fast path is a reduction over the leading axes ``0..k-1`` of C-contiguous float32/float64
+operands of one shape (an NHWC tensor's ``N, H, W``): the rows are split into shards run on the
+CPU kernels' helper threads (:func:`pytfrt.backends.cpu._parallel.parallel_for`), each shard
+summing into its own float64 row, the rows added last.  Other axes, layouts or shapes (operands
+that broadcast) take NumPy with the same results' meaning.  Results have the operand's dtype.
+
+Thread-safety: pure functions.  Errors: :class:`pytfrt.backends.cpu.ops.OpError` for non-float
+operands or axes out of range.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numba
+import numpy as np
+
+from pytfrt.backends.cpu._parallel import chunks, parallel_for
+from pytfrt.backends.cpu.op_table import OpTable
+from pytfrt.backends.cpu.ops import OpError
+
+GRAPH_OPS = OpTable()
+
+_SHARD_ELEMENTS = 1 << 15
+"""Elements from which a shard of rows is worth a helper thread."""
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True)
+def _moment_rows(x, shift, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``s1[c] += sum(x[r, c] - shift[c])``, ``s2[c] += sum((x[r, c] - shift[c]) ** 2)`` over
+    rows ``r0 <= r < r1`` (float64)."""
+    k = x.shape[1]
+    for r in range(r0, r1):
+        for c in range(k):
+            d = np.float64(x[r, c]) - shift[c]
+            s1[c] += d
+            s2[c] += d * d
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True)
+def _dot_rows(a, b, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``s1[c] += sum(a[r, c])``, ``s2[c] += sum(a[r, c] * b[r, c])`` over rows ``r0..r1``."""
+    k = a.shape[1]
+    for r in range(r0, r1):
+        for c in range(k):
+            v = np.float64(a[r, c])
+            s1[c] += v
+            s2[c] += v * np.float64(b[r, c])
+
+
+def _norm_axes(op: str, ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise OpError(f"{op}: axis {a} out of range for rank {ndim}")
+        out.append(a % ndim)
+    return tuple(sorted(set(out))) if out else tuple(range(ndim))
+
+
+def _float(op: str, *xs: np.ndarray) -> None:
+    for x in xs:
+        if x.dtype not in (np.float32, np.float64):
+            raise OpError(f"{op}: operands must be float32 or float64, got {x.dtype}")
+    if any(x.dtype != xs[0].dtype for x in xs):
+        raise OpError(f"{op}: operands must share one dtype, got "
+                      f"{', '.join(str(x.dtype) for x in xs)}")
+
+
+def _rows(x: np.ndarray, axes: tuple[int, ...]) -> tuple[int, int] | None:
+    """``(rows, width)`` of the 2-D view of ``x`` whose rows the leading ``axes`` index, or
+    ``None`` if ``axes`` are not ``0..k-1`` (``k < ndim``) or ``x`` is not C-contiguous."""
+    k = len(axes)
+    if axes != tuple(range(k)) or k >= x.ndim or not x.flags.c_contiguous or x.size == 0:
+        return None
+    width = math.prod(x.shape[k:])
+    return x.size // width, width
+
+
+def _shape_of_result(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+
+
+def _sharded(kernel: object, rows: int, width: int, *args: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Run ``kernel(*args, r0, r1, s1, s2)`` over row shards; the summed ``(s1, s2)``."""
+    parts = chunks(rows, max(1, _SHARD_ELEMENTS // max(width, 1)))
+    s1 = np.zeros((len(parts), width))
+    s2 = np.zeros((len(parts), width))
+
+    def run(i: int) -> None:
+        r0, r1 = parts[i]
+        kernel(*args, r0, r1, s1[i], s2[i])  # type: ignore[operator]
+
+    parallel_for(run, len(parts))
+    return s1.sum(axis=0), s2.sum(axis=0)
+
+
+@GRAPH_OPS.op("moments")
+def moments(x: np.ndarray, *, axes: Sequence[int], keepdims: bool = True
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean(x, axes), mean((x - mean) ** 2, axes))``, as ``tf.nn.moments`` (see the module
+    docstring).
+
+    Raises:
+        OpError: a non-float operand or an axis out of range.
+    """
+    op = "moments"
+    _float(op, x)
+    ax = _norm_axes(op, x.ndim, axes)
+    shape = _shape_of_result(x, ax, keepdims)
+    view = _rows(x, ax)
+    if view is None:
+        xd = x.astype(np.float64)
+        mean = xd.mean(axis=ax, keepdims=True)
+        var = np.square(xd - mean).mean(axis=ax, keepdims=True)
+        return mean.astype(x.dtype).reshape(shape), var.astype(x.dtype).reshape(shape)
+    rows, width = view
+    x2 = x.reshape(rows, width)
+    shift = x2[0].astype(np.float64)
+    s1, s2 = _sharded(_moment_rows, rows, width, x2, shift)
+    d = s1 / rows
+    mean = shift + d
+    var = np.maximum(s2 / rows - d * d, 0.0)
+    return mean.astype(x.dtype).reshape(shape), var.astype(x.dtype).reshape(shape)
+
+
+@GRAPH_OPS.op("sum_and_dot")
+def sum_and_dot(a: np.ndarray, b: np.ndarray, *, axes: Sequence[int], keepdims: bool = True
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``(sum(a, axes), sum(a * b, axes))`` (``a * b`` broadcast as NumPy does; see the module
+    docstring).
+
+    Raises:
+        OpError: non-float or mixed-dtype operands, an axis out of range, or operands that do
+            not broadcast to ``a``'s shape.
+    """
+    op = "sum_and_dot"
+    _float(op, a, b)
+    ax = _norm_axes(op, a.ndim, axes)
+    shape = _shape_of_result(a, ax, keepdims)
+    view = _rows(a, ax) if b.shape == a.shape and b.flags.c_contiguous else None
+    if view is None:
+        try:
+            prod = np.multiply(a, b, dtype=np.float64)
+        except ValueError as e:
+            raise OpError(f"{op}: operands do not broadcast: {list(a.shape)} vs "
+                          f"{list(b.shape)}") from e
+        if prod.shape != a.shape:
+            raise OpError(f"{op}: b must broadcast to a's shape {list(a.shape)}, got "
+                          f"{list(b.shape)}")
+        s1 = a.astype(np.float64).sum(axis=ax, keepdims=True)
+        s2 = prod.sum(axis=ax, keepdims=True)
+        return s1.astype(a.dtype).reshape(shape), s2.astype(a.dtype).reshape(shape)
+    rows, width = view
+    s1, s2 = _sharded(_dot_rows, rows, width, a.reshape(rows, width), b.reshape(rows, width))
+    return s1.astype(a.dtype).reshape(shape), s2.astype(a.dtype).reshape(shape)

@@ -1,0 +1,82 @@
+// no_bef_translation
+// RUN: tfrt_opt -tg-fuse-batch-stats %s | FileCheck %s
+
+// tf.nn.moments over N, H, W: the mean, the squared difference and its mean -> one op; a shape
+// of the squared difference reads x instead (same shape).
+// CHECK-LABEL: func.func @moments
+func.func @moments(%x: tensor<?x4x4x3xf32>) -> (tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<4xi32>) {
+  %m = "tg.reduce_mean"(%x) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %d = "tg.squared_difference"(%x, %m) : (tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>) -> tensor<?x4x4x3xf32>
+  %v = "tg.reduce_mean"(%d) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %s = "tg.shape"(%d) {out_type = "i32"} : (tensor<?x4x4x3xf32>) -> tensor<4xi32>
+  // CHECK: %[[ST:.*]]:2 = "tg.moments"(%arg0) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> (tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>)
+  // CHECK-NOT: tg.reduce_mean
+  // CHECK-NOT: tg.squared_difference
+  // CHECK: %[[S:.*]] = "tg.shape"(%arg0)
+  // CHECK-NEXT: func.return %[[ST]]#0, %[[ST]]#1, %[[S]]
+  func.return %m, %v, %s : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<4xi32>
+}
+
+// The squared difference has another user: nothing changes.
+// CHECK-LABEL: func.func @moments_kept
+func.func @moments_kept(%x: tensor<?x4x4x3xf32>) -> (tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>) {
+  %m = "tg.reduce_mean"(%x) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %d = "tg.squared_difference"(%x, %m) : (tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>) -> tensor<?x4x4x3xf32>
+  %v = "tg.reduce_mean"(%d) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  // CHECK-NOT: tg.moments
+  // CHECK: tg.squared_difference
+  func.return %v, %d : tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>
+}
+
+// A batch norm's gradient sums: sum(dy) and sum(x * dy) -> one op.
+// CHECK-LABEL: func.func @gradient_sums
+func.func @gradient_sums(%x: tensor<?x4x4x3xf32>, %dy: tensor<?x4x4x3xf32>) -> (tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>) {
+  %g = "tg.relu_grad"(%dy, %x) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %s = "tg.reduce_sum"(%g) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %p = "tg.mul"(%x, %g) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %t = "tg.reduce_sum"(%p) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  // CHECK: %[[G:.*]] = "tg.relu_grad"(%arg1, %arg0)
+  // CHECK-NEXT: %[[ST:.*]]:2 = "tg.sum_and_dot"(%[[G]], %arg0) {axes = [0, 1, 2], keepdims = true}
+  // CHECK-NEXT: func.return %[[ST]]#0, %[[ST]]#1
+  func.return %s, %t : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>
+}
+
+// Two different unknown batches: x * dy need not have dy's shape, nothing changes.
+// CHECK-LABEL: func.func @gradient_sums_unproved
+func.func @gradient_sums_unproved(%x: tensor<?x4x4x3xf32>, %dy: tensor<?x4x4x3xf32>) -> (tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>) {
+  %s = "tg.reduce_sum"(%dy) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %p = "tg.mul"(%x, %dy) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %t = "tg.reduce_sum"(%p) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  // CHECK-NOT: tg.sum_and_dot
+  func.return %s, %t : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>
+}
+
+// A per-channel vector broadcast to x's shape, divided by a count, added to a tensor of x's
+// shape: the division moves onto the vector and the add reads the vector itself.
+// CHECK-LABEL: func.func @broadcast
+func.func @broadcast(%x: tensor<?x4x4x3xf32>, %v: tensor<1x1x1x3xf32>) -> tensor<?x4x4x3xf32> {
+  %s = "tg.shape"(%x) {out_type = "i32"} : (tensor<?x4x4x3xf32>) -> tensor<4xi32>
+  %s64 = "tg.cast"(%s) {to = "i64"} : (tensor<4xi32>) -> tensor<4xi64>
+  %b = "tg.broadcast_to"(%v, %s64) : (tensor<1x1x1x3xf32>, tensor<4xi64>) -> tensor<?x?x?x3xf32>
+  %n = "tg.constant"() {value = dense<16.0> : tensor<f32>} : () -> tensor<f32>
+  %q = "tg.div"(%b, %n) : (tensor<?x?x?x3xf32>, tensor<f32>) -> tensor<?x?x?x3xf32>
+  %r = "tg.relu"(%x) : (tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %y = "tg.add"(%r, %q) : (tensor<?x4x4x3xf32>, tensor<?x?x?x3xf32>) -> tensor<?x4x4x3xf32>
+  // CHECK: %[[Q:.*]] = "tg.div"(%arg1, %{{.*}}) : (tensor<1x1x1x3xf32>, tensor<f32>) -> tensor<1x1x1x3xf32>
+  // CHECK: %[[R:.*]] = "tg.relu"(%arg0)
+  // CHECK-NEXT: %[[Y:.*]] = "tg.add"(%[[R]], %[[Q]]) : (tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>) -> tensor<?x4x4x3xf32>
+  // CHECK-NOT: tg.broadcast_to
+  // CHECK: func.return %[[Y]]
+  func.return %y : tensor<?x4x4x3xf32>
+}
+
+// The broadcast's target is another value's shape, of an unrelated batch: kept.
+// CHECK-LABEL: func.func @broadcast_kept
+func.func @broadcast_kept(%x: tensor<?x4x4x3xf32>, %z: tensor<?x4x4x3xf32>, %v: tensor<1x1x1x3xf32>) -> tensor<?x4x4x3xf32> {
+  %s = "tg.shape"(%z) {out_type = "i64"} : (tensor<?x4x4x3xf32>) -> tensor<4xi64>
+  %b = "tg.broadcast_to"(%v, %s) : (tensor<1x1x1x3xf32>, tensor<4xi64>) -> tensor<?x4x4x3xf32>
+  %y = "tg.add"(%x, %b) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  // CHECK: %[[B:.*]] = "tg.broadcast_to"(%arg2
+  // CHECK-NEXT: "tg.add"(%arg0, %[[B]])
+  func.return %y : tensor<?x4x4x3xf32>
+}

@@ -1,0 +1,126 @@
+"""``tg.moments`` and ``tg.sum_and_dot`` against NumPy float64, and ``-tg-fuse-batch-stats`` on
+compiled graphs against the same graphs compiled without the passes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytfrt.backends.cpu.batch_stats import moments, sum_and_dot
+from pytfrt.backends.cpu.ops import OpError
+from pytfrt.compiler.api import compile_module, parse_graph
+
+shapes = st.lists(st.integers(1, 9), min_size=2, max_size=4).map(tuple)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=shapes, lead=st.integers(1, 3), keepdims=st.booleans(),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
+def test_moments_match_numpy(shape, lead, keepdims, dtype, seed):  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 3 + 5).astype(dtype)  # an offset: cancellation matters
+    axes = tuple(range(min(lead, len(shape) - 1)))
+    mean, var = moments(x, axes=axes, keepdims=keepdims)
+    xd = x.astype(np.float64)
+    want_m = xd.mean(axis=axes, keepdims=keepdims)
+    want_v = xd.var(axis=axes, keepdims=keepdims)
+    assert mean.dtype == dtype and var.dtype == dtype
+    tol = 2e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(mean, want_m, rtol=tol, atol=tol * 5)
+    np.testing.assert_allclose(var, want_v, rtol=tol * 10, atol=tol * 10)
+
+
+def test_moments_other_axes_and_large_rows() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 33, 17, 24)).astype(np.float32)  # sharded over threads
+    m, v = moments(x, axes=[0, 1, 2])
+    np.testing.assert_allclose(m.reshape(-1), x.astype(np.float64).mean(axis=(0, 1, 2)),
+                               atol=1e-6)
+    np.testing.assert_allclose(v.reshape(-1), x.astype(np.float64).var(axis=(0, 1, 2)),
+                               rtol=1e-5)
+    nchw = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    m2, v2 = moments(nchw, axes=[0, -2, -1], keepdims=False)  # not leading: the NumPy path
+    np.testing.assert_allclose(m2, m.reshape(-1), atol=1e-6)
+    np.testing.assert_allclose(v2, v.reshape(-1), rtol=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=shapes, lead=st.integers(1, 3), keepdims=st.booleans(), seed=st.integers(0, 2**16))
+def test_sum_and_dot_match_numpy(shape, lead, keepdims, seed):  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal(shape).astype(np.float32)
+    axes = tuple(range(min(lead, len(shape) - 1)))
+    s, t = sum_and_dot(a, b, axes=axes, keepdims=keepdims)
+    ad, bd = a.astype(np.float64), b.astype(np.float64)
+    np.testing.assert_allclose(s, ad.sum(axis=axes, keepdims=keepdims), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(t, (ad * bd).sum(axis=axes, keepdims=keepdims), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_sum_and_dot_broadcast_and_errors() -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    b = rng.standard_normal((5,)).astype(np.float32)
+    s, t = sum_and_dot(a, b, axes=[0, 1])
+    np.testing.assert_allclose(t.reshape(-1), (a * b).sum(axis=(0, 1)), rtol=1e-5)
+    with pytest.raises(OpError, match="broadcast to a's shape"):
+        sum_and_dot(b, a, axes=[0])
+    with pytest.raises(OpError, match="do not broadcast"):
+        sum_and_dot(a, np.ones((2,), np.float32), axes=[0])
+    with pytest.raises(OpError, match="float32 or float64"):
+        sum_and_dot(a.astype(np.int32), a.astype(np.int32), axes=[0])
+    with pytest.raises(OpError, match="share one dtype"):
+        sum_and_dot(a, a.astype(np.float64), axes=[0])
+    with pytest.raises(OpError, match="out of range"):
+        moments(a, axes=[3])
+
+
+# A batch norm's training forward and the gradient sums as TensorFlow's graph has them (the
+# per-channel vectors broadcast to the activation's shape, as TF's Mean gradient does).
+_GRAPH = """
+func.func @main(%x: tensor<?x6x5x4xf32>, %dy: tensor<?x6x5x4xf32>) -> (tensor<?x6x5x4xf32>, tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>, tensor<?x6x5x4xf32>) {
+  %m = "tg.reduce_mean"(%x) {axes = [0, 1, 2], keepdims = true} : (tensor<?x6x5x4xf32>) -> tensor<1x1x1x4xf32>
+  %d = "tg.squared_difference"(%x, %m) : (tensor<?x6x5x4xf32>, tensor<1x1x1x4xf32>) -> tensor<?x6x5x4xf32>
+  %v = "tg.reduce_mean"(%d) {axes = [0, 1, 2], keepdims = true} : (tensor<?x6x5x4xf32>) -> tensor<1x1x1x4xf32>
+  %eps = "tg.constant"() {value = dense<1.0e-3> : tensor<f32>} : () -> tensor<f32>
+  %ve = "tg.add"(%v, %eps) : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %r = "tg.rsqrt"(%ve) : (tensor<1x1x1x4xf32>) -> tensor<1x1x1x4xf32>
+  %c = "tg.sub"(%x, %m) : (tensor<?x6x5x4xf32>, tensor<1x1x1x4xf32>) -> tensor<?x6x5x4xf32>
+  %y = "tg.mul"(%c, %r) : (tensor<?x6x5x4xf32>, tensor<1x1x1x4xf32>) -> tensor<?x6x5x4xf32>
+  %z = "tg.relu"(%y) : (tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %g = "tg.relu_grad"(%dy, %z) : (tensor<?x6x5x4xf32>, tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %s = "tg.reduce_sum"(%g) {axes = [0, 1, 2], keepdims = true} : (tensor<?x6x5x4xf32>) -> tensor<1x1x1x4xf32>
+  %p = "tg.mul"(%x, %g) : (tensor<?x6x5x4xf32>, tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %t = "tg.reduce_sum"(%p) {axes = [0, 1, 2], keepdims = true} : (tensor<?x6x5x4xf32>) -> tensor<1x1x1x4xf32>
+  %sh = "tg.shape"(%d) {out_type = "i32"} : (tensor<?x6x5x4xf32>) -> tensor<4xi32>
+  %sh64 = "tg.cast"(%sh) {to = "i64"} : (tensor<4xi32>) -> tensor<4xi64>
+  %b = "tg.broadcast_to"(%t, %sh64) : (tensor<1x1x1x4xf32>, tensor<4xi64>) -> tensor<?x?x?x4xf32>
+  %n = "tg.constant"() {value = dense<30.0> : tensor<f32>} : () -> tensor<f32>
+  %q = "tg.div"(%b, %n) : (tensor<?x?x?x4xf32>, tensor<f32>) -> tensor<?x?x?x4xf32>
+  %two = "tg.constant"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
+  %q2 = "tg.mul"(%two, %q) : (tensor<f32>, tensor<?x?x?x4xf32>) -> tensor<?x?x?x4xf32>
+  %w = "tg.mul"(%q2, %c) : (tensor<?x?x?x4xf32>, tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %dx = "tg.add"(%g, %w) : (tensor<?x6x5x4xf32>, tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  func.return %z, %v, %s, %dx : tensor<?x6x5x4xf32>, tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>, tensor<?x6x5x4xf32>
+}
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize("batch", [1, 7])
+def test_pass_keeps_results(batch: int) -> None:
+    from pytfrt.compiler.passes import default_pipeline
+
+    gm = default_pipeline(parse_graph(_GRAPH))
+    names = [op.name for op in gm.function("main").body.block.ops]
+    assert "tg.moments" in names and "tg.sum_and_dot" in names
+    assert "tg.broadcast_to" not in names
+    rng = np.random.default_rng(batch)
+    x = rng.standard_normal((batch, 6, 5, 4)).astype(np.float32) + 2
+    dy = rng.standard_normal((batch, 6, 5, 4)).astype(np.float32)
+    fast = compile_module(gm, optimize=False)(x, dy)
+    plain = compile_module(parse_graph(_GRAPH), optimize=False)(x, dy)
+    for a, b in zip(fast, plain, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)

@@ -1,0 +1,164 @@
+"""Dense layers on a constant weight packed once for oneDNN's matmul primitive
+(``pytfrt.backends.cpu._dnnl_matmul``, reached through ``graph_nn.matmul.specialize``) against
+float64 NumPy with torch's activations."""
+
+from __future__ import annotations
+
+import unittest.mock as mock
+
+import numpy as np
+import pytest
+import torch
+from cpu_refs import activation_refs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytfrt.backends.cpu import _dnnl_conv, _dnnl_matmul, graph_nn
+
+ACTS = activation_refs(0.1)
+pytestmark = pytest.mark.skipif(_dnnl_conv.library() is None, reason="oneDNN not installed")
+
+
+def _dense(w, bias, act, residual, transpose_b):
+    consts = {1: w} if bias is None else {1: w, 2: bias}
+    return graph_nn.matmul.specialize(
+        consts, transpose_a=False, transpose_b=transpose_b, activation=act, alpha=0.1,
+        epilogue_operands=(int(bias is not None), int(residual)))
+
+
+def _want(a, ww, bias, r, act):
+    y = a.astype(np.float64) @ ww.astype(np.float64)
+    y = y + (0 if bias is None else bias) + (0 if r is None else r)
+    return ACTS[act](torch.from_numpy(y)).numpy()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([(1, 48), (2, 3), (1, 9), (1,)]), st.integers(48, 160),
+       st.integers(1, 700), st.booleans(), st.booleans(), st.sampled_from([None, "full", "row"]),
+       st.sampled_from(["none", "relu", "gelu", "gelu_tanh", "silu"]), st.booleans(),
+       st.integers(0, 2**31 - 1))
+def test_packed_dense_matches_numpy(lead, k, n, transpose_b, with_bias, res, act, whole, seed):
+    """Rank-1 to rank-3 inputs, a weight stored ``[K, N]`` or ``[N, K]`` (``transpose_b``),
+    bias, residual and activation fused; column parts that do not divide ``N`` evenly.  With
+    ``whole`` (the large-weight mode: every product in the runner) also strided inputs and a
+    residual broadcast from one row."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((n, k) if transpose_b else (k, n)).astype(np.float32)
+    ww = w.T if transpose_b else w
+    bias = rng.standard_normal(n).astype(np.float32) if with_bias else None
+    a = rng.standard_normal((*lead, 2 * k)).astype(np.float32)
+    a = a[..., ::2] if whole else np.ascontiguousarray(a[..., :k])
+    r = None
+    if res is not None and (whole or res == "full"):
+        r = rng.standard_normal((*lead, n) if res == "full" else (n,)).astype(np.float32)
+    with mock.patch.object(_dnnl_matmul, "MIN_MACS", 64), \
+            mock.patch.object(_dnnl_matmul, "PART_MIN_WEIGHTS", 16), \
+            mock.patch.object(_dnnl_matmul, "RELEASE_MIN_WEIGHTS", 1 if whole else 1 << 30):
+        f = _dense(w, bias, act, r is not None, transpose_b)
+        assert f is not None and hasattr(f, "release") == whole
+        if whole:
+            assert f.release(1) is not None
+            w = None  # the released function does not read it
+        extra = [x for x in (bias, r) if x is not None]
+        got = f(a, w, *extra)
+    np.testing.assert_allclose(got, _want(a, ww, bias, r, act), rtol=1e-4,
+                               atol=1e-4 * np.sqrt(k))
+
+
+def test_runner_is_used_and_rows_vary(monkeypatch):
+    """Large products run in the primitive (a part per thread, each with its columns packed
+    once): several row counts share the packed columns, ``out`` is written in place, and a
+    residual that is not the result's shape takes the general path."""
+    monkeypatch.setattr(_dnnl_matmul, "PART_MIN_WEIGHTS", 1 << 12)
+    rng = np.random.default_rng(7)
+    k, n = 256, 1000
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    runner = _dnnl_matmul.make(w, bias, "gelu_tanh", 0.0, residual=True)
+    assert runner is not None
+    for m in (40, 17, 64, 40):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        r = rng.standard_normal((m, n)).astype(np.float32)
+        y = np.full((m, n), np.nan, np.float32)
+        assert runner.ready((m, k))
+        runner.run(a, y, r)
+        np.testing.assert_allclose(y, _want(a, w, bias, r, "gelu_tanh"), rtol=1e-4, atol=1e-3)
+    impl = runner.impl((40, k))
+    assert impl and not impl.startswith("ref")
+    assert len(runner._prims[(64, k)]) >= 2 or _dnnl_matmul._parallel.num_threads() == 1
+    packed = {h.channels for h in runner._packed}
+    assert len(packed) == len(runner._packed)  # one packed copy per column part
+
+    f = _dense(w, bias, "relu", True, False)
+    a = rng.standard_normal((3, 30, k)).astype(np.float32)
+    out = np.full((3, 30, n), np.nan, np.float32)
+    r = rng.standard_normal((3, 30, n)).astype(np.float32)
+    assert f(a, w, bias, r, out=out) is out
+    np.testing.assert_allclose(out, _want(a, w, bias, r, "relu"), rtol=1e-4, atol=1e-3)
+    r_row = rng.standard_normal(n).astype(np.float32)  # broadcast residual: general path
+    np.testing.assert_allclose(f(a, w, bias, r_row), _want(a, w, bias, r_row, "relu"),
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_make_declines():
+    w = np.ones((64, 64), np.float32)
+    assert _dnnl_matmul.make(w.astype(np.float64), None, "none", 0.0, False) is None
+    assert _dnnl_matmul.make(w, np.ones(3, np.float32), "none", 0.0, False) is None
+    assert _dnnl_matmul.make(w[:, ::2], None, "none", 0.0, False) is None  # no unit stride
+
+
+def test_compiled_model_keeps_one_copy_of_a_large_weight(tmp_path):
+    """An ONNX MatMul + Add + Relu on a 768 x 1024 weight: the compiled model's dense layer
+    packs the weight and the model drops its own copy (``save`` rebuilds the same bits); the
+    outputs match ONNX Runtime for several row counts (batch and sequence dynamic), and a
+    weight that another op also reads is kept."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    import pytfrt
+    from pytfrt.model import _PreparedWeight
+
+    rng = np.random.default_rng(11)
+    k, n = 768, 1024
+    w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Add", ["h", "b"], ["hb"]),
+             helper.make_node("Relu", ["hb"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", n])]
+    for shared in (False, True):
+        extra_nodes, extra_in, extra_out, feeds = [], [], [], {}
+        if shared:  # a run-time op also reads the weight: the model must keep it
+            extra_nodes = [helper.make_node("Mul", ["w", "s"], ["ws"])]
+            extra_in = [helper.make_tensor_value_info("s", TensorProto.FLOAT, [1])]
+            extra_out = [helper.make_tensor_value_info("ws", TensorProto.FLOAT, [k, n])]
+            feeds = {"s": np.array([0.5], np.float32)}
+        graph = helper.make_graph(
+            [*nodes, *extra_nodes], "dense",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", k]), *extra_in],
+            outputs + extra_out,
+            [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")])
+        proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        path = tmp_path / f"dense{int(shared)}.onnx"
+        onnx.save(proto, str(path))
+        model = pytfrt.compile(str(path))
+        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        prepared = [x for x in model._weights if isinstance(x, _PreparedWeight)]
+        assert len(prepared) == (0 if shared else 1)
+        for shape in ((1, 64, k), (2, 3, k), (1, 1, k)):
+            x = rng.standard_normal(shape).astype(np.float32)
+            got = model(x=x, **feeds)
+            want = sess.run(None, {"x": x, **feeds})
+            if shared:
+                np.testing.assert_array_equal(got["ws"] if isinstance(got, dict) else got[1],
+                                              want[1])
+                got = got["y"] if isinstance(got, dict) else got[0]
+            np.testing.assert_allclose(got, want[0], rtol=1e-4, atol=1e-4)
+        if not shared:
+            rebuilt = np.asarray(prepared[0])  # the compiler may store it transposed
+            assert np.array_equal(rebuilt, w if rebuilt.shape == w.shape else w.T)
+            model.save(tmp_path / "saved")
+            again = pytfrt.load(tmp_path / "saved")
+            x = rng.standard_normal((1, 5, k)).astype(np.float32)
+            np.testing.assert_array_equal(again(x=x), model(x=x))
