@@ -90,7 +90,12 @@ def fit(
         return model.train_step((xb, yb))
 
     started = time.perf_counter()
-    compiled = pytfrt.compile(step)
+    try:
+        compiled = pytfrt.compile(step)
+    except pytfrt.UnsupportedOpError as exc:
+        from pytfrt.compiler.frontends.tf import with_keras_layer
+
+        raise with_keras_layer(exc, model, "Keras's own model.fit trains it meanwhile") from exc
     compile_s = time.perf_counter() - started
     steps = math.ceil(len(x) / batch_size)
     history: dict[str, list[float]] = {}

@@ -47,6 +47,7 @@ from pytfrt.support.codegen import exec_generated
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import dtype_from_numpy
+from pytfrt.tensor.string_host_tensor import StringHostTensor
 
 __all__ = ["CompiledModel", "InputError", "ModelError", "Signature", "TensorSpec", "load"]
 
@@ -248,7 +249,7 @@ def _as_arrays(value: Any, n: int) -> tuple[np.ndarray, ...]:
 
 
 def _unwrap(value: Any) -> Any:
-    return value.array if type(value) is DenseHostTensor else value
+    return value.array if type(value) in (DenseHostTensor, StringHostTensor) else value
 
 
 def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
@@ -279,10 +280,12 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
     n_res = model._num_resources
     arena_reg = model._arena_index
     resources = {r: _unwrap(v) for r, v in enumerate(model._resources)}
+    uses: dict[int, int] = {}  # per resource register, the operands and results naming it
 
     def ref(r: int) -> str:
         if r in resources:
             ns[f"_R{r}"] = resources[r]
+            uses[r] = uses.get(r, 0) + 1
             return f"_R{r}"
         return "A" if r == arena_reg else f"r{r}"
 
@@ -301,8 +304,9 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
             quick += [f"r{r}.shape[{j}] != {d}" for j, d in enumerate(spec.shape) if d is not None]
         head += [f"if {' or '.join(quick)}:", f"    r{r} = _in{i}(r{r})"]
     body: list[str] = []
+    releasable: list[tuple[Any, int, int]] = []
     for i, (k, release) in enumerate(zip(info.kernels[1:], info.release_after, strict=True)):
-        body += _render_kernel(i, k, ref, register_types, resources, ns)
+        body += _render_kernel(i, k, ref, register_types, resources, ns, releasable)
         body += [f"r{r} = None" for r in release]
     outs = [ref(r) for r in info.result_registers]
     body += _render_output_checks(model.signature.outputs, outs, ns)
@@ -333,11 +337,42 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
         lines += [f"{indent}finally:", f"{indent}    _pool.append(A)"]
     source = "\n".join(lines) + "\n"
     exec_generated(source, "CompiledModel call", ns)
+    _release_consumed(model, ns, resources, uses, releasable)
     return source, ns["_call"]
 
 
+def _release_consumed(model: CompiledModel, ns: dict[str, Any], resources: dict[int, Any],
+                      uses: dict[int, int], releasable: list[tuple[Any, int, int]]) -> None:
+    """Drop the model's copies of constants that only specialised kernels read and that those
+    kernels hold in a prepared form of their own (a dense layer's packed weight).
+
+    ``releasable`` lists ``(fn, j, r)``: kernel function ``fn`` (with ``fn.release``) reads
+    resource register ``r`` as operand ``j``.  A resource every use of which is such an operand
+    is offered to each ``fn.release(j)``, which returns a function rebuilding the array (or
+    ``None``: it keeps reading the operand, and the model keeps the array).  Once all agree, the
+    call passes ``None`` for it, the model's resource slot is emptied, and a weight that is the
+    same array becomes a :class:`_PreparedWeight` (``save`` rebuilds it).
+    """
+    by_register: dict[int, list[tuple[Any, int]]] = {}
+    for fn, j, r in releasable:
+        by_register.setdefault(r, []).append((fn, j))
+    for r, users in by_register.items():
+        if uses.get(r, 0) != len(users):
+            continue
+        restores = [fn.release(j) for fn, j in users]
+        if any(f is None for f in restores):
+            continue  # pragma: no cover - a runner that could not pack: the array stays
+        array = resources.pop(r)
+        ns[f"_R{r}"] = None
+        model._resources[r] = None
+        kept: list[Any] = [_PreparedWeight(restores[0], w.shape, w.dtype) if w is array else w
+                           for w in model._weights]
+        model._weights = kept
+
+
 def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Sequence[str],
-                   resources: dict[int, Any], ns: dict[str, Any]) -> list[str]:
+                   resources: dict[int, Any], ns: dict[str, Any],
+                   releasable: list[tuple[Any, int, int]]) -> list[str]:
     """The lines of one kernel of :func:`_render_call`."""
     ck = getattr(k.fn, "__pytfrt_compute__", None)
     targets = ", ".join(f"r{r}" for r in k.results)
@@ -369,6 +404,8 @@ def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Se
             ns[f"_v{i}_{j}"] = value
             kw.append(f"**{{{name!r}: _v{i}_{j}}}" if keyword.iskeyword(name)
                       else f"{name}=_v{i}_{j}")
+    elif hasattr(fn, "release"):  # it may hold its constants in a prepared form of its own
+        releasable += [(fn, j, r) for j, r in enumerate(operands) if r in resources]
     ns[f"_c{i}"] = fn
     args = [ref(r) for r in operands]
 

@@ -32,24 +32,33 @@ def _want(a, ww, bias, r, act):
     return ACTS[act](torch.from_numpy(y)).numpy()
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.sampled_from([(1, 48), (2, 3), (1, 9)]), st.integers(48, 160), st.integers(1, 700),
-       st.booleans(), st.booleans(), st.booleans(),
-       st.sampled_from(["none", "relu", "gelu", "gelu_tanh", "silu"]),
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([(1, 48), (2, 3), (1, 9), (1,)]), st.integers(48, 160),
+       st.integers(1, 700), st.booleans(), st.booleans(), st.sampled_from([None, "full", "row"]),
+       st.sampled_from(["none", "relu", "gelu", "gelu_tanh", "silu"]), st.booleans(),
        st.integers(0, 2**31 - 1))
-def test_packed_dense_matches_numpy(lead, k, n, transpose_b, with_bias, with_res, act, seed):
-    """Rank-2 and rank-3 inputs, a weight stored ``[K, N]`` or ``[N, K]`` (``transpose_b``),
-    bias, residual and activation fused; column parts that do not divide ``N`` evenly."""
+def test_packed_dense_matches_numpy(lead, k, n, transpose_b, with_bias, res, act, whole, seed):
+    """Rank-1 to rank-3 inputs, a weight stored ``[K, N]`` or ``[N, K]`` (``transpose_b``),
+    bias, residual and activation fused; column parts that do not divide ``N`` evenly.  With
+    ``whole`` (the large-weight mode: every product in the runner) also strided inputs and a
+    residual broadcast from one row."""
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((n, k) if transpose_b else (k, n)).astype(np.float32)
     ww = w.T if transpose_b else w
     bias = rng.standard_normal(n).astype(np.float32) if with_bias else None
-    a = rng.standard_normal((*lead, k)).astype(np.float32)
-    r = rng.standard_normal((*lead, n)).astype(np.float32) if with_res else None
+    a = rng.standard_normal((*lead, 2 * k)).astype(np.float32)
+    a = a[..., ::2] if whole else np.ascontiguousarray(a[..., :k])
+    r = None
+    if res is not None and (whole or res == "full"):
+        r = rng.standard_normal((*lead, n) if res == "full" else (n,)).astype(np.float32)
     with mock.patch.object(_dnnl_matmul, "MIN_MACS", 64), \
-            mock.patch.object(_dnnl_matmul, "PART_MIN_MACS", 64):
-        f = _dense(w, bias, act, with_res, transpose_b)
-        assert f is not None
+            mock.patch.object(_dnnl_matmul, "PART_MIN_WEIGHTS", 16), \
+            mock.patch.object(_dnnl_matmul, "RELEASE_MIN_WEIGHTS", 1 if whole else 1 << 30):
+        f = _dense(w, bias, act, r is not None, transpose_b)
+        assert f is not None and hasattr(f, "release") == whole
+        if whole:
+            assert f.release(1) is not None
+            w = None  # the released function does not read it
         extra = [x for x in (bias, r) if x is not None]
         got = f(a, w, *extra)
     np.testing.assert_allclose(got, _want(a, ww, bias, r, act), rtol=1e-4,
@@ -60,7 +69,7 @@ def test_runner_is_used_and_rows_vary(monkeypatch):
     """Large products run in the primitive (a part per thread, each with its columns packed
     once): several row counts share the packed columns, ``out`` is written in place, and a
     residual that is not the result's shape takes the general path."""
-    monkeypatch.setattr(_dnnl_matmul, "PART_MIN_MACS", 1 << 12)
+    monkeypatch.setattr(_dnnl_matmul, "PART_MIN_WEIGHTS", 1 << 12)
     rng = np.random.default_rng(7)
     k, n = 256, 1000
     w = rng.standard_normal((k, n)).astype(np.float32)
@@ -96,3 +105,60 @@ def test_make_declines():
     assert _dnnl_matmul.make(w.astype(np.float64), None, "none", 0.0, False) is None
     assert _dnnl_matmul.make(w, np.ones(3, np.float32), "none", 0.0, False) is None
     assert _dnnl_matmul.make(w[:, ::2], None, "none", 0.0, False) is None  # no unit stride
+
+
+def test_compiled_model_keeps_one_copy_of_a_large_weight(tmp_path):
+    """An ONNX MatMul + Add + Relu on a 768 x 1024 weight: the compiled model's dense layer
+    packs the weight and the model drops its own copy (``save`` rebuilds the same bits); the
+    outputs match ONNX Runtime for several row counts (batch and sequence dynamic), and a
+    weight that another op also reads is kept."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    import pytfrt
+    from pytfrt.model import _PreparedWeight
+
+    rng = np.random.default_rng(11)
+    k, n = 768, 1024
+    w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Add", ["h", "b"], ["hb"]),
+             helper.make_node("Relu", ["hb"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", n])]
+    for shared in (False, True):
+        extra_nodes, extra_in, extra_out, feeds = [], [], [], {}
+        if shared:  # a run-time op also reads the weight: the model must keep it
+            extra_nodes = [helper.make_node("Mul", ["w", "s"], ["ws"])]
+            extra_in = [helper.make_tensor_value_info("s", TensorProto.FLOAT, [1])]
+            extra_out = [helper.make_tensor_value_info("ws", TensorProto.FLOAT, [k, n])]
+            feeds = {"s": np.array([0.5], np.float32)}
+        graph = helper.make_graph(
+            [*nodes, *extra_nodes], "dense",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", k]), *extra_in],
+            outputs + extra_out,
+            [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")])
+        proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        path = tmp_path / f"dense{int(shared)}.onnx"
+        onnx.save(proto, str(path))
+        model = pytfrt.compile(str(path))
+        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        prepared = [x for x in model._weights if isinstance(x, _PreparedWeight)]
+        assert len(prepared) == (0 if shared else 1)
+        for shape in ((1, 64, k), (2, 3, k), (1, 1, k)):
+            x = rng.standard_normal(shape).astype(np.float32)
+            got = model(x=x, **feeds)
+            want = sess.run(None, {"x": x, **feeds})
+            if shared:
+                np.testing.assert_array_equal(got["ws"] if isinstance(got, dict) else got[1],
+                                              want[1])
+                got = got["y"] if isinstance(got, dict) else got[0]
+            np.testing.assert_allclose(got, want[0], rtol=1e-4, atol=1e-4)
+        if not shared:
+            rebuilt = np.asarray(prepared[0])  # the compiler may store it transposed
+            assert np.array_equal(rebuilt, w if rebuilt.shape == w.shape else w.T)
+            model.save(tmp_path / "saved")
+            again = pytfrt.load(tmp_path / "saved")
+            x = rng.standard_normal((1, 5, k)).astype(np.float32)
+            np.testing.assert_array_equal(again(x=x), model(x=x))

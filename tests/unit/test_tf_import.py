@@ -1,4 +1,4 @@
-"""``pytfrt.support.tf_import``: TensorFlow's start-up lines are dropped from standard error,
+"""``pytfrt.compiler.frontends.tf_import``: TensorFlow's start-up lines are dropped from stderr,
 everything else written there during the import still arrives."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pytfrt.support.tf_import import START_UP_NOISE, filtered_stderr
+from pytfrt.compiler.frontends.tf_import import START_UP_NOISE, filtered_stderr
 
 # Lines as TensorFlow 2.20 prints them at import.
 NOISE = (

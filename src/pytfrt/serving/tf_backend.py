@@ -35,7 +35,7 @@ class TensorFlowServable(HostServable):
     """A SavedModel loaded with ``tf.saved_model.load``."""
 
     def __init__(self, path: Path, host: HostContext, intra_op_threads: int = 0) -> None:
-        from pytfrt.support.tf_import import tensorflow
+        from pytfrt.compiler.frontends.tf_import import tensorflow
 
         tf = tensorflow()
 

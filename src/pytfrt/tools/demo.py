@@ -79,7 +79,7 @@ def _single(result):  # type: ignore[no-untyped-def]
 
 
 def _run_resnet50(args: argparse.Namespace) -> int:
-    from pytfrt.support.tf_import import tensorflow
+    from pytfrt.compiler.frontends.tf_import import tensorflow
 
     try:
         tf = tensorflow()  # first: keras imports it too

@@ -303,3 +303,95 @@ def test_sequence_inputs_of_several_lengths() -> None:
             np.testing.assert_array_equal(g, w)
         assert int(got[1]) == int(want[1]) == n + 1
         np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
+
+
+@st.composite
+def _tree_ensemble(draw: Any) -> tuple[Any, np.ndarray]:
+    """A random ``TreeEnsemble`` model (opset ai.onnx.ml 5) and features with some NaNs."""
+    from onnx import TensorProto, helper
+
+    n_features = draw(st.integers(1, 4))
+    n_targets = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    nodes: dict[str, list[Any]] = {k: [] for k in (
+        "feat", "mode", "split", "true", "false", "tleaf", "fleaf", "miss")}
+    leaves: tuple[list[int], list[float]] = ([], [])
+    members: list[float] = []
+
+    def leaf() -> int:
+        leaves[0].append(int(rng.integers(0, n_targets)))
+        leaves[1].append(float(np.round(rng.normal(), 3)))
+        return len(leaves[0]) - 1
+
+    def build(depth: int) -> int:
+        i = len(nodes["feat"])
+        for k in nodes:
+            nodes[k].append(0)
+        nodes["feat"][i] = int(rng.integers(0, n_features))
+        nodes["mode"][i] = int(rng.integers(0, 7))
+        nodes["split"][i] = float(rng.integers(-2, 3))  # whole numbers: == and sets can hit
+        nodes["miss"][i] = int(rng.integers(0, 2))
+        if nodes["mode"][i] == 6:
+            members.extend(float(v) for v in rng.choice([-2, -1, 0, 1, 2], 2, replace=False))
+            members.append(float("nan"))
+        for side, flag in (("true", "tleaf"), ("false", "fleaf")):
+            if depth == 0 or rng.random() < 0.3:
+                nodes[side][i], nodes[flag][i] = leaf(), 1
+            else:
+                nodes[side][i], nodes[flag][i] = build(depth - 1), 0
+        return i
+
+    roots = [build(draw(st.integers(0, 3))) for _ in range(draw(st.integers(1, 4)))]
+    attrs: dict[str, Any] = dict(
+        nodes_featureids=nodes["feat"], nodes_truenodeids=nodes["true"],
+        nodes_falsenodeids=nodes["false"], nodes_trueleafs=nodes["tleaf"],
+        nodes_falseleafs=nodes["fleaf"], nodes_missing_value_tracks_true=nodes["miss"],
+        nodes_modes=helper.make_tensor("modes", TensorProto.UINT8, [len(nodes["mode"])],
+                                       nodes["mode"]),
+        nodes_splits=helper.make_tensor("splits", TensorProto.FLOAT, [len(nodes["split"])],
+                                        nodes["split"]),
+        leaf_targetids=leaves[0],
+        leaf_weights=helper.make_tensor("w", TensorProto.FLOAT, [len(leaves[1])], leaves[1]),
+        tree_roots=roots, n_targets=n_targets,
+        aggregate_function=draw(st.integers(0, 3)), post_transform=draw(st.integers(0, 3)))
+    if members:
+        attrs["membership_values"] = helper.make_tensor("m", TensorProto.FLOAT, [len(members)],
+                                                        members)
+    x = rng.integers(-2, 3, (5, n_features)).astype(np.float32)
+    x[rng.random(x.shape) < 0.15] = np.nan
+    node = helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", **attrs)
+    graph = helper.make_graph(
+        [node], "trees", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                    helper.make_opsetid("ai.onnx.ml", 5)])
+    model.ir_version = 10
+    return model, x
+
+
+@SETTINGS
+@given(_tree_ensemble())
+def test_tree_ensemble_matches_onnxruntime(case: tuple[Any, np.ndarray]) -> None:
+    """``ai.onnx.ml`` ``TreeEnsemble``: random trees with every comparison mode (membership
+    sets included), NaN features taking their node's missing-value branch, every aggregation
+    and the post transforms.  ONNX Runtime's post transforms differ from ONNX's definition
+    (it reads 1 as logistic and 2 as softmax, and transforms no single-target scores): for a
+    post transform the oracle is ONNX Runtime's untransformed scores with ONNX's transform
+    (1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO) applied here."""
+    model, x = case
+    attr = next(a for a in model.graph.node[0].attribute if a.name == "post_transform")
+    post = attr.i
+    got = run_pytfrt(model, {"x": x})[0]
+    attr.i = 0
+    raw = run_ort(model, {"x": x})[0].astype(np.float64)
+    if post == 2:
+        want = 1 / (1 + np.exp(-raw))
+    elif post in (1, 3):
+        keep = (raw != 0) if post == 3 else np.ones(raw.shape, bool)
+        top = np.where(keep, raw, -np.inf).max(axis=1, keepdims=True)
+        e = np.where(keep, np.exp(raw - np.where(np.isfinite(top), top, 0)), 0)
+        total = e.sum(axis=1, keepdims=True)
+        want = e / np.where(total > 0, total, 1)
+    else:
+        want = raw
+    assert max_rel_error([got], [want.astype(np.float32)]) <= TOL

@@ -948,3 +948,42 @@ def test_affine_grid_size_known_at_run_time(size: tuple[int, ...]) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert runner._specialised == {"size"}
     assert len(runner._cache) == 1
+
+
+def test_optional_graph_inputs_and_outputs() -> None:
+    """Optional-typed graph inputs and outputs through ``pytfrt.onnx_backend``: ``None`` is an
+    empty optional (imported as such: no argument), a value is its element; an empty optional
+    output comes back as ``None``.  Known answers (ONNX Runtime's CPU provider lacks the
+    optional ops at these opsets; ONNX's reference evaluator cannot run ``Identity`` on an
+    empty optional)."""
+    from onnx import TensorProto, helper
+
+    from pytfrt import onnx_backend
+
+    opt = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))
+    then_g = helper.make_graph(
+        [helper.make_node("OptionalGetElement", ["x"], ["t"]),
+         helper.make_node("Add", ["t", "t"], ["t2"]),
+         helper.make_node("Optional", ["t2"], ["r_then"])], "then", [],
+        [helper.make_value_info("r_then", opt)])
+    else_g = helper.make_graph(
+        [helper.make_node("Optional", [], ["r_else"],
+                          type=helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))],
+        "else", [], [helper.make_value_info("r_else", opt)])
+    graph = helper.make_graph(
+        [helper.make_node("OptionalHasElement", ["x"], ["has"]),
+         helper.make_node("If", ["has"], ["y"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("Identity", ["x"], ["same"])],
+        "optionals", [helper.make_value_info("x", opt)],
+        [helper.make_value_info("has", helper.make_tensor_type_proto(TensorProto.BOOL, [])),
+         helper.make_value_info("y", opt), helper.make_value_info("same", opt)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    rep = onnx_backend.prepare(model)
+    for x in (np.asarray([1.0, -2.0, 3.5], np.float32), None):
+        got = rep.run([x])
+        assert bool(got[0]) == (x is not None)
+        for g, want in zip(got[1:], (None if x is None else x + x, x), strict=True):
+            assert (g is None) == (want is None)
+            if want is not None:
+                np.testing.assert_array_equal(g, want)

@@ -77,17 +77,19 @@ def test_not_a_tf_object(tf: Any) -> None:
         import_tf(42)
 
 
-def test_print_is_refused_not_dropped(tf: Any) -> None:
-    """``tf.print`` is a side effect nothing depends on: it must run or fail, never vanish."""
+def test_print_runs_not_dropped(tf: Any, capfd: Any) -> None:
+    """``tf.print`` is a side effect nothing depends on: it must run or fail, never vanish
+    (what it prints is checked against TF in ``test_tf_strings.py``)."""
 
     @tf.function(input_signature=[tf.TensorSpec((3,), tf.float32)])
     def f(x: Any) -> Any:
         tf.print("x is", x)
         return x * 2.0
 
-    with pytest.raises(UnsupportedOpError) as info:
-        pytfrt.compile(f)
-    assert info.value.op_type in ("PrintV2", "StringFormat")
+    compiled = pytfrt.compile(f)
+    capfd.readouterr()
+    compiled(np.array([1.0, 2.0, 3.0], np.float32))
+    assert capfd.readouterr().err == "x is [1 2 3]\n"
 
 
 def test_run_time_assert_is_refused_and_a_static_one_is_not(tf: Any) -> None:
@@ -157,8 +159,9 @@ def test_an_unsupported_op_of_a_built_in_layer_names_the_line_that_created_it(
     """A built-in layer's ops are traced inside pytfrt.compile, so their first user frame is the
     compile call; the error names the line that created the layer instead (Conv3D made
     unsupported here by removing its converter)."""
-    from pytfrt.compiler.frontends.tf_registry import TF_OPS
+    from pytfrt.compiler.frontends.tf_registry import TF_OPS, load_all
 
+    load_all()
     monkeypatch.delitem(TF_OPS, "Conv3D")
     keras = tf.keras
     inp = keras.Input((4, 4, 4, 1))
@@ -180,3 +183,27 @@ def test_an_unsupported_op_of_a_built_in_layer_names_the_line_that_created_it(
         pytfrt.compile(seq)
     assert info.value.where == f"{__file__}:{compile_line}"
     assert "created" not in str(info.value)
+
+
+def test_an_unsupported_op_in_pytfrt_keras_fit_names_the_layer_and_keras_fit(
+    tf: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The train step is traced inside pytfrt.keras.fit: the error names the user's layer line,
+    not pytfrt's own code, and says that Keras's model.fit can train the model meanwhile."""
+    import pytfrt.keras
+    from pytfrt.compiler.frontends.tf_registry import TF_OPS, load_all
+
+    load_all()
+    monkeypatch.delitem(TF_OPS, "Conv3D")
+    keras = tf.keras
+    built = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+    conv = keras.layers.Conv3D(1, 3, name="fit_conv")
+    model = keras.Sequential([keras.Input((4, 4, 4, 1)), conv, keras.layers.Flatten()])
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.zeros((4, 4, 4, 4, 1), np.float32), np.zeros((4, 8), np.float32)
+    with pytest.raises(pytfrt.UnsupportedOpError) as info:
+        pytfrt.keras.fit(model, x, y, verbose=False)
+    assert info.value.where == f"{__file__}:{built}"
+    message = str(info.value)
+    assert "made by Keras layer 'fit_conv' (Conv3D), created on that line" in message
+    assert "model.fit trains it" in message and "pytfrt/keras.py" not in message

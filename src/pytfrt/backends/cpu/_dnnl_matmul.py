@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -36,10 +37,16 @@ from pytfrt.backends.cpu import _parallel
 from pytfrt.backends.cpu._dnnl_int8 import _Runner
 
 MIN_MACS = 1 << 21
-"""Fewest multiply-adds (``M * K * N``) for which :func:`make`'s runner is used (smaller
-products keep :mod:`pytfrt.backends.cpu.gemm`'s paths, whose set-up costs less)."""
-PART_MIN_MACS = 1 << 21
-"""Fewest multiply-adds per column part of a split product."""
+"""Fewest multiply-adds (``M * K * N``) for which a specialised dense layer takes a runner
+when it may still use the weight itself (smaller products keep
+:mod:`pytfrt.backends.cpu.gemm`'s paths, whose set-up costs less)."""
+RELEASE_MIN_WEIGHTS = 1 << 19
+"""Fewest weight elements (2 MB) for which a specialised dense layer runs every product in
+its runner, so that the model can drop the user's copy of the weight
+(:meth:`PackedMatMul.release_weight`): the transformers' weights, about half a model's
+memory otherwise twice over."""
+PART_MIN_WEIGHTS = 1 << 15
+"""Fewest weight elements per column part (a smaller weight is one part)."""
 ENABLED = True
 """Whether :func:`make` makes runners (``False``: dense layers keep ``dnnl_sgemm``; read when a
 model is compiled, e.g. ``benchmarks/models.py --set`` for an A/B run)."""
@@ -56,7 +63,7 @@ class PackedMatMul(_Runner):
     def __init__(self, lib: dc._Lib, w: np.ndarray, bias: np.ndarray | None,
                  eltwise: tuple[int, float, float] | None, residual: bool) -> None:
         super().__init__(lib)
-        self._w = w
+        self._w: np.ndarray | None = w
         self.k, self.n = w.shape
         self._bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
         self._eltwise = eltwise
@@ -65,22 +72,24 @@ class PackedMatMul(_Runner):
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, dc._destroy, self._prims, self._packed)
 
-    def _make(self, shape: tuple[int, ...], made: list[dc._Prim]) -> None:
-        """One primitive per column part: as many parts as threads (fewer for a small product,
-        :data:`PART_MIN_MACS` each at least)."""
-        m = shape[0]
+    def _columns(self) -> list[tuple[int, int]]:
+        """The column parts ``[c0, c1)``: as many as threads, fewer for a small weight
+        (:data:`PART_MIN_WEIGHTS` each at least); the same for every row count, so the packed
+        columns serve them all."""
         k, n = self.k, self.n
-        parts = max(1, min(_parallel.num_threads(), (m * k * n) // PART_MIN_MACS,
+        parts = max(1, min(_parallel.num_threads(), (k * n) // PART_MIN_WEIGHTS,
                            -(-n // _COLUMN_ALIGN)))
         width = -(-n // parts)
         width = -(-width // _COLUMN_ALIGN) * _COLUMN_ALIGN
-        for c0 in range(0, n, width):
-            c1 = min(n, c0 + width)
+        return [(c0, min(n, c0 + width)) for c0 in range(0, n, width)]
+
+    def _make(self, shape: tuple[int, ...], made: list[dc._Prim]) -> None:
+        """One primitive per column part (:meth:`_columns`)."""
+        for c0, c1 in self._columns():
             p = dc._Prim(self._lib)
             made.append(p)
             p.dst_off = 4 * c0
-            p.channels = None
-            self._create(p, m, c0, c1)
+            self._create(p, shape[0], c0, c1)
 
     def _create(self, p: dc._Prim, m: int, c0: int, c1: int) -> None:
         lib, k, n = self._lib, self.k, self.n
@@ -118,7 +127,9 @@ class PackedMatMul(_Runner):
 
     def _packed_columns(self, w_md: int, c0: int, c1: int) -> ctypes.c_void_p:
         """Columns ``[c0, c1)`` of the weight in the format ``w_md`` (reordered once per
-        distinct format and column range).  Called with ``self._lock`` held."""
+        distinct format and column range, from the user's weight while the runner holds it,
+        else from another packed copy of the same columns).  Called with ``self._lock``
+        held."""
         lib = self._lib
         for holder in self._packed:
             if holder.channels == (c0, c1) and lib.fn["dnnl_memory_desc_equal"](
@@ -132,18 +143,57 @@ class PackedMatMul(_Runner):
             "dnnl_memory_create", w_md, lib.engine, ctypes.c_void_p(addr)))
         temp = dc._Prim(lib)
         try:
-            s0, s1 = (st // 4 for st in self._w.strides)
-            user_md = temp.own("dnnl_memory_desc_destroy",
-                               lib.strided_md((self.k, c1 - c0), (s0, s1)))
-            dc.reorder(lib, user_md, self._w.ctypes.data + 4 * c0 * s1, holder.src_md,
-                       holder.weights)
-        except RuntimeError:
+            if self._w is not None:
+                src_md: Any = temp.own("dnnl_memory_desc_destroy",
+                                       self._user_md(c0, c1, self._w.strides))
+                src_addr = self._w.ctypes.data + c0 * self._w.strides[1]
+            else:
+                other = next(h for h in self._packed if h.channels == (c0, c1))
+                src_md, src_addr = other.src_md, dc._data_handle(lib, other.weights)
+            dc.reorder(lib, src_md, src_addr, holder.src_md, holder.weights)
+        except (RuntimeError, StopIteration):
             holder.destroy()
-            raise
+            raise RuntimeError(f"cannot pack columns {c0}:{c1}") from None
         finally:
             temp.destroy()
         self._packed.append(holder)
         return holder.weights
+
+    def _user_md(self, c0: int, c1: int, strides: tuple[int, ...]) -> ctypes.c_void_p:
+        """A memory descriptor of columns ``[c0, c1)`` of a plain weight with byte ``strides``."""
+        return self._lib.strided_md((self.k, c1 - c0), tuple(st // 4 for st in strides))
+
+    def release_weight(self, rows: int) -> bool:
+        """Pack every column part (for products of ``rows`` rows) and drop the reference to the
+        user's weight: later formats are reordered from the packed copies.  ``False`` (the
+        weight is kept) when the primitives cannot be made."""
+        if not self.ready((rows, self.k)):
+            return False
+        with self._lock:
+            self._w = None
+        return True
+
+    def weight(self, transposed: bool) -> np.ndarray:
+        """The weight rebuilt from the packed columns (exact: reorders of float32 copy bits):
+        ``[K, N]``, or with ``transposed`` ``[N, K]``, C-contiguous.  Needs every column part
+        packed (:meth:`release_weight` or a :meth:`run`)."""
+        lib = self._lib
+        out = np.empty((self.n, self.k) if transposed else (self.k, self.n), np.float32)
+        view = out.T if transposed else out
+        temp = dc._Prim(lib)
+        try:
+            with self._lock:
+                for c0, c1 in self._columns():
+                    h = next(h for h in self._packed if h.channels == (c0, c1))
+                    md = temp.own("dnnl_memory_desc_destroy", self._user_md(c0, c1, view.strides))
+                    addr = view.ctypes.data + c0 * view.strides[1]
+                    mem = temp.own("dnnl_memory_destroy",
+                                   lib.new("dnnl_memory_create", md, lib.engine, addr))
+                    dc.reorder(lib, h.src_md, dc._data_handle(lib, h.weights), md, mem)
+        finally:
+            temp.destroy()
+        out.flags.writeable = False
+        return out
 
     def run(self, x: np.ndarray, y: np.ndarray, residual: np.ndarray | None = None) -> None:
         """``y = act(x @ w + bias + residual)`` for C-contiguous float32 ``x [M, K]``, ``y`` and

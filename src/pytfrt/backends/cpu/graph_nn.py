@@ -118,7 +118,7 @@ def _specialize_matmul(constants: dict[int, np.ndarray], *, transpose_a: bool,
         return None
     packed = _packed_dense(w.T if transpose_b else w, bias, activation, alpha, bool(f1),
                            epilogue_operands, transpose_b)
-    if f1:
+    if f1 or hasattr(packed, "release"):  # a large weight: every product in the runner
         return packed
     ww = w.T if transpose_b else w
     k, n = ww.shape
@@ -180,14 +180,22 @@ matmul.specialize = _specialize_matmul  # type: ignore[attr-defined]
 
 def _packed_dense(ww: np.ndarray, bias: np.ndarray | None, activation: str, alpha: float,
                   residual: bool, epilogue_operands: tuple[int, ...], transpose_b: bool) -> Any:
-    """A float32 dense layer on a constant weight ``ww [K, N]`` whose products of at least
-    :data:`pytfrt.backends.cpu._dnnl_matmul.MIN_MACS` run in oneDNN's matmul primitive with
-    the weight packed once (:mod:`pytfrt.backends.cpu._dnnl_matmul`), or ``None`` (oneDNN
-    absent, another dtype, an activation oneDNN has no post-op for).  Other calls (few rows,
-    operands that are not C-contiguous float32, a residual that is not the result's shape) go
-    to :func:`matmul`."""
+    """A float32 dense layer on a constant weight ``ww [K, N]`` run in oneDNN's matmul
+    primitive with the weight packed once (:mod:`pytfrt.backends.cpu._dnnl_matmul`), or
+    ``None`` (oneDNN absent, another dtype, a small weight, an activation oneDNN has no post-op
+    for).
+
+    A weight of at least :data:`~pytfrt.backends.cpu._dnnl_matmul.RELEASE_MIN_WEIGHTS`
+    elements: every product runs in the runner (inputs and residuals made C-contiguous and
+    full-size first) and the function has ``release(j)``, which the compiled model's call
+    (:mod:`pytfrt.model`) uses when the weight (operand ``j`` = 1) is read by nothing else:
+    the runner drops the user's copy, the function stops reading its ``b`` operand, and
+    ``release`` returns a function rebuilding the weight (for ``save``); ``None`` if it
+    cannot.  Smaller weights: products of at least ``MIN_MACS`` multiply-adds with
+    C-contiguous operands run in the runner, others in :func:`matmul`.
+    """
     from pytfrt.backends.cpu import _dnnl_matmul
-    from pytfrt.backends.cpu.gemm import GEMV_ROWS
+    from pytfrt.backends.cpu.gemm import GEMV_ROWS, matmul_output_shape
 
     if ww.dtype != np.float32 or ww.shape[0] * ww.shape[1] < _dnnl_matmul.MIN_MACS // 64:
         return None
@@ -196,27 +204,57 @@ def _packed_dense(ww: np.ndarray, bias: np.ndarray | None, activation: str, alph
         return None
     k, n = ww.shape
     f32 = np.dtype(np.float32)
-    min_rows = max(GEMV_ROWS + 1, -(-_dnnl_matmul.MIN_MACS // (k * n)))
+    whole = ww.size >= _dnnl_matmul.RELEASE_MIN_WEIGHTS
+    min_rows = 1 if whole else max(GEMV_ROWS + 1, -(-_dnnl_matmul.MIN_MACS // (k * n)))
     attrs = dict(transpose_a=False, transpose_b=transpose_b, activation=activation,
                  alpha=alpha, epilogue_operands=epilogue_operands)
+    n_extra = sum(epilogue_operands)
     ri = epilogue_operands[0]
+    released = False
 
     def dense(a: np.ndarray, b: np.ndarray, *extra: np.ndarray,
               out: np.ndarray | None = None) -> np.ndarray:
-        if a.dtype is f32 and a.ndim >= 2 and a.shape[-1] == k and a.flags.c_contiguous:
+        if (isinstance(a, np.ndarray) and a.dtype is f32 and a.ndim >= 1 and a.shape[-1] == k
+                and len(extra) == n_extra):
             m = a.size // k
             shape = (*a.shape[:-1], n)
-            res = extra[ri] if residual and len(extra) > ri else None
-            if m >= min_rows and (not residual or (
+            res = extra[ri] if residual else None
+            if whole:
+                a = np.ascontiguousarray(a)
+                if res is not None and (res.shape != shape or not res.flags.c_contiguous
+                                        or res.dtype is not f32):
+                    try:
+                        res = np.ascontiguousarray(np.broadcast_to(res, shape), f32)
+                    except ValueError:
+                        res = None  # not broadcastable: the general path's error
+            if (m >= min_rows and a.flags.c_contiguous and (not residual or (
                     res is not None and res.shape == shape and res.dtype is f32
-                    and res.flags.c_contiguous)) and runner.ready((m, k)):
+                    and res.flags.c_contiguous)) and runner.ready((m, k))):
                 y = out if (out is not None and out.shape == shape
                             and out.flags.c_contiguous) else np.empty(shape, f32)
                 runner.run(a.reshape(m, k), y.reshape(m, n),
                            None if res is None else res.reshape(m, n))
+                if out is not None and y is not out:
+                    out[...] = y
+                    return out
                 return y
+        if released:  # the checks and errors of the general path, on the rebuilt weight
+            if not isinstance(a, np.ndarray) or a.ndim < 1:
+                raise OpError("matmul: operands must be ndarrays of rank >= 1")
+            w = runner.weight(transpose_b)
+            matmul_output_shape(a.shape, (k, n))
+            return matmul(a, w, *extra, **attrs, out=out)
         return matmul(a, b, *extra, **attrs, out=out)
 
+    if whole:
+        def release(j: int) -> Any:
+            nonlocal released
+            if j != 1 or not runner.release_weight(64):
+                return None
+            released = True
+            return lambda: runner.weight(transpose_b)
+
+        dense.release = release  # type: ignore[attr-defined]
     return dense
 
 

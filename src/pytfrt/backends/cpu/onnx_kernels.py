@@ -376,3 +376,84 @@ def deform_conv(x: np.ndarray, w: np.ndarray, offset: np.ndarray, *rest: np.ndar
     if bias is not None:
         out += bias.astype(np.float64).reshape(1, -1, 1, 1)
     return out.astype(x.dtype)
+
+
+@GRAPH_OPS.op("tree_ensemble")
+def tree_ensemble(x: np.ndarray, *, roots: tuple[int, ...], features: tuple[int, ...],
+                  modes: tuple[int, ...], splits: tuple[float, ...],
+                  true_ids: tuple[int, ...], false_ids: tuple[int, ...],
+                  true_leafs: tuple[int, ...], false_leafs: tuple[int, ...],
+                  missing_true: tuple[int, ...], member_values: tuple[float, ...],
+                  member_offsets: tuple[int, ...], leaf_targets: tuple[int, ...],
+                  leaf_weights: tuple[float, ...], n_targets: int, aggregate: int,
+                  post_transform: int) -> np.ndarray:
+    """ONNX-ML ``TreeEnsemble`` on ``x`` [N, F]: every row walks every tree from its root
+    (node ``i`` compares feature ``features[i]`` with ``splits[i]`` by ``modes[i]``: 0 ``<=``,
+    1 ``<``, 2 ``>=``, 3 ``>``, 4 ``==``, 5 ``!=``, 6 membership in ``member_values[
+    member_offsets[i]:member_offsets[i + 1]]``; a NaN feature goes the true way where
+    ``missing_true[i]``) to a leaf, whose weight is added to its target (``aggregate`` 0:
+    average over the trees, 1: sum, 2: minimum, 3: maximum); ``post_transform`` 0: none,
+    1: softmax, 2: logistic, 3: softmax keeping zeros.  Result [N, n_targets] in ``x``'s
+    type."""
+    n = x.shape[0]
+    xf = x.astype(np.float64).reshape(n, -1)
+    feat, mode = np.asarray(features, np.int64), np.asarray(modes, np.int64)
+    split = np.asarray(splits, np.float64)
+    t_id, f_id = np.asarray(true_ids, np.int64), np.asarray(false_ids, np.int64)
+    t_leaf, f_leaf = np.asarray(true_leafs, bool), np.asarray(false_leafs, bool)
+    miss = np.asarray(missing_true, bool) if missing_true else np.zeros(len(feat), bool)
+    if feat.size and (feat.max() >= xf.shape[1] or feat.min() < 0):
+        raise OpError(f"tree_ensemble: a node reads feature {int(feat.max())} of "
+                      f"{xf.shape[1]}")
+    members = np.asarray(member_values, np.float64)
+    offs = np.asarray(member_offsets, np.int64)
+    rows = np.arange(n)
+    scores = np.zeros((n, n_targets))
+    if aggregate == 2:
+        scores.fill(np.inf)
+    elif aggregate == 3:
+        scores.fill(-np.inf)
+    hit = np.zeros((n, n_targets), bool)
+    targets, weights = np.asarray(leaf_targets, np.int64), np.asarray(leaf_weights, np.float64)
+    for root in roots:
+        node = np.full(n, root, np.int64)
+        at_leaf = np.zeros(n, bool)
+        for _ in range(len(feat) + 1):  # a path visits each node at most once
+            if at_leaf.all():
+                break
+            walk = ~at_leaf
+            nd = node[walk]
+            v = xf[rows[walk], feat[nd]]
+            s, m = split[nd], mode[nd]
+            go = np.select([m == 0, m == 1, m == 2, m == 3, m == 4, m == 5],
+                           [v <= s, v < s, v >= s, v > s, v == s, v != s], False)
+            for k in np.flatnonzero(m == 6):
+                i = nd[k]
+                go[k] = bool(np.isin(v[k], members[offs[i]:offs[i + 1]]))
+            go |= np.isnan(v) & miss[nd]
+            node[walk] = np.where(go, t_id[nd], f_id[nd])
+            at_leaf[walk] = np.where(go, t_leaf[nd], f_leaf[nd])
+        if not at_leaf.all():
+            raise OpError("tree_ensemble: a tree has a cycle")
+        tgt, w = targets[node], weights[node]
+        if aggregate in (0, 1):
+            np.add.at(scores, (rows, tgt), w)
+        elif aggregate == 2:
+            np.minimum.at(scores, (rows, tgt), w)
+        else:
+            np.maximum.at(scores, (rows, tgt), w)
+        hit[rows, tgt] = True
+    if aggregate == 0 and roots:
+        scores /= len(roots)
+    scores = np.where(hit, scores, 0.0)  # a target no leaf reached scores 0
+    if post_transform == 2:
+        scores = 1.0 / (1.0 + np.exp(-scores))
+    elif post_transform in (1, 3):
+        keep = scores != 0 if post_transform == 3 else np.ones(scores.shape, bool)
+        top = np.max(np.where(keep, scores, -np.inf), axis=1, keepdims=True)
+        e = np.where(keep, np.exp(scores - np.where(np.isfinite(top), top, 0.0)), 0.0)
+        total = e.sum(axis=1, keepdims=True)
+        scores = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    elif post_transform != 0:
+        raise OpError(f"tree_ensemble: post_transform {post_transform} is not supported")
+    return scores.astype(x.dtype)

@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter, Out, SeqOut, onnx_op
+from pytfrt.compiler.frontends.onnx_mapping import (
+    EMPTY,
+    OnnxGraphImporter,
+    Out,
+    SeqOut,
+    onnx_op,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytfrt.compiler.builder import Value
@@ -91,9 +97,10 @@ def _if(imp: OnnxGraphImporter, node: Any) -> list[Out]:
     if known is not None:
         branch = branches[0] if bool(np.asarray(known).reshape(-1)[0]) else branches[1]
         return inline_body(imp, branch, [])
-    if any(o.type.HasField("sequence_type") for b in branches for o in b.output):
-        imp.unsupported(node, "sequence results under a condition known only at run time",
-                        [0])
+    if any(o.type.HasField("sequence_type") or o.type.HasField("optional_type")
+           for b in branches for o in b.output):
+        imp.unsupported(node, "sequence or optional results under a condition known only at "
+                        "run time", [0])
     free = _runtime_free(imp, branches)
     args = [imp.value(n) for n in free]
     names = []
@@ -204,6 +211,8 @@ def inline_body(imp: OnnxGraphImporter, body: Any, args: list[Out]) -> list[Out]
 
 
 def _result(sub: OnnxGraphImporter, name: str) -> Out:
+    if name in sub.empties:
+        return EMPTY
     if name in sub.seqs:
         return sub.seqs[name]
     return sub.known[name] if name in sub.known else sub.value(name)

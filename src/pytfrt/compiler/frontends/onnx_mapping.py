@@ -43,7 +43,24 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from pytfrt.compiler.builder import FunctionBuilder, GraphModule, Value
 
-Out = Any  # a tg Value, a NumPy array (known at import time) or a SeqOut
+Out = Any  # a tg Value, a NumPy array (known at import time), a SeqOut or EMPTY
+
+
+class _EmptyOptional:
+    """The type of :data:`EMPTY`."""
+
+    def __repr__(self) -> str:
+        return "EMPTY"
+
+
+EMPTY = _EmptyOptional()
+"""An empty ONNX optional during import (``Optional`` without an input, or an optional graph
+input called with ``None``).  A present optional is just its value (a tensor or SeqOut); a
+name bound to EMPTY counts as an absent input for the ops that read it."""
+
+EMPTY_OUTPUT = -1
+"""The :attr:`OnnxGraphImporter.output_layout` count of a graph output that is an empty
+optional (returned as ``None``)."""
 
 
 class SeqOut(list):  # type: ignore[type-arg]
@@ -102,17 +119,21 @@ class OnnxGraphImporter:
         self._node: Any = None
         self._expanded = 0
         self.seqs: dict[str, SeqOut] = {}
+        self.empties: set[str] = set()  # names bound to an empty optional
         self.output_layout: list[tuple[str, int | None]] = []
         """Per graph output: ``(name, None)`` for a tensor, ``(name, n)`` for a sequence
-        returned as ``n`` results (filled by :meth:`run`)."""
+        returned as ``n`` results, ``(name, EMPTY_OUTPUT)`` for an empty optional (no result)
+        (filled by :meth:`run`)."""
 
     # -- entry ------------------------------------------------------------------------------
 
     def run(self, input_shapes: Any = None, input_values: Any = None,
-            sequence_inputs: Mapping[str, Sequence[tuple[Any, Any]]] | None = None
-            ) -> GraphModule:
+            sequence_inputs: Mapping[str, Sequence[tuple[Any, Any]]] | None = None,
+            empty_inputs: Sequence[str] = ()) -> GraphModule:
         """Import the graph.  ``sequence_inputs``: per sequence-typed graph input, its
-        elements' ``(shape, numpy dtype)`` (each element becomes an argument ``name#k``)."""
+        elements' ``(shape, numpy dtype)`` (each element becomes an argument ``name#k``).
+        An optional-typed graph input is imported as its element type (tensor or sequence),
+        or, named in ``empty_inputs``, as an empty optional (no argument)."""
         from pytfrt.compiler.builder import GraphBuilder
 
         g = self.graph
@@ -123,11 +144,16 @@ class OnnxGraphImporter:
         for init in g.sparse_initializer:
             self._fail_graph(f"sparse initializer {init.values.name!r} is not supported")
         for o in g.output:
-            if o.type.WhichOneof("value") not in (None, "tensor_type", "sequence_type"):
+            kind = o.type.WhichOneof("value")
+            if kind == "optional_type":
+                kind = o.type.optional_type.elem_type.WhichOneof("value")
+            if kind not in (None, "tensor_type", "sequence_type"):
                 raise UnsupportedOpError(
-                    f"graph output of type {o.type.WhichOneof('value')}", o.name, self.origin,
-                    "only tensor outputs are supported (no sequences, optionals or maps)")
-        inputs = [i for i in g.input if i.name not in self.known]
+                    f"graph output of type {kind}", o.name, self.origin,
+                    "only tensors, sequences and optionals of them are supported (no maps)")
+        self.empties |= set(empty_inputs)
+        inputs = [optional_element(i) for i in g.input
+                  if i.name not in self.known and i.name not in self.empties]
         seq_in = {i.name for i in inputs if i.type.HasField("sequence_type")}
         tensor_specs = iter(self._input_specs([i for i in inputs if i.name not in seq_in],
                                               input_shapes))
@@ -172,6 +198,9 @@ class OnnxGraphImporter:
         names: list[str] = []
         self.output_layout = []
         for name in outputs:
+            if flatten_sequences and name in self.empties:
+                self.output_layout.append((name, EMPTY_OUTPUT))
+                continue
             if flatten_sequences and name in self.seqs:
                 elems = self.seqs[name]
                 self.output_layout.append((name, len(elems)))
@@ -210,6 +239,7 @@ class OnnxGraphImporter:
         sub.known = dict(self.known)
         sub.partial = dict(self.partial)
         sub.seqs = dict(self.seqs)
+        sub.empties = set(self.empties)
         sub._const_names = self._const_names
         for init in graph.initializer:
             sub.known[init.name] = initializer_array(init, self.origin)
@@ -400,7 +430,12 @@ class OnnxGraphImporter:
         for name, out in zip(node.output, outs, strict=False):
             if not name:
                 continue
-            if isinstance(out, SeqOut):
+            if out is EMPTY:
+                self.empties.add(name)
+                for table in (self.values, self.known, self.seqs):
+                    table.pop(name, None)  # type: ignore[attr-defined]
+            elif isinstance(out, SeqOut):
+                self.empties.discard(name)
                 self.seqs[name] = out
                 self.values.pop(name, None)
                 self.known.pop(name, None)
@@ -431,8 +466,8 @@ class OnnxGraphImporter:
         return self.fn
 
     def has(self, node: Any, i: int) -> bool:
-        """Whether optional input ``i`` is present."""
-        return len(node.input) > i and bool(node.input[i])
+        """Whether optional input ``i`` is present (an empty optional value is not)."""
+        return len(node.input) > i and bool(node.input[i]) and node.input[i] not in self.empties
 
     def known_input(self, node: Any, i: int) -> np.ndarray | None:
         """Input ``i``'s value if known at import time, else ``None``."""
@@ -590,6 +625,19 @@ def _ints(a: Any) -> list[int]:
     return [int(x) for x in np.asarray(a).reshape(-1)]
 
 
+def optional_element(vi: Any) -> Any:
+    """A graph input's ``ValueInfoProto`` with an optional type replaced by its element type
+    (the same object when it is not optional)."""
+    if not vi.type.HasField("optional_type"):
+        return vi
+    import onnx
+
+    out = onnx.ValueInfoProto()
+    out.name = vi.name
+    out.type.CopyFrom(vi.type.optional_type.elem_type)
+    return out
+
+
 def _dims(ctx: OnnxGraphImporter, v: Value) -> tuple[int | None, ...]:
     """``v``'s shape (``None`` for dynamic dims); its rank must be known."""
     if v.shape is None:  # its rank may follow from the value of a small graph input
@@ -725,6 +773,8 @@ def _isinf(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 
 @onnx_op("Identity", note="forwarded (no op)")
 def _identity(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    if node.input[0] in ctx.empties:
+        return [EMPTY]
     if node.input[0] in ctx.seqs:
         return [SeqOut(ctx.seqs[node.input[0]])]
     k = ctx.known_input(node, 0)

@@ -229,6 +229,54 @@ def _deform_conv(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
                    has_bias=has_bias, has_mask=has_mask)]
 
 
+@onnx_op("ai.onnx.ml.TreeEnsemble", note="`tree_ensemble` (onnx_more family; the trees as "
+         "attributes; post_transform none, softmax, logistic, softmax_zero)")
+def _tree_ensemble(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    from onnx import TensorProto, numpy_helper
+
+    a = {k: numpy_helper.to_array(v) if isinstance(v, TensorProto) else v
+         for k, v in ctx.attrs(node).items()}
+
+    def ints(name: str) -> list[int]:
+        return [int(v) for v in np.asarray(a.get(name, [])).reshape(-1)]
+
+    def floats(name: str) -> list[float]:
+        return [float(v) for v in np.asarray(a.get(name, []), np.float64).reshape(-1)]
+
+    post = int(a.get("post_transform", 0))
+    if post not in (0, 1, 2, 3):
+        ctx.unsupported(node, f"post_transform {post} (PROBIT)")
+    modes = ints("nodes_modes")
+    # membership sets: NaN-separated runs, one per membership node in node order
+    sets: list[list[float]] = []
+    current: list[float] = []
+    for v in floats("membership_values"):
+        if np.isnan(v):  # a NaN ends a set
+            sets.append(current)
+            current = []
+        else:
+            current.append(v)
+    member_values: list[float] = []
+    offsets = [0]
+    k = 0
+    for m in modes:
+        if m == 6:
+            if k >= len(sets):
+                ctx.unsupported(node, "a membership node without its set in membership_values")
+            member_values += sets[k]
+            k += 1
+        offsets.append(len(member_values))
+    return [ctx.op(
+        "tree_ensemble", [ctx.input(node, 0)], roots=ints("tree_roots"),
+        features=ints("nodes_featureids"), modes=modes, splits=floats("nodes_splits"),
+        true_ids=ints("nodes_truenodeids"), false_ids=ints("nodes_falsenodeids"),
+        true_leafs=ints("nodes_trueleafs"), false_leafs=ints("nodes_falseleafs"),
+        missing_true=ints("nodes_missing_value_tracks_true"), member_values=member_values,
+        member_offsets=offsets, leaf_targets=ints("leaf_targetids"),
+        leaf_weights=floats("leaf_weights"), n_targets=int(a["n_targets"]),
+        aggregate=int(a.get("aggregate_function", 1)), post_transform=post)]
+
+
 @onnx_op("TensorScatter", note="`tensor_scatter {axis, mode}` (onnx_more family)")
 def _tensor_scatter(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     a = ctx.attrs(node)

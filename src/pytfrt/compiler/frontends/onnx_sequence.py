@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.compiler.frontends.onnx_mapping import (
+    EMPTY,
     OnnxGraphImporter,
     Out,
     SeqOut,
@@ -151,17 +152,19 @@ def _sequence_map(imp: OnnxGraphImporter, node: Any) -> list[Out]:
 
 
 def _present(imp: OnnxGraphImporter, node: Any) -> Out:
-    """Input 0 of an optional op: a tensor or sequence that is there (an empty optional is
-    not supported: optionals exist only as values that are present)."""
+    """Input 0 of an optional op: a tensor or sequence that is there (the element of an empty
+    optional is an error)."""
     if not imp.has(node, 0):
-        imp.unsupported(node, "an empty optional")
+        imp.unsupported(node, "the element of an empty optional")
     name = node.input[0]
     return SeqOut(imp.seqs[name]) if name in imp.seqs else _tensor(imp, node, 0)
 
 
 @onnx_op("Optional", "OptionalGetElement",
-         note="forwarded: an optional is supported when it holds a value")
+         note="forwarded: a present optional is its value; an empty one is known empty")
 def _optional(imp: OnnxGraphImporter, node: Any) -> list[Out]:
+    if node.op_type == "Optional" and not imp.has(node, 0):
+        return [EMPTY]
     return [_present(imp, node)]
 
 

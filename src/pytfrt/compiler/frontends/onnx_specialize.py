@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.compiler.errors import UnsupportedOpError
+from pytfrt.compiler.frontends.onnx_mapping import EMPTY_OUTPUT, optional_element
 
 MAX_SPECIALISED = 4096
 """Largest graph input (in elements) whose value a model is specialised on."""
@@ -52,7 +53,9 @@ class SpecializingModel:
         inits = {i.name for i in graph.initializer}
         self.input_names = [i.name for i in graph.input if i.name not in inits]
         self.output_names = [o.name for o in graph.output]
-        self._sequences = {i.name for i in graph.input if i.type.HasField("sequence_type")}
+        self._optionals = {i.name for i in graph.input if i.type.HasField("optional_type")}
+        self._sequences = {i.name for i in graph.input
+                           if optional_element(i).type.HasField("sequence_type")}
         self._producers = {o: n for n in _all_nodes(graph) for o in n.output if o}
         self._specialised: set[str] = set()
         self._cache: dict[Any, Any] = {}
@@ -68,6 +71,8 @@ class SpecializingModel:
         for name, a in zip(self.input_names, args, strict=True):
             if name in self._sequences and isinstance(a, list | tuple):
                 arrays.append([np.asarray(e) for e in a])  # one argument per element
+            elif a is None and name in self._optionals:
+                arrays.append(None)  # an empty optional: imported as such, no argument
             elif a is None or isinstance(a, list | tuple | dict):
                 raise UnsupportedOpError(
                     f"input value of type {type(a).__name__}", name, self.origin,
@@ -79,7 +84,7 @@ class SpecializingModel:
         for n, a in zip(self.input_names, arrays, strict=True):
             if isinstance(a, list):
                 feed += a
-            elif n not in baked:
+            elif a is not None and n not in baked:
                 feed.append(a)
         out = compiled(*feed)
         structure = compiled.signature.structure
@@ -93,6 +98,8 @@ class SpecializingModel:
         for _, count in layout:  # regroup the elements of sequence outputs
             if count is None:
                 results.append(flat.pop(0))
+            elif count == EMPTY_OUTPUT:
+                results.append(None)
             else:
                 results.append([np.asarray(flat.pop(0)) for _ in range(count)])
         return results
@@ -100,7 +107,9 @@ class SpecializingModel:
     def _key(self, arrays: list[Any], baked: frozenset[str]) -> Any:
         parts: list[Any] = []
         for n, a in zip(self.input_names, arrays, strict=True):
-            if isinstance(a, list):
+            if a is None:
+                parts.append(None)
+            elif isinstance(a, list):
                 parts.append(tuple((e.shape, e.dtype.str) for e in a))
             else:
                 parts.append((a.shape, a.dtype.str, a.tobytes() if n in baked else None))
@@ -138,26 +147,28 @@ class SpecializingModel:
         from pytfrt.compiler.api import compile_module
         from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter
 
-        declared = {i.name: len(i.type.tensor_type.shape.dim) for i in self.model.graph.input
+        elements = [optional_element(i) for i in self.model.graph.input]
+        declared = {i.name: len(i.type.tensor_type.shape.dim) for i in elements
                     if i.type.tensor_type.HasField("shape")}
         # the call's shapes, where the model declares that rank (else its declaration stands
         # and the call is checked against it)
         tensors = [(n, a) for n, a in zip(self.input_names, arrays, strict=True)
-                   if not isinstance(a, list)]
+                   if not isinstance(a, list) and a is not None]
         shapes = {n: a.shape for n, a in tensors
                   if n not in baked and declared.get(n, a.ndim) == a.ndim}
         values = {n: a for n, a in tensors if n in baked}
         seqs = {n: [(e.shape, e.dtype) for e in a]
                 for n, a in zip(self.input_names, arrays, strict=True) if isinstance(a, list)}
+        empty = [n for n, a in zip(self.input_names, arrays, strict=True) if a is None]
         imp = OnnxGraphImporter(self.model, self.origin)
-        gm = imp.run(shapes, values, seqs)
+        gm = imp.run(shapes, values, seqs, empty)
         return compile_module(gm, host=self.host), list(imp.output_layout)
 
     def _to_specialise(self, exc: UnsupportedOpError, arrays: list[Any]) -> set[str]:
         """The graph inputs feeding the refused node's run-time operands (small ones only;
         never a sequence)."""
         wanted = getattr(exc, "runtime_operands", None) or []
-        sizes = {n: (a.size if not isinstance(a, list) else MAX_SPECIALISED + 1)
+        sizes = {n: (a.size if isinstance(a, np.ndarray) else MAX_SPECIALISED + 1)
                  for n, a in zip(self.input_names, arrays, strict=True)}
         found: set[str] = set()
         seen: set[str] = set()

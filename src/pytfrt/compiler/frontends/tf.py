@@ -37,17 +37,17 @@ import numpy as np
 from pytfrt.compiler.builder import GraphBuilder, GraphModule
 from pytfrt.compiler.errors import UnsupportedOpError
 from pytfrt.compiler.frontends.tf_graph import (
-    LIBRARY_FRAMES,
     FunctionContext,
     GraphImporter,
     LibraryGraph,
+    is_library_frame,
 )
 from pytfrt.compiler.frontends.tf_registry import load_all
 from pytfrt.compiler.frontends.tf_values import TV, OtherResource, ResourceRef, tf_dtype_name
 
 
 def _tf() -> Any:
-    from pytfrt.support.tf_import import tensorflow
+    from pytfrt.compiler.frontends.tf_import import tensorflow
 
     return tensorflow()
 
@@ -86,21 +86,31 @@ def import_tf(
     try:
         return _import_concrete(src)
     except UnsupportedOpError as exc:
-        layer = _keras_layer_of(obj, exc.node) if _is_keras_model(obj) else None
-        if layer is None:
+        named = with_keras_layer(exc, obj) if _is_keras_model(obj) else exc
+        if named is exc:
             raise
-        made_by = f"made by Keras layer '{layer.name}' ({type(layer).__name__})"
-        callers = _user_frames()
-        built_at = _layer_built_at(layer, [f for f, _ in callers] + [exc.where.rpartition(":")[0]])
-        where = exc.where
-        # A functional or Sequential model is re-traced inside pytfrt.compile, so the op's
-        # first user frame is the compile call: the layer's line says more.
-        if built_at and where in {f"{f}:{n}" for f, n in callers}:
-            where = built_at
-        if built_at:
-            made_by += ", created on that line" if where == built_at else f", created at {built_at}"
-        raise UnsupportedOpError(exc.op_type, exc.node, where,
-                                 f"{made_by}; {exc.detail}" if exc.detail else made_by) from exc
+        raise named from exc
+
+
+def with_keras_layer(exc: UnsupportedOpError, model: Any, more: str = "") -> UnsupportedOpError:
+    """``exc`` told in the terms of Keras ``model``: the layer whose name scope made its node,
+    and the line of the user's source that created that layer, or ``exc`` itself when no
+    layer is found.  ``more`` is added to the detail (what else can run the model)."""
+    layer = _keras_layer_of(model, exc.node)
+    if layer is None:
+        return exc
+    made_by = f"made by Keras layer '{layer.name}' ({type(layer).__name__})"
+    callers = _user_frames()
+    built_at = _layer_built_at(layer, [f for f, _ in callers] + [exc.where.rpartition(":")[0]])
+    where = exc.where
+    # A functional or Sequential model is re-traced inside pytfrt, so the op's first user
+    # frame is the call into pytfrt (compile, fit): the layer's line says more.
+    if built_at and where in {f"{f}:{n}" for f, n in callers}:
+        where = built_at
+    if built_at:
+        made_by += ", created on that line" if where == built_at else f", created at {built_at}"
+    detail = "; ".join(d for d in (made_by, exc.detail, more) if d)
+    return UnsupportedOpError(exc.op_type, exc.node, where, detail)
 
 
 def _keras_layer_of(model: Any, node: str) -> Any:
@@ -122,12 +132,11 @@ def _keras_layer_of(model: Any, node: str) -> Any:
 
 def _user_frames() -> list[tuple[str, int]]:
     """``(file, line)`` of the current call stack's frames outside pytfrt, TF and Keras."""
-    package = os.path.dirname(os.path.dirname(os.path.dirname(__file__))) + os.sep
     frames = []
     frame: Any = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not name.startswith(package) and not any(s in name for s in LIBRARY_FRAMES):
+        if not is_library_frame(name):
             frames.append((name, frame.f_lineno))
         frame = frame.f_back
     return frames
@@ -313,7 +322,7 @@ def _import_concrete(src: _Source) -> GraphModule:
     variables, bound = _variables(tf, graph, captures)
     gb = GraphBuilder()
     imp = GraphImporter(gb, library, variables, keep_variables=False, source=src.description)
-    imp.keep_variables = imp.any_side_effects(gd.node)
+    imp.keep_variables = imp.any_side_effects(gd.node, state_only=True)
 
     names = _input_names(src, arg_placeholders)
     inputs = [

@@ -330,3 +330,21 @@ for _name in ("random_uniform", "random_normal"):
         family="grad",
         differentiable=False,
     )
+
+
+def _random_gamma(ctx: InferContext) -> list[TType]:
+    shape, key, counter, alpha = ctx.inputs
+    dtype = ctx.attrs["dtype"]
+    if key.dtype != "ui64" or counter.dtype != "ui64":
+        raise ctx.error(f"key and counter must be ui64, got {key.dtype} and {counter.dtype}")
+    if dtype not in ("f32", "f64") or alpha.dtype != dtype:
+        raise ctx.error(f"alpha and the result must be one of f32/f64, got {alpha.dtype}, {dtype}")
+    rank = shape.shape[0] if shape.shape is not None and len(shape.shape) == 1 else None
+    if rank is None:
+        dims = const_ints(ctx, 0)
+        return [TType(dtype, None if dims is None else tuple(dims))]
+    return [_shape_operand(ctx, 0, dtype, rank)]
+
+
+define("random_gamma", ("shape", "key", "counter", "alpha"), _random_gamma,
+       {"dtype": AttrSpec("dtype", "f32"), **_HINT}, family="grad", differentiable=False)

@@ -15,6 +15,9 @@ data-dependent result size) or much slower:
   and NCDHW;
 * ``deform_conv(x, w, offset, bias?, mask?) {strides, pads, dilations, group, offset_group,
   has_bias, has_mask}`` -- ONNX ``DeformConv`` on NCHW;
+* ``tree_ensemble(x) {roots, features, modes, splits, ...}`` -- ONNX-ML ``TreeEnsemble``
+  (the trees as flat per-node and per-leaf lists; membership sets as ``member_values``
+  sliced by ``member_offsets``);
 * ``tensor_scatter(past_cache, update, write_indices?) {axis, mode}`` -- ONNX
   ``TensorScatter``: ``update`` written into a copy of the cache along ``axis`` from each
   batch row's write index (``mode = circular``: modulo the cache length);
@@ -105,6 +108,21 @@ def _deform_conv(ctx: InferContext) -> list[TType]:
     return [TType(x.dtype, (n, oc, oh, ow))]
 
 
+def _tree_ensemble(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    if x.dtype not in ("f16", "f32", "f64"):
+        raise ctx.error(f"features must be floats, got {x.dtype}")
+    a = ctx.attrs
+    n = len(a["features"])
+    if not all(len(a[k]) == n for k in ("modes", "splits", "true_ids", "false_ids",
+                                         "true_leafs", "false_leafs")):
+        raise ctx.error("the node attributes must all have one entry per node")
+    if len(a["leaf_targets"]) != len(a["leaf_weights"]):
+        raise ctx.error("leaf_targets and leaf_weights must have one entry per leaf")
+    batch = x.shape[0] if x.shape else None
+    return [TType(x.dtype, (batch, a["n_targets"]))]
+
+
 def _tensor_scatter(ctx: InferContext) -> list[TType]:
     past, update = ctx.inputs[0], ctx.inputs[1]
     same_dtype(ctx, [0, 1])
@@ -163,6 +181,15 @@ define("deform_conv", ("x", "w", "offset", "rest*"), _deform_conv,
         "group": AttrSpec("int", 1), "offset_group": AttrSpec("int", 1),
         "has_bias": AttrSpec("bool", False), "has_mask": AttrSpec("bool", False)},
        family="onnx", doc="ONNX DeformConv (2-D)", no_grad=_INFERENCE_ONLY)
+define("tree_ensemble", ("x",), _tree_ensemble, {
+    "roots": AttrSpec("ints"), "features": AttrSpec("ints"), "modes": AttrSpec("ints"),
+    "splits": AttrSpec("floats"), "true_ids": AttrSpec("ints"), "false_ids": AttrSpec("ints"),
+    "true_leafs": AttrSpec("ints"), "false_leafs": AttrSpec("ints"),
+    "missing_true": AttrSpec("ints", ()), "member_values": AttrSpec("floats", ()),
+    "member_offsets": AttrSpec("ints", ()), "leaf_targets": AttrSpec("ints"),
+    "leaf_weights": AttrSpec("floats"), "n_targets": AttrSpec("int"),
+    "aggregate": AttrSpec("int", 1), "post_transform": AttrSpec("int", 0)},
+    family="onnx", doc="ONNX-ML TreeEnsemble", differentiable=False)
 define("string_concat", ("a", "b"), _string_binary, family="onnx", doc="ONNX StringConcat",
        differentiable=False)
 define("regex_full_match", ("x",), _regex, {"pattern": AttrSpec("str")}, family="onnx",
