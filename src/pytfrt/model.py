@@ -47,6 +47,7 @@ from pytfrt.support.codegen import exec_generated
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import dtype_from_numpy
+from pytfrt.tensor.string_host_tensor import StringHostTensor
 
 __all__ = ["CompiledModel", "InputError", "ModelError", "Signature", "TensorSpec", "load"]
 
@@ -248,7 +249,7 @@ def _as_arrays(value: Any, n: int) -> tuple[np.ndarray, ...]:
 
 
 def _unwrap(value: Any) -> Any:
-    return value.array if type(value) is DenseHostTensor else value
+    return value.array if type(value) in (DenseHostTensor, StringHostTensor) else value
 
 
 def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]

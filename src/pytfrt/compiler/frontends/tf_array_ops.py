@@ -302,17 +302,17 @@ def _invert_permutation(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 @tf_op(
     "UnsortedSegmentSum",
     tg="`reshape`, `matmul`, `one_hot`",
-    note="a constant count; a matmul by the 0/1 segment matrix (one-hot rows for run-time ids); "
-    "dynamic trailing dimensions",
+    note="a matmul by the 0/1 segment matrix (one-hot rows for run-time ids or a run-time "
+    "count); dynamic trailing dimensions",
 )
 def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     data, ids_tv, count_tv = ins
-    (count,) = cx.ints(count_tv, "num_segments")
+    count = cx.ints(count_tv, "num_segments")[0] if count_tv.const is not None else None
     if data.shape is None or data.dtype is None or ids_tv.rank is None:
         raise ConversionError("the data's and the segment ids' ranks must be known")
     rest = list(data.shape[ids_tv.rank :])
     width: int | None = None if None in rest else math.prod(rest)  # type: ignore[arg-type]
-    if ids_tv.const is not None:
+    if ids_tv.const is not None and count is not None:
         flat = np.asarray(ids_tv.const).reshape(-1)
         matrix = np.zeros((count, flat.size), dtype=tg_to_np(data.dtype))
         ok = (flat >= 0) & (flat < count)
@@ -329,18 +329,19 @@ def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
             "one_hot",
             [
                 cx.reshape(ids_tv, [-1]),
-                cx.scalar(count, "i32"),
+                count_tv if count is None else cx.scalar(count, "i32"),
                 cx.scalar(1, data.dtype),
                 cx.scalar(0, data.dtype),
             ],
             axis=-1,
         )
         out = cx.op("matmul", [hot, cx.reshape(data, [n_ids, width])], transpose_a=True)
-    if rest.count(None) <= 1:
+    if rest.count(None) + (count is None) <= 1:
         return [cx.reshape(out, [count, *rest])]
     tail = cx.op("slice", [cx.op("shape", [data], out_type="i64")], starts=[ids_tv.rank],
                  ends=[len(data.shape)], axes=[0], steps=[1])
-    shape = cx.op("concat", [cx.const(np.array([count], np.int64)), tail], axis=0)
+    head = cx.reshape(cx.as_i64(count_tv), [1])
+    shape = cx.op("concat", [head, tail], axis=0)
     return [cx.op("reshape", [out, shape])]
 
 
@@ -452,6 +453,18 @@ def _broadcast_to(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     ):
         return [x]
     return [cx.op("broadcast_to", [x, cx.as_i64(shape)])]
+
+
+@tf_op(
+    "BroadcastArgs",
+    tg="(folded when the shapes are known enough) or `fill`, `add`, `shape`",
+    note="the broadcast of two shapes",
+)
+def _broadcast_args(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    s0, s1 = ins
+    zero = cx.scalar(0, "i8")
+    both = cx.op("add", [cx.op("fill", [cx.as_i64(s), zero]) for s in (s0, s1)])
+    return [cx.op("shape", [both], out_type=s0.dtype or "i32")]
 
 
 @tf_op("Fill", tg="`fill`", note="a shape known but for one dimension keeps it (`reshape`)")
