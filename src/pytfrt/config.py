@@ -97,6 +97,11 @@ SWITCHES: Final[dict[str, Switch]] = {
         Switch("PYTFRT_JSON_STREAM", "flag", True,
                "Scanning a request body as it arrives (off: after it is complete); read once, "
                "at import.", read="import"),
+        Switch("PYTFRT_TFRT_REVISION", "choice", "main",
+               "Which TFRT the runtime and tools behave as where TFRT's revisions disagree "
+               "(docs/conformance.md): `main` (its main branch, 2025) or `de22adc4` (the "
+               "revision of 2022 whose test files the older conformance set pins).",
+               choices=("main", "de22adc4")),
         Switch("PYTFRT_READONLY_OPERANDS", "flag", False,
                "Graph kernels get read-only views of their array operands, so a kernel that "
                "writes an operand fails instead of corrupting the caller's data (a check for "
