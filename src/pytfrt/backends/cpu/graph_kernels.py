@@ -27,10 +27,12 @@ Kernels are sync (``tfrt.sync`` functions); they also run in async functions.  T
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import inspect
 import keyword
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -86,12 +88,41 @@ def graph_ops() -> dict[str, Callable[..., Any]]:
                     continue
                 table.update(getattr(module, "GRAPH_OPS", {}))
             if config.flag("PYTFRT_READONLY_OPERANDS"):
-                table = {name: readonly_operands(fn) for name, fn in table.items()}
+                table = {name: readonly_operands(fn, name) for name, fn in table.items()}
+                reached_dir = config.text("PYTFRT_READONLY_REACHED")
+                if reached_dir:
+                    atexit.register(write_reached_kernels, reached_dir)
             _TABLE = table
         return _TABLE
 
 
-def readonly_operands(fn: Callable[..., Any]) -> Callable[..., Any]:
+_REACHED: set[str] = set()
+
+
+def reached_kernels() -> frozenset[str]:
+    """The table's kernels this process has called on read-only operands so far.
+
+    Recorded only with ``PYTFRT_READONLY_OPERANDS`` on (the wrappers record their name).
+    """
+    return frozenset(_REACHED)
+
+
+def write_reached_kernels(directory: str) -> None:
+    """Write :func:`reached_kernels`, one name per line, to ``<directory>/<pid>.txt``.
+
+    Registered at exit when ``PYTFRT_READONLY_REACHED`` names a directory, so that processes the
+    test suite starts (``bef_executor``, the CLI, servers) report what they ran as well.  A
+    missing directory is skipped silently: the suite that made it may be gone.
+    """
+    path = os.path.join(directory, f"{os.getpid()}.txt")
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(f"{name}\n" for name in sorted(_REACHED)))
+    except OSError:
+        pass
+
+
+def readonly_operands(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
     """``fn`` called on read-only views of its positional array operands.
 
     Writing an operand then raises NumPy's ``ValueError`` ("... is read-only").  The ``out``
@@ -103,12 +134,16 @@ def readonly_operands(fn: Callable[..., Any]) -> Callable[..., Any]:
     Functions whose result is not a tensor (``fn.opaque_result``: a prepared plan, e.g.
     ``conv2d.prepare``) are returned unwrapped: a plan may keep its operand (a weight) by
     identity, so that the model can release the original once the plan holds its own copy.
+
+    With ``name`` (the table key), each call records it for :func:`reached_kernels`.
     """
     if getattr(fn, "__pytfrt_readonly__", False) or getattr(fn, "opaque_result", False):
         return fn
 
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if name is not None:
+            _REACHED.add(name)
         frozen = []
         views = []
         for a in args:

@@ -457,3 +457,74 @@ def tree_ensemble(x: np.ndarray, *, roots: tuple[int, ...], features: tuple[int,
     elif post_transform != 0:
         raise OpError(f"tree_ensemble: post_transform {post_transform} is not supported")
     return scores.astype(x.dtype)
+
+
+def _complex_signal(x: np.ndarray) -> np.ndarray:
+    """ONNX's signal layout [..., 1] (real) or [..., 2] (real, imaginary) as complex numbers
+    of the input's precision (complex128 for float64, else complex64: NumPy's FFT keeps it,
+    and ONNX's expected values are computed so, rounding noise included)."""
+    if x.shape[-1] not in (1, 2):
+        raise OpError(f"a signal's last axis must be 1 (real) or 2 (complex), got {x.shape}")
+    ctype = np.complex128 if x.dtype == np.float64 else np.complex64
+    z = np.zeros(x.shape[:-1], ctype)
+    z.real = x[..., 0]
+    if x.shape[-1] == 2:
+        z.imag = x[..., 1]
+    return z
+
+
+def _real_pairs(z: np.ndarray) -> np.ndarray:
+    return np.stack([z.real, z.imag], axis=-1)
+
+
+def dft_length(size: int, inverse: bool, onesided: bool) -> int:
+    """``DFT``'s default transform length along an axis of ``size`` (an inverse one-sided
+    transform restores an even-length real signal)."""
+    return 2 * (size - 1) if inverse and onesided else size
+
+
+@GRAPH_OPS.op("dft")
+def dft(x: np.ndarray, *, axis: int, length: int, inverse: bool, onesided: bool) -> np.ndarray:
+    """ONNX ``DFT`` of ``x`` ([..., 1|2], see :func:`_complex_signal`) along ``axis`` (not the
+    last): ``length`` points (-1: :func:`dft_length`; the signal is cut or zero-padded);
+    ``onesided`` forward: the first ``length // 2 + 1`` bins; ``inverse``: normalised by
+    ``1 / length``, and with ``onesided`` a real signal from the one-sided bins ([..., 1])."""
+    if not 0 <= axis < x.ndim - 1:
+        raise OpError(f"dft: axis {axis} is not a signal axis of {x.shape}")
+    sig = _complex_signal(x)
+    n = length if length > 0 else dft_length(x.shape[axis], inverse, onesided)
+    if inverse and onesided:
+        out = np.fft.irfft(sig, n=n, axis=axis)[..., None]
+    elif inverse:
+        out = _real_pairs(np.fft.ifft(sig, n=n, axis=axis))
+    else:
+        z = np.fft.fft(sig, n=n, axis=axis)
+        if onesided:
+            z = np.take(z, np.arange(n // 2 + 1), axis=axis)
+        out = _real_pairs(z)
+    return out.astype(x.dtype)
+
+
+@GRAPH_OPS.op("stft")
+def stft(signal: np.ndarray, *window: np.ndarray, frame_step: int, frame_length: int,
+         onesided: bool) -> np.ndarray:
+    """ONNX ``STFT``: ``signal`` [B, L, 1|2] cut into ``1 + (L - frame_length) // frame_step``
+    frames of ``frame_length`` samples, each multiplied by ``window`` (ones without it) and
+    transformed: [B, frames, bins, 2] (``onesided``: ``frame_length // 2 + 1`` bins)."""
+    sig = _complex_signal(signal)
+    length = sig.shape[1]
+    if frame_step < 1 or not 1 <= frame_length <= length:
+        raise OpError(f"stft: frame_step {frame_step} and frame_length {frame_length} do not "
+                      f"fit a signal of {length} samples")
+    frames = 1 + (length - frame_length) // frame_step
+    idx = np.arange(frames)[:, None] * frame_step + np.arange(frame_length)[None, :]
+    cut = sig[:, idx]
+    if window:
+        w = window[0].reshape(-1)
+        if w.size != frame_length:
+            raise OpError(f"stft: a window of {w.size} for frames of {frame_length}")
+        cut = cut * w.astype(np.float64)
+    z = np.fft.fft(cut, n=frame_length, axis=-1)
+    if onesided:
+        z = z[..., : frame_length // 2 + 1]
+    return _real_pairs(z).astype(signal.dtype)
