@@ -29,7 +29,10 @@ path, the commit of the stored version it holds, ``at`` (stored at the pinned re
 anything runs, every listed file must be in ROOT with that hash and ROOT must hold no other
 ``.mlir`` file; otherwise the script names the differences and stops (exit status 2).  It never
 downloads anything: docs/conformance.md says how the pinned set was fetched.
-``benchmarks/tfrt_manifest_de22adc4.txt`` is the manifest of the set measured there.
+``benchmarks/tfrt_manifest_de22adc4.txt`` and ``benchmarks/tfrt_manifest_main_4ecc3a44.txt``
+are the manifests of the sets measured there.  ``--tfrt-revision`` sets
+``PYTFRT_TFRT_REVISION`` (``de22adc4`` for the older set: where TFRT's revisions disagree,
+pytfrt behaves as its main branch unless told otherwise).
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ config.test_format = lit.formats.ShTest(
 config.suffixes = [".mlir"]
 config.excludes = ["test_data", "lit.cfg.py"]
 config.environment["PATH"] = {path!r}
-for var in ("HOME", "TMPDIR", "PYTHONHASHSEED"):
+for var in ("HOME", "TMPDIR", "PYTHONHASHSEED", "PYTHONPATH", "PYTFRT_TFRT_REVISION"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -256,7 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--manifest", type=Path, help="check ROOT against this pinned set before running"
     )
+    parser.add_argument(
+        "--tfrt-revision", choices=("main", "de22adc4"),
+        help="PYTFRT_TFRT_REVISION for the translation and every tool run (default: as set, "
+             "else main): which TFRT to behave as where its revisions disagree",
+    )
     args = parser.parse_args(argv)
+    if args.tfrt_revision:
+        os.environ["PYTFRT_TFRT_REVISION"] = args.tfrt_revision
     root = args.root.resolve()
     revision = verify_manifest(root, args.manifest) if args.manifest else None
     make_test_data(root)

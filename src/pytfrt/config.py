@@ -97,11 +97,20 @@ SWITCHES: Final[dict[str, Switch]] = {
         Switch("PYTFRT_JSON_STREAM", "flag", True,
                "Scanning a request body as it arrives (off: after it is complete); read once, "
                "at import.", read="import"),
+        Switch("PYTFRT_TFRT_REVISION", "choice", "main",
+               "Which TFRT the runtime and tools behave as where TFRT's revisions disagree "
+               "(docs/conformance.md): `main` (its main branch, 2025) or `de22adc4` (the "
+               "revision of 2022 whose test files the older conformance set pins).",
+               choices=("main", "de22adc4")),
         Switch("PYTFRT_READONLY_OPERANDS", "flag", False,
                "Graph kernels get read-only views of their array operands, so a kernel that "
                "writes an operand fails instead of corrupting the caller's data (a check for "
                "kernel authors; the test suite runs with it on); read when the runtime table "
                "is first built."),
+        Switch("PYTFRT_READONLY_REACHED", "text", None,
+               "A directory: with PYTFRT_READONLY_OPERANDS on, each process writes a file there "
+               "naming the graph kernels it ran on read-only operands (the test suite's check "
+               "that every kernel was reached); read when the runtime table is first built."),
     )
 }
 """Every switch, by name."""

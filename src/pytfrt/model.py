@@ -47,6 +47,7 @@ from pytfrt.support.codegen import exec_generated
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import dtype_from_numpy
+from pytfrt.tensor.string_host_tensor import StringHostTensor
 
 __all__ = ["CompiledModel", "InputError", "ModelError", "Signature", "TensorSpec", "load"]
 
@@ -248,7 +249,7 @@ def _as_arrays(value: Any, n: int) -> tuple[np.ndarray, ...]:
 
 
 def _unwrap(value: Any) -> Any:
-    return value.array if type(value) is DenseHostTensor else value
+    return value.array if type(value) in (DenseHostTensor, StringHostTensor) else value
 
 
 def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
@@ -578,8 +579,8 @@ class CompiledModel:
                    if s.shape and s.shape[0] is None and getattr(a, "ndim", 0) >= 1]
         if len({n for _, n in batched}) > 1:
             sizes = ", ".join(f"'{name}' has {n}" for name, n in batched)
-            return ModelError(f"{exc} -- the inputs have different batch sizes ({sizes}); "
-                              "every input's first dimension must be the same")
+            return ModelError(f"the inputs have different batch sizes ({sizes}): every "
+                              f"input's first dimension must be the same (the kernel: {exc})")
         return exc
 
     def _call_via_executor(self, args: tuple[Any, ...]) -> Any:

@@ -7,7 +7,9 @@ silent in-place write (a caller's input, a model's weights) into an error.  Thre
   on for the whole session (``docs/config.md``): every compute function of the runtime table gets
   read-only views of its array operands, in every test that runs a kernel (the operator tests,
   the ONNX node suite, the Keras layers, the models...).  Here: the switch is on, and it does
-  catch a kernel that writes (a planted one).
+  catch a kernel that writes (a planted one).  A run of the whole suite also fails unless every
+  kernel of the table was run that way, in some test or a process a test started
+  (``tests/conftest.py``, ``readonly_unreached.txt`` for the exceptions).
 * **Compiled models** (Hypothesis): random graphs of catalogue ops -- elementwise records,
   matmul, reductions, softmax, shape ops, concat -- compiled with the default pipeline (fusion,
   buffer planning, in-place elementwise) and without it, called with read-only arrays: the call

@@ -333,7 +333,7 @@ def test_failing_kernel_emits_once_and_dependents_are_skipped(env: Env) -> None:
     e = f.op("t.add", d, c)
     bef = env.load(f.ret(e))
     [result] = env.run(bef, "f")
-    assert result.message == "boom" and result.code == ErrorCode.UNKNOWN
+    assert result.message == "boom" and result.code == ErrorCode.INTERNAL
     assert env.log == []
     assert [(d.message, d.location) for d in env.diags.diagnostics] == [
         ("boom", FileLineColLoc("t.mlir", 7, 3))

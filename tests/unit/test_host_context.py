@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pytfrt.config import ConfigError
 from pytfrt.host import (
     AsyncValue,
     Diagnostic,
@@ -201,7 +202,18 @@ def test_diagnostics_reach_the_handler(host: HostContext) -> None:
     host.await_values([done])
     assert handler.messages == ["first", "from a task"]
     assert str(handler.diagnostics[0]) == "prog.mlir:3:7: error: first"
-    assert handler.diagnostics[0].status == Status("first", ErrorCode.UNKNOWN)
+    assert handler.diagnostics[0].status == Status("first", ErrorCode.INTERNAL)
+
+
+def test_a_kernel_error_code_follows_the_tfrt_revision(monkeypatch: pytest.MonkeyPatch) -> None:
+    # TFRT's EmitErrorAsync: INTERNAL since its errors are absl::Status, Unknown at de22adc4.
+    assert Diagnostic("x").code is ErrorCode.INTERNAL
+    monkeypatch.setenv("PYTFRT_TFRT_REVISION", "de22adc4")
+    assert Diagnostic("x").code is ErrorCode.UNKNOWN
+    assert Diagnostic("x", code=ErrorCode.CANCELLED).code is ErrorCode.CANCELLED
+    monkeypatch.setenv("PYTFRT_TFRT_REVISION", "2019")
+    with pytest.raises(ConfigError, match="PYTFRT_TFRT_REVISION"):
+        Diagnostic("x")
 
 
 def test_default_diagnostic_handler_prints_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:

@@ -140,15 +140,20 @@ def test_shared_context_is_one_per_host() -> None:
 
 
 @pytest.mark.parametrize(
-    "location,line",
+    "location,line,revision",
     [
-        (NameLoc("foo"), "foo"),
-        (FusedLoc((NameLoc("a"), UnknownLoc(), NameLoc("b"))), "a"),  # the first name (TFRT)
-        (UnknownLoc(), "Kernel has no debug info"),
+        (NameLoc("foo"), "foo", "main"),
+        (FusedLoc((NameLoc("a"), UnknownLoc(), NameLoc("b"))), "ab", "main"),  # names joined
+        (FusedLoc((UnknownLoc(),)), "", "main"),
+        (FusedLoc((NameLoc("a"), UnknownLoc(), NameLoc("b"))), "a", "de22adc4"),  # the first
+        (FusedLoc((UnknownLoc(),)), "Kernel has no debug info", "de22adc4"),
+        (UnknownLoc(), "Kernel has no debug info", "main"),
     ],
 )
-def test_print_debug_info(capsys, location, line: str) -> None:
+def test_print_debug_info(capsys, monkeypatch, location, line: str, revision: str) -> None:
     from pytfrt.host import KernelFrame
+
+    monkeypatch.setenv("PYTFRT_TFRT_REVISION", revision)
 
     ctx = new_host()[1]
     frame = KernelFrame([make_ready_chain()], [], [], 1, ctx, location)

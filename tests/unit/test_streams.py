@@ -116,12 +116,15 @@ def test_merge_inter_dependent_streams_option() -> None:
     assert facts(a, ROOT) == s0
 
 
-def test_inter_dependent_side_uses_merge_cheap_streams() -> None:
+@pytest.mark.parametrize("revision", ["main", "de22adc4"])
+def test_inter_dependent_side_uses_merge_cheap_streams(monkeypatch: pytest.MonkeyPatch,
+                                                      revision: str) -> None:
     """A non-chain side use (d uses a, but d's parent is b) links the streams of a and b.
 
     Without the option the root's walk leaves a (merged with p) and b (merged with q) in
     different streams; with it, b (cost 6 + 1 < 10) is merged into a's stream first.
     """
+    monkeypatch.setenv("PYTFRT_TFRT_REVISION", revision)
     ops = [
         ("k.a", [], ["a"], {"cost": 6}),
         ("k.p", [], ["p"], {"cost": 5}),
@@ -136,9 +139,13 @@ def test_inter_dependent_side_uses_merge_cheap_streams() -> None:
     )
     a, b, d = merged.kernels[0], merged.kernels[3], merged.kernels[4]
     assert a.stream_id == b.stream_id == d.stream_id
-    # The root joins that (costliest) stream, and so does the operand-less return's cheap one.
-    assert a.stream_cost == 6 + 6 + 1 + 1 + 1
-    assert merged.root.stream_id == a.stream_id
+    if revision == "main":  # the root joins the operand-less return's stream
+        assert a.stream_cost == 6 + 6 + 1
+        assert merged.root.stream_id == merged.return_op.stream_id != a.stream_id
+        assert merged.root.stream_cost == 1 + 1
+    else:  # the root joins the costliest stream, and so does the return's cheap one
+        assert a.stream_cost == 6 + 6 + 1 + 1 + 1
+        assert merged.root.stream_id == a.stream_id
 
 
 def allocator_function():  # type: ignore[no-untyped-def]
@@ -146,29 +153,42 @@ def allocator_function():  # type: ignore[no-untyped-def]
     return build_function("allocator", [], ops, [])
 
 
-def test_allocator_example() -> None:
+@pytest.mark.parametrize("revision", ["main", "de22adc4"])
+def test_allocator_example(monkeypatch: pytest.MonkeyPatch, revision: str) -> None:
     """TFRT's allocator.mlir case: return 0, x2 1, x1 2, x0 3; run order x0, x2, x1.
 
-    The return has no operands, so its stream is an ordinary child of the root, and the root
-    joins the first of the equally costly children, x0's stream (3)."""
+    TFRT's main branch keeps the return in the root stream (0).  At de22adc4 the return had
+    no operands, so its stream was an ordinary child of the root, and the root joined the
+    first of the equally costly children, x0's stream (3).  Both run x0, x2, x1."""
+    monkeypatch.setenv("PYTFRT_TFRT_REVISION", revision)
     fn = allocator_function()
     a = analyze_streams(fn)
     assert a.cost_from_root_mode and a.threshold == 1
     assert [k.stream_id for k in a.kernels] == [3, 2, 1]
-    assert a.return_op.stream_id == 0 and a.root.stream_id == 3
-    assert a.return_op.parent_stream == 3
+    if revision == "main":
+        assert a.return_op.stream_id == a.root.stream_id == 0
+        assert a.root.child_streams == (3, 2, 1)
+    else:
+        assert a.return_op.stream_id == 0 and a.root.stream_id == 3
+        assert a.return_op.parent_stream == 3
     program = assign_stream_ids(Program([fn]))
     assert program.streams_assigned
     assert simulate_order(fn) == [0, 2, 1]
 
 
-def test_lifetimes_test_linear() -> None:
+@pytest.mark.parametrize("revision", ["main", "de22adc4"])
+def test_lifetimes_test_linear(monkeypatch: pytest.MonkeyPatch, revision: str) -> None:
     """TFRT's lifetimes test_linear: stream ids and the vt.value construction order.
 
-    The return has no operands, so the root joins the costliest child stream, the one of
-    constant 1, add and print (3): constant 1 runs inline first, then the other streams'
-    tasks in stream order (5, 4, 2), then add -- values 1, 5, 4, 2, 3 as TFRT's
-    mlir_tests/bef_executor/lifetimes.mlir expects."""
+    TFRT's main branch: the root joins the return's stream (0), so every kernel without
+    operands runs as a task in stream order -- new.chain (5), constant 5 (1), constant 4 (2),
+    constant 1 (3), whose add and print follow inline after constant 2 (4): values 5, 4, 1, 2,
+    3, as that revision's mlir_tests/bef_executor/lifetimes.mlir expects.  At de22adc4 the
+    operand-less return was on no data path, so the root joined the costliest child stream,
+    the one of constant 1, add and print (3): constant 1 runs inline first, then the other
+    streams' tasks in stream order (5, 4, 2), then add -- values 1, 5, 4, 2, 3 as its file
+    expects."""
+    monkeypatch.setenv("PYTFRT_TFRT_REVISION", revision)
     types = {"ch0": CHAIN, "pch": CHAIN}
     ops = [
         ("tfrt.new.chain", [], ["ch0"]),
@@ -183,9 +203,14 @@ def test_lifetimes_test_linear() -> None:
     program = assign_stream_ids(Program([fn]))
     ids = [k.stream_id for k in program.functions[0].kernels]
     assert ids == [5, 3, 4, 3, 3, 2, 1]
-    assert fn.root_stream_id == 3
-    # Run order: constant 1, constant 5, constant 4, constant 2, add, new.chain, print.
-    assert simulate_order(fn) == [1, 6, 5, 2, 3, 0, 4]
+    if revision == "main":
+        assert fn.root_stream_id == 0
+        # new.chain, constant 5, constant 4, constant 1, constant 2, add, print.
+        assert simulate_order(fn) == [0, 6, 5, 1, 2, 3, 4]
+    else:
+        assert fn.root_stream_id == 3
+        # constant 1, constant 5, constant 4, constant 2, add, new.chain, print.
+        assert simulate_order(fn) == [1, 6, 5, 2, 3, 0, 4]
 
 
 def lifo_function():  # type: ignore[no-untyped-def]

@@ -14,7 +14,8 @@
 * untyped attributes (:class:`RawAttr`) as ``0xdeadbeef : i32``;
 * optionally ``loc(...)`` suffixes;
 * with ``op_generic`` (``--mlir-print-op-generic``) the module and functions in generic form
-  as well (``"builtin.module"``, ``"builtin.func"`` with ``sym_name`` / ``type`` attributes).
+  as well (``"builtin.module"``, ``"func.func"`` with ``function_type`` / ``sym_name``
+  properties; TFRT de22adc4's ``"builtin.func"`` with ``PYTFRT_TFRT_REVISION=de22adc4``).
 
 :func:`bef_to_mlir` is the ``tfrt_translate --bef-to-mlir`` pipeline (read + print + the
 ``Missing ... sections.`` warning); :func:`describe_bef` a short human dump of the sections.
@@ -30,6 +31,7 @@ from pytfrt.bef.attr_codec import RawAttr, SymbolRefAttr
 from pytfrt.bef.format import SECTION_NAMES, BefError, SectionId
 from pytfrt.bef.program import Function, Kernel, Program
 from pytfrt.bef.reader import read_bef, read_sections
+from pytfrt.support import tfrt_revision
 from pytfrt.support.attributes import (
     AggregateAttr,
     ArrayAttr,
@@ -84,9 +86,10 @@ def program_to_mlir(program: Program, *, generic: bool = True, locations: bool =
         locations: append ``loc(...)`` to every op and function.
         op_generic: print the module and the functions in generic form too
             (``tfrt_translate --bef-to-mlir --mlir-print-op-generic``), as the MLIR of TFRT's
-            published test files does: ``"builtin.module"() ({...}) : () -> ()`` and
-            ``"builtin.func"() ({...}) {sym_name = "f", type = (i32) -> i32} : () -> ()``,
-            the function's attributes after its body (docs/conformance.md).
+            main branch does: ``"builtin.module"() ({...}) : () -> ()`` and
+            ``"func.func"() <{function_type = (i32) -> i32, sym_name = "f"}> ({...}) : () ->
+            ()``; TFRT de22adc4's ``"builtin.func"() ({...}) {sym_name = "f", type = ...}``
+            with ``PYTFRT_TFRT_REVISION=de22adc4`` (docs/conformance.md).
     """
     if not generic:
         raise NotImplementedError("only the generic op form is supported")
@@ -294,26 +297,40 @@ class _Printer:
         return [head, *body, "  }" + self.loc(fn.location)]
 
     def generic_function(self, fn: Function) -> list[str]:
-        """``fn`` as a generic ``"builtin.func"`` op: body region, then its attributes."""
+        """``fn`` as a generic function op: TFRT's main branch prints ``"func.func"`` with its
+        inherent attributes as properties before the body (``<{function_type = ..., sym_name =
+        ...}> ({...})``); with ``PYTFRT_TFRT_REVISION=de22adc4``, ``"builtin.func"`` with
+        ``sym_name`` / ``type`` after the body, as MLIR printed it then."""
         self.counter = self.arg_counter = 0
         results = fn.result_types
         ret = results[0] if len(results) == 1 and "->" not in results[0] else (
             "(" + ", ".join(results) + ")")
-        attrs = [f"sym_name = {_string(fn.name)}",
-                 f"type = ({', '.join(fn.argument_types)}) -> {ret}"]
+        signature = f"({', '.join(fn.argument_types)}) -> {ret}"
+        main = tfrt_revision.is_main()
+        inherent = [f"sym_name = {_string(fn.name)}",
+                    f"{'function_type' if main else 'type'} = {signature}"]
+        other = []
         if fn.kind is FunctionKind.NATIVE:
-            attrs = [*attrs, 'sym_visibility = "private"', "tfrt.native"]
-            return ['  "builtin.func"() ({', "  }) {" + ", ".join(sorted(attrs)) + "} : () -> ()"
-                    + self.loc(fn.location)]
-        if fn.kind is FunctionKind.SYNC:
-            attrs.append("tfrt.sync")
+            inherent.append('sym_visibility = "private"')
+            other.append("tfrt.native")
+        elif fn.kind is FunctionKind.SYNC:
+            other.append("tfrt.sync")
+        if main:
+            head = '  "func.func"() <{' + ", ".join(sorted(inherent)) + "}> ({"
+            tail = "  })" + (" {" + ", ".join(other) + "}" if other else "") + " : () -> ()"
+        else:
+            head = '  "builtin.func"() ({'
+            tail = "  }) {" + ", ".join(sorted(inherent + other)) + "} : () -> ()"
+        tail += self.loc(fn.location)
+        if fn.kind is FunctionKind.NATIVE:
+            return [head, tail]
         names = self.names(fn)
-        lines = ['  "builtin.func"() ({']
+        lines = [head]
         if fn.num_arguments:
             args = ", ".join(f"{names[a]}: {t}" for a, t in enumerate(fn.argument_types))
             lines.append(f"  ^bb0({args}):")
         lines.extend(self.body(fn, names, "    "))
-        lines.append("  }) {" + ", ".join(sorted(attrs)) + "} : () -> ()" + self.loc(fn.location))
+        lines.append(tail)
         return lines
 
     def names(self, fn: Function) -> list[str]:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pytfrt.bef.program import Function, Program, ProgramError
+from pytfrt.support import tfrt_revision
 from pytfrt.support.function_kind import FunctionKind
 
 RETURN = "return"
@@ -185,11 +186,12 @@ def analyze_streams(fn: Function) -> StreamAnalysis:
     def scost(s: int | None) -> int:
         return 0 if s is None else st.cost[st.find(s)]
 
-    # The stream holding the return stays with its parent op (the root's stream holds the
-    # return).  A return without operands is on no data path: its one-op stream is an
-    # ordinary child of the root, and the root joins the costliest child stream, as in TFRT
-    # (docs/executor.md; TFRT's lifetimes.mlir observes it through the ready order).
-    return_has_operands = bool(fn.return_registers)
+    # The stream holding the return stays with its parent op, so the root's stream holds the
+    # return (TFRT's main branch).  TFRT de22adc4 did so only for a return with operands: one
+    # without is on no data path, its one-op stream an ordinary child of the root, and the
+    # root joined the costliest child stream (docs/executor.md; TFRT's lifetimes.mlir of each
+    # revision observes it through the ready order).
+    return_has_operands = bool(fn.return_registers) or tfrt_revision.is_main()
     for x in [*range(n, -1, -1), root]:
         if not children[x]:
             op_stream[x] = st.new(x, cost[x], x == ret and return_has_operands)

@@ -358,12 +358,13 @@ class _ModuleLowerer:
             outs, chain = self.lower_control(m, op, attrs, res, chain, types, loc)
         elif opdef.stateful:
             assert chain is not None
-            key: list[tuple[str, sa.Attribute]] = [("name", sa.StringAttr(attrs["name"]))]
+            key = _kernel_attrs(opdef, attrs)
             if op.name == "tg.read_variable":
                 outs = m.kernel(op.name, [chain], [*types, CHAIN], key, loc)
                 chain = outs.pop()
-            else:
-                (chain,) = m.kernel(op.name, [m.reg(op, 0), chain], [CHAIN], key, loc)
+            else:  # the assigns, tg.print: operands and the chain in, the chain out
+                operands = [m.reg(op, i) for i in range(len(op.operands))]
+                (chain,) = m.kernel(op.name, [*operands, chain], [CHAIN], key, loc)
                 outs = []
         elif op.name == "tg.fused_graph":
             program = sa.StringAttr(graph_program(op))

@@ -13,22 +13,29 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pytfrt.support import tfrt_revision
 from pytfrt.support.errors import ErrorCode, Status
 from pytfrt.support.location import UNKNOWN_LOC, Location
+
+
+def default_kernel_error_code() -> ErrorCode:
+    """The code of a kernel error that names none: ``INTERNAL`` (TFRT's main branch) or
+    ``UNKNOWN`` (TFRT de22adc4), per ``PYTFRT_TFRT_REVISION``."""
+    return ErrorCode.INTERNAL if tfrt_revision.is_main() else ErrorCode.UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     """An error emitted at a location (TFRT's ``DecodedDiagnostic``).
 
-    A kernel's diagnostic carries ``UNKNOWN`` unless it names a code, as TFRT's
-    ``EmitErrorAsync(exec_ctx, message)`` does (``ErrorCode::kUnknown``, TFRT's
-    ``include/tfrt/host_context/diagnostic.h`` of the era of its published test files).
+    A kernel's diagnostic carries ``INTERNAL`` unless it names a code, as TFRT's
+    ``EmitErrorAsync(exec_ctx, message)`` does since its errors became ``absl::Status``
+    (``UNKNOWN``, its ``ErrorCode::kUnknown`` before, with ``PYTFRT_TFRT_REVISION=de22adc4``).
     """
 
     message: str
     location: Location = UNKNOWN_LOC
-    code: ErrorCode = ErrorCode.UNKNOWN
+    code: ErrorCode = field(default_factory=default_kernel_error_code)
 
     @property
     def status(self) -> Status:

@@ -24,7 +24,8 @@ _BASE: Context | None = None
 #: Dialect names whose unknown ops are still accepted by ``tfrt_opt`` without the flag.
 KNOWN_DIALECTS = frozenset(
     {
-        "builtin", "func", "tfrt", "tfrt_test", "tfrt_dht", "ts", "coo", "t", "tfrt_sht",
+        "builtin", "func", "tfrt", "tfrt_test", "tfrt_dht", "ts", "coo", "t", "tfrt_tensor",
+        "tfrt_sht",
         "btf", "eigen", "vt", "tfrt_tutorial", "corert", "test", "my", "ht", "tg",
         "tfrt_dht_sync", "tfrt_sht_sync", "corert_sync",
     }

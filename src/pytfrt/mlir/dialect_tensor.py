@@ -8,7 +8,7 @@ from __future__ import annotations
 from xdsl.ir import Dialect
 
 from pytfrt.mlir.ops_base import CHAIN, OpSpec, make_op_classes
-from pytfrt.mlir.types import TYPE_CLASSES
+from pytfrt.mlir.types import ALIAS_CLASSES, TYPE_CLASSES
 
 TENSOR = "!t.tensor"
 SHAPE = "!ts.shape"
@@ -128,13 +128,15 @@ def _types(prefix: str) -> list:
 
 
 def tensor_dialects() -> list[Dialect]:
-    """``tfrt_dht``, ``ts``, ``coo``, ``t`` and the generic-only dialects."""
+    """``tfrt_dht``, ``ts``, ``coo``, ``t`` (also spelled ``tfrt_tensor``) and the generic-only
+    dialects."""
     return [
         Dialect("tfrt_dht", make_op_classes(_dht_specs()), []),
         Dialect("tfrt_dht_sync", make_op_classes(_dht_sync_specs()), []),
         Dialect("ts", make_op_classes(_ts_specs()), _types("ts")),
         Dialect("coo", make_op_classes(_coo_specs()), []),
         Dialect("t", [], _types("t")),
+        Dialect("tfrt_tensor", [], [ALIAS_CLASSES["tfrt_tensor.tensor"]]),
         Dialect("tfrt_sht", [], []),
         Dialect("tfrt_sht_sync", [], []),
         Dialect("btf", [], []),

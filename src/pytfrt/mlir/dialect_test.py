@@ -175,7 +175,10 @@ class DoAsyncOp(TfrtOp):
 
 
 class TestCostOp(TfrtOp):
-    """``%c1 = tfrt_test.test_cost %c0 {id = 0 : i64, _tfrt_cost = 1 : i64} : i32``."""
+    """``%c = tfrt_test.test_cost %a, %b {id = 0 : i64, _tfrt_cost = 1 : i64} : i32, i32``: any
+    operands (their types after the colon), one ``i32`` result (TFRT's ``$args attr-dict `:`
+    type($args)``).  Without the type list, TFRT's earlier form: chain operands and one chain
+    result (``%c1 = tfrt_test.test_cost %c0 {..}``)."""
 
     name = "tfrt_test.test_cost"
 
@@ -184,16 +187,19 @@ class TestCostOp(TfrtOp):
         operands = parse_operand_list(parser)
         attrs = parse_attr_dict(parser)
         types = parse_types_after_colon(parser)
-        if operands and not types:  # no type list: chains (``%c1 = ... %c0 {..}``)
+        if types or not operands:
+            result = make_type("i32")
+        else:  # no type list: chains
             types = [make_type(CHAIN)] * len(operands)
+            result = make_type(CHAIN)
         return cls.create(
-            operands=resolve(parser, operands, types), result_types=types, attributes=attrs
+            operands=resolve(parser, operands, types), result_types=[result], attributes=attrs
         )
 
     def print(self, printer: Printer) -> None:
         print_operand_list(printer, self.operands)
         print_attr_dict(printer, self.attributes)
-        if any(o.type != make_type(CHAIN) for o in self.operands):
+        if any(r.type != make_type(CHAIN) for r in self.results):
             printer.print_string(" : ")
             print_type_list(printer, [o.type for o in self.operands])
 

@@ -8,6 +8,8 @@ the op tables (``"i32"``, ``"!tfrt.chain"``, ``"f32"``).  ``#corert.shape<2x?x3>
 
 from __future__ import annotations
 
+from typing import Any
+
 from xdsl.dialects.builtin import (
     BFloat16Type,
     ComplexType,
@@ -75,6 +77,29 @@ TYPE_CLASSES: dict[str, type[TypeAttribute]] = {
     f"{dialect}.{name}": _make_type_class(f"{dialect}.{name}")
     for dialect, names in TYPE_NAMES.items()
     for name in names
+}
+
+
+#: Spellings of a type that TFRT renamed: ``!tfrt_tensor.tensor`` (TFRT's tensor dialect since
+#: 2022) is ``!t.tensor`` (its name before); both parse to the one type, printed ``!t.tensor``.
+TYPE_ALIASES: dict[str, str] = {"tfrt_tensor.tensor": "t.tensor"}
+
+
+def _make_alias_class(full: str, target: str) -> type[TypeAttribute]:
+    """A registrable type class named ``full`` whose parsed instances are ``target``'s."""
+    target_cls: Any = TYPE_CLASSES[target]
+
+    def new(cls: type, params: object) -> Attribute:
+        return target_cls.new(params)  # type: ignore[no-any-return]
+
+    cls: Any = _make_type_class(full)
+    cls.new = classmethod(new)
+    return cls  # type: ignore[no-any-return]
+
+
+#: ``"tfrt_tensor.tensor"`` -> the class the parser finds (it builds the target type).
+ALIAS_CLASSES: dict[str, type[TypeAttribute]] = {
+    alias: _make_alias_class(alias, target) for alias, target in TYPE_ALIASES.items()
 }
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytfrt.support import tfrt_revision
+
 
 class Location:
     """Base class of all location kinds."""
@@ -113,11 +115,12 @@ class FusedLoc(Location):
     locations: tuple[Location, ...]
 
     def debug_info(self) -> str | None:
-        # TFRT takes the first named component (``fused["foo", "bar"]`` -> ``foo``).
-        for loc in self.locations:
-            if isinstance(loc, NameLoc):
-                return loc.name
-        return None
+        # TFRT's main branch joins the named components (``fused["foo", "bar"]`` -> ``foobar``;
+        # none -> ``""``); de22adc4 took the first one (``foo``; none -> no debug info).
+        names = [loc.name for loc in self.locations if isinstance(loc, NameLoc)]
+        if tfrt_revision.is_main():
+            return "".join(names)
+        return names[0] if names else None
 
     def opaque(self) -> str:
         return ",".join(loc.opaque() for loc in self.locations)

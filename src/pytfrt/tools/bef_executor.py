@@ -45,6 +45,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytfrt.support import tfrt_revision
+
 if TYPE_CHECKING:
     from pytfrt.bef.program import Program
     from pytfrt.host import AsyncValue, Diagnostic, HostContext
@@ -279,9 +281,12 @@ def _compile_mlir(data: bytes, name: str, timeout_seconds: float | None = None) 
 
 
 def error_code_name(code: ErrorCode) -> str:
-    """``code`` as TFRT's driver prints it: the ``ErrorCode`` enumerator names of TFRT's
-    ``include/tfrt/support/error_type.def`` (``Unknown``, ``Cancelled``, ``InvalidArgument``,
-    ...), i.e. the canonical name in CamelCase."""
+    """``code`` as TFRT's driver prints it: absl's name (``INTERNAL``, ``INVALID_ARGUMENT``;
+    TFRT's main branch), or with ``PYTFRT_TFRT_REVISION=de22adc4`` the ``ErrorCode`` enumerator
+    names of that revision's ``include/tfrt/support/error_type.def`` (``Unknown``,
+    ``InvalidArgument``, ...), i.e. the canonical name in CamelCase."""
+    if tfrt_revision.is_main():
+        return code.display_name
     return "".join(part.capitalize() for part in code.name.split("_"))
 
 

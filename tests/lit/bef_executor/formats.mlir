@@ -3,6 +3,7 @@
 // RUN: bef_executor %s.bef 2>&1 | FileCheck %s
 // RUN: bef_executor --print_error_code %s.bef 2>&1 | FileCheck %s --check-prefix=CODE
 // RUN: bef_executor -print_error_code=true -work_queue_type mstd:2 %s.bef 2>&1 | FileCheck %s --check-prefix=CODE
+// RUN: env PYTFRT_TFRT_REVISION=de22adc4 bef_executor --print_error_code %s.bef 2>&1 | FileCheck %s --check-prefix=OLD
 
 // CHECK: Choosing memory leak check allocator.
 // CHECK-NEXT: Choosing single-threaded work queue.
@@ -30,7 +31,9 @@ func.func @no_results() {
 
 // CHECK-NEXT: 'errors' returned <<error: something bad happened>>
 // CODE-LABEL: --- Running 'errors'
-// CODE-NEXT: 'errors' returned <<error: something bad happened, code: Unknown>>
+// CODE-NEXT: 'errors' returned <<error: something bad happened, code: INTERNAL>>
+// OLD-LABEL: --- Running 'errors'
+// OLD-NEXT: 'errors' returned <<error: something bad happened, code: Unknown>>
 func.func @errors() -> i32 {
   // expected-error @+1 {{runtime error: something bad happened}}
   %x = "tfrt_test.fail"() : () -> i32
@@ -40,7 +43,9 @@ func.func @errors() -> i32 {
 // CHECK-LABEL: --- Running 'cancelled'
 // CHECK-NEXT: 'cancelled' returned <<error: Cancelled>>
 // CODE-LABEL: --- Running 'cancelled'
-// CODE-NEXT: 'cancelled' returned <<error: Cancelled, code: Cancelled>>
+// CODE-NEXT: 'cancelled' returned <<error: Cancelled, code: CANCELLED>>
+// OLD-LABEL: --- Running 'cancelled'
+// OLD-NEXT: 'cancelled' returned <<error: Cancelled, code: Cancelled>>
 func.func @cancelled() -> i32 {
   %ch0 = tfrt.new.chain
   %zero, %ch1 = "tfrt_test.cancel"(%ch0) : (!tfrt.chain) -> (i32, !tfrt.chain)

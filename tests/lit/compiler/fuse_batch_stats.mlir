@@ -28,14 +28,15 @@ func.func @moments_kept(%x: tensor<?x4x4x3xf32>) -> (tensor<1x1x1x3xf32>, tensor
   func.return %v, %d : tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>
 }
 
-// A batch norm's gradient sums: sum(dy) and sum(x * dy) -> one op.
+// A batch norm's gradient sums: sum(dy) and sum(x * dy) -> one op (relu6_grad: its operands
+// have one shape, so x * g has g's).
 // CHECK-LABEL: func.func @gradient_sums
 func.func @gradient_sums(%x: tensor<?x4x4x3xf32>, %dy: tensor<?x4x4x3xf32>) -> (tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>) {
-  %g = "tg.relu_grad"(%dy, %x) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %g = "tg.relu6_grad"(%dy, %x) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
   %s = "tg.reduce_sum"(%g) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
   %p = "tg.mul"(%x, %g) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
   %t = "tg.reduce_sum"(%p) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
-  // CHECK: %[[G:.*]] = "tg.relu_grad"(%arg1, %arg0)
+  // CHECK: %[[G:.*]] = "tg.relu6_grad"(%arg1, %arg0)
   // CHECK-NEXT: %[[ST:.*]]:2 = "tg.sum_and_dot"(%[[G]], %arg0) {axes = [0, 1, 2], keepdims = true}
   // CHECK-NEXT: func.return %[[ST]]#0, %[[ST]]#1
   func.return %s, %t : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>
@@ -79,4 +80,21 @@ func.func @broadcast_kept(%x: tensor<?x4x4x3xf32>, %z: tensor<?x4x4x3xf32>, %v: 
   // CHECK: %[[B:.*]] = "tg.broadcast_to"(%arg2
   // CHECK-NEXT: "tg.add"(%arg0, %[[B]])
   func.return %y : tensor<?x4x4x3xf32>
+}
+
+// The gradient behind a ReLU: relu_grad joins the sums (one pass writes g and sums it).
+// CHECK-LABEL: func.func @relu_gradient_sums
+func.func @relu_gradient_sums(%x: tensor<?x4x4x3xf32>, %dy: tensor<?x4x4x3xf32>) -> (tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>) {
+  %y = "tg.relu"(%x) : (tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %g = "tg.relu_grad"(%dy, %y) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %e = "tg.exp"(%g) : (tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %p = "tg.mul"(%x, %g) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %t = "tg.reduce_sum"(%p) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %s = "tg.reduce_sum"(%g) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  // CHECK: %[[Y:.*]] = "tg.relu"(%arg0)
+  // CHECK-NEXT: %[[R:.*]]:3 = "tg.relu_grad_sums"(%arg1, %[[Y]], %arg0) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> (tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>)
+  // CHECK-NEXT: %[[E:.*]] = "tg.exp"(%[[R]]#0)
+  // CHECK-NOT: tg.relu_grad"
+  // CHECK: func.return %[[E]], %[[R]]#1, %[[R]]#2
+  func.return %e, %s, %t : tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>
 }

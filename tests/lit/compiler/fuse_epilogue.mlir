@@ -94,3 +94,37 @@ func.func @swish(%x: tensor<1x4x4x2xf32>) -> (tensor<1x4x4x2xf32>, tensor<1x4x4x
   // CHECK: func.return %[[A]], %[[B]]
   func.return %r, %r2, %u3 : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>
 }
+
+// Hard-swish written out (TensorFlow's graph of Keras' MobileNetV3: y * (relu6(y + 3) / 6),
+// also with * (1 / 6)) becomes the conv's hard_swish; a + 2 instead of + 3 stays.
+// CHECK-LABEL: func.func @hard_swish
+func.func @hard_swish(%x: tensor<1x4x4x2xf32>) -> (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) {
+  %w = "tg.constant"() {value = dense<0.5> : tensor<1x1x2x2xf32>} : () -> tensor<1x1x2x2xf32>
+  %b = "tg.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %three = "tg.constant"() {value = dense<3.0> : tensor<f32>} : () -> tensor<f32>
+  %two = "tg.constant"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
+  %six = "tg.constant"() {value = dense<6.0> : tensor<f32>} : () -> tensor<f32>
+  %sixth = "tg.constant"() {value = dense<0.16666667> : tensor<f32>} : () -> tensor<f32>
+  %y = "tg.conv2d"(%x, %w) {layout = "NHWC"} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
+  %z = "tg.add"(%y, %b) : (tensor<1x4x4x2xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  %a = "tg.add"(%z, %three) : (tensor<1x4x4x2xf32>, tensor<f32>) -> tensor<1x4x4x2xf32>
+  %c = "tg.relu6"(%a) : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %d = "tg.div"(%c, %six) : (tensor<1x4x4x2xf32>, tensor<f32>) -> tensor<1x4x4x2xf32>
+  %r = "tg.mul"(%z, %d) : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %y2 = "tg.conv2d"(%x, %w) {layout = "NHWC"} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
+  %a2 = "tg.add"(%three, %y2) : (tensor<f32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %c2 = "tg.relu6"(%a2) : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %d2 = "tg.mul"(%sixth, %c2) : (tensor<f32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %r2 = "tg.mul"(%d2, %y2) : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %y3 = "tg.conv2d"(%x, %w) {layout = "NHWC"} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
+  %a3 = "tg.add"(%y3, %two) : (tensor<1x4x4x2xf32>, tensor<f32>) -> tensor<1x4x4x2xf32>
+  %c3 = "tg.relu6"(%a3) : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %d3 = "tg.div"(%c3, %six) : (tensor<1x4x4x2xf32>, tensor<f32>) -> tensor<1x4x4x2xf32>
+  %r3 = "tg.mul"(%y3, %d3) : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  // CHECK: %[[A:.*]] = "tg.conv2d"(%arg0, %{{.*}}, %{{.*}}) {activation = "hard_swish", {{.*}}epilogue_operands = [1, 0]
+  // CHECK-NEXT: %[[B:.*]] = "tg.conv2d"(%arg0, %{{.*}}) {activation = "hard_swish"
+  // CHECK-NEXT: %[[C:.*]] = "tg.conv2d"(%arg0, %{{.*}}) {layout = "NHWC"}
+  // CHECK-NEXT: "tg.add"(%[[C]], %{{.*}})
+  // CHECK: func.return %[[A]], %[[B]]
+  func.return %r, %r2, %r3 : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>
+}

@@ -76,3 +76,24 @@ func.func @keras_mean(%x: tensor<?x3x3x2xf32>) -> tensor<?x3x3x2xf32> {
   // CHECK-NEXT: func.return %[[Y]]
   func.return %y : tensor<?x3x3x2xf32>
 }
+
+// Keras' MobileNetV3 block (TensorFlow graph): reduce_mean, the gate as relu6(g + 3) * (1 / 6).
+// CHECK-LABEL: func.func @keras_hard_gate
+func.func @keras_hard_gate(%x: tensor<?x4x4x2xf32>) -> tensor<?x4x4x2xf32> {
+  %w1 = "tg.constant"() {value = dense<1.0> : tensor<1x1x2x3xf32>} : () -> tensor<1x1x2x3xf32>
+  %w2 = "tg.constant"() {value = dense<1.0> : tensor<1x1x3x2xf32>} : () -> tensor<1x1x3x2xf32>
+  %b2 = "tg.constant"() {value = dense<[1.0, -1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %three = "tg.constant"() {value = dense<3.0> : tensor<f32>} : () -> tensor<f32>
+  %sixth = "tg.constant"() {value = dense<0.16666667> : tensor<f32>} : () -> tensor<f32>
+  %p = "tg.reduce_mean"(%x) {axes = [1, 2], keepdims = true} : (tensor<?x4x4x2xf32>) -> tensor<?x1x1x2xf32>
+  %h = "tg.conv2d"(%p, %w1) {layout = "NHWC", activation = "relu"} : (tensor<?x1x1x2xf32>, tensor<1x1x2x3xf32>) -> tensor<?x1x1x3xf32>
+  %g = "tg.conv2d"(%h, %w2, %b2) {layout = "NHWC", epilogue_operands = [1, 0]} : (tensor<?x1x1x3xf32>, tensor<1x1x3x2xf32>, tensor<2xf32>) -> tensor<?x1x1x2xf32>
+  %a = "tg.add"(%g, %three) : (tensor<?x1x1x2xf32>, tensor<f32>) -> tensor<?x1x1x2xf32>
+  %r = "tg.relu6"(%a) : (tensor<?x1x1x2xf32>) -> tensor<?x1x1x2xf32>
+  %s = "tg.mul"(%r, %sixth) : (tensor<?x1x1x2xf32>, tensor<f32>) -> tensor<?x1x1x2xf32>
+  %y = "tg.mul"(%x, %s) : (tensor<?x4x4x2xf32>, tensor<?x1x1x2xf32>) -> tensor<?x4x4x2xf32>
+  // CHECK: %[[Y:.*]] = "tg.squeeze_excite"(%arg0, {{.*}}) {activation = "relu", alpha = 0.000000e+00, gate = "hard_sigmoid", gate_alpha = 0.166666{{[0-9]*}}, gate_beta = 5.000000e-01, layout = "NHWC"}
+  // CHECK-NOT: tg.relu6
+  // CHECK-NEXT: func.return %[[Y]]
+  func.return %y : tensor<?x4x4x2xf32>
+}

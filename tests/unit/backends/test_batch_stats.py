@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytfrt.backends.cpu.batch_stats import moments, sum_and_dot
+from pytfrt.backends.cpu.batch_stats import moments, relu_grad_sums, sum_and_dot
 from pytfrt.backends.cpu.ops import OpError
 from pytfrt.compiler.api import compile_module, parse_graph
 
@@ -58,6 +58,36 @@ def test_sum_and_dot_match_numpy(shape, lead, keepdims, seed):  # type: ignore[n
     np.testing.assert_allclose(s, ad.sum(axis=axes, keepdims=keepdims), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(t, (ad * bd).sum(axis=axes, keepdims=keepdims), rtol=1e-5,
                                atol=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=shapes, lead=st.integers(1, 3), seed=st.integers(0, 2**16),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_relu_grad_sums_match_numpy(shape, lead, seed, dtype):  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(seed)
+    dy, y, b = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+    y[..., 0] = 0.0  # ReLU's gradient at 0 is 0, as TF's ReluGrad
+    axes = tuple(range(min(lead, len(shape) - 1)))
+    g, s, t = relu_grad_sums(dy, y, b, axes=axes)
+    want = np.where(y > 0, dy, 0).astype(np.float64)
+    np.testing.assert_array_equal(g, want.astype(dtype))
+    np.testing.assert_allclose(s, want.sum(axis=axes, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(t, (want * b).sum(axis=axes, keepdims=True), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_relu_grad_sums_large_and_errors() -> None:
+    rng = np.random.default_rng(5)
+    dy, y, b = (rng.standard_normal((32, 16, 16, 8)).astype(np.float32) for _ in range(3))
+    g, s, t = relu_grad_sums(dy, y, b, axes=[0, 1, 2], keepdims=False)
+    want = np.where(y > 0, dy, 0).astype(np.float64)
+    np.testing.assert_array_equal(g, want.astype(np.float32))
+    np.testing.assert_allclose(t, (want * b).sum(axis=(0, 1, 2)), rtol=1e-5, atol=1e-4)
+    g2, s2, _ = relu_grad_sums(dy, y, b[:1, :1, :1], axes=[0, 1, 2])  # b broadcasts: NumPy
+    np.testing.assert_array_equal(g2, g)
+    np.testing.assert_allclose(s2.reshape(-1), s, rtol=1e-5, atol=1e-4)
+    with pytest.raises(OpError, match="shapes differ"):
+        relu_grad_sums(dy, y[:1], b, axes=[0])
 
 
 def test_sum_and_dot_broadcast_and_errors() -> None:
@@ -115,7 +145,7 @@ def test_pass_keeps_results(batch: int) -> None:
 
     gm = default_pipeline(parse_graph(_GRAPH))
     names = [op.name for op in gm.function("main").body.block.ops]
-    assert "tg.moments" in names and "tg.sum_and_dot" in names
+    assert "tg.moments" in names and "tg.relu_grad_sums" in names
     assert "tg.broadcast_to" not in names
     rng = np.random.default_rng(batch)
     x = rng.standard_normal((batch, 6, 5, 4)).astype(np.float32) + 2

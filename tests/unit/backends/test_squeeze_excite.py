@@ -54,15 +54,16 @@ def test_kernel_matches_numpy(layout, activation, gate, dtype):  # type: ignore[
     assert not big[1::2].any()
 
 
-@pytest.mark.parametrize("h,w", [(33, 32), (2, 520), (34, 31)])  # fold 4, 4, 31
-def test_one_large_image_split_over_the_threads(h, w):
-    """Batch 1, NHWC float32 of at least ``_dnnl_se.SPLIT_MIN_ELEMENTS``: row bands on both
-    threads (oneDNN pooling and binary primitives) when available, the same results."""
+@pytest.mark.parametrize("n,h,w", [(1, 33, 32), (1, 2, 520), (1, 34, 31), (3, 12, 30)])
+def test_large_inputs_split_over_the_threads(n, h, w):
+    """NHWC float32 of at least ``_dnnl_se.SPLIT_MIN_ELEMENTS``: row bands of one image or
+    batch bands on both threads (oneDNN pooling and binary primitives, folds 4, 4, 31, 5)
+    when available, the same results."""
     from pytfrt.backends.cpu import _dnnl_se, _parallel
 
     rng = np.random.default_rng(h)
     c, r = 64, 8
-    x = rng.standard_normal((1, h, w, c)).astype(np.float32) + 0.3
+    x = rng.standard_normal((n, h, w, c)).astype(np.float32) + 0.3
     assert x.size >= _dnnl_se.SPLIT_MIN_ELEMENTS
     ws = _weights(rng, c, r, np.float32)
     want = _oracle(x, *ws, "NHWC", "silu", "sigmoid")
@@ -72,7 +73,7 @@ def test_one_large_image_split_over_the_threads(h, w):
     assert squeeze_excite(xi, *ws, activation="silu", gate="sigmoid", out=xi) is xi
     np.testing.assert_allclose(xi, want, rtol=2e-6, atol=2e-6)
     if _dnnl_se.dc.available() and _parallel.num_threads() >= 2:
-        assert _dnnl_se._plans.get((h, w, c)) is not None  # the split path ran
+        assert _dnnl_se._plans.get((n, h, w, c)) is not None  # the split path ran
 
 
 def test_a_strided_input_and_gate_parameters():

@@ -319,3 +319,28 @@ def test_calls_go_on_op_by_op_while_the_kernel_compiles(tmp_path: Path,
     assert run.__globals__["_warm"] is True
     for got, ref in zip(run(x, w, b), want, strict=True):
         np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+def test_a_background_compile_that_fails_leaves_the_region_op_by_op(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTFRT_CACHE_DIR", str(tmp_path))
+    program = json.loads(PROGRAM)
+    program["ops"][0][2]["alpha"] = 0.875  # a program not compiled before in this process
+    program["ops"][0][2]["activation"] = "leaky_relu"
+    text = json.dumps(program)
+
+    def broken(signature: Any) -> Any:
+        raise OSError("the cache file cannot be read")
+
+    monkeypatch.setattr(small_graph.kernel(text), "compile", broken)
+    x, w, b = np.ones((3, 2), np.float32), np.eye(2, dtype=np.float32), np.zeros(2, np.float32)
+    want = small_graph.evaluate(text, x, w, b)
+    run = small_graph.caller(text)
+    with pytest.warns(RuntimeWarning, match="cache file cannot be read"):  # (once)
+        for _ in range(small_graph.COMPILE_AFTER + 1):
+            run(x, w, b)
+        assert small_graph.wait_for_compiles(timeout=60)
+        got = run(x, w, b)
+    assert run.__globals__["_warm"] is False
+    for g, r in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, r)

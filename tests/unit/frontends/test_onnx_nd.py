@@ -20,7 +20,7 @@ hypothesis = pytest.importorskip("hypothesis")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from onnx_zoo import max_rel_error, one_node_model, run_ort, run_pytfrt  # noqa: E402
+from onnx_zoo import feeds_of, max_rel_error, one_node_model, run_ort, run_pytfrt  # noqa: E402
 
 SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -303,3 +303,179 @@ def test_sequence_inputs_of_several_lengths() -> None:
             np.testing.assert_array_equal(g, w)
         assert int(got[1]) == int(want[1]) == n + 1
         np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
+
+
+@st.composite
+def _tree_ensemble(draw: Any) -> tuple[Any, np.ndarray]:
+    """A random ``TreeEnsemble`` model (opset ai.onnx.ml 5) and features with some NaNs."""
+    from onnx import TensorProto, helper
+
+    n_features = draw(st.integers(1, 4))
+    n_targets = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    nodes: dict[str, list[Any]] = {k: [] for k in (
+        "feat", "mode", "split", "true", "false", "tleaf", "fleaf", "miss")}
+    leaves: tuple[list[int], list[float]] = ([], [])
+    members: list[float] = []
+
+    def leaf() -> int:
+        leaves[0].append(int(rng.integers(0, n_targets)))
+        leaves[1].append(float(np.round(rng.normal(), 3)))
+        return len(leaves[0]) - 1
+
+    def build(depth: int) -> int:
+        i = len(nodes["feat"])
+        for k in nodes:
+            nodes[k].append(0)
+        nodes["feat"][i] = int(rng.integers(0, n_features))
+        nodes["mode"][i] = int(rng.integers(0, 7))
+        nodes["split"][i] = float(rng.integers(-2, 3))  # whole numbers: == and sets can hit
+        nodes["miss"][i] = int(rng.integers(0, 2))
+        if nodes["mode"][i] == 6:
+            members.extend(float(v) for v in rng.choice([-2, -1, 0, 1, 2], 2, replace=False))
+            members.append(float("nan"))
+        for side, flag in (("true", "tleaf"), ("false", "fleaf")):
+            if depth == 0 or rng.random() < 0.3:
+                nodes[side][i], nodes[flag][i] = leaf(), 1
+            else:
+                nodes[side][i], nodes[flag][i] = build(depth - 1), 0
+        return i
+
+    roots = [build(draw(st.integers(0, 3))) for _ in range(draw(st.integers(1, 4)))]
+    attrs: dict[str, Any] = dict(
+        nodes_featureids=nodes["feat"], nodes_truenodeids=nodes["true"],
+        nodes_falsenodeids=nodes["false"], nodes_trueleafs=nodes["tleaf"],
+        nodes_falseleafs=nodes["fleaf"], nodes_missing_value_tracks_true=nodes["miss"],
+        nodes_modes=helper.make_tensor("modes", TensorProto.UINT8, [len(nodes["mode"])],
+                                       nodes["mode"]),
+        nodes_splits=helper.make_tensor("splits", TensorProto.FLOAT, [len(nodes["split"])],
+                                        nodes["split"]),
+        leaf_targetids=leaves[0],
+        leaf_weights=helper.make_tensor("w", TensorProto.FLOAT, [len(leaves[1])], leaves[1]),
+        tree_roots=roots, n_targets=n_targets,
+        aggregate_function=draw(st.integers(0, 3)), post_transform=draw(st.integers(0, 3)))
+    if members:
+        attrs["membership_values"] = helper.make_tensor("m", TensorProto.FLOAT, [len(members)],
+                                                        members)
+    x = rng.integers(-2, 3, (5, n_features)).astype(np.float32)
+    x[rng.random(x.shape) < 0.15] = np.nan
+    node = helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", **attrs)
+    graph = helper.make_graph(
+        [node], "trees", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                    helper.make_opsetid("ai.onnx.ml", 5)])
+    model.ir_version = 10
+    return model, x
+
+
+@SETTINGS
+@given(_tree_ensemble())
+def test_tree_ensemble_matches_onnxruntime(case: tuple[Any, np.ndarray]) -> None:
+    """``ai.onnx.ml`` ``TreeEnsemble``: random trees with every comparison mode (membership
+    sets included), NaN features taking their node's missing-value branch, every aggregation
+    and the post transforms.  ONNX Runtime's post transforms differ from ONNX's definition
+    (it reads 1 as logistic and 2 as softmax, and transforms no single-target scores): for a
+    post transform the oracle is ONNX Runtime's untransformed scores with ONNX's transform
+    (1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO) applied here."""
+    model, x = case
+    attr = next(a for a in model.graph.node[0].attribute if a.name == "post_transform")
+    post = attr.i
+    got = run_pytfrt(model, {"x": x})[0]
+    attr.i = 0
+    raw = run_ort(model, {"x": x})[0].astype(np.float64)
+    if post == 2:
+        want = 1 / (1 + np.exp(-raw))
+    elif post in (1, 3):
+        keep = (raw != 0) if post == 3 else np.ones(raw.shape, bool)
+        top = np.where(keep, raw, -np.inf).max(axis=1, keepdims=True)
+        e = np.where(keep, np.exp(raw - np.where(np.isfinite(top), top, 0)), 0)
+        total = e.sum(axis=1, keepdims=True)
+        want = e / np.where(total > 0, total, 1)
+    else:
+        want = raw
+    assert max_rel_error([got], [want.astype(np.float32)]) <= TOL
+
+
+@st.composite
+def _dft(draw: Any) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, np.ndarray]]:
+    rank = draw(st.integers(2, 3))  # signal axes, then the complex axis
+    shape = draw(st.lists(st.integers(1, 6), min_size=rank, max_size=rank))
+    inverse, onesided = draw(st.booleans()), draw(st.booleans())
+    if inverse and onesided:
+        onesided = False  # ONNX Runtime's CPU kernel refuses an inverse one-sided DFT
+    complex_in = inverse or (not onesided and draw(st.booleans()))  # one-sided: real input
+    axis = draw(st.integers(0, rank - 1))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    x = rng.standard_normal((*shape, 2 if complex_in else 1)).astype(np.float32)
+    consts: dict[str, np.ndarray] = {"axis": np.asarray(axis - rank - 1 if draw(st.booleans())
+                                                         else axis, np.int64)}
+    inputs: dict[str, Any] = {"x": x, "n": None, "axis": consts["axis"]}
+    if draw(st.booleans()):
+        inputs["n"] = consts["n"] = np.asarray(draw(st.integers(1, 8)), np.int64)
+    return inputs, {"inverse": int(inverse), "onesided": int(onesided)}, consts
+
+
+@SETTINGS
+@given(_dft())
+def test_dft_matches_onnxruntime(
+        case: tuple[dict[str, np.ndarray], dict[str, Any], dict[str, np.ndarray]]) -> None:
+    """``DFT`` (opset 20): real and complex signals, every signal axis (negative too), forward
+    (one-sided or not) and inverse, with and without ``dft_length`` (cutting or padding)."""
+    inputs, attrs, consts = case
+    model = one_node_model("DFT", inputs, initializers=consts, opset=20, **attrs)
+    _check(model, {"x": inputs["x"]})
+
+
+@st.composite
+def _stft(draw: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], int]:
+    length = draw(st.integers(4, 24))
+    frame = draw(st.integers(2, length))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    sig = rng.standard_normal((2, length, draw(st.sampled_from([1, 2])))).astype(np.float32)
+    consts = {"step": np.asarray(draw(st.integers(1, 4)), np.int64)}
+    inputs: dict[str, Any] = {"sig": sig, "step": consts["step"]}
+    if draw(st.booleans()):
+        inputs["window"] = np.hanning(frame).astype(np.float32)
+    else:
+        inputs["window"] = None
+        inputs["frame"] = consts["frame"] = np.asarray(frame, np.int64)
+    onesided = int(sig.shape[-1] == 1 and draw(st.booleans()))
+    return inputs, consts, onesided
+
+
+@SETTINGS
+@given(_stft())
+def test_stft_matches_onnxruntime(case: tuple[dict[str, np.ndarray], dict[str, np.ndarray], int]
+                                  ) -> None:
+    inputs, consts, onesided = case
+    model = one_node_model("STFT", inputs, initializers=consts, opset=17, onesided=onesided)
+    _check(model, feeds_of(model, inputs))
+
+
+@st.composite
+def _roi_align(draw: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    h, w = draw(st.integers(2, 8)), draw(st.integers(2, 8))
+    x = rng.standard_normal((2, 3, h, w)).astype(np.float32)
+    r = draw(st.integers(1, 4))
+    p1 = rng.uniform(-1, [w, h], (r, 2))
+    p2 = p1 + rng.uniform(0, 4, (r, 2))
+    rois = np.concatenate([p1, p2], axis=1).astype(np.float32)
+    attrs = {"mode": draw(st.sampled_from(["avg", "max"])),
+             "output_height": draw(st.integers(1, 3)), "output_width": draw(st.integers(1, 3)),
+             "sampling_ratio": draw(st.integers(0, 2)),
+             "spatial_scale": draw(st.sampled_from([1.0, 0.5])),
+             "coordinate_transformation_mode": draw(st.sampled_from(["half_pixel",
+                                                                      "output_half_pixel"]))}
+    return {"x": x, "rois": rois, "i": rng.integers(0, 2, r).astype(np.int64)}, attrs
+
+
+@SETTINGS
+@given(_roi_align())
+def test_roi_align_matches_onnxruntime(case: tuple[dict[str, np.ndarray], dict[str, Any]]
+                                       ) -> None:
+    """``RoiAlign`` (opset 16): regions partly outside the image, both modes, adaptive and
+    fixed sampling, both coordinate conventions."""
+    inputs, attrs = case
+    _check(one_node_model("RoiAlign", inputs, opset=16, **attrs), inputs)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import pytfrt
-from pytfrt.backends.cpu import grad_ops
+from pytfrt.backends.cpu import grad_ops, graph_kernels
 
 
 def _compile_and_compare(
@@ -223,11 +223,13 @@ def test_layer_norm_grad_against_tf(tf: Any) -> None:
 
 
 def test_broadcast_gradient_args_compute(tf: Any) -> None:
+    # through the runtime table, as a compiled program calls it (read-only operands in the suite)
+    kernel = graph_kernels.graph_ops()["broadcast_gradient_args"]
     for s0, s1 in [([2, 3, 4], [4]), ([1, 3], [5, 1]), ([2, 1, 4], [2, 3, 1]), ([], [3])]:
         ref = tf.raw_ops.BroadcastGradientArgs(
             s0=tf.constant(s0, tf.int32), s1=tf.constant(s1, tf.int32)
         )
-        got = grad_ops.broadcast_gradient_args(np.array(s0, np.int32), np.array(s1, np.int32))
+        got = kernel(np.array(s0, np.int32), np.array(s1, np.int32))
         for g, r in zip(got, ref, strict=True):
             np.testing.assert_array_equal(np.sort(g), np.sort(r.numpy()))
 
@@ -247,6 +249,46 @@ def test_stateless_random_uniform_is_tf_bit_for_bit(tf: Any) -> None:
         x = np.zeros((9, 3), np.float32)
         for o, r in zip(compiled(s, x), f(s, x), strict=True):
             np.testing.assert_array_equal(o, r.numpy())
+
+
+def test_stateless_random_gamma_is_tf_bit_for_bit(tf: Any) -> None:
+    """TF's Marsaglia-Tsang sampler (``StatelessRandomGammaV3``): alphas below, at and above 1
+    (each its own branch), a run-time batch, f32 and f64, a broadcast ``beta``
+    (``BroadcastArgs``)."""
+
+    @tf.function(
+        input_signature=[tf.TensorSpec((2,), tf.int64), tf.TensorSpec((None, 4), tf.float32)]
+    )
+    def f(seed: Any, x: Any) -> Any:
+        alpha = tf.constant([0.3, 1.0, 2.5, 0.01])
+        a = tf.random.stateless_gamma(tf.shape(x), seed, alpha=alpha)
+        b = tf.random.stateless_gamma([3, 2, 2], seed, alpha=[[7.0], [0.9]], beta=[2.0, 0.5],
+                                      dtype=tf.float64)
+        return a, b
+
+    compiled = pytfrt.compile(f)
+    for seed in ([1, 2], [-5, 2**40], [0, 0], [17, 3]):
+        s = np.array(seed, np.int64)
+        x = np.zeros((40, 4), np.float32)
+        for o, r in zip(compiled(s, x), f(s, x), strict=True):
+            assert o.dtype == r.numpy().dtype
+            np.testing.assert_array_equal(o, r.numpy())
+
+
+def test_broadcast_args_of_run_time_shapes(tf: Any) -> None:
+    """``BroadcastArgs`` (the gamma sampler's shape) when the shapes are known only at run
+    time: computed by the program, as TF."""
+
+    @tf.function(
+        input_signature=[tf.TensorSpec((None,), tf.int32), tf.TensorSpec((None,), tf.int32)]
+    )
+    def f(a: Any, b: Any) -> Any:
+        return tf.raw_ops.BroadcastArgs(s0=a, s1=b)
+
+    compiled = pytfrt.compile(f)
+    for a, b in (([2, 1, 3], [4, 1]), ([1], [5, 6]), ([], [3])):
+        x, y = np.array(a, np.int32), np.array(b, np.int32)
+        np.testing.assert_array_equal(compiled(x, y), f(x, y).numpy())
 
 
 def test_stateless_random_uniform_int_is_tf_bit_for_bit(tf: Any) -> None:

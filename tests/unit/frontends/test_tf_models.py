@@ -103,6 +103,35 @@ def test_resnet50(tf: Any, tf_models: Any, assert_matches: Any, rng: Any) -> Non
     assert_matches(compiled(x), model(x, training=False))
 
 
+def test_mobilenet_v3_block_fuses_hard_swish_and_squeeze_excite(
+        tf: Any, assert_matches: Any, rng: Any) -> None:
+    """Keras' MobileNetV3 writes hard-swish as ``x * relu6(x + 3) / 6`` and its SE gate as
+    ``relu6(g + 3) * (1 / 6)``: both fuse (the conv's activation, one squeeze_excite op) and
+    the block matches TensorFlow."""
+    from keras import layers
+
+    keras = tf.keras
+
+    def hard_sigmoid(v: Any) -> Any:
+        return layers.ReLU(6.0)(v + 3.0) * (1.0 / 6.0)
+
+    inp = keras.Input((12, 12, 8))
+    h = layers.Conv2D(16, 1, bias_initializer="random_normal")(inp)
+    h = layers.Multiply()([h, layers.ReLU(6.0)(h + 3.0) / 6.0])  # hard-swish
+    h = layers.DepthwiseConv2D(3, padding="same")(h)
+    s = layers.GlobalAveragePooling2D(keepdims=True)(h)
+    s = layers.Conv2D(4, 1, activation="relu")(s)
+    s = layers.Conv2D(16, 1, bias_initializer="random_normal")(s)
+    out = layers.Multiply()([h, hard_sigmoid(s)])
+    model = keras.Model(inp, out)
+    compiled = pytfrt.compile(model)
+    x = rng.normal(size=(2, 12, 12, 8)).astype(np.float32)
+    assert_matches(compiled(x), model(x, training=False))
+    names = " ".join(compiled.program.kernel_names())
+    assert "squeeze_excite" in names  # the SE block is one op
+    assert "elementwise" not in names and "relu6" not in names  # hard-swish in the conv
+
+
 @pytest.mark.slow
 def test_mobilenet_v2(tf: Any, tf_models: Any, assert_matches: Any, rng: Any) -> None:
     model = tf_models.mobilenet_v2(size=96)

@@ -1,4 +1,4 @@
-"""Squeeze-and-excitation of one large image over both threads, through oneDNN primitives.
+"""Squeeze-and-excitation of a large input over both threads, through oneDNN primitives.
 
 Private helper of :mod:`pytfrt.backends.cpu.squeeze_excite`.  At batch 1 the squeeze-excite
 kernel is two passes over the image on one thread (the channel means, then every pixel
@@ -6,12 +6,13 @@ scaled by its channel's gate), while the convolutions before and after it run in
 per thread; EfficientNet-B0's first blocks (112x112x32 .. 28x28x240) took ~2 ms of its
 ~11 ms per call that way.  Here both passes are split by output-row bands, as the
 convolutions are, and run as :mod:`pytfrt.backends.cpu._spin_pool` jobs (so each thread
-reads the rows it has just written):
+reads the rows it has just written; a batch is split into batch bands instead, each image
+with its own means and gate):
 
 1. one oneDNN average-pooling primitive per band, its window the whole band: the band's
    channel means, each into its own row of a small ``(parts, C)`` array;
 2. the caller combines them (weighted by the band heights) and computes the gate (the two
-   small fully connected layers, :func:`pytfrt.backends.cpu.squeeze_excite.excite`);
+   small fully connected layers, :func:`pytfrt.backends.cpu.squeeze_excite._excite`);
 3. one oneDNN binary ``mul`` primitive per band, ``x`` times the gate broadcast over the
    pixels, into ``y``.
 
@@ -46,36 +47,44 @@ _ARG_SRC_1 = 2  # DNNL_ARG_SRC_1
 
 _lock = threading.Lock()
 _state_lock = threading.Lock()
-_plans: dict[tuple[int, int, int], _Plan | None] = {}
+_plans: dict[tuple[int, int, int, int], _Plan | None] = {}
 
 
 class _Plan:
-    """The two jobs of one ``(H, W, C)`` image: band means and the scale."""
+    """The two jobs of one ``(N, H, W, C)`` input: band means and the scale.  One image is
+    split into output-row bands; a batch into batch bands (each image's means, then its own
+    gate rows)."""
 
-    def __init__(self, lib: dc._Lib, h: int, w: int, c: int, k: int) -> None:
-        self.bounds = [h * i // k for i in range(k + 1)]
-        self.heights = np.array([b - a for a, b in zip(self.bounds, self.bounds[1:],
-                                                       strict=False)], np.float32)
-        self.means = np.zeros((k, c), np.float32)
-        self.gate = np.zeros(c, np.float32)
+    def __init__(self, lib: dc._Lib, n: int, h: int, w: int, c: int, k: int) -> None:
+        self.n, self.h = n, h
+        if n == 1:  # (b0, b1, r0, r1) per part
+            rb = [h * i // k for i in range(k + 1)]
+            bands = [(0, 1, r0, r1) for r0, r1 in zip(rb, rb[1:], strict=False)]
+        else:
+            bb = [n * i // k for i in range(k + 1)]
+            bands = [(b0, b1, 0, h) for b0, b1 in zip(bb, bb[1:], strict=False)]
+        self.heights = np.array([r1 - r0 for _, _, r0, r1 in bands], np.float32)
+        self.means = np.zeros((k if n == 1 else n, c), np.float32)
+        self.gate = np.zeros((n, c), np.float32)
         fold = _fold(w, c)
-        self.tiled = np.zeros((fold, c), np.float32)
+        self.tiled = np.zeros((n, fold, c), np.float32)
         """The gate repeated for ``fold`` consecutive pixels (the scale's channel axis)."""
         self.prims: list[dc._Prim] = []
-        self.gate_md = dc._Prim(lib)
-        self.prims.append(self.gate_md)
         cf = c * fold
-        md = self.gate_md.own("dnnl_memory_desc_destroy",
-                              lib.strided_md((1, cf, 1, 1), (cf, 1, cf, cf)))
-        self.gate_mem = self.gate_md.own(
-            "dnnl_memory_destroy",
-            lib.new("dnnl_memory_create", md, lib.engine, self.tiled.ctypes.data))
         means, scales = [], []
         try:
-            for i, (r0, r1) in enumerate(zip(self.bounds, self.bounds[1:], strict=False)):
-                band = (1, c, r1 - r0, w)
-                means.append(self._pool(lib, band, 4 * r0 * w * c, 4 * i * c))
-                scales.append(self._mul(lib, (1, cf, r1 - r0, w // fold), md, 4 * r0 * w * c))
+            for i, (b0, b1, r0, r1) in enumerate(bands):
+                nb = b1 - b0
+                at = 4 * (b0 * h * w * c + r0 * w * c)
+                row = i if n == 1 else b0  # the part's first row of the means
+                means.append(self._pool(lib, (nb, c, r1 - r0, w), at, 4 * row * c))
+                holder = dc._Prim(lib)
+                self.prims.append(holder)
+                md = holder.own("dnnl_memory_desc_destroy",
+                                lib.strided_md((nb, cf, 1, 1), (cf, 1, cf, cf)))
+                gate_mem = holder.own("dnnl_memory_destroy", lib.new(
+                    "dnnl_memory_create", md, lib.engine, self.tiled.ctypes.data + 4 * b0 * cf))
+                scales.append(self._mul(lib, (nb, cf, r1 - r0, w // fold), md, gate_mem, at))
         except RuntimeError:
             self.destroy()
             raise
@@ -97,7 +106,7 @@ class _Plan:
 
     def _pool(self, lib: dc._Lib, band: tuple[int, int, int, int], src_off: int,
               dst_off: int) -> dc._Prim:
-        p, attr = self._new(lib, band, (1, band[1], 1, 1), src_off, dst_off)
+        p, attr = self._new(lib, band, (band[0], band[1], 1, 1), src_off, dst_off)
         zero = dc._DIMS(0, 0)
         p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
             "dnnl_pooling_forward_primitive_desc_create", lib.engine, dc._FORWARD_INFERENCE,
@@ -108,12 +117,12 @@ class _Plan:
         return p
 
     def _mul(self, lib: dc._Lib, band: tuple[int, int, int, int], gate_md: Any,
-             off: int) -> dc._Prim:
+             gate_mem: Any, off: int) -> dc._Prim:
         p, attr = self._new(lib, band, band, off, off)
         p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
             "dnnl_binary_primitive_desc_create", lib.engine, _BINARY_MUL, p.src_md, gate_md,
             p.dst_md, attr))
-        p.extra = [(_ARG_SRC_1, self.gate_mem)]
+        p.extra = [(_ARG_SRC_1, gate_mem)]
         dc.query_impl(lib, p)
         p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
         return p
@@ -138,8 +147,8 @@ def _fold(w: int, c: int) -> int:
     return w
 
 
-def _plan(lib: dc._Lib, h: int, w: int, c: int) -> _Plan | None:
-    key = (h, w, c)
+def _plan(lib: dc._Lib, n: int, h: int, w: int, c: int) -> _Plan | None:
+    key = (n, h, w, c)
     plan = _plans.get(key, 0)
     if plan != 0:
         return plan  # type: ignore[return-value]
@@ -147,27 +156,27 @@ def _plan(lib: dc._Lib, h: int, w: int, c: int) -> _Plan | None:
         if key not in _plans:
             if len(_plans) >= MAX_SHAPES:
                 return None
-            k = min(_parallel.num_threads(), h)
+            k = min(_parallel.num_threads(), h if n == 1 else n)
             try:
-                _plans[key] = _Plan(lib, h, w, c, k)
+                _plans[key] = _Plan(lib, n, h, w, c, k)
             except RuntimeError:
                 _plans[key] = None
         return _plans[key]
 
 
 def run(x: np.ndarray, y: np.ndarray, excite: Callable[[np.ndarray, np.ndarray], None]) -> bool:
-    """``y = x * gate`` for a C-contiguous float32 NHWC ``x`` of batch 1 (``y`` likewise, the
-    same shape; it may be ``x`` itself), where ``excite(means, gate)`` writes the ``(C,)``
-    float32 gate from the ``(C,)`` float32 channel means.  ``False``: nothing was computed
+    """``y = x * gate`` for a C-contiguous float32 NHWC ``x`` (``y`` likewise, the same
+    shape; it may be ``x`` itself), where ``excite(means, gate)`` writes one image's ``(C,)``
+    float32 gate from its ``(C,)`` float32 channel means.  ``False``: nothing was computed
     (see the module docstring)."""
     lib = dc.library()
     threads = _parallel.num_threads()
-    if lib is None or threads < 2 or x.shape[0] != 1 or x.size < SPLIT_MIN_ELEMENTS:
+    if lib is None or threads < 2 or x.size < SPLIT_MIN_ELEMENTS:
         return False
-    _, h, w, c = x.shape
-    if h < 2:
+    n, h, w, c = x.shape
+    if n == 1 and h < 2:
         return False
-    plan = _plan(lib, h, w, c)
+    plan = _plan(lib, n, h, w, c)
     if plan is None:
         return False
     pool = _spin_pool.pool(lib.addresses, threads - 1, lib.new_stream_handle)
@@ -177,9 +186,12 @@ def run(x: np.ndarray, y: np.ndarray, excite: Callable[[np.ndarray, np.ndarray],
         pool.reserve(max(plan.mean_job.scratch, plan.scale_job.scratch), 0)
         st = pool.run(plan.mean_job.table, x.ctypes.data, plan.means.ctypes.data, 0)
         if st == 0:
-            means = (plan.heights @ plan.means) / np.float32(h)
-            excite(means, plan.gate)
-            plan.tiled[:] = plan.gate
+            if n == 1:
+                excite((plan.heights @ plan.means) / np.float32(h), plan.gate[0])
+            else:
+                for b in range(n):
+                    excite(plan.means[b], plan.gate[b])
+            plan.tiled[:] = plan.gate[:, None, :]
             st = pool.run(plan.scale_job.table, x.ctypes.data, y.ctypes.data, 0)
     finally:
         pool.lock.release()

@@ -509,3 +509,132 @@ def _philox_words(
     )
     return np.stack(words, axis=1).reshape(-1)[:n].astype(np.uint32)
 
+
+
+_GAMMA_BLOCKS = 256
+"""Philox blocks TF reserves for each gamma sample (``kReservedSamplesPerOutput``)."""
+
+
+def _unit_doubles(w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
+    """TF's ``Uint64ToDouble``: 20 mantissa bits from ``w0``, 32 from ``w1``, in [1, 2), minus 1."""
+    man = ((w0 & np.uint64(0xFFFFF)) << np.uint64(32)) | (w1 & _LOW32)
+    return (man | np.uint64(1023 << 52)).view(np.float64) - 1.0
+
+
+class _Blocks:
+    """The Philox blocks of gamma sample ``i``: block ``j`` is ``counter + 256 i + j`` (the
+    first ``ahead`` for every sample computed at once, later ones on demand)."""
+
+    def __init__(self, n: int, key: np.ndarray, counter: np.ndarray, ahead: int = 4) -> None:
+        if key.size != 1 or counter.size != 2:
+            raise OpError("random_gamma: key must have 1 element and counter 2")
+        k = int(key.reshape(-1)[0])
+        self.key = (k & 0xFFFFFFFF, k >> 32)
+        self.c0 = int(counter.reshape(-1)[0])
+        self.c1 = int(counter.reshape(-1)[1])
+        self.ahead = ahead
+        offsets = (np.arange(n, dtype=np.uint64)[:, None] * np.uint64(_GAMMA_BLOCKS)
+                   + np.arange(ahead, dtype=np.uint64)[None, :])
+        self.first = self._words(offsets.reshape(-1)).reshape(n, ahead, 4)
+
+    def _words(self, offsets: np.ndarray) -> np.ndarray:
+        lo = np.uint64(self.c0) + offsets  # 128-bit counter: carry into the high half
+        hi = np.uint64(self.c1) + (lo < np.uint64(self.c0)).astype(np.uint64)
+        words = philox([lo & _LOW32, lo >> np.uint64(32), hi & _LOW32, hi >> np.uint64(32)],
+                       self.key)
+        return np.stack(words, axis=1)
+
+    def block(self, i: int, j: int) -> np.ndarray:
+        if j < self.ahead:
+            return self.first[i, j]
+        return self._words(np.array([i * _GAMMA_BLOCKS + j], np.uint64))[0]
+
+
+def _gamma_sample(blocks: _Blocks, i: int, alpha: float) -> float:
+    """One Gamma(alpha, 1) sample as TF's CPU kernel draws it (``stateless_random_gamma_op``):
+    Marsaglia-Tsang with the normals (Box-Muller, two per block) and uniforms (two per block)
+    taken last first from the sample's own blocks; ``-log1p(-u)`` for ``alpha == 1``."""
+    j = 0
+    normals: list[float] = []
+    uniforms: list[float] = []
+
+    def uniform() -> float:
+        nonlocal j
+        if not uniforms:
+            w = blocks.block(i, j).astype(np.uint64)
+            j += 1
+            uniforms.extend(float(u) for u in _unit_doubles(w[0::2], w[1::2]))
+        return uniforms.pop()
+
+    def normal() -> float:
+        nonlocal j
+        if not normals:
+            w = blocks.block(i, j).astype(np.uint64)
+            j += 1
+            u1, u2 = (float(u) for u in _unit_doubles(w[0::2], w[1::2]))
+            r = math.sqrt(-2.0 * math.log(max(u1, 1.0e-7)))
+            v = 2 * math.pi * u2
+            normals.extend((math.sin(v) * r, math.cos(v) * r))
+        return normals.pop()
+
+    if alpha == 1.0:
+        return -math.log1p(-uniform())
+    small = alpha < 1
+    d = alpha + (2.0 / 3 if small else -1.0 / 3)
+    c = 1.0 / 3 / math.sqrt(d)
+    while True:
+        x = normal()
+        v = 1 + c * x
+        if v <= 0:
+            continue
+        v = v * v * v
+        u = uniform()
+        if u < 1 - 0.0331 * (x * x) * (x * x) or math.log(u) < 0.5 * x * x + d * (
+            1 - v + math.log(v)
+        ):
+            res = d * v
+            if small:
+                res *= math.pow(uniform(), 1 / alpha)
+            return res
+
+
+@_register("random_gamma")
+def random_gamma(
+    shape: np.ndarray,
+    key: np.ndarray,
+    counter: np.ndarray,
+    alpha: np.ndarray,
+    *,
+    dtype: str,
+    static_shape: Sequence[int],
+) -> np.ndarray:
+    """Gamma(alpha, 1) samples from Philox (TF's ``StatelessRandomGammaV3``, bit for bit up to
+    the C library's ``log``/``sin``/``cos``, which Python's ``math`` shares on Linux).
+
+    ``alpha``'s shape is a suffix of ``shape``; sample ``s`` of alpha ``a`` is element
+    ``s * alpha.size + a`` and uses the Philox blocks from ``counter + 256 * (a * per_alpha +
+    s)`` on (:func:`_gamma_sample`).
+
+    Raises:
+        OpError: a dtype other than f32/f64, ``alpha``'s shape not a suffix of ``shape``, or a
+            bad key/counter.
+    """
+    if dtype not in ("f32", "f64"):
+        raise OpError(f"random_gamma: only f32 and f64 are supported, got {dtype}")
+    dims = [int(d) for d in shape.reshape(-1)]
+    if alpha.ndim > len(dims) or list(alpha.shape) != dims[len(dims) - alpha.ndim:]:
+        raise OpError(f"random_gamma: alpha's shape {list(alpha.shape)} is not a suffix of "
+                      f"the shape {dims}")
+    n = math.prod(dims)
+    alphas = [float(a) for a in alpha.reshape(-1)]
+    out = np.empty(n, np.float64)
+    if n:
+        per = n // len(alphas)
+        blocks = _Blocks(n, key, counter)
+        for a, value in enumerate(alphas):
+            for s in range(per):
+                out[s * len(alphas) + a] = _gamma_sample(blocks, a * per + s, value)
+    np_type = np.float32 if dtype == "f32" else np.float64
+    result = out.astype(np_type)
+    result[np.abs(result) < np.finfo(np_type).tiny] = 0  # TF's CPU kernels flush denormals
+    return result.reshape(dims)

@@ -27,10 +27,12 @@ Kernels are sync (``tfrt.sync`` functions); they also run in async functions.  T
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import inspect
 import keyword
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -42,6 +44,7 @@ from pytfrt.host.registry import Attr, KernelRegistry
 from pytfrt.support.codegen import exec_generated
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import dtype_from_numpy
+from pytfrt.tensor.string_host_tensor import StringHostTensor
 
 COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.array_ops",
@@ -61,6 +64,8 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.batch_stats",
     "pytfrt.backends.cpu.volume",
     "pytfrt.backends.cpu.image_ops",
+    "pytfrt.backends.cpu.strings",
+    "pytfrt.backends.cpu.dynamic_slice",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 
@@ -83,12 +88,41 @@ def graph_ops() -> dict[str, Callable[..., Any]]:
                     continue
                 table.update(getattr(module, "GRAPH_OPS", {}))
             if config.flag("PYTFRT_READONLY_OPERANDS"):
-                table = {name: readonly_operands(fn) for name, fn in table.items()}
+                table = {name: readonly_operands(fn, name) for name, fn in table.items()}
+                reached_dir = config.text("PYTFRT_READONLY_REACHED")
+                if reached_dir:
+                    atexit.register(write_reached_kernels, reached_dir)
             _TABLE = table
         return _TABLE
 
 
-def readonly_operands(fn: Callable[..., Any]) -> Callable[..., Any]:
+_REACHED: set[str] = set()
+
+
+def reached_kernels() -> frozenset[str]:
+    """The table's kernels this process has called on read-only operands so far.
+
+    Recorded only with ``PYTFRT_READONLY_OPERANDS`` on (the wrappers record their name).
+    """
+    return frozenset(_REACHED)
+
+
+def write_reached_kernels(directory: str) -> None:
+    """Write :func:`reached_kernels`, one name per line, to ``<directory>/<pid>.txt``.
+
+    Registered at exit when ``PYTFRT_READONLY_REACHED`` names a directory, so that processes the
+    test suite starts (``bef_executor``, the CLI, servers) report what they ran as well.  A
+    missing directory is skipped silently: the suite that made it may be gone.
+    """
+    path = os.path.join(directory, f"{os.getpid()}.txt")
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(f"{name}\n" for name in sorted(_REACHED)))
+    except OSError:
+        pass
+
+
+def readonly_operands(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
     """``fn`` called on read-only views of its positional array operands.
 
     Writing an operand then raises NumPy's ``ValueError`` ("... is read-only").  The ``out``
@@ -100,12 +134,16 @@ def readonly_operands(fn: Callable[..., Any]) -> Callable[..., Any]:
     Functions whose result is not a tensor (``fn.opaque_result``: a prepared plan, e.g.
     ``conv2d.prepare``) are returned unwrapped: a plan may keep its operand (a weight) by
     identity, so that the model can release the original once the plan holds its own copy.
+
+    With ``name`` (the table key), each call records it for :func:`reached_kernels`.
     """
     if getattr(fn, "__pytfrt_readonly__", False) or getattr(fn, "opaque_result", False):
         return fn
 
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if name is not None:
+            _REACHED.add(name)
         frozen = []
         views = []
         for a in args:
@@ -130,10 +168,13 @@ _DTYPES: dict[np.dtype, Any] = {}
 _ATTR: Any = Attr[Any]  # type: ignore[misc]
 
 
-def to_tensor(value: Any) -> DenseHostTensor:
-    """Wrap a compute result (an ndarray or NumPy scalar) as a DenseHostTensor, no copy."""
+def to_tensor(value: Any) -> DenseHostTensor | StringHostTensor:
+    """Wrap a compute result (an ndarray or NumPy scalar) as a DenseHostTensor, no copy (an
+    object array of strings: a StringHostTensor)."""
     if type(value) is not np.ndarray:
         value = np.asarray(value)
+    if value.dtype == object:
+        return StringHostTensor(value)
     dt = _DTYPES.get(value.dtype)
     if dt is None:
         dt = _DTYPES[value.dtype] = dtype_from_numpy(value.dtype)
@@ -154,7 +195,7 @@ def _wrap(value: Any) -> Any:
 
 
 def _unwrap(value: Any) -> Any:
-    return value.array if type(value) is DenseHostTensor else value
+    return value.array if type(value) in (DenseHostTensor, StringHostTensor) else value
 
 
 class ComputeKernel(NamedTuple):
@@ -264,11 +305,13 @@ def accepts_out(fn: Callable[..., Any]) -> bool:
 
 def register(registry: KernelRegistry) -> None:
     """Register ``tg.<op>`` for every op of the runtime table (sync kernels), and the
-    variable and control-flow glue kernels of :mod:`pytfrt.backends.cpu.graph_state`."""
+    variable and control-flow glue kernels of :mod:`pytfrt.backends.cpu.graph_state` and
+    ``tg.print`` (:mod:`pytfrt.backends.cpu.strings`)."""
     from pytfrt.backends.cpu.graph_state import KERNELS
+    from pytfrt.backends.cpu.strings import KERNELS as STRING_KERNELS
 
     for op, fn in graph_ops().items():
         registry.add_sync_kernel(f"tg.{op}", make_kernel(op, fn))
         if accepts_out(fn):
             registry.add_sync_kernel(f"tg.{op}.buf", make_kernel(op, fn, buffered=True))
-    registry.add(*KERNELS)
+    registry.add(*KERNELS, *STRING_KERNELS)

@@ -114,6 +114,12 @@ def tfidf_vectorizer(x: np.ndarray, *, min_gram_length: int, max_gram_length: in
     return out.reshape(-1) if x.ndim == 1 else out
 
 
+def _text(v: Any) -> str:
+    """A string element as ``str`` (TF's byte strings decoded as UTF-8, other bytes kept
+    through surrogate escapes)."""
+    return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else str(v)
+
+
 @GRAPH_OPS.op("label_encoder")
 def label_encoder(x: np.ndarray, *, keys: str, values: str, default: str, dtype: str
                   ) -> np.ndarray:
@@ -124,7 +130,7 @@ def label_encoder(x: np.ndarray, *, keys: str, values: str, default: str, dtype:
 
     table = dict(zip(json.loads(keys), json.loads(values), strict=True))
     miss = json.loads(default)
-    conv: Any = str if x.dtype.kind in "OSU" else (float if x.dtype.kind == "f" else int)
+    conv: Any = _text if x.dtype.kind in "OSU" else (float if x.dtype.kind == "f" else int)
     out = [table.get(conv(v), miss) for v in x.reshape(-1).tolist()]
     if dtype == "string":
         return np.asarray(out, dtype=object).reshape(x.shape)

@@ -493,6 +493,8 @@ def _compile_in_background(k: Any, xs: Sequence[np.ndarray], types: list[Any],
             k.compile(signature)
         except NumbaError as exc:
             ns["_failed"] = exc
+        except Exception as exc:  # noqa: BLE001 - e.g. an unreadable cache: stay op by op
+            ns["_failed"] = NumbaError(f"{type(exc).__name__}: {exc}")
         else:
             ns["_warm"] = True
 

@@ -77,7 +77,7 @@ def squeeze_excite(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray
     x3, y3 = xc.reshape(shape3), y.reshape(shape3)
     ws = (np.ascontiguousarray(w1), np.ascontiguousarray(b1), np.ascontiguousarray(w2),
           np.ascontiguousarray(b2))
-    if n == 1 and layout == "NHWC" and dt == np.float32:  # one large image: both threads
+    if layout == "NHWC" and dt == np.float32:  # a large input: bands on both threads
         hidden = np.empty(r, dt)
 
         def excite(means: np.ndarray, gate_out: np.ndarray) -> None:

@@ -322,7 +322,7 @@ def _import_concrete(src: _Source) -> GraphModule:
     variables, bound = _variables(tf, graph, captures)
     gb = GraphBuilder()
     imp = GraphImporter(gb, library, variables, keep_variables=False, source=src.description)
-    imp.keep_variables = imp.any_side_effects(gd.node)
+    imp.keep_variables = imp.any_side_effects(gd.node, state_only=True)
 
     names = _input_names(src, arg_placeholders)
     inputs = [

@@ -475,6 +475,29 @@ def _zeros_like(node: Any, ins: list[TV]) -> Folded:
     return [_c(np.full(x.shape, fill, dtype=tg_to_np(x.dtype)))]
 
 
+@_folder("BroadcastArgs")
+def _broadcast_args(node: Any, ins: list[TV]) -> Folded:
+    vectors = [_vector(t) for t in ins]
+    if any(v is None or v.ndim != 1 for v in vectors):
+        return None
+    s0, s1 = (list(v) for v in vectors if v is not None)
+    n = max(len(s0), len(s1))
+    out: list[Any] = []
+    for x, y in zip([1] * (n - len(s0)) + s0, [1] * (n - len(s1)) + s1, strict=True):
+        if _unknown(x) and _unknown(y):
+            out.append(x if x == y else None)
+        elif _unknown(x) or _unknown(y):  # the known size, unless it is 1
+            known, other = (y, x) if _unknown(x) else (x, y)
+            out.append(other if known == 1 else known)
+        elif x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return None  # sizes that do not broadcast: the run-time op reports it
+    return [_partial(out, ins[0].dtype or "i32")]
+
+
 @_folder("BroadcastGradientArgs")
 def _broadcast_gradient_args(node: Any, ins: list[TV]) -> Folded:
     s0, s1 = (t.known_vector() for t in ins)

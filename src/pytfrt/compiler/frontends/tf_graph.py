@@ -50,6 +50,10 @@ generator or resource lifetime): dropped like any pure op when nothing uses them
 stateful op (``PrintV2``, ``Assert``, ``ResourceScatterAdd``, summaries, file writes...) is
 translated even when nothing depends on it, so it either runs or the import fails naming it."""
 
+OUTPUT_OPS = frozenset({"PrintV2"})
+"""Stateful ops whose only effect is output: they keep their order but, unlike variable writes,
+do not make the import keep the variables as variables (they stay frozen weights)."""
+
 
 def stateful_with_effects(op_type: str) -> bool:
     """True if TF declares ``op_type`` stateful and it is not a known read-only op."""
@@ -159,7 +163,7 @@ class GraphImporter:
         self.source = source
         self._graphs: dict[str, LibraryGraph] = {}
         self._functions: dict[Any, tuple[str, list[int]]] = {}
-        self._side_effects: dict[str, bool] = {}
+        self._side_effects: dict[tuple[str, bool], bool] = {}
         self._declared: set[str] = set()
         self._names: set[str] = set()
 
@@ -188,25 +192,31 @@ class GraphImporter:
                 out += v if isinstance(v, list) else [v]
         return out
 
-    def has_side_effects(self, node: Any) -> bool:
-        """True for variable writes, and calls / control flow whose bodies contain one."""
+    def has_side_effects(self, node: Any, *, state_only: bool = False) -> bool:
+        """True for variable writes, other stateful ops (``PrintV2``...), and calls / control
+        flow whose bodies contain one; ``state_only``: not counting :data:`OUTPUT_OPS`."""
         if node.op in SIDE_EFFECT_OPS:
             return True
         if node.op not in CALL_OPS and node.op not in CONTROL_OPS:
-            return stateful_with_effects(node.op)
-        return any(self._function_has_side_effects(f) for f in self.called_functions(node))
+            return stateful_with_effects(node.op) and not (state_only and node.op in OUTPUT_OPS)
+        return any(
+            self._function_has_side_effects(f, state_only) for f in self.called_functions(node)
+        )
 
-    def _function_has_side_effects(self, fname: str) -> bool:
-        if fname not in self._side_effects:
-            self._side_effects[fname] = False  # recursion guard
+    def _function_has_side_effects(self, fname: str, state_only: bool) -> bool:
+        key = (fname, state_only)
+        if key not in self._side_effects:
+            self._side_effects[key] = False  # recursion guard
             fdef = self.library.get(fname)
             if fdef is None:
                 return False
-            self._side_effects[fname] = any(self.has_side_effects(n) for n in fdef.node_def)
-        return self._side_effects[fname]
+            self._side_effects[key] = any(
+                self.has_side_effects(n, state_only=state_only) for n in fdef.node_def
+            )
+        return self._side_effects[key]
 
-    def any_side_effects(self, nodes: Sequence[Any]) -> bool:
-        return any(self.has_side_effects(n) for n in nodes)
+    def any_side_effects(self, nodes: Sequence[Any], *, state_only: bool = False) -> bool:
+        return any(self.has_side_effects(n, state_only=state_only) for n in nodes)
 
     # -- variables ------------------------------------------------------------------------
     def variable_tv(self, cx: FunctionContext, ref: ResourceRef) -> TV:

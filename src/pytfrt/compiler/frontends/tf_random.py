@@ -85,3 +85,17 @@ def _uniform_int_v2(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
         raise ConversionError(f"random {dtype} integers are not supported (i32, i64)")
     return [cx.op("random_uniform_int", [cx.as_i64(shape), key, counter, lo, hi], dtype=dtype,
                   static_shape=_hint(shape))]
+
+
+@tf_op(
+    "StatelessRandomGammaV3",
+    tg="`random_gamma`",
+    note="Philox, f32/f64; TF's Marsaglia-Tsang sampler on the same bits (Keras' `MixUp`, "
+    "`CutMix`, `AugMix`)",
+)
+def _gamma_v3(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    shape, key, counter, alg, alpha = ins
+    _check_alg(alg)
+    dtype = tf_dtype_name(attr(node, "dtype", 1))
+    return [cx.op("random_gamma", [cx.as_i64(shape), key, counter, alpha], dtype=dtype,
+                  static_shape=_hint(shape))]

@@ -81,6 +81,7 @@ _FAMILY_TITLES = {
     "tf_grad": "Gradients",
     "tf_random": "Random numbers",
     "tf_volume": "3-D convolution and pooling",
+    "tf_strings": "Strings and printing",
 }
 
 
@@ -95,6 +96,7 @@ def load_all() -> dict[str, TfOp]:
         tf_ops,
         tf_random,
         tf_state,
+        tf_strings,
         tf_volume,
     )
 
@@ -118,7 +120,8 @@ def ops_markdown() -> str:
         "constructor call in the calling frames' files). Only nodes that feed an "
         "output or write a variable are translated. General limits:",
         "",
-        "* numeric tensors only (no strings, complex numbers or ragged/sparse tensors);",
+        "* numeric tensors, and string tensors for the string ops below (lookups, hashing, "
+        "formatting, `tf.print`); no complex numbers or ragged/sparse tensors;",
         "* operands that TF passes as tensors but the graph dialect takes as attributes (axes, "
         "permutations, paddings, slice bounds, ksize) must be known at import time: constants, "
         "or shape arithmetic the importer evaluates (`Shape`, `StridedSlice`, `Pack`, "

@@ -11,6 +11,7 @@ update rules (``tensorflow/core/kernels/training_ops.cc``).
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -253,19 +254,25 @@ def _table(tv: TV, node: Any) -> tuple[np.ndarray, np.ndarray]:
     import tensorflow as tf
 
     tin, tout = attr(node, "Tin"), attr(node, "Tout")
-    if tf.dtypes.as_dtype(tin) == tf.string or tf.dtypes.as_dtype(tout) == tf.string:
-        raise ConversionError(
-            "lookup tables on strings are not supported (string tensors: StringLookup, "
-            "TextVectorization)"
-        )
     keys, values = tf.raw_ops.LookupTableExportV2(table_handle=ref.handle, Tkeys=tin, Tvalues=tout)
     return np.asarray(keys.numpy()), np.asarray(values.numpy())
 
 
+def _json_list(a: np.ndarray) -> str:
+    """``a``'s elements as a JSON array (TF's byte strings as text: UTF-8, other bytes kept
+    through surrogate escapes, as the runtime decodes string tensors)."""
+    return json.dumps([
+        v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
+        for v in a.reshape(-1).tolist()
+    ])
+
+
 @tf_op(
     "LookupTableFindV2",
-    tg="`equal`, `reduce_any`, `argmax`, `gather`, `select`",
-    note="numeric keys (IntegerLookup); the table's contents are read at import",
+    tg="`equal`, `reduce_any`, `argmax`, `gather`, `select`; string keys or values: "
+    "`label_encoder`",
+    note="the table's contents are read at import; with string keys or values (StringLookup) "
+    "the default value must be a constant",
 )
 def _lookup_find(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     table, keys_tv, default = ins
@@ -273,6 +280,19 @@ def _lookup_find(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     if keys_tv.rank is None:
         raise ConversionError("the keys' rank must be known")
     dtype = tf_dtype_name(attr(node, "Tout"))
+    if keys.dtype == object or values.dtype == object:
+        if default.const is None:
+            raise ConversionError("the default value of a string lookup must be a constant")
+        return [
+            cx.op(
+                "label_encoder",
+                [keys_tv],
+                keys=_json_list(keys),
+                values=_json_list(values),
+                default=_json_list(np.asarray(default.const))[1:-1],
+                dtype=dtype,
+            )
+        ]
     if keys.size == 0:
         return [cx.op("fill", [cx.as_i64(cx.op("shape", [keys_tv])), default])]
     axis = keys_tv.rank

@@ -12,8 +12,9 @@ attribute (``-1`` for dynamic dimensions), which a front end sets from what it k
 dgamma, dbeta), the cross-entropy ops two (loss per row, dlogits), ``broadcast_gradient_args``
 two (the reduction axes of each operand).  ``moments(x) {axes, keepdims}`` (mean and
 variance) and ``sum_and_dot(a, b) {axes, keepdims}`` (``sum(a)``, ``sum(a * b)``), two results
-each, are the batch statistics ``-tg-fuse-batch-stats`` makes of a training step's reductions
-(compute functions in :mod:`pytfrt.backends.cpu.batch_stats`).
+each, and ``relu_grad_sums(dy, y, b)`` (``g = relu_grad(dy, y)`` and ``g``'s two sums) are
+the batch statistics ``-tg-fuse-batch-stats`` makes of a training step's reductions (compute
+functions in :mod:`pytfrt.backends.cpu.batch_stats`).
 
 Also here, because a training step's dropout needs them: ``random_key_counter(seed)`` and
 ``random_uniform(shape, key, counter) {dtype}`` (and ``random_uniform_int(shape, key, counter,
@@ -264,6 +265,19 @@ define("sum_and_dot", ("a", "b"), _batch_stats, _STATS, family="grad", num_resul
        doc="(sum(a), sum(a * b)) over axes in one pass (a batch norm's gradient statistics)")
 
 
+def _relu_grad_sums(ctx: InferContext) -> list[TType]:
+    dy, y, _ = ctx.inputs
+    sums = _batch_stats(ctx)
+    if dy.shape is not None and y.shape is not None and len(dy.shape) != len(y.shape):
+        raise ctx.error(f"dy and y must have one shape, got {dy} and {y}")
+    return [dy, *sums]
+
+
+define("relu_grad_sums", ("dy", "y", "b"), _relu_grad_sums, _STATS, family="grad",
+       num_results=3, no_grad=_MADE,
+       doc="g = relu_grad(dy, y), sum(g), sum(g * b) over axes in one pass")
+
+
 # -- stateless random numbers (dropout in a training step) ------------------------------------
 
 
@@ -316,3 +330,21 @@ for _name in ("random_uniform", "random_normal"):
         family="grad",
         differentiable=False,
     )
+
+
+def _random_gamma(ctx: InferContext) -> list[TType]:
+    shape, key, counter, alpha = ctx.inputs
+    dtype = ctx.attrs["dtype"]
+    if key.dtype != "ui64" or counter.dtype != "ui64":
+        raise ctx.error(f"key and counter must be ui64, got {key.dtype} and {counter.dtype}")
+    if dtype not in ("f32", "f64") or alpha.dtype != dtype:
+        raise ctx.error(f"alpha and the result must be one of f32/f64, got {alpha.dtype}, {dtype}")
+    rank = shape.shape[0] if shape.shape is not None and len(shape.shape) == 1 else None
+    if rank is None:
+        dims = const_ints(ctx, 0)
+        return [TType(dtype, None if dims is None else tuple(dims))]
+    return [_shape_operand(ctx, 0, dtype, rank)]
+
+
+define("random_gamma", ("shape", "key", "counter", "alpha"), _random_gamma,
+       {"dtype": AttrSpec("dtype", "f32"), **_HINT}, family="grad", differentiable=False)

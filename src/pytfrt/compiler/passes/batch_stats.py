@@ -11,7 +11,8 @@ materialises per-channel values as activation-sized tensors.  Three rewrites, in
    ``m, v = moments(x) {axes, keepdims}`` (one pass, :mod:`pytfrt.backends.cpu.batch_stats`).
 2. **Gradient sums.** ``s = reduce_sum(a) {axes, keepdims}`` and ``t = reduce_sum(mul(a, b))``
    (either order, the ``mul`` used only there, same axes and keepdims, and ``mul(a, b)``
-   provably of ``a``'s shape) become ``s, t = sum_and_dot(a, b)``.
+   provably of ``a``'s shape) become ``s, t = sum_and_dot(a, b)``; with ``a =
+   relu_grad(dy, y)`` (``dy``, ``y`` of ``a``'s type), ``a, s, t = relu_grad_sums(dy, y, b)``.
 3. **Broadcasts.** ``broadcast_to(v, s)`` whose users are fusable elementwise ops
    (:data:`pytfrt.backends.cpu.fused.SCALAR`) is moved below a user whose other operands
    broadcast into ``v`` (``div(broadcast_to(v, s), n)`` -> ``broadcast_to(div(v, n), s)``) and
@@ -276,7 +277,27 @@ def _sums(gm: GraphModule, block: Block, shapes: Shapes) -> None:
         _erase(p_op)
         replace(s_op, [stats.results[0]])
         del sums[(a, axes, keepdims)]
+        _relu_into_sums(gm, block, stats)
         where = _position(block)
+
+
+def _relu_into_sums(gm: GraphModule, block: Block, stats: Operation) -> None:
+    """``g = relu_grad(dy, y)``; ``sum_and_dot(g, b)`` -> ``relu_grad_sums(dy, y, b)`` (``g``'s
+    other users read the new op's first result)."""
+    a, b = stats.operands
+    r_op = _is(a, "tg.relu_grad")
+    if r_op is None or ttype(r_op.operands[0]) != ttype(a) or ttype(r_op.operands[1]) != ttype(a):
+        return
+    where = _position(block)
+    if isinstance(b.owner, Operation) and where.get(b.owner, len(where)) >= where[r_op]:
+        return  # the new op takes relu_grad's place: b must be defined before it
+    attrs = attrs_of(stats)
+    fused = new_op(gm, "relu_grad_sums", [*r_op.operands, b],
+                   {"axes": list(attrs["axes"]), "keepdims": attrs["keepdims"]},
+                   loc=r_op.location)
+    block.insert_op_before(fused, r_op)
+    replace(stats, fused.results[1:])
+    replace(r_op, [fused.results[0]])
 
 
 def _broadcast_users(bt: Operation) -> Iterator[tuple[Operation, int]]:

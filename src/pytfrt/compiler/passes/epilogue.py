@@ -10,6 +10,8 @@ For ``y = conv2d(...)`` / ``matmul(...)`` whose only user is
   activation (``relu``, ``relu6``, ``sigmoid``, ``tanh``, ``silu``, ``gelu``, ``leaky_relu``,
   ``hard_swish``) -> activation,
 * ``mul(y, sigmoid(y))`` (SiLU written out: ``y``'s only two users) -> activation ``silu``,
+* ``mul(y, relu6(y + 3) / 6)`` (hard-swish written out, also ``* (1 / 6)``: Keras'
+  MobileNetV3) -> activation ``hard_swish``,
 
 the op is rebuilt with the extra operand/attribute and replaces the user; repeated until
 nothing changes.  An activation applied after a ``reshape`` that is the op's only user (a
@@ -138,16 +140,74 @@ def _swish(gm: GraphModule, op: Operation) -> Operation | None:
         return None
     if ttype(mul.results[0]) != ttype(y):
         return None
+    return _with_activation(gm, op, "silu", mul, dead)
+
+
+def _with_activation(gm: GraphModule, op: Operation, activation: str, last: Operation,
+                     dead: list[Operation] | tuple[Operation, ...]) -> Operation:
+    """``op`` rebuilt with ``activation``, replacing ``last`` (the written-out activation's
+    final op); ``last``, the ``dead`` ops (users first) and ``op`` are erased."""
     new = new_op(gm, op.name[3:], list(op.operands),
-                 dict(attrs_of(op), activation="silu", alpha=0.0), op.location)
-    block = mul.parent_block()
+                 dict(attrs_of(op), activation=activation, alpha=0.0), op.location)
+    block = last.parent_block()
     assert block is not None
-    block.insert_op_before(new, mul)
-    replace(mul, [new.results[0]])
+    block.insert_op_before(new, last)
+    replace(last, [new.results[0]])
     for gone in (*dead, op):
         gone.detach()
         gone.erase()
     return new
+
+
+def _scalar(gm: GraphModule, op: Operation, v: SSAValue) -> float | None:
+    """The constant scalar that is ``op``'s operand other than ``v`` (``None``: not one)."""
+    other = [u for u in op.operands if u is not v]
+    if len(other) != 1:
+        return None
+    c = const_value(gm, other[0])
+    return float(c.reshape(())) if c is not None and c.size == 1 else None
+
+
+def hard_sigmoid_chain(gm: GraphModule, add: Operation,
+                       v: SSAValue) -> tuple[Operation, Operation, Operation] | None:
+    """``(add, relu6, scale)`` if ``add`` starts ``relu6(v + 3) / 6`` (or ``* (1 / 6)``: the
+    hard sigmoid as TensorFlow's graphs of Keras' MobileNetV3 write it) on ``v``, each op of
+    the chain with one user and ``v``'s type; else ``None``."""
+    if add.name != "tg.add" or _scalar(gm, add, v) != 3.0:
+        return None
+    relu6 = single_use(add.results[0])
+    if relu6 is None or relu6.name != "tg.relu6":
+        return None
+    h = relu6.results[0]
+    scale = single_use(h)
+    if scale is None or not (
+            (scale.name == "tg.div" and scale.operands[0] is h and _scalar(gm, scale, h) == 6.0)
+            or (scale.name == "tg.mul" and abs((_scalar(gm, scale, h) or 0.0) - 1 / 6) < 1e-7)):
+        return None
+    if not all(ttype(o.results[0]) == ttype(v) for o in (add, relu6, scale)):
+        return None
+    return add, relu6, scale
+
+
+def _hard_swish(gm: GraphModule, op: Operation) -> Operation | None:
+    """``mul(y, relu6(y + 3) / 6)`` (hard-swish written out, as TensorFlow's graphs of Keras'
+    MobileNetV3 have it; also ``* (1 / 6)``) on ``op``'s result ``y`` into ``op`` as
+    ``activation = "hard_swish"``; the new op, or ``None``.  ``y`` must have exactly those two
+    users and each op of the chain one user."""
+    y = op.results[0]
+    us = users(y)
+    if len(us) != 2:
+        return None
+    chain = next((c for c in (hard_sigmoid_chain(gm, u, y) for u in us) if c), None)
+    if chain is None:
+        return None
+    scale = chain[2]
+    mul = single_use(scale.results[0])
+    if (mul is None or mul.name != "tg.mul" or mul not in us
+            or {mul.operands[0], mul.operands[1]} != {y, scale.results[0]}
+            or ttype(mul.results[0]) != ttype(y)):
+        return None
+    return _with_activation(gm, op, "hard_swish", mul, tuple(reversed(chain)))
 
 
 def _step(gm: GraphModule, op: Operation) -> Operation | None:
@@ -156,7 +216,9 @@ def _step(gm: GraphModule, op: Operation) -> Operation | None:
     user = single_use(y)
     attrs = attrs_of(op)
     if user is None:
-        return _swish(gm, op) if attrs["activation"] == "none" else None
+        if attrs["activation"] != "none":
+            return None
+        return _swish(gm, op) or _hard_swish(gm, op)
     flags = attrs["epilogue_operands"]
     act_free = attrs["activation"] == "none"
     if user.name in ACTIVATIONS and act_free:

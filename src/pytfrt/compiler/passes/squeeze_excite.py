@@ -7,6 +7,7 @@ The pattern (after ``-tg-fuse-epilogue``, in either layout)::
     h = conv2d(p, w1, b1) {1x1, activation = act}           # [N, 1, 1, R]
     g = conv2d(h, w2, b2) {1x1, activation = sigmoid}       # [N, 1, 1, C]
         -- or conv2d(h, w2, b2) then hard_sigmoid {alpha, beta}
+        -- or conv2d(h, w2, b2) then relu6(g + 3) / 6 (or * (1 / 6): Keras' MobileNetV3)
     y = mul(x, g)                                           # (either operand order)
 
 becomes ``y = squeeze_excite(x, W1, B1, W2, B2) {activation = act, gate, gate_alpha,
@@ -38,6 +39,7 @@ from pytfrt.compiler.passes.common import (
     single_use,
     ttype,
 )
+from pytfrt.compiler.passes.epilogue import hard_sigmoid_chain
 from pytfrt.compiler.types import np_dtype
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -134,13 +136,19 @@ def _match(gm: GraphModule, pool: Operation) -> tuple[Operation, list[Operation]
         attrs["gate"] = "sigmoid"
     elif a2["activation"] == "none":
         hs = single_use(c2.results[0])
-        if hs is None or hs.name != "tg.hard_sigmoid":
+        chain = None if hs is None else hard_sigmoid_chain(gm, hs, c2.results[0])
+        if chain is not None:  # relu6(g + 3) / 6: Keras' MobileNetV3
+            attrs.update(gate="hard_sigmoid", gate_alpha=1.0 / 6.0, gate_beta=0.5)
+            gate_op = chain[2]
+            erase[:0] = reversed(chain)
+        elif hs is not None and hs.name == "tg.hard_sigmoid":
+            ha = attrs_of(hs)
+            attrs.update(gate="hard_sigmoid", gate_alpha=float(ha["alpha"]),
+                         gate_beta=float(ha["beta"]))
+            gate_op = hs
+            erase.insert(0, hs)
+        else:
             return None
-        ha = attrs_of(hs)
-        attrs.update(gate="hard_sigmoid", gate_alpha=float(ha["alpha"]),
-                     gate_beta=float(ha["beta"]))
-        gate_op = hs
-        erase.insert(0, hs)
     else:
         return None
     mul = single_use(gate_op.results[0])

@@ -213,8 +213,9 @@ def print_debug_info(frame: KernelFrame) -> Chain:
 
 
 @kernel("tfrt_test.test_cost")
-def test_cost(attrs: RemainingAttrs, value: Any) -> int:
-    """Prints ``id: <id>`` and returns 0 (``_tfrt_cost`` only feeds the stream analysis)."""
+def test_cost(attrs: RemainingAttrs, *args: Any) -> int:
+    """Prints ``id: <id>`` and returns 0, whatever its operands (``_tfrt_cost`` only feeds the
+    stream analysis)."""
     print_line(f"id: {attrs[-1]}")
     return 0
 

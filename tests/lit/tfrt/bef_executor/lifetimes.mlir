@@ -1,4 +1,5 @@
 // RUN: bef_executor_lite %s.bef | FileCheck %s --dump-input=fail
+// RUN: env PYTFRT_TFRT_REVISION=de22adc4 tfrt_translate -mlir-to-bef %s -o %t.bef && env PYTFRT_TFRT_REVISION=de22adc4 bef_executor_lite %t.bef | FileCheck %s --check-prefix=OLD
 
 // Reconstruction of TFRT's mlir_tests/bef_executor/lifetimes.mlir: the
 // exact construction / move / destruction order of `vt.value`s, which depends on stream analysis
@@ -8,6 +9,7 @@
 module attributes {tfrt.cost_threshold = 1 : i64} {
 
 // CHECK-LABEL: --- Running 'test_linear'
+// OLD-LABEL: --- Running 'test_linear'
 func.func @test_linear() {
   %ch0 = tfrt.new.chain
 
@@ -19,17 +21,18 @@ func.func @test_linear() {
   %d = "vt.constant"() {value = 4 : i32} : () -> !vt.value
   %e = "vt.constant"() {value = 5 : i32} : () -> !vt.value
 
-  // The return has no operands, so the root stream is the costliest child stream: constant 1,
-  // add and print.  Constant 1 runs inline; the other streams run as tasks in stream order
-  // (constant 5, constant 4, constant 2, new.chain), then add and print.
-  // CHECK-NEXT: constructed vt.value(1)
-  // CHECK-NEXT: move constructed vt.value(1)
+  // The return is in the root stream even without operands (TFRT's main branch): the root
+  // joins its one-op stream, so every kernel without operands runs as a task, in stream
+  // order (constant 5, constant 4, constant 1, then constant 2 and new.chain); add and print
+  // follow constant 2 inline.
   // CHECK-NEXT: constructed vt.value(5)
   // CHECK-NEXT: move constructed vt.value(5)
   // CHECK-NEXT: destroyed vt.value(5)
   // CHECK-NEXT: constructed vt.value(4)
   // CHECK-NEXT: move constructed vt.value(4)
   // CHECK-NEXT: destroyed vt.value(4)
+  // CHECK-NEXT: constructed vt.value(1)
+  // CHECK-NEXT: move constructed vt.value(1)
   // CHECK-NEXT: constructed vt.value(2)
   // CHECK-NEXT: move constructed vt.value(2)
   // CHECK-NEXT: constructed vt.value(3)
@@ -38,6 +41,25 @@ func.func @test_linear() {
   // CHECK-NEXT: destroyed vt.value(2)
   // CHECK-NEXT: print vt_value(3)
   // CHECK-NEXT: destroyed vt.value(3)
+  // At TFRT de22adc4 a return without operands was on no data path, so the root stream was
+  // the costliest child stream: constant 1, add and print.  Constant 1 runs inline; the other
+  // streams run as tasks in stream order (constant 5, constant 4, constant 2, new.chain).
+  // OLD-NEXT: constructed vt.value(1)
+  // OLD-NEXT: move constructed vt.value(1)
+  // OLD-NEXT: constructed vt.value(5)
+  // OLD-NEXT: move constructed vt.value(5)
+  // OLD-NEXT: destroyed vt.value(5)
+  // OLD-NEXT: constructed vt.value(4)
+  // OLD-NEXT: move constructed vt.value(4)
+  // OLD-NEXT: destroyed vt.value(4)
+  // OLD-NEXT: constructed vt.value(2)
+  // OLD-NEXT: move constructed vt.value(2)
+  // OLD-NEXT: constructed vt.value(3)
+  // OLD-NEXT: move constructed vt.value(3)
+  // OLD-NEXT: destroyed vt.value(1)
+  // OLD-NEXT: destroyed vt.value(2)
+  // OLD-NEXT: print vt_value(3)
+  // OLD-NEXT: destroyed vt.value(3)
   tfrt.return
 }
 

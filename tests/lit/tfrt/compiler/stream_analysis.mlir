@@ -82,3 +82,22 @@ func.func @merge_inter_dependent_streams() -> i32 attributes {tfrt.cost_threshol
   // expected-remark @+1 {{stream id: 0, stream cost: 28, parent stream: -1}}
   tfrt.return %c4 : i32
 }
+
+// tfrt_test.test_cost with several operands and a trailing type list has one i32 result (TFRT's
+// main branch: `$args attr-dict : type($args)`).  Reverse program order makes the return's
+// stream 0 (which %c4 and %c2, %c4's costliest operand, join), %c3's stream 1 and %c1's stream
+// 2; the root's child streams in program order are 2, 0, 1: the cheap 1 (cost 4 < 5) merges
+// into the cheap 2 (cost 8), and the root joins stream 0, the return's.
+// expected-remark @+1 {{stream id: 0, stream cost: 14, parent stream: -1, child streams: [2]}}
+func.func @several_operands(%c0: i32) -> i32 attributes {tfrt.cost_threshold = 5 : i64} {
+  // expected-remark @+1 {{stream id: 2, stream cost: 8, parent stream: 0}}
+  %c1 = tfrt_test.test_cost %c0 {id = 1 : i64, _tfrt_cost = 4 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 14, parent stream: -1}}
+  %c2 = tfrt_test.test_cost %c0 {id = 2 : i64, _tfrt_cost = 11 : i64} : i32
+  // expected-remark @+1 {{stream id: 2, stream cost: 8, parent stream: 0}}
+  %c3 = tfrt_test.test_cost %c0 {id = 3 : i64, _tfrt_cost = 4 : i64} : i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 14, parent stream: -1}}
+  %c4 = tfrt_test.test_cost %c1, %c2, %c3 {id = 4 : i64, _tfrt_cost = 1 : i64} : i32, i32, i32
+  // expected-remark @+1 {{stream id: 0, stream cost: 14, parent stream: -1}}
+  tfrt.return %c4 : i32
+}

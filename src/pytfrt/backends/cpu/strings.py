@@ -1,0 +1,357 @@
+"""Compute functions of the graph dialect's TF string ops (catalogue family ``strings``).
+
+* ``as_string(x) {precision, scientific, shortest, width, fill}`` -- TF's ``AsString``: each
+  number formatted by the C ``printf`` directive TF builds from the attributes (``%d`` for
+  integers, ``%f``/``%e``/``%g`` for floats, ``true``/``false`` for booleans);
+* ``string_to_hash_bucket(x) {num_buckets}`` -- TF's ``StringToHashBucketFast``:
+  ``Fingerprint64(s) mod num_buckets``, where ``Fingerprint64`` is FarmHash's 64-bit
+  fingerprint (:func:`fingerprint64`, the ``farmhashna`` hash TF links), on the UTF-8 bytes;
+* ``string_format(inputs...) {template, placeholder, summarize}`` -- TF's ``StringFormat``
+  (what ``tf.print`` and ``tf.strings.format`` build): each ``placeholder`` of the template
+  replaced by the next tensor, summarised as TF prints it (:func:`summary_text`);
+* ``print(x) {output_stream, end}`` -- TF's ``PrintV2``: writes the string scalar ``x`` and
+  ``end`` to ``sys.stderr``/``sys.stdout`` (``output_stream`` "stderr"/"stdout"; TF's
+  ``log(info)``... streams write to ``stderr`` too), a stateful kernel ordered by its chain.
+
+Strings are NumPy object arrays of ``str`` (TF's byte strings are decoded as UTF-8, other bytes
+kept through surrogate escapes).  Operands positional, attributes keyword-only; pure functions
+apart from ``print`` (thread-safe: each call writes one line with one ``write``).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from pytfrt.backends.cpu.op_table import OpTable
+from pytfrt.backends.cpu.ops import OpError
+from pytfrt.host.async_value import CHAIN, Chain
+from pytfrt.host.registry import Attr, kernel
+from pytfrt.tensor.string_host_tensor import StringHostTensor
+
+GRAPH_OPS = OpTable()
+"""Op name -> compute function."""
+
+_M = (1 << 64) - 1
+_K0 = 0xC3A5C85C97CB3127
+_K1 = 0xB492B66FBE98F273
+_K2 = 0x9AE16A3B2F90404F
+
+
+def _fetch64(s: bytes, i: int) -> int:
+    return int.from_bytes(s[i : i + 8], "little")
+
+
+def _fetch32(s: bytes, i: int) -> int:
+    return int.from_bytes(s[i : i + 4], "little")
+
+
+def _rot(v: int, shift: int) -> int:
+    return ((v >> shift) | (v << (64 - shift))) & _M
+
+
+def _shift_mix(v: int) -> int:
+    return v ^ (v >> 47)
+
+
+def _len16(u: int, v: int, mul: int) -> int:
+    a = ((u ^ v) * mul) & _M
+    a ^= a >> 47
+    b = ((v ^ a) * mul) & _M
+    b ^= b >> 47
+    return (b * mul) & _M
+
+
+def _len0to16(s: bytes) -> int:
+    n = len(s)
+    if n >= 8:
+        mul = _K2 + n * 2
+        a = (_fetch64(s, 0) + _K2) & _M
+        b = _fetch64(s, n - 8)
+        c = (_rot(b, 37) * mul + a) & _M
+        d = ((_rot(a, 25) + b) * mul) & _M
+        return _len16(c, d, mul)
+    if n >= 4:
+        mul = _K2 + n * 2
+        return _len16((n + (_fetch32(s, 0) << 3)) & _M, _fetch32(s, n - 4), mul)
+    if n > 0:
+        y = s[0] + (s[n >> 1] << 8)
+        z = n + (s[n - 1] << 2)
+        return (_shift_mix(((y * _K2) ^ (z * _K0)) & _M) * _K2) & _M
+    return _K2
+
+
+def _ends(s: bytes, ka: int) -> tuple[int, int, int, int, int]:
+    """``mul`` and the four words ``a, b, c, d`` both long-string hashes start from (the
+    first two words and the last two, ``a`` scaled by ``ka``)."""
+    n = len(s)
+    mul = _K2 + n * 2
+    a = (_fetch64(s, 0) * ka) & _M
+    c = (_fetch64(s, n - 8) * mul) & _M
+    return mul, a, _fetch64(s, 8), c, (_fetch64(s, n - 16) * _K2) & _M
+
+
+def _len17to32(s: bytes) -> int:
+    mul, a, b, c, d = _ends(s, _K1)
+    return _len16(
+        (_rot((a + b) & _M, 43) + _rot(c, 30) + d) & _M,
+        (a + _rot((b + _K2) & _M, 18) + c) & _M,
+        mul,
+    )
+
+
+def _len33to64(s: bytes) -> int:
+    n = len(s)
+    mul, a, b, c, d = _ends(s, _K2)
+    y = (_rot((a + b) & _M, 43) + _rot(c, 30) + d) & _M
+    z = _len16(y, (a + _rot((b + _K2) & _M, 18) + c) & _M, mul)
+    e = (_fetch64(s, 16) * mul) & _M
+    f = _fetch64(s, 24)
+    g = ((y + _fetch64(s, n - 32)) * mul) & _M
+    h = ((z + _fetch64(s, n - 24)) * mul) & _M
+    return _len16(
+        (_rot((e + f) & _M, 43) + _rot(g, 30) + h) & _M,
+        (e + _rot((f + a) & _M, 18) + g) & _M,
+        mul,
+    )
+
+
+def _weak32(s: bytes, i: int, a: int, b: int) -> tuple[int, int]:
+    w, x, y, z = (_fetch64(s, i + k) for k in (0, 8, 16, 24))
+    a = (a + w) & _M
+    b = _rot((b + a + z) & _M, 21)
+    c = a
+    a = (a + x + y) & _M
+    b = (b + _rot(a, 44)) & _M
+    return (a + z) & _M, (b + c) & _M
+
+
+def fingerprint64(s: bytes) -> int:
+    """FarmHash's ``Fingerprint64`` of ``s`` (unsigned 64 bits), as TF's ``Fingerprint64``."""
+    n = len(s)
+    if n <= 16:
+        return _len0to16(s)
+    if n <= 32:
+        return _len17to32(s)
+    if n <= 64:
+        return _len33to64(s)
+    seed = 81
+    x = seed
+    y = (seed * _K1 + 113) & _M
+    z = (_shift_mix((y * _K2 + 113) & _M) * _K2) & _M
+    v = (0, 0)
+    w = (0, 0)
+    x = (x * _K2 + _fetch64(s, 0)) & _M
+    end = ((n - 1) // 64) * 64
+    last64 = end + ((n - 1) & 63) - 63
+    i = 0
+    while True:
+        x = (_rot((x + y + v[0] + _fetch64(s, i + 8)) & _M, 37) * _K1) & _M
+        y = (_rot((y + v[1] + _fetch64(s, i + 48)) & _M, 42) * _K1) & _M
+        x ^= w[1]
+        y = (y + v[0] + _fetch64(s, i + 40)) & _M
+        z = (_rot((z + w[0]) & _M, 33) * _K1) & _M
+        v = _weak32(s, i, (v[1] * _K1) & _M, (x + w[0]) & _M)
+        w = _weak32(s, i + 32, (z + w[1]) & _M, (y + _fetch64(s, i + 16)) & _M)
+        z, x = x, z
+        i += 64
+        if i == end:
+            break
+    mul = _K1 + ((z & 0xFF) << 1)
+    i = last64
+    w = ((w[0] + ((n - 1) & 63)) & _M, w[1])
+    v = ((v[0] + w[0]) & _M, v[1])
+    w = ((w[0] + v[0]) & _M, w[1])
+    x = (_rot((x + y + v[0] + _fetch64(s, i + 8)) & _M, 37) * mul) & _M
+    y = (_rot((y + v[1] + _fetch64(s, i + 48)) & _M, 42) * mul) & _M
+    x ^= (w[1] * 9) & _M
+    y = (y + v[0] * 9 + _fetch64(s, i + 40)) & _M
+    z = (_rot((z + w[0]) & _M, 33) * mul) & _M
+    v = _weak32(s, i, (v[1] * mul) & _M, (x + w[0]) & _M)
+    w = _weak32(s, i + 32, (z + w[1]) & _M, (y + _fetch64(s, i + 16)) & _M)
+    z, x = x, z
+    return _len16(
+        (_len16(v[0], w[0], mul) + _shift_mix(y) * _K0 + z) & _M,
+        (_len16(v[1], w[1], mul) + x) & _M,
+        mul,
+    )
+
+
+def as_bytes(v: Any) -> bytes:
+    """A string element's bytes (``str`` encoded as UTF-8, surrogate escapes restored)."""
+    if isinstance(v, bytes):
+        return v
+    return str(v).encode("utf-8", "surrogateescape")
+
+
+@GRAPH_OPS.op("string_to_hash_bucket")
+def string_to_hash_bucket(x: np.ndarray, *, num_buckets: int) -> np.ndarray:
+    """TF's ``StringToHashBucketFast``: ``Fingerprint64(s) mod num_buckets`` (int64)."""
+    if num_buckets < 1:
+        raise OpError(f"string_to_hash_bucket: num_buckets must be >= 1, got {num_buckets}")
+    out = [fingerprint64(as_bytes(v)) % num_buckets for v in x.reshape(-1).tolist()]
+    return np.asarray(out, dtype=np.int64).reshape(x.shape)
+
+
+def _printf_spec(kind: str, precision: int, scientific: bool, shortest: bool, width: int,
+                 fill: str) -> str:
+    """The ``%`` directive TF's ``AsString`` builds (``kind``: NumPy's dtype kind)."""
+    spec = "%"
+    if fill:
+        spec += fill
+    if width > -1:
+        spec += str(width)
+    if kind == "f":
+        if precision > -1:
+            spec += f".{precision}"
+        return spec + ("g" if shortest else "e" if scientific else "f")
+    return spec + "d"
+
+
+@GRAPH_OPS.op("as_string")
+def as_string(x: np.ndarray, *, precision: int, scientific: bool, shortest: bool, width: int,
+              fill: str) -> np.ndarray:
+    """TF's ``AsString`` of a numeric or boolean tensor (see the module docstring)."""
+    if x.dtype == np.bool_:
+        out = ["true" if v else "false" for v in x.reshape(-1).tolist()]
+    else:
+        spec = _printf_spec(x.dtype.kind, precision, scientific, shortest, width, fill)
+        out = [spec % v for v in x.reshape(-1).tolist()]
+    return np.asarray(out, dtype=object).reshape(x.shape)
+
+
+_ESCAPES = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x22: '\\"', 0x27: "\\'", 0x5C: "\\\\"}
+
+
+def _c_escape(s: bytes) -> str:
+    """``s`` escaped as TF prints a string element (``Utf8SafeCEscape``: quotes, backslash and
+    control bytes escaped, bytes from 0x80 kept)."""
+    out: list[str] = []
+    for c in s:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif c < 0x20 or c == 0x7F:
+            out.append(f"\\{c:03o}")
+        else:
+            out.append(chr(c) if c < 0x80 else bytes([c]).decode("latin-1"))
+    text = "".join(out)
+    # bytes from 0x80 were kept one per character: back to the UTF-8 text they spell
+    return text.encode("latin-1").decode("utf-8", "surrogateescape")
+
+
+def _float_text(v: float, digits: int, parse: Any) -> str:
+    """C's ``%.{digits}g`` of ``v``, with ``digits + 3`` (float) or ``+ 2`` (double) when the
+    short form does not read back as ``v`` -- TF's ``FloatToBuffer``/``DoubleToBuffer``."""
+    if v != v:
+        return "-nan" if np.signbit(v) else "nan"
+    text = f"{v:.{digits}g}"
+    if parse(float(text)) != v:
+        text = f"{v:.{digits + (3 if digits == 6 else 2)}g}"
+    return text
+
+
+_FLUSHED = {np.dtype(np.float32): float(np.finfo(np.float32).tiny),
+            np.dtype(np.float64): float(np.finfo(np.float64).tiny)}
+"""The smallest normal number of the types whose denormals TF prints as zero."""
+
+
+def element_text(v: Any, dtype: np.dtype[Any]) -> str:
+    """One element as TF's ``print_v2`` formats it (``PrintOneElement``)."""
+    if dtype.kind == "O":
+        return '"' + _c_escape(as_bytes(v)) + '"'
+    if dtype.kind == "b":
+        return "1" if v else "0"
+    if dtype.kind == "f":
+        f = float(v)
+        if dtype in _FLUSHED and 0 < abs(f) < _FLUSHED[dtype]:
+            f = math.copysign(0.0, f)  # TF's kernels run with denormals flushed to zero
+        if dtype == np.float64:
+            return _float_text(f, 15, float)
+        return _float_text(f, 6, np.float32)  # float16/bfloat16 widened to float, as TF
+    return str(int(v))
+
+
+def summary_text(x: np.ndarray, limit: int) -> str:
+    """``x`` as TF's ``StringFormat`` writes a tensor (``Tensor::SummarizeValue`` in print_v2
+    mode): nested brackets, at most ``limit`` entries at each end of a dimension with ``...``
+    between (``limit < 0``: all), rows on new lines."""
+    n = x.size
+    limit = n if limit < 0 else min(limit, n)
+    if limit == 0 and x.dtype == np.bool_:
+        return ""  # TF's boolean summary shows nothing at all then
+    flat = x.reshape(-1)
+    if x.ndim == 0:
+        text = " ".join(element_text(flat[i], x.dtype) for i in range(limit))
+        return text + ("..." if n > limit else "")
+    out: list[str] = []
+    dims = x.shape
+
+    def spacing(d: int) -> None:
+        if d == x.ndim - 1:
+            out.append(" ")
+        else:
+            out.append("\n" * (x.ndim - d - 1) + " " * (d + 1))
+
+    def dim(d: int, base: int) -> None:
+        if d == x.ndim:
+            out.append(element_text(flat[base], x.dtype))
+            return
+        out.append("[")
+        count = dims[d]
+        step = int(np.prod(dims[d + 1 :], dtype=np.int64))
+        for i in range(min(limit, count)):
+            if i > 0:
+                spacing(d)
+            dim(d + 1, base + step * i)
+        if count > 2 * limit:
+            spacing(d)
+            out.append("...")
+        for i in range(max(limit, count - limit), count):
+            spacing(d)
+            dim(d + 1, base + step * i)
+        out.append("]")
+
+    dim(0, 0)
+    return "".join(out)
+
+
+def format_template(template: str, placeholder: str, texts: list[str]) -> str:
+    """``template`` with its ``placeholder``s replaced by ``texts`` in order.
+
+    Raises:
+        OpError: the placeholder count is not ``len(texts)``."""
+    parts = template.split(placeholder)
+    if len(parts) != len(texts) + 1:
+        raise OpError(f"string_format: {len(parts) - 1} placeholders for {len(texts)} inputs")
+    return parts[0] + "".join(t + p for t, p in zip(texts, parts[1:], strict=True))
+
+
+@GRAPH_OPS.op("string_format")
+def string_format(*inputs: np.ndarray, template: str, placeholder: str,
+                  summarize: int) -> np.ndarray:
+    """TF's ``StringFormat``: the template with each tensor summarised (a string scalar)."""
+    texts = [summary_text(np.asarray(x), summarize) for x in inputs]
+    return np.asarray(format_template(template, placeholder, texts), dtype=object)
+
+
+def write_text(text: Any, *, output_stream: str, end: str) -> None:
+    """``text`` then ``end`` written to ``sys.stderr``/``sys.stdout`` and flushed (what
+    TF's ``PrintV2`` does with the standard streams)."""
+    stream = sys.stdout if output_stream == "stdout" else sys.stderr
+    stream.write(str(text) + end)
+    stream.flush()
+
+
+@kernel("tg.print", sync=True)
+def print_kernel(x: StringHostTensor, chain: Chain, end: Attr[str],
+                 output_stream: Attr[str]) -> Chain:
+    """Kernel ``tg.print``: writes the string scalar ``x`` (:func:`write_text`) after ``chain``."""
+    write_text(x.array.reshape(()).item(), output_stream=output_stream, end=end)
+    return CHAIN
+
+
+KERNELS: tuple[Any, ...] = (print_kernel,)
+"""The chained kernels of this module (registered by ``graph_kernels.register``)."""

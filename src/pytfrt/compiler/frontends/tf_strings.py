@@ -1,0 +1,103 @@
+"""TF's string ops and ``tf.print`` -> the ``strings`` family of the graph dialect.
+
+Keras' ``Hashing`` layer is ``AsString`` then ``StringToHashBucketFast``; ``tf.print`` is
+``StringFormat`` (the message: a template with each tensor summarised as TF prints it) then
+``PrintV2`` (a stateful op the compiled program runs in program order, writing to the same
+stream as TF: ``sys.stderr`` or ``sys.stdout``). Constant operands of ``StringFormat`` are
+formatted at import, so the compiled program formats only run-time tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pytfrt.backends.cpu.strings import as_bytes, format_template, summary_text
+from pytfrt.compiler.frontends.tf_registry import tf_op
+from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr
+
+
+@tf_op("AsString", tg="`as_string`", note="numbers and booleans, TF's printf formats")
+def _as_string(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    fill = attr(node, "fill", "")
+    if len(fill) > 1:
+        raise ConversionError(f"fill must be at most one character, got {fill!r}")
+    return [
+        cx.op(
+            "as_string",
+            ins,
+            precision=attr(node, "precision", -1),
+            scientific=bool(attr(node, "scientific", False)),
+            shortest=bool(attr(node, "shortest", False)),
+            width=attr(node, "width", -1),
+            fill=fill,
+        )
+    ]
+
+
+@tf_op(
+    "StringToHashBucketFast",
+    tg="`string_to_hash_bucket`",
+    note="FarmHash `Fingerprint64` modulo the bucket count, bit for bit (Keras' `Hashing`)",
+)
+def _hash_bucket(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [cx.op("string_to_hash_bucket", ins, num_buckets=attr(node, "num_buckets"))]
+
+
+def _fresh_placeholder(texts: list[str]) -> str:
+    """A placeholder that occurs in none of ``texts``."""
+    mark = "{}"
+    while any(mark in t for t in texts):
+        mark = "{" + mark + "}"
+    return mark
+
+
+def _format(cx: Any, template: str, placeholder: str, summarize: int, ins: list[TV]) -> TV:
+    """``string_format`` of the run-time operands of ``ins``; the constant ones formatted into
+    the template now."""
+    parts = template.split(placeholder)
+    if len(parts) != len(ins) + 1:
+        raise ConversionError(f"the template has {len(parts) - 1} placeholders for {len(ins)} "
+                              "inputs")
+    texts = [None if tv.const is None else summary_text(np.asarray(tv.const), summarize)
+             for tv in ins]
+    mark = _fresh_placeholder(parts + [t for t in texts if t is not None])
+    pieces = [mark if t is None else t for t in texts]
+    new = format_template(template, placeholder, pieces)
+    tensors = [tv for tv, t in zip(ins, texts, strict=True) if t is None]
+    return cx.op("string_format", tensors, template=new, placeholder=mark, summarize=summarize)
+
+
+@tf_op(
+    "StringFormat",
+    tg="`string_format`",
+    note="tensors summarised as TF prints them (`summarize` entries at each end of a "
+    "dimension); constant operands formatted at import",
+)
+def _string_format(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [_format(cx, attr(node, "template"), attr(node, "placeholder"),
+                    attr(node, "summarize", 3), ins)]
+
+
+_STREAMS = ("stderr", "stdout")
+
+
+@tf_op(
+    "PrintV2",
+    tg="`print`",
+    note="`tf.print` to `sys.stderr` or `sys.stdout` (stateful: runs in program order); "
+    "logging and file streams are refused",
+)
+def _print(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    stream = attr(node, "output_stream", "stderr")
+    if stream not in _STREAMS:
+        raise ConversionError(
+            f"output stream {stream!r} is not supported (tf.print to sys.stderr or sys.stdout)"
+        )
+    (x,) = ins
+    if x.const is not None:  # a constant message: a string_format without operands
+        text = as_bytes(np.asarray(x.const).reshape(()).item()).decode("utf-8", "surrogateescape")
+        x = cx.op("string_format", [], template=text, placeholder=_fresh_placeholder([text]))
+    cx.ops("print", [x], 0, output_stream=stream, end=attr(node, "end", "\n"))
+    return []

@@ -1,0 +1,67 @@
+"""Catalogue family: TF's string ops and printing (``strings``).
+
+* ``as_string(x) {precision, scientific, shortest, width, fill}`` -- numbers to strings, as
+  TF's ``AsString``;
+* ``string_to_hash_bucket(x) {num_buckets}`` -- TF's ``StringToHashBucketFast`` (FarmHash's
+  ``Fingerprint64`` modulo ``num_buckets``, i64);
+* ``string_format(inputs*) {template, placeholder, summarize}`` -- TF's ``StringFormat`` (a
+  string scalar);
+* ``print(x) {output_stream, end}`` -- TF's ``PrintV2`` of a string scalar: *stateful* (never
+  removed or reordered; the lowering threads the function's chain through it), no result.
+
+None carries a gradient.  Compute functions: :mod:`pytfrt.backends.cpu.strings`.  Filled at
+import, then read only.
+"""
+
+from __future__ import annotations
+
+from pytfrt.compiler.ops.base import AttrSpec, InferContext, define
+from pytfrt.compiler.types import TType
+
+
+def _as_string(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    if x.dtype == "string":
+        raise ctx.error("the operand must be numbers or booleans, got strings")
+    return [TType("string", x.shape)]
+
+
+def _hash_bucket(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    if x.dtype != "string":
+        raise ctx.error(f"the operand must be strings, got {x.dtype}")
+    if ctx.attrs["num_buckets"] < 1:
+        raise ctx.error(f"num_buckets must be >= 1, got {ctx.attrs['num_buckets']}")
+    return [TType("i64", x.shape)]
+
+
+def _string_format(ctx: InferContext) -> list[TType]:
+    holes = ctx.attrs["template"].count(ctx.attrs["placeholder"])
+    if holes != len(ctx.inputs):
+        raise ctx.error(f"the template has {holes} placeholders for {len(ctx.inputs)} inputs")
+    return [TType("string", ())]
+
+
+def _print(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    if x.dtype != "string" or x.shape not in (None, ()):
+        raise ctx.error(f"the operand must be a string scalar, got {x}")
+    return []
+
+
+define("as_string", ("x",), _as_string, {
+    "precision": AttrSpec("int", -1), "scientific": AttrSpec("bool", False),
+    "shortest": AttrSpec("bool", False), "width": AttrSpec("int", -1),
+    "fill": AttrSpec("str", ""),
+}, family="strings", doc="TF AsString", differentiable=False)
+define("string_to_hash_bucket", ("x",), _hash_bucket, {"num_buckets": AttrSpec("int")},
+       family="strings", doc="TF StringToHashBucketFast", differentiable=False)
+define("string_format", ("inputs*",), _string_format, {
+    "template": AttrSpec("str", "%s"), "placeholder": AttrSpec("str", "%s"),
+    "summarize": AttrSpec("int", 3),
+}, family="strings", doc="TF StringFormat", differentiable=False)
+define("print", ("x",), _print, {
+    "output_stream": AttrSpec("str", "stderr", choices=("stderr", "stdout")),
+    "end": AttrSpec("str", "\n"),
+}, family="strings", doc="TF PrintV2", stateful=True, num_results=0, compute=None,
+       differentiable=False)
