@@ -20,7 +20,7 @@ hypothesis = pytest.importorskip("hypothesis")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from onnx_zoo import max_rel_error, one_node_model, run_ort, run_pytfrt  # noqa: E402
+from onnx_zoo import feeds_of, max_rel_error, one_node_model, run_ort, run_pytfrt  # noqa: E402
 
 SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -395,3 +395,87 @@ def test_tree_ensemble_matches_onnxruntime(case: tuple[Any, np.ndarray]) -> None
     else:
         want = raw
     assert max_rel_error([got], [want.astype(np.float32)]) <= TOL
+
+
+@st.composite
+def _dft(draw: Any) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, np.ndarray]]:
+    rank = draw(st.integers(2, 3))  # signal axes, then the complex axis
+    shape = draw(st.lists(st.integers(1, 6), min_size=rank, max_size=rank))
+    inverse, onesided = draw(st.booleans()), draw(st.booleans())
+    if inverse and onesided:
+        onesided = False  # ONNX Runtime's CPU kernel refuses an inverse one-sided DFT
+    complex_in = inverse or (not onesided and draw(st.booleans()))  # one-sided: real input
+    axis = draw(st.integers(0, rank - 1))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    x = rng.standard_normal((*shape, 2 if complex_in else 1)).astype(np.float32)
+    consts: dict[str, np.ndarray] = {"axis": np.asarray(axis - rank - 1 if draw(st.booleans())
+                                                         else axis, np.int64)}
+    inputs: dict[str, Any] = {"x": x, "n": None, "axis": consts["axis"]}
+    if draw(st.booleans()):
+        inputs["n"] = consts["n"] = np.asarray(draw(st.integers(1, 8)), np.int64)
+    return inputs, {"inverse": int(inverse), "onesided": int(onesided)}, consts
+
+
+@SETTINGS
+@given(_dft())
+def test_dft_matches_onnxruntime(
+        case: tuple[dict[str, np.ndarray], dict[str, Any], dict[str, np.ndarray]]) -> None:
+    """``DFT`` (opset 20): real and complex signals, every signal axis (negative too), forward
+    (one-sided or not) and inverse, with and without ``dft_length`` (cutting or padding)."""
+    inputs, attrs, consts = case
+    model = one_node_model("DFT", inputs, initializers=consts, opset=20, **attrs)
+    _check(model, {"x": inputs["x"]})
+
+
+@st.composite
+def _stft(draw: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], int]:
+    length = draw(st.integers(4, 24))
+    frame = draw(st.integers(2, length))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    sig = rng.standard_normal((2, length, draw(st.sampled_from([1, 2])))).astype(np.float32)
+    consts = {"step": np.asarray(draw(st.integers(1, 4)), np.int64)}
+    inputs: dict[str, Any] = {"sig": sig, "step": consts["step"]}
+    if draw(st.booleans()):
+        inputs["window"] = np.hanning(frame).astype(np.float32)
+    else:
+        inputs["window"] = None
+        inputs["frame"] = consts["frame"] = np.asarray(frame, np.int64)
+    onesided = int(sig.shape[-1] == 1 and draw(st.booleans()))
+    return inputs, consts, onesided
+
+
+@SETTINGS
+@given(_stft())
+def test_stft_matches_onnxruntime(case: tuple[dict[str, np.ndarray], dict[str, np.ndarray], int]
+                                  ) -> None:
+    inputs, consts, onesided = case
+    model = one_node_model("STFT", inputs, initializers=consts, opset=17, onesided=onesided)
+    _check(model, feeds_of(model, inputs))
+
+
+@st.composite
+def _roi_align(draw: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    h, w = draw(st.integers(2, 8)), draw(st.integers(2, 8))
+    x = rng.standard_normal((2, 3, h, w)).astype(np.float32)
+    r = draw(st.integers(1, 4))
+    p1 = rng.uniform(-1, [w, h], (r, 2))
+    p2 = p1 + rng.uniform(0, 4, (r, 2))
+    rois = np.concatenate([p1, p2], axis=1).astype(np.float32)
+    attrs = {"mode": draw(st.sampled_from(["avg", "max"])),
+             "output_height": draw(st.integers(1, 3)), "output_width": draw(st.integers(1, 3)),
+             "sampling_ratio": draw(st.integers(0, 2)),
+             "spatial_scale": draw(st.sampled_from([1.0, 0.5])),
+             "coordinate_transformation_mode": draw(st.sampled_from(["half_pixel",
+                                                                      "output_half_pixel"]))}
+    return {"x": x, "rois": rois, "i": rng.integers(0, 2, r).astype(np.int64)}, attrs
+
+
+@SETTINGS
+@given(_roi_align())
+def test_roi_align_matches_onnxruntime(case: tuple[dict[str, np.ndarray], dict[str, Any]]
+                                       ) -> None:
+    """``RoiAlign`` (opset 16): regions partly outside the image, both modes, adaptive and
+    fixed sampling, both coordinate conventions."""
+    inputs, attrs = case
+    _check(one_node_model("RoiAlign", inputs, opset=16, **attrs), inputs)

@@ -105,6 +105,8 @@ def test_qdq_model_runs_as_int8_and_matches_onnxruntime(qdq_model: tuple[Path, P
     else:
         assert text.count('"tg.qconv2d"') == 4 and '"tg.qmatmul"' in text
         assert '"tg.conv2d"' not in text and '"tg.matmul"' not in text
+        # the head: pool and flatten on the codes, no float tensor before the int8 matmul
+        assert '"tg.qglobal_avg_pool"' in text and '"tg.global_avg_pool"' not in text
     compiled = pytfrt.compile(model)
     x = np.random.default_rng(99).standard_normal((4, 3, 16, 16)).astype(np.float32)
     ref = ort.InferenceSession(str(qpath), providers=["CPUExecutionProvider"]).run(

@@ -457,3 +457,133 @@ def tree_ensemble(x: np.ndarray, *, roots: tuple[int, ...], features: tuple[int,
     elif post_transform != 0:
         raise OpError(f"tree_ensemble: post_transform {post_transform} is not supported")
     return scores.astype(x.dtype)
+
+
+def _complex_signal(x: np.ndarray) -> np.ndarray:
+    """ONNX's signal layout [..., 1] (real) or [..., 2] (real, imaginary) as complex numbers
+    of the input's precision (complex128 for float64, else complex64: NumPy's FFT keeps it,
+    and ONNX's expected values are computed so, rounding noise included)."""
+    if x.shape[-1] not in (1, 2):
+        raise OpError(f"a signal's last axis must be 1 (real) or 2 (complex), got {x.shape}")
+    ctype = np.complex128 if x.dtype == np.float64 else np.complex64
+    z = np.zeros(x.shape[:-1], ctype)
+    z.real = x[..., 0]
+    if x.shape[-1] == 2:
+        z.imag = x[..., 1]
+    return z
+
+
+def _real_pairs(z: np.ndarray) -> np.ndarray:
+    return np.stack([z.real, z.imag], axis=-1)
+
+
+def dft_length(size: int, inverse: bool, onesided: bool) -> int:
+    """``DFT``'s default transform length along an axis of ``size`` (an inverse one-sided
+    transform restores an even-length real signal)."""
+    return 2 * (size - 1) if inverse and onesided else size
+
+
+@GRAPH_OPS.op("dft")
+def dft(x: np.ndarray, *, axis: int, length: int, inverse: bool, onesided: bool) -> np.ndarray:
+    """ONNX ``DFT`` of ``x`` ([..., 1|2], see :func:`_complex_signal`) along ``axis`` (not the
+    last): ``length`` points (-1: :func:`dft_length`; the signal is cut or zero-padded);
+    ``onesided`` forward: the first ``length // 2 + 1`` bins; ``inverse``: normalised by
+    ``1 / length``, and with ``onesided`` a real signal from the one-sided bins ([..., 1])."""
+    if not 0 <= axis < x.ndim - 1:
+        raise OpError(f"dft: axis {axis} is not a signal axis of {x.shape}")
+    sig = _complex_signal(x)
+    n = length if length > 0 else dft_length(x.shape[axis], inverse, onesided)
+    if inverse and onesided:
+        out = np.fft.irfft(sig, n=n, axis=axis)[..., None]
+    elif inverse:
+        out = _real_pairs(np.fft.ifft(sig, n=n, axis=axis))
+    else:
+        z = np.fft.fft(sig, n=n, axis=axis)
+        if onesided:
+            z = np.take(z, np.arange(n // 2 + 1), axis=axis)
+        out = _real_pairs(z)
+    return out.astype(x.dtype)
+
+
+@GRAPH_OPS.op("stft")
+def stft(signal: np.ndarray, *window: np.ndarray, frame_step: int, frame_length: int,
+         onesided: bool) -> np.ndarray:
+    """ONNX ``STFT``: ``signal`` [B, L, 1|2] cut into ``1 + (L - frame_length) // frame_step``
+    frames of ``frame_length`` samples, each multiplied by ``window`` (ones without it) and
+    transformed: [B, frames, bins, 2] (``onesided``: ``frame_length // 2 + 1`` bins)."""
+    sig = _complex_signal(signal)
+    length = sig.shape[1]
+    if frame_step < 1 or not 1 <= frame_length <= length:
+        raise OpError(f"stft: frame_step {frame_step} and frame_length {frame_length} do not "
+                      f"fit a signal of {length} samples")
+    frames = 1 + (length - frame_length) // frame_step
+    idx = np.arange(frames)[:, None] * frame_step + np.arange(frame_length)[None, :]
+    cut = sig[:, idx]
+    if window:
+        w = window[0].reshape(-1)
+        if w.size != frame_length:
+            raise OpError(f"stft: a window of {w.size} for frames of {frame_length}")
+        cut = cut * w.astype(np.float64)
+    z = np.fft.fft(cut, n=frame_length, axis=-1)
+    if onesided:
+        z = z[..., : frame_length // 2 + 1]
+    return _real_pairs(z).astype(signal.dtype)
+
+
+def _roi_axis(v: np.ndarray, size: int) -> tuple[np.ndarray, ...]:
+    """Per sample position along one axis: low and high pixel, their weights, and whether
+    the sample lies within a pixel of the image (RoiAlign's bilinear rule)."""
+    valid = (v >= -1.0) & (v <= size)
+    v = np.maximum(v, 0.0)
+    low = np.floor(v).astype(np.int64)
+    edge = low >= size - 1
+    low = np.where(edge, size - 1, low)
+    high = np.where(edge, size - 1, low + 1)
+    frac = np.where(edge, 0.0, v - low)
+    return low, high, frac, 1.0 - frac, valid
+
+
+@GRAPH_OPS.op("roi_align")
+def roi_align(x: np.ndarray, rois: np.ndarray, batch_indices: np.ndarray, *, mode: str,
+              output_height: int, output_width: int, sampling_ratio: int,
+              spatial_scale: float, half_pixel: bool) -> np.ndarray:
+    """ONNX ``RoiAlign``: for each region ``rois[r]`` ((x1, y1, x2, y2) scaled by
+    ``spatial_scale``) of image ``batch_indices[r]`` of ``x`` [N, C, H, W], an
+    [output_height, output_width] grid of bins, each the average (or the maximum of the
+    weighted corner values, ``mode = "max"``, as ONNX defines it) of a grid of bilinear
+    samples (``sampling_ratio`` per axis, or ``ceil(bin size)`` when 0)."""
+    n_img, c, h, w = x.shape
+    boxes = rois.astype(np.float64).reshape(-1, 4)
+    idx = batch_indices.reshape(-1).astype(np.int64)
+    if idx.size != boxes.shape[0]:
+        raise OpError(f"roi_align: {idx.size} batch indices for {boxes.shape[0]} regions")
+    if idx.size and (idx.min() < 0 or idx.max() >= n_img):
+        raise OpError(f"roi_align: a batch index outside [0, {n_img})")
+    oh, ow = output_height, output_width
+    out = np.zeros((boxes.shape[0], c, oh, ow))
+    off = 0.5 if half_pixel else 0.0
+    xf = x.astype(np.float64)
+    for r, (x1, y1, x2, y2) in enumerate(boxes * spatial_scale - off):
+        rh, rw = y2 - y1, x2 - x1
+        if not half_pixel:
+            rh, rw = max(rh, 1.0), max(rw, 1.0)
+        bh, bw = rh / oh, rw / ow
+        gh = sampling_ratio if sampling_ratio > 0 else int(np.ceil(rh / oh))
+        gw = sampling_ratio if sampling_ratio > 0 else int(np.ceil(rw / ow))
+        if gh <= 0 or gw <= 0:
+            continue
+        ys = (y1 + np.arange(oh)[:, None] * bh + (np.arange(gh)[None, :] + 0.5) * bh / gh)
+        xs = (x1 + np.arange(ow)[:, None] * bw + (np.arange(gw)[None, :] + 0.5) * bw / gw)
+        ylo, yhi, ly, hy, vy = _roi_axis(ys.reshape(-1), h)
+        xlo, xhi, lx, hx, vx = _roi_axis(xs.reshape(-1), w)
+        valid = (vy[:, None] & vx[None, :]).astype(np.float64)
+        img = xf[idx[r]]
+        terms = [img[:, yi[:, None], xi[None, :]] * (wy[:, None] * wx[None, :] * valid)
+                 for yi, wy in ((ylo, hy), (yhi, ly)) for xi, wx in ((xlo, hx), (xhi, lx))]
+        if mode == "avg":
+            val = (terms[0] + terms[1] + terms[2] + terms[3]).reshape(c, oh, gh, ow, gw)
+            out[r] = val.sum(axis=(2, 4)) / max(gh * gw, 1)
+        else:
+            val = np.maximum(np.maximum(terms[0], terms[1]), np.maximum(terms[2], terms[3]))
+            out[r] = val.reshape(c, oh, gh, ow, gw).max(axis=(2, 4))
+    return out.astype(x.dtype)

@@ -19,6 +19,7 @@ from pytfrt.compiler.frontends.onnx_mapping import (
     OnnxGraphImporter,
     Out,
     _axis,
+    _dims,
     _is_float,
     _np_dtype,
     _rank,
@@ -275,6 +276,69 @@ def _tree_ensemble(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
         member_offsets=offsets, leaf_targets=ints("leaf_targetids"),
         leaf_weights=floats("leaf_weights"), n_targets=int(a["n_targets"]),
         aggregate=int(a.get("aggregate_function", 1)), post_transform=post)]
+
+
+@onnx_op("DFT", note="`dft {axis, length, inverse, onesided}` (onnx_more family; "
+         "`dft_length` and `axis` inputs constant or specialised on)")
+def _dft(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    x = ctx.input(node, 0)
+    rank = _rank(ctx, x)
+    if ctx.opset >= 20:
+        axis = int(ctx.const_input(node, 2, "axis").reshape(-1)[0]) if ctx.has(node, 2) else -2
+    else:
+        axis = int(a.get("axis", 1))
+    length = -1
+    if ctx.has(node, 1):
+        length = int(ctx.const_input(node, 1, "dft_length").reshape(-1)[0])
+    return [ctx.op("dft", [x], axis=axis % rank, length=length,
+                   inverse=bool(a.get("inverse", 0)), onesided=bool(a.get("onesided", 0)))]
+
+
+@onnx_op("STFT", note="`stft {frame_step, frame_length, onesided}` (onnx_more family; the "
+         "step and frame length constant or specialised on)")
+def _stft(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    sig = ctx.input(node, 0)
+    step = int(ctx.const_input(node, 1, "frame_step").reshape(-1)[0])
+    operands = [sig]
+    if ctx.has(node, 3):
+        frame_length = int(ctx.const_input(node, 3, "frame_length").reshape(-1)[0])
+    elif ctx.has(node, 2):
+        wdims = _dims(ctx, ctx.input(node, 2))
+        if wdims[0] is None:
+            ctx.unsupported(node, "a window of a length known only at run time", [2])
+        frame_length = int(wdims[0])
+    else:
+        sdims = _dims(ctx, sig)
+        if sdims[1] is None:
+            ctx.unsupported(node, "no window or frame_length, and a dynamic signal length", [0])
+        frame_length = int(sdims[1])
+    if ctx.has(node, 2):
+        operands.append(ctx.input(node, 2))
+    return [ctx.op("stft", operands, frame_step=step, frame_length=frame_length,
+                   onesided=bool(ctx.attrs(node).get("onesided", 1)))]
+
+
+@onnx_op("MelWeightMatrix", note="folded at import by ONNX's reference implementation (its "
+         "operands are specialised on)")
+def _mel_weight_matrix(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    # reached only when an operand is unknown: once all five are known the importer folds
+    # the node before any handler runs
+    ctx.unsupported(node, "operands known only at run time", range(len(node.input)))
+
+
+@onnx_op("RoiAlign", note="`roi_align {mode, output_height, output_width, sampling_ratio, "
+         "spatial_scale, half_pixel}` (onnx_more family)")
+def _roi_align(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    ctm = str(a.get("coordinate_transformation_mode",
+                    "half_pixel" if ctx.opset >= 16 else "output_half_pixel"))
+    return [ctx.op("roi_align", [ctx.input(node, i) for i in range(3)],
+                   mode=str(a.get("mode", "avg")), output_height=int(a.get("output_height", 1)),
+                   output_width=int(a.get("output_width", 1)),
+                   sampling_ratio=int(a.get("sampling_ratio", 0)),
+                   spatial_scale=float(a.get("spatial_scale", 1.0)),
+                   half_pixel=ctm == "half_pixel")]
 
 
 @onnx_op("TensorScatter", note="`tensor_scatter {axis, mode}` (onnx_more family)")

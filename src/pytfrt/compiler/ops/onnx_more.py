@@ -15,6 +15,11 @@ data-dependent result size) or much slower:
   and NCDHW;
 * ``deform_conv(x, w, offset, bias?, mask?) {strides, pads, dilations, group, offset_group,
   has_bias, has_mask}`` -- ONNX ``DeformConv`` on NCHW;
+* ``dft(x) {axis, length, inverse, onesided}``, ``stft(signal, window?) {frame_step,
+  frame_length, onesided}`` -- ONNX ``DFT`` and ``STFT`` (signals as ``[..., 1]`` real or
+  ``[..., 2]`` complex values);
+* ``roi_align(x, rois, batch_indices) {mode, output_height, output_width, sampling_ratio,
+  spatial_scale, half_pixel}`` -- ONNX ``RoiAlign``;
 * ``tree_ensemble(x) {roots, features, modes, splits, ...}`` -- ONNX-ML ``TreeEnsemble``
   (the trees as flat per-node and per-leaf lists; membership sets as ``member_values``
   sliced by ``member_offsets``);
@@ -31,6 +36,7 @@ Compute functions: :mod:`pytfrt.backends.cpu.onnx_kernels`.  Filled at import, t
 
 from __future__ import annotations
 
+from pytfrt.backends.cpu.onnx_kernels import dft_length
 from pytfrt.compiler.ops.base import (
     AttrSpec,
     InferContext,
@@ -106,6 +112,59 @@ def _deform_conv(ctx: InferContext) -> list[TType]:
     oc = w.shape[0] if w.shape else None
     oh, ow = offset.shape[2:] if offset.shape else (None, None)
     return [TType(x.dtype, (n, oc, oh, ow))]
+
+
+def _signal(ctx: InferContext, v: TType, what: str) -> None:
+    if v.dtype not in ("f16", "f32", "f64", "bf16"):
+        raise ctx.error(f"{what} must be floats, got {v.dtype}")
+    if v.shape is not None and v.shape[-1] not in (None, 1, 2):
+        raise ctx.error(f"{what}'s last axis must be 1 (real) or 2 (complex), got {v}")
+
+
+def _dft(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    _signal(ctx, x, "the signal")
+    a = ctx.attrs
+    if x.shape is None:
+        return [TType(x.dtype, None)]
+    if not 0 <= a["axis"] < len(x.shape) - 1:
+        raise ctx.error(f"axis {a['axis']} is not a signal axis of {x}")
+    dims = list(x.shape)
+    size = dims[a["axis"]]
+    n = a["length"] if a["length"] > 0 else (
+        None if size is None else dft_length(size, a["inverse"], a["onesided"]))
+    if a["inverse"] and a["onesided"]:
+        dims[a["axis"]], dims[-1] = n, 1
+    else:
+        dims[a["axis"]] = n // 2 + 1 if (a["onesided"] and n is not None) else n
+        dims[-1] = 2
+    return [TType(x.dtype, tuple(dims))]
+
+
+def _stft(ctx: InferContext) -> list[TType]:
+    sig = ctx.inputs[0]
+    _signal(ctx, sig, "the signal")
+    if sig.rank not in (None, 3):
+        raise ctx.error(f"the signal must be [batch, length, 1 or 2], got {sig}")
+    a = ctx.attrs
+    fl, step = a["frame_length"], a["frame_step"]
+    bins = fl // 2 + 1 if a["onesided"] else fl
+    if sig.shape is None:
+        return [TType(sig.dtype, (None, None, bins, 2))]
+    length = sig.shape[1]
+    frames = None if length is None else 1 + (length - fl) // step
+    return [TType(sig.dtype, (sig.shape[0], frames, bins, 2))]
+
+
+def _roi_align(ctx: InferContext) -> list[TType]:
+    x, rois, idx = ctx.inputs
+    if x.rank not in (None, 4) or rois.rank not in (None, 2):
+        raise ctx.error(f"x must be [N, C, H, W] and rois [R, 4], got {x} and {rois}")
+    if idx.dtype not in INT_DTYPES:
+        raise ctx.error(f"batch_indices must be integers, got {idx.dtype}")
+    r = rois.shape[0] if rois.shape else None
+    c = x.shape[1] if x.shape else None
+    return [TType(x.dtype, (r, c, ctx.attrs["output_height"], ctx.attrs["output_width"]))]
 
 
 def _tree_ensemble(ctx: InferContext) -> list[TType]:
@@ -190,6 +249,18 @@ define("tree_ensemble", ("x",), _tree_ensemble, {
     "leaf_weights": AttrSpec("floats"), "n_targets": AttrSpec("int"),
     "aggregate": AttrSpec("int", 1), "post_transform": AttrSpec("int", 0)},
     family="onnx", doc="ONNX-ML TreeEnsemble", differentiable=False)
+define("dft", ("x",), _dft, {
+    "axis": AttrSpec("int"), "length": AttrSpec("int", -1), "inverse": AttrSpec("bool", False),
+    "onesided": AttrSpec("bool", False)}, family="onnx", doc="ONNX DFT",
+    differentiable=False)
+define("stft", ("signal", "window?"), _stft, {
+    "frame_step": AttrSpec("int"), "frame_length": AttrSpec("int"),
+    "onesided": AttrSpec("bool", True)}, family="onnx", doc="ONNX STFT", differentiable=False)
+define("roi_align", ("x", "rois", "batch_indices"), _roi_align, {
+    "mode": AttrSpec("str", "avg", choices=("avg", "max")), "output_height": AttrSpec("int", 1),
+    "output_width": AttrSpec("int", 1), "sampling_ratio": AttrSpec("int", 0),
+    "spatial_scale": AttrSpec("float", 1.0), "half_pixel": AttrSpec("bool", True)},
+    family="onnx", doc="ONNX RoiAlign", differentiable=False)
 define("string_concat", ("a", "b"), _string_binary, family="onnx", doc="ONNX StringConcat",
        differentiable=False)
 define("regex_full_match", ("x",), _regex, {"pattern": AttrSpec("str")}, family="onnx",
