@@ -579,8 +579,8 @@ class CompiledModel:
                    if s.shape and s.shape[0] is None and getattr(a, "ndim", 0) >= 1]
         if len({n for _, n in batched}) > 1:
             sizes = ", ".join(f"'{name}' has {n}" for name, n in batched)
-            return ModelError(f"{exc} -- the inputs have different batch sizes ({sizes}); "
-                              "every input's first dimension must be the same")
+            return ModelError(f"the inputs have different batch sizes ({sizes}): every "
+                              f"input's first dimension must be the same (the kernel: {exc})")
         return exc
 
     def _call_via_executor(self, args: tuple[Any, ...]) -> Any:

@@ -112,6 +112,10 @@ RULES = [
         [(lambda p: p[2])(_emit("split", 3, axis=1, sizes=[1, 2, 1])(x)),
          (lambda p: p[0] * 3.0)(_emit("split", 3, axis=1, sizes=[1, 2, 1])(x))], axis=1),
      lambda x: jnp.concatenate([x[:, 3:4], x[:, 0:1] * 3.0], axis=1), [_any(3, 4)], (0,)),
+    ("dynamic_slice", lambda x: _tg("dynamic_slice", begin_mask=1, end_mask=1, shrink_mask=4,
+                                    sizes=[-1, 2, 1])(
+        x, np.asarray([0, -3, 1], np.int64), np.asarray([0, 3, 0], np.int64)),
+     lambda x: x[:, 1:3, 1], [_any(3, 4, 2)], (0,)),
     ("identity_n", lambda a, b: (lambda o: o[0] * 2.0 + o[1] * o[1])(
         _emit("identity_n", 2)(a, b)), lambda a, b: a * 2.0 + b * b, [_any(3, 4), _any(3, 4)],
      (0, 1)),

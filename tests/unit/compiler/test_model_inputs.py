@@ -94,7 +94,7 @@ def test_wrong_count_says_how_to_pass_inputs(onnx_rule: CompiledModel) -> None:
 def test_different_batch_sizes_name_the_inputs(onnx_rule: CompiledModel) -> None:
     a = np.zeros((2, 3), np.float32)
     b = np.zeros((3, 3), np.float32)
-    with pytest.raises(ModelError, match=r"the inputs have different batch sizes \('a' has 2, "
+    with pytest.raises(ModelError, match=r"^the inputs have different batch sizes \('a' has 2, "
                                          r"'b' has 3\)"):
         onnx_rule(a, b)
 

@@ -987,3 +987,52 @@ def test_optional_graph_inputs_and_outputs() -> None:
             assert (g is None) == (want is None)
             if want is not None:
                 np.testing.assert_array_equal(g, want)
+
+
+@pytest.mark.parametrize("op, per, attrs", [
+    ("Adagrad", 3, {"decay_factor": 0.1, "epsilon": 1e-5, "norm_coefficient": 0.01}),
+    ("Adam", 4, {"alpha": 0.8, "beta": 0.95, "epsilon": 1e-5, "norm_coefficient": 0.02,
+                 "norm_coefficient_post": 0.03}),
+    ("Momentum", 3, {"alpha": 0.9, "beta": 0.5, "norm_coefficient": 0.01, "mode": "standard"}),
+    ("Momentum", 3, {"alpha": 0.9, "beta": 0.5, "norm_coefficient": 0.01, "mode": "nesterov"}),
+])
+def test_training_optimizers_match_onnx_reference(op: str, per: int, attrs: dict[str, Any]
+                                                  ) -> None:
+    """``ai.onnx.preview.training`` optimizers on two tensor groups, the update count ``T``
+    a run-time input (0, the first step, and later), against ONNX's reference evaluator
+    (ONNX Runtime has no kernels for that domain)."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    from pytfrt import onnx_backend
+
+    rng = np.random.default_rng(per)
+    shapes = [(3, 4), (5,)]
+    names = [f"{k}{i}" for k in "xgvh"[:per] for i in range(2)]
+    outs = [f"{k}{i}_new" for k in ("x", *"vh"[:per - 2]) for i in range(2)]
+    if op == "Adagrad":
+        outs = [f"{k}{i}_new" for k in "xh" for i in range(2)]
+    node = helper.make_node(op, ["r", "t", *names], outs, domain="ai.onnx.preview.training",
+                            **attrs)
+    ins = [helper.make_tensor_value_info("r", TensorProto.FLOAT, []),
+           helper.make_tensor_value_info("t", TensorProto.INT64, [])]
+    ins += [helper.make_tensor_value_info(n, TensorProto.FLOAT, shapes[int(n[-1])])
+            for n in names]
+    graph = helper.make_graph([node], "opt", ins,
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT,
+                                                             shapes[int(o[1])])
+                               for o in outs])
+    model = helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.preview.training", 1)])
+    model.ir_version = 8
+    rep = onnx_backend.prepare(model)
+    ref = ReferenceEvaluator(model)
+    for t in (0, 1, 7):
+        feeds = {"r": np.asarray(0.1, np.float32), "t": np.asarray(t, np.int64)}
+        for n in names:
+            arr = rng.standard_normal(shapes[int(n[-1])]).astype(np.float32)
+            feeds[n] = np.abs(arr) if n[0] == "h" else arr  # squared-gradient states
+        got = rep.run([feeds[i.name] for i in ins])
+        want = ref.run(None, feeds)
+        assert max_rel_error([np.asarray(g) for g in got],
+                             [np.asarray(w, np.float32) for w in want]) < 1e-5, t

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -107,3 +108,63 @@ def test_slice(tf: Any, data: Any) -> None:
         return tf.slice(t, begin, size)
 
     np.testing.assert_array_equal(pytfrt.compile(f)(x), f(x).numpy())
+
+
+def test_run_time_bounds_crop_and_its_gradient(tf: Any) -> None:
+    """``x[:, i : i + 4, j : j + 3]`` with ``i``, ``j`` known only at run time (Keras'
+    ``RandomCrop``): the crop keeps its static size, and its gradient (``StridedSliceGrad``
+    with run-time bounds) matches TF's; a crop running past the edge is refused at run time
+    (TF would return a smaller crop than the compiled program's static shape)."""
+    w = tf.constant(np.random.default_rng(0).standard_normal((4, 3, 2)).astype(np.float32))
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec((None, 6, 6, 2), tf.float32),
+            tf.TensorSpec((), tf.int32),
+            tf.TensorSpec((), tf.int32),
+        ]
+    )
+    def f(x: Any, i: Any, j: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = x[:, i : i + 4, j : j + 3, :]
+            loss = tf.reduce_sum(y * w)
+        return y, tape.gradient(loss, x)
+
+    compiled = pytfrt.compile(f)
+    assert compiled.signature.outputs[0].shape == (None, 4, 3, 2)
+    x = np.random.default_rng(1).standard_normal((3, 6, 6, 2)).astype(np.float32)
+    for i, j in ((0, 0), (2, 3), (1, 2), (-6, -4)):
+        a, b = np.int32(i), np.int32(j)
+        for ours, ref in zip(compiled(x, a, b), f(x, a, b), strict=True):
+            np.testing.assert_array_equal(ours, ref.numpy())
+    with pytest.raises(pytfrt.model.ModelError, match="expects 4"):
+        compiled(x, np.int32(3), np.int32(0))
+
+
+def test_run_time_bounds_of_every_mask(tf: Any) -> None:
+    """Begin and end vectors known only at run time, with begin, end and shrink masks: the
+    sizes are dynamic then, and every bound (negative, past the edge) is TF's."""
+    x = np.arange(5 * 4 * 3, dtype=np.float32).reshape(5, 4, 3)
+    rng = np.random.default_rng(2)
+    for begin_mask, end_mask, shrink in ((0, 0, 0), (1, 4, 0), (0, 2, 1), (6, 1, 4)):
+
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec((None, 4, 3), tf.float32),
+                tf.TensorSpec((3,), tf.int32),
+                tf.TensorSpec((3,), tf.int32),
+            ]
+        )
+        def f(x: Any, b: Any, e: Any, bm: int = begin_mask, em: int = end_mask,
+              sm: int = shrink) -> Any:
+            return tf.strided_slice(x, b, e, begin_mask=bm, end_mask=em, shrink_axis_mask=sm)
+
+        compiled = pytfrt.compile(f)
+        for _ in range(12):
+            b = rng.integers(-6, 6, 3).astype(np.int32)
+            e = rng.integers(-6, 7, 3).astype(np.int32)
+            for axis in range(3):  # a shrunk axis needs an index in range
+                if shrink >> axis & 1:
+                    b[axis] = rng.integers(-x.shape[axis], x.shape[axis])
+            np.testing.assert_array_equal(compiled(x, b, e), f(x, b, e).numpy())

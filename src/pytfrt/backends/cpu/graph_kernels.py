@@ -65,6 +65,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.volume",
     "pytfrt.backends.cpu.image_ops",
     "pytfrt.backends.cpu.strings",
+    "pytfrt.backends.cpu.dynamic_slice",
 )
 """Modules whose ``GRAPH_OPS`` dict (op name -> compute function) make the runtime table."""
 

@@ -342,6 +342,13 @@ def max_pool2d_grad(
                 f"{op}: {name} must have the pooled shape {list(shape)} and dtype {x.dtype}, "
                 f"got {list(getattr(arr, 'shape', ()))} {getattr(arr, 'dtype', None)}"
             )
+    kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, ha, wa = win
+    if ha == 1:  # NHWC: one compiled pass (the same routing)
+        from pytfrt.backends.cpu._pool_bwd import max_pool2d_grad_nhwc
+
+        fast = max_pool2d_grad_nhwc(x, y, dy, (kh, kw, sh, sw, dh, dw, pt, pl))
+        if fast is not None:
+            return fast
     xp = _padded(x, win, _lowest(x.dtype))
     dxp = np.zeros(xp.shape, dtype=x.dtype)
     taken = np.zeros(shape, dtype=bool)
@@ -350,7 +357,6 @@ def max_pool2d_grad(
         hit &= ~taken
         taken |= hit
         dxp[t] += np.where(hit, dy, 0)
-    kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, ha, wa = win
     return np.ascontiguousarray(
         dxp[_index(ha, wa, slice(pt, pt + x.shape[ha]), slice(pl, pl + x.shape[wa]))]
     )

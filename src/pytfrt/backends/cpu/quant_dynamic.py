@@ -10,8 +10,9 @@ scales::
 
 The first product is oneDNN's u8 x s8 matmul with fixed parameters (input scale 1, zero point
 0, the weight scales, float32 result), so one primitive serves every call whatever ``s`` and
-``z``; ``ws * colsum(w)`` is computed at load time.  The bias and the activation (``act``, e.g.
-a transformer's GELU) are one compiled pass over the result
+``z``; ``ws * colsum(w)`` is computed at load time.  After the product is scaled by ``s``, the
+zero point's term (``-s * z * ws * colsum(w)``, one value per column), the bias and the
+activation (``act``, e.g. a transformer's GELU) are one compiled pass over the result
 (:func:`pytfrt.backends.cpu._epilogue.epilogue_2d`).  Without oneDNN (or for a shape it refuses)
 the exact integer product runs in NumPy.  The plan is read-only after load: thread-safe.
 """
@@ -90,15 +91,18 @@ def qmatmul_dynamic(x: np.ndarray, plan: DynamicPlan, *,
     if d is not None and x2.shape[0] > 0 and d.ready(x2.shape):
         y = np.empty((x2.shape[0], n), np.float32)
         d.run(x2, y)
-        y -= np.float32(z) * plan.wsum
         y *= np.float32(s)
+        # the zero point's term joins the bias: one pass over y for it, the bias and act
+        shift = (np.float32(-np.float32(s) * np.float32(z)) * plan.wsum).astype(np.float32)
+        bias = shift if plan.bias is None else shift + plan.bias
     else:
         acc = (x2.astype(np.float64) - float(z)) @ plan.w.astype(np.float64)
         y = (acc * (float(s) * plan.w_scale.astype(np.float64))).astype(np.float32)
-    if plan.bias is not None or plan.act:
+        bias = plan.bias
+    if bias is not None or plan.act:
         from pytfrt.backends.cpu._epilogue import epilogue_2d
 
-        epilogue_2d(y, plan.bias, None, plan.act, plan.alpha)
+        epilogue_2d(y, bias, None, plan.act, plan.alpha)
     return y.reshape(*lead, n)
 
 

@@ -310,8 +310,9 @@ class OnnxGraphImporter:
         if domain == "pytfrt" and node.op_type == "Silu":  # made by onnx_patterns.fuse_silu
             self._bind(node, [self.op("silu", [self.input(node, 0)])])
             return
-        if domain == "ai.onnx.ml" and f"ai.onnx.ml.{node.op_type}" in ONNX_OPS:
-            self._bind(node, ONNX_OPS[f"ai.onnx.ml.{node.op_type}"](self, node))
+        if domain not in ("", "ai.onnx") and f"{domain}.{node.op_type}" in ONNX_OPS:
+            # ai.onnx.ml and ai.onnx.preview.training ops, registered as "<domain>.<op>"
+            self._bind(node, ONNX_OPS[f"{domain}.{node.op_type}"](self, node))
             return
         if domain == "com.microsoft" and node.op_type in MS_OPS:
             self._bind(node, MS_OPS[node.op_type](self, node))
@@ -2013,3 +2014,6 @@ from pytfrt.compiler.frontends import onnx_sequence as _onnx_sequence  # noqa: E
 # StringSplit, StringNormalizer and TfIdfVectorizer (the onnx_text family) register on import,
 # and the ai.onnx.ml ops (as "ai.onnx.ml.<op>").
 from pytfrt.compiler.frontends import onnx_text as _onnx_text  # noqa: E402,F401
+
+# The optimizers of ai.onnx.preview.training (Adagrad, Adam, Momentum) register on import.
+from pytfrt.compiler.frontends import onnx_training as _onnx_training  # noqa: E402,F401

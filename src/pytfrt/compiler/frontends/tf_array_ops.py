@@ -204,13 +204,78 @@ def apply_index(cx: Any, x: TV, index: tuple[Any, ...]) -> TV:
 
 @tf_op(
     "StridedSlice",
-    tg="`slice`, `squeeze`, `expand_dims`",
-    note="constant begin/end/strides; all masks",
+    tg="`slice`, `squeeze`, `expand_dims`; run-time bounds: `dynamic_slice`",
+    note="constant begin/end/strides: all masks; bounds known at run time: unit strides, no "
+    "ellipsis or new axes (an axis whose end is its begin plus a constant keeps a static size)",
 )
 def _strided_slice(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x = ins[0]
+    if ins[1].const is None or ins[2].const is None:
+        return [_dynamic_strided_slice(cx, node, ins)]
     b, e, s = (cx.ints(t, "strided slice bounds") for t in ins[1:])
     return [apply_index(cx, x, strided_slice_index(node, b, e, s))]
+
+
+def _dynamic_masks(cx: Any, node: Any, ins: list[TV], rank: int | None) -> dict[str, int]:
+    """The masks of a strided slice (or its gradient) with run-time bounds, checked to be
+    what ``dynamic_slice`` takes: unit strides, no ellipsis or new axis, a known rank."""
+    strides = cx.ints(ins[3], "strided slice strides")
+    if any(v != 1 for v in strides):
+        raise ConversionError("a strided slice with run-time bounds needs unit strides")
+    if attr(node, "ellipsis_mask", 0) or attr(node, "new_axis_mask", 0):
+        raise ConversionError("a strided slice with run-time bounds cannot have an ellipsis or "
+                              "new axes")
+    if rank is None or len(strides) != rank:
+        raise ConversionError("a strided slice with run-time bounds needs one bound per axis")
+    return {"begin_mask": attr(node, "begin_mask", 0), "end_mask": attr(node, "end_mask", 0),
+            "shrink_mask": attr(node, "shrink_axis_mask", 0)}
+
+
+def _offset_size(cx: Any, node: Any, axis: int) -> int | None:
+    """``k`` when the slice's end along ``axis`` is its begin plus the constant ``k``
+    (``x[:, i : i + k]``: the begin and end vectors packed from scalars)."""
+    graph = cx.lg.by_name if cx.lg is not None else {}
+    begin_pack, end_pack = (graph.get(split_input(node.input[j])[0]) for j in (1, 2))
+    if begin_pack is None or end_pack is None:
+        return None
+    if any(p.op != "Pack" or len(p.input) <= axis for p in (begin_pack, end_pack)):
+        return None
+    begin_ref = begin_pack.input[axis].removesuffix(":0")
+    add = graph.get(split_input(end_pack.input[axis])[0])
+    if add is None or add.op not in ("AddV2", "Add"):
+        return None
+    refs = [r.removesuffix(":0") for r in add.input[:2]]
+    if begin_ref not in refs:
+        return None
+    other = graph.get(split_input(refs[1 - refs.index(begin_ref)])[0])
+    if other is None or other.op != "Const":
+        return None
+    k = np.asarray(attr(other, "value"))
+    return int(k) if k.size == 1 and k.dtype.kind in "iu" else None
+
+
+def _dynamic_strided_slice(cx: Any, node: Any, ins: list[TV]) -> TV:
+    x, begin, end = ins[:3]
+    masks = _dynamic_masks(cx, node, ins, x.rank)
+    assert x.shape is not None
+    b, e = begin.known_vector(), end.known_vector()
+    sizes: list[int] = []
+    for i, d in enumerate(x.shape):
+        known = (None if b is None or masks["begin_mask"] >> i & 1 else b[i],
+                 None if e is None or masks["end_mask"] >> i & 1 else e[i])
+        size: int | None = None
+        if masks["shrink_mask"] >> i & 1:
+            size = 1
+        elif d is not None and (known[0] is not None or masks["begin_mask"] >> i & 1) and (
+            known[1] is not None or masks["end_mask"] >> i & 1
+        ):
+            start = 0 if masks["begin_mask"] >> i & 1 else known[0]
+            stop = d if masks["end_mask"] >> i & 1 else known[1]
+            size = len(range(*slice(start, stop).indices(d)))
+        else:
+            size = _offset_size(cx, node, i)
+        sizes.append(-1 if size is None else size)
+    return cx.op("dynamic_slice", [x, cx.as_i64(begin), cx.as_i64(end)], sizes=sizes, **masks)
 
 
 @tf_op(
@@ -239,15 +304,21 @@ def _slice(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 
 @tf_op(
     "StridedSliceGrad",
-    tg="`reshape`, `pad`",
-    note="constant begin/end/strides, unit strides; sliced axes static",
+    tg="`reshape`, `pad`; run-time bounds: `dynamic_slice_grad`",
+    note="unit strides; constant begin/end/strides: sliced axes static",
 )
 def _strided_slice_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     shape_tv, dy = ins[0], ins[4]
-    b, e, s = (cx.ints(t, "strided slice bounds") for t in ins[1:4])
     dims = shape_tv.known_vector()
     if dims is None:
         raise ConversionError("the input shape's rank must be known")
+    if ins[1].const is None or ins[2].const is None:
+        masks = _dynamic_masks(cx, node, ins, len(dims))
+        hint = [-1 if d is None else int(d) for d in dims]
+        return [cx.op("dynamic_slice_grad",
+                      [dy, cx.as_i64(shape_tv), cx.as_i64(ins[1]), cx.as_i64(ins[2])],
+                      static_shape=hint, **masks)]
+    b, e, s = (cx.ints(t, "strided slice bounds") for t in ins[1:4])
     index = strided_slice_index(node, b, e, s)
     consuming = sum(1 for i in index if i is not None and i is not Ellipsis)
     expanded: list[Any] = []

@@ -29,7 +29,7 @@ OPTIONAL_FAMILIES = ("pytfrt.compiler.ops.grad", "pytfrt.compiler.ops.onnx_extra
                      "pytfrt.compiler.ops.onnx_nd", "pytfrt.compiler.ops.onnx_text",
                      "pytfrt.compiler.ops.quant", "pytfrt.compiler.ops.quant_dynamic",
                      "pytfrt.compiler.ops.volume", "pytfrt.compiler.ops.image",
-                     "pytfrt.compiler.ops.strings")
+                     "pytfrt.compiler.ops.strings", "pytfrt.compiler.ops.dynamic")
 
 for _mod in OPTIONAL_FAMILIES:
     try:

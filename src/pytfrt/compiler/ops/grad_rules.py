@@ -883,3 +883,12 @@ gelu_grad = _expanded(_gelu_grad_ops)
 layer_norm_grad = _expanded(_layer_norm_grad_ops)
 batch_norm_grad = _expanded(_batch_norm_grad_ops)
 cross_entropy = _expanded(_cross_entropy_ops)  # softmax_ and sparse_softmax_cross_entropy
+
+
+def dynamic_slice(c: Ctx, g: Value) -> list[Value | None]:
+    """``g`` written into zeros of ``x``'s shape at the run-time slice."""
+    x, begin, end = c.x
+    masks = {k: c.attrs[k] for k in ("begin_mask", "end_mask", "shrink_mask")}
+    hint = [-1] * x.rank if x.shape is None else [-1 if d is None else int(d) for d in x.shape]
+    gx = c.op("dynamic_slice_grad", g, c.op("shape", x), begin, end, static_shape=hint, **masks)
+    return [gx, None, None]
