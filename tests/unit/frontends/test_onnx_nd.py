@@ -451,3 +451,53 @@ def test_stft_matches_onnxruntime(case: tuple[dict[str, np.ndarray], dict[str, n
     inputs, consts, onesided = case
     model = one_node_model("STFT", inputs, initializers=consts, opset=17, onesided=onesided)
     _check(model, feeds_of(model, inputs))
+
+
+@st.composite
+def _roi_align(draw: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    h, w = draw(st.integers(2, 8)), draw(st.integers(2, 8))
+    x = rng.standard_normal((2, 3, h, w)).astype(np.float32)
+    r = draw(st.integers(1, 4))
+    p1 = rng.uniform(-1, [w, h], (r, 2))
+    p2 = p1 + rng.uniform(0, 4, (r, 2))
+    rois = np.concatenate([p1, p2], axis=1).astype(np.float32)
+    attrs = {"mode": draw(st.sampled_from(["avg", "max"])),
+             "output_height": draw(st.integers(1, 3)), "output_width": draw(st.integers(1, 3)),
+             "sampling_ratio": draw(st.integers(0, 2)),
+             "spatial_scale": draw(st.sampled_from([1.0, 0.5])),
+             "coordinate_transformation_mode": draw(st.sampled_from(["half_pixel",
+                                                                      "output_half_pixel"]))}
+    return {"x": x, "rois": rois, "i": rng.integers(0, 2, r).astype(np.int64)}, attrs
+
+
+@SETTINGS
+@given(_roi_align())
+def test_roi_align_matches_onnxruntime(case: tuple[dict[str, np.ndarray], dict[str, Any]]
+                                       ) -> None:
+    """``RoiAlign`` (opset 16): regions partly outside the image, both modes, adaptive and
+    fixed sampling, both coordinate conventions."""
+    inputs, attrs = case
+    _check(one_node_model("RoiAlign", inputs, opset=16, **attrs), inputs)
+
+
+def test_bad_operands_are_clear_errors() -> None:
+    """Run-time operands the new kernels cannot take end in a ``ModelError`` naming the op
+    and the problem (never a wrong answer or a NumPy traceback)."""
+    from pytfrt.model import ModelError
+
+    f32 = np.float32
+    cases = [
+        ("TensorScatter", {"past": np.zeros((2, 4, 3), f32), "update": np.ones((2, 2, 3), f32),
+                           "w": np.array([0, 3], np.int64)}, {"axis": 1}, 24,
+         "tensor_scatter: rows 3..4 outside a cache of 4"),
+        ("MaxUnpool", {"x": np.ones((1, 1, 2, 2), f32),
+                       "i": np.array([0, 1, 2, 99], np.int64).reshape(1, 1, 2, 2)},
+         {"kernel_shape": [2, 2], "strides": [2, 2]}, 17, "max_unpool: indices out of range"),
+        ("RoiAlign", {"x": np.ones((1, 1, 4, 4), f32), "rois": np.zeros((1, 4), f32),
+                      "i": np.array([3], np.int64)}, {}, 16,
+         "roi_align: a batch index outside"),
+    ]
+    for op, inputs, attrs, opset, message in cases:
+        with pytest.raises(ModelError, match=message):
+            run_pytfrt(one_node_model(op, inputs, opset=opset, **attrs), inputs)

@@ -528,3 +528,62 @@ def stft(signal: np.ndarray, *window: np.ndarray, frame_step: int, frame_length:
     if onesided:
         z = z[..., : frame_length // 2 + 1]
     return _real_pairs(z).astype(signal.dtype)
+
+
+def _roi_axis(v: np.ndarray, size: int) -> tuple[np.ndarray, ...]:
+    """Per sample position along one axis: low and high pixel, their weights, and whether
+    the sample lies within a pixel of the image (RoiAlign's bilinear rule)."""
+    valid = (v >= -1.0) & (v <= size)
+    v = np.maximum(v, 0.0)
+    low = np.floor(v).astype(np.int64)
+    edge = low >= size - 1
+    low = np.where(edge, size - 1, low)
+    high = np.where(edge, size - 1, low + 1)
+    frac = np.where(edge, 0.0, v - low)
+    return low, high, frac, 1.0 - frac, valid
+
+
+@GRAPH_OPS.op("roi_align")
+def roi_align(x: np.ndarray, rois: np.ndarray, batch_indices: np.ndarray, *, mode: str,
+              output_height: int, output_width: int, sampling_ratio: int,
+              spatial_scale: float, half_pixel: bool) -> np.ndarray:
+    """ONNX ``RoiAlign``: for each region ``rois[r]`` ((x1, y1, x2, y2) scaled by
+    ``spatial_scale``) of image ``batch_indices[r]`` of ``x`` [N, C, H, W], an
+    [output_height, output_width] grid of bins, each the average (or the maximum of the
+    weighted corner values, ``mode = "max"``, as ONNX defines it) of a grid of bilinear
+    samples (``sampling_ratio`` per axis, or ``ceil(bin size)`` when 0)."""
+    n_img, c, h, w = x.shape
+    boxes = rois.astype(np.float64).reshape(-1, 4)
+    idx = batch_indices.reshape(-1).astype(np.int64)
+    if idx.size != boxes.shape[0]:
+        raise OpError(f"roi_align: {idx.size} batch indices for {boxes.shape[0]} regions")
+    if idx.size and (idx.min() < 0 or idx.max() >= n_img):
+        raise OpError(f"roi_align: a batch index outside [0, {n_img})")
+    oh, ow = output_height, output_width
+    out = np.zeros((boxes.shape[0], c, oh, ow))
+    off = 0.5 if half_pixel else 0.0
+    xf = x.astype(np.float64)
+    for r, (x1, y1, x2, y2) in enumerate(boxes * spatial_scale - off):
+        rh, rw = y2 - y1, x2 - x1
+        if not half_pixel:
+            rh, rw = max(rh, 1.0), max(rw, 1.0)
+        bh, bw = rh / oh, rw / ow
+        gh = sampling_ratio if sampling_ratio > 0 else int(np.ceil(rh / oh))
+        gw = sampling_ratio if sampling_ratio > 0 else int(np.ceil(rw / ow))
+        if gh <= 0 or gw <= 0:
+            continue
+        ys = (y1 + np.arange(oh)[:, None] * bh + (np.arange(gh)[None, :] + 0.5) * bh / gh)
+        xs = (x1 + np.arange(ow)[:, None] * bw + (np.arange(gw)[None, :] + 0.5) * bw / gw)
+        ylo, yhi, ly, hy, vy = _roi_axis(ys.reshape(-1), h)
+        xlo, xhi, lx, hx, vx = _roi_axis(xs.reshape(-1), w)
+        valid = (vy[:, None] & vx[None, :]).astype(np.float64)
+        img = xf[idx[r]]
+        terms = [img[:, yi[:, None], xi[None, :]] * (wy[:, None] * wx[None, :] * valid)
+                 for yi, wy in ((ylo, hy), (yhi, ly)) for xi, wx in ((xlo, hx), (xhi, lx))]
+        if mode == "avg":
+            val = (terms[0] + terms[1] + terms[2] + terms[3]).reshape(c, oh, gh, ow, gw)
+            out[r] = val.sum(axis=(2, 4)) / max(gh * gw, 1)
+        else:
+            val = np.maximum(np.maximum(terms[0], terms[1]), np.maximum(terms[2], terms[3]))
+            out[r] = val.reshape(c, oh, gh, ow, gw).max(axis=(2, 4))
+    return out.astype(x.dtype)

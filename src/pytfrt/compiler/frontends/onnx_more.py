@@ -327,6 +327,20 @@ def _mel_weight_matrix(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     ctx.unsupported(node, "operands known only at run time", range(len(node.input)))
 
 
+@onnx_op("RoiAlign", note="`roi_align {mode, output_height, output_width, sampling_ratio, "
+         "spatial_scale, half_pixel}` (onnx_more family)")
+def _roi_align(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
+    a = ctx.attrs(node)
+    ctm = str(a.get("coordinate_transformation_mode",
+                    "half_pixel" if ctx.opset >= 16 else "output_half_pixel"))
+    return [ctx.op("roi_align", [ctx.input(node, i) for i in range(3)],
+                   mode=str(a.get("mode", "avg")), output_height=int(a.get("output_height", 1)),
+                   output_width=int(a.get("output_width", 1)),
+                   sampling_ratio=int(a.get("sampling_ratio", 0)),
+                   spatial_scale=float(a.get("spatial_scale", 1.0)),
+                   half_pixel=ctm == "half_pixel")]
+
+
 @onnx_op("TensorScatter", note="`tensor_scatter {axis, mode}` (onnx_more family)")
 def _tensor_scatter(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     a = ctx.attrs(node)

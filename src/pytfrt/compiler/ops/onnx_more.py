@@ -18,6 +18,8 @@ data-dependent result size) or much slower:
 * ``dft(x) {axis, length, inverse, onesided}``, ``stft(signal, window?) {frame_step,
   frame_length, onesided}`` -- ONNX ``DFT`` and ``STFT`` (signals as ``[..., 1]`` real or
   ``[..., 2]`` complex values);
+* ``roi_align(x, rois, batch_indices) {mode, output_height, output_width, sampling_ratio,
+  spatial_scale, half_pixel}`` -- ONNX ``RoiAlign``;
 * ``tree_ensemble(x) {roots, features, modes, splits, ...}`` -- ONNX-ML ``TreeEnsemble``
   (the trees as flat per-node and per-leaf lists; membership sets as ``member_values``
   sliced by ``member_offsets``);
@@ -154,6 +156,17 @@ def _stft(ctx: InferContext) -> list[TType]:
     return [TType(sig.dtype, (sig.shape[0], frames, bins, 2))]
 
 
+def _roi_align(ctx: InferContext) -> list[TType]:
+    x, rois, idx = ctx.inputs
+    if x.rank not in (None, 4) or rois.rank not in (None, 2):
+        raise ctx.error(f"x must be [N, C, H, W] and rois [R, 4], got {x} and {rois}")
+    if idx.dtype not in INT_DTYPES:
+        raise ctx.error(f"batch_indices must be integers, got {idx.dtype}")
+    r = rois.shape[0] if rois.shape else None
+    c = x.shape[1] if x.shape else None
+    return [TType(x.dtype, (r, c, ctx.attrs["output_height"], ctx.attrs["output_width"]))]
+
+
 def _tree_ensemble(ctx: InferContext) -> list[TType]:
     (x,) = ctx.inputs
     if x.dtype not in ("f16", "f32", "f64"):
@@ -243,6 +256,11 @@ define("dft", ("x",), _dft, {
 define("stft", ("signal", "window?"), _stft, {
     "frame_step": AttrSpec("int"), "frame_length": AttrSpec("int"),
     "onesided": AttrSpec("bool", True)}, family="onnx", doc="ONNX STFT", differentiable=False)
+define("roi_align", ("x", "rois", "batch_indices"), _roi_align, {
+    "mode": AttrSpec("str", "avg", choices=("avg", "max")), "output_height": AttrSpec("int", 1),
+    "output_width": AttrSpec("int", 1), "sampling_ratio": AttrSpec("int", 0),
+    "spatial_scale": AttrSpec("float", 1.0), "half_pixel": AttrSpec("bool", True)},
+    family="onnx", doc="ONNX RoiAlign", differentiable=False)
 define("string_concat", ("a", "b"), _string_binary, family="onnx", doc="ONNX StringConcat",
        differentiable=False)
 define("regex_full_match", ("x",), _regex, {"pattern": AttrSpec("str")}, family="onnx",

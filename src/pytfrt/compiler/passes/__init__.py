@@ -13,6 +13,7 @@ from pytfrt.compiler.builder import GraphModule
 from pytfrt.compiler.passes.batch_stats import fuse_batch_stats
 from pytfrt.compiler.passes.batchnorm import fold_batch_norm
 from pytfrt.compiler.passes.buffers import plan_buffers
+from pytfrt.compiler.passes.cse import cse
 from pytfrt.compiler.passes.elementwise import fuse_elementwise
 from pytfrt.compiler.passes.epilogue import fuse_epilogue
 from pytfrt.compiler.passes.fold import constant_fold, dce
@@ -30,6 +31,7 @@ PASSES: dict[str, Pass] = {
     "tg-infer-shapes": infer_shapes,
     "tg-fold-quant": fold_quant,
     "tg-constant-fold": constant_fold,
+    "tg-cse": cse,
     "tg-dce": dce,
     "tg-fold-batch-norm": fold_batch_norm,
     "tg-layout-nhwc": layout_nhwc,
@@ -48,6 +50,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-infer-shapes",
     "tg-fold-quant",
     "tg-constant-fold",
+    "tg-cse",
     "tg-dce",
     "tg-fold-batch-norm",
     "tg-layout-nhwc",
