@@ -67,7 +67,9 @@ CASES: dict[str, Case] = {
     "AdditiveAttention": _c(lambda k: k.layers.AdditiveAttention(), "seq", "seq", as_list=True),
     "AlphaDropout": _c(lambda k: k.layers.AlphaDropout(0.3, seed=1), "vec"),
     "Attention": _c(lambda k: k.layers.Attention(), "seq", "seq", as_list=True),
-    "AugMix": _c(lambda k: k.layers.AugMix(**_I01, seed=1), "rgb"),
+    # two chains of depth one: the same ops (gamma-sampled mixing weights, the augmentations)
+    # in a third of the graph the defaults make
+    "AugMix": _c(lambda k: k.layers.AugMix(**_I01, num_chains=2, chain_depth=1, seed=1), "rgb"),
     "AutoContrast": _c(lambda k: k.layers.AutoContrast(**_I01), "rgb"),
     "Average": _c(lambda k: k.layers.Average(), "vec", "vec", as_list=True),
     "AveragePooling1D": _c(lambda k: k.layers.AveragePooling1D(2), "seq"),
