@@ -107,6 +107,10 @@ SWITCHES: Final[dict[str, Switch]] = {
                "writes an operand fails instead of corrupting the caller's data (a check for "
                "kernel authors; the test suite runs with it on); read when the runtime table "
                "is first built."),
+        Switch("PYTFRT_PROGRESS", "choice", "auto",
+               "Progress bars of the benchmarks (`pytfrt bench`, `benchmarks/`) on standard error: "
+               "`auto` when it is a terminal, `1` always, `0` never.",
+               choices=("auto", "1", "0")),
         Switch("PYTFRT_READONLY_REACHED", "text", None,
                "A directory: with PYTFRT_READONLY_OPERANDS on, each process writes a file there "
                "naming the graph kernels it ran on read-only operands (the test suite's check "

@@ -587,7 +587,9 @@ class CompiledModel:
         """A call of an async ``@main`` (one with control flow) on the BEF executor."""
         arrays = self._checked(args)
         values = [make_available(v) for v in self._resources]
-        values += [make_available(DenseHostTensor(dtype_from_numpy(x.dtype), x)) for x in arrays]
+        from pytfrt.backends.cpu.graph_kernels import to_tensor  # strings: StringHostTensor
+
+        values += [make_available(to_tensor(x)) for x in arrays]
         if self._lock is not None:
             with self._lock:
                 out = self._await(self._main.execute(self._ctx, values))

@@ -35,7 +35,7 @@ REGISTRATION: dict[tuple[str, str], str] = {
         (_TF + "onnx_mapping", _TF + m): "the ONNX op table imports the handler modules, which "
         "register with @onnx_op"
         for m in ("onnx_control", "onnx_recurrent", "onnx_more", "onnx_quant", "onnx_nd",
-                  "onnx_sequence", "onnx_text")
+                  "onnx_sequence", "onnx_text", "onnx_training")
     },
     ("pytfrt.kernel_libraries", "pytfrt.distributed.kernels"): "a built-in kernel library, "
     "named for lazy registration (BUILTIN_LIBRARIES)",

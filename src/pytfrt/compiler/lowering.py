@@ -342,6 +342,12 @@ class _ModuleLowerer:
         if stateful and name != MAIN:
             assert chain is not None
             returns.append(chain)
+        elif stateful and not sync:
+            # @main returns no chain: its results wait for it, so a failed effect (an
+            # assertion in a branch...) fails the call instead of only being reported
+            assert chain is not None
+            returns = [m.kernel("tg.after_chain", [r, chain], [str(from_xdsl(v.type))], [],
+                                UNKNOWN_LOC)[0] for r, v in zip(returns, ret.operands, strict=True)]
         return m.finish(returns)
 
     @staticmethod

@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytfrt import config
+
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "nqueens": (
         "pytfrt.tools.bench_nqueens",
@@ -188,8 +190,8 @@ def progress(message: str, quiet: bool = False) -> None:
 def show_bars() -> bool:
     """Whether :func:`progress_bar` draws: standard error is a terminal, or
     ``PYTFRT_PROGRESS=1`` (``0`` turns the bars off on a terminal too)."""
-    setting = os.environ.get("PYTFRT_PROGRESS", "")
-    return setting == "1" or (setting != "0" and sys.stderr.isatty())
+    setting = config.choice("PYTFRT_PROGRESS")
+    return setting == "1" or (setting == "auto" and sys.stderr.isatty())
 
 
 def progress_bar(items: Any, desc: str, quiet: bool = False, total: int | None = None,

@@ -479,3 +479,25 @@ def test_roi_align_matches_onnxruntime(case: tuple[dict[str, np.ndarray], dict[s
     fixed sampling, both coordinate conventions."""
     inputs, attrs = case
     _check(one_node_model("RoiAlign", inputs, opset=16, **attrs), inputs)
+
+
+def test_bad_operands_are_clear_errors() -> None:
+    """Run-time operands the new kernels cannot take end in a ``ModelError`` naming the op
+    and the problem (never a wrong answer or a NumPy traceback)."""
+    from pytfrt.model import ModelError
+
+    f32 = np.float32
+    cases = [
+        ("TensorScatter", {"past": np.zeros((2, 4, 3), f32), "update": np.ones((2, 2, 3), f32),
+                           "w": np.array([0, 3], np.int64)}, {"axis": 1}, 24,
+         "tensor_scatter: rows 3..4 outside a cache of 4"),
+        ("MaxUnpool", {"x": np.ones((1, 1, 2, 2), f32),
+                       "i": np.array([0, 1, 2, 99], np.int64).reshape(1, 1, 2, 2)},
+         {"kernel_shape": [2, 2], "strides": [2, 2]}, 17, "max_unpool: indices out of range"),
+        ("RoiAlign", {"x": np.ones((1, 1, 4, 4), f32), "rois": np.zeros((1, 4), f32),
+                      "i": np.array([3], np.int64)}, {}, 16,
+         "roi_align: a batch index outside"),
+    ]
+    for op, inputs, attrs, opset, message in cases:
+        with pytest.raises(ModelError, match=message):
+            run_pytfrt(one_node_model(op, inputs, opset=opset, **attrs), inputs)

@@ -154,3 +154,50 @@ def test_print_to_a_logging_stream_is_refused(tf: Any) -> None:
     with pytest.raises(UnsupportedOpError, match="output stream 'log\\(info\\)'") as info:
         pytfrt.compile(f)
     assert info.value.op_type == "PrintV2"
+
+
+def _tf_message(tf: Any, f: Any, *args: Any) -> str:
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        f(*args)
+    return str(info.value.message).split("\n\t [[")[0].rsplit("\n\n", 1)[-1]
+
+
+@pytest.mark.parametrize("summarize", [3, 1, -1])
+def test_asserts_run_and_fail_with_tfs_message(tf: Any, summarize: int) -> None:
+    """``tf.debugging.Assert`` checked at run time (also inside the guard ``cond`` TF wraps
+    around it): a true condition passes, a false one fails the call with TF's message."""
+
+    @tf.function(input_signature=[tf.TensorSpec((None, None, 2), tf.float32),
+                                  tf.TensorSpec((2,), tf.string)])
+    def f(x: Any, s: Any) -> Any:
+        tf.debugging.Assert(tf.reduce_all(x > 0), ["x:", x, s, x > 1], summarize=summarize)
+        return x * 2.0
+
+    compiled = pytfrt.compile(f)
+    s = np.array([b"a", b"b'"], dtype=object)
+    good = np.ones((2, 3, 2), np.float32)
+    np.testing.assert_array_equal(compiled(good, s), good * 2.0)
+    for bad in (np.full((1, 1, 2), -1.0, np.float32),
+                np.arange(-6.0, 6.0, dtype=np.float32).reshape(2, 3, 2),
+                np.arange(-3.0, 3.0, dtype=np.float32).reshape(1, 3, 2) / 7):
+        expected = _tf_message(tf, f, bad, s)
+        assert expected.startswith("assertion failed: [x:]")
+        with pytest.raises(pytfrt.model.ModelError) as info:
+            compiled(bad, s)
+        assert expected in str(info.value)
+
+
+def test_assert_positive_compiles(tf: Any) -> None:
+    @tf.function(input_signature=[tf.TensorSpec((3,), tf.float32)])
+    def checked(x: Any) -> Any:
+        tf.debugging.assert_positive(x, message="x must be positive")
+        return x + 1.0
+
+    compiled = pytfrt.compile(checked)
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(compiled(x), checked(x).numpy())
+    bad = np.array([1.0, -2.0, 3.0], np.float32)
+    expected = _tf_message(tf, checked, bad)
+    with pytest.raises(pytfrt.model.ModelError) as info:
+        compiled(bad)
+    assert "x must be positive" in expected and expected in str(info.value)

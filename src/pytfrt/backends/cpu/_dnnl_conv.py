@@ -366,16 +366,20 @@ _Part = tuple[
 """``(src NCHW dims, dst NCHW dims, pads t/b/l/r, src byte offset, dst byte offset, output
 channels [c0, c1) of a channel part or None)``."""
 
-PARALLEL_MIN_MACS = 500_000
+PARALLEL_MIN_MACS = 125_000
 """Fewest multiply-adds for which a convolution is split into parts run in parallel.  The
-mobile nets' convolutions are mostly 0.5-4M multiply-adds (30-200 us each on one core):
+mobile nets' convolutions are mostly 0.1-4M multiply-adds (10-200 us each on one core):
 splitting them too (this was 4M) measured MobileNetV3-small at batch 1 3.00 -> 2.67 ms and
-EfficientNet-B0 13.0 -> 11.5 ms (medians of 100 / 40 interleaved calls, the benchmark at
-real-time priority on the shared machine); 250k gained nothing more on EfficientNet (11.3)."""
+EfficientNet-B0 13.0 -> 11.5 ms with 500k (medians of 100 / 40 interleaved calls, the
+benchmark at real-time priority on the shared machine); later runs, 500k / 250k / 125k:
+MobileNetV3-small 2.03 / 1.98 / 1.91 ms (2.12 / 1.92 at 500k / 250k in another run),
+EfficientNet-B0 8.94 / 9.08 / 8.85 (within the noise).  Below ~250k a part gains less than
+the fork-join costs (~4 us), but splitting every convolution keeps each output-row band on
+the core that wrote it for the next one."""
 PARTS_PER_THREAD = 1
 """Parts per thread of a split convolution (batch items or output-row bands); measured on
 ResNet-50 b1 on a quiet machine: 1 part per thread 26.5-27.9 ms, 2: 31.3, 3: 30.4, 8: 34.1."""
-PART_MIN_MACS = 250_000
+PART_MIN_MACS = 60_000
 """Fewest multiply-adds per part."""
 CHANNEL_SPLIT_MAX_PIXELS = 64
 """At batch 1, a convolution with at most this many output pixels (ResNet-50's 7x7 stage) is

@@ -124,6 +124,13 @@ def to_index(x: DenseHostTensor) -> int:
     return int(x.array.reshape(()))
 
 
+@kernel("tg.after_chain", sync=True)
+def after_chain(value: Any, chain: Chain) -> Any:
+    """``value`` once ``chain`` is done (an error if the chain is one: the effects before a
+    call's results, such as an assertion, fail the call)."""
+    return value
+
+
 @kernel("tg.new_chain", sync=True)
 def new_chain() -> Chain:
     """A fresh chain."""
@@ -132,7 +139,7 @@ def new_chain() -> Chain:
 
 KERNELS: tuple[Any, ...] = (create_variable, read_variable, assign_variable,
                             assign_add_variable, assign_sub_variable, to_pred, to_index,
-                            new_chain)
+                            new_chain, after_chain)
 """The kernels of this module (registered by ``graph_kernels.register``)."""
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
 from pytfrt.host.async_value import CHAIN, Chain
-from pytfrt.host.registry import Attr, kernel
+from pytfrt.host.registry import Attr, KernelError, kernel
 from pytfrt.tensor.string_host_tensor import StringHostTensor
 
 GRAPH_OPS = OpTable()
@@ -258,10 +258,11 @@ _FLUSHED = {np.dtype(np.float32): float(np.finfo(np.float32).tiny),
 """The smallest normal number of the types whose denormals TF prints as zero."""
 
 
-def element_text(v: Any, dtype: np.dtype[Any]) -> str:
-    """One element as TF's ``print_v2`` formats it (``PrintOneElement``)."""
+def element_text(v: Any, dtype: np.dtype[Any], quoted: bool = True) -> str:
+    """One element as TF formats it (``PrintOneElement``; strings quoted in print_v2 mode)."""
     if dtype.kind == "O":
-        return '"' + _c_escape(as_bytes(v)) + '"'
+        text = _c_escape(as_bytes(v))
+        return '"' + text + '"' if quoted else text
     if dtype.kind == "b":
         return "1" if v else "0"
     if dtype.kind == "f":
@@ -355,3 +356,59 @@ def print_kernel(x: StringHostTensor, chain: Chain, end: Attr[str],
 
 KERNELS: tuple[Any, ...] = (print_kernel,)
 """The chained kernels of this module (registered by ``graph_kernels.register``)."""
+
+
+def assert_summary_text(x: np.ndarray, limit: int) -> str:
+    """``x`` as TF's ``Assert`` writes a data tensor (``Tensor::SummarizeValue`` in the old
+    mode): the first ``limit`` elements in row order (``limit < 0``: all), nested brackets
+    without spaces between rows, strings unquoted, ``...`` where elements were left out."""
+    n = x.size
+    limit = n if limit < 0 else min(limit, n)
+    if limit == 0 and x.dtype == np.bool_:
+        return ""  # TF's boolean summary shows nothing at all then
+    flat = x.reshape(-1)
+    texts = [element_text(flat[i], x.dtype, quoted=False) for i in range(limit)]
+    if x.ndim == 0:
+        return " ".join(texts) + ("..." if n > limit else "")
+    out: list[str] = []
+    taken = 0
+
+    def dim(d: int) -> None:
+        nonlocal taken
+        if taken >= limit:
+            return
+        if d == x.ndim - 1:
+            for i in range(x.shape[d]):
+                if taken >= limit:
+                    if d:
+                        out.append("...")
+                    return
+                out.append((" " if i else "") + texts[taken])
+                taken += 1
+            return
+        for _ in range(x.shape[d]):
+            opened = taken < limit
+            if opened:
+                out.append("[")
+            dim(d + 1)
+            if opened:
+                out.append("]")
+
+    dim(0)
+    return "".join(out) + ("..." if n > limit else "")
+
+
+@kernel("tg.assert", sync=True)
+def assert_kernel(placeholder: Attr[str], summarize: Attr[int], template: Attr[str],
+                  *args: Any) -> Chain:
+    """Kernel ``tg.assert``: operands ``cond, data..., chain``; raises TF's message
+    (``assertion failed: [data] ...``, :func:`assert_summary_text`) unless every element of
+    ``cond`` is true."""
+    cond, *data, _chain = args
+    if not bool(np.all(cond.array)):
+        texts = [assert_summary_text(np.asarray(d.array), summarize) for d in data]
+        raise KernelError(format_template(template, placeholder, texts))
+    return CHAIN
+
+
+KERNELS = (*KERNELS, assert_kernel)

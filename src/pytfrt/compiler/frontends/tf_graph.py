@@ -50,7 +50,7 @@ generator or resource lifetime): dropped like any pure op when nothing uses them
 stateful op (``PrintV2``, ``Assert``, ``ResourceScatterAdd``, summaries, file writes...) is
 translated even when nothing depends on it, so it either runs or the import fails naming it."""
 
-OUTPUT_OPS = frozenset({"PrintV2"})
+OUTPUT_OPS = frozenset({"PrintV2", "Assert"})
 """Stateful ops whose only effect is output: they keep their order but, unlike variable writes,
 do not make the import keep the variables as variables (they stay frozen weights)."""
 
@@ -569,16 +569,3 @@ def _placeholder(cx: FunctionContext, node: Any, ins: list[TV]) -> list[TV]:
     raise ConversionError("placeholder not bound to an input")
 
 
-@tf_op(
-    "Assert",
-    tg="(none)",
-    note="a condition known true at import time; a run-time condition is refused",
-    family="tf_graph",
-)
-def _assert(cx: FunctionContext, node: Any, ins: list[TV]) -> list[TV]:
-    cond = ins[0]
-    if cond.const is not None and bool(np.all(cond.const)):
-        return []
-    if cond.const is not None:
-        raise ConversionError("the assertion is false at import time")
-    raise ConversionError("an assertion checked at run time is not supported (it would be dropped)")

@@ -4,7 +4,9 @@ Keras' ``Hashing`` layer is ``AsString`` then ``StringToHashBucketFast``; ``tf.p
 ``StringFormat`` (the message: a template with each tensor summarised as TF prints it) then
 ``PrintV2`` (a stateful op the compiled program runs in program order, writing to the same
 stream as TF: ``sys.stderr`` or ``sys.stdout``). Constant operands of ``StringFormat`` are
-formatted at import, so the compiled program formats only run-time tensors.
+formatted at import, so the compiled program formats only run-time tensors. ``Assert``
+(``tf.debugging``'s checks) runs too: a stateful ``assert`` that fails the call with TF's
+``assertion failed: [...]`` message.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.backends.cpu.strings import as_bytes, format_template, summary_text
+from pytfrt.backends.cpu.strings import (
+    as_bytes,
+    assert_summary_text,
+    format_template,
+    summary_text,
+)
 from pytfrt.compiler.frontends.tf_registry import tf_op
 from pytfrt.compiler.frontends.tf_values import TV, ConversionError, attr
 
@@ -100,4 +107,25 @@ def _print(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
         text = as_bytes(np.asarray(x.const).reshape(()).item()).decode("utf-8", "surrogateescape")
         x = cx.op("string_format", [], template=text, placeholder=_fresh_placeholder([text]))
     cx.ops("print", [x], 0, output_stream=stream, end=attr(node, "end", "\n"))
+    return []
+
+
+@tf_op(
+    "Assert",
+    tg="(none) when true at import; else `assert`",
+    note="a run-time condition (or a constant false one, in the branch `tf.debugging` guards "
+    "it with) checked by the program, failing with TF's message",
+)
+def _assert(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    cond, data = ins[0], ins[1:]
+    if cond.const is not None and bool(np.all(cond.const)):
+        return []
+    summarize = attr(node, "summarize", 3)
+    texts = [None if tv.const is None else assert_summary_text(np.asarray(tv.const), summarize)
+             for tv in data]
+    mark = _fresh_placeholder(["assertion failed: "] + [t for t in texts if t is not None])
+    template = "assertion failed: " + " ".join(f"[{mark if t is None else t}]" for t in texts)
+    tensors = [tv for tv, t in zip(data, texts, strict=True) if t is None]
+    cx.ops("assert", [cond, *tensors], 0, summarize=summarize, template=template,
+           placeholder=mark)
     return []

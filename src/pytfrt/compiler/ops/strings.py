@@ -7,7 +7,10 @@
 * ``string_format(inputs*) {template, placeholder, summarize}`` -- TF's ``StringFormat`` (a
   string scalar);
 * ``print(x) {output_stream, end}`` -- TF's ``PrintV2`` of a string scalar: *stateful* (never
-  removed or reordered; the lowering threads the function's chain through it), no result.
+  removed or reordered; the lowering threads the function's chain through it), no result;
+* ``assert(cond, data*) {summarize, template, placeholder}`` -- TF's ``Assert``: stateful
+  like ``print``; fails the call with ``template`` (the data tensors summarised into its
+  placeholders) unless every element of ``cond`` is true.
 
 None carries a gradient.  Compute functions: :mod:`pytfrt.backends.cpu.strings`.  Filled at
 import, then read only.
@@ -64,4 +67,18 @@ define("print", ("x",), _print, {
     "output_stream": AttrSpec("str", "stderr", choices=("stderr", "stdout")),
     "end": AttrSpec("str", "\n"),
 }, family="strings", doc="TF PrintV2", stateful=True, num_results=0, compute=None,
+       differentiable=False)
+
+
+def _assert(ctx: InferContext) -> list[TType]:
+    cond = ctx.inputs[0]
+    if cond.dtype != "i1":
+        raise ctx.error(f"the condition must be boolean, got {cond.dtype}")
+    return []
+
+
+define("assert", ("cond", "data*"), _assert, {
+    "summarize": AttrSpec("int", 3), "template": AttrSpec("str"),
+    "placeholder": AttrSpec("str", "{}"),
+}, family="strings", doc="TF Assert", stateful=True, num_results=0, compute=None,
        differentiable=False)

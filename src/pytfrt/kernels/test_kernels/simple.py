@@ -213,10 +213,13 @@ def print_debug_info(frame: KernelFrame) -> Chain:
 
 
 @kernel("tfrt_test.test_cost")
-def test_cost(attrs: RemainingAttrs, *args: Any) -> int:
-    """Prints ``id: <id>`` and returns 0, whatever its operands (``_tfrt_cost`` only feeds the
-    stream analysis)."""
+def test_cost(attrs: RemainingAttrs, *args: Any) -> Any:
+    """Prints ``id: <id>`` (``_tfrt_cost`` only feeds the stream analysis).  Returns 0 (the
+    i32 result of TFRT's main-branch form, over any operands), or a chain when every operand
+    is a chain (the earlier form: chains in, a chain out)."""
     print_line(f"id: {attrs[-1]}")
+    if args and all(isinstance(a, Chain) for a in args):
+        return CHAIN
     return 0
 
 

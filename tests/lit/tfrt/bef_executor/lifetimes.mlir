@@ -1,5 +1,5 @@
 // RUN: bef_executor_lite %s.bef | FileCheck %s --dump-input=fail
-// RUN: env PYTFRT_TFRT_REVISION=de22adc4 tfrt_translate -mlir-to-bef %s -o %t.bef && env PYTFRT_TFRT_REVISION=de22adc4 bef_executor_lite %t.bef | FileCheck %s --check-prefix=OLD
+// RUN: env PYTFRT_TFRT_REVISION=de22adc4 tfrt_translate -mlir-to-bef %s -o %t.de22adc4.bef && env PYTFRT_TFRT_REVISION=de22adc4 bef_executor_lite %t.de22adc4.bef | FileCheck %s --check-prefix=OLD
 
 // Reconstruction of TFRT's mlir_tests/bef_executor/lifetimes.mlir: the
 // exact construction / move / destruction order of `vt.value`s, which depends on stream analysis
