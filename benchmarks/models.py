@@ -761,6 +761,7 @@ def run(args: argparse.Namespace) -> int:
         if zm is None:
             zm = zoo.export(args.memory_model, args.zoo_dir, small=args.small, with_torch=False)
         record["memory"] = _memory(zm, args.zoo_dir, args.memory, args.quiet)
+        record["memory_model"] = zm.name
     _print(record)
     out = Path(args.out)
     write_json(out / f"{args.name}.json", record)
