@@ -413,13 +413,16 @@ def memory_child(
     dims = tuple(int(d) for d in shape.split("x"))
     warm = pytfrt.compile(warm_path)
     warm_dims = (1, *(int(d or 1) for d in warm.signature.inputs[0].shape[1:]))
-    warm(**{input_name: np.zeros(warm_dims, np.float32)})
+    dtype = np.dtype(warm.signature.inputs[0].dtype)  # token ids for the language models
+    warm(**{input_name: np.zeros(warm_dims, dtype)})
     del warm
     gc.collect()
     base = _rss_bytes()
     model = pytfrt.compile(path)
     compiled = _rss_bytes()
-    x = np.random.default_rng(0).standard_normal(dims, dtype=np.float32)
+    rng = np.random.default_rng(0)
+    x = (rng.integers(0, 100, dims).astype(dtype) if dtype.kind in "iu"
+         else rng.standard_normal(dims).astype(dtype))
     samples = []
     peak = compiled
     for i in range(calls):
@@ -758,6 +761,7 @@ def run(args: argparse.Namespace) -> int:
         if zm is None:
             zm = zoo.export(args.memory_model, args.zoo_dir, small=args.small, with_torch=False)
         record["memory"] = _memory(zm, args.zoo_dir, args.memory, args.quiet)
+        record["memory_model"] = zm.name
     _print(record)
     out = Path(args.out)
     write_json(out / f"{args.name}.json", record)

@@ -20,8 +20,11 @@ reordered once into the blocked format its primitive prefers, and the parts run 
 post-ops, so the result is written once.
 
 Per row count ``M`` (a sequence length, a batch) primitives are made on first use; the packed
-columns are shared by every ``M`` whose primitive asks for the same format.  Thread-safe: any
-number of threads may call :meth:`PackedMatMul.run`.
+columns are shared by every ``M`` whose primitive asks for the same format (the column parts
+are fixed per weight).  :meth:`PackedMatMul.release_weight` drops the reference to the user's
+weight once its columns are packed (later formats are reordered from the packed copies) and
+:meth:`PackedMatMul.weight` rebuilds it.  Thread-safe: any number of threads may call
+:meth:`PackedMatMul.run`.
 """
 
 from __future__ import annotations
@@ -68,24 +71,14 @@ class PackedMatMul(_Runner):
         self._bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
         self._eltwise = eltwise
         self.residual = residual
+        self._cols = column_parts(self.k, self.n)
         self._packed: list[dc._Prim] = []
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, dc._destroy, self._prims, self._packed)
 
-    def _columns(self) -> list[tuple[int, int]]:
-        """The column parts ``[c0, c1)``: as many as threads, fewer for a small weight
-        (:data:`PART_MIN_WEIGHTS` each at least); the same for every row count, so the packed
-        columns serve them all."""
-        k, n = self.k, self.n
-        parts = max(1, min(_parallel.num_threads(), (k * n) // PART_MIN_WEIGHTS,
-                           -(-n // _COLUMN_ALIGN)))
-        width = -(-n // parts)
-        width = -(-width // _COLUMN_ALIGN) * _COLUMN_ALIGN
-        return [(c0, min(n, c0 + width)) for c0 in range(0, n, width)]
-
     def _make(self, shape: tuple[int, ...], made: list[dc._Prim]) -> None:
-        """One primitive per column part (:meth:`_columns`)."""
-        for c0, c1 in self._columns():
+        """One primitive per column part (:func:`column_parts`, fixed per weight)."""
+        for c0, c1 in self._cols:
             p = dc._Prim(self._lib)
             made.append(p)
             p.dst_off = 4 * c0
@@ -183,7 +176,7 @@ class PackedMatMul(_Runner):
         temp = dc._Prim(lib)
         try:
             with self._lock:
-                for c0, c1 in self._columns():
+                for c0, c1 in self._cols:
                     h = next(h for h in self._packed if h.channels == (c0, c1))
                     md = temp.own("dnnl_memory_desc_destroy", self._user_md(c0, c1, view.strides))
                     addr = view.ctypes.data + c0 * view.strides[1]
@@ -219,6 +212,17 @@ class PackedMatMul(_Runner):
     def _run(self, p: dc._Prim, xa: int, ya: int, ra: int = 0) -> None:
         """One part on the calling thread (as the convolutions' parts)."""
         dc.run_part(self._lib, p, self._lock, xa, ya, ra)
+
+
+def column_parts(k: int, n: int) -> list[tuple[int, int]]:
+    """The column parts ``[c0, c1)`` of a ``[k, n]`` weight: as many as threads, fewer for a
+    small weight (:data:`PART_MIN_WEIGHTS` each at least), starting at multiples of 64
+    columns; a runner keeps them for every row count, so its packed columns serve them all."""
+    parts = max(1, min(_parallel.num_threads(), (k * n) // PART_MIN_WEIGHTS,
+                       -(-n // _COLUMN_ALIGN)))
+    width = -(-n // parts)
+    width = -(-width // _COLUMN_ALIGN) * _COLUMN_ALIGN
+    return [(c0, min(n, c0 + width)) for c0 in range(0, n, width)]
 
 
 def make(w: np.ndarray, bias: np.ndarray | None, activation: str, alpha: float,

@@ -318,6 +318,8 @@ class OnnxGraphImporter:
             self._bind(node, MS_OPS[node.op_type](self, node))
             return
         if domain not in ("", "ai.onnx"):
+            if self._expand(node):  # an op of a known domain defined as a function
+                return
             self.unsupported(node, f"custom domain {domain!r}")
         present = [n for n in node.input if n]
         if (
@@ -362,14 +364,17 @@ class OnnxGraphImporter:
         from onnx import helper
         from onnx.backend.test.case.node import function_expand_helper
 
+        domain = node.domain or ""
+        level = self.opset if domain in ("", "ai.onnx") else next(
+            (int(o.version) for o in self.model.opset_import if o.domain == domain), 1)
         try:
-            schema = onnx.defs.get_schema(node.op_type, self.opset, node.domain or "")
+            schema = onnx.defs.get_schema(node.op_type, level, domain)
         except onnx.defs.SchemaError:
             return False
         sch: Any = schema  # (the stubs lack the function accessors)
-        plain = [v for v in sch.function_opset_versions if v <= self.opset]
+        plain = [v for v in sch.function_opset_versions if v <= level]
         dependent = [v for v in sch.context_dependent_function_opset_versions
-                     if v <= self.opset]
+                     if v <= level]
         if not plain and not dependent:
             return False
         version = max(plain + dependent)

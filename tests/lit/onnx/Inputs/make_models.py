@@ -5,7 +5,8 @@
 * ``conv.onnx``: ``x[batch, 3, 8, 8]`` -> Conv 3x3 (pads 1, bias) -> Relu -> MaxPool 2x2 ->
   GlobalAveragePool -> Flatten -> Gemm (weights from a fixed seed);
 * ``einsum.onnx``: one ``Einsum`` node (an ONNX family op);
-* ``det.onnx``: one ``Det`` node (not supported by the front end).
+* ``det.onnx``: one ``RandomUniformLike`` node (not supported by the front end: no random
+  generator matching another runtime's).
 """
 
 import sys
@@ -73,11 +74,9 @@ def main(out: Path) -> None:
         out / "einsum.onnx",
     )
     save(
-        [helper.make_node("MaxUnpool", ["a", "i"], ["y"], kernel_shape=[2, 2],
-                          name="max_unpool")],
-        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 1, 2, 2]),
-         helper.make_tensor_value_info("i", TensorProto.INT64, [1, 1, 2, 2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [helper.make_node("RandomUniformLike", ["a"], ["y"], name="random")],
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 1, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])],
         {},
         out / "det.onnx",
     )
