@@ -929,13 +929,17 @@ def map_btf(buf: Any, label: str = WEIGHTS_FILE) -> list[np.ndarray]:
             raise bad(f"tensor {i} header out of range")
         dims = struct.unpack_from(f"<{rank}Q", buf, off + 16)
         pos = off + 16 + 8 * rank
-        dtype = np.dtype(BTF_DTYPES[code].np_dtype).newbyteorder("<")
+        native = np.dtype(BTF_DTYPES[code].np_dtype)
+        dtype = native.newbyteorder("<")
         n = 1
         for dim in dims:
             n *= dim  # Python ints: no overflow
         if pos + n * dtype.itemsize > size:
             raise bad(f"tensor {i} data out of range")
         arr = np.frombuffer(buf, dtype, n, pos).reshape(dims)
+        # NumPy's own dtype object, not the little-endian copy ``newbyteorder`` made (kernels'
+        # fast paths test ``a.dtype is float32``): a view on little-endian machines, no copy.
+        arr = arr.view(native) if dtype == native else arr.astype(native)
         if pos % dtype.itemsize:
             arr = arr.copy()
         out.append(arr)

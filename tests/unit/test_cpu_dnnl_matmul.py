@@ -158,6 +158,13 @@ def test_compiled_model_keeps_one_copy_of_a_large_weight(tmp_path):
         if not shared:
             rebuilt = np.asarray(prepared[0])  # the compiler may store it transposed
             assert np.array_equal(rebuilt, w if rebuilt.shape == w.shape else w.T)
+            # saved and reloaded: the same bits (the loaded weights carry NumPy's own dtype
+            # objects, so the packed path is taken again, not the general one)
+            model.save(tmp_path / "saved")
+            loaded = pytfrt.load(tmp_path / "saved")
+            assert all(np.asarray(a).dtype is np.dtype(np.float32) for a in loaded._weights)
+            x = rng.standard_normal((1, 5, k)).astype(np.float32)
+            np.testing.assert_array_equal(loaded(x=x), model(x=x))
             model.save(tmp_path / "saved")
             again = pytfrt.load(tmp_path / "saved")
             x = rng.standard_normal((1, 5, k)).astype(np.float32)

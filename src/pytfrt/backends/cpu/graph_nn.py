@@ -214,7 +214,7 @@ def _packed_dense(ww: np.ndarray, bias: np.ndarray | None, activation: str, alph
 
     def dense(a: np.ndarray, b: np.ndarray, *extra: np.ndarray,
               out: np.ndarray | None = None) -> np.ndarray:
-        if (isinstance(a, np.ndarray) and a.dtype is f32 and a.ndim >= 1 and a.shape[-1] == k
+        if (isinstance(a, np.ndarray) and a.dtype == f32 and a.ndim >= 1 and a.shape[-1] == k
                 and len(extra) == n_extra):
             m = a.size // k
             shape = (*a.shape[:-1], n)
@@ -222,13 +222,13 @@ def _packed_dense(ww: np.ndarray, bias: np.ndarray | None, activation: str, alph
             if whole:
                 a = np.ascontiguousarray(a)
                 if res is not None and (res.shape != shape or not res.flags.c_contiguous
-                                        or res.dtype is not f32):
+                                        or res.dtype != f32):
                     try:
                         res = np.ascontiguousarray(np.broadcast_to(res, shape), f32)
                     except ValueError:
                         res = None  # not broadcastable: the general path's error
             if (m >= min_rows and a.flags.c_contiguous and (not residual or (
-                    res is not None and res.shape == shape and res.dtype is f32
+                    res is not None and res.shape == shape and res.dtype == f32
                     and res.flags.c_contiguous)) and runner.ready((m, k))):
                 y = out if (out is not None and out.shape == shape
                             and out.flags.c_contiguous) else np.empty(shape, f32)
