@@ -20,11 +20,9 @@ spinning thread pool and once with ``session.intra_op.allow_spinning = 0``.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,12 +33,12 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import models_int8  # noqa: E402  (benchmarks/models_int8.py: the timing loop, cosine)
 import zoo  # noqa: E402  (benchmarks/zoo.py; the name 'benchmarks' is taken by xDSL)
 
 from pytfrt.tools.bench import (  # noqa: E402
     format_table,
     machine_info,
-    progress_bar,
     pyplot,
     save_results,
 )
@@ -75,33 +73,15 @@ def quantized(zm: Any, out: Path) -> Path:
     return out
 
 
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = a.reshape(-1).astype(np.float64), b.reshape(-1).astype(np.float64)
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
-
-
 def _time(runners: dict[str, Callable[[], Any]], calls: int, warmup: int = 3
           ) -> dict[str, dict[str, float]]:
-    names = list(runners)
-    for _ in range(warmup):
-        for n in names:
-            runners[n]()
-    wall: dict[str, list[float]] = {n: [] for n in names}
-    cpu: dict[str, list[float]] = {n: [] for n in names}
-    gc.collect()
-    gc.disable()
-    try:
-        for r in progress_bar(range(calls), "timing", unit="round"):
-            for n in names[r % len(names):] + names[:r % len(names)]:
-                c0, t0 = time.process_time(), time.perf_counter()
-                runners[n]()
-                wall[n].append(time.perf_counter() - t0)
-                cpu[n].append(time.process_time() - c0)
-    finally:
-        gc.enable()
+    """Median and p90 wall ms and median CPU ms per call of each runner, interleaved
+    (``models_int8.time_interleaved``)."""
+    wall, cpu = models_int8.time_interleaved(
+        {n: (lambda _feeds, r=r: r()) for n, r in runners.items()}, {}, calls, warmup)
     return {n: {"median_ms": float(np.median(wall[n]) * 1e3),
                 "p90_ms": float(np.percentile(wall[n], 90) * 1e3),
-                "cpu_ms": float(np.median(cpu[n]) * 1e3)} for n in names}
+                "cpu_ms": float(np.median(cpu[n]) * 1e3)} for n in runners}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -125,8 +105,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ort_i8_nospin = ort.InferenceSession(str(qpath), so, providers=["CPUExecutionProvider"])
     y_f32, y_i8 = np.asarray(f32(x)), np.asarray(i8(x))
     (y_ort,) = ort_i8.run(None, feeds)
-    quality = {"cosine_int8_vs_f32": _cosine(y_i8, y_f32),
-               "cosine_ort_int8_vs_f32": _cosine(y_ort, y_f32),
+    quality = {"cosine_int8_vs_f32": models_int8.cosine([y_i8], [y_f32]),
+               "cosine_ort_int8_vs_f32": models_int8.cosine([y_ort], [y_f32]),
                "max_abs_diff_vs_ort_int8": float(np.abs(y_i8 - y_ort).max())}
     times = _time({"pytfrt float32": lambda: f32(x), "pytfrt int8": lambda: i8(x),
                    "onnxruntime int8": lambda: ort_i8.run(None, feeds),
