@@ -16,7 +16,8 @@ private functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonical
 The graph-dialect passes (``-tg-infer-shapes``, ``-tg-fold-quant``, ``-tg-constant-fold``,
 ``-tg-cse``, ``-tg-dce``, ``-tg-fold-batch-norm``, ``-tg-layout-nhwc``, ``-tg-fuse-epilogue``,
 ``-tg-matmul-weight-layout``, ``-tg-fuse-squeeze-excite``, ``-tg-fold-pad``,
-``-tg-fuse-batch-stats``, ``-tg-fuse-elementwise``, ``-tg-fuse-small-graph``, ``-tg-plan-buffers``,
+``-tg-fuse-batch-stats``, ``-tg-fuse-optimizer``, ``-tg-fuse-elementwise``,
+``-tg-fuse-small-graph``, ``-tg-plan-buffers``,
 ``-tg-default-pipeline``) run in command-line order (:mod:`pytfrt.compiler.passes.opt`);
 ``-tg-print-after-all`` also prints the module after each of them, to stderr.
 Without ``--allow-unregistered-dialect`` ops of unknown dialects are rejected;
@@ -66,7 +67,8 @@ TG_PASSES = (
     "tg-infer-shapes", "tg-fold-quant", "tg-constant-fold", "tg-cse", "tg-dce",
     "tg-fold-batch-norm",
     "tg-layout-nhwc", "tg-fuse-epilogue", "tg-matmul-weight-layout", "tg-fuse-squeeze-excite",
-    "tg-fold-pad", "tg-fuse-batch-stats", "tg-fuse-elementwise", "tg-fuse-small-graph",
+    "tg-fold-pad", "tg-fuse-batch-stats", "tg-fuse-optimizer", "tg-fuse-elementwise",
+    "tg-fuse-small-graph",
     "tg-plan-buffers",
     "tg-default-pipeline",
 )
