@@ -76,6 +76,47 @@ def test_relu_grad_sums_match_numpy(shape, lead, seed, dtype):  # type: ignore[n
                                atol=1e-5)
 
 
+@settings(max_examples=30, deadline=None)
+@given(shape=shapes, lead=st.integers(1, 3), keepdims=st.booleans(), pad=st.booleans(),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
+def test_per_channel_b_matches_numpy(shape, lead, keepdims, pad, dtype,  # type: ignore[no-untyped-def]
+                                     seed):
+    """A ``b`` that broadcasts over the reduced axes only (a per-channel vector, with or
+    without its leading 1s) takes ``sum(a) * b``: the same values as the product's sum."""
+    rng = np.random.default_rng(seed)
+    k = min(lead, len(shape) - 1)
+    axes = tuple(range(k))
+    a, y = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
+    b = rng.standard_normal(((1,) * k if pad else ()) + shape[k:]).astype(dtype)
+    ad, bd = a.astype(np.float64), b.astype(np.float64)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    s, t = sum_and_dot(a, b, axes=axes, keepdims=keepdims)
+    assert s.dtype == t.dtype == dtype
+    np.testing.assert_allclose(s, ad.sum(axis=axes, keepdims=keepdims), rtol=tol, atol=tol)
+    np.testing.assert_allclose(t, (ad * bd).sum(axis=axes, keepdims=keepdims), rtol=tol,
+                               atol=tol)
+    g, s2, t2 = relu_grad_sums(a, y, b, axes=axes, keepdims=keepdims)
+    want = np.where(y > 0, a, 0).astype(np.float64)
+    np.testing.assert_array_equal(g, want.astype(dtype))
+    np.testing.assert_allclose(s2, want.sum(axis=axes, keepdims=keepdims), rtol=tol, atol=tol)
+    np.testing.assert_allclose(t2, (want * bd).sum(axis=axes, keepdims=keepdims), rtol=tol,
+                               atol=tol)
+
+
+def test_per_channel_b_large() -> None:
+    """Sharded over the helper threads (more rows than one shard)."""
+    rng = np.random.default_rng(7)
+    a, y = (rng.standard_normal((16, 20, 20, 32)).astype(np.float32) for _ in range(2))
+    b = rng.standard_normal((1, 1, 1, 32)).astype(np.float32)
+    s, t = sum_and_dot(a, b, axes=[0, 1, 2], keepdims=False)
+    np.testing.assert_allclose(t, (a.astype(np.float64) * b).sum(axis=(0, 1, 2)).reshape(-1),
+                               rtol=1e-5, atol=1e-4)
+    g, s2, t2 = relu_grad_sums(a, y, b, axes=[0, 1, 2], keepdims=False)
+    want = np.where(y > 0, a, 0).astype(np.float64)
+    np.testing.assert_allclose(t2, (want * b).sum(axis=(0, 1, 2)).reshape(-1), rtol=1e-5,
+                               atol=1e-4)
+
+
 def test_relu_grad_sums_large_and_errors() -> None:
     rng = np.random.default_rng(5)
     dy, y, b = (rng.standard_normal((32, 16, 16, 8)).astype(np.float32) for _ in range(3))
@@ -83,7 +124,7 @@ def test_relu_grad_sums_large_and_errors() -> None:
     want = np.where(y > 0, dy, 0).astype(np.float64)
     np.testing.assert_array_equal(g, want.astype(np.float32))
     np.testing.assert_allclose(t, (want * b).sum(axis=(0, 1, 2)), rtol=1e-5, atol=1e-4)
-    g2, s2, _ = relu_grad_sums(dy, y, b[:1, :1, :1], axes=[0, 1, 2])  # b broadcasts: NumPy
+    g2, s2, _ = relu_grad_sums(dy, y, b[:1, :1, :1], axes=[0, 1, 2])  # per-channel b
     np.testing.assert_array_equal(g2, g)
     np.testing.assert_allclose(s2.reshape(-1), s, rtol=1e-5, atol=1e-4)
     with pytest.raises(OpError, match="shapes differ"):

@@ -763,6 +763,52 @@ class DnnlConv:
         else:
             _parallel.parallel_for(lambda i: self._run(prims[i], xa, ya, ra), len(prims))
 
+    def launcher(self, x_shape: tuple[int, ...],
+                 residual: int) -> Callable[[np.ndarray, np.ndarray], None] | None:
+        """``go(x, y)``: :meth:`forward` of one input shape and residual mode
+        (:data:`NO_RESIDUAL` or :data:`RESIDUAL_IN_DST`) with everything that does not change
+        between calls looked up once -- the primitives, the :mod:`_spin_pool` job, per calling
+        thread its row of memory objects and stream -- and the arrays passed to the native
+        code as they are (their addresses taken there).  ``x`` and ``y`` must be what
+        :meth:`forward` takes (C-contiguous float32 of the shape and its output shape, not
+        overlapping; the caller checks).  ``None`` unless :meth:`ready` has made the
+        primitives of the shape and mode (or for a residual operand).  Thread-safe."""
+        key = (tuple(x_shape), int(residual))
+        prims = self._prims.get(key)
+        if not prims or residual not in (NO_RESIDUAL, RESIDUAL_IN_DST):
+            return None
+        lib, lock = self._lib, self._lock
+        if len(prims) > 1:
+            job = self._jobs.get(key)
+            if job is None:
+                job = _job(prims, self._attrs["cout"], lock)
+                with lock:
+                    job = self._jobs.setdefault(key, job)
+            forward = self.forward
+
+            def go_split(x: np.ndarray, y: np.ndarray) -> None:
+                if not run_job(lib, job, 0, 0, 0, x, y):
+                    forward(x, residual, y)
+
+            return go_split
+        p = prims[0]
+        fns, size = lib.fns, p.scratch
+        mine: dict[int, tuple[np.ndarray, int]] = {}
+        """Per thread id: its row of :attr:`_Prim.rows` and its stream."""
+        get_ident, run_row = threading.get_ident, _spin_pool.run_row_arrays
+
+        def go(x: np.ndarray, y: np.ndarray) -> None:
+            got = mine.get(get_ident())
+            if got is None:  # this thread's first call: make its row and pin it
+                run_part(lib, p, lock, int(x.ctypes.data), int(y.ctypes.data), 0)
+                mine[get_ident()] = (p.rows[get_ident()], lib.stream_handle())
+                return
+            st = run_row(got[0], fns, x, y, got[1], _scratch(lib, size) if size else 0, 0)
+            if st != 0:
+                raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
+
+        return go
+
     def _run_channels(self, p: _Prim, xa: int, y2: np.ndarray) -> None:
         """Run a channel part into this thread's buffer and copy it into its channels of the
         output (``y2``: the output as pixels x channels); with the ``sum`` post-op the buffer
@@ -886,9 +932,11 @@ def _job(prims: list[_Prim], cout: int, lock: threading.Lock, itemsize: int = 4)
     return _Job(table, max(p.scratch for p in prims), buf)
 
 
-def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int) -> bool:
+def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int, x: np.ndarray | None = None,
+            y: np.ndarray | None = None) -> bool:
     """Run a split primitive's job on :mod:`_spin_pool` for these source, destination and
-    residual addresses.  ``False`` (nothing run) when the pool is off (:data:`SPIN_POOL`),
+    residual addresses (or, given ``x`` and ``y``, for those C-contiguous arrays' addresses
+    and no residual operand).  ``False`` (nothing run) when the pool is off (:data:`SPIN_POOL`),
     has no helpers, the job has too many parts, or another thread is using it: the caller
     then runs the parts through :func:`pytfrt.backends.cpu._parallel.parallel_for`.
 
@@ -902,7 +950,8 @@ def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int) -> bool:
         return False
     try:
         pool.reserve(job.scratch, job.buf)
-        st = pool.run(job.table, xa, ya, ra)
+        st = (pool.run(job.table, xa, ya, ra) if x is None or y is None
+              else pool.run_arrays(job.table, x, y))
     finally:
         pool.lock.release()
     if st != 0:

@@ -155,6 +155,15 @@ def run_row(row: np.ndarray, fns: np.ndarray, xa: int, ya: int, ra: int, stream:
 
 
 @numba.njit(nogil=True, cache=True)
+def run_row_arrays(row: np.ndarray, fns: np.ndarray, x: np.ndarray, y: np.ndarray,
+                   stream: int, scratch: int, buf: int) -> int:
+    """:func:`run_row` for the C-contiguous arrays ``x`` and ``y`` (no residual operand):
+    the addresses taken natively (``ndarray.ctypes.data`` costs ~1-3 us of Python a call,
+    more than this whole dispatch)."""
+    return run_row(row, fns, x.ctypes.data, y.ctypes.data, 0, stream, scratch, buf)
+
+
+@numba.njit(nogil=True, cache=True)
 def _run_claimed(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, from_back: bool,
                  stream: int, scratch: int, buf: int) -> None:
     """Claim and run parts until none is left, counting each finished one."""
@@ -230,6 +239,13 @@ def _caller(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, table: np.ndarr
         return -2 - sleeping
     _run_slot(ctrl, jobs, fns, helpers, False)
     return _wait_finished(ctrl, fns)
+
+
+@numba.njit(nogil=True, cache=True)
+def _caller_arrays(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, table: np.ndarray,
+                   x: np.ndarray, y: np.ndarray, helpers: int) -> int:
+    """:func:`_caller` for the C-contiguous arrays ``x`` and ``y`` (no residual operand)."""
+    return _caller(ctrl, jobs, fns, table, x.ctypes.data, y.ctypes.data, 0, helpers)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -388,7 +404,18 @@ class Pool:
         source, destination and residual addresses, on this thread (with the caller slot's
         stream and buffers) and the helpers.  Call with :attr:`lock` held after
         :meth:`reserve`.  Returns oneDNN's first nonzero status, or 0."""
-        st = _caller(self.ctrl, self.jobs, self.fns, table, xa, ya, ra, self.helpers)
+        return self._finish(
+            _caller(self.ctrl, self.jobs, self.fns, table, xa, ya, ra, self.helpers))
+
+    def run_arrays(self, table: np.ndarray, x: np.ndarray, y: np.ndarray) -> int:
+        """:meth:`run` for the C-contiguous arrays ``x`` and ``y`` (their addresses; no
+        residual operand)."""
+        return self._finish(
+            _caller_arrays(self.ctrl, self.jobs, self.fns, table, x, y, self.helpers))
+
+    def _finish(self, st: int) -> int:
+        """The rest of a job after :func:`_caller` returned ``st``: wake sleeping helpers,
+        wait for parts helpers run."""
         if st <= -2:
             sleeping = -2 - st
             with self.wake:

@@ -14,7 +14,11 @@ replaces each group with one op whose kernel here makes a single pass:
   first row: no cancellation for float32 data).
 * ``sum_and_dot(a, b) {axes, keepdims}`` -> ``(sum(a), sum(a * b))`` over ``axes``, float64
   accumulators; ``relu_grad_sums(dy, y, b)`` -> ``(g, sum(g), sum(g * b))`` with
-  ``g = relu_grad(dy, y)`` written in the same pass (the ReLU before a batch norm).
+  ``g = relu_grad(dy, y)`` written in the same pass (the ReLU before a batch norm).  A ``b``
+  that is a per-channel vector (it broadcasts over the reduced axes only: TF's gradient of a
+  product with a per-channel factor) is not read per element: ``sum(a * b) = sum(a) * b``,
+  from the same float64 sums (10x faster than NumPy's broadcasting product on a ResNet-50
+  activation).
 
 The fast path is a reduction over the leading axes ``0..k-1`` of C-contiguous float32/float64
 operands of one shape (an NHWC tensor's ``N, H, W``): the rows are split into shards run on the
@@ -68,6 +72,27 @@ def _dot_rows(a, b, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: 
 
 
 @numba.njit(nogil=True, cache=True, fastmath=True)
+def _sum_rows(a, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``s1[c] += sum(a[r, c])`` over rows ``r0..r1`` (``s2`` unused: the shape of
+    :func:`_sharded`'s kernels)."""
+    k = a.shape[1]
+    for r in range(r0, r1):
+        for c in range(k):
+            s1[c] += np.float64(a[r, c])
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True)
+def _relu_rows(dy, y, g, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``g = dy if y > 0 else 0`` and ``s1[c] += sum(g[r, c])`` over rows ``r0..r1``."""
+    k = dy.shape[1]
+    for r in range(r0, r1):
+        for c in range(k):
+            g[r, c] = dy[r, c] if y[r, c] > 0 else 0.0
+        for c in range(k):
+            s1[c] += np.float64(g[r, c])
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True)
 def _relu_dot_rows(dy, y, b, g, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``g = dy if y > 0 else 0`` over rows ``r0..r1``, and :func:`_dot_rows`' sums of ``g``
     (two inner loops per row: a select beside the sums keeps LLVM from vectorising, 7x)."""
@@ -107,6 +132,19 @@ def _rows(x: np.ndarray, axes: tuple[int, ...]) -> tuple[int, int] | None:
         return None
     width = math.prod(x.shape[k:])
     return x.size // width, width
+
+
+def _row_of(b: np.ndarray, shape: tuple[int, ...], k: int) -> np.ndarray | None:
+    """``b`` as one float64 row of ``shape[k:]`` if it broadcasts over the leading ``k`` axes
+    only (its shape, padded with leading 1s, is ``(1,) * k + shape[k:]``): then
+    ``sum(a * b)`` over those axes is ``sum(a) * b`` (a per-channel ``b``: TF's gradient of a
+    product with a per-channel vector).  ``None`` for any other ``b``."""
+    if b.ndim > len(shape):
+        return None
+    dims = (1,) * (len(shape) - b.ndim) + tuple(b.shape)
+    if any(d != 1 for d in dims[:k]) or dims[k:] != tuple(shape[k:]):
+        return None
+    return b.reshape(-1).astype(np.float64)
 
 
 def _shape_of_result(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
@@ -173,7 +211,13 @@ def sum_and_dot(a: np.ndarray, b: np.ndarray, *, axes: Sequence[int], keepdims: 
     _float(op, a, b)
     ax = _norm_axes(op, a.ndim, axes)
     shape = _shape_of_result(a, ax, keepdims)
-    view = _rows(a, ax) if b.shape == a.shape and b.flags.c_contiguous else None
+    view = _rows(a, ax)
+    row = None if view is None or b.shape == a.shape else _row_of(b, a.shape, len(ax))
+    if view is not None and row is not None:  # a per-channel b: sum(a * b) = sum(a) * b
+        s1, _ = _sharded(_sum_rows, *view, a.reshape(view))
+        return s1.astype(a.dtype).reshape(shape), (s1 * row).astype(a.dtype).reshape(shape)
+    if b.shape != a.shape or not b.flags.c_contiguous:
+        view = None
     if view is None:
         try:
             prod = np.multiply(a, b, dtype=np.float64)
@@ -205,8 +249,16 @@ def relu_grad_sums(dy: np.ndarray, y: np.ndarray, b: np.ndarray, *, axes: Sequen
     if dy.shape != y.shape:
         raise OpError(f"{op}: dy and y shapes differ: {list(dy.shape)} vs {list(y.shape)}")
     ax = _norm_axes(op, dy.ndim, axes)
-    view = _rows(dy, ax) if (b.shape == dy.shape and y.flags.c_contiguous
-                             and b.flags.c_contiguous) else None
+    view = _rows(dy, ax) if y.flags.c_contiguous else None
+    row = None if view is None or b.shape == dy.shape else _row_of(b, dy.shape, len(ax))
+    if view is not None and row is not None:  # a per-channel b: sum(g * b) = sum(g) * b
+        g = np.empty_like(dy)
+        s1, _ = _sharded(_relu_rows, *view, dy.reshape(view), y.reshape(view), g.reshape(view))
+        shape = _shape_of_result(dy, ax, keepdims)
+        return (g, s1.astype(dy.dtype).reshape(shape),
+                (s1 * row).astype(dy.dtype).reshape(shape))
+    if b.shape != dy.shape or not b.flags.c_contiguous:
+        view = None
     if view is None:
         from pytfrt.backends.cpu.grad_ops import relu_grad
 

@@ -61,6 +61,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.quant",
     "pytfrt.backends.cpu.quant_dynamic",
     "pytfrt.backends.cpu.squeeze_excite",
+    "pytfrt.backends.cpu.attention",
     "pytfrt.backends.cpu.batch_stats",
     "pytfrt.backends.cpu.volume",
     "pytfrt.backends.cpu.image_ops",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pytfrt.compiler.builder import GraphModule
+from pytfrt.compiler.passes.attention import fuse_attention
 from pytfrt.compiler.passes.batch_stats import fuse_batch_stats
 from pytfrt.compiler.passes.batchnorm import fold_batch_norm
 from pytfrt.compiler.passes.buffers import plan_buffers
@@ -35,6 +36,7 @@ PASSES: dict[str, Pass] = {
     "tg-dce": dce,
     "tg-fold-batch-norm": fold_batch_norm,
     "tg-layout-nhwc": layout_nhwc,
+    "tg-fuse-attention": fuse_attention,
     "tg-fuse-epilogue": fuse_epilogue,
     "tg-matmul-weight-layout": matmul_weight_layout,
     "tg-fuse-squeeze-excite": fuse_squeeze_excite,
@@ -54,6 +56,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-dce",
     "tg-fold-batch-norm",
     "tg-layout-nhwc",
+    "tg-fuse-attention",
     "tg-fuse-epilogue",
     "tg-matmul-weight-layout",
     "tg-fuse-squeeze-excite",
