@@ -195,11 +195,13 @@ def efficientnet_b0(size: int = 224, seed: int = 0) -> Any:
     return _application("EfficientNetB0", size, seed)
 
 
-def train_step(model: Any, optimizer: Any, loss: Any, label_spec: Any) -> Any:
+def train_step(model: Any, optimizer: Any, loss: Any, label_spec: Any,
+               jit_compile: bool = False) -> Any:
     """A ``tf.function(x, y) -> loss`` taking one optimizer step on ``model``.
 
     The optimizer is built on the model's trainable variables first (so no variable is
-    created while tracing). ``label_spec`` is the ``tf.TensorSpec`` of the labels.
+    created while tracing). ``label_spec`` is the ``tf.TensorSpec`` of the labels;
+    ``jit_compile`` has TF compile the step with XLA.
     """
     _keras()
     import tensorflow as tf
@@ -207,7 +209,7 @@ def train_step(model: Any, optimizer: Any, loss: Any, label_spec: Any) -> Any:
     optimizer.build(model.trainable_variables)
     x_spec = tf.TensorSpec(model.inputs[0].shape, model.inputs[0].dtype)
 
-    @tf.function(input_signature=[x_spec, label_spec])
+    @tf.function(input_signature=[x_spec, label_spec], jit_compile=jit_compile)
     def step(x: Any, y: Any) -> Any:
         with tf.GradientTape() as tape:
             value = loss(y, model(x, training=True))
