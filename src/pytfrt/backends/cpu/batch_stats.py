@@ -95,23 +95,10 @@ def _relu_rows(dy, y, g, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pra
 @numba.njit(nogil=True, cache=True, fastmath=True)
 def _relu_dot_rows(dy, y, b, g, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``g = dy if y > 0 else 0`` over rows ``r0..r1``, and :func:`_dot_rows`' sums of ``g``
-    (two inner loops per row: a select beside the sums keeps LLVM from vectorising, 7x)."""
+    (two inner loops per row: a select beside the sums keeps LLVM from vectorising, 7x).
+    ``dy`` has ``y``'s rows, or one row per ``P`` rows of ``y`` (``dy`` ``(N, K)``, ``y``
+    ``(N * P, K)``: the gradient of a global average pool, never broadcast)."""
     k = dy.shape[1]
-    for r in range(r0, r1):
-        for c in range(k):
-            g[r, c] = dy[r, c] if y[r, c] > 0 else 0.0
-        for c in range(k):
-            v = np.float64(g[r, c])
-            s1[c] += v
-            s2[c] += v * np.float64(b[r, c])
-
-
-@numba.njit(nogil=True, cache=True, fastmath=True)
-def _relu_bcast_dot_rows(dy, y, b, g, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """:func:`_relu_dot_rows` with one ``dy`` row per batch item (``dy`` is ``(N, K)``, ``y``
-    ``(N * P, K)``: row ``r`` reads ``dy[r // P]``) -- the gradient of a global average pool
-    behind a ReLU, never broadcast to the activation's shape."""
-    k = y.shape[1]
     per = y.shape[0] // dy.shape[0]
     for r in range(r0, r1):
         d = r // per
@@ -290,7 +277,7 @@ def relu_grad_sums(dy: np.ndarray, y: np.ndarray, b: np.ndarray, *, axes: Sequen
         if (view is not None and b.shape == y.shape and b.flags.c_contiguous
                 and dy.flags.c_contiguous):
             g = np.empty_like(y)
-            s1, s2 = _sharded(_relu_bcast_dot_rows, *view, dy.reshape(y.shape[0], -1),
+            s1, s2 = _sharded(_relu_dot_rows, *view, dy.reshape(y.shape[0], -1),
                               y.reshape(view), b.reshape(view), g.reshape(view))
             shape = _shape_of_result(y, ax, keepdims)
             return g, s1.astype(y.dtype).reshape(shape), s2.astype(y.dtype).reshape(shape)
