@@ -273,7 +273,9 @@ def _tf_runners(zm: Any) -> dict[str, Callable[[dict[str, np.ndarray]], list[np.
 # -- models --------------------------------------------------------------------------------
 
 
-TF_MODELS = {"mlp": ((784,), "mlp"), "mobilenet_v2": ((224, 224, 3), "mobilenet_v2")}
+TF_MODELS = {"mlp": ((784,), "mlp"),
+             **{name: ((224, 224, 3), name) for name in (
+                 "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnet50")}}
 """``tf:<name>`` models of ``benchmarks/tf_models.py``: input shape (no batch), builder."""
 
 
