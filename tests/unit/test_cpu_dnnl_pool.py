@@ -34,19 +34,25 @@ def reference(x, layout, k, s, d, pads, oh, ow):
     return y if layout == "NHWC" else y.transpose(0, 3, 1, 2)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    layout=st.sampled_from(["NHWC", "NCHW"]),
-    n=st.integers(1, 2),
+WINDOWS = dict(
     c=st.integers(1, 20),
     k=st.tuples(st.integers(1, 4), st.integers(1, 4)),
     s=st.tuples(st.integers(1, 3), st.integers(1, 3)),
     d=st.tuples(st.integers(1, 2), st.integers(1, 2)),
     raw_pads=st.tuples(*(st.integers(0, 3) for _ in range(4))),
-    hw=st.tuples(st.integers(4, 13), st.integers(4, 13)),
     ceil=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
+)
+"""Random pooling windows (channels, kernel, strides, dilations, pads, ceil mode, seed)."""
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    layout=st.sampled_from(["NHWC", "NCHW"]),
+    n=st.integers(1, 2),
+    hw=st.tuples(st.integers(4, 13), st.integers(4, 13)),
     dtype=st.sampled_from([np.float32, np.uint8, np.int8]),
+    **WINDOWS,
 )
 def test_max_pool_matches_reference(layout, n, c, k, s, d, raw_pads, hw, ceil, seed, dtype):
     ext = (d[0] * (k[0] - 1) + 1, d[1] * (k[1] - 1) + 1)
@@ -109,17 +115,8 @@ def test_int8_pool_runs_in_onednn_split_by_batch(dtype, monkeypatch):
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    c=st.integers(1, 20),
-    k=st.tuples(st.integers(1, 4), st.integers(1, 4)),
-    s=st.tuples(st.integers(1, 3), st.integers(1, 3)),
-    d=st.tuples(st.integers(1, 2), st.integers(1, 2)),
-    raw_pads=st.tuples(*(st.integers(0, 3) for _ in range(4))),
-    hw=st.tuples(st.integers(4, 17), st.integers(4, 13)),
-    ceil=st.booleans(),
-    seed=st.integers(0, 2**31 - 1),
-    dtype=st.sampled_from([np.float32, np.uint8]),
-)
+@given(hw=st.tuples(st.integers(4, 17), st.integers(4, 13)),
+       dtype=st.sampled_from([np.float32, np.uint8]), **WINDOWS)
 def test_one_image_split_in_row_bands(c, k, s, d, raw_pads, hw, ceil, seed, dtype):
     """One NHWC image pooled in one band of output rows per thread (each band's input rows
     and the top/bottom padding of its windows): the reference's values exactly."""

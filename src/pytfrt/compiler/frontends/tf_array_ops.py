@@ -302,16 +302,76 @@ def _slice(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [apply_index(cx, x, index)]
 
 
+def _full_rank_spec(node: Any, ins: list[TV], rank: int
+                    ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """A constant-bound strided slice as one begin/end per axis and its masks (the ellipsis
+    expanded), as ``dynamic_slice_grad`` takes it; unit strides, no new axes."""
+    index = strided_slice_index(node, *(
+        [int(v) for v in np.asarray(t.const).reshape(-1)] for t in ins[1:4]))
+    if any(i is None for i in index):
+        raise ConversionError("a strided slice gradient with new axes on a dynamic axis")
+    consuming = sum(1 for i in index if i is not Ellipsis)
+    axes: list[Any] = []
+    for i in index:
+        axes += [slice(None)] * (rank - consuming) if i is Ellipsis else [i]
+    axes += [slice(None)] * (rank - len(axes))
+    begin, end = np.zeros(rank, np.int64), np.zeros(rank, np.int64)
+    masks = {"begin_mask": 0, "end_mask": 0, "shrink_mask": 0}
+    for k, item in enumerate(axes):
+        if isinstance(item, int):
+            begin[k], end[k] = item, item + 1
+            masks["shrink_mask"] |= 1 << k
+            continue
+        if item.step not in (None, 1):
+            raise ConversionError("strided slice gradients need unit strides")
+        if item.start is None:
+            masks["begin_mask"] |= 1 << k
+        else:
+            begin[k] = item.start
+        if item.stop is None:
+            masks["end_mask"] |= 1 << k
+        else:
+            end[k] = item.stop
+    return begin, end, masks
+
+
+def _static_slice_grad(node: Any, ins: list[TV], dims: list[int | None]) -> bool:
+    """True if every axis a constant-bound slice cuts is static (a pad can then undo it)."""
+    try:
+        index = strided_slice_index(node, *(
+            [int(v) for v in np.asarray(t.const).reshape(-1)] for t in ins[1:4]))
+    except ConversionError:
+        return True  # the static path reports it
+    consuming = sum(1 for i in index if i is not None and i is not Ellipsis)
+    axes: list[Any] = []
+    for i in index:
+        axes += [slice(None)] * (len(dims) - consuming) if i is Ellipsis else [i]
+    axes = [i for i in axes if i is not None]
+    for dim, item in zip(dims, axes, strict=False):
+        whole = isinstance(item, slice) and item.start in (None, 0) and item.stop is None
+        if dim is None and not whole:
+            return False
+    return True
+
+
 @tf_op(
     "StridedSliceGrad",
     tg="`reshape`, `pad`; run-time bounds: `dynamic_slice_grad`",
-    note="unit strides; constant begin/end/strides: sliced axes static",
+    note="unit strides; constant bounds on static axes: a `pad`, else `dynamic_slice_grad`",
 )
 def _strided_slice_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     shape_tv, dy = ins[0], ins[4]
     dims = shape_tv.known_vector()
     if dims is None:
         raise ConversionError("the input shape's rank must be known")
+    if ins[1].const is not None and ins[2].const is not None and not _static_slice_grad(
+        node, ins, dims
+    ):  # constant bounds cutting a dynamic axis: the full-rank spec, bounds at run time
+        begin, end, masks = _full_rank_spec(node, ins, len(dims))
+        hint = [-1 if d is None else int(d) for d in dims]
+        return [cx.op("dynamic_slice_grad",
+                      [dy, cx.as_i64(shape_tv), cx.const(begin), cx.const(end)],
+                      static_shape=hint, **masks)]
     if ins[1].const is None or ins[2].const is None:
         masks = _dynamic_masks(cx, node, ins, len(dims))
         hint = [-1 if d is None else int(d) for d in dims]
@@ -551,10 +611,15 @@ def _dynamic_stitch(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 tf_direct(__name__, {"GatherNd": "gather_nd"})
 
 
-@tf_op("ScatterNd", tg="`scatter_nd`")
+@tf_op("ScatterNd", tg="`fill`, `scatter_nd_reduce` (add)",
+       note="updates summed into zeros of the shape (duplicates add up, as TF's)")
 def _scatter_nd(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     idx, upd, shape = ins
-    return [cx.op("scatter_nd", [idx, upd, cx.as_i64(shape)])]
+    zeros = cx.op("fill", [cx.as_i64(shape), cx.scalar(0, upd.dtype)])
+    dims = shape.known_vector()
+    if dims is not None and None not in dims and zeros.shape != tuple(dims):
+        zeros = cx.reshape(zeros, dims)
+    return [cx.op("scatter_nd_reduce", [zeros, idx, upd], reduction="add")]
 
 
 @tf_op("Tile", tg="`tile`")
