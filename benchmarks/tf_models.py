@@ -9,7 +9,8 @@ Models: :func:`mlp` (784-512-512-10 by default), :func:`cnn` (Conv2D, BatchNorm,
 Dropout, Dense), :func:`residual_cnn` (a residual block and GlobalAveragePooling2D),
 :func:`bottleneck_cnn` (ResNet-50's layer types at a small size), :func:`transformer_block`
 (Embedding, MultiHeadAttention, LayerNorm, GELU), :func:`two_io` (two inputs, two outputs),
-:func:`resnet50`, :func:`mobilenet_v2` (``keras.applications``, ``weights=None``, logits out),
+:func:`resnet50`, :func:`mobilenet_v2`, :func:`mobilenet_v3_small`, :func:`efficientnet_b0`
+(``keras.applications``, ``weights=None``, logits out),
 and :func:`train_step` (a
 ``tf.function`` with ``GradientTape`` and an optimizer update).
 """
@@ -184,11 +185,23 @@ def mobilenet_v2(size: int = 224, seed: int = 0) -> Any:
     return _application("MobileNetV2", size, seed)
 
 
-def train_step(model: Any, optimizer: Any, loss: Any, label_spec: Any) -> Any:
+def mobilenet_v3_small(size: int = 224, seed: int = 0) -> Any:
+    """``keras.applications.MobileNetV3Small(weights=None)`` with logits out (no softmax)."""
+    return _application("MobileNetV3Small", size, seed)
+
+
+def efficientnet_b0(size: int = 224, seed: int = 0) -> Any:
+    """``keras.applications.EfficientNetB0(weights=None)`` with logits out (no softmax)."""
+    return _application("EfficientNetB0", size, seed)
+
+
+def train_step(model: Any, optimizer: Any, loss: Any, label_spec: Any,
+               jit_compile: bool = False) -> Any:
     """A ``tf.function(x, y) -> loss`` taking one optimizer step on ``model``.
 
     The optimizer is built on the model's trainable variables first (so no variable is
-    created while tracing). ``label_spec`` is the ``tf.TensorSpec`` of the labels.
+    created while tracing). ``label_spec`` is the ``tf.TensorSpec`` of the labels;
+    ``jit_compile`` has TF compile the step with XLA.
     """
     _keras()
     import tensorflow as tf
@@ -196,7 +209,7 @@ def train_step(model: Any, optimizer: Any, loss: Any, label_spec: Any) -> Any:
     optimizer.build(model.trainable_variables)
     x_spec = tf.TensorSpec(model.inputs[0].shape, model.inputs[0].dtype)
 
-    @tf.function(input_signature=[x_spec, label_spec])
+    @tf.function(input_signature=[x_spec, label_spec], jit_compile=jit_compile)
     def step(x: Any, y: Any) -> Any:
         with tf.GradientTape() as tape:
             value = loss(y, model(x, training=True))

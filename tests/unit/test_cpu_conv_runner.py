@@ -84,3 +84,49 @@ def test_compiled_conv_kernels_are_bound_to_their_plans():
     if _dnnl_conv.available():
         assert plan.dnnl.prepared(x.shape, _dnnl_conv.NO_RESIDUAL)
         assert not plan.dnnl.prepared((2, 8, 8, 8), _dnnl_conv.NO_RESIDUAL)
+
+
+@pytest.mark.parametrize("cin,size", [(8, 4), (32, 14)])  # one part; split over the threads
+def test_the_short_path_on_several_threads(cin, size):
+    """Each calling thread runs the short path with its own oneDNN stream and memory objects
+    (made on its first call): a small convolution (one part on the calling thread) and a
+    split one, from the main thread and two others at once, the same bits as conv2d."""
+    import threading
+
+    rng = np.random.default_rng(7)
+    w = (rng.standard_normal((1, 1, cin, 24)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(24).astype(np.float32)
+    plan = conv.plan_conv2d(w, layout="NHWC", bias=b, activation="silu")
+    run = conv.runner(plan)
+    x = rng.standard_normal((1, size, size, cin)).astype(np.float32)
+    x.flags.writeable = False
+    want = conv.conv2d(plan, x)
+    np.testing.assert_allclose(want, (lambda v: v / (1 + np.exp(-v)))(
+        x.astype(np.float64).reshape(-1, cin) @ w.reshape(cin, 24) + b).reshape(want.shape),
+        rtol=1e-5, atol=1e-5)
+    if _dnnl_conv.available():
+        assert plan.dnnl.parts(x.shape) == (1 if size == 4 else min(2, _parallel_threads()))
+    errors: list[BaseException] = []
+
+    def calls() -> None:
+        try:
+            for _ in range(20):
+                out = np.empty_like(want)
+                assert run(x, None, out) is out
+                np.testing.assert_array_equal(out, want)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=calls) for _ in range(2)]
+    for t in threads:
+        t.start()
+    calls()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def _parallel_threads() -> int:
+    from pytfrt.backends.cpu import _parallel
+
+    return _parallel.num_threads()

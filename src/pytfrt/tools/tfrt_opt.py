@@ -14,9 +14,11 @@ Output is the module in custom syntax (``func.func``, ``%0``/``%arg0`` names); w
 private functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonicalization
 (:mod:`pytfrt.mlir.passes`); ``-inline`` runs before ``-canonicalize`` when both are given.
 The graph-dialect passes (``-tg-infer-shapes``, ``-tg-fold-quant``, ``-tg-constant-fold``,
-``-tg-cse``, ``-tg-dce``, ``-tg-fold-batch-norm``, ``-tg-layout-nhwc``, ``-tg-fuse-epilogue``,
+``-tg-cse``, ``-tg-dce``, ``-tg-fold-batch-norm``, ``-tg-layout-nhwc``, ``-tg-fuse-attention``,
+``-tg-fuse-epilogue``,
 ``-tg-matmul-weight-layout``, ``-tg-fuse-squeeze-excite``, ``-tg-fold-pad``,
-``-tg-fuse-batch-stats``, ``-tg-fuse-elementwise``, ``-tg-fuse-small-graph``, ``-tg-plan-buffers``,
+``-tg-fuse-batch-stats``, ``-tg-fuse-optimizer``, ``-tg-fuse-elementwise``,
+``-tg-fuse-small-graph``, ``-tg-plan-buffers``,
 ``-tg-default-pipeline``) run in command-line order (:mod:`pytfrt.compiler.passes.opt`);
 ``-tg-print-after-all`` also prints the module after each of them, to stderr.
 Without ``--allow-unregistered-dialect`` ops of unknown dialects are rejected;
@@ -65,8 +67,10 @@ def _parser() -> argparse.ArgumentParser:
 TG_PASSES = (
     "tg-infer-shapes", "tg-fold-quant", "tg-constant-fold", "tg-cse", "tg-dce",
     "tg-fold-batch-norm",
-    "tg-layout-nhwc", "tg-fuse-epilogue", "tg-matmul-weight-layout", "tg-fuse-squeeze-excite",
-    "tg-fold-pad", "tg-fuse-batch-stats", "tg-fuse-elementwise", "tg-fuse-small-graph",
+    "tg-layout-nhwc", "tg-fuse-attention", "tg-fuse-epilogue", "tg-matmul-weight-layout",
+    "tg-fuse-squeeze-excite",
+    "tg-fold-pad", "tg-fuse-batch-stats", "tg-fuse-optimizer", "tg-fuse-elementwise",
+    "tg-fuse-small-graph",
     "tg-plan-buffers",
     "tg-default-pipeline",
 )

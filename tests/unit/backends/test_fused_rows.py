@@ -89,14 +89,17 @@ def test_relu_grads_compiled_loop_matches_numpy_select():
     keepdims=st.booleans(),
     dtype=st.sampled_from([np.float32, np.float64]),
     seed=st.integers(0, 2**31 - 1),
+    batch=st.sampled_from([0, 1, 3]),
 )
-def test_leading_axis_reductions_match_float64_numpy(lead, kept, keepdims, dtype, seed):
-    """reduce_sum/reduce_mean over the leading axes (the blocked path for large arrays, plain
-    NumPy for small ones) against the float64 sum."""
+def test_leading_axis_reductions_match_float64_numpy(lead, kept, keepdims, dtype, seed, batch):
+    """reduce_sum/reduce_mean over the leading axes, or over the axes after a kept batch axis
+    (a global average pool; ``batch`` items, 0: no batch axis) -- the blocked path for large
+    arrays, plain NumPy for small ones -- against the float64 sum."""
     from pytfrt.backends.cpu.array_ops import reduce_mean, reduce_sum
 
-    x = np.random.default_rng(seed).standard_normal((*lead, *kept)).astype(dtype)
-    axes = tuple(range(len(lead)))
+    front = (batch,) if batch else ()
+    x = np.random.default_rng(seed).standard_normal((*front, *lead, *kept)).astype(dtype)
+    axes = tuple(range(len(front), len(front) + len(lead)))
     ref = x.astype(np.float64).sum(axis=axes, keepdims=keepdims)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     got = reduce_sum(x, axes=axes, keepdims=keepdims)
@@ -115,5 +118,9 @@ def test_blocked_reduction_is_taken_for_batch_norm_statistics():
     got = _leading_sum(x, (0, 1, 2), True)
     assert got is not None and got.shape == (1, 1, 1, 16)
     np.testing.assert_array_equal(got, np.full((1, 1, 1, 16), 32768.0, np.float32))
-    assert _leading_sum(x, (1, 2), True) is None  # not the leading axes
+    pooled = _leading_sum(x, (1, 2), False)  # a global average pool's sum, per batch item
+    assert pooled is not None and pooled.shape == (32, 16)
+    np.testing.assert_array_equal(pooled, np.full((32, 16), 1024.0, np.float32))
+    assert _leading_sum(x, (2, 3), True) is None  # neither the leading axes nor 1..k
+    assert _leading_sum(x, (0, 2), True) is None
     assert _leading_sum(x.astype(np.int32), (0, 1, 2), True) is None

@@ -174,3 +174,40 @@ def test_a_keras_efficientnet_block_through_the_tf_front_end():
     x = np.random.default_rng(5).standard_normal((2, 8, 8, 3)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(pytfrt.compile(model)(x)), model(x).numpy(),
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("shape", [(5, 7), (40, 40)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_specialised_kernel_matches_numpy(layout, shape, dtype):  # type: ignore[no-untyped-def]
+    """The compiled model's version (weights and attributes bound once): one image straight
+    to the kernel (the 40x40 NHWC float32 one split over the threads), in place, into an
+    ``out``; other calls (a batch, a strided input) and errors through the general path."""
+    rng = np.random.default_rng(6)
+    c, r = 64, 8
+    ws = _weights(rng, c, r, dtype)
+    se = squeeze_excite.specialize(dict(enumerate(ws, 1)), layout=layout,  # type: ignore[attr-defined]
+                                   activation="silu", gate="hard_sigmoid", gate_alpha=0.2)
+    tol = 2e-6 if dtype == np.float32 else 1e-12
+    for n in (1, 2):
+        dims = (n, *shape, c) if layout == "NHWC" else (n, c, *shape)
+        x = rng.standard_normal(dims).astype(dtype) + 0.3
+        want = _oracle(x, *ws, layout, "silu", "hard_sigmoid", 0.2)
+        np.testing.assert_allclose(se(x, *ws), want, rtol=tol, atol=tol)
+        x.flags.writeable = False  # never written unless it is out
+        out = np.full(dims, np.nan, dtype)
+        assert se(x, *ws, out=out) is out
+        np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+        xi = x.copy()
+        assert se(xi, *ws, out=xi) is xi
+        np.testing.assert_allclose(xi, want, rtol=tol, atol=tol)
+        strided = np.repeat(x, 2, axis=2)[:, :, ::2]
+        np.testing.assert_allclose(se(strided, *ws), want, rtol=tol, atol=tol)
+    with pytest.raises(OpError, match="w1"):
+        se(np.ones((1, 3, 3, 3), dtype), *ws)  # 3 channels, not 64
+    dims = (1, *shape, c) if layout == "NHWC" else (1, c, *shape)
+    size = int(np.prod(dims))
+    buf = np.ones(size + 1, dtype)
+    with pytest.raises(OpError, match="overlap"):  # out shifted by one element from x
+        se(buf[:size].reshape(dims), *ws, out=buf[1:].reshape(dims))
+    assert squeeze_excite.specialize({1: ws[0]}) is None  # type: ignore[attr-defined]

@@ -201,3 +201,37 @@ def test_assert_positive_compiles(tf: Any) -> None:
     with pytest.raises(pytfrt.model.ModelError) as info:
         compiled(bad)
     assert "x must be positive" in expected and expected in str(info.value)
+
+
+@pytest.mark.parametrize("num_buckets", [0, 7])
+def test_hashed_crosses_of_dense_columns_are_tfs_bit_for_bit(tf: Any, num_buckets: int) -> None:
+    """Integer and string columns of several features each (every combination, the last
+    column fastest), with and without buckets, against ``tf.sparse.cross_hashed``."""
+    spec_i = tf.TensorSpec((None, None), tf.int64)
+    spec_s = tf.TensorSpec((None, 2), tf.string)
+
+    @tf.function(input_signature=[spec_i, spec_i, spec_s, spec_s])
+    def f(a: Any, b: Any, s: Any, t: Any) -> Any:
+        return (
+            tf.sparse.to_dense(tf.sparse.cross_hashed([a, b, a], num_buckets, hash_key=12345)),
+            tf.sparse.to_dense(tf.sparse.cross_hashed([s, t], num_buckets)),
+        )
+
+    rng = np.random.default_rng(1)
+    a = rng.integers(-(2**62), 2**62, (3, 2)).astype(np.int64)
+    b = rng.integers(-5, 5, (3, 3)).astype(np.int64)
+    words = np.array([b"", b"x", b"longer than sixteen bytes", "\u00e9t\u00e9".encode()], object)
+    s, t = rng.choice(words, (3, 2)), rng.choice(words, (3, 2))
+    for got, ref in zip(pytfrt.compile(f)(a, b, s, t), f(a, b, s, t), strict=True):
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, ref.numpy())
+
+
+def test_a_sparse_cross_of_sparse_columns_is_refused(tf: Any) -> None:
+    @tf.function(input_signature=[tf.TensorSpec((None, 2), tf.int64)])
+    def f(a: Any) -> Any:
+        sparse = tf.sparse.from_dense(a)
+        return tf.sparse.to_dense(tf.sparse.cross_hashed([sparse, a], 5))
+
+    with pytest.raises(UnsupportedOpError, match="SparseCross"):
+        pytfrt.compile(f)

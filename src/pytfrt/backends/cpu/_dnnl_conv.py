@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pytfrt import config
-from pytfrt.backends.cpu import _blas, _parallel, _spin_pool
+from pytfrt.backends.cpu import _blas, _parallel, _silu, _spin_pool
 from pytfrt.backends.cpu.op_math import ACTIVATIONS
 
 # -- the C API: enum values of oneDNN 3.x (oneapi/dnnl/dnnl_types.h, dnnl_common_types.h) ------
@@ -296,6 +296,11 @@ class _Prim:
         that :meth:`DnnlConv.forward` copies into the output), ``None`` for other parts."""
         self.pixels = 0
         """Output pixels of the part (batch x rows x columns)."""
+        self.act_fn = 0
+        """The address of a function applied in place to the part's output after the
+        primitive (:data:`_spin_pool.ACT_FN`; 0: none)."""
+        self.act_n = 0
+        """How many output elements it applies to (the part's)."""
         self.impl = ""
         self.keep: Any = None
         """What owns memory handed to oneDNN (a prepared filter's :func:`_filter_memory`)."""
@@ -454,6 +459,13 @@ class DnnlConv:
         self._w_shape = tuple(w.shape)
         self._bias = None if bias is None else np.array(bias, np.float32, order="C", copy=True)
         self._attrs = attrs
+        self._act_fn = 0
+        """The address of the in-place activation each part applies after its primitive
+        (:mod:`pytfrt.backends.cpu._silu` for ``silu``; then :attr:`_eltwise` is ``None``)."""
+        if eltwise is not None and eltwise[0] == _ELT_ALGS["eltwise_swish"] and eltwise[1] == 1.0:
+            self._act_fn = _silu.address()
+            if self._act_fn:
+                eltwise = None
         self._eltwise = eltwise
         self._macs = attrs["kh"] * attrs["kw"] * attrs["cin"] // attrs["groups"]
         self._prims: dict[tuple[tuple[int, ...], int], list[_Prim] | None] = {}
@@ -581,6 +593,7 @@ class DnnlConv:
         src, dst, (pt, pb, pl, pr), p.src_off, p.dst_off, p.channels = part
         p.residual = int(residual)
         p.pixels = dst[0] * dst[2] * dst[3]
+        p.act_fn, p.act_n = self._act_fn, p.pixels * dst[1]
         if p.channels is not None and residual == RESIDUAL_OPERAND:
             raise RuntimeError("channel parts add the residual from their own buffer")
         md_free, temp = "dnnl_memory_desc_destroy", _Prim(lib)
@@ -763,6 +776,52 @@ class DnnlConv:
         else:
             _parallel.parallel_for(lambda i: self._run(prims[i], xa, ya, ra), len(prims))
 
+    def launcher(self, x_shape: tuple[int, ...],
+                 residual: int) -> Callable[[np.ndarray, np.ndarray], None] | None:
+        """``go(x, y)``: :meth:`forward` of one input shape and residual mode
+        (:data:`NO_RESIDUAL` or :data:`RESIDUAL_IN_DST`) with everything that does not change
+        between calls looked up once -- the primitives, the :mod:`_spin_pool` job, per calling
+        thread its row of memory objects and stream -- and the arrays passed to the native
+        code as they are (their addresses taken there).  ``x`` and ``y`` must be what
+        :meth:`forward` takes (C-contiguous float32 of the shape and its output shape, not
+        overlapping; the caller checks).  ``None`` unless :meth:`ready` has made the
+        primitives of the shape and mode (or for a residual operand).  Thread-safe."""
+        key = (tuple(x_shape), int(residual))
+        prims = self._prims.get(key)
+        if not prims or residual not in (NO_RESIDUAL, RESIDUAL_IN_DST):
+            return None
+        lib, lock = self._lib, self._lock
+        if len(prims) > 1:
+            job = self._jobs.get(key)
+            if job is None:
+                job = _job(prims, self._attrs["cout"], lock)
+                with lock:
+                    job = self._jobs.setdefault(key, job)
+            forward = self.forward
+
+            def go_split(x: np.ndarray, y: np.ndarray) -> None:
+                if not run_job(lib, job, 0, 0, 0, x, y):
+                    forward(x, residual, y)
+
+            return go_split
+        p = prims[0]
+        fns, size = lib.fns, p.scratch
+        mine: dict[int, tuple[np.ndarray, int]] = {}
+        """Per thread id: its row of :attr:`_Prim.rows` and its stream."""
+        get_ident, run_row = threading.get_ident, _spin_pool.run_row_arrays
+
+        def go(x: np.ndarray, y: np.ndarray) -> None:
+            got = mine.get(get_ident())
+            if got is None:  # this thread's first call: make its row and pin it
+                run_part(lib, p, lock, int(x.ctypes.data), int(y.ctypes.data), 0)
+                mine[get_ident()] = (p.rows[get_ident()], lib.stream_handle())
+                return
+            st = run_row(got[0], fns, x, y, got[1], _scratch(lib, size) if size else 0, 0)
+            if st != 0:
+                raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
+
+        return go
+
     def _run_channels(self, p: _Prim, xa: int, y2: np.ndarray) -> None:
         """Run a channel part into this thread's buffer and copy it into its channels of the
         output (``y2``: the output as pixels x channels); with the ``sum`` post-op the buffer
@@ -856,6 +915,8 @@ def _fill_row(row: np.ndarray, p: _Prim, state: tuple[Any, ...]) -> None:
     row[_spin_pool.DST_OFF] = p.dst_off
     row[_spin_pool.RES_MEM] = 0 if res is None else res.value or 0
     row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
+    row[_spin_pool.ACT_FN] = p.act_fn
+    row[_spin_pool.ACT_N] = p.act_n
 
 
 def fill_channels(row: np.ndarray, p: _Prim, cout: int, itemsize: int = 4) -> int:
@@ -886,9 +947,11 @@ def _job(prims: list[_Prim], cout: int, lock: threading.Lock, itemsize: int = 4)
     return _Job(table, max(p.scratch for p in prims), buf)
 
 
-def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int) -> bool:
+def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int, x: np.ndarray | None = None,
+            y: np.ndarray | None = None) -> bool:
     """Run a split primitive's job on :mod:`_spin_pool` for these source, destination and
-    residual addresses.  ``False`` (nothing run) when the pool is off (:data:`SPIN_POOL`),
+    residual addresses (or, given ``x`` and ``y``, for those C-contiguous arrays' addresses
+    and no residual operand).  ``False`` (nothing run) when the pool is off (:data:`SPIN_POOL`),
     has no helpers, the job has too many parts, or another thread is using it: the caller
     then runs the parts through :func:`pytfrt.backends.cpu._parallel.parallel_for`.
 
@@ -902,7 +965,8 @@ def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int) -> bool:
         return False
     try:
         pool.reserve(job.scratch, job.buf)
-        st = pool.run(job.table, xa, ya, ra)
+        st = (pool.run(job.table, xa, ya, ra) if x is None or y is None
+              else pool.run_arrays(job.table, x, y))
     finally:
         pool.lock.release()
     if st != 0:

@@ -55,7 +55,11 @@ CH_OFF, CH_BYTES, CH_ROWS, CH_STRIDE, CH_COPY_IN = range(9, 14)
 """Channel parts (``CH_BYTES > 0``) write ``CH_ROWS`` rows of ``CH_BYTES`` to the running
 thread's part buffer; row ``r`` is then copied to ``dst + CH_OFF + r * CH_STRIDE`` (and, with
 ``CH_COPY_IN``, first copied from there into the buffer: the ``sum`` post-op's residual)."""
-NF = 14
+ACT_FN, ACT_N = 14, 15
+"""A part with ``ACT_FN`` (the address of an ``int f(float *y, int64 n)``, e.g.
+:func:`pytfrt.backends.cpu._silu.address`) finally applies it in place to its ``ACT_N``
+output elements: at ``dst + DST_OFF``, or for a channel part its buffer before the copy."""
+NF = 16
 
 MAX_PARTS = 64
 _LINE = 8  # int64 words per 64-byte cache line: every shared word on its own line
@@ -148,10 +152,21 @@ def run_row(row: np.ndarray, fns: np.ndarray, xa: int, ya: int, ra: int, stream:
     st = nv.call4(fns[_EXECUTE], row[PRIM], stream, row[NARGS], row[ARGS])
     if st == 0:
         st = nv.call1(fns[_WAIT], stream)
+    if st == 0 and row[ACT_FN]:
+        st = nv.call2(row[ACT_FN], buf if ch_bytes > 0 else ya + row[DST_OFF], row[ACT_N])
     if st == 0 and ch_bytes > 0:
         for r in range(rows):
             nv.copy_bytes(out + r * stride, buf + r * ch_bytes, ch_bytes)
     return st
+
+
+@numba.njit(nogil=True, cache=True)
+def run_row_arrays(row: np.ndarray, fns: np.ndarray, x: np.ndarray, y: np.ndarray,
+                   stream: int, scratch: int, buf: int) -> int:
+    """:func:`run_row` for the C-contiguous arrays ``x`` and ``y`` (no residual operand):
+    the addresses taken natively (``ndarray.ctypes.data`` costs ~1-3 us of Python a call,
+    more than this whole dispatch)."""
+    return run_row(row, fns, x.ctypes.data, y.ctypes.data, 0, stream, scratch, buf)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -230,6 +245,13 @@ def _caller(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, table: np.ndarr
         return -2 - sleeping
     _run_slot(ctrl, jobs, fns, helpers, False)
     return _wait_finished(ctrl, fns)
+
+
+@numba.njit(nogil=True, cache=True)
+def _caller_arrays(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, table: np.ndarray,
+                   x: np.ndarray, y: np.ndarray, helpers: int) -> int:
+    """:func:`_caller` for the C-contiguous arrays ``x`` and ``y`` (no residual operand)."""
+    return _caller(ctrl, jobs, fns, table, x.ctypes.data, y.ctypes.data, 0, helpers)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -388,7 +410,18 @@ class Pool:
         source, destination and residual addresses, on this thread (with the caller slot's
         stream and buffers) and the helpers.  Call with :attr:`lock` held after
         :meth:`reserve`.  Returns oneDNN's first nonzero status, or 0."""
-        st = _caller(self.ctrl, self.jobs, self.fns, table, xa, ya, ra, self.helpers)
+        return self._finish(
+            _caller(self.ctrl, self.jobs, self.fns, table, xa, ya, ra, self.helpers))
+
+    def run_arrays(self, table: np.ndarray, x: np.ndarray, y: np.ndarray) -> int:
+        """:meth:`run` for the C-contiguous arrays ``x`` and ``y`` (their addresses; no
+        residual operand)."""
+        return self._finish(
+            _caller_arrays(self.ctrl, self.jobs, self.fns, table, x, y, self.helpers))
+
+    def _finish(self, st: int) -> int:
+        """The rest of a job after :func:`_caller` returned ``st``: wake sleeping helpers,
+        wait for parts helpers run."""
         if st <= -2:
             sleeping = -2 - st
             with self.wake:

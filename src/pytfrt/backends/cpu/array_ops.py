@@ -57,29 +57,35 @@ _ROW_BLOCK = 1024
 
 def _leading_sum(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray | None:
     """The sum of a C-contiguous float32/float64 ``x`` over its leading axes ``0..k-1`` (the
-    batch-norm statistics of an NHWC tensor: axes 0, 1, 2) with fewer than
-    :data:`_ROW_BLOCK` kept elements ``K``, or ``None`` for other reductions.  NumPy sums such
-    an ``(M, K)`` view down its short rows at a quarter of its speed on long ones; so the rows
-    are regrouped ``B`` at a time into rows of ``B * K`` elements, summed down (each lane
-    accumulating ``M / B`` values: no less accurate than the plain sum), and the ``B`` partial
-    rows and the ``M mod B`` left over are added last."""
+    batch-norm statistics of an NHWC tensor: axes 0, 1, 2) or over ``1..k`` (a global
+    average pool: axes 1, 2, the batch kept) with fewer than :data:`_ROW_BLOCK` kept trailing
+    elements ``K``, or ``None`` for other reductions.  NumPy sums such an ``(M, K)`` view down
+    its short rows at a quarter of its speed on long ones; so the rows are regrouped ``B`` at
+    a time into rows of ``B * K`` elements, summed down (each lane accumulating ``M / B``
+    values: no less accurate than the plain sum), and the ``B`` partial rows and the
+    ``M mod B`` left over are added last (per batch item when the batch axis is kept)."""
     if (x.dtype not in (np.float32, np.float64) or not x.flags.c_contiguous or not axes
             or x.size < 4 * _ROW_BLOCK):
         return None
     k = len(axes)
-    if sorted(a % x.ndim for a in axes) != list(range(k)) or k >= x.ndim:
+    first = sorted(a % x.ndim for a in axes)[0]
+    if sorted(a % x.ndim for a in axes) != list(range(first, first + k)) or first > 1 or (
+            first + k >= x.ndim):
         return None
-    kept = x.shape[k:]
+    kept = x.shape[first + k:]
     width = math.prod(kept)
     if width >= _ROW_BLOCK or width == 0:
         return None
-    rows = x.size // width
+    batch = x.shape[0] if first else 1
+    rows = x.size // width // max(batch, 1)
     b = _ROW_BLOCK // width
     whole = rows // b * b
-    flat = x.reshape(rows, width)
-    total = np.add.reduce(flat[:whole].reshape(-1, b * width), axis=0).reshape(b, width)
-    out = np.add.reduce(total, axis=0) + np.add.reduce(flat[whole:], axis=0)
-    return out.reshape(((1,) * k if keepdims else ()) + kept)
+    flat = x.reshape(batch, rows, width)
+    total = np.add.reduce(flat[:, :whole].reshape(batch, -1, b * width), axis=1)
+    out = (np.add.reduce(total.reshape(batch, b, width), axis=1)
+           + np.add.reduce(flat[:, whole:], axis=1))
+    lead = x.shape[:first] + (1,) * k if keepdims else x.shape[:first]
+    return out.reshape(lead + kept)
 
 
 @GRAPH_OPS.op("reduce_sum")

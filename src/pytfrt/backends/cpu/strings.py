@@ -6,6 +6,12 @@
 * ``string_to_hash_bucket(x) {num_buckets}`` -- TF's ``StringToHashBucketFast``:
   ``Fingerprint64(s) mod num_buckets``, where ``Fingerprint64`` is FarmHash's 64-bit
   fingerprint (:func:`fingerprint64`, the ``farmhashna`` hash TF links), on the UTF-8 bytes;
+* ``hashed_cross(inputs...) {num_buckets, hash_key}`` -- TF's ``SparseCross`` with
+  ``hashed_output`` on dense ``[batch, k_i]`` columns (Keras' ``HashedCrossing``): every
+  combination of one feature per column (the last column varying fastest), hashed by chaining
+  ``FingerprintCat64`` from ``hash_key`` over the features (an integer feature is its own
+  64-bit value, a string its ``Fingerprint64``), modulo ``num_buckets`` (0: modulo
+  ``2**63 - 1``); ``[batch, k_0 * k_1 ...]`` int64;
 * ``string_format(inputs...) {template, placeholder, summarize}`` -- TF's ``StringFormat``
   (what ``tf.print`` and ``tf.strings.format`` build): each ``placeholder`` of the template
   replaced by the next tensor, summarised as TF prints it (:func:`summary_text`);
@@ -209,6 +215,46 @@ def _printf_spec(kind: str, precision: int, scientific: bool, shortest: bool, wi
             spec += f".{precision}"
         return spec + ("g" if shortest else "e" if scientific else "f")
     return spec + "d"
+
+
+_CAT_MUL = np.uint64(0xC6A4A7935BD1E995)
+
+
+def _shift_mix_u64(v: np.ndarray) -> np.ndarray:
+    return v ^ (v >> np.uint64(47))
+
+
+def fingerprint_cat64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """TF's ``FingerprintCat64(a, b)`` elementwise on uint64 arrays (wrapping arithmetic)."""
+    r = a ^ _CAT_MUL
+    r = r ^ (_shift_mix_u64(b * _CAT_MUL) * _CAT_MUL)
+    r = r * _CAT_MUL
+    r = _shift_mix_u64(r) * _CAT_MUL
+    return _shift_mix_u64(r)
+
+
+def _feature_hashes(x: np.ndarray) -> np.ndarray:
+    """The 64-bit value each feature of a cross contributes: strings their ``Fingerprint64``,
+    integers their own two's-complement bits."""
+    if x.dtype == object:
+        flat = [fingerprint64(as_bytes(v)) for v in x.reshape(-1).tolist()]
+        return np.asarray(flat, dtype=np.uint64).reshape(x.shape)
+    return x.astype(np.int64).view(np.uint64)
+
+
+@GRAPH_OPS.op("hashed_cross")
+def hashed_cross(*inputs: np.ndarray, num_buckets: int, hash_key: int) -> np.ndarray:
+    """TF's hashed ``SparseCross`` of dense ``[batch, k_i]`` columns: ``[batch, prod k_i]``."""
+    if not inputs or any(x.ndim != 2 or x.shape[0] != inputs[0].shape[0] for x in inputs):
+        raise OpError("hashed_cross: the columns must be 2-D with the same batch size, got "
+                      f"{[x.shape for x in inputs]}")
+    batch = inputs[0].shape[0]
+    h = np.full((batch, 1), hash_key & ((1 << 64) - 1), dtype=np.uint64)
+    for x in inputs:
+        f = _feature_hashes(x)
+        h = fingerprint_cat64(h[:, :, None], f[:, None, :]).reshape(batch, -1)
+    modulus = np.uint64(num_buckets if num_buckets > 0 else (1 << 63) - 1)
+    return (h % modulus).astype(np.int64)
 
 
 @GRAPH_OPS.op("as_string")

@@ -6,7 +6,9 @@ Keras' ``Hashing`` layer is ``AsString`` then ``StringToHashBucketFast``; ``tf.p
 stream as TF: ``sys.stderr`` or ``sys.stdout``). Constant operands of ``StringFormat`` are
 formatted at import, so the compiled program formats only run-time tensors. ``Assert``
 (``tf.debugging``'s checks) runs too: a stateful ``assert`` that fails the call with TF's
-``assertion failed: [...]`` message.
+``assertion failed: [...]`` message. Keras' ``HashedCrossing`` is a hashed ``SparseCross`` of
+dense columns then ``SparseToDense``: the cross of dense columns fills every entry of a
+``[batch, k]`` tensor, so the pair becomes one ``hashed_cross`` (sparse inputs are refused).
 """
 
 from __future__ import annotations
@@ -50,6 +52,50 @@ def _as_string(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 )
 def _hash_bucket(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [cx.op("string_to_hash_bucket", ins, num_buckets=attr(node, "num_buckets"))]
+
+
+@tf_op(
+    "SparseCross",
+    tg="`hashed_cross`",
+    note="hashed crosses of dense columns (Keras' `HashedCrossing`), bit for bit; sparse "
+    "columns and string crosses are not supported; the result only through `SparseToDense`",
+)
+def _sparse_cross(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    if attr(node, "N", 0):
+        raise ConversionError("sparse input columns are not supported (only dense ones)")
+    if not attr(node, "hashed_output", False):
+        raise ConversionError("string crosses (hashed_output=False) are not supported")
+    dense = cx.op("hashed_cross", ins, num_buckets=attr(node, "num_buckets"),
+                  hash_key=attr(node, "hash_key"))
+    batch, width = dense.shape if dense.shape is not None else (None, None)
+
+    def sparse_only() -> Any:
+        raise ConversionError("the indices of a crossed sparse tensor can only be used by "
+                              "SparseToDense")
+
+    indices = TV(thunk=sparse_only, dtype="i64", shape=(None, 2))
+    values = cx.reshape(dense, [-1])
+    if batch is not None and width is not None:
+        shape = TV(const=np.asarray([batch, width], dtype=np.int64))
+    else:
+        shape = TV(partial=[batch, width], dtype="i64", shape=(2,), thunk=sparse_only)
+    for tv in (indices, values, shape):
+        tv.dense_rows = dense
+    return [indices, values, shape]
+
+
+@tf_op(
+    "SparseToDense",
+    tg="(none)",
+    note="of a `SparseCross` of dense columns only (that cross is already dense)",
+)
+def _sparse_to_dense(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    indices, shape, values, _default = ins
+    dense = indices.dense_rows
+    if dense is None or values.dense_rows is not dense or shape.dense_rows is not dense:
+        raise ConversionError("only the sparse result of a SparseCross of dense columns is "
+                              "supported")
+    return [dense]
 
 
 def _fresh_placeholder(texts: list[str]) -> str:

@@ -29,7 +29,8 @@ OPTIONAL_FAMILIES = ("pytfrt.compiler.ops.grad", "pytfrt.compiler.ops.onnx_extra
                      "pytfrt.compiler.ops.onnx_nd", "pytfrt.compiler.ops.onnx_text",
                      "pytfrt.compiler.ops.quant", "pytfrt.compiler.ops.quant_dynamic",
                      "pytfrt.compiler.ops.volume", "pytfrt.compiler.ops.image",
-                     "pytfrt.compiler.ops.strings", "pytfrt.compiler.ops.dynamic")
+                     "pytfrt.compiler.ops.strings", "pytfrt.compiler.ops.dynamic",
+                     "pytfrt.compiler.ops.transformer")
 
 for _mod in OPTIONAL_FAMILIES:
     try:

@@ -4,6 +4,8 @@
   TF's ``AsString``;
 * ``string_to_hash_bucket(x) {num_buckets}`` -- TF's ``StringToHashBucketFast`` (FarmHash's
   ``Fingerprint64`` modulo ``num_buckets``, i64);
+* ``hashed_cross(inputs*) {num_buckets, hash_key}`` -- TF's hashed ``SparseCross`` of dense
+  ``[batch, k_i]`` columns (all integers or all strings): ``[batch, prod k_i]`` i64;
 * ``string_format(inputs*) {template, placeholder, summarize}`` -- TF's ``StringFormat`` (a
   string scalar);
 * ``print(x) {output_stream, end}`` -- TF's ``PrintV2`` of a string scalar: *stateful* (never
@@ -38,6 +40,29 @@ def _hash_bucket(ctx: InferContext) -> list[TType]:
     return [TType("i64", x.shape)]
 
 
+def _hashed_cross(ctx: InferContext) -> list[TType]:
+    if not ctx.inputs:
+        raise ctx.error("at least one column is needed")
+    kinds = {x.dtype == "string" for x in ctx.inputs}
+    if len(kinds) > 1 or not all(x.dtype == "string" or x.dtype in ("i32", "i64")
+                                 for x in ctx.inputs):
+        raise ctx.error("the columns must be all strings or all i32/i64, got "
+                        f"{[x.dtype for x in ctx.inputs]}")
+    if ctx.attrs["num_buckets"] < 0:
+        raise ctx.error(f"num_buckets must be >= 0, got {ctx.attrs['num_buckets']}")
+    batch: int | None = None
+    width: int | None = 1
+    for x in ctx.inputs:
+        if x.shape is None:
+            width = None
+            continue
+        if len(x.shape) != 2:
+            raise ctx.error(f"each column must be 2-D [batch, features], got {x}")
+        batch = x.shape[0] if batch is None else batch
+        width = None if width is None or x.shape[1] is None else width * x.shape[1]
+    return [TType("i64", (batch, width))]
+
+
 def _string_format(ctx: InferContext) -> list[TType]:
     holes = ctx.attrs["template"].count(ctx.attrs["placeholder"])
     if holes != len(ctx.inputs):
@@ -59,6 +84,9 @@ define("as_string", ("x",), _as_string, {
 }, family="strings", doc="TF AsString", differentiable=False)
 define("string_to_hash_bucket", ("x",), _hash_bucket, {"num_buckets": AttrSpec("int")},
        family="strings", doc="TF StringToHashBucketFast", differentiable=False)
+define("hashed_cross", ("inputs*",), _hashed_cross, {
+    "num_buckets": AttrSpec("int", 0), "hash_key": AttrSpec("int", 0),
+}, family="strings", doc="TF SparseCross (hashed, dense columns)", differentiable=False)
 define("string_format", ("inputs*",), _string_format, {
     "template": AttrSpec("str", "%s"), "placeholder": AttrSpec("str", "%s"),
     "summarize": AttrSpec("int", 3),

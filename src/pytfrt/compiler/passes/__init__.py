@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pytfrt.compiler.builder import GraphModule
+from pytfrt.compiler.passes.attention import fuse_attention
 from pytfrt.compiler.passes.batch_stats import fuse_batch_stats
 from pytfrt.compiler.passes.batchnorm import fold_batch_norm
 from pytfrt.compiler.passes.buffers import plan_buffers
@@ -20,6 +21,7 @@ from pytfrt.compiler.passes.fold import constant_fold, dce
 from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
 from pytfrt.compiler.passes.layout import layout_nhwc
+from pytfrt.compiler.passes.optimizers import fuse_optimizer
 from pytfrt.compiler.passes.quant import fold_quant
 from pytfrt.compiler.passes.small_graph import fuse_small_graph
 from pytfrt.compiler.passes.squeeze_excite import fuse_squeeze_excite
@@ -35,11 +37,13 @@ PASSES: dict[str, Pass] = {
     "tg-dce": dce,
     "tg-fold-batch-norm": fold_batch_norm,
     "tg-layout-nhwc": layout_nhwc,
+    "tg-fuse-attention": fuse_attention,
     "tg-fuse-epilogue": fuse_epilogue,
     "tg-matmul-weight-layout": matmul_weight_layout,
     "tg-fuse-squeeze-excite": fuse_squeeze_excite,
     "tg-fold-pad": fold_pad,
     "tg-fuse-batch-stats": fuse_batch_stats,
+    "tg-fuse-optimizer": fuse_optimizer,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
     "tg-plan-buffers": plan_buffers,
@@ -54,11 +58,13 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-dce",
     "tg-fold-batch-norm",
     "tg-layout-nhwc",
+    "tg-fuse-attention",
     "tg-fuse-epilogue",
     "tg-matmul-weight-layout",
     "tg-fuse-squeeze-excite",
     "tg-fold-pad",
     "tg-fuse-batch-stats",
+    "tg-fuse-optimizer",
     "tg-fuse-elementwise",
     "tg-dce",
     "tg-fuse-small-graph",

@@ -1,0 +1,238 @@
+"""Scaled dot-product attention in one kernel: the compute function of ``tg.attention``.
+
+``y[b, i, h, :] = sum_j softmax_j(scale * q[b, i, h, :] . k[b, j, h, :] + mask[b, h, i, j])
+* v[b, j, h, :]``: queries ``q [B, Sq, H, D]``, keys ``k [B, Sk, H, D]``, values
+``v [B, Sk, H, Dv]`` and the result ``[B, Sq, H, Dv]`` all in the "sequence, then heads" layout
+a Transformer's projections produce (``[B, S, H * D]`` viewed as ``[B, S, H, D]``), and an
+optional additive ``mask`` that broadcasts to ``[B, H, Sq, Sk]`` (a causal or padding mask of
+zeros and very negative numbers).  An exported BERT or GPT-2 writes this as two transposes of
+``q``/``k``/``v`` into ``[B, H, S, D]``, a batched ``q @ k^T``, a scale, a mask add, a softmax,
+a batched product with ``v`` and a transpose back: each a kernel dispatch, the transposes and
+the scores materialised between them.  ``-tg-fuse-attention``
+(:mod:`pytfrt.compiler.passes.attention`) makes this op from that pattern.
+
+How: the (batch, head) pairs are split over :func:`pytfrt.backends.cpu._parallel.parallel_for`'s
+threads; per pair one compiled function (GIL released) runs ``dnnl_sgemm`` on the strided head
+views -- no transposed copy, the scale folded into the GEMM's ``alpha`` --, the mask, a
+row-wise softmax with a vectorised ``exp`` (:func:`_exp`, within 2 ulp of ``expf``), and the
+second ``dnnl_sgemm`` writing straight into the result's head columns.  Without oneDNN the
+same computation runs in NumPy.
+
+Operands: float32 (or float64, NumPy path) ``q``, ``k``, ``v`` with unit-stride last axes;
+``mask`` of the same dtype.  Thread-safety: a pure function (writes only ``out``).  Errors:
+:class:`pytfrt.backends.cpu.ops.OpError` naming what does not fit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from pytfrt.backends.cpu._blas import gemm_cfunc, pin_thread
+from pytfrt.backends.cpu._geometry import check_out
+from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
+from pytfrt.backends.cpu.op_table import OpTable
+from pytfrt.backends.cpu.ops import OpError
+
+GRAPH_OPS = OpTable()
+
+PAIR_MACS = 1 << 18
+"""Multiply-adds (``Sq * Sk * (D + Dv)``) of (batch, head) pairs per shard: GPT-2's heads at
+sequence 64 go about six to a shard, BERT's at 128 about two."""
+
+
+def _check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None
+           ) -> tuple[int, int, int, int, int, int]:
+    op = "attention"
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(a, np.ndarray) or a.ndim != 4:
+            raise OpError(f"{op}: {name} must be a rank-4 array [batch, seq, heads, depth], got "
+                          f"{list(getattr(a, 'shape', []))}")
+    if q.dtype not in (np.float32, np.float64) or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise OpError(f"{op}: q, k and v must share one float dtype, got {q.dtype}, {k.dtype}, "
+                      f"{v.dtype}")
+    b, sq, h, d = q.shape
+    sk = k.shape[1]
+    dv = v.shape[3]
+    if k.shape != (b, sk, h, d) or v.shape != (b, sk, h, dv):
+        raise OpError(f"{op}: q {list(q.shape)}, k {list(k.shape)} and v {list(v.shape)} do not "
+                      "agree: expected k [B, Sk, H, D] and v [B, Sk, H, Dv] for q [B, Sq, H, D]")
+    if mask is not None:
+        if not isinstance(mask, np.ndarray) or mask.dtype != q.dtype:
+            raise OpError(f"{op}: mask must be an array of dtype {q.dtype}")
+        try:
+            np.broadcast_shapes(mask.shape, (b, h, sq, sk))
+        except ValueError:
+            raise OpError(f"{op}: mask of shape {list(mask.shape)} does not broadcast to "
+                          f"[B, H, Sq, Sk] = {[b, h, sq, sk]}") from None
+    return b, sq, h, d, sk, dv
+
+
+@GRAPH_OPS.op("attention")
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None, *,
+              scale: float = 1.0, has_mask: bool = False,
+              out: np.ndarray | None = None) -> np.ndarray:
+    """``softmax(scale * q k^T + mask) v`` per (batch, head) (see the module docstring).
+
+    Raises:
+        OpError: operands of the wrong rank, dtype or shapes, a mask that does not broadcast,
+            a mask given without ``has_mask`` (or missing with it), a bad ``out``.
+    """
+    if has_mask != (mask is not None):
+        raise OpError(f"attention: has_mask = {has_mask} but {'a' if mask is not None else 'no'}"
+                      " mask operand was given")
+    b, sq, h, d, sk, dv = _check(q, k, v, mask)
+    check_out("attention", out, (b, sq, h, dv), q.dtype)
+    y = out if out is not None and out.flags.c_contiguous else np.empty((b, sq, h, dv), q.dtype)
+    if y.size == 0:
+        return y if out is None else out
+    if sk == 0:
+        y.fill(0)  # an empty softmax sums nothing: the products are empty sums
+    elif q.dtype == np.float32 and gemm_cfunc() is not None and _unit_rows(q, k, v):
+        _run_fast(q, k, v, mask, float(scale), y)
+    else:
+        _run_numpy(q, k, v, mask, float(scale), y)
+    if out is not None and y is not out:
+        out[...] = y
+        return out
+    return y
+
+
+def _unit_rows(*arrays: np.ndarray) -> bool:
+    """Whether every array's last axis is unit-stride and its other strides whole elements."""
+    return all(a.strides[3] == a.itemsize or a.shape[3] == 1 for a in arrays) and all(
+        s % a.itemsize == 0 and s >= 0 for a in arrays for s in a.strides)
+
+
+def _run_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
+               scale: float, y: np.ndarray) -> None:
+    s = np.matmul(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 3, 1))
+    s *= s.dtype.type(scale)
+    if mask is not None:
+        s += mask
+    s -= s.max(axis=-1, keepdims=True)
+    np.exp(s, out=s)
+    s /= s.sum(axis=-1, keepdims=True)
+    np.matmul(s, v.transpose(0, 2, 1, 3), out=y.transpose(0, 2, 1, 3))
+
+
+def _run_fast(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
+              scale: float, y: np.ndarray) -> None:
+    b, sq, h, d = q.shape
+    sk, dv = k.shape[1], v.shape[3]
+    it = q.itemsize
+    if mask is None:
+        flat, ms = np.zeros(1, np.float32), np.zeros(4, np.int64)
+    else:
+        mc = np.ascontiguousarray(mask).reshape((1,) * (4 - mask.ndim) + mask.shape)
+        flat = mc.reshape(-1)
+        ms = np.array([st // it if n > 1 else 0 for st, n in zip(mc.strides, mc.shape,
+                                                                 strict=True)], np.int64)
+    geometry = np.array([b, sq, h, d, sk, dv,
+                         q.strides[0] // it, q.strides[1] // it, q.strides[2] // it,
+                         k.strides[0] // it, k.strides[1] // it, k.strides[2] // it,
+                         v.strides[0] // it, v.strides[1] // it, v.strides[2] // it,
+                         y.strides[0] // it, y.strides[1] // it, y.strides[2] // it], np.int64)
+    addresses = np.array([q.ctypes.data, k.ctypes.data, v.ctypes.data, y.ctypes.data], np.int64)
+    pairs = b * h
+    shards = chunks(pairs, max(1, PAIR_MACS // max(1, sq * sk * (d + dv))))
+    if len(shards) < num_threads() <= pairs:
+        shards = chunks(pairs, -(-pairs // num_threads()))
+    run = _kernel()
+    errors: list[int] = []
+
+    def shard(i: int) -> None:
+        lo, hi = shards[i]
+        pin_thread()
+        status = run(geometry, addresses, flat, ms, mask is not None, np.float32(scale), lo, hi)
+        if status:  # pragma: no cover - oneDNN only fails on bad arguments, checked above
+            errors.append(status)
+
+    parallel_for(shard, len(shards))  # q, k, v, y, flat stay referenced until it returns
+    if errors:  # pragma: no cover
+        raise RuntimeError(f"dnnl_sgemm failed with status {errors[0]}")
+
+
+_POW2 = (2.0 ** np.arange(-127, 1)).astype(np.float32)
+"""``2^n`` for ``n = -127 .. 0``, indexed by ``n + 127`` (:func:`_exp`'s scaling)."""
+
+
+@numba.njit(inline="always", fastmath=True)
+def _exp(x: Any) -> Any:  # pragma: no cover - compiled
+    """``exp(x)`` for float32 ``x <= 0`` by range reduction and a degree-6 polynomial:
+    straight-line code the loop vectoriser can take (the libm call it cannot); relative error
+    within about 2e-7.  Arguments below -80 give exactly 0: never a subnormal result, which
+    costs a microcode assist in this loop and in every GEMM that reads it (a causal mask's
+    entries are ``-3.4e38``)."""
+    keep = x >= np.float32(-80.0)
+    x = max(x, np.float32(-80.0))
+    n = np.floor(x * np.float32(1.4426950408889634) + np.float32(0.5))
+    r = x - n * np.float32(0.693145751953125)
+    r = r - n * np.float32(1.428606765330187e-06)
+    p = np.float32(1.0 / 720.0)
+    p = p * r + np.float32(1.0 / 120.0)
+    p = p * r + np.float32(1.0 / 24.0)
+    p = p * r + np.float32(1.0 / 6.0)
+    p = p * r + np.float32(0.5)
+    p = p * r + np.float32(1.0)
+    p = p * r + np.float32(1.0)
+    return p * _POW2[int(n) + 127] if keep else np.float32(0.0)
+
+
+_compiled: Any = None
+
+
+def _kernel() -> Any:
+    """The compiled loop over (batch, head) pairs, built on first use (about 1 s)."""
+    global _compiled
+    if _compiled is not None:
+        return _compiled
+    f = gemm_cfunc()
+    exp = _exp
+    no, tr = np.uint8(ord("N")), np.uint8(ord("T"))
+
+    @numba.njit(nogil=True, fastmath=True)
+    def softmax_rows(s, sq, sk, mask, moff, ms2, ms3, has_mask):  # type: ignore[no-untyped-def]
+        for i in range(sq):
+            row = s[i * sk:(i + 1) * sk]
+            if has_mask:
+                base = moff + i * ms2
+                for j in range(sk):
+                    row[j] += mask[base + j * ms3]
+            mx = row[0]
+            for j in range(1, sk):
+                mx = max(mx, row[j])
+            total = np.float32(0.0)
+            for j in range(sk):
+                e = exp(row[j] - mx)
+                row[j] = e
+                total += e
+            inv = np.float32(1.0) / total
+            for j in range(sk):
+                row[j] *= inv
+
+    @numba.njit(nogil=True)
+    def run(g, addr, mask, ms, has_mask, scale, lo, hi):  # type: ignore[no-untyped-def]
+        sq, h, d, sk, dv = g[1], g[2], g[3], g[4], g[5]
+        s = np.empty(sq * sk, np.float32)
+        ps = s.ctypes.data
+        status = 0
+        zero, one = np.float32(0.0), np.float32(1.0)
+        for pair in range(lo, hi):
+            bi = pair // h
+            hh = pair - bi * h
+            pq = addr[0] + 4 * (bi * g[6] + hh * g[8])
+            pk = addr[1] + 4 * (bi * g[9] + hh * g[11])
+            pv = addr[2] + 4 * (bi * g[12] + hh * g[14])
+            py = addr[3] + 4 * (bi * g[15] + hh * g[17])
+            # scores [Sq, Sk] = scale * q_bh [Sq, D] @ k_bh^T (rows of q and k are strided)
+            status |= f(no, tr, sq, sk, d, scale, pq, g[7], pk, g[10], zero, ps, sk)
+            softmax_rows(s, sq, sk, mask, bi * ms[0] + hh * ms[1], ms[2], ms[3], has_mask)
+            # y_bh [Sq, Dv] = p [Sq, Sk] @ v_bh [Sk, Dv], written into the result's head columns
+            status |= f(no, no, sq, dv, sk, one, ps, sk, pv, g[13], zero, py, g[16])
+        return status
+
+    _compiled = run
+    return run
