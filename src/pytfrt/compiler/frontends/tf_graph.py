@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.compiler.errors import GraphError, UnsupportedOpError
+from pytfrt.compiler.frontends import tf_complex
 from pytfrt.compiler.frontends.tf_fold import fold
 from pytfrt.compiler.frontends.tf_registry import TF_OPS, tf_op
 from pytfrt.compiler.frontends.tf_values import TV, ConversionError, ResourceRef, attr
@@ -399,6 +400,10 @@ class FunctionContext:
             raise UnsupportedOpError(node.op, node.name, self._where(node))
         self.node = node
         try:
+            if tf_complex.involved(node, ins):
+                if node.op not in tf_complex.SHAPE_OPS:
+                    return tf_complex.convert_complex(self, node, ins)
+                ins = [tf_complex.real_part(tv) for tv in ins]  # the same shape
             if not any(tv.resource is not None for tv in ins):
                 folded = fold(node, ins)
                 if folded is not None:
