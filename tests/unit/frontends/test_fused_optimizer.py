@@ -79,6 +79,37 @@ def _adam_reference(w: np.ndarray, m: np.ndarray, v: np.ndarray, g: np.ndarray,
 @given(shape=st.lists(st.integers(1, 5), min_size=0, max_size=3), sparse=st.booleans(),
        seed=st.integers(0, 2**16))
 def test_adam_kernel_against_numpy(shape: list[int], sparse: bool, seed: int) -> None:
+    _check_adam(shape, sparse, seed)
+
+
+def test_large_variables_in_shards() -> None:
+    """A variable of PARALLEL_MIN elements or more is updated in shards on the helper
+    threads: the same bits."""
+    from pytfrt.backends.cpu.optimizers import PARALLEL_MIN
+
+    _check_adam([3, PARALLEL_MIN // 2 + 5], False, 1)
+    _check_adam([PARALLEL_MIN + 7], True, 2)
+    from pytfrt.backends.cpu.graph_state import Variable
+    from pytfrt.backends.cpu.optimizers import apply_momentum
+    from pytfrt.host.execution_context import ExecutionContext, RequestContext, ResourceContext
+    from pytfrt.model import default_host
+
+    rng = np.random.default_rng(3)
+    w, m, g = (rng.normal(size=(PARALLEL_MIN + 3, 2)).astype(np.float32) for _ in range(3))
+    rc = ResourceContext()
+    rc.create_resource("tg.variable/w", Variable("w", w.copy()))
+    rc.create_resource("tg.variable/m", Variable("m", m.copy()))
+    ctx = ExecutionContext(RequestContext(default_host(), rc))
+    lr, mu = np.float32(0.05), np.float32(0.9)
+    apply_momentum(ctx, ["m", float(mu), "w"], np.array(lr), g, None)
+    m2 = m * mu - g * lr
+    for name, ref in (("m", m2), ("w", w + m2)):
+        var = rc.get_resource("tg.variable/" + name)
+        assert var is not None
+        np.testing.assert_array_equal(var.array, ref, err_msg=name)
+
+
+def _check_adam(shape: list[int], sparse: bool, seed: int) -> None:
     from pytfrt.backends.cpu.graph_state import Variable
     from pytfrt.backends.cpu.optimizers import apply_adam
     from pytfrt.host.execution_context import ExecutionContext, RequestContext, ResourceContext
