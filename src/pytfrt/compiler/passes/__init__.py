@@ -22,6 +22,7 @@ from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
 from pytfrt.compiler.passes.layout import layout_nhwc
 from pytfrt.compiler.passes.quant import fold_quant
+from pytfrt.compiler.passes.shape_plan import shape_plans
 from pytfrt.compiler.passes.small_graph import fuse_small_graph
 from pytfrt.compiler.passes.squeeze_excite import fuse_squeeze_excite
 from pytfrt.compiler.passes.weight_layout import matmul_weight_layout
@@ -42,6 +43,7 @@ PASSES: dict[str, Pass] = {
     "tg-fuse-squeeze-excite": fuse_squeeze_excite,
     "tg-fold-pad": fold_pad,
     "tg-fuse-batch-stats": fuse_batch_stats,
+    "tg-shape-plans": shape_plans,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
     "tg-plan-buffers": plan_buffers,
@@ -62,6 +64,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fuse-squeeze-excite",
     "tg-fold-pad",
     "tg-fuse-batch-stats",
+    "tg-shape-plans",
     "tg-fuse-elementwise",
     "tg-dce",
     "tg-fuse-small-graph",
