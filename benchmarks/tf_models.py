@@ -9,7 +9,8 @@ Models: :func:`mlp` (784-512-512-10 by default), :func:`cnn` (Conv2D, BatchNorm,
 Dropout, Dense), :func:`residual_cnn` (a residual block and GlobalAveragePooling2D),
 :func:`bottleneck_cnn` (ResNet-50's layer types at a small size), :func:`transformer_block`
 (Embedding, MultiHeadAttention, LayerNorm, GELU), :func:`two_io` (two inputs, two outputs),
-:func:`resnet50`, :func:`mobilenet_v2` (``keras.applications``, ``weights=None``, logits out),
+:func:`resnet50`, :func:`mobilenet_v2`, :func:`mobilenet_v3_small`, :func:`efficientnet_b0`
+(``keras.applications``, ``weights=None``, logits out),
 and :func:`train_step` (a
 ``tf.function`` with ``GradientTape`` and an optimizer update).
 """
@@ -182,6 +183,16 @@ def resnet50(size: int = 224, seed: int = 0) -> Any:
 def mobilenet_v2(size: int = 224, seed: int = 0) -> Any:
     """``keras.applications.MobileNetV2(weights=None)`` with logits out (no softmax)."""
     return _application("MobileNetV2", size, seed)
+
+
+def mobilenet_v3_small(size: int = 224, seed: int = 0) -> Any:
+    """``keras.applications.MobileNetV3Small(weights=None)`` with logits out (no softmax)."""
+    return _application("MobileNetV3Small", size, seed)
+
+
+def efficientnet_b0(size: int = 224, seed: int = 0) -> Any:
+    """``keras.applications.EfficientNetB0(weights=None)`` with logits out (no softmax)."""
+    return _application("EfficientNetB0", size, seed)
 
 
 def train_step(model: Any, optimizer: Any, loss: Any, label_spec: Any,

@@ -64,6 +64,9 @@ SWITCHES: Final[dict[str, Switch]] = {
         Switch("PYTFRT_FUSE_SEGMENTS", "flag", True,
                "Fused segments (one Numba call for a run of tensor kernels) inside "
                "whole-function code; read when a program is loaded."),
+        Switch("PYTFRT_NUMPY_FREE", "flag", True,
+               "`bef_executor` runs a program whose kernels all have NumPy-free "
+               "implementations without importing NumPy (docs/host.md); read at its start."),
         Switch("PYTFRT_NO_C_EAGER", "flag", False,
                "Turns the C fast path of the eager API off (the Python path runs)."),
         Switch("PYTFRT_MODEL_QUEUE", "text", None,

@@ -13,6 +13,7 @@ loaders (:mod:`pytfrt.host.kernel_libraries`).  Thread-safety: as the registry.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from pathlib import Path
 
@@ -46,12 +47,21 @@ BUILTIN_LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def builtin_registry(entry_points: bool = True) -> KernelRegistry:
-    """A registry with every built-in library registered lazily (plus entry-point plugins).
+NUMPY_FREE_LIBRARY = "pytfrt.playground.buffer_kernels"
+"""The kernels of a NumPy-free process (:mod:`pytfrt.host.numpy_free`): registered first, and
+eagerly, by ``builtin_registry(numpy_free=True)``, so that their names never load the NumPy
+libraries that define the same names."""
+
+
+def builtin_registry(entry_points: bool = True, numpy_free: bool = False) -> KernelRegistry:
+    """A registry with every built-in library registered lazily (plus entry-point plugins);
+    with ``numpy_free``, :data:`NUMPY_FREE_LIBRARY` registered before them.
 
     Libraries whose module does not exist (not built yet) are skipped.
     """
     registry = KernelRegistry()
+    if numpy_free:
+        registry.add_module(importlib.import_module(NUMPY_FREE_LIBRARY))
     for module_name, prefixes in BUILTIN_LIBRARIES:
         if _module_exists(module_name):
             registry.add_lazy_library(module_name, prefixes)

@@ -34,19 +34,25 @@ def reference(x, layout, k, s, d, pads, oh, ow):
     return y if layout == "NHWC" else y.transpose(0, 3, 1, 2)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    layout=st.sampled_from(["NHWC", "NCHW"]),
-    n=st.integers(1, 2),
+WINDOWS = dict(
     c=st.integers(1, 20),
     k=st.tuples(st.integers(1, 4), st.integers(1, 4)),
     s=st.tuples(st.integers(1, 3), st.integers(1, 3)),
     d=st.tuples(st.integers(1, 2), st.integers(1, 2)),
     raw_pads=st.tuples(*(st.integers(0, 3) for _ in range(4))),
-    hw=st.tuples(st.integers(4, 13), st.integers(4, 13)),
     ceil=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
+)
+"""Random pooling windows (channels, kernel, strides, dilations, pads, ceil mode, seed)."""
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    layout=st.sampled_from(["NHWC", "NCHW"]),
+    n=st.integers(1, 2),
+    hw=st.tuples(st.integers(4, 13), st.integers(4, 13)),
     dtype=st.sampled_from([np.float32, np.uint8, np.int8]),
+    **WINDOWS,
 )
 def test_max_pool_matches_reference(layout, n, c, k, s, d, raw_pads, hw, ceil, seed, dtype):
     ext = (d[0] * (k[0] - 1) + 1, d[1] * (k[1] - 1) + 1)
@@ -106,3 +112,34 @@ def test_int8_pool_runs_in_onednn_split_by_batch(dtype, monkeypatch):
     if _parallel.num_threads() >= 2:
         assert any(k[-1] == np.dtype(dtype).str and j is not None
                    for k, j in _dnnl_pool._jobs.items())
+
+
+@settings(max_examples=40, deadline=None)
+@given(hw=st.tuples(st.integers(4, 17), st.integers(4, 13)),
+       dtype=st.sampled_from([np.float32, np.uint8]), **WINDOWS)
+def test_one_image_split_in_row_bands(c, k, s, d, raw_pads, hw, ceil, seed, dtype):
+    """One NHWC image pooled in one band of output rows per thread (each band's input rows
+    and the top/bottom padding of its windows): the reference's values exactly."""
+    ext = (d[0] * (k[0] - 1) + 1, d[1] * (k[1] - 1) + 1)
+    pads = tuple(min(p, ext[i // 2] - 1) for i, p in enumerate(raw_pads))
+    h, w = max(hw[0], ext[0]), max(hw[1], ext[1])
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 255, (1, h, w, c)).astype(dtype)
+    if dtype == np.float32:
+        x = rng.standard_normal((1, h, w, c)).astype(np.float32)
+    x.flags.writeable = False
+    old = _dnnl_pool.ROW_SPLIT_MIN_BYTES
+    _dnnl_pool.ROW_SPLIT_MIN_BYTES = 1  # (hypothesis: no function-scoped monkeypatch)
+    try:
+        y = pooling.max_pool2d(x, layout="NHWC", ksize=k, strides=s, pads=pads, dilations=d,
+                               ceil_mode=ceil)
+    finally:
+        _dnnl_pool.ROW_SPLIT_MIN_BYTES = old
+    ref = reference(x.astype(np.float32), "NHWC", k, s, d, pads, y.shape[1], y.shape[2])
+    np.testing.assert_array_equal(y.astype(np.float32), ref)
+    if _parallel.num_threads() >= 2 and y.shape[1] >= 2:  # oneDNN ran it: split
+        keys = [key for key, p in _dnnl_pool._prims.items() if p is not None and key[0] == "NHWC"
+                and key[1:3] == ((1, c, h, w), (1, c, *y.shape[1:3]))
+                and key[3:6] == (k, s, (d[0] - 1, d[1] - 1))
+                and key[6] == (pads[0], pads[2]) and key[-1] == np.dtype(dtype).str]
+        assert all(key in _dnnl_pool._jobs for key in keys)

@@ -337,14 +337,14 @@ def test_a_corrupt_cached_segment_is_built_again(monkeypatch: pytest.MonkeyPatch
     real_extension = _ccompile.extension
     planted: list[Path] = []
 
-    def plant_then_build(source: str, name: str) -> Any:
+    def plant_then_build(source: str, name: str, *args: Any) -> Any:
         d = _ccompile.cache_dir()
         assert d is not None
         path = d / f"{name}.so"
         if name not in _ccompile._loaded and not path.exists():
             path.write_bytes(b"not an ELF file")
             planted.append(path)
-        return real_extension(source, name)
+        return real_extension(source, name, *args)
 
     monkeypatch.setattr(_ccompile, "extension", plant_then_build)
     fused, segments = _run(text, "xor_training", True, monkeypatch)

@@ -136,9 +136,7 @@ class SegmentBuilder:
         if sym.kind == "s":
             return sym.name
         if sym.kind == "k":
-            import numpy as np
-
-            if sym.value.__class__ is not np.float32:
+            if sym.value.__class__ is not provider().scalar_type():
                 raise NotFusible("constant is not an f32")
             return self._scalar(None, sym.py)
         raise NotFusible("not a scalar")

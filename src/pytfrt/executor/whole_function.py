@@ -280,15 +280,18 @@ class _Generator:
         self.deferred = False  # the top-level body yields before its deferred part
         # Fused segments (pytfrt.executor.fused_segments): on unless switched off.
         self.fuse = fuse_by_default()
+        self.raw = False
         self.pin: tuple[dict[int, str], dict[int, str]] | None = None
         if self.fuse:
-            import numpy as np
-
             from pytfrt.host.async_value import CHAIN
 
             dht, f32 = provider().tensor_types()
-            self.namespace.update(_DHT=dht, _F32D=f32, _F32=np.float32, _CHAIN=CHAIN,
-                                  _INT=int, _WRAP=provider().new_tensor_wrapper())
+            # NumPy-free processes (pytfrt.host.numpy_free): tensors pass their buffer (.raw),
+            # f32 scalars are Python floats, new tensors are bytearrays shaped on the way out.
+            self.raw = provider().buffer_flavour()
+            self.namespace.update(_DHT=dht, _F32D=f32, _F32=provider().scalar_type(),
+                                  _CHAIN=CHAIN, _INT=int,
+                                  _WRAP=provider().new_tensor_wrapper())
 
     def var(self) -> str:
         self.counter += 1
@@ -547,9 +550,15 @@ class _Generator:
                 expr = py
             elif sym.kind in "nsi":
                 outs.append(sym.name)
-                expr = (f"(_DHT(_F32D, _f[{len(outs)}]) if _alloc is None else "
-                        f"_WRAP(ctx, _F32D, _f[{len(outs)}]))" if sym.kind == "n"
-                        else f"_f[{len(outs)}]")
+                if sym.kind != "n":
+                    expr = f"_f[{len(outs)}]"
+                elif self.raw:
+                    dims = next(a[1] for a in builder.allocs if a[0] == sym.name)
+                    expr = (f"_WRAP(None if _alloc is None else ctx, _F32D, _f[{len(outs)}], "
+                            f"{dims!r})")
+                else:
+                    expr = (f"(_DHT(_F32D, _f[{len(outs)}]) if _alloc is None else "
+                            f"_WRAP(ctx, _F32D, _f[{len(outs)}]))")
             elif sym.kind == "c":
                 expr = "_CHAIN"
             else:
@@ -564,6 +573,7 @@ class _Generator:
         if builder.kernels:
             conds = ["not E"]
             conds += [f"{py}.__class__ is _DHT and {py}.dtype is _F32D"
+                      + (f" and {py}.raw is not None" if self.raw else "")
                       for py in builder.ext_tensors]
             conds += [f"{py}.__class__ is _F32" for py in builder.ext_scalars]
             conds += [f"{py}.__class__ is _INT" for py in builder.ext_ints]
@@ -574,7 +584,8 @@ class _Generator:
                 conds.append("_fuse_alloc")
             seg = self.const(FusedSegment(builder.source(outs), inst.fn.name,
                                           builder.calls_back))
-            args = [f"{py}.array" for py in builder.ext_tensors] + list(builder.ext_scalars) \
+            field = "raw" if self.raw else "array"
+            args = [f"{py}.{field}" for py in builder.ext_tensors] + list(builder.ext_scalars) \
                 + list(builder.ext_ints)
             self.emit(d, f"_f = {seg}({', '.join(args)}) if {' and '.join(conds)} else None")
         else:

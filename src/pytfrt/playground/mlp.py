@@ -28,6 +28,7 @@ import numpy as np
 
 from pytfrt.backends.cpu.ops import sigmoid_inplace
 from pytfrt.host import CHAIN, Chain, KernelError, KernelRegistry, kernel
+from pytfrt.playground.progress import print_progress
 from pytfrt.tensor.dense_host_tensor import DenseHostTensor
 from pytfrt.tensor.dtype import F32
 
@@ -88,13 +89,6 @@ def mse_loss_f32(prediction: DenseHostTensor, target: DenseHostTensor) -> float:
     # np.mean's own steps without its Python-level dispatch, with the same roundings: the
     # float32 sum, divided by the element count in float64, rounded to float32.
     return float(np.float32(float(np.add.reduce(diff, None, np.float32)) / n))
-
-
-@kernel("mlp.print_progress")
-def print_progress(step: int, loss: float) -> Chain:
-    """Print ``step <n>: loss = <loss %f>``."""
-    print(f"step {step}: loss = {loss:f}", flush=True)
-    return CHAIN
 
 
 @kernel("mlp.print_accuracy.f32")

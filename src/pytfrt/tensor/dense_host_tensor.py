@@ -1,9 +1,18 @@
-"""DenseHostTensor (a NumPy array plus its TFRT dtype) and HostBuffer (raw bytes).
+"""DenseHostTensor (a NumPy array, or a plain buffer, plus its TFRT dtype) and HostBuffer.
 
 A :class:`DenseHostTensor` (DHT) is TFRT's row-major host tensor.  Its storage is a NumPy
 array: :meth:`DenseHostTensor.from_numpy` wraps an array without copying and
 :meth:`DenseHostTensor.numpy` returns that same array, so kernels compute with NumPy directly
 on the tensor's memory (in-place kernels write into it).
+
+**NumPy-free storage.**  In a process that keeps NumPy out (:mod:`pytfrt.host.numpy_free`,
+chosen by ``bef_executor`` for programs whose kernels all have NumPy-free implementations),
+:meth:`DenseHostTensor.create` gives tensors of the dtypes the :mod:`array` module has a code
+for (``DType.typecode``) a plain buffer instead: a ``bytearray`` seen through a memoryview of
+the tensor's element format and shape (``.raw``).  Reading ``.array`` of such a tensor
+imports NumPy and turns it into an ordinary ndarray-backed tensor whose array is a zero-copy
+view of that same buffer (``.raw`` becomes ``None``), so every kernel works on every tensor:
+the NumPy-free kernels take the buffer while ``.raw`` is set, the others see an ndarray.
 
 Allocator accounting (docs/host.md): a tensor created for a running program
 (:func:`allocate_dense`, used by every kernel that makes a new tensor) asks the HostContext's
@@ -19,11 +28,11 @@ program (chains) orders writers and readers, as in TFRT.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from pytfrt.host import numpy_free
 from pytfrt.host.allocator import HOST_BUFFER_HEADER
 from pytfrt.support.errors import PytfrtError
 from pytfrt.tensor.dtype import DType, dtype_from_numpy
@@ -35,6 +44,9 @@ from pytfrt.tensor.shape import (
     checked_dims,
     format_dims,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class AllocationError(PytfrtError):
@@ -95,6 +107,8 @@ class HostBuffer:
         Raises:
             AllocationError: if the allocator refuses.
         """
+        import numpy as np
+
         acct = _account(allocator, size)
         return cls(np.zeros(size, np.uint8), acct)
 
@@ -126,15 +140,45 @@ class HostBuffer:
 
 
 class DenseHostTensor:
-    """A dense row-major host tensor: TFRT dtype + NumPy array (shared, not copied)."""
+    """A dense row-major host tensor: TFRT dtype + NumPy array (shared, not copied), or a
+    NumPy-free buffer (``raw``, see the module docstring) until ``array`` is first read."""
 
-    __slots__ = ("dtype", "array", "_acct", "__weakref__")
+    __slots__ = ("dtype", "array", "_acct", "raw", "__weakref__")
 
     def __init__(self, dtype: DType, array: np.ndarray, _acct: _Accounting | None = None) -> None:
         """Wrap ``array`` (whose NumPy dtype must be ``dtype.np_dtype``) without copying."""
         self.dtype = dtype
         self.array = array
         self._acct = _acct
+        self.raw: Any = None
+        """The NumPy-free storage (a memoryview of format ``dtype.typecode`` and the tensor's
+        shape over a ``bytearray``), or ``None`` for an ndarray-backed tensor."""
+
+    @classmethod
+    def from_raw(cls, dtype: DType, raw: Any, _acct: _Accounting | None = None
+                  ) -> DenseHostTensor:
+        """A tensor whose storage is ``raw`` (format ``dtype.typecode``, C-contiguous, shaped
+        as the tensor, writeable); NumPy stays unimported until ``.array`` is read."""
+        t = cls.__new__(cls)
+        t.dtype = dtype
+        t._acct = _acct
+        t.raw = raw
+        return t
+
+    def __getattr__(self, attr: str) -> Any:
+        # ``array`` is unset only for a tensor made by from_raw: its first read imports NumPy
+        # and makes the tensor an ordinary one over the same buffer.
+        if attr != "array":
+            raise AttributeError(attr)
+        raw = self.raw
+        if raw is None:
+            raise AttributeError(attr)
+        import numpy as np
+
+        array = np.asarray(raw)
+        self.array = array
+        self.raw = None
+        return array
 
     # -- construction -------------------------------------------------------------------------
 
@@ -149,6 +193,8 @@ class DenseHostTensor:
             DTypeError: if the NumPy dtype has no TFRT equivalent.
             ShapeError: if ``dtype`` does not match the array's storage.
         """
+        import numpy as np
+
         arr = array if isinstance(array, np.ndarray) else np.asarray(array)
         if dtype is None:
             dtype = dtype_from_numpy(arr.dtype)
@@ -169,6 +215,15 @@ class DenseHostTensor:
             ShapeError: for a negative dimension.
         """
         shape = checked_dims(dims)
+        if numpy_free.ENABLED and dtype.typecode is not None:
+            n = math.prod(shape)
+            if n:
+                size = n * dtype.itemsize
+                raw = memoryview(bytearray(size)).cast(dtype.typecode, shape)  # type: ignore[call-overload]
+                return cls.from_raw(
+                    dtype, raw, None if allocator is None else _account(allocator, size))
+        import numpy as np
+
         array = np.zeros(shape, dtype.np_dtype)
         if allocator is None:
             return cls(dtype, array)
@@ -179,27 +234,37 @@ class DenseHostTensor:
     @property
     def shape(self) -> TensorShape:
         """The shape (a new :class:`TensorShape` each call; use ``.array.shape`` in hot code)."""
-        return TensorShape._trusted(tuple(self.array.shape))
+        return TensorShape._trusted(self.dims)
 
     @property
     def dims(self) -> tuple[int, ...]:
         """The dimensions as a tuple."""
-        return tuple(self.array.shape)
+        raw = self.raw
+        return tuple(self.array.shape if raw is None else raw.shape)
 
     @property
     def rank(self) -> int:
         """Number of dimensions."""
-        return self.array.ndim
+        raw = self.raw
+        return self.array.ndim if raw is None else raw.ndim
 
     @property
     def num_elements(self) -> int:
         """Number of elements."""
-        return int(self.array.size)
+        raw = self.raw
+        return int(self.array.size) if raw is None else raw.nbytes // raw.itemsize
 
     @property
     def nbytes(self) -> int:
         """Size of the data in bytes."""
-        return int(self.array.nbytes)
+        raw = self.raw
+        return int(self.array.nbytes if raw is None else raw.nbytes)
+
+    def flat_view(self) -> memoryview:
+        """The NumPy-free storage as a flat memoryview of the elements (``raw`` must be set)."""
+        raw = self.raw
+        assert raw is not None
+        return raw.cast("B").cast(raw.format)  # type: ignore[no-any-return]
 
     @property
     def metadata(self) -> TensorMetadata:
@@ -212,6 +277,8 @@ class DenseHostTensor:
 
     def buffer(self) -> HostBuffer:
         """The tensor's bytes as a :class:`HostBuffer` sharing the storage (C-contiguous)."""
+        import numpy as np
+
         arr = np.ascontiguousarray(self.array)
         if arr is not self.array:
             self.array = arr
@@ -228,10 +295,12 @@ class DenseHostTensor:
     # -- printing -------------------------------------------------------------------------
 
     def __str__(self) -> str:
+        if self.raw is not None:
+            return format_dense(self.dtype, self.raw.shape, self.flat_view())
         return format_dense(self.dtype, self.array.shape, self.array)
 
     def __repr__(self) -> str:
-        return f"DenseHostTensor({self.dtype.name}, {format_dims(self.array.shape)})"
+        return f"DenseHostTensor({self.dtype.name}, {format_dims(self.dims)})"
 
 
 def allocate_dense(exec_ctx: Any, dtype: DType, dims: Iterable[int]) -> DenseHostTensor:
@@ -255,3 +324,20 @@ def wrap_result(exec_ctx: Any, dtype: DType, array: np.ndarray) -> DenseHostTens
     """
     allocator = None if exec_ctx is None else exec_ctx.request_context.host.allocator
     return DenseHostTensor(dtype, array, _account(allocator, array.nbytes))
+
+
+def wrap_raw(exec_ctx: Any, dtype: DType, data: bytearray, dims: tuple[int, ...]
+             ) -> DenseHostTensor:
+    """Wrap a freshly computed buffer (``bytearray`` of the elements, row-major) as a new
+    NumPy-free tensor of ``dims``, accounted like :func:`allocate_dense` when ``exec_ctx`` is
+    given.
+
+    Raises:
+        AllocationError: ``Cannot allocate tensor`` if the allocator refuses.
+    """
+    assert dtype.typecode is not None
+    raw = memoryview(data).cast(dtype.typecode, dims)  # type: ignore[call-overload]
+    if exec_ctx is None:
+        return DenseHostTensor.from_raw(dtype, raw)
+    return DenseHostTensor.from_raw(
+        dtype, raw, _account(exec_ctx.request_context.host.allocator, len(data)))

@@ -30,6 +30,11 @@ qi16    qi16        22    int16
 qi32    qi32        23    int32
 ======  ==========  ====  ==================  =================================
 
+NumPy is imported when a dtype's ``np_dtype`` is first read (not when this module is imported),
+so a process whose tensors use plain buffers (``DenseHostTensor``'s NumPy-free storage,
+docs/host.md) never loads it; ``typecode`` is the :mod:`array` module's code of the element type
+(``f`` for f32; ``None`` for types :mod:`array` has no code for).
+
 ``name`` is what TFRT prints (``DenseHostTensor dtype = f32``); ``mlir_name`` is the MLIR type
 spelling used in kernel-name suffixes and attributes (``tfrt_dht.fill_tensor_with_constant.f32``).
 Look-ups: :func:`dtype_from_name` (either spelling, plus ``bool``), :func:`dtype_from_code`,
@@ -39,35 +44,53 @@ Look-ups: :func:`dtype_from_name` (either spelling, plus ``bool``), :func:`dtype
 from __future__ import annotations
 
 import sys
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class DType:
     """One TFRT element type (a singleton per type; see the module table)."""
 
-    __slots__ = ("name", "mlir_name", "code", "np_dtype", "kind", "__weakref__")
+    __slots__ = ("name", "mlir_name", "code", "np_dtype", "kind", "_np_name", "_itemsize",
+                 "typecode", "__weakref__")
 
-    def __init__(self, name: str, mlir_name: str, code: int, np_dtype: Any, kind: str) -> None:
+    def __init__(self, name: str, mlir_name: str, code: int, np_name: str, kind: str,
+                 itemsize: int = 0, typecode: str | None = None) -> None:
         self.name: str = name
         """Printed name (``f32``, ``u8``, ``str``, ``qi8``)."""
         self.mlir_name: str = mlir_name
         """MLIR type spelling (``f32``, ``ui8``, ``string``, ``qi8``)."""
         self.code: int = code
         """BEF DType code (docs/bef.md)."""
-        self.np_dtype: np.dtype[Any] = np.dtype(np_dtype)
-        """NumPy storage dtype."""
+        self._np_name = np_name
+        self._itemsize = itemsize
+        self.typecode: str | None = typecode
+        """The :mod:`array` module's type code of the element type, or ``None``."""
         self.kind: str = kind
         """One of ``int``, ``uint``, ``bool``, ``float``, ``complex``, ``string``, ``quant``,
         ``opaque``."""
 
+    # ``np_dtype`` (the NumPy storage dtype) is a slot filled on first read: a missing slot
+    # attribute falls through to ``__getattr__``, which imports NumPy and fills it, so later
+    # reads cost a plain attribute access.
+    if TYPE_CHECKING:
+        np_dtype: np.dtype[Any]
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr != "np_dtype":
+            raise AttributeError(attr)
+        import numpy
+
+        value = numpy.dtype(self._np_name)
+        self.np_dtype = value
+        return value
+
     @property
     def itemsize(self) -> int:
         """Bytes per element in a host buffer (0 for string/opaque types)."""
-        if self.kind in ("string", "opaque"):
-            return 0
-        return int(self.np_dtype.itemsize)
+        return self._itemsize
 
     @property
     def is_float(self) -> bool:
@@ -89,20 +112,22 @@ class DType:
         return (dtype_from_code, (self.code,))
 
 
-UI8: Final = DType("u8", "ui8", 1, np.uint8, "uint")
-UI16: Final = DType("u16", "ui16", 2, np.uint16, "uint")
-UI32: Final = DType("u32", "ui32", 3, np.uint32, "uint")
-UI64: Final = DType("u64", "ui64", 4, np.uint64, "uint")
-I1: Final = DType("i1", "i1", 5, np.bool_, "bool")
-I8: Final = DType("i8", "i8", 6, np.int8, "int")
-I16: Final = DType("i16", "i16", 7, np.int16, "int")
-I32: Final = DType("i32", "i32", 8, np.int32, "int")
-I64: Final = DType("i64", "i64", 9, np.int64, "int")
-F32: Final = DType("f32", "f32", 10, np.float32, "float")
-F64: Final = DType("f64", "f64", 11, np.float64, "float")
-COMPLEX64: Final = DType("complex64", "complex64", 12, np.complex64, "complex")
-COMPLEX128: Final = DType("complex128", "complex128", 13, np.complex128, "complex")
-F16: Final = DType("f16", "f16", 14, np.float16, "float")
+UI8: Final = DType("u8", "ui8", 1, "uint8", "uint", 1, "B")
+UI16: Final = DType("u16", "ui16", 2, "uint16", "uint", 2, "H")
+UI32: Final = DType("u32", "ui32", 3, "uint32", "uint", 4, "I")
+UI64: Final = DType("u64", "ui64", 4, "uint64", "uint", 8, "Q")
+I1: Final = DType("i1", "i1", 5, "bool", "bool", 1)
+I8: Final = DType("i8", "i8", 6, "int8", "int", 1, "b")
+I16: Final = DType("i16", "i16", 7, "int16", "int", 2, "h")
+I32: Final = DType("i32", "i32", 8, "int32", "int", 4, "i")
+I64: Final = DType("i64", "i64", 9, "int64", "int", 8, "q")
+F32: Final = DType("f32", "f32", 10, "float32", "float", 4, "f")
+F64: Final = DType("f64", "f64", 11, "float64", "float", 8, "d")
+COMPLEX64: Final = DType("complex64", "complex64", 12, "complex64", "complex", 8)
+COMPLEX128: Final = DType("complex128", "complex128", 13, "complex128", "complex", 16)
+F16: Final = DType("f16", "f16", 14, "float16", "float", 2)
+
+
 class _LazyDType(DType):
     """A dtype whose NumPy dtype comes from a package imported on first use (``bf16``:
     ``ml_dtypes``, whose import costs a program that never names the type)."""
@@ -110,7 +135,7 @@ class _LazyDType(DType):
     __slots__ = ("_resolve", "_resolved")
 
     def __init__(self, name: str, mlir_name: str, code: int, resolve: Any, kind: str) -> None:
-        super().__init__(name, mlir_name, code, np.void, kind)
+        super().__init__(name, mlir_name, code, "void", kind, 2)
         self._resolve = resolve
         self._resolved: np.dtype[Any] | None = None
 
@@ -118,12 +143,14 @@ class _LazyDType(DType):
     def np_dtype(self) -> np.dtype[Any]:
         """NumPy storage dtype (imports its package on first use)."""
         if self._resolved is None:
-            self._resolved = np.dtype(self._resolve())
-            _BY_NUMPY[self._resolved] = self
+            import numpy
+
+            self._resolved = numpy.dtype(self._resolve())
+            _by_numpy()[self._resolved] = self
         return self._resolved
 
     @np_dtype.setter
-    def np_dtype(self, _value: Any) -> None:  # DType.__init__'s placeholder
+    def np_dtype(self, _value: Any) -> None:  # resolved by the property only
         pass
 
 
@@ -134,14 +161,14 @@ def _bfloat16() -> Any:
 
 
 BF16: Final = _LazyDType("bf16", "bf16", 15, _bfloat16, "float")
-STRING: Final = DType("str", "string", 16, object, "string")
-RESOURCE: Final = DType("resource", "resource", 17, object, "opaque")
-VARIANT: Final = DType("variant", "variant", 18, object, "opaque")
-QUI8: Final = DType("qu8", "qui8", 19, np.uint8, "quant")
-QUI16: Final = DType("qu16", "qui16", 20, np.uint16, "quant")
-QI8: Final = DType("qi8", "qi8", 21, np.int8, "quant")
-QI16: Final = DType("qi16", "qi16", 22, np.int16, "quant")
-QI32: Final = DType("qi32", "qi32", 23, np.int32, "quant")
+STRING: Final = DType("str", "string", 16, "object", "string", 0)
+RESOURCE: Final = DType("resource", "resource", 17, "object", "opaque", 0)
+VARIANT: Final = DType("variant", "variant", 18, "object", "opaque", 0)
+QUI8: Final = DType("qu8", "qui8", 19, "uint8", "quant", 1)
+QUI16: Final = DType("qu16", "qui16", 20, "uint16", "quant", 2)
+QI8: Final = DType("qi8", "qi8", 21, "int8", "quant", 1)
+QI16: Final = DType("qi16", "qi16", 22, "int16", "quant", 2)
+QI32: Final = DType("qi32", "qi32", 23, "int32", "quant", 4)
 
 ALL_DTYPES: Final[tuple[DType, ...]] = (
     UI8, UI16, UI32, UI64, I1, I8, I16, I32, I64, F32, F64, COMPLEX64, COMPLEX128, F16, BF16,
@@ -167,11 +194,22 @@ _BY_NAME["qint8"] = QI8
 _BY_NAME["qint16"] = QI16
 _BY_NAME["qint32"] = QI32
 
-_BY_NUMPY: Final[dict[np.dtype[Any], DType]] = {
-    d.np_dtype: d for d in ALL_DTYPES
-    if d.kind not in ("quant", "opaque", "string") and not isinstance(d, _LazyDType)
-}
-"""Look-up by NumPy dtype; a lazily resolved dtype adds itself when first resolved."""
+_BY_NUMPY: dict[Any, DType] = {}
+"""Look-up by NumPy dtype (filled on first use, when NumPy is needed anyway); a lazily resolved
+dtype adds itself when first resolved."""
+_to_np_dtype: Any = None  # numpy.dtype, once _BY_NUMPY is filled
+
+
+def _by_numpy() -> dict[Any, DType]:
+    global _to_np_dtype
+    if not _BY_NUMPY:
+        import numpy
+
+        _to_np_dtype = numpy.dtype
+        _BY_NUMPY.update(
+            (d.np_dtype, d) for d in ALL_DTYPES
+            if d.kind not in ("quant", "opaque", "string") and not isinstance(d, _LazyDType))
+    return _BY_NUMPY
 
 
 class DTypeError(ValueError):
@@ -196,9 +234,11 @@ def np_dtype(name: str) -> np.dtype:
     Raises:
         DTypeError: for an unknown name.
     """
+    import numpy
+
     if name == "string":
-        return np.dtype(object)
-    return np.dtype(dtype_from_name(name).np_dtype)
+        return numpy.dtype(object)
+    return numpy.dtype(dtype_from_name(name).np_dtype)
 
 
 def dtype_from_code(code: int) -> DType:
@@ -220,15 +260,16 @@ def dtype_from_numpy(np_dtype: Any) -> DType:
         DTypeError: for a NumPy dtype TFRT has no type for (e.g. ``uint16`` is fine, ``<U5`` is
             not).
     """
+    table = _BY_NUMPY or _by_numpy()
     try:
-        return _BY_NUMPY[np.dtype(np_dtype)]
+        return table[_to_np_dtype(np_dtype)]
     except (KeyError, TypeError):
         pass
     if "ml_dtypes" in sys.modules and BF16._resolved is None:
         # a bfloat16 array exists only once ml_dtypes is imported: resolve bf16, look again
         _ = BF16.np_dtype
         try:
-            return _BY_NUMPY[np.dtype(np_dtype)]
+            return table[_to_np_dtype(np_dtype)]
         except (KeyError, TypeError):
             pass
     raise DTypeError(f"no TFRT dtype for NumPy dtype {np_dtype!r}") from None

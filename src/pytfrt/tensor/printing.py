@@ -10,16 +10,19 @@
 
 Element formats: integers in decimal (i8/u8 as numbers), i1 as 0/1, f32/f64 as C ``%e``
 (``INF``/``-INF``/``nan`` for non-finite values), f16 ``fp16(<bits>)``, bf16 ``bf16(<bits>)``,
-complex ``(<re %e>,<im %e>)``, strings quoted.  Pure functions; thread-safe.
+complex ``(<re %e>,<im %e>)``, strings quoted.  Pure functions; thread-safe.  The value
+arguments are NumPy arrays or any flat sequence with ``tolist`` (the NumPy-free storage's
+memoryview); NumPy is imported only to print f16/bf16 elements.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from pytfrt.tensor.dtype import BF16, F16, DType
 from pytfrt.tensor.shape import format_dims
@@ -45,6 +48,8 @@ def format_element(dtype: DType, value: Any) -> str:
     if kind == "bool":
         return "1" if value else "0"
     if kind == "float":
+        import numpy as np
+
         if dtype is F16:
             return f"fp16({int(np.asarray(value, np.float16).view(np.uint16))})"
         if dtype is BF16:
@@ -58,7 +63,7 @@ def format_element(dtype: DType, value: Any) -> str:
     return str(value)
 
 
-def format_values(dtype: DType, flat: np.ndarray, limit: int | None = MAX_DENSE_VALUES) -> str:
+def format_values(dtype: DType, flat: Any, limit: int | None = MAX_DENSE_VALUES) -> str:
     """``[v0, v1, ...]`` for a flat array; ``, ... `` before ``]`` if truncated at ``limit``."""
     n = flat.shape[0]
     shown = flat if limit is None or n <= limit else flat[:limit]
@@ -76,11 +81,13 @@ def format_values(dtype: DType, flat: np.ndarray, limit: int | None = MAX_DENSE_
     return f"[{body}]"
 
 
-def format_dense(dtype: DType, dims: Sequence[int], array: np.ndarray) -> str:
-    """The DenseHostTensor line (without newline)."""
+def format_dense(dtype: DType, dims: Sequence[int], array: Any) -> str:
+    """The DenseHostTensor line (without newline); ``array`` is an ndarray or a flat
+    memoryview of the elements."""
+    flat = array if array.__class__ is memoryview else array.reshape(-1)
     return (
         f"DenseHostTensor dtype = {dtype.name}, shape = {format_dims(dims)}, "
-        f"values = {format_values(dtype, array.reshape(-1))}"
+        f"values = {format_values(dtype, flat)}"
     )
 
 

@@ -391,6 +391,7 @@ class Driver:
 
     def setup(self) -> None:
         """Allocator, work queue and host (prints the two ``Choosing`` lines)."""
+        from pytfrt.host import numpy_free
         from pytfrt.host.allocator import create_allocator
         from pytfrt.host.file_access import DataDirectories
         from pytfrt.host.host_context import HostContext
@@ -412,7 +413,7 @@ class Driver:
             ) from exc
         _out(f"Choosing {queue.name} work queue.")
         queue.on_task_error = _report_task_error
-        registry = builtin_registry()
+        registry = builtin_registry(numpy_free=numpy_free.ENABLED)
         for spec in self.opts.kernels:
             try:
                 load_kernels(registry, spec)
@@ -621,6 +622,28 @@ def _register_devices(host: Any, devices: Sequence[str]) -> None:
             raise UsageError(f"{PROG}: unknown device '{device}' (known: cpu, null)")
 
 
+def numpy_free_program(opts: Options, program: Program) -> bool:
+    """Whether to run ``program`` NumPy-free (:mod:`pytfrt.host.numpy_free`): it has tensor
+    kernels and every one of them is in the NumPy-free library
+    (:data:`pytfrt.kernel_libraries.NUMPY_FREE_LIBRARY`; the ``tfrt.*`` basic kernels need no
+    NumPy for their usual types), no extra kernels are loaded (``--kernels``,
+    ``--shared_libs``), ``PYTFRT_NUMPY_FREE`` is on, and NumPy is not imported already (a
+    process that has it, e.g. ``main`` called in-process, runs as ever).  A program of basic
+    kernels only has no tensors and needs nothing of this."""
+    from pytfrt import config
+
+    names = [n for n in program.kernel_names() if not n.startswith("tfrt.")]
+    if not names or opts.kernels or opts.shared_libs or "numpy" in sys.modules \
+            or not config.flag("PYTFRT_NUMPY_FREE"):
+        return False
+    import importlib
+
+    from pytfrt.kernel_libraries import NUMPY_FREE_LIBRARY
+
+    library = importlib.import_module(NUMPY_FREE_LIBRARY)
+    return all(n in library.KERNEL_NAMES for n in names)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the tool; returns the process exit status."""
     args = sys.argv[1:] if argv is None else argv
@@ -640,6 +663,10 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"{PROG}: could not open input file '{opts.input}': "
                              "No such file or directory")
         program = read_program(opts.input, opts.timeout_seconds)
+        if numpy_free_program(opts, program):
+            from pytfrt.host import numpy_free
+
+            numpy_free.enable()
         driver.setup()
         driver.run(program)
     except UsageError as exc:

@@ -98,3 +98,30 @@ func.func @relu_gradient_sums(%x: tensor<?x4x4x3xf32>, %dy: tensor<?x4x4x3xf32>)
   // CHECK: func.return %[[E]], %[[R]]#1, %[[R]]#2
   func.return %e, %s, %t : tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>
 }
+
+// A global average pool's gradient behind a ReLU (TF's graph: the pooled gradient divided by
+// the pixel count, broadcast to the activation's shape; the ReLU gradient reshaped to its own
+// shape), then a batch norm's sums: one relu_grad_sums reading the pooled rows, no broadcast.
+// CHECK-LABEL: func.func @pooled_relu_sums
+func.func @pooled_relu_sums(%y: tensor<?x4x4x3xf32>, %x: tensor<?x4x4x3xf32>, %p: tensor<?x3xf32>) -> (tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>) {
+  %r = "tg.reshape"(%p) {shape = [-1, 1, 1, 3]} : (tensor<?x3xf32>) -> tensor<?x1x1x3xf32>
+  %s = "tg.shape"(%y) {out_type = "i32"} : (tensor<?x4x4x3xf32>) -> tensor<4xi32>
+  %s64 = "tg.cast"(%s) {to = "i64"} : (tensor<4xi32>) -> tensor<4xi64>
+  %n = "tg.constant"() {value = dense<16.0> : tensor<f32>} : () -> tensor<f32>
+  %b = "tg.broadcast_to"(%r, %s64) : (tensor<?x1x1x3xf32>, tensor<4xi64>) -> tensor<?x?x?x3xf32>
+  %q = "tg.div"(%b, %n) : (tensor<?x?x?x3xf32>, tensor<f32>) -> tensor<?x?x?x3xf32>
+  %g = "tg.relu_grad"(%q, %y) : (tensor<?x?x?x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %g2 = "tg.reshape"(%g) {shape = [-1, 4, 4, 3]} : (tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %sum = "tg.reduce_sum"(%g2) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %m = "tg.mul"(%g2, %y) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %dot = "tg.reduce_sum"(%m) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  // CHECK: %[[R:.*]] = "tg.reshape"(%arg2)
+  // CHECK: %[[Q:.*]] = "tg.div"(%[[R]], %{{.*}}) : (tensor<?x1x1x3xf32>, tensor<f32>) -> tensor<?x1x1x3xf32>
+  // CHECK-NOT: tg.broadcast_to
+  // CHECK: %[[ST:.*]]:3 = "tg.relu_grad_sums"(%[[Q]], %arg0, %arg0) {axes = [0, 1, 2], keepdims = true} : (tensor<?x1x1x3xf32>, tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> (tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>)
+  // CHECK-NOT: tg.relu_grad"
+  // CHECK-NOT: tg.broadcast_to
+  // CHECK: %[[G2:.*]] = "tg.reshape"(%[[ST]]#0)
+  // CHECK: func.return %[[ST]]#1, %[[ST]]#2, %[[G2]]
+  func.return %sum, %dot, %g2 : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>
+}

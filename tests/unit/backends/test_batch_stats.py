@@ -117,6 +117,26 @@ def test_per_channel_b_large() -> None:
                                atol=1e-4)
 
 
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 5), hw=st.lists(st.integers(1, 9), min_size=1, max_size=2),
+       c=st.integers(1, 20), one=st.booleans(), seed=st.integers(0, 2**16),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_relu_grad_sums_with_a_pooled_dy(n, hw, c, one, seed,  # type: ignore[no-untyped-def]
+                                         dtype):
+    """``dy`` one row per batch item (a global average pool's gradient, or one row for all
+    with ``one``) against NumPy's broadcast ``relu_grad`` and float64 sums."""
+    rng = np.random.default_rng(seed)
+    shape = (n, *hw, c)
+    y, b = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
+    dy = rng.standard_normal((1 if one else n, *([1] * len(hw)), c)).astype(dtype)
+    axes = tuple(range(len(shape) - 1))
+    g, s, t = relu_grad_sums(dy, y, b, axes=axes, keepdims=False)
+    want = np.where(y > 0, np.broadcast_to(dy, shape), 0).astype(np.float64)
+    np.testing.assert_array_equal(g, want.astype(dtype))
+    np.testing.assert_allclose(s, want.sum(axis=axes), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(t, (want * b).sum(axis=axes), rtol=1e-5, atol=1e-5)
+
+
 def test_relu_grad_sums_large_and_errors() -> None:
     rng = np.random.default_rng(5)
     dy, y, b = (rng.standard_normal((32, 16, 16, 8)).astype(np.float32) for _ in range(3))
@@ -127,8 +147,15 @@ def test_relu_grad_sums_large_and_errors() -> None:
     g2, s2, _ = relu_grad_sums(dy, y, b[:1, :1, :1], axes=[0, 1, 2])  # per-channel b
     np.testing.assert_array_equal(g2, g)
     np.testing.assert_allclose(s2.reshape(-1), s, rtol=1e-5, atol=1e-4)
-    with pytest.raises(OpError, match="shapes differ"):
+    with pytest.raises(OpError, match="does not broadcast"):
         relu_grad_sums(dy, y[:1], b, axes=[0])
+    with pytest.raises(OpError, match="does not broadcast"):
+        relu_grad_sums(dy[:, :1, :1, :1].reshape(32, 1, 1), y, b, axes=[0, 1, 2])
+    pooled = rng.standard_normal((32, 1, 1, 8)).astype(np.float32)  # sharded rows per item
+    g3, _, t3 = relu_grad_sums(pooled, y, b, axes=[0, 1, 2], keepdims=False)
+    want3 = np.where(y > 0, np.broadcast_to(pooled, y.shape), 0).astype(np.float64)
+    np.testing.assert_array_equal(g3, want3.astype(np.float32))
+    np.testing.assert_allclose(t3, (want3 * b).sum(axis=(0, 1, 2)), rtol=1e-5, atol=1e-4)
 
 
 def test_sum_and_dot_broadcast_and_errors() -> None:
@@ -193,5 +220,41 @@ def test_pass_keeps_results(batch: int) -> None:
     dy = rng.standard_normal((batch, 6, 5, 4)).astype(np.float32)
     fast = compile_module(gm, optimize=False)(x, dy)
     plain = compile_module(parse_graph(_GRAPH), optimize=False)(x, dy)
+    for a, b in zip(fast, plain, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)
+
+
+_POOLED = """
+func.func @main(%y: tensor<?x4x4x3xf32>, %p: tensor<?x3xf32>) -> (tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>) {
+  %r = "tg.reshape"(%p) {shape = [-1, 1, 1, 3]} : (tensor<?x3xf32>) -> tensor<?x1x1x3xf32>
+  %s = "tg.shape"(%y) {out_type = "i32"} : (tensor<?x4x4x3xf32>) -> tensor<4xi32>
+  %s64 = "tg.cast"(%s) {to = "i64"} : (tensor<4xi32>) -> tensor<4xi64>
+  %n = "tg.constant"() {value = dense<16.0> : tensor<f32>} : () -> tensor<f32>
+  %b = "tg.broadcast_to"(%r, %s64) : (tensor<?x1x1x3xf32>, tensor<4xi64>) -> tensor<?x?x?x3xf32>
+  %q = "tg.div"(%b, %n) : (tensor<?x?x?x3xf32>, tensor<f32>) -> tensor<?x?x?x3xf32>
+  %g = "tg.relu_grad"(%q, %y) : (tensor<?x?x?x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %g2 = "tg.reshape"(%g) {shape = [-1, 4, 4, 3]} : (tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %sum = "tg.reduce_sum"(%g2) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %m = "tg.mul"(%g2, %y) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %dot = "tg.reduce_sum"(%m) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  func.return %sum, %dot, %g2 : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>
+}
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_pooled_gradient_pass_keeps_results(batch: int) -> None:
+    """A global average pool's gradient behind a ReLU: compiled with the pass (one
+    relu_grad_sums reading the pooled rows) and without, the same results."""
+    from pytfrt.compiler.passes import default_pipeline
+
+    gm = default_pipeline(parse_graph(_POOLED))
+    names = [op.name for op in gm.function("main").body.block.ops]
+    assert "tg.relu_grad_sums" in names and "tg.broadcast_to" not in names
+    rng = np.random.default_rng(batch)
+    y = rng.standard_normal((batch, 4, 4, 3)).astype(np.float32)
+    p = rng.standard_normal((batch, 3)).astype(np.float32)
+    fast = compile_module(gm, optimize=False)(y, p)
+    plain = compile_module(parse_graph(_POOLED), optimize=False)(y, p)
     for a, b in zip(fast, plain, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)

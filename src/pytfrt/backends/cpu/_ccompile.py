@@ -59,25 +59,32 @@ def _compiler() -> list[str]:
     return [found, *cc[1:]]
 
 
-def _includes() -> list[str]:
+def _includes(uses_numpy: bool) -> list[str]:
     import sysconfig
 
-    import numpy as np
+    paths = [f"-I{sysconfig.get_paths()['include']}"]
+    if uses_numpy:
+        import numpy as np
 
-    return [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
+        paths.append(f"-I{np.get_include()}")
+    return paths
 
 
-def module_name(source: str, prefix: str) -> str:
+def module_name(source: str, prefix: str, uses_numpy: bool = True) -> str:
     """The module name (``prefix`` + a digest) the source must define ``PyInit_`` for: the
-    digest covers the source, the compiler command, the Python ABI tag and NumPy's version."""
-    import numpy as np
+    digest covers the source, the compiler command, the Python ABI tag and NumPy's version
+    (if the module uses NumPy's C API: ``uses_numpy``)."""
+    version = ""
+    if uses_numpy:
+        import numpy as np
 
+        version = np.__version__
     key = "\0".join((source, os.environ.get("CC", ""), " ".join(CFLAGS),
-                     sys.implementation.cache_tag or "", np.__version__))
+                     sys.implementation.cache_tag or "", version))
     return prefix + key_digest(key)
 
 
-def extension(source: str, name: str) -> ModuleType:
+def extension(source: str, name: str, uses_numpy: bool = True) -> ModuleType:
     """The C extension module ``name`` (from :func:`module_name`) built from ``source``:
     loaded from :func:`cache_dir` if it was built before (a file there that does not load --
     truncated, from another machine -- is built again), else compiled there (or into a
@@ -92,11 +99,11 @@ def extension(source: str, name: str) -> ModuleType:
     with _lock:
         module = _loaded.get(name)
         if module is None:
-            module = _loaded[name] = _build(source, name)
+            module = _loaded[name] = _build(source, name, uses_numpy)
     return module
 
 
-def _build(source: str, name: str) -> ModuleType:
+def _build(source: str, name: str, uses_numpy: bool) -> ModuleType:
     import tempfile  # only when building (as subprocess, shlex, shutil): start-up
 
     d = cache_dir()
@@ -107,15 +114,15 @@ def _build(source: str, name: str) -> ModuleType:
                 return _import(name, path)
             except CompileError:  # truncated or foreign: built again below
                 pass
-        _compile(source, name, d, path)
+        _compile(source, name, d, path, uses_numpy)
         return _import(name, path)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.so"
-        _compile(source, name, Path(tmp), path)
+        _compile(source, name, Path(tmp), path, uses_numpy)
         return _import(name, path)
 
 
-def _compile(source: str, name: str, d: Path, path: Path) -> None:
+def _compile(source: str, name: str, d: Path, path: Path, uses_numpy: bool) -> None:
     import subprocess
     import tempfile
 
@@ -124,7 +131,7 @@ def _compile(source: str, name: str, d: Path, path: Path) -> None:
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(source)
-        cmd = [*_compiler(), *CFLAGS, *_includes(), c_file, "-o", so_file]
+        cmd = [*_compiler(), *CFLAGS, *_includes(uses_numpy), c_file, "-o", so_file, "-lm"]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         except (OSError, subprocess.TimeoutExpired) as exc:

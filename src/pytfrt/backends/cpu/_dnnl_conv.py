@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pytfrt import config
-from pytfrt.backends.cpu import _blas, _parallel, _spin_pool
+from pytfrt.backends.cpu import _blas, _parallel, _silu, _spin_pool
 from pytfrt.backends.cpu.op_math import ACTIVATIONS
 
 # -- the C API: enum values of oneDNN 3.x (oneapi/dnnl/dnnl_types.h, dnnl_common_types.h) ------
@@ -296,6 +296,11 @@ class _Prim:
         that :meth:`DnnlConv.forward` copies into the output), ``None`` for other parts."""
         self.pixels = 0
         """Output pixels of the part (batch x rows x columns)."""
+        self.act_fn = 0
+        """The address of a function applied in place to the part's output after the
+        primitive (:data:`_spin_pool.ACT_FN`; 0: none)."""
+        self.act_n = 0
+        """How many output elements it applies to (the part's)."""
         self.impl = ""
         self.keep: Any = None
         """What owns memory handed to oneDNN (a prepared filter's :func:`_filter_memory`)."""
@@ -454,6 +459,13 @@ class DnnlConv:
         self._w_shape = tuple(w.shape)
         self._bias = None if bias is None else np.array(bias, np.float32, order="C", copy=True)
         self._attrs = attrs
+        self._act_fn = 0
+        """The address of the in-place activation each part applies after its primitive
+        (:mod:`pytfrt.backends.cpu._silu` for ``silu``; then :attr:`_eltwise` is ``None``)."""
+        if eltwise is not None and eltwise[0] == _ELT_ALGS["eltwise_swish"] and eltwise[1] == 1.0:
+            self._act_fn = _silu.address()
+            if self._act_fn:
+                eltwise = None
         self._eltwise = eltwise
         self._macs = attrs["kh"] * attrs["kw"] * attrs["cin"] // attrs["groups"]
         self._prims: dict[tuple[tuple[int, ...], int], list[_Prim] | None] = {}
@@ -581,6 +593,7 @@ class DnnlConv:
         src, dst, (pt, pb, pl, pr), p.src_off, p.dst_off, p.channels = part
         p.residual = int(residual)
         p.pixels = dst[0] * dst[2] * dst[3]
+        p.act_fn, p.act_n = self._act_fn, p.pixels * dst[1]
         if p.channels is not None and residual == RESIDUAL_OPERAND:
             raise RuntimeError("channel parts add the residual from their own buffer")
         md_free, temp = "dnnl_memory_desc_destroy", _Prim(lib)
@@ -902,6 +915,8 @@ def _fill_row(row: np.ndarray, p: _Prim, state: tuple[Any, ...]) -> None:
     row[_spin_pool.DST_OFF] = p.dst_off
     row[_spin_pool.RES_MEM] = 0 if res is None else res.value or 0
     row[_spin_pool.SP_MEM] = 0 if sp is None else sp.value or 0
+    row[_spin_pool.ACT_FN] = p.act_fn
+    row[_spin_pool.ACT_N] = p.act_n
 
 
 def fill_channels(row: np.ndarray, p: _Prim, cout: int, itemsize: int = 4) -> int:

@@ -8,7 +8,8 @@ disables it too), and returns ``False`` otherwise (the caller runs its NumPy pat
 primitive per (shape, layout, window), made on first use and kept (at most
 :data:`MAX_PRIMITIVES`); single-threaded on the calling thread, except that a large batched
 input is split by batch into one primitive per thread run by
-:mod:`pytfrt.backends.cpu._spin_pool` (:data:`SPLIT_MIN_BYTES`), like the convolutions.
+:mod:`pytfrt.backends.cpu._spin_pool` (:data:`SPLIT_MIN_BYTES`), and a large ``NHWC`` image
+into bands of output rows (:data:`ROW_SPLIT_MIN_BYTES`), like the convolutions.
 Thread-safe: per-thread streams, memory objects and scratchpads (user scratchpad mode).
 """
 
@@ -30,6 +31,11 @@ SPLIT_MIN_BYTES = 4 << 20
 """Batched inputs of at least this many bytes are pooled in one part per thread (by batch)
 on :mod:`pytfrt.backends.cpu._spin_pool`: ResNet-50's first pool at batch 8 (25.7 MB in)
 took ~1.5-2 ms on one thread."""
+
+ROW_SPLIT_MIN_BYTES = 1 << 20
+"""One ``NHWC`` image of at least this many bytes is pooled in one band of output rows per
+thread on :mod:`pytfrt.backends.cpu._spin_pool`: ResNet-50's first pool at batch 1 (3.2 MB
+in) took ~0.3 ms of a ~35 ms call on one thread, ONNX Runtime's ~0.1 ms on both."""
 
 _lock = threading.Lock()
 """Guards the primitive and job caches (held while primitives are made)."""
@@ -84,26 +90,49 @@ def _create(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Prim:
     return p
 
 
-def _batch_job(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Job | None:
-    """The pool of ``key`` split by batch into one part per thread, as a
+def _part_keys(key: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], int, int]]:
+    """The parts of the pool of ``key`` as ``(part key, src byte offset, dst byte offset)``:
+    a batch in one batch band per thread; one ``NHWC`` image in one band of output rows per
+    thread (each band's input rows with the padding its first and last window need, as the
+    convolutions split, ``_dnnl_conv.DnnlConv._split``)."""
+    layout, src, dst, kernel, strides, dil, pad_l, pad_r, dtype = key
+    size = np.dtype(dtype).itemsize
+    n, c, h, w = src
+    threads = _parallel.num_threads()
+    if n >= 2:
+        k = min(threads, n)
+        bounds = [n * i // k for i in range(k + 1)]
+        return [((layout, (b1 - b0, *src[1:]), (b1 - b0, *dst[1:]), *key[3:]),
+                 size * b0 * c * h * w, size * b0 * dst[1] * dst[2] * dst[3])
+                for b0, b1 in zip(bounds, bounds[1:], strict=False)]
+    oh, ow = dst[2], dst[3]
+    k = min(threads, oh)
+    bounds = [oh * i // k for i in range(k + 1)]
+    parts = []
+    for r0, r1 in zip(bounds, bounds[1:], strict=False):
+        first = r0 * strides[0] - pad_l[0]  # input row of the band's first tap (may be < 0)
+        last = (r1 - 1) * strides[0] - pad_l[0] + (dil[0] + 1) * (kernel[0] - 1)
+        i0, i1 = max(first, 0), min(last, h - 1)
+        part = (layout, (1, c, i1 - i0 + 1, w), (1, c, r1 - r0, ow), kernel, strides, dil,
+                (i0 - first, pad_l[1]), (last - i1, pad_r[1]), dtype)
+        parts.append((part, size * i0 * w * c, size * r0 * ow * c))
+    return parts
+
+
+def _split_job(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Job | None:
+    """The pool of ``key`` split into one part per thread (:func:`_part_keys`), as a
     :mod:`_spin_pool` job (made on first use; ``None`` if a part has no primitive)."""
     job = _jobs.get(key)
     if job is not None or key in _jobs:
         return job
-    layout, src, dst, *rest = key
-    size = np.dtype(key[-1]).itemsize
-    n = src[0]
-    k = min(_parallel.num_threads(), n)
-    bounds = [n * i // k for i in range(k + 1)]
     parts: list[dc._Prim] = []
     with _lock:
         if key in _jobs:
             return _jobs[key]
         try:
-            for b0, b1 in zip(bounds, bounds[1:], strict=False):
-                p = _create(lib, (layout, (b1 - b0, *src[1:]), (b1 - b0, *dst[1:]), *rest))
-                p.src_off = size * b0 * src[1] * src[2] * src[3]
-                p.dst_off = size * b0 * dst[1] * dst[2] * dst[3]
+            for part, src_off, dst_off in _part_keys(key):
+                p = _create(lib, part)
+                p.src_off, p.dst_off = src_off, dst_off
                 parts.append(p)
         except RuntimeError:
             for p in parts:
@@ -148,8 +177,11 @@ def max_pool2d(
             p = _prims.get(key)
     if not isinstance(p, dc._Prim):
         return False
-    if x.nbytes >= SPLIT_MIN_BYTES and src[0] >= 2 and _parallel.num_threads() >= 2:
-        job = _batch_job(lib, key)
+    if _parallel.num_threads() >= 2 and (
+            (x.nbytes >= SPLIT_MIN_BYTES and src[0] >= 2)
+            or (x.nbytes >= ROW_SPLIT_MIN_BYTES and src[0] == 1 and layout == "NHWC"
+                and dst[2] >= 2)):
+        job = _split_job(lib, key)
         if job is not None and dc.run_job(lib, job, x.ctypes.data, y.ctypes.data, 0):
             return True
     if not getattr(dc._blas._local, "pinned", False):

@@ -55,7 +55,11 @@ CH_OFF, CH_BYTES, CH_ROWS, CH_STRIDE, CH_COPY_IN = range(9, 14)
 """Channel parts (``CH_BYTES > 0``) write ``CH_ROWS`` rows of ``CH_BYTES`` to the running
 thread's part buffer; row ``r`` is then copied to ``dst + CH_OFF + r * CH_STRIDE`` (and, with
 ``CH_COPY_IN``, first copied from there into the buffer: the ``sum`` post-op's residual)."""
-NF = 14
+ACT_FN, ACT_N = 14, 15
+"""A part with ``ACT_FN`` (the address of an ``int f(float *y, int64 n)``, e.g.
+:func:`pytfrt.backends.cpu._silu.address`) finally applies it in place to its ``ACT_N``
+output elements: at ``dst + DST_OFF``, or for a channel part its buffer before the copy."""
+NF = 16
 
 MAX_PARTS = 64
 _LINE = 8  # int64 words per 64-byte cache line: every shared word on its own line
@@ -148,6 +152,8 @@ def run_row(row: np.ndarray, fns: np.ndarray, xa: int, ya: int, ra: int, stream:
     st = nv.call4(fns[_EXECUTE], row[PRIM], stream, row[NARGS], row[ARGS])
     if st == 0:
         st = nv.call1(fns[_WAIT], stream)
+    if st == 0 and row[ACT_FN]:
+        st = nv.call2(row[ACT_FN], buf if ch_bytes > 0 else ya + row[DST_OFF], row[ACT_N])
     if st == 0 and ch_bytes > 0:
         for r in range(rows):
             nv.copy_bytes(out + r * stride, buf + r * ch_bytes, ch_bytes)

@@ -95,15 +95,26 @@ def _relu_rows(dy, y, g, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pra
 @numba.njit(nogil=True, cache=True, fastmath=True)
 def _relu_dot_rows(dy, y, b, g, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``g = dy if y > 0 else 0`` over rows ``r0..r1``, and :func:`_dot_rows`' sums of ``g``
-    (two inner loops per row: a select beside the sums keeps LLVM from vectorising, 7x)."""
+    (two inner loops per row: a select beside the sums keeps LLVM from vectorising, 7x).
+    ``dy`` has ``y``'s rows, or one row per ``P`` rows of ``y`` (``dy`` ``(N, K)``, ``y``
+    ``(N * P, K)``: the gradient of a global average pool, never broadcast)."""
     k = dy.shape[1]
+    per = y.shape[0] // dy.shape[0]
     for r in range(r0, r1):
+        d = r // per
         for c in range(k):
-            g[r, c] = dy[r, c] if y[r, c] > 0 else 0.0
+            g[r, c] = dy[d, c] if y[r, c] > 0 else 0.0
         for c in range(k):
             v = np.float64(g[r, c])
             s1[c] += v
             s2[c] += v * np.float64(b[r, c])
+
+
+def _per_item(dy_shape: tuple[int, ...], shape: tuple[int, ...], k: int) -> bool:
+    """Whether ``dy_shape`` is ``shape`` with axes ``1..k-1`` of size 1 (one row per batch item
+    broadcast over the reduced axes after the batch axis)."""
+    return (len(dy_shape) == len(shape) and k >= 2 and dy_shape[0] == shape[0]
+            and all(d == 1 for d in dy_shape[1:k]) and dy_shape[k:] == shape[k:])
 
 
 def _norm_axes(op: str, ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
@@ -239,16 +250,38 @@ def sum_and_dot(a: np.ndarray, b: np.ndarray, *, axes: Sequence[int], keepdims: 
 def relu_grad_sums(dy: np.ndarray, y: np.ndarray, b: np.ndarray, *, axes: Sequence[int],
                    keepdims: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``g = relu_grad(dy, y)`` and :func:`sum_and_dot` ``(g, b)``: ``(g, sum(g), sum(g * b))``
-    in one pass (a batch norm's gradient statistics behind a ReLU).
+    in one pass (a batch norm's gradient statistics behind a ReLU).  ``dy`` has ``y``'s shape
+    or broadcasts to it (same rank); one row per batch item with the sums over axes
+    ``0..k-1`` (``dy`` of shape ``(N, 1, ..., 1, *y.shape[k:])``: a global average pool's
+    gradient, which TF's graph broadcasts with a ``BroadcastTo``) is read per row, never
+    broadcast.
 
     Raises:
-        OpError: ``dy`` and ``y`` of different shapes, or what :func:`sum_and_dot` raises.
+        OpError: ``dy`` that does not broadcast to ``y``'s shape, or what :func:`sum_and_dot`
+            raises.
     """
     op = "relu_grad_sums"
     _float(op, dy, y, b)
+    ax = _norm_axes(op, y.ndim, axes)
     if dy.shape != y.shape:
-        raise OpError(f"{op}: dy and y shapes differ: {list(dy.shape)} vs {list(y.shape)}")
-    ax = _norm_axes(op, dy.ndim, axes)
+        try:
+            np.broadcast_shapes(dy.shape, y.shape)
+        except ValueError:
+            ok = False
+        else:
+            ok = dy.ndim == y.ndim and np.broadcast_shapes(dy.shape, y.shape) == y.shape
+        if not ok:
+            raise OpError(f"{op}: dy of shape {list(dy.shape)} does not broadcast to y's "
+                          f"{list(y.shape)}")
+        view = _rows(y, ax) if _per_item(dy.shape, y.shape, len(ax)) else None
+        if (view is not None and b.shape == y.shape and b.flags.c_contiguous
+                and dy.flags.c_contiguous):
+            g = np.empty_like(y)
+            s1, s2 = _sharded(_relu_dot_rows, *view, dy.reshape(y.shape[0], -1),
+                              y.reshape(view), b.reshape(view), g.reshape(view))
+            shape = _shape_of_result(y, ax, keepdims)
+            return g, s1.astype(y.dtype).reshape(shape), s2.astype(y.dtype).reshape(shape)
+        dy = np.ascontiguousarray(np.broadcast_to(dy, y.shape))
     view = _rows(dy, ax) if y.flags.c_contiguous else None
     row = None if view is None or b.shape == dy.shape else _row_of(b, dy.shape, len(ax))
     if view is not None and row is not None:  # a per-channel b: sum(g * b) = sum(g) * b

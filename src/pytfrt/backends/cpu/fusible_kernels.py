@@ -35,11 +35,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from pytfrt.backends.cpu import _ccompile
+from pytfrt.host import numpy_free
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class Fusible:
 
 def matmul_into(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     """``c = a @ b`` (``ops.matmul``'s product when ``beta`` is 0)."""
+    import numpy as np
+
     np.matmul(a, b, out=c)
 
 
@@ -84,6 +88,8 @@ def matmul_new(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def exp_inplace(a: np.ndarray) -> None:
     """``a = exp(a)`` by NumPy (its float32 ``exp`` is not correctly rounded, so a fused
     kernel calls it back rather than differ in the last bit)."""
+    import numpy as np
+
     np.exp(a, out=a)
 
 
@@ -96,17 +102,25 @@ def _errstate_getter() -> Any:
         return object
 
 
-_errstate = _errstate_getter()
+_errstate: Any = None  # _errstate_getter(), on first use
 _quiet_errstate: list[Any] = []
 
 
 def numpy_errors_quiet() -> bool:
     """Whether NumPy's floating-point error handling (``np.seterr``/``np.errstate``) neither
     raises nor calls back, so :func:`exp_inplace` cannot raise.  Fast when the state is
-    one seen before (a context variable's identity)."""
+    one seen before (a context variable's identity).  Always true in a NumPy-free process,
+    whose segments call nothing back."""
+    global _errstate
+    if numpy_free.ENABLED:
+        return True
+    if _errstate is None:
+        _errstate = _errstate_getter()
     state = _errstate()
     if _quiet_errstate and state is _quiet_errstate[0]:
         return True
+    import numpy as np
+
     if any(v in ("raise", "call") for v in np.geterr().values()):
         return False
     _quiet_errstate[:] = [state]
@@ -115,7 +129,7 @@ def numpy_errors_quiet() -> bool:
 
 # -- the C kernels --------------------------------------------------------------------------------
 
-PRELUDE = r"""
+_HEAD_NUMPY = r"""
 #define PY_SSIZE_T_CLEAN
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <Python.h>
@@ -142,11 +156,13 @@ static inline int fk_overlap(T a, T b) {
     return sa < sb + PyArray_NBYTES(b) && sb < sa + PyArray_NBYTES(a);
 }
 
-/* -- shape checks -- */
+"""
+
+_CHECKS = r"""/* -- shape checks -- */
 static inline int fk_same_shape(T a, T b) {
-    int n = PyArray_NDIM(a);
-    if (n != PyArray_NDIM(b)) return 0;
-    for (int i = 0; i < n; i++) if (PyArray_DIM(a, i) != PyArray_DIM(b, i)) return 0;
+    int n = fk_ndim(a);
+    if (n != fk_ndim(b)) return 0;
+    for (int i = 0; i < n; i++) if (fk_dim(a, i) != fk_dim(b, i)) return 0;
     return 1;
 }
 /* eigen.matmul's shape rule: [m, k] x [k, n] -> [m, n] */
@@ -176,9 +192,21 @@ static inline int fk_gradient_descent_ok(T g, T lr, T o) {
 static inline int fk_broadcast_ok(T b, npy_intp last) {
     return fk_ndim(b) == 1 && fk_size(b) == last && last > 0;
 }
+/* z = beta z + alpha q, element-wise in float32 (the scalings skipped when they are 1) */
+static void fk_combine(float *z, const float *q, npy_intp n, float al, float be) {
+    for (npy_intp i = 0; i < n; i++) {
+        float v = q[i];
+        if (al != 1) v = v * al;
+        float w = z[i];
+        if (be != 1) w = w * be;
+        z[i] = w + v;
+    }
+}
 static inline int fk_is_i32(long long a) { return -0x80000000LL <= a && a <= 0x7FFFFFFFLL; }
 
-/* -- kernels (0: done, -1: a NumPy call raised) -- */
+"""
+
+_NUMPY_MATMUL = r"""/* -- kernels (0: done, -1: a NumPy call raised) -- */
 
 /* c = alpha a b + beta c in float32, as ops.matmul (the product first, by NumPy) */
 static int fk_matmul(float al, T a, T b, float be, T c) {
@@ -198,25 +226,23 @@ static int fk_matmul(float al, T a, T b, float be, T c) {
         PyErr_SetString(PyExc_RuntimeError, "fused matmul: unexpected product");
         return -1;
     }
-    float *q = fk_f((T)p);
-    for (npy_intp i = 0; i < n; i++) {
-        float v = q[i];
-        if (al != 1) v = v * al;
-        float w = z[i];
-        if (be != 1) w = w * be;
-        z[i] = w + v;
-    }
+    fk_combine(z, fk_f((T)p), n, al, be);
     Py_DECREF(p);
     return 0;
 }
-/* every row of out set to bias */
+"""
+
+_BROADCAST = r"""/* every row of out set to bias */
 static void fk_broadcast(T bias, T out) {
     float *b = fk_f(bias), *o = fk_f(out);
     npy_intp m = fk_size(bias), rows = fk_size(out) / m;
     for (npy_intp i = 0; i < rows; i++)
         for (npy_intp j = 0; j < m; j++) o[i * m + j] = b[j];
 }
-/* a = 1 / (1 + exp(-a)) step by step in float32 (ops.sigmoid_inplace); exp is NumPy's */
+"""
+
+_NUMPY_SIGMOID = "/* a = 1 / (1 + exp(-a)) step by step in float32 (ops.sigmoid_inplace); " \
+    + r"""exp is NumPy's */
 static int fk_sigmoid_inplace(T a) {
     float *x = fk_f(a);
     npy_intp n = fk_size(a);
@@ -227,7 +253,9 @@ static int fk_sigmoid_inplace(T a) {
     for (npy_intp i = 0; i < n; i++) x[i] = 1.0f / (x[i] + 1.0f);
     return 0;
 }
-/* g = a - a * a */
+"""
+
+_KERNELS = r"""/* g = a - a * a */
 static void fk_sigmoid_grad_inplace(T a, T g) {
     float *x = fk_f(a), *y = fk_f(g);
     for (npy_intp i = 0, n = fk_size(a); i < n; i++) { y[i] = x[i] * x[i]; y[i] = x[i] - y[i]; }
@@ -261,12 +289,13 @@ static void fk_transpose(T a, T out) {
     for (npy_intp i = 0; i < r; i++)
         for (npy_intp j = 0; j < c; j++) y[j * r + i] = x[i * c + j];
 }
-/* out = mean(a, axis=0): float32 row sums in order, divided by the row count */
+/* out = mean(a, axis=0): float32 row sums in order from +0 (as NumPy's sum: -0 rows give +0),
+   divided by the row count */
 static void fk_mean_axis_zero(T a, T out) {
     float *x = fk_f(a), *y = fk_f(out);
     npy_intp rows = fk_dim(a, 0), cols = fk_dim(a, 1);
-    for (npy_intp j = 0; j < cols; j++) y[j] = x[j];
-    for (npy_intp i = 1; i < rows; i++)
+    for (npy_intp j = 0; j < cols; j++) y[j] = 0.0f;
+    for (npy_intp i = 0; i < rows; i++)
         for (npy_intp j = 0; j < cols; j++) y[j] = y[j] + x[i * cols + j];
     float r = (float)rows;
     for (npy_intp j = 0; j < cols; j++) y[j] = y[j] / r;
@@ -288,6 +317,103 @@ static inline void fk_div_i32(long long a, long long b, long long *q, long long 
     *m = a - b * t;
 }
 """
+
+PRELUDE = _HEAD_NUMPY + _CHECKS + _NUMPY_MATMUL + _BROADCAST + _NUMPY_SIGMOID + _KERNELS
+
+_HEAD_BUFFER = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef Py_ssize_t npy_intp;
+#define FK_MAX_RANK 8
+/* An operand: the float32 elements of a buffer exporter (a NumPy-free tensor's memoryview, or
+   an ndarray) with its shape. */
+typedef struct { float *data; npy_intp size, nbytes; int ndim; npy_intp dims[FK_MAX_RANK]; } fk_t;
+typedef fk_t *T;
+
+/* Fill *t from the buffer of o (*got set once the buffer is held: release it after): 1 if it
+   is a writeable, C-contiguous, aligned, native float32 buffer of rank <= FK_MAX_RANK. */
+static int fk_get(PyObject *o, Py_buffer *v, int *got, T t) {
+    if (PyObject_GetBuffer(o, v, PyBUF_RECORDS) < 0) { PyErr_Clear(); return 0; }
+    *got = 1;
+    const char *f = v->format;
+    if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
+    if (f == NULL || strcmp(f, "f") != 0 || v->itemsize != 4 || v->ndim > FK_MAX_RANK
+        || !PyBuffer_IsContiguous(v, 'C') || ((uintptr_t)v->buf & 3) != 0) return 0;
+    t->data = (float *)v->buf;
+    t->nbytes = v->len;
+    t->size = v->len / 4;
+    t->ndim = v->ndim;
+    for (int i = 0; i < v->ndim; i++) t->dims[i] = v->shape[i];
+    return 1;
+}
+/* a new zero-filled float32 tensor of the given shape: a bytearray (NULL: no memory) */
+static PyObject *fk_new(int ndim, const npy_intp *dims, T t) {
+    npy_intp n = 1;
+    for (int i = 0; i < ndim; i++) { n *= dims[i]; t->dims[i] = dims[i]; }
+    PyObject *b = PyByteArray_FromStringAndSize(NULL, n * 4);
+    if (b == NULL) return NULL;
+    memset(PyByteArray_AS_STRING(b), 0, (size_t)(n * 4));
+    t->data = (float *)PyByteArray_AS_STRING(b);
+    t->size = n;
+    t->nbytes = n * 4;
+    t->ndim = ndim;
+    return b;
+}
+static inline float *fk_f(T a) { return a->data; }
+static inline npy_intp fk_size(T a) { return a->size; }
+static inline int fk_ndim(T a) { return a->ndim; }
+/* shape[i], or -1 if the rank is smaller */
+static inline npy_intp fk_dim(T a, int i) { return i < a->ndim ? a->dims[i] : -1; }
+static inline int fk_overlap(T a, T b) {
+    char *sa = (char *)a->data, *sb = (char *)b->data;
+    return sa < sb + b->nbytes && sb < sa + a->nbytes;
+}
+
+"""
+
+_BUFFER_MATMUL = r"""
+/* c = alpha a b + beta c in float32: the product first (into a temporary: c may be a or b),
+   each sum in order, a float32 rounding after every multiply and add */
+static int fk_matmul(float al, T a, T b, float be, T c) {
+    float *x = fk_f(a), *y = fk_f(b), *z = fk_f(c);
+    npy_intp m = fk_dim(a, 0), k = fk_dim(a, 1), n = fk_dim(b, 1);
+    float *p = (float *)PyMem_Malloc((size_t)(m * n > 0 ? m * n : 1) * sizeof(float));
+    if (p == NULL) { PyErr_NoMemory(); return -1; }
+    for (npy_intp i = 0; i < m; i++)
+        for (npy_intp j = 0; j < n; j++) {
+            float s = 0.0f;
+            for (npy_intp t = 0; t < k; t++) { float q = x[i * k + t] * y[t * n + j]; s = s + q; }
+            p[i * n + j] = s;
+        }
+    if (be == 0)
+        for (npy_intp i = 0, mn = m * n; i < mn; i++) z[i] = al != 1 ? p[i] * al : p[i];
+    else
+        fk_combine(z, p, m * n, al, be);
+    PyMem_Free(p);
+    return 0;
+}
+"""
+
+_BUFFER_SIGMOID = r"""
+/* a = 1 / (1 + exp(-a)) step by step in float32; exp in double, rounded to float32 */
+static int fk_sigmoid_inplace(T a) {
+    float *x = fk_f(a);
+    for (npy_intp i = 0, n = fk_size(a); i < n; i++) {
+        float e = (float)exp((double)-x[i]);
+        x[i] = 1.0f / (e + 1.0f);
+    }
+    return 0;
+}
+"""
+
+BUFFER_PRELUDE = _HEAD_BUFFER + _CHECKS + _BUFFER_MATMUL + _BROADCAST + _BUFFER_SIGMOID + _KERNELS
+"""The NumPy-free flavour of :data:`PRELUDE` (:mod:`pytfrt.host.numpy_free`): operands are
+buffer exporters, new tensors are bytearrays, and ``exp`` and the matrix product are computed
+in C (so its bits may differ from NumPy's in the last place: see docs/host.md)."""
 """The C helpers and kernels every segment module starts with."""
 
 _RUN = "if ({call} < 0) goto fail;"
@@ -348,40 +474,72 @@ _C_BOX = {"f32": "PyFloat_FromDouble", "int": "PyLong_FromLongLong", "bool": "Py
 def segment_source(tensors: Sequence[str], scalars: Sequence[str], ints: Sequence[str],
                    allocs: Sequence[tuple[str, tuple[int, ...], bool]],
                    computed: Sequence[tuple[str, str]], checks: Sequence[str],
-                   calls: Sequence[str], outs: Sequence[str], name: str = "@NAME@") -> str:
+                   calls: Sequence[str], outs: Sequence[str], name: str = "@NAME@",
+                   buffer: bool | None = None) -> str:
     """The C source of a segment module ``name`` whose function ``_seg(tensors..., scalars...,
     ints...)`` returns ``(True, *outs)``, or ``(False,)`` when an operand is not a usable
     float32 array, an integer does not fit, or a check fails -- then nothing was mutated.
 
     ``allocs``: new tensors ``(name, dims, zeroed)``; ``computed``: scalar results ``(name,
     kind)`` with kind ``f32``/``int``/``bool``; ``checks``: C conditions; ``calls``: C
-    statements; ``outs``: names of new tensors and computed scalars to return, in order."""
+    statements; ``outs``: names of new tensors and computed scalars to return, in order.
+    ``buffer``: the NumPy-free flavour (:data:`BUFFER_PRELUDE`: tensors are passed as buffer
+    exporters, new tensors are returned as bytearrays); default: whether the process is
+    NumPy-free (:mod:`pytfrt.host.numpy_free`)."""
+    buffer = numpy_free.ENABLED if buffer is None else buffer
+    lines = [BUFFER_PRELUDE if buffer else PRELUDE]
+    lines += _function_lines("seg", tensors, scalars, ints, allocs, computed, checks, calls,
+                             outs, buffer)
+    lines.append(_module_source(name, [("_seg", "seg", "one fused segment")], buffer))
+    return "\n".join(lines) + "\n"
+
+
+def _function_lines(fname: str, tensors: Sequence[str], scalars: Sequence[str],
+                    ints: Sequence[str], allocs: Sequence[tuple[str, tuple[int, ...], bool]],
+                    computed: Sequence[tuple[str, str]], checks: Sequence[str],
+                    calls: Sequence[str], outs: Sequence[str], buffer: bool) -> list[str]:
+    """The C function ``fname`` of :func:`segment_source`."""
     kinds = dict(computed)
     new = [a[0] for a in allocs]
-    lines = [PRELUDE,
-             "static PyObject *seg(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {",
+    lines = [f"static PyObject *{fname}(PyObject *self, PyObject *const *args, "
+             "Py_ssize_t nargs) {",
              "    PyObject *result = NULL;",
              "    int ok = 1;"]
-    lines += [f"    T {n} = NULL;" for n in new]
+    if buffer:
+        for x in tensors:
+            lines.append(f"    Py_buffer b_{x}; int g_{x} = 0; fk_t s_{x}; T {x} = &s_{x};")
+        lines += [f"    PyObject *o_{n} = NULL; fk_t s_{n}; T {n} = &s_{n};" for n in new]
+    else:
+        lines += [f"    T {n} = NULL;" for n in new]
     lines += [f"    {_C_TYPES[k]} {n} = 0;" for n, k in computed]
     nargs = len(tensors) + len(scalars) + len(ints)
     lines += [f"    if (nargs != {nargs}) {{",
               '        PyErr_SetString(PyExc_TypeError, "fused segment: wrong argument count");',
               "        return NULL;", "    }"]
     for i, x in enumerate(tensors):
-        lines.append(f"    if (!fk_usable(args[{i}])) return {_FALSE};")
-        lines.append(f"    T {x} = (T)args[{i}];")
+        if buffer:
+            lines.append(f"    if (ok && !fk_get(args[{i}], &b_{x}, &g_{x}, {x})) ok = 0;")
+        else:
+            lines.append(f"    if (!fk_usable(args[{i}])) return {_FALSE};")
+            lines.append(f"    T {x} = (T)args[{i}];")
+    if buffer and tensors:
+        lines.append(f"    if (!ok) {{ result = {_FALSE}; goto fail; }}")
     for i, s in enumerate(scalars, len(tensors)):
         lines.append(f"    float {s} = (float)PyFloat_AsDouble(args[{i}]);")
-        lines.append(f"    if ({s} == -1.0f && PyErr_Occurred()) return NULL;")
+        lines.append(f"    if ({s} == -1.0f && PyErr_Occurred()) "
+                     + ("goto fail;" if buffer else "return NULL;"))
     for i, v in enumerate(ints, len(tensors) + len(scalars)):
         lines.append(f"    long long {v} = PyLong_AsLongLong(args[{i}]);")
         lines.append(f"    if ({v} == -1 && PyErr_Occurred()) {{ PyErr_Clear(); ok = 0; }}")
     for n, dims, zeroed in allocs:
         lines.append(f"    npy_intp d_{n}[] = {{{', '.join(map(str, dims))}}};")
-        make = "PyArray_ZEROS" if zeroed else "PyArray_EMPTY"
-        lines.append(f"    {n} = (T){make}({len(dims)}, d_{n}, NPY_FLOAT32, 0);")
-        lines.append(f"    if ({n} == NULL) goto fail;")
+        if buffer:
+            lines.append(f"    o_{n} = fk_new({len(dims)}, d_{n}, {n});")
+            lines.append(f"    if (o_{n} == NULL) goto fail;")
+        else:
+            make = "PyArray_ZEROS" if zeroed else "PyArray_EMPTY"
+            lines.append(f"    {n} = (T){make}({len(dims)}, d_{n}, NPY_FLOAT32, 0);")
+            lines.append(f"    if ({n} == NULL) goto fail;")
     conds = [f"!fk_overlap({a}, {b})" for i, a in enumerate(tensors) for b in tensors[i + 1:]]
     for c in [*conds, *checks]:
         lines.append(f"    if (ok && !({c})) ok = 0;")
@@ -395,20 +553,33 @@ def segment_source(tensors: Sequence[str], scalars: Sequence[str], ints: Sequenc
             lines.append(f"    {{ PyObject *v = {_C_BOX[kinds[o]]}({o});")
             lines.append("      if (v == NULL) { Py_CLEAR(result); goto fail; }")
             lines.append(f"      PyTuple_SET_ITEM(result, {j}, v); }}")
+        elif buffer:
+            lines.append(f"    Py_INCREF(o_{o}); PyTuple_SET_ITEM(result, {j}, o_{o});")
         else:
             lines.append(f"    Py_INCREF({o}); PyTuple_SET_ITEM(result, {j}, (PyObject *){o});")
     lines.append("fail:")
-    lines += [f"    Py_XDECREF({n});" for n in new]
+    if buffer:
+        lines += [f"    Py_XDECREF(o_{n});" for n in new]
+        lines += [f"    if (g_{x}) PyBuffer_Release(&b_{x});" for x in tensors]
+    else:
+        lines += [f"    Py_XDECREF({n});" for n in new]
     lines.append("    return result;")
     lines.append("}")
-    lines.append(_MODULE.replace("@NAME@", name))
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _module_source(name: str, functions: Sequence[tuple[str, str, str]], buffer: bool) -> str:
+    """The module definition of ``name`` with ``functions`` ``(python name, C name, doc)``."""
+    table = "".join(
+        f'    {{"{py}", (PyCFunction)(void (*)(void)){c}, METH_FASTCALL, "{doc}"}},\n'
+        for py, c, doc in functions)
+    return (_BUFFER_MODULE if buffer else _MODULE).replace("@NAME@", name).replace(
+        "@METHODS@", table)
 
 
 _MODULE = r"""
 static PyMethodDef methods[] = {
-    {"_seg", (PyCFunction)(void (*)(void))seg, METH_FASTCALL, "one fused segment"},
-    {NULL, NULL, 0, NULL}};
+@METHODS@    {NULL, NULL, 0, NULL}};
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "@NAME@", NULL, -1, methods};
 PyMODINIT_FUNC PyInit_@NAME@(void) {
     import_array();
@@ -423,6 +594,13 @@ PyMODINIT_FUNC PyInit_@NAME@(void) {
 }
 """
 
+_BUFFER_MODULE = r"""
+static PyMethodDef methods[] = {
+@METHODS@    {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "@NAME@", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_@NAME@(void) { return PyModule_Create(&module_def); }
+"""
+
 
 def tensor_types() -> tuple[type, Any]:
     """The tensor class and dtype object a fused segment's outside tensors must have."""
@@ -432,12 +610,29 @@ def tensor_types() -> tuple[type, Any]:
     return DenseHostTensor, F32
 
 
+def buffer_flavour() -> bool:
+    """Whether segments are generated in the NumPy-free flavour (:data:`BUFFER_PRELUDE`):
+    outside tensors are passed as their ``raw`` memoryview, new ones leave as bytearrays."""
+    return numpy_free.ENABLED
+
+
+def scalar_type() -> type:
+    """The class of the f32 scalars a segment takes: ``numpy.float32``, or ``float`` in a
+    NumPy-free process."""
+    if numpy_free.ENABLED:
+        return float
+    import numpy as np
+
+    return np.float32
+
+
 def new_tensor_wrapper() -> Any:
     """How a segment's new tensors leave it: ``wrap_result(exec_ctx, dtype, array)``, a
-    DenseHostTensor accounted with the host allocator as the kernels account theirs."""
-    from pytfrt.tensor.dense_host_tensor import wrap_result
+    DenseHostTensor accounted with the host allocator as the kernels account theirs (in a
+    NumPy-free process ``wrap_raw(exec_ctx or None, dtype, bytearray, dims)``)."""
+    from pytfrt.tensor.dense_host_tensor import wrap_raw, wrap_result
 
-    return wrap_result
+    return wrap_raw if numpy_free.ENABLED else wrap_result
 
 
 MAX_NEW_ELEMENTS = 1 << 16
@@ -455,7 +650,9 @@ def new_tensor_dims(kernel_name: str, shape: Any) -> tuple[int, ...] | None:
         rank = int(kernel_name.rsplit(".", 1)[1])
     except Exception:  # noqa: BLE001 - the kernel reports it at run time
         return None
-    if len(dims) > rank or any(d < 0 for d in dims) or math.prod(dims) > MAX_NEW_ELEMENTS:
+    n = math.prod(dims)
+    if len(dims) > rank or any(d < 0 for d in dims) or n > MAX_NEW_ELEMENTS or (
+            n == 0 and numpy_free.ENABLED):  # an empty tensor has no NumPy-free storage
         return None
     return dims
 
@@ -468,11 +665,50 @@ def compile_segment(source: str, name: str = "_seg") -> Any:
     Raises:
         pytfrt.backends.cpu._ccompile.CompileError: no C compiler, or it failed.
     """
-    module_name = _ccompile.module_name(source, "_pytfrt_seg_")
-    module = _ccompile.extension(source.replace("@NAME@", module_name), module_name)
+    uses_numpy = "numpy/arrayobject.h" in source
+    module_name = _ccompile.module_name(source, "_pytfrt_seg_", uses_numpy)
+    module = _ccompile.extension(source.replace("@NAME@", module_name), module_name, uses_numpy)
     return getattr(module, name)
 
 
 def compile_after() -> int:
     """Runs of a segment that stay unfused before it compiles."""
     return _ccompile.COMPILE_AFTER
+
+
+def buffer_kernel_functions() -> dict[str, tuple[str, Any]]:
+    """The kernels of :data:`FUSIBLE` that take tensors and f32 scalars and return a chain or
+    an f32, each as a function of ONE C module in the NumPy-free flavour, for the unfused
+    kernels of a NumPy-free process (:mod:`pytfrt.playground.buffer_kernels`): they compute
+    with the very code fused segments run, so the fused and unfused steps agree bit for bit.
+
+    Returns ``{kernel name: (roles, function)}``; a function takes the ``raw`` memoryviews of
+    the ``t`` operands, then the ``s`` operands, and returns ``(True,)`` (``(True, f32)``), or
+    ``(False,)`` if a check failed (nothing was written; the caller runs the NumPy kernel,
+    which reports the error).  Compiled once per machine into the kernel cache.
+
+    Raises:
+        pytfrt.backends.cpu._ccompile.CompileError: no C compiler, or it failed.
+    """
+    lines = [BUFFER_PRELUDE]
+    table: list[tuple[str, str, str]] = []
+    names: dict[str, str] = {}
+    for i, (kernel, spec) in enumerate(sorted(FUSIBLE.items())):
+        if not spec.call or spec.result not in ("chain", "f32") or set(spec.roles) - {"t", "s"}:
+            continue
+        args = [f"{r}{j}" for j, r in enumerate(spec.roles)]
+        tensors = [a for a in args if a[0] == "t"]
+        scalars = [a for a in args if a[0] == "s"]
+        computed = [("r", "f32")] if spec.result == "f32" else []
+        checks = [spec.check.format(*args)] if spec.check else []
+        fname = f"k{i}"
+        lines += _function_lines(fname, tensors, scalars, [], [], computed, checks,
+                                 [spec.call.format(*args, out="r", outs=["r"])],
+                                 ["r"] if computed else [], True)
+        table.append((fname, fname, kernel))
+        names[kernel] = fname
+    source = "\n".join(lines) + "\n"
+    module_name = _ccompile.module_name(source + _BUFFER_MODULE, "_pytfrt_bufk_", False)
+    source += _module_source(module_name, table, True)
+    module = _ccompile.extension(source, module_name, False)
+    return {k: (FUSIBLE[k].roles, getattr(module, f)) for k, f in names.items()}

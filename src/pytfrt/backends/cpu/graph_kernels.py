@@ -307,13 +307,15 @@ def accepts_out(fn: Callable[..., Any]) -> bool:
 
 def register(registry: KernelRegistry) -> None:
     """Register ``tg.<op>`` for every op of the runtime table (sync kernels), and the
-    variable and control-flow glue kernels of :mod:`pytfrt.backends.cpu.graph_state` and
-    ``tg.print`` (:mod:`pytfrt.backends.cpu.strings`)."""
+    variable and control-flow glue kernels of :mod:`pytfrt.backends.cpu.graph_state`, the
+    fused optimizer updates (:mod:`pytfrt.backends.cpu.optimizers`) and ``tg.print``
+    (:mod:`pytfrt.backends.cpu.strings`)."""
     from pytfrt.backends.cpu.graph_state import KERNELS
+    from pytfrt.backends.cpu.optimizers import KERNELS as OPTIMIZER_KERNELS
     from pytfrt.backends.cpu.strings import KERNELS as STRING_KERNELS
 
     for op, fn in graph_ops().items():
         registry.add_sync_kernel(f"tg.{op}", make_kernel(op, fn))
         if accepts_out(fn):
             registry.add_sync_kernel(f"tg.{op}.buf", make_kernel(op, fn, buffered=True))
-    registry.add(*KERNELS, *STRING_KERNELS)
+    registry.add(*KERNELS, *OPTIMIZER_KERNELS, *STRING_KERNELS)

@@ -302,16 +302,76 @@ def _slice(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [apply_index(cx, x, index)]
 
 
+def _full_rank_spec(node: Any, ins: list[TV], rank: int
+                    ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """A constant-bound strided slice as one begin/end per axis and its masks (the ellipsis
+    expanded), as ``dynamic_slice_grad`` takes it; unit strides, no new axes."""
+    index = strided_slice_index(node, *(
+        [int(v) for v in np.asarray(t.const).reshape(-1)] for t in ins[1:4]))
+    if any(i is None for i in index):
+        raise ConversionError("a strided slice gradient with new axes on a dynamic axis")
+    consuming = sum(1 for i in index if i is not Ellipsis)
+    axes: list[Any] = []
+    for i in index:
+        axes += [slice(None)] * (rank - consuming) if i is Ellipsis else [i]
+    axes += [slice(None)] * (rank - len(axes))
+    begin, end = np.zeros(rank, np.int64), np.zeros(rank, np.int64)
+    masks = {"begin_mask": 0, "end_mask": 0, "shrink_mask": 0}
+    for k, item in enumerate(axes):
+        if isinstance(item, int):
+            begin[k], end[k] = item, item + 1
+            masks["shrink_mask"] |= 1 << k
+            continue
+        if item.step not in (None, 1):
+            raise ConversionError("strided slice gradients need unit strides")
+        if item.start is None:
+            masks["begin_mask"] |= 1 << k
+        else:
+            begin[k] = item.start
+        if item.stop is None:
+            masks["end_mask"] |= 1 << k
+        else:
+            end[k] = item.stop
+    return begin, end, masks
+
+
+def _static_slice_grad(node: Any, ins: list[TV], dims: list[int | None]) -> bool:
+    """True if every axis a constant-bound slice cuts is static (a pad can then undo it)."""
+    try:
+        index = strided_slice_index(node, *(
+            [int(v) for v in np.asarray(t.const).reshape(-1)] for t in ins[1:4]))
+    except ConversionError:
+        return True  # the static path reports it
+    consuming = sum(1 for i in index if i is not None and i is not Ellipsis)
+    axes: list[Any] = []
+    for i in index:
+        axes += [slice(None)] * (len(dims) - consuming) if i is Ellipsis else [i]
+    axes = [i for i in axes if i is not None]
+    for dim, item in zip(dims, axes, strict=False):
+        whole = isinstance(item, slice) and item.start in (None, 0) and item.stop is None
+        if dim is None and not whole:
+            return False
+    return True
+
+
 @tf_op(
     "StridedSliceGrad",
     tg="`reshape`, `pad`; run-time bounds: `dynamic_slice_grad`",
-    note="unit strides; constant begin/end/strides: sliced axes static",
+    note="unit strides; constant bounds on static axes: a `pad`, else `dynamic_slice_grad`",
 )
 def _strided_slice_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     shape_tv, dy = ins[0], ins[4]
     dims = shape_tv.known_vector()
     if dims is None:
         raise ConversionError("the input shape's rank must be known")
+    if ins[1].const is not None and ins[2].const is not None and not _static_slice_grad(
+        node, ins, dims
+    ):  # constant bounds cutting a dynamic axis: the full-rank spec, bounds at run time
+        begin, end, masks = _full_rank_spec(node, ins, len(dims))
+        hint = [-1 if d is None else int(d) for d in dims]
+        return [cx.op("dynamic_slice_grad",
+                      [dy, cx.as_i64(shape_tv), cx.const(begin), cx.const(end)],
+                      static_shape=hint, **masks)]
     if ins[1].const is None or ins[2].const is None:
         masks = _dynamic_masks(cx, node, ins, len(dims))
         hint = [-1 if d is None else int(d) for d in dims]
@@ -394,7 +454,7 @@ def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
         n_ids = None if ids_tv.shape is None or None in ids_tv.shape else math.prod(
             int(d or 0) for d in ids_tv.shape
         )
-        if width is None and n_ids is None:
+        if width is None and n_ids is None and ids_tv.rank != 1:
             raise ConversionError("the data's trailing dimensions must be static")
         hot = cx.op(
             "one_hot",
@@ -406,7 +466,14 @@ def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
             ],
             axis=-1,
         )
-        out = cx.op("matmul", [hot, cx.reshape(data, [n_ids, width])], transpose_a=True)
+        if width is None and n_ids is None:  # [n, rest...] -> [n, -1] by the run-time n
+            head = cx.op("slice", [cx.op("shape", [data], out_type="i64")], starts=[0],
+                         ends=[1], axes=[0], steps=[1])
+            shape = cx.op("concat", [head, cx.const(np.asarray([-1], np.int64))], axis=0)
+            rows = cx.op("reshape", [data, shape])
+        else:
+            rows = cx.reshape(data, [n_ids, width])
+        out = cx.op("matmul", [hot, rows], transpose_a=True)
     if rest.count(None) + (count is None) <= 1:
         return [cx.reshape(out, [count, *rest])]
     tail = cx.op("slice", [cx.op("shape", [data], out_type="i64")], starts=[ids_tv.rank],
@@ -428,13 +495,16 @@ def _bucketize(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     return [cx.op("reduce_sum", [cx.op("cast", [ge], to="i32")], axes=[x.rank], keepdims=False)]
 
 
-@tf_op("Pad", "PadV2", "MirrorPad", tg="`pad`", note="constant paddings; MirrorPad REFLECT only")
+@tf_op("Pad", "PadV2", "MirrorPad", tg="`pad`", note="constant paddings; MirrorPad SYMMETRIC "
+       "(static padded axes) as a matmul by the 0/1 matrix of `MirrorPadGrad`, transposed")
 def _pad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x, p = ins[0], ins[1]
     flat = cx.ints(p, "paddings")
     pads = flat[0::2] + flat[1::2]
     mode, value = "constant", 0.0
     if node.op == "MirrorPad":
+        if attr(node, "mode") == "SYMMETRIC":
+            return [_mirror_matmuls(cx, x, flat, "SYMMETRIC", forward=True)]
         if attr(node, "mode") != "REFLECT":
             raise ConversionError(f"MirrorPad mode {attr(node, 'mode')} is not supported")
         mode = "reflect"
@@ -445,6 +515,52 @@ def _pad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     if not any(pads):
         return [x]
     return [cx.op("pad", [x], pads=pads, mode=mode, value=value)]
+
+
+def mirror_pad_matrix(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
+    """The ``[lo + n + hi, n]`` 0/1 matrix taking a mirror-padded axis back to its source
+    entries (``MirrorPad``'s gradient sums the mirrored copies into them)."""
+    skip = 1 if mode == "REFLECT" else 0
+    src = [lo - j - 1 + skip for j in range(lo)] + list(range(n))
+    src += [n - 1 - skip - k for k in range(hi)]
+    if min(src) < 0 or max(src) >= n:
+        raise ConversionError(f"paddings {lo}, {hi} are too large for a {mode} pad of {n}")
+    m = np.zeros((len(src), n))
+    m[np.arange(len(src)), src] = 1.0
+    return m
+
+
+@tf_op(
+    "MirrorPadGrad",
+    tg="`matmul` (per padded axis; `transpose`)",
+    note="constant paddings, static padded axes: a matmul by the 0/1 matrix folding the "
+    "mirrored borders back (both modes)",
+)
+def _mirror_pad_grad(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    g, p = ins
+    return [_mirror_matmuls(cx, g, cx.ints(p, "paddings"), attr(node, "mode"), forward=False)]
+
+
+def _mirror_matmuls(cx: Any, x: TV, flat: list[int], mode: str, forward: bool) -> TV:
+    """``x`` mirror-padded by ``flat`` (``forward``) or a padded gradient folded back: per
+    padded axis a matmul by :func:`mirror_pad_matrix` (transposed to pad)."""
+    if mode not in ("REFLECT", "SYMMETRIC") or x.shape is None:
+        raise ConversionError(f"mirror padding mode {mode} of a tensor of unknown rank")
+    rank = len(x.shape)
+    for axis in range(rank):
+        lo, hi = flat[2 * axis], flat[2 * axis + 1]
+        if not lo and not hi:
+            continue
+        size = x.shape[axis]
+        if size is None:
+            raise ConversionError("a padded axis must be static")
+        n = size if forward else size - lo - hi
+        m = mirror_pad_matrix(n, lo, hi, mode).astype(tg_to_np(x.dtype or "f32"))
+        perm = [a for a in range(rank) if a != axis] + [axis]
+        back = list(np.argsort(perm))
+        y = cx.op("matmul", [cx.transpose(x, perm), cx.const(m.T if forward else m)])
+        x = cx.transpose(y, back)
+    return x
 
 
 @tf_op("GatherV2", "Gather", tg="`gather`", note="constant axis")
@@ -495,10 +611,15 @@ def _dynamic_stitch(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 tf_direct(__name__, {"GatherNd": "gather_nd"})
 
 
-@tf_op("ScatterNd", tg="`scatter_nd`")
+@tf_op("ScatterNd", tg="`fill`, `scatter_nd_reduce` (add)",
+       note="updates summed into zeros of the shape (duplicates add up, as TF's)")
 def _scatter_nd(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     idx, upd, shape = ins
-    return [cx.op("scatter_nd", [idx, upd, cx.as_i64(shape)])]
+    zeros = cx.op("fill", [cx.as_i64(shape), cx.scalar(0, upd.dtype)])
+    dims = shape.known_vector()
+    if dims is not None and None not in dims and zeros.shape != tuple(dims):
+        zeros = cx.reshape(zeros, dims)
+    return [cx.op("scatter_nd_reduce", [zeros, idx, upd], reduction="add")]
 
 
 @tf_op("Tile", tg="`tile`")

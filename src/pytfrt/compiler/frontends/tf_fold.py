@@ -368,6 +368,7 @@ _SIMPLE: dict[str, Callable[..., Any]] = {
     "LogicalAnd": np.logical_and,
     "LogicalOr": np.logical_or,
     "LogicalNot": np.logical_not,
+    "SelectV2": np.where,
 }
 
 
@@ -379,6 +380,8 @@ def _simple(node: Any, ins: list[TV]) -> Folded:
         out = np.asarray(_SIMPLE[node.op](*[t.const for t in ins]))
     if node.op in ("RealDiv", "Neg"):
         out = out.astype(ins[0].const.dtype)  # type: ignore[union-attr]
+    if node.op == "SelectV2":
+        out = out.astype(ins[1].const.dtype)  # type: ignore[union-attr]
     return [_c(out)]
 
 

@@ -136,7 +136,7 @@ def _sizes(cx: Any, tv: TV) -> TV:
     return cx.as_i64(tv)
 
 
-def _grad_conv_attrs(node: Any, sizes: TV, hw: tuple[int, int]) -> dict[str, Any]:
+def _grad_conv_attrs(node: Any, sizes: TV, hw: tuple[int | None, int | None]) -> dict[str, Any]:
     dims = sizes.known_vector()
     fake = TV(dtype="f32", shape=tuple(dims) if dims is not None else (None,) * 4)
     return conv_attrs(node, fake, hw)

@@ -25,7 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt.backends.cpu.strings import as_text
 from pytfrt.compiler.errors import GraphError, UnsupportedOpError
+from pytfrt.compiler.frontends import tf_complex
 from pytfrt.compiler.frontends.tf_fold import fold
 from pytfrt.compiler.frontends.tf_registry import TF_OPS, tf_op
 from pytfrt.compiler.frontends.tf_values import TV, ConversionError, ResourceRef, attr
@@ -399,6 +401,10 @@ class FunctionContext:
             raise UnsupportedOpError(node.op, node.name, self._where(node))
         self.node = node
         try:
+            if tf_complex.involved(node, ins):
+                if node.op not in tf_complex.SHAPE_OPS:
+                    return tf_complex.convert_complex(self, node, ins)
+                ins = [tf_complex.real_part(tv) for tv in ins]  # the same shape
             if not any(tv.resource is not None for tv in ins):
                 folded = fold(node, ins)
                 if folded is not None:
@@ -457,9 +463,10 @@ class FunctionContext:
         hit = self._materialized.get(key)
         if hit is not None:
             return hit[1]
-        if tv.const is not None and tv.dtype == "string":
-            raise ConversionError("string tensors are not supported")
-        if tv.const is not None:
+        if tv.const is not None and tv.dtype == "string":  # a weight of str, as the runtime's
+            text = [as_text(v) for v in np.asarray(tv.const).reshape(-1).tolist()]
+            v = self.fb.constant(np.asarray(text, dtype=object).reshape(tv.const.shape))
+        elif tv.const is not None:
             name = tv.name or (
                 self.node.name if self.node is not None and tv.const.size > 64 else None
             )

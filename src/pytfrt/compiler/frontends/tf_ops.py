@@ -319,7 +319,7 @@ def _spatial(node: Any, values: list[int], fmt: str) -> list[int]:
 def resolve_pads(
     node: Any,
     sizes: tuple[int | None, int | None],
-    kernel: tuple[int, int],
+    kernel: tuple[int | None, int | None],
     strides: list[int],
     dilations: list[int],
     fmt: str = "NHWC",
@@ -337,7 +337,7 @@ def resolve_pads(
         raise ConversionError(f"padding '{padding}' is not supported")
     pads: list[int] = []
     for size, k, s, d in zip(sizes, kernel, strides, dilations, strict=True):
-        if size is None:
+        if size is None or k is None:
             return {"padding": "SAME"}
         pads += same_pad(size, k, s, d)
     return {"pads": pads}
@@ -358,7 +358,7 @@ def _check_fmt(node: Any) -> str:
     return str(fmt)
 
 
-def conv_attrs(node: Any, x: TV, w_hw: tuple[int, int]) -> dict[str, Any]:
+def conv_attrs(node: Any, x: TV, w_hw: tuple[int | None, int | None]) -> dict[str, Any]:
     """The tg ``conv2d`` attributes (NHWC) of a TF convolution node."""
     fmt = _check_fmt(node)
     strides = _spatial(node, attr(node, "strides"), fmt)
@@ -373,9 +373,14 @@ def conv_attrs(node: Any, x: TV, w_hw: tuple[int, int]) -> dict[str, Any]:
     }
 
 
-def filter_hw(w: TV, node: Any) -> tuple[int, int]:
+def filter_hw(w: TV, node: Any) -> tuple[int | None, int | None]:
+    """The filter's static spatial size; a run-time one (``None``) only with SAME padding (the
+    kernel pads by the filter it gets)."""
     if w.shape is None or w.shape[0] is None or w.shape[1] is None:
-        raise ConversionError("the filter's spatial size must be static")
+        if attr(node, "padding") != "SAME" or w.rank != 4:
+            raise ConversionError("the filter's spatial size must be static (or the padding "
+                                  "SAME)")
+        return None, None
     return int(w.shape[0]), int(w.shape[1])
 
 
@@ -402,9 +407,12 @@ def _conv2d(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 
 
 def depthwise_filter(cx: Any, w: TV) -> TV:
-    """TF's depthwise filter ``[kh, kw, cin, m]`` as the grouped ``[kh, kw, 1, cin*m]``."""
+    """TF's depthwise filter ``[kh, kw, cin, m]`` as the grouped ``[kh, kw, 1, cin*m]`` (a
+    run-time ``kh``, ``kw`` kept: a blur whose size is drawn at run time)."""
     if w.shape is None or any(d is None for d in w.shape):
-        raise ConversionError("the depthwise filter's shape must be static")
+        if w.rank not in (None, 4):
+            raise ConversionError(f"the depthwise filter must have rank 4, got {w.shape}")
+        return cx.op("reshape", [w], shape=[0, 0, 1, -1], copy_zero=True)
     kh, kw, cin, m = (int(d or 0) for d in w.shape)
     if w.const is not None:
         return cx.const(w.const.reshape(kh, kw, 1, cin * m), name=cx.weight_name(w))
@@ -419,6 +427,12 @@ def depthwise_filter(cx: Any, w: TV) -> TV:
 def _depthwise(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     x, w = ins
     cin = int(w.shape[2] or 0) if w.shape else 0
+    if not cin:  # a filter shaped at run time: the groups are the input's channels
+        fmt = _check_fmt(node)
+        c = None if x.shape is None else x.shape[3 if fmt == "NHWC" else 1]
+        if c is None:
+            raise ConversionError("the input's channels or the filter's must be static")
+        cin = int(c)
     return [_conv(cx, node, x, w, depthwise_filter(cx, w), cin)]
 
 

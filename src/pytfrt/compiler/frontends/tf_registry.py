@@ -82,6 +82,7 @@ _FAMILY_TITLES = {
     "tf_random": "Random numbers",
     "tf_volume": "3-D convolution and pooling",
     "tf_strings": "Strings and printing",
+    "tf_complex": "Complex numbers (held as pairs of real tensors)",
 }
 
 
@@ -89,6 +90,7 @@ def load_all() -> dict[str, TfOp]:
     """Import every converter module (filling :data:`TF_OPS`) and return the table."""
     from pytfrt.compiler.frontends import (  # noqa: F401
         tf_array_ops,
+        tf_complex,
         tf_control,
         tf_grad,
         tf_graph,
@@ -121,7 +123,9 @@ def ops_markdown() -> str:
         "output or write a variable are translated. General limits:",
         "",
         "* numeric tensors, and string tensors for the string ops below (lookups, hashing, "
-        "formatting, `tf.print`); no complex numbers or ragged/sparse tensors;",
+        "formatting, `tf.print`); complex tensors only as far as the complex-number ops below "
+        "(a real FFT and what its gradient needs); no ragged or sparse tensors (but a "
+        "`SparseCross` of dense columns);",
         "* operands that TF passes as tensors but the graph dialect takes as attributes (axes, "
         "permutations, paddings, slice bounds, ksize) must be known at import time: constants, "
         "or shape arithmetic the importer evaluates (`Shape`, `StridedSlice`, `Pack`, "

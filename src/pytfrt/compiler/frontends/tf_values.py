@@ -108,6 +108,8 @@ class TV:
         dense_rows: for the indices, values and shape of a sparse tensor that holds every
             entry of a dense ``[batch, k]`` tensor in row-major order (a ``SparseCross`` of
             dense columns), that dense tensor: ``SparseToDense`` of the three is that tensor.
+        parts: for a complex tensor (the dialect has no complex type), its real and
+            imaginary parts, two real tensors of one shape (see :mod:`.tf_complex`).
     """
 
     __slots__ = (
@@ -123,6 +125,7 @@ class TV:
         "list_items",
         "syms",
         "dense_rows",
+        "parts",
     )
 
     def __init__(
@@ -143,6 +146,7 @@ class TV:
         self.list_items: list[TV] | None = None
         self.syms: list[Sym | None] | None = None
         self.dense_rows: TV | None = None
+        self.parts: tuple[TV, TV] | None = None
         self._thunk = thunk
         self.const = const
         self.partial = partial

@@ -270,12 +270,13 @@ def _relu_grad_sums(ctx: InferContext) -> list[TType]:
     sums = _batch_stats(ctx)
     if dy.shape is not None and y.shape is not None and len(dy.shape) != len(y.shape):
         raise ctx.error(f"dy and y must have one shape, got {dy} and {y}")
-    return [dy, *sums]
+    return [dy if dy.shape == y.shape else TType(dy.dtype, y.shape), *sums]
 
 
 define("relu_grad_sums", ("dy", "y", "b"), _relu_grad_sums, _STATS, family="grad",
        num_results=3, no_grad=_MADE,
-       doc="g = relu_grad(dy, y), sum(g), sum(g * b) over axes in one pass")
+       doc="g = relu_grad(dy, y), sum(g), sum(g * b) over axes in one pass (dy: y's shape, "
+           "or one row per batch item broadcast over the summed axes after the batch axis)")
 
 
 # -- stateless random numbers (dropout in a training step) ------------------------------------

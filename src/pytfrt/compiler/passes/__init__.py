@@ -21,6 +21,7 @@ from pytfrt.compiler.passes.fold import constant_fold, dce
 from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
 from pytfrt.compiler.passes.layout import layout_nhwc
+from pytfrt.compiler.passes.optimizers import fuse_optimizer
 from pytfrt.compiler.passes.quant import fold_quant
 from pytfrt.compiler.passes.shape_plan import shape_plans
 from pytfrt.compiler.passes.small_graph import fuse_small_graph
@@ -43,6 +44,7 @@ PASSES: dict[str, Pass] = {
     "tg-fuse-squeeze-excite": fuse_squeeze_excite,
     "tg-fold-pad": fold_pad,
     "tg-fuse-batch-stats": fuse_batch_stats,
+    "tg-fuse-optimizer": fuse_optimizer,
     "tg-shape-plans": shape_plans,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
@@ -64,6 +66,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fuse-squeeze-excite",
     "tg-fold-pad",
     "tg-fuse-batch-stats",
+    "tg-fuse-optimizer",
     "tg-shape-plans",
     "tg-fuse-elementwise",
     "tg-dce",

@@ -277,27 +277,61 @@ def _sums(gm: GraphModule, block: Block, shapes: Shapes) -> None:
         _erase(p_op)
         replace(s_op, [stats.results[0]])
         del sums[(a, axes, keepdims)]
-        _relu_into_sums(gm, block, stats)
+        _relu_into_sums(gm, block, stats, shapes)
         where = _position(block)
 
 
-def _relu_into_sums(gm: GraphModule, block: Block, stats: Operation) -> None:
+def _relu_into_sums(gm: GraphModule, block: Block, stats: Operation, shapes: Shapes) -> None:
     """``g = relu_grad(dy, y)``; ``sum_and_dot(g, b)`` -> ``relu_grad_sums(dy, y, b)`` (``g``'s
-    other users read the new op's first result)."""
+    other users read the new op's first result).  ``g`` may reach the sums through a reshape
+    to its own shape; ``dy = broadcast_to(v, shape(y))`` with ``v`` one row per batch item
+    (a global average pool's gradient: ``N x 1 x 1 x C``, the sums over ``N, H, W``) is read
+    as ``v``, never materialised (the kernel broadcasts any other ``v`` that broadcasts)."""
     a, b = stats.operands
     r_op = _is(a, "tg.relu_grad")
-    if r_op is None or ttype(r_op.operands[0]) != ttype(a) or ttype(r_op.operands[1]) != ttype(a):
+    if r_op is None and (rs := _is(a, "tg.reshape")) is not None:
+        inner = rs.operands[0]
+        if shapes.get(inner) is not None and shapes.get(inner) == shapes.get(a):
+            r_op = _is(inner, "tg.relu_grad")
+    if r_op is None:
         return
+    dy, y = r_op.operands
+    if ttype(y) != ttype(r_op.results[0]):
+        return
+    attrs = attrs_of(stats)
+    if ttype(dy) != ttype(y):
+        bt = _is(dy, "tg.broadcast_to")
+        if bt is None or not _per_item_of(shapes, bt, y, attrs["axes"]):
+            return
+        dy = bt.operands[0]
     where = _position(block)
     if isinstance(b.owner, Operation) and where.get(b.owner, len(where)) >= where[r_op]:
         return  # the new op takes relu_grad's place: b must be defined before it
-    attrs = attrs_of(stats)
-    fused = new_op(gm, "relu_grad_sums", [*r_op.operands, b],
+    src = r_op.operands[0].owner
+    fused = new_op(gm, "relu_grad_sums", [dy, y, b],
                    {"axes": list(attrs["axes"]), "keepdims": attrs["keepdims"]},
                    loc=r_op.location)
     block.insert_op_before(fused, r_op)
     replace(stats, fused.results[1:])
     replace(r_op, [fused.results[0]])
+    if isinstance(src, Operation) and src.name == "tg.broadcast_to" and not src.results[0].uses:
+        _erase(src)
+
+
+def _per_item_of(shapes: Shapes, bt: Operation, y: SSAValue, axes: Sequence[int]) -> bool:
+    """Whether ``bt = broadcast_to(v, shape(y))`` broadcasts ``v`` to ``y``'s shape (the
+    symbolic shapes say so) with ``v`` of ``y``'s rank, size 1 on axes ``1..k-1`` and ``y``'s
+    trailing sizes (one row per batch item, or one row for all) for sums over ``axes`` =
+    ``0..k-1``."""
+    v = bt.operands[0]
+    vs, ys = shapes.get(v), shapes.get(y)
+    if (vs is None or ys is None or len(vs) != len(ys) or not _floats(v)
+            or shapes.get(bt.results[0]) != ys):
+        return False
+    k = len(axes)
+    if sorted(a % len(ys) for a in axes) != list(range(k)) or not 2 <= k < len(ys):
+        return False
+    return all(d == 1 for d in vs[1:k]) and vs[k:] == ys[k:]
 
 
 def _broadcast_users(bt: Operation) -> Iterator[tuple[Operation, int]]:
@@ -350,4 +384,6 @@ def fuse_batch_stats(gm: GraphModule) -> GraphModule:
             shapes.visit(op)
         _sums(gm, block, shapes)
         _broadcasts(gm, block, shapes)
+        for stats in [op for op in block.ops if op.name == "tg.sum_and_dot"]:
+            _relu_into_sums(gm, block, stats, shapes)  # a broadcast_to only now next to it
     return gm

@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from pytfrt.host import numpy_free
 from pytfrt.host.async_value import CHAIN, Chain
 from pytfrt.host.registry import Attr, KernelError, KernelKind, KernelRegistry, kernel
 from pytfrt.kernels.common import I64_MIN, print_line
@@ -122,8 +123,12 @@ _F32_OVERFLOW = float.fromhex("0x1.ffffffp+127")  # FLT_MAX + half an ulp: round
 
 
 def to_f32(x: float) -> Any:
-    """``x`` rounded to float32 (to nearest even), without overflow warnings."""
+    """``x`` rounded to float32 (to nearest even), without overflow warnings: a
+    ``numpy.float32``, or in a NumPy-free process (:mod:`pytfrt.host.numpy_free`) a Python
+    float holding the float32 value."""
     if np is None:
+        if numpy_free.ENABLED:
+            return numpy_free.to_f32(x)
         _load_numpy()
     if -_F32_OVERFLOW < x < _F32_OVERFLOW:
         return F32(x)

@@ -8,17 +8,19 @@ lazily for those name prefixes (``pytfrt.kernel_libraries.BUILTIN_LIBRARIES``). 
 from __future__ import annotations
 
 from pytfrt.host.registry import KernelRegistry
-from pytfrt.tensor.kernels import (
-    btf_kernels,
-    coo_kernels,
-    dht_kernels,
-    shape_kernels,
-    sht_kernels,
-)
 
 
 def register(registry: KernelRegistry) -> None:
-    """Register every tensor kernel."""
+    """Register every tensor kernel.  (The modules are imported here, not with the package, so
+    that a NumPy-free process can use :mod:`.util` and :mod:`.shape_kernels` alone.)"""
+    from pytfrt.tensor.kernels import (
+        btf_kernels,
+        coo_kernels,
+        dht_kernels,
+        shape_kernels,
+        sht_kernels,
+    )
+
     shape_kernels.register(registry)
     dht_kernels.register(registry)
     coo_kernels.register(registry)

@@ -22,10 +22,9 @@ The comparison logic is reachable as plain functions (:func:`dense_equal`,
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from pytfrt.host.async_value import CHAIN, Chain
 from pytfrt.host.execution_context import ExecutionContext
@@ -36,9 +35,15 @@ from pytfrt.tensor.dense_host_tensor import (
     HostBuffer,
     allocate_dense,
 )
-from pytfrt.tensor.dtype import NUMERIC_DTYPES, DType
+from pytfrt.tensor.dtype import F32, NUMERIC_DTYPES, DType
 from pytfrt.tensor.kernels.util import check_dht, dims_of, print_line, suffixes
 from pytfrt.tensor.shape import ShapeError, TensorShape, format_dims
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# NumPy is imported by the functions that use it: a NumPy-free process (docs/host.md) uses the
+# creation, fill, set and print kernels of this module on tensors without it.
 
 ULP_VARIANTS: tuple[tuple[str, int], ...] = (
     ("", 2),
@@ -54,6 +59,8 @@ ULP_VARIANTS: tuple[tuple[str, int], ...] = (
 
 def dense_equal(a: DenseHostTensor, b: DenseHostTensor) -> bool:
     """Same dtype and shape, and element-wise equal bytes (TFRT's DHT ``==``)."""
+    import numpy as np
+
     if a.dtype is not b.dtype or a.array.shape != b.array.shape:
         return False
     x = np.ascontiguousarray(a.array)
@@ -69,6 +76,8 @@ def dense_allclose(a: DenseHostTensor, b: DenseHostTensor, ulp: int = 2) -> bool
     ``abs(x - y) <= eps * abs(x + y) * ulp`` or ``abs(x - y) < tiny`` (eps and tiny of the
     dtype), computed in the dtype's own precision; non-float dtypes must be equal.
     """
+    import numpy as np
+
     if a.dtype is not b.dtype or a.array.shape != b.array.shape:
         return False
     kind = a.dtype.kind
@@ -88,12 +97,30 @@ def dense_allclose(a: DenseHostTensor, b: DenseHostTensor, ulp: int = 2) -> bool
 
 def _convert_values(dtype: DType, values: Any) -> np.ndarray:
     """Attribute values as an array of ``dtype`` (complex given as pairs is accepted)."""
+    import numpy as np
+
     if dtype.kind == "complex":
         values = [complex(*v) if isinstance(v, tuple) else complex(v) for v in values]
     try:
         return np.asarray(values, dtype=dtype.np_dtype)
     except (TypeError, ValueError, OverflowError) as exc:
         raise KernelError(f"cannot convert values to {dtype.name}: {exc}") from None
+
+
+def _raw_values(t: DenseHostTensor, values: Any) -> bool:
+    """Store ``values`` into a NumPy-free float tensor (``t.raw``, docs/host.md) if they are
+    plain numbers: the :mod:`array` module rounds them as NumPy's conversion does (to nearest;
+    beyond the range: inf).  False if ``t`` is not such a tensor or a value is not a number
+    (the NumPy path then converts, or reports, as for any tensor)."""
+    typecode = t.dtype.typecode
+    if t.raw is None or t.dtype.kind != "float" or typecode is None:
+        return False
+    try:
+        converted = array(typecode, values)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    t.flat_view()[:] = memoryview(converted)
+    return True
 
 
 def _scalar(dtype: DType, value: Any) -> Any:
@@ -128,7 +155,8 @@ def _fill(dtype: DType) -> Callable[..., Any]:
     def fill_tensor_with_constant(t: DenseHostTensor, value: Attr[Any]) -> Chain:
         if t.dtype is not dtype:
             check_dht(t, dtype)
-        t.array.fill(_scalar(dtype, value))
+        if t.raw is None or not _raw_values(t, [value] * t.num_elements):
+            t.array.fill(_scalar(dtype, value))
         return CHAIN
 
     return fill_tensor_with_constant
@@ -138,12 +166,13 @@ def _set_constant_values(dtype: DType) -> Callable[..., Any]:
     def set_tensor_with_constant_values(t: DenseHostTensor, values: Attr[Any]) -> Chain:
         if t.dtype is not dtype:
             check_dht(t, dtype)
-        n = t.array.size
+        n = t.num_elements
         if len(values) != n:
             raise KernelError(
                 f"Incorrect number of values for the tensor: {len(values)}, but expected {n}"
             )
-        t.array.reshape(-1)[:] = _convert_values(dtype, values)
+        if t.raw is None or not _raw_values(t, values):
+            t.array.reshape(-1)[:] = _convert_values(dtype, values)
         return CHAIN
 
     return set_tensor_with_constant_values
@@ -286,6 +315,20 @@ def print_buffer(buffer: HostBuffer) -> Chain:
     """``tfrt_dht.print_buffer %buf, %ch``: prints ``HostBuffer<pointer=0x.., size=N>``."""
     print_line(str(buffer))
     return CHAIN
+
+
+def numpy_free_kernels() -> dict[str, Callable[..., Any]]:
+    """The kernels of this module that keep a NumPy-free tensor's buffer (docs/host.md), by
+    name: the float32 creation, fill and set kernels and ``print_tensor`` (the same functions
+    :func:`register` adds)."""
+    kernels: dict[str, Callable[..., Any]] = {
+        f"tfrt_dht.create_uninitialized_tensor.f32.{rank}": _create(F32, rank)
+        for rank in range(0, 6)
+    }
+    kernels["tfrt_dht.fill_tensor_with_constant.f32"] = _fill(F32)
+    kernels["tfrt_dht.set_tensor_with_constant_values.f32"] = _set_constant_values(F32)
+    kernels["tfrt_dht.print_tensor"] = print_tensor
+    return kernels
 
 
 def register(registry: KernelRegistry) -> None:
