@@ -177,8 +177,8 @@ def _check_kernels(m: int, k: int, n: int, a: np.ndarray, b: np.ndarray, c: np.n
     scale = np.abs(a) @ np.abs(b) * abs(alpha) + np.abs(c) * abs(beta)
     assert np.all(np.abs(got.array - want.array) <= 4 * np.finfo(np.float32).eps * scale + 1e-30)
     for name in ("sigmoid_inplace.f32",):
-        _, (got,), _, (want,) = _both(name, _raw(a))
-        assert _ulps(got.array, want.array) <= 2  # exp in double against NumPy's SIMD exp
+        _, (activated,), _, (expected,) = _both(name, _raw(a))
+        assert _ulps(activated.array, expected.array) <= 2  # exp in double vs NumPy's SIMD exp
     exact2 = ("sigmoid_grad_inplace.f32", "mlp.multiply_inplace.f32",
               "tfrt_test.subtract_inplace.f32")
     for name in exact2:
