@@ -39,7 +39,6 @@ import os
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -510,40 +509,11 @@ def profile_child(path: str, input_name: str, shape: str, dtype: str, calls: int
     The runtime table's compute functions are wrapped with timers before the first compile
     (the ``tg.*`` kernels are made from the table when their library loads).
     """
-    import functools
-
     import pytfrt
-    from pytfrt.backends.cpu.graph_kernels import graph_ops
+    from pytfrt.tools.bench import KernelTimers
 
-    totals: dict[str, float] = defaultdict(float)
-    cpu: dict[str, float] = defaultdict(float)
-    counts: dict[str, int] = defaultdict(int)
-    table = graph_ops()
-    clock, cpu_clock = time.perf_counter, time.process_time
-
-    def wrap(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def timed(*a: Any, **k: Any) -> Any:
-            c0 = cpu_clock()
-            t0 = clock()
-            try:
-                return fn(*a, **k)
-            finally:
-                totals[key] += clock() - t0
-                cpu[key] += cpu_clock() - c0
-                counts[key] += 1
-
-        specialize = getattr(fn, "specialize", None)
-        if specialize is not None:  # the versions bound to constants (conv plans, dense weights)
-            def timed_specialize(*a: Any, **k: Any) -> Any:
-                bound = specialize(*a, **k)
-                return None if bound is None else wrap(key, bound)
-
-            timed.specialize = timed_specialize  # type: ignore[attr-defined]
-        return timed
-
-    for key, fn in list(table.items()):
-        table[key] = wrap(key, fn)
+    timers = KernelTimers()
+    timers.install()
     model = pytfrt.compile(path)
     dims = tuple(int(d) for d in shape.split("x"))
     rng = np.random.default_rng(0)
@@ -553,31 +523,21 @@ def profile_child(path: str, input_name: str, shape: str, dtype: str, calls: int
         else rng.integers(0, 100, dims).astype(dtype)
     )
     model(**{input_name: x})
-    totals.clear()
-    cpu.clear()
-    counts.clear()
+    timers.clear()
     c0 = time.process_time()
     t0 = time.perf_counter()
     for _ in range(calls):
         model(**{input_name: x})
     wall = (time.perf_counter() - t0) / calls
     cpu_all = (time.process_time() - c0) / calls
-    per = {
-        k: {
-            "ms_per_call": totals[k] / calls * 1e3,
-            "cpu_ms_per_call": cpu[k] / calls * 1e3,
-            "calls_per_call": counts[k] / calls,
-        }
-        for k in sorted(cpu, key=lambda k: -cpu[k])
-    }
-    accounted = sum(totals.values()) / calls
+    report = timers.report(calls)
     return {
         "wall_ms": wall * 1e3,
         "cpu_ms": cpu_all * 1e3,
-        "in_ops_ms": accounted * 1e3,
-        "in_ops_cpu_ms": sum(cpu.values()) / calls * 1e3,
-        "outside_ops_ms": (wall - accounted) * 1e3,
-        "per_op": per,
+        "in_ops_ms": report["in_ops_ms"],
+        "in_ops_cpu_ms": report["in_ops_cpu_ms"],
+        "outside_ops_ms": wall * 1e3 - report["in_ops_ms"],
+        "per_op": report["per_op"],
     }
 
 

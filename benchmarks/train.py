@@ -20,6 +20,12 @@ peer's time; ``--peers`` drops peers).
 Each figure is the median time of one step. Before timing, pytfrt's loss after 3 steps is
 checked against TF's.
 
+With ``--profile``, after the timed repetitions: process CPU per step of pytfrt and of
+``tf.function`` (the same process, one after the other: the figure that says something on a
+loaded machine, where wall time is mostly waiting for a core), and pytfrt's time per kernel
+(:class:`pytfrt.tools.bench.KernelTimers`: wall and CPU per op, kernel calls per step; the
+timers cost a few microseconds per kernel, the timed repetitions included).
+
 Prints a table; writes ``train.json`` and ``train.png`` into ``benchmarks/results`` (or
 ``--out``). Run: ``.venv/bin/python benchmarks/train.py`` (``--help``).
 """
@@ -46,6 +52,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from pytfrt.tools.bench import (  # noqa: E402
+    KernelTimers,
     format_table,
     machine_info,
     median,
@@ -176,8 +183,24 @@ def _torch_step(name: str) -> Callable[[np.ndarray, np.ndarray], float] | None:
     return step
 
 
+def _profile(timers: KernelTimers, peers: dict[str, Callable[[], Any]], steps: int
+             ) -> dict[str, Any]:
+    """Process CPU per step of pytfrt and tf.function, and pytfrt's per-kernel report."""
+    cpu: dict[str, float] = {}
+    for peer in ("pytfrt", "tf.function"):
+        timers.clear()
+        c0 = time.process_time()
+        for _ in range(steps):
+            peers[peer]()
+        cpu[peer] = (time.process_time() - c0) / steps * 1e3
+        if peer == "pytfrt":
+            report = timers.report(steps)
+    return {"cpu_ms": cpu, **report}
+
+
 def bench(name: str, batch: int, size: int, reps: int, steps: int, quiet: bool,
-          peer_names: tuple[str, ...] = ("tf.function", "torch")) -> dict[str, Any]:
+          peer_names: tuple[str, ...] = ("tf.function", "torch"),
+          timers: KernelTimers | None = None) -> dict[str, Any]:
     import pytfrt
 
     x, y = _data(name, batch, size)
@@ -213,6 +236,10 @@ def bench(name: str, batch: int, size: int, reps: int, steps: int, quiet: bool,
             quiet,
         )
     ms = {p: median(v) for p, v in times.items()}
+    profile = None
+    if timers is not None:
+        progress(f"{name}: profiling", quiet)
+        profile = _profile(timers, peers, max(steps, 3))
     return {
         "model": name,
         "batch": batch,
@@ -222,6 +249,7 @@ def bench(name: str, batch: int, size: int, reps: int, steps: int, quiet: bool,
         "samples_ms": times,
         "vs_tf_function": ms["pytfrt"] / ms["tf.function"],
         "vs_torch": ms["pytfrt"] / ms["torch"] if "torch" in ms else None,
+        "profile": profile,
     }
 
 
@@ -255,16 +283,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="results directory")
     parser.add_argument("--peers", default="tf.function,torch",
                         help="peers beside pytfrt (tf.function always runs: the ratios' base)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also process CPU per step and pytfrt's time per kernel")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    timers = None
+    if args.profile:  # before the first compile: the kernels are made from the wrapped table
+        timers = KernelTimers()
+        timers.install()
     batches = {"residual_cnn": 32, "resnet50": 8, "transformer": 16, "mlp": 64}
     rows = []
     for name in args.models.split(","):
         if name not in batches:
             parser.error(f"unknown model {name!r} (choose from {', '.join(MODELS)})")
         rows.append(bench(name, batches[name], args.resnet_size, args.reps, args.steps, args.quiet,
-                          tuple(args.peers.split(","))))
+                          tuple(args.peers.split(",")), timers))
     table = [
         [
             f"{r['model']} b{r['batch']}",
@@ -293,6 +327,19 @@ def main(argv: list[str] | None = None) -> int:
             table,
         )
     )
+    for r in rows:
+        prof = r["profile"]
+        if prof is None:
+            continue
+        cpu = prof["cpu_ms"]
+        print(f"\n{r['model']}: process CPU per step pytfrt {cpu['pytfrt']:.1f} ms, tf.function "
+              f"{cpu['tf.function']:.1f} ms ({cpu['pytfrt'] / cpu['tf.function']:.2f}x); "
+              f"pytfrt kernels {prof['kernels']:.0f} per step, {prof['in_ops_cpu_ms']:.1f} ms "
+              "CPU in them")
+        print(format_table(
+            ["op", "calls", "wall ms", "CPU ms"],
+            [[op, f"{v['calls_per_call']:.0f}", f"{v['ms_per_call']:.2f}",
+              f"{v['cpu_ms_per_call']:.2f}"] for op, v in list(prof["per_op"].items())[:12]]))
     record = {
         "machine": machine_info(),
         "load": os.getloadavg(),

@@ -25,10 +25,13 @@ This module never imports xDSL, TensorFlow or ONNX.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import keyword
+import mmap
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -368,6 +371,59 @@ def _release_consumed(model: CompiledModel, ns: dict[str, Any], resources: dict[
         kept: list[Any] = [_PreparedWeight(restores[0], w.shape, w.dtype) if w is array else w
                            for w in model._weights]
         model._weights = kept
+        size = getattr(array, "nbytes", 0)
+        del array
+        if size >= TRIM_BYTES:
+            trim_heap()  # before the next weight is packed beside it
+
+
+TRIM_BYTES = 1 << 20
+"""A released weight at least this large is handed back to the system at once
+(:func:`trim_heap`)."""
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        fn = ctypes.CDLL(None).malloc_trim  # glibc
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_size_t]
+    return fn  # type: ignore[no-any-return]
+
+
+def trim_heap() -> None:
+    """Return the C heap's free pages to the system (glibc's ``malloc_trim``; a no-op
+    elsewhere).  glibc serves an allocation of the size of one it recently unmapped from its
+    heap, and freed heap memory stays resident: without this, the plain copy of each weight a
+    kernel packs into memory of its own (outside the heap) would stay counted in the process's
+    RSS while the next weight is packed, and the compile would peak at two copies of the
+    weights.  Thread-safe (glibc locks its arenas)."""
+    fn = _malloc_trim()
+    if fn is not None:
+        fn(0)
+
+
+OWN_PAGES_BYTES = 1 << 20
+"""Weights at least this large get anonymous mappings of their own (:func:`own_pages`)."""
+
+
+def own_pages(array: np.ndarray) -> np.ndarray:
+    """``array`` copied into an anonymous memory mapping of its own (same dtype, shape and
+    writeability), if it is at least :data:`OWN_PAGES_BYTES`; else ``array`` itself.
+
+    A weight that a kernel later replaces by a prepared copy of its own (a convolution's
+    oneDNN filter, made at the first call) then gives its pages back to the system the moment
+    it is dropped; from the C heap they would stay resident beside the prepared copies, and the
+    first call would peak at two copies of those weights.  ``pytfrt.compile`` moves each weight
+    of a module it built (one at a time, the heap trimmed as it goes).  Thread-safe."""
+    if array.nbytes < OWN_PAGES_BYTES or array.dtype.hasobject:
+        return array
+    m = mmap.mmap(-1, array.nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    out = np.frombuffer(m, array.dtype, array.size).reshape(array.shape)
+    np.copyto(out, array, casting="no")
+    out.flags.writeable = array.flags.writeable
+    return out
 
 
 def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Sequence[str],
@@ -445,7 +501,9 @@ class CompiledModel:
 
     Args:
         program: the lowered program (``@tg_init``, ``@main``).
-        weights: ``@tg_init``'s arguments, in order (arrays; not copied).
+        weights: ``@tg_init``'s arguments, in order (arrays; not copied); an iterator is
+            consumed, so a caller passing one holds no reference to the arrays and those the
+            kernels keep in a prepared form of their own are freed as they are prepared.
         signature: the model's signature.
         num_resources: the number of leading ``@main`` arguments produced by ``@tg_init``.
         weight_names: the names of ``weights`` (for ``save``).
@@ -458,13 +516,13 @@ class CompiledModel:
         ValueError: ``host`` is a string that is not a work-queue type.
     """
 
-    def __init__(self, program: Program, weights: Sequence[np.ndarray], signature: Signature,
+    def __init__(self, program: Program, weights: Iterable[np.ndarray], signature: Signature,
                  num_resources: int, weight_names: Sequence[str] = (),
                  variables: Sequence[str] = (), host: HostContext | str | None = None) -> None:
         self.program = program
         self.signature = signature
-        self.weight_names = list(weight_names) or [f"w{i}" for i in range(len(weights))]
         self._weights = list(weights)
+        self.weight_names = list(weight_names) or [f"w{i}" for i in range(len(self._weights))]
         self._variables = list(variables)
         self.host = resolve_host(host)
         try:

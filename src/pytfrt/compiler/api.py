@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from pytfrt.compiler.builder import GraphModule
 from pytfrt.compiler.errors import GraphError
@@ -94,6 +98,15 @@ def compile_module(gm: GraphModule, *, optimize: bool = True,
                    host: HostContext | str | None = None) -> CompiledModel:
     """Optimise (the default pipeline, if ``optimize``) and lower ``gm``; a CompiledModel
     running on ``host`` (see :func:`pytfrt.model.resolve_host`)."""
+    return _compile_module(gm, optimize=optimize, host=host, consume=False)
+
+
+def _compile_module(gm: GraphModule, *, optimize: bool, host: HostContext | str | None,
+                    consume: bool) -> CompiledModel:
+    """:func:`compile_module`; with ``consume``, ``gm`` is the caller's to discard: its
+    weights are dropped once lowered, and the model receives them as a one-shot iterator,
+    so that each array a kernel packs into a form of its own is freed as it is packed (the
+    compile never holds every weight twice)."""
     from pytfrt.compiler.lowering import lower
 
     if optimize:
@@ -103,9 +116,41 @@ def compile_module(gm: GraphModule, *, optimize: bool = True,
             pass
         else:
             gm = default_pipeline(gm)
+    if consume:
+        # the passes leave replaced constants in reference cycles: free them before lowering
+        # and packing add their own arrays
+        gc.collect()
     low = lower(gm)
-    return CompiledModel(low.program, [low.weights[n] for n in low.init_inputs], low.signature,
-                         low.num_resources, low.init_inputs, low.variables, host)
+    if not consume:
+        return CompiledModel(low.program, [low.weights[n] for n in low.init_inputs],
+                             low.signature, low.num_resources, low.init_inputs, low.variables,
+                             host)
+    gm.weights.clear()
+    weights = low.weights
+    names = list(low.init_inputs)
+    program, sig, n_res, variables = low.program, low.signature, low.num_resources, low.variables
+    del low
+    return CompiledModel(program, _moved(weights, names), sig, n_res, names, variables, host)
+
+
+def _moved(weights: dict[str, Any], names: list[str]) -> Iterator[Any]:
+    """The arrays of ``names``, each taken out of ``weights`` and moved into pages of its own
+    (:func:`pytfrt.model.own_pages`), the heap trimmed after each large one: the model gets
+    the only references, and the arrays kernels replace by prepared copies are freed at
+    once."""
+    from pytfrt.model import TRIM_BYTES, own_pages, trim_heap
+
+    freed = 0
+    for n in names:
+        w = weights.pop(n)
+        moved = own_pages(w) if isinstance(w, np.ndarray) else w
+        if moved is not w:
+            freed += w.nbytes
+            del w
+            if freed >= TRIM_BYTES:
+                trim_heap()
+                freed = 0
+        yield moved
 
 
 def compile(obj: Any, input_signature: Any = None, *, signature: str | None = None,  # noqa: A001
@@ -127,7 +172,7 @@ def compile(obj: Any, input_signature: Any = None, *, signature: str | None = No
     gm = to_graph(obj, input_signature, signature=signature)
     # the source for pytfrt.quantize; the passes rewrite a GraphModule given as is in place
     source = gm.copy() if gm is obj and optimize else obj
-    model = compile_module(gm, optimize=optimize, host=host)
+    model = _compile_module(gm, optimize=optimize, host=host, consume=gm is not obj)
     model.source = (source, input_signature, signature)
     return model
 

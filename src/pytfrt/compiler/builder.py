@@ -357,7 +357,10 @@ class GraphBuilder:
                   for n, t in zip(main.output_names, main.result_types or [], strict=True)),
             main.structure,
         )
-        return GraphModule(module, dict(self.weights), sig, tuple(self.variable_types))
+        # the module takes the weights: the builder sits in reference cycles (its functions
+        # point back at it), and a copy here would keep every array alive until a collection
+        weights, self.weights = self.weights, {}
+        return GraphModule(module, weights, sig, tuple(self.variable_types))
 
 
 def _dtype(d: Any) -> str:

@@ -63,6 +63,83 @@ def run(args: argparse.Namespace) -> int:
 # -- helpers shared by the harnesses ---------------------------------------------------------
 
 
+class KernelTimers:
+    """Wall and process-CPU time per kernel of the CPU runtime's table, for a profile.
+
+    :meth:`install` wraps every compute function of
+    :func:`pytfrt.backends.cpu.graph_kernels.graph_ops` (and the versions a kernel binds to
+    a model's constants) with timers; it must run before the first compile (the ``tg.*``
+    kernels are made from the table when their library loads).  ``totals``, ``cpu`` and
+    ``counts`` are keyed by op name; :meth:`clear` starts over (after a warm-up call), and
+    :meth:`report` gives the per-op figures per call.  Not thread-safe: one profile per
+    process.
+    """
+
+    def __init__(self) -> None:
+        from collections import defaultdict
+
+        self.totals: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
+        self.counts: dict[str, int] = defaultdict(int)
+
+    def install(self) -> None:
+        from pytfrt.backends.cpu.graph_kernels import graph_ops
+
+        table = graph_ops()
+        for key, fn in list(table.items()):
+            table[key] = self._wrap(key, fn)
+
+    def _wrap(self, key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        import functools
+        import time
+
+        clock, cpu_clock = time.perf_counter, time.process_time
+
+        @functools.wraps(fn)
+        def timed(*a: Any, **k: Any) -> Any:
+            c0 = cpu_clock()
+            t0 = clock()
+            try:
+                return fn(*a, **k)
+            finally:
+                self.totals[key] += clock() - t0
+                self.cpu[key] += cpu_clock() - c0
+                self.counts[key] += 1
+
+        specialize = getattr(fn, "specialize", None)
+        if specialize is not None:  # the versions bound to constants (conv plans, dense weights)
+            def timed_specialize(*a: Any, **k: Any) -> Any:
+                bound = specialize(*a, **k)
+                return None if bound is None else self._wrap(key, bound)
+
+            timed.specialize = timed_specialize  # type: ignore[attr-defined]
+        return timed
+
+    def clear(self) -> None:
+        self.totals.clear()
+        self.cpu.clear()
+        self.counts.clear()
+
+    def report(self, calls: int) -> dict[str, Any]:
+        """Per call over ``calls`` calls: ``in_ops_ms``, ``in_ops_cpu_ms``, ``kernels`` (kernel
+        calls) and ``per_op`` (``ms_per_call``, ``cpu_ms_per_call``, ``calls_per_call``,
+        largest CPU first)."""
+        n = max(calls, 1)
+        return {
+            "in_ops_ms": sum(self.totals.values()) / n * 1e3,
+            "in_ops_cpu_ms": sum(self.cpu.values()) / n * 1e3,
+            "kernels": sum(self.counts.values()) / n,
+            "per_op": {
+                k: {
+                    "ms_per_call": self.totals[k] / n * 1e3,
+                    "cpu_ms_per_call": self.cpu[k] / n * 1e3,
+                    "calls_per_call": self.counts[k] / n,
+                }
+                for k in sorted(self.cpu, key=lambda k: -self.cpu[k])
+            },
+        }
+
+
 def machine_info() -> dict[str, Any]:
     """CPU count and model, Python and platform, and the date: the context of a figure."""
     model = platform.processor() or "unknown"

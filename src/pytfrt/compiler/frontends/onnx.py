@@ -124,6 +124,35 @@ def import_onnx(
     """
     from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter
 
-    model, origin = load_model(model_or_path)
+    model, origin, weights = _load_with_weights(model_or_path)
     model = _upgrade(model, origin)
-    return OnnxGraphImporter(model, origin).run(input_shapes, input_values)
+    importer = OnnxGraphImporter(model, origin, weights)
+    del model, weights  # the importer holds the only references: dropped as it goes
+    return importer.run(input_shapes, input_values)
+
+
+def _load_with_weights(model_or_path: Any) -> tuple[onnx.ModelProto, str, dict[str, Any]]:
+    """``(ModelProto, origin, weights)``: for a file, its large initializers read straight
+    into arrays (``weights``) and left out of the ModelProto, so the import never holds them
+    twice (:mod:`pytfrt.compiler.frontends.onnx_load`); otherwise :func:`load_model`'s
+    ModelProto and no weights.  A file the scanner cannot walk, or one old enough to need
+    ONNX's version converter (which wants the initializers in the model), is read by
+    :func:`load_model`."""
+    if isinstance(model_or_path, str | os.PathLike) and Path(model_or_path).is_file():
+        from google.protobuf.message import DecodeError
+
+        from pytfrt.compiler.frontends.onnx_load import WireError, load_split
+
+        origin = str(Path(model_or_path))
+        try:
+            model, weights = load_split(model_or_path, origin)
+        except OnnxImportError:
+            raise
+        except (WireError, DecodeError, OSError, ValueError):
+            pass  # load_model reads it again and reports what is wrong with it
+        else:
+            if (model.graph.node or model.graph.output) and (
+                    _default_opset(model) >= MIN_OPSET or not weights):
+                return model, origin, weights
+    model, origin = load_model(model_or_path)
+    return model, origin, {}

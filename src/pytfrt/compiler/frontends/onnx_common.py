@@ -93,9 +93,10 @@ def materialize(fn: FunctionBuilder, array: np.ndarray, name: str) -> Value:
     return fn.constant(arr, name=name if arr.size > INLINE_LIMIT else None)
 
 
-def initializer_array(init: Any, origin: str) -> np.ndarray:
+def initializer_array(init: Any, origin: str, base_dir: str = "") -> np.ndarray:
     """The array of initializer ``init``, its declared size checked first (a damaged file may
-    declare terabytes); any failure is an :class:`OnnxImportError` naming the initializer."""
+    declare terabytes); any failure is an :class:`OnnxImportError` naming the initializer.
+    ``base_dir``: where external data lives (for a tensor whose data is not loaded yet)."""
     from onnx import numpy_helper
 
     n = 1
@@ -106,7 +107,7 @@ def initializer_array(init: Any, origin: str) -> np.ndarray:
             f"{origin}: initializer {init.name!r} declares shape {list(init.dims)} "
             f"({n} elements): the file is damaged; export the model again")
     try:
-        return numpy_helper.to_array(init)
+        return numpy_helper.to_array(init, base_dir)
     except Exception as exc:  # noqa: BLE001 - onnx/NumPy errors name no initializer
         raise OnnxImportError(
             f"{origin}: initializer {init.name!r} (shape {list(init.dims)}) cannot be read "

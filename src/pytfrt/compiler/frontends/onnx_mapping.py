@@ -105,8 +105,12 @@ class OnnxGraphImporter:
     Not thread-safe; one instance per import.
     """
 
-    def __init__(self, model: onnx.ModelProto, origin: str) -> None:
+    def __init__(self, model: onnx.ModelProto, origin: str,
+                 weights: Mapping[str, np.ndarray] | None = None) -> None:
         self.model = model
+        self.weights = dict(weights or {})
+        """Initializers already read into arrays (:func:`onnx_load.load_split` takes them out
+        of the ModelProto); they join the graph's own initializers."""
         self.origin = origin
         self.opset = _default_opset(model)
         self.graph = model.graph
@@ -139,6 +143,8 @@ class OnnxGraphImporter:
         g = self.graph
         for init in g.initializer:
             self.known[init.name] = initializer_array(init, self.origin)
+        self.known.update(self.weights)
+        self.weights.clear()  # the arrays now live in ``known`` and, once used, in the graph
         for name, value in (input_values or {}).items():
             self.known[name] = np.asarray(value)
         for init in g.sparse_initializer:
@@ -369,7 +375,7 @@ class OnnxGraphImporter:
             (int(o.version) for o in self.model.opset_import if o.domain == domain), 1)
         try:
             schema = onnx.defs.get_schema(node.op_type, level, domain)
-        except onnx.defs.SchemaError:
+        except (onnx.defs.SchemaError, TypeError):  # TypeError: a damaged name (not UTF-8)
             return False
         sch: Any = schema  # (the stubs lack the function accessors)
         plain = [v for v in sch.function_opset_versions if v <= level]

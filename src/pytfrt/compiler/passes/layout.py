@@ -38,8 +38,9 @@ the ops once in program order and
    NHWC -> NCHW transposes tf2onnx puts at the input of a Keras model.
 
 A ResNet-50, MobileNetV3 or EfficientNet-B0 from ONNX ends with one transpose at its input and
-none inside.  Transposes no longer used are erased; the old filter constants are left for
-``-tg-dce``.  The pass runs in the default pipeline before ``-tg-fuse-epilogue`` (it expects no
+none inside.  Transposes no longer used are erased; so is each old filter constant, with its
+weight, as soon as its transposed copy replaced its last use (the pass never holds two copies
+of every filter).  The pass runs in the default pipeline before ``-tg-fuse-epilogue`` (it expects no
 ``fused_elementwise`` regions; it does accept conv2d ops with fused epilogues).  Functions
 without an NCHW layout op are left untouched.  ``docs/compiler.md`` shows an example.
 
@@ -130,6 +131,28 @@ class _Rewriter:
         self.made: dict[tuple[SSAValue, Perm], SSAValue] = {}
         """Transposes of non-constant values made by the pass (placed right after the value's
         definition, so every later op may use them): one per value and permutation."""
+        self.weight_refs: dict[str, int] = {}
+        """Per weight name, the constants of the module naming it."""
+        for f in functions(gm):
+            for op in f.body.block.ops:
+                w = op.attributes.get("weight") if op.name == "tg.constant" else None
+                if isinstance(w, StringAttr):
+                    self.weight_refs[w.data] = self.weight_refs.get(w.data, 0) + 1
+
+    def drop_if_dead(self, v: SSAValue) -> None:
+        """Erase the ``tg.constant`` defining ``v`` once nothing uses it, and its weight once
+        no constant names it: a replaced filter is freed before the next is transposed."""
+        op = v.owner
+        if not isinstance(op, Operation) or op.name != "tg.constant" or v.uses:
+            return
+        w = op.attributes.get("weight")
+        op.detach()
+        op.erase()
+        if isinstance(w, StringAttr):
+            left = self.weight_refs.get(w.data, 1) - 1
+            self.weight_refs[w.data] = left
+            if left <= 0:
+                self.gm.weights.pop(w.data, None)
 
     # -- building blocks ------------------------------------------------------------------
     def permuted(self, v: SSAValue, perm: Sequence[int], before: Operation) -> SSAValue:
@@ -173,7 +196,10 @@ class _Rewriter:
         results = []
         for r, p in zip(new.results, out_perms, strict=True):
             results.append(r if p is None else self.permuted(r, p, op))
+        old_operands = list(op.operands)
         replace(op, results)
+        for v in old_operands:
+            self.drop_if_dead(v)
 
     # -- 1. layout ops --------------------------------------------------------------------
     def to_nhwc(self, op: Operation) -> None:
