@@ -605,8 +605,9 @@ class CompiledModel:
                 self, main.info, program.get(MAIN).register_types)
 
     def _run_init(self, init: Any, num_resources: int) -> list[Any]:
-        args = [make_available(DenseHostTensor(dtype_from_numpy(w.dtype), w))
-                for w in self._weights]
+        args = [make_available(StringHostTensor(w) if w.dtype == object
+                               else DenseHostTensor(dtype_from_numpy(w.dtype), w))
+                for w in self._weights]  # (a string constant is an object-array weight)
         results = init.execute(self._ctx, args)
         self.host.await_values(results)
         out = []

@@ -34,7 +34,7 @@ from pytfrt.tensor.shape import TensorShape
 XOR = Path(__file__).resolve().parents[2] / "examples" / "mlp_xor" / "xor_training.mlir"
 
 
-def _child(path: Path, numpy_free_on: bool) -> tuple[str, bool, int]:
+def _child(path: Path, numpy_free_on: bool, **env_vars: str) -> tuple[str, bool, int]:
     """bef_executor on ``path`` in a fresh interpreter: its stdout, whether NumPy was imported,
     and how many steps ran fused."""
     code = textwrap.dedent(f"""
@@ -47,7 +47,7 @@ def _child(path: Path, numpy_free_on: bool) -> tuple[str, bool, int]:
         hits = sum(o.hits for o in gc.get_objects() if isinstance(o, FusedSegment))
         print(json.dumps([status, out.getvalue(), "numpy" in sys.modules, hits]))
     """)
-    env = {**os.environ, "PYTFRT_NUMPY_FREE": "1" if numpy_free_on else "0"}
+    env = {**os.environ, "PYTFRT_NUMPY_FREE": "1" if numpy_free_on else "0", **env_vars}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, check=False, env=env)
     assert proc.returncode == 0, proc.stderr
@@ -56,13 +56,30 @@ def _child(path: Path, numpy_free_on: bool) -> tuple[str, bool, int]:
     return out, loaded, hits
 
 
-def test_the_seed_program_runs_without_numpy_and_prints_what_the_numpy_path_prints() -> None:
+@pytest.fixture(scope="module")
+def oracle() -> str:
+    """What the seed prints on the NumPy path."""
+    out, loaded, _ = _child(XOR, False)
+    assert loaded
+    return out
+
+
+def test_the_seed_program_runs_without_numpy_and_prints_what_the_numpy_path_prints(
+        oracle: str) -> None:
     out, loaded, hits = _child(XOR, True)
     assert not loaded
     assert hits > 0  # the training steps ran in fused segments
     assert "correct: 4/4" in out
-    oracle, oracle_loaded, _ = _child(XOR, False)
-    assert oracle_loaded
+    assert out == oracle
+
+
+def test_without_a_c_compiler_the_numpy_kernels_take_over(oracle: str, tmp_path: Path) -> None:
+    # an empty kernel cache and no compiler: no C kernels, no fused segments
+    short = tmp_path / "xor.mlir"
+    short.write_text(XOR.read_text())
+    out, loaded, hits = _child(short, True, CC=str(tmp_path / "no-such-cc"),
+                               PYTFRT_CACHE_DIR=str(tmp_path / "cache"))
+    assert loaded and hits == 0
     assert out == oracle
 
 

@@ -235,3 +235,27 @@ def test_a_sparse_cross_of_sparse_columns_is_refused(tf: Any) -> None:
 
     with pytest.raises(UnsupportedOpError, match="SparseCross"):
         pytfrt.compile(f)
+
+
+def test_standardize_split_and_pad_as_tf(tf: Any) -> None:
+    """TextVectorization's string ops: lower-casing (ASCII and UTF-8), regex replacement (all
+    matches or the first, with groups), splits (whitespace, a separator, maxsplit) and the
+    ragged result padded or cut to a width, against TF."""
+
+    @tf.function(input_signature=[tf.TensorSpec((None,), tf.string)])
+    def f(s: Any) -> Any:
+        low = tf.strings.lower(s)
+        utf = tf.strings.lower(s, encoding="utf-8")
+        punct = tf.strings.regex_replace(low, r"[!,.?]", "")
+        first = tf.strings.regex_replace(s, r"(a+)(b)", r"<\2\1>", replace_global=False)
+        words = tf.strings.split(punct)
+        parts = tf.strings.split(s, sep=",", maxsplit=1)
+        return (low, utf, punct, first, words.to_tensor(default_value="_", shape=[None, 3]),
+                words.to_tensor(default_value="?"), parts.to_tensor())
+
+    s = np.array([b"Hello, World! aab aab", "\u00c9T\u00c9 x,y,z".encode(), b"", b"  a\tb  ",
+                  b"one,two,,three"], dtype=object)
+    for got, ref in zip(pytfrt.compile(f)(s), f(s), strict=True):
+        ref = np.vectorize(lambda b: b.decode(), otypes=[object])(ref.numpy())
+        assert got.shape == ref.shape
+        np.testing.assert_array_equal(got, ref)

@@ -184,7 +184,7 @@ def run(x: np.ndarray, y: np.ndarray, excite: Callable[[np.ndarray, np.ndarray],
         return False
     try:
         pool.reserve(max(plan.mean_job.scratch, plan.scale_job.scratch), 0)
-        st = pool.run(plan.mean_job.table, x.ctypes.data, plan.means.ctypes.data, 0)
+        st = pool.run_arrays(plan.mean_job.table, x, plan.means)
         if st == 0:
             if n == 1:
                 excite((plan.heights @ plan.means) / np.float32(h), plan.gate[0])
@@ -192,7 +192,7 @@ def run(x: np.ndarray, y: np.ndarray, excite: Callable[[np.ndarray, np.ndarray],
                 for b in range(n):
                     excite(plan.means[b], plan.gate[b])
             plan.tiled[:] = plan.gate[:, None, :]
-            st = pool.run(plan.scale_job.table, x.ctypes.data, y.ctypes.data, 0)
+            st = pool.run_arrays(plan.scale_job.table, x, y)
     finally:
         pool.lock.release()
     if st != 0:

@@ -12,6 +12,17 @@
   ``FingerprintCat64`` from ``hash_key`` over the features (an integer feature is its own
   64-bit value, a string its ``Fingerprint64``), modulo ``num_buckets`` (0: modulo
   ``2**63 - 1``); ``[batch, k_0 * k_1 ...]`` int64;
+* ``string_lower(x) {encoding}`` -- TF's ``StringLower``: ASCII letters only (``encoding``
+  ""), or every letter of UTF-8 text (``"utf-8"``);
+* ``regex_replace(x) {pattern, rewrite, replace_global}`` -- TF's ``StaticRegexReplace`` by
+  Python's ``re`` (the same matches as RE2 for the patterns both accept; ``\\1``-style groups
+  in ``rewrite``);
+* ``string_split_ragged(x) {sep, maxsplit}`` -- TF's ``StringSplitV2`` of a string vector:
+  the ragged result as ``(indices[n, 2], values[n], shape[2])`` (empty ``sep``: runs of
+  whitespace, empty pieces dropped);
+* ``ragged_to_dense(values, rowids, nrows, default) {width}`` -- TF's ``RaggedTensorToTensor``
+  of a ragged vector given by value row ids: ``[nrows, width]``, each row's values from the
+  left, cut at ``width``, the rest ``default``;
 * ``string_format(inputs...) {template, placeholder, summarize}`` -- TF's ``StringFormat``
   (what ``tf.print`` and ``tf.strings.format`` build): each ``placeholder`` of the template
   replaced by the next tensor, summarised as TF prints it (:func:`summary_text`);
@@ -255,6 +266,76 @@ def hashed_cross(*inputs: np.ndarray, num_buckets: int, hash_key: int) -> np.nda
         h = fingerprint_cat64(h[:, :, None], f[:, None, :]).reshape(batch, -1)
     modulus = np.uint64(num_buckets if num_buckets > 0 else (1 << 63) - 1)
     return (h % modulus).astype(np.int64)
+
+
+def as_text(v: Any) -> str:
+    """A string element as the runtime holds it: ``str`` (bytes decoded as UTF-8, other bytes
+    kept through surrogate escapes)."""
+    return as_bytes(v).decode("utf-8", "surrogateescape")
+
+
+@GRAPH_OPS.op("string_lower")
+def string_lower(x: np.ndarray, *, encoding: str) -> np.ndarray:
+    """TF's ``StringLower``."""
+    if encoding.lower().replace("-", "") == "utf8":
+        out = [as_text(v).lower() for v in x.reshape(-1).tolist()]
+    else:  # TF's default: ASCII letters only
+        out = [as_text(as_bytes(v).lower()) for v in x.reshape(-1).tolist()]
+    return np.asarray(out, dtype=object).reshape(x.shape)
+
+
+@GRAPH_OPS.op("regex_replace")
+def regex_replace(x: np.ndarray, *, pattern: str, rewrite: str,
+                  replace_global: bool) -> np.ndarray:
+    """TF's ``StaticRegexReplace`` (Python's ``re``)."""
+    import re
+
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise OpError(f"regex_replace: bad pattern {pattern!r}: {exc}") from None
+    count = 0 if replace_global else 1
+    out = [regex.sub(rewrite, as_text(v), count=count) for v in x.reshape(-1).tolist()]
+    return np.asarray(out, dtype=object).reshape(x.shape)
+
+
+@GRAPH_OPS.op("string_split_ragged")
+def string_split_ragged(x: np.ndarray, *, sep: str, maxsplit: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TF's ``StringSplitV2`` of a vector: ragged ``(indices, values, shape)`` (the split of
+    ONNX's ``StringSplit``, its padding dropped)."""
+    from pytfrt.backends.cpu.onnx_text import string_split
+
+    if x.ndim != 1:
+        raise OpError(f"string_split_ragged: the input must be a vector, got {list(x.shape)}")
+    text = np.asarray([as_text(v) for v in x.tolist()], dtype=object)
+    padded, counts = string_split(text, delimiter=sep, maxsplit=maxsplit)
+    keep = np.arange(padded.shape[1])[None, :] < counts[:, None]
+    rows, cols = np.nonzero(keep)
+    indices = np.stack([rows, cols], axis=1).astype(np.int64).reshape(-1, 2)
+    values = np.asarray(padded[keep], dtype=object)
+    return indices, values, np.asarray(padded.shape, dtype=np.int64)
+
+
+@GRAPH_OPS.op("ragged_to_dense")
+def ragged_to_dense(values: np.ndarray, rowids: np.ndarray, nrows: np.ndarray,
+                    default: np.ndarray, *, width: int) -> np.ndarray:
+    """TF's ``RaggedTensorToTensor`` of a ragged vector by value row ids: ``[nrows, width]``
+    (``width`` -1: the longest row's length)."""
+    rows = int(np.asarray(nrows).reshape(()))
+    ids = np.asarray(rowids, dtype=np.int64).reshape(-1)
+    if ids.size != values.shape[0] or (ids.size and (ids.min() < 0 or ids.max() >= rows
+                                                    or np.any(np.diff(ids) < 0))):
+        raise OpError("ragged_to_dense: the row ids must be sorted, in [0, nrows), one per value")
+    starts = np.searchsorted(ids, np.arange(rows))
+    cols = np.arange(ids.size) - starts[ids] if ids.size else ids
+    if width < 0:
+        width = int(cols.max()) + 1 if cols.size else 0
+    out = np.empty((rows, width), dtype=values.dtype)
+    out[...] = np.asarray(default).reshape(())
+    keep = cols < width
+    out[ids[keep], cols[keep]] = values[keep]
+    return out
 
 
 @GRAPH_OPS.op("as_string")

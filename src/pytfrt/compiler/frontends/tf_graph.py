@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt.backends.cpu.strings import as_text
 from pytfrt.compiler.errors import GraphError, UnsupportedOpError
 from pytfrt.compiler.frontends import tf_complex
 from pytfrt.compiler.frontends.tf_fold import fold
@@ -462,9 +463,10 @@ class FunctionContext:
         hit = self._materialized.get(key)
         if hit is not None:
             return hit[1]
-        if tv.const is not None and tv.dtype == "string":
-            raise ConversionError("string tensors are not supported")
-        if tv.const is not None:
+        if tv.const is not None and tv.dtype == "string":  # a weight of str, as the runtime's
+            text = [as_text(v) for v in np.asarray(tv.const).reshape(-1).tolist()]
+            v = self.fb.constant(np.asarray(text, dtype=object).reshape(tv.const.shape))
+        elif tv.const is not None:
             name = tv.name or (
                 self.node.name if self.node is not None and tv.const.size > 64 else None
             )

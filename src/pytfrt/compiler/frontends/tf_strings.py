@@ -9,6 +9,9 @@ formatted at import, so the compiled program formats only run-time tensors. ``As
 ``assertion failed: [...]`` message. Keras' ``HashedCrossing`` is a hashed ``SparseCross`` of
 dense columns then ``SparseToDense``: the cross of dense columns fills every entry of a
 ``[batch, k]`` tensor, so the pair becomes one ``hashed_cross`` (sparse inputs are refused).
+Keras' ``TextVectorization`` standardizes (``StringLower``, ``StaticRegexReplace``), splits
+(``StringSplitV2``: a ragged tensor as its indices, flat values and shape, all run-time
+tensors), looks the flat values up, and pads (``RaggedTensorToTensor`` by value row ids).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 
 from pytfrt.backends.cpu.strings import (
     as_bytes,
+    as_text,
     assert_summary_text,
     format_template,
     summary_text,
@@ -96,6 +100,46 @@ def _sparse_to_dense(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
         raise ConversionError("only the sparse result of a SparseCross of dense columns is "
                               "supported")
     return [dense]
+
+
+@tf_op("StringLower", tg="`string_lower`", note="ASCII letters (TF's default), or UTF-8 "
+       "text with `encoding='utf-8'`")
+def _string_lower(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [cx.op("string_lower", ins, encoding=attr(node, "encoding", ""))]
+
+
+@tf_op("StaticRegexReplace", tg="`regex_replace`", note="Python's `re` for RE2: the patterns "
+       "Keras' standardization uses (character classes, groups) match alike")
+def _regex_replace(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    return [cx.op("regex_replace", ins, pattern=attr(node, "pattern"),
+                  rewrite=attr(node, "rewrite", ""),
+                  replace_global=bool(attr(node, "replace_global", True)))]
+
+
+@tf_op("StringSplitV2", tg="`string_split_ragged`", note="a string vector, constant separator; the "
+       "ragged result as run-time indices, values and shape")
+def _string_split(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    x, sep = ins
+    if sep.const is None:
+        raise ConversionError("the separator must be constant")
+    text = as_text(np.asarray(sep.const).reshape(()).item())
+    return cx.ops("string_split_ragged", [x], 3, sep=text, maxsplit=attr(node, "maxsplit", -1))
+
+
+@tf_op("RaggedTensorToTensor", tg="`ragged_to_dense`", note="one ragged dimension given by "
+       "`FIRST_DIM_SIZE` and `VALUE_ROWIDS` (what a split builds); the row count from the data")
+def _ragged_to_tensor(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    shape, values, default = ins[:3]
+    kinds = attr(node, "row_partition_types", [])
+    if kinds != ["FIRST_DIM_SIZE", "VALUE_ROWIDS"]:
+        raise ConversionError(f"row partitions {kinds} are not supported (only FIRST_DIM_SIZE, "
+                              "VALUE_ROWIDS)")
+    nrows, rowids = ins[3], ins[4]
+    dims = shape.known_vector() if shape.rank == 1 else None
+    if dims is not None and (len(dims) != 2 or dims[0] not in (None, -1)):
+        raise ConversionError(f"a target shape {dims} (only [-1, width] is supported)")
+    width = -1 if dims is None or dims[1] is None else int(dims[1])
+    return [cx.op("ragged_to_dense", [values, rowids, nrows, default], width=width)]
 
 
 def _fresh_placeholder(texts: list[str]) -> str:

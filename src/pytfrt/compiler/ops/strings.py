@@ -6,6 +6,13 @@
   ``Fingerprint64`` modulo ``num_buckets``, i64);
 * ``hashed_cross(inputs*) {num_buckets, hash_key}`` -- TF's hashed ``SparseCross`` of dense
   ``[batch, k_i]`` columns (all integers or all strings): ``[batch, prod k_i]`` i64;
+* ``string_lower(x) {encoding}``, ``regex_replace(x) {pattern, rewrite, replace_global}`` --
+  TF's ``StringLower`` and ``StaticRegexReplace`` (strings -> strings of the same shape);
+* ``string_split_ragged(x) {sep, maxsplit}`` -- TF's ``StringSplitV2`` of a string vector: three
+  results, the ragged split's ``indices`` (i64 ``[n, 2]``), ``values`` (strings ``[n]``) and
+  ``shape`` (i64 ``[2]``);
+* ``ragged_to_dense(values, rowids, nrows, default) {width}`` -- TF's ``RaggedTensorToTensor``
+  of a ragged vector given by value row ids: ``[nrows, width]``;
 * ``string_format(inputs*) {template, placeholder, summarize}`` -- TF's ``StringFormat`` (a
   string scalar);
 * ``print(x) {output_stream, end}`` -- TF's ``PrintV2`` of a string scalar: *stateful* (never
@@ -63,6 +70,31 @@ def _hashed_cross(ctx: InferContext) -> list[TType]:
     return [TType("i64", (batch, width))]
 
 
+def _strings_same(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    if x.dtype != "string":
+        raise ctx.error(f"the operand must be strings, got {x.dtype}")
+    return [x]
+
+
+def _string_split(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    if x.dtype != "string" or x.rank not in (None, 1):
+        raise ctx.error(f"the operand must be a string vector, got {x}")
+    return [TType("i64", (None, 2)), TType("string", (None,)), TType("i64", (2,))]
+
+
+def _ragged_to_dense(ctx: InferContext) -> list[TType]:
+    values, rowids, nrows, default = ctx.inputs
+    if values.rank not in (None, 1) or rowids.rank not in (None, 1):
+        raise ctx.error(f"values and row ids must be vectors, got {values} and {rowids}")
+    if default.dtype != values.dtype:
+        raise ctx.error(f"the default ({default.dtype}) must be of the values' type "
+                        f"({values.dtype})")
+    width = ctx.attrs["width"]
+    return [TType(values.dtype, (None, None if width < 0 else width))]
+
+
 def _string_format(ctx: InferContext) -> list[TType]:
     holes = ctx.attrs["template"].count(ctx.attrs["placeholder"])
     if holes != len(ctx.inputs):
@@ -87,6 +119,18 @@ define("string_to_hash_bucket", ("x",), _hash_bucket, {"num_buckets": AttrSpec("
 define("hashed_cross", ("inputs*",), _hashed_cross, {
     "num_buckets": AttrSpec("int", 0), "hash_key": AttrSpec("int", 0),
 }, family="strings", doc="TF SparseCross (hashed, dense columns)", differentiable=False)
+define("string_lower", ("x",), _strings_same, {"encoding": AttrSpec("str", "")},
+       family="strings", doc="TF StringLower", differentiable=False)
+define("regex_replace", ("x",), _strings_same, {
+    "pattern": AttrSpec("str"), "rewrite": AttrSpec("str", ""),
+    "replace_global": AttrSpec("bool", True),
+}, family="strings", doc="TF StaticRegexReplace", differentiable=False)
+define("string_split_ragged", ("x",), _string_split, {
+    "sep": AttrSpec("str", ""), "maxsplit": AttrSpec("int", -1),
+}, family="strings", doc="TF StringSplitV2", num_results=3, differentiable=False)
+define("ragged_to_dense", ("values", "rowids", "nrows", "default"), _ragged_to_dense,
+       {"width": AttrSpec("int", -1)}, family="strings", doc="TF RaggedTensorToTensor",
+       differentiable=False)
 define("string_format", ("inputs*",), _string_format, {
     "template": AttrSpec("str", "%s"), "placeholder": AttrSpec("str", "%s"),
     "summarize": AttrSpec("int", 3),
