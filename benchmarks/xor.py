@@ -36,7 +36,9 @@ The steps/s of the process is ``2000 / (T(xor) - T(trivial))``, in wall time and
 (user + system of the child, from ``wait4``; the figure that holds on a loaded machine),
 compared with the NumPy loop's steps/s from the same run.  One run with an empty cache
 directory first (``cold``: the C compiler builds the segment), then ``--repeats`` with it
-filled (``warm``: the process loads the compiled segment from disk).
+filled (``warm``: the process loads the compiled segment from disk).  The same program on the
+NumPy path (``PYTFRT_NUMPY_FREE=0``: the process imports NumPy, docs/host.md) runs interleaved
+with them, as the before, and must print the same text.
 Prints a table (steps/s, us/step, ratio to the NumPy loop), writes
 ``benchmarks/results/xor.json`` and ``benchmarks/results/xor.png``.
 
@@ -346,12 +348,18 @@ def process_as_run(repeats: int, numpy_steps_per_s: float,
         timed(triv_cmd, env)  # .pyc files
         cold_wall, cold_cpu, out = timed(xor_cmd, env)
         assert "correct: 4/4" in out, out
-        runs: dict[str, list[tuple[float, float]]] = {"xor": [], "trivial": []}
+        # the same program on the NumPy path (PYTFRT_NUMPY_FREE=0), interleaved: the before
+        numpy_env = dict(env, PYTFRT_NUMPY_FREE="0")
+        timed(xor_cmd, numpy_env)
+        runs: dict[str, list[tuple[float, float]]] = {"xor": [], "trivial": [], "numpy_path": []}
         for _ in range(repeats):
             runs["trivial"].append(timed(triv_cmd, env)[:2])
             wall, cpu, out = timed(xor_cmd, env)
             assert "correct: 4/4" in out, out
             runs["xor"].append((wall, cpu))
+            wall, cpu, numpy_out = timed(xor_cmd, numpy_env)
+            assert numpy_out == out, (numpy_out, out)  # the same text either way
+            runs["numpy_path"].append((wall, cpu))
 
     def med(name: str, i: int) -> float:
         return statistics.median(r[i] for r in runs[name])
@@ -369,6 +377,10 @@ def process_as_run(repeats: int, numpy_steps_per_s: float,
         rate = PROGRAM_STEPS / max(xor_s - triv_s, 1e-9)
         res[label] = {"xor_s": xor_s, "trivial_s": triv_s, "minus_startup_s": xor_s - triv_s,
                       "steps_per_s": rate, "ratio_vs_numpy": rate / numpy_rate}
+        np_s = med("numpy_path", i)
+        np_rate = PROGRAM_STEPS / max(np_s - triv_s, 1e-9)
+        res[label]["numpy_path"] = {"xor_s": np_s, "minus_startup_s": np_s - triv_s,
+                                    "steps_per_s": np_rate, "ratio_vs_numpy": np_rate / numpy_rate}
     return res
 
 
@@ -381,6 +393,11 @@ def print_process(res: dict[str, Any]) -> None:
         r = res[label]
         print(f"{label:<6}{r['xor_s']:>9.3f}{r['trivial_s']:>11.3f}{r['minus_startup_s']:>14.3f}"
               f"{r['steps_per_s']:>10.0f}{r['ratio_vs_numpy']:>14.3f}")
+    for label in ("wall", "cpu"):
+        r = res[label]["numpy_path"]
+        print(f"{label:<6}{r['xor_s']:>9.3f}{'':>11}{r['minus_startup_s']:>14.3f}"
+              f"{r['steps_per_s']:>10.0f}{r['ratio_vs_numpy']:>14.3f}  the NumPy path "
+              "(PYTFRT_NUMPY_FREE=0)")
     print(f"cold kernel cache (first run): {res['cold_cache']['wall_s']:.2f} s wall, "
           f"{res['cold_cache']['cpu_s']:.2f} s CPU; NumPy loop "
           f"{res['numpy_loop_steps_per_s']:.0f} steps/s wall, "

@@ -39,8 +39,12 @@ REGISTRATION: dict[tuple[str, str], str] = {
     },
     ("pytfrt.kernel_libraries", "pytfrt.distributed.kernels"): "a built-in kernel library, "
     "named for lazy registration (BUILTIN_LIBRARIES)",
-    ("pytfrt.backends.cpu.graph_kernels", "pytfrt.backends.cpu.small_graph"): "a module of the "
-    "runtime op table, named for registration (COMPUTE_MODULES)",
+    **{
+        ("pytfrt.backends.cpu.graph_kernels", f"pytfrt.backends.cpu.{m}"): "a module of the "
+        "runtime op table, named for registration (COMPUTE_MODULES); its kernel runs a region's "
+        "ops through the table"
+        for m in ("small_graph", "shape_plan")
+    },
     **{
         ("pytfrt.serving.servable", f"pytfrt.serving.{m}_backend"): "a serving backend, named "
         "in the backend table (BACKENDS); it implements the servable interface"

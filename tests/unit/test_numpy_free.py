@@ -34,7 +34,7 @@ from pytfrt.tensor.shape import TensorShape
 XOR = Path(__file__).resolve().parents[2] / "examples" / "mlp_xor" / "xor_training.mlir"
 
 
-def _child(path: Path, numpy_free_on: bool) -> tuple[str, bool, int]:
+def _child(path: Path, numpy_free_on: bool, **env_vars: str) -> tuple[str, bool, int]:
     """bef_executor on ``path`` in a fresh interpreter: its stdout, whether NumPy was imported,
     and how many steps ran fused."""
     code = textwrap.dedent(f"""
@@ -47,7 +47,7 @@ def _child(path: Path, numpy_free_on: bool) -> tuple[str, bool, int]:
         hits = sum(o.hits for o in gc.get_objects() if isinstance(o, FusedSegment))
         print(json.dumps([status, out.getvalue(), "numpy" in sys.modules, hits]))
     """)
-    env = {**os.environ, "PYTFRT_NUMPY_FREE": "1" if numpy_free_on else "0"}
+    env = {**os.environ, "PYTFRT_NUMPY_FREE": "1" if numpy_free_on else "0", **env_vars}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, check=False, env=env)
     assert proc.returncode == 0, proc.stderr
@@ -56,13 +56,30 @@ def _child(path: Path, numpy_free_on: bool) -> tuple[str, bool, int]:
     return out, loaded, hits
 
 
-def test_the_seed_program_runs_without_numpy_and_prints_what_the_numpy_path_prints() -> None:
+@pytest.fixture(scope="module")
+def oracle() -> str:
+    """What the seed prints on the NumPy path."""
+    out, loaded, _ = _child(XOR, False)
+    assert loaded
+    return out
+
+
+def test_the_seed_program_runs_without_numpy_and_prints_what_the_numpy_path_prints(
+        oracle: str) -> None:
     out, loaded, hits = _child(XOR, True)
     assert not loaded
     assert hits > 0  # the training steps ran in fused segments
     assert "correct: 4/4" in out
-    oracle, oracle_loaded, _ = _child(XOR, False)
-    assert oracle_loaded
+    assert out == oracle
+
+
+def test_without_a_c_compiler_the_numpy_kernels_take_over(oracle: str, tmp_path: Path) -> None:
+    # an empty kernel cache and no compiler: no C kernels, no fused segments
+    short = tmp_path / "xor.mlir"
+    short.write_text(XOR.read_text())
+    out, loaded, hits = _child(short, True, CC=str(tmp_path / "no-such-cc"),
+                               PYTFRT_CACHE_DIR=str(tmp_path / "cache"))
+    assert loaded and hits == 0
     assert out == oracle
 
 
@@ -155,13 +172,14 @@ def test_kernels_match_the_numpy_kernels(case: Any) -> None:
 def _check_kernels(m: int, k: int, n: int, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                    alpha: float, beta: float) -> None:
     ta, tb, tc = _raw(a), _raw(b), _raw(c)
-    _, (_, _, got), _, (_, _, want) = _both("eigen.matmul.f32", alpha, ta, tb, beta, tc)
+    _, (_, _, product), _, (_, _, oracle) = _both("eigen.matmul.f32", alpha, ta, tb, beta, tc)
     # products summed in order in float32 (BLAS may fuse or reorder): a few ulps of the sum
     scale = np.abs(a) @ np.abs(b) * abs(alpha) + np.abs(c) * abs(beta)
-    assert np.all(np.abs(got.array - want.array) <= 4 * np.finfo(np.float32).eps * scale + 1e-30)
+    assert np.all(np.abs(product.array - oracle.array)
+                  <= 4 * np.finfo(np.float32).eps * scale + 1e-30)
     for name in ("sigmoid_inplace.f32",):
-        _, (got,), _, (want,) = _both(name, _raw(a))
-        assert _ulps(got.array, want.array) <= 2  # exp in double against NumPy's SIMD exp
+        _, (activated,), _, (expected,) = _both(name, _raw(a))
+        assert _ulps(activated.array, expected.array) <= 2  # exp in double vs NumPy's SIMD exp
     exact2 = ("sigmoid_grad_inplace.f32", "mlp.multiply_inplace.f32",
               "tfrt_test.subtract_inplace.f32")
     for name in exact2:

@@ -4,8 +4,11 @@
 ``.mlir``, in a fresh interpreter: the module set afterwards must not contain Numba, llvmlite or
 NumPy.  A program with tensor kernels does load the fused-segment kernels (the CPU backend
 provides them through :mod:`pytfrt.host.extensions` when its library is registered), which are
-C compiled by the machine's compiler, so it loads NumPy but still neither Numba nor llvmlite,
-nor ``ml_dtypes`` (bfloat16 only) nor ``hashlib``.
+C compiled by the machine's compiler, so it loads neither Numba nor llvmlite, nor ``ml_dtypes``
+(bfloat16 only) nor ``hashlib``; the one here also loads NumPy: its kernels are all NumPy-free
+ones, but its ``eigen.matmul.f32`` multiplies a tensor by itself, which the NumPy-free C kernel
+declines (operands sharing memory), so the NumPy kernel runs it (docs/host.md;
+``tests/unit/test_numpy_free.py`` checks a program that stays NumPy-free).
 Timings are measured by ``benchmarks/startup.py``, never asserted here.
 """
 

@@ -40,7 +40,7 @@ from pytfrt.bef.program import Function, Kernel, Program
 from pytfrt.compiler.attrs import BUFFER_ATTR, from_xattr, op_attrs
 from pytfrt.compiler.builder import GraphModule, signature_of
 from pytfrt.compiler.errors import GraphError
-from pytfrt.compiler.kernel_programs import graph_program, region_program
+from pytfrt.compiler.kernel_programs import graph_program, region_program, shape_plan_program
 from pytfrt.compiler.ops import OpDef, get_opdef
 from pytfrt.compiler.types import TType, from_xdsl, np_dtype
 from pytfrt.signature import Signature
@@ -374,6 +374,10 @@ class _ModuleLowerer:
                 outs = []
         elif op.name == "tg.fused_graph":
             program = sa.StringAttr(graph_program(op))
+            outs = m.kernel(op.name, [m.reg(op, i) for i in range(len(op.operands))], types,
+                            [("program", program)], loc)
+        elif op.name == "tg.shape_plan":
+            program = sa.StringAttr(shape_plan_program(op))
             outs = m.kernel(op.name, [m.reg(op, i) for i in range(len(op.operands))], types,
                             [("program", program)], loc)
         elif op.name == "tg.fused_elementwise":

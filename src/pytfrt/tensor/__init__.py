@@ -32,23 +32,19 @@ if TYPE_CHECKING:
     from pytfrt.tensor.scalar_host_tensor import ScalarHostTensor as ScalarHostTensor
     from pytfrt.tensor.string_host_tensor import StringHostTensor as StringHostTensor
 
-_LAZY = {
-    "CooHostTensor": "pytfrt.tensor.coo_host_tensor",
-    "ScalarHostTensor": "pytfrt.tensor.scalar_host_tensor",
-    "StringHostTensor": "pytfrt.tensor.string_host_tensor",
-}
-
 
 def __getattr__(name: str) -> Any:
     """The tensor classes that need NumPy, imported on first use."""
-    module = _LAZY.get(name)
-    if module is None:
+    modules = {"CooHostTensor": "coo_host_tensor", "ScalarHostTensor": "scalar_host_tensor",
+               "StringHostTensor": "string_host_tensor"}
+    if name not in modules:
         raise AttributeError(f"module 'pytfrt.tensor' has no attribute '{name}'")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(f"pytfrt.tensor.{modules[name]}"), name)
     globals()[name] = value
     return value
+
 
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"pytfrt\.tensor(\.|$)")
 

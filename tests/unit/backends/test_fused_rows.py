@@ -124,3 +124,18 @@ def test_blocked_reduction_is_taken_for_batch_norm_statistics():
     assert _leading_sum(x, (2, 3), True) is None  # neither the leading axes nor 1..k
     assert _leading_sum(x, (0, 2), True) is None
     assert _leading_sum(x.astype(np.int32), (0, 1, 2), True) is None
+
+
+def test_bias_add_grad_takes_the_blocked_sum():
+    """A conv's bias gradient (NHWC: the sum over N, H, W) through reduce_sum's blocked path,
+    against the float64 sum; a vector is returned as it is, NCHW sums axes 0, 2, 3."""
+    from pytfrt.backends.cpu.grad_ops import bias_add_grad
+
+    dy = np.random.default_rng(3).standard_normal((16, 24, 24, 32)).astype(np.float32)
+    got = bias_add_grad(dy, layout="NHWC")
+    assert got.dtype == np.float32 and got.shape == (32,)
+    np.testing.assert_allclose(got, dy.astype(np.float64).sum(axis=(0, 1, 2)), rtol=1e-5,
+                               atol=1e-3)
+    nchw = np.ascontiguousarray(dy.transpose(0, 3, 1, 2))
+    np.testing.assert_allclose(bias_add_grad(nchw, layout="NCHW"), got, rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(bias_add_grad(dy[0, 0, 0], layout="NHWC"), dy[0, 0, 0])

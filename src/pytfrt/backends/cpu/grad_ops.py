@@ -146,9 +146,13 @@ def bias_add_grad(dy: np.ndarray, *, layout: str) -> np.ndarray:
     """The sum of ``dy`` over every axis but the channel axis (last for NHWC, 1 for NCHW)."""
     if dy.ndim < 1 or (layout == "NCHW" and dy.ndim < 2):
         raise OpError(f"bias_add_grad: dy of rank {dy.ndim} has no {layout} channel axis")
+    from pytfrt.backends.cpu.array_ops import reduce_sum  # the one reduce_sum
+
     channel = dy.ndim - 1 if layout == "NHWC" else 1
     axes = tuple(a for a in range(dy.ndim) if a != channel)
-    return np.asarray(dy.sum(axis=axes, dtype=dy.dtype))
+    if not axes:  # a vector: nothing to sum (reduce_sum reads no axes as all of them)
+        return dy.copy()
+    return reduce_sum(dy, axes=axes, keepdims=False)  # NHWC: its blocked leading-axes sum
 
 
 def _softmax_parts(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -62,6 +62,7 @@ COMPUTE_MODULES: tuple[str, ...] = (
     "pytfrt.backends.cpu.quant_dynamic",
     "pytfrt.backends.cpu.squeeze_excite",
     "pytfrt.backends.cpu.attention",
+    "pytfrt.backends.cpu.shape_plan",
     "pytfrt.backends.cpu.batch_stats",
     "pytfrt.backends.cpu.volume",
     "pytfrt.backends.cpu.image_ops",

@@ -11,6 +11,7 @@ residual?).  Pure functions (plans are immutable): thread-safe.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,16 @@ def _small_product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None) -> np.n
     single-threaded GEMM when installed, else NumPy.  (NumPy's OpenBLAS threads a matrix-vector
     product such as a classifier at batch 1 and, on a loaded machine, waits for a descheduled
     thread: measured 0.08 ms median but 44 ms at the 90th percentile for 1x2048 @ 2048x1000,
-    against 0.09 / 0.11 ms for oneDNN on one thread.)"""
+    against 0.09 / 0.11 ms for oneDNN on one thread.)  A matrix-matrix product of at most
+    2^18 multiply-adds goes to NumPy all the same: OpenBLAS keeps it on the calling thread
+    (``gemm.BATCHED_MIN``), and ``dnnl_sgemm`` costs 8-10 us a call whatever the size --
+    256x32x32 (a transformer block's projection at batch 16): 4.7 us of CPU against ~15."""
+    from pytfrt.backends.cpu.gemm import BATCHED_MIN
+
+    m, k = a.shape
+    n = b.shape[1]
+    if m > 1 and n > 1 and m * k * n < BATCHED_MIN:
+        return np.matmul(a, b, out=out)
     if a.dtype == np.float32 and b.dtype == np.float32 and _blas.parallel_gemm():
         y = out if out is not None else np.empty((a.shape[0], b.shape[1]), np.float32)
         _blas.sgemm(a, b, y)
@@ -61,8 +71,33 @@ def matmul(a: np.ndarray, b: np.ndarray, *extra: np.ndarray, transpose_a: bool,
 
     Small 2-D products with no or a ReLU activation (a dense layer at a small batch) take a
     short path -- NumPy's matmul, then the bias, residual and ReLU in place -- because there
-    the general entry's checks and threading set-up cost more than the arithmetic.
+    the general entry's checks and threading set-up cost more than the arithmetic.  So does a
+    C-contiguous ``[..., K]`` left operand without epilogue against a matrix (a transformer
+    block's projections and their input gradients at a small batch): one ``[rows, K]``
+    product, as the general entry computes it; and a batch of small products of operands of
+    one rank and batch shape (attention's scores and their gradients): NumPy's loop, where
+    the general entry ends too.
     """
+    if (a.ndim == b.ndim > 2 and not extra and activation == "none"
+            and a.shape[:-2] == b.shape[:-2] and a.dtype == b.dtype):
+        from pytfrt.backends.cpu.gemm import BATCHED_MIN
+
+        aa = a.swapaxes(-1, -2) if transpose_a else a
+        bb = b.swapaxes(-1, -2) if transpose_b else b
+        if (aa.shape[-1] == bb.shape[-2]
+                and aa.shape[-2] * aa.shape[-1] * bb.shape[-1] < BATCHED_MIN
+                and (out is None or out.shape == (*aa.shape[:-1], bb.shape[-1]))):
+            return np.matmul(aa, bb, out=out)
+    if (a.ndim > 2 and b.ndim == 2 and not transpose_a and not extra and activation == "none"
+            and a.flags.c_contiguous and a.shape[-1] == b.shape[1 if transpose_b else 0]
+            and (out is None or out.flags.c_contiguous)):
+        rows = a.reshape(-1, a.shape[-1])
+        n = b.shape[0 if transpose_b else 1]
+        if rows.shape[0] * b.size <= SMALL_MATMUL:
+            y = matmul(rows, b, transpose_a=False, transpose_b=transpose_b, activation="none",
+                       alpha=alpha, epilogue_operands=epilogue_operands,
+                       out=None if out is None else out.reshape(-1, n))
+            return y.reshape(*a.shape[:-1], n)
     if (a.ndim == 2 and b.ndim == 2 and a.shape[1 if transpose_a else 0] * b.size <= SMALL_MATMUL
             and (activation == "relu" or activation == "none")
             and a.dtype == b.dtype and a.dtype.kind == "f"):
@@ -269,11 +304,49 @@ def _same_pads(x_shape: tuple[int, ...], k: tuple[int, int], layout: str,
 
 class _DeferredConv:
     """A conv plan whose pads depend on the input size (``padding = "SAME"``, dynamic dims):
-    one plan per input spatial size, made on first use and cached."""
+    one plan per input spatial size, made on first use and cached.
+
+    A training step prepares its convolutions on every call (the filter is a variable), so
+    each call would make a new plan and new oneDNN primitives.  :meth:`per_call` spots that
+    pattern -- a new deferred conv whose geometry's previous one served exactly one call --
+    and then runs the convolution through primitives kept per geometry, the filter reordered
+    per call (:func:`pytfrt.backends.cpu._dnnl_conv_bwd.forward`; float32, no bias, no
+    epilogue).  A model's constant filter keeps one deferred conv for all its calls: it takes
+    that path at most on its first call (when another model's conv of the same geometry ran
+    just once before), with the same results.  Thread-safety: the bookkeeping is a benign race
+    (a wrong guess costs time, never correctness)."""
+
+    _last: dict[tuple[Any, ...], tuple[int, int]] = {}
+    """Geometry -> (serial number of the deferred conv that last ran it, its call count)."""
+    _serials = itertools.count()
 
     def __init__(self, w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any]) -> None:
         self.w, self.bias, self.attrs = w, bias, attrs
         self.plans: dict[tuple[int, ...], Any] = {}
+        self.serial = next(_DeferredConv._serials)
+
+    def per_call(self, x: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:
+        """The convolution by the per-call-filter path when this looks like a training step's
+        (see the class docstring), else ``None`` (then :meth:`plan_for`)."""
+        a = self.attrs
+        if (self.bias is not None or a["activation"] != "none" or x.dtype != np.float32
+                or self.w.dtype != np.float32 or x.ndim != 4):
+            return None
+        key = (x.shape, self.w.shape, a["layout"], a["strides"], a["dilations"], a["groups"])
+        last = _DeferredConv._last.get(key)
+        mine = self.serial
+        calls = last[1] + 1 if last is not None and last[0] == mine else 1
+        _DeferredConv._last[key] = (mine, calls)
+        if last is None or last[0] == mine or last[1] != 1:
+            return None
+        from pytfrt.backends.cpu import _dnnl_conv_bwd
+
+        kh, kw = (self.w.shape[0], self.w.shape[1]) if a["layout"] == "NHWC" else (
+            self.w.shape[2], self.w.shape[3])
+        pads = _same_pads(x.shape, (kh, kw), a["layout"], a["strides"], a["dilations"])
+        return _dnnl_conv_bwd.forward(x, self.w, layout=a["layout"], strides=a["strides"],
+                                      dilations=a["dilations"], pads=pads, groups=a["groups"],
+                                      out=out)
 
     def plan_for(self, x: np.ndarray) -> Any:
         key = x.shape[1:]
@@ -320,6 +393,9 @@ def conv2d(x: np.ndarray, plan: Any, *residual: np.ndarray,
     from pytfrt.backends.cpu.conv import conv2d as conv_run
 
     if isinstance(plan, _DeferredConv):
+        y = None if residual or plan.plans else plan.per_call(x, out)
+        if y is not None:
+            return y
         plan = plan.plan_for(x)
     return conv_run(plan, x, residual[0] if residual else None, out=out)
 

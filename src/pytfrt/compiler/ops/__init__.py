@@ -30,7 +30,7 @@ OPTIONAL_FAMILIES = ("pytfrt.compiler.ops.grad", "pytfrt.compiler.ops.onnx_extra
                      "pytfrt.compiler.ops.quant", "pytfrt.compiler.ops.quant_dynamic",
                      "pytfrt.compiler.ops.volume", "pytfrt.compiler.ops.image",
                      "pytfrt.compiler.ops.strings", "pytfrt.compiler.ops.dynamic",
-                     "pytfrt.compiler.ops.transformer")
+                     "pytfrt.compiler.ops.transformer", "pytfrt.compiler.ops.shape_plan")
 
 for _mod in OPTIONAL_FAMILIES:
     try:

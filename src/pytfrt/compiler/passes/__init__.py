@@ -23,6 +23,7 @@ from pytfrt.compiler.passes.infer_shapes import infer_shapes
 from pytfrt.compiler.passes.layout import layout_nhwc
 from pytfrt.compiler.passes.optimizers import fuse_optimizer
 from pytfrt.compiler.passes.quant import fold_quant
+from pytfrt.compiler.passes.shape_plan import shape_plans
 from pytfrt.compiler.passes.small_graph import fuse_small_graph
 from pytfrt.compiler.passes.squeeze_excite import fuse_squeeze_excite
 from pytfrt.compiler.passes.weight_layout import matmul_weight_layout
@@ -44,6 +45,7 @@ PASSES: dict[str, Pass] = {
     "tg-fold-pad": fold_pad,
     "tg-fuse-batch-stats": fuse_batch_stats,
     "tg-fuse-optimizer": fuse_optimizer,
+    "tg-shape-plans": shape_plans,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
     "tg-plan-buffers": plan_buffers,
@@ -65,6 +67,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fold-pad",
     "tg-fuse-batch-stats",
     "tg-fuse-optimizer",
+    "tg-shape-plans",
     "tg-fuse-elementwise",
     "tg-dce",
     "tg-fuse-small-graph",
