@@ -172,13 +172,14 @@ def test_kernels_match_the_numpy_kernels(case: Any) -> None:
 def _check_kernels(m: int, k: int, n: int, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                    alpha: float, beta: float) -> None:
     ta, tb, tc = _raw(a), _raw(b), _raw(c)
-    _, (_, _, got), _, (_, _, want) = _both("eigen.matmul.f32", alpha, ta, tb, beta, tc)
+    _, (_, _, product), _, (_, _, oracle) = _both("eigen.matmul.f32", alpha, ta, tb, beta, tc)
     # products summed in order in float32 (BLAS may fuse or reorder): a few ulps of the sum
     scale = np.abs(a) @ np.abs(b) * abs(alpha) + np.abs(c) * abs(beta)
-    assert np.all(np.abs(got.array - want.array) <= 4 * np.finfo(np.float32).eps * scale + 1e-30)
+    assert np.all(np.abs(product.array - oracle.array)
+                  <= 4 * np.finfo(np.float32).eps * scale + 1e-30)
     for name in ("sigmoid_inplace.f32",):
-        _, (got,), _, (want,) = _both(name, _raw(a))
-        assert _ulps(got.array, want.array) <= 2  # exp in double against NumPy's SIMD exp
+        _, (activated,), _, (expected,) = _both(name, _raw(a))
+        assert _ulps(activated.array, expected.array) <= 2  # exp in double vs NumPy's SIMD exp
     exact2 = ("sigmoid_grad_inplace.f32", "mlp.multiply_inplace.f32",
               "tfrt_test.subtract_inplace.f32")
     for name in exact2:
