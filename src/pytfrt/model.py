@@ -31,7 +31,8 @@ import keyword
 import mmap
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -372,8 +373,11 @@ def _release_consumed(model: CompiledModel, ns: dict[str, Any], resources: dict[
                            for w in model._weights]
         model._weights = kept
         size = getattr(array, "nbytes", 0)
+        pages = _file_pages(array)
         del array
-        if size >= TRIM_BYTES:
+        if pages is not None:
+            _drop_pages(*pages)  # the weights file's pages it was read from
+        elif size >= TRIM_BYTES:
             trim_heap()  # before the next weight is packed beside it
 
 
@@ -402,6 +406,45 @@ def trim_heap() -> None:
     fn = _malloc_trim()
     if fn is not None:
         fn(0)
+
+
+_FILE_MAPS: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()
+"""The read-only maps of weights files made by :func:`load` (their pages can always be
+dropped: they are read again from the file if touched)."""
+
+
+def _drain(items: list[Any]) -> Iterator[Any]:
+    """The items of ``items`` in order, each removed from the list as it is taken."""
+    items.reverse()
+    while items:
+        yield items.pop()
+
+
+def _file_pages(array: Any) -> tuple[mmap.mmap, int, int] | None:
+    """``(map, offset, size)`` of ``array`` in a weights file mapped by :func:`load`, or
+    ``None`` when it is not a view of one."""
+    base = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    if not isinstance(base, mmap.mmap) or base not in _FILE_MAPS:
+        return None
+    start = np.frombuffer(base, np.uint8, 1).ctypes.data
+    return base, int(array.ctypes.data) - start, int(array.nbytes)
+
+
+def _drop_pages(m: mmap.mmap, offset: int, size: int) -> None:
+    """Unmap from this process the whole pages of ``[offset, offset + size)`` of the file map
+    ``m`` (``MADV_DONTNEED``: they leave its RSS; a later read faults them in again from the
+    file, so this is safe whatever else lies on them)."""
+    page = mmap.PAGESIZE
+    a, b = -(-offset // page) * page, (offset + size) // page * page
+    if b > a and hasattr(mmap, "MADV_DONTNEED"):
+        try:
+            m.madvise(mmap.MADV_DONTNEED, a, b - a)
+        except (OSError, ValueError):
+            pass  # advice only
 
 
 OWN_PAGES_BYTES = 1 << 20
@@ -729,6 +772,10 @@ def _release_prepared(weights: list[Any], resources: list[Any]) -> list[Any]:
     out: list[Any] = []
     for w in weights:
         plan = None if id(w) in held else plans.get(id(w))
+        if plan is not None:
+            pages = _file_pages(w)
+            if pages is not None:  # its pages of the weights file go when the plan drops it
+                weakref.finalize(w, _drop_pages, *pages)
         out.append(w if plan is None else _PreparedWeight(plan.filter, w.shape, w.dtype))
     return out
 
@@ -1195,6 +1242,8 @@ def load(path: str | os.PathLike[str], host: HostContext | str | None = None, *,
                          ) from None
     del data
     label = f"weights_file ({_quote(weights_name)})"
+    if isinstance(buf, mmap.mmap):
+        _FILE_MAPS.add(buf)  # weights packed into kernels' own memory drop their pages
     stored = map_btf(buf, label) if entries else []
     if len(stored) != len(entries):
         raise ModelError(f"{label} holds {len(stored)} tensors, {MANIFEST} lists "
@@ -1210,10 +1259,13 @@ def load(path: str | os.PathLike[str], host: HostContext | str | None = None, *,
             raise ModelError(f"weight {_quote(e.name)} has shape {list(arr.shape)} in {label}, "
                              f"{MANIFEST} says {list(e.shape)}")
         weights.append(arr)
+    stored.clear()
+    if weights:
+        del arr  # (bound: the loop ran)
     check_program(program, signature, num_resources, len(weights), variables)
     host = resolve_host(host)
-    try:
-        return CompiledModel(program, weights, signature, num_resources,
+    try:  # the model holds the only references: a packed weight's pages go as it is packed
+        return CompiledModel(program, _drain(weights), signature, num_resources,
                              [e.name for e in entries], variables, host)
     except (ModelError, InputError):
         raise

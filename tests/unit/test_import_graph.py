@@ -28,8 +28,8 @@ REGISTRATION: dict[tuple[str, str], str] = {
     **{
         (_TF + "tf_registry", _TF + m): "the TF op table imports the handler modules, which "
         "register with @tf_op"
-        for m in ("tf_array_ops", "tf_control", "tf_grad", "tf_graph", "tf_lists", "tf_ops",
-                  "tf_random", "tf_state", "tf_strings", "tf_volume")
+        for m in ("tf_array_ops", "tf_complex", "tf_control", "tf_grad", "tf_graph", "tf_lists",
+                  "tf_ops", "tf_random", "tf_state", "tf_strings", "tf_volume")
     },
     **{
         (_TF + "onnx_mapping", _TF + m): "the ONNX op table imports the handler modules, which "

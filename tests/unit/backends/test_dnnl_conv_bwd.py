@@ -112,3 +112,61 @@ def test_what_onednn_is_not_given_goes_to_the_builtin_path():
     dw = GRAPH_OPS["conv2d_backprop_filter"](x64, (3, 3, 4, 8), np.ones((1, 3, 3, 8)),
                                              static_shape=None, **attrs)
     np.testing.assert_allclose(dw, np.full((3, 3, 4, 8), 9.0))
+
+
+@settings(max_examples=12, deadline=None)
+@given(layout=st.sampled_from(["NHWC", "NCHW"]), n=st.integers(1, 6), hw=st.integers(3, 11),
+       cin=st.integers(1, 9), cout=st.integers(1, 9), k=st.sampled_from([1, 3, 5]),
+       stride=st.integers(1, 2), seed=st.integers(0, 2**16))
+def test_forward_with_a_per_call_filter_matches_torch(layout, n, hw, cin, cout, k,  # type: ignore[no-untyped-def]
+                                                      stride, seed):
+    """A training step's forward convolution (``_dnnl_conv_bwd.forward``: primitives kept per
+    geometry, the filter reordered per call) against PyTorch in float64, three filters in a
+    row through one set of primitives."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, cin, hw, hw)).astype(np.float32)
+    pads = (k // 2, k // 2, k // 2, k // 2)
+    for _ in range(3):
+        w = rng.standard_normal((cout, cin, k, k)).astype(np.float32)
+        want = F.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(),
+                        stride=stride, padding=k // 2).numpy()
+        if layout == "NHWC":
+            got = _dnnl_conv_bwd.forward(np.ascontiguousarray(x.transpose(0, 2, 3, 1)),
+                                         np.ascontiguousarray(w.transpose(2, 3, 1, 0)),
+                                         layout=layout, strides=(stride, stride),
+                                         dilations=(1, 1), pads=pads, groups=1)
+            assert got is not None
+            got = got.transpose(0, 3, 1, 2)
+        else:
+            got = _dnnl_conv_bwd.forward(x, w, layout=layout, strides=(stride, stride),
+                                         dilations=(1, 1), pads=pads, groups=1)
+            assert got is not None
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k * k))
+
+
+def test_training_convs_take_the_per_call_filter_path() -> None:
+    """A deferred (SAME) conv prepared anew on every call with a new filter -- a training
+    step's -- runs from its second call on through the kept primitives; a conv prepared once
+    (a constant filter) keeps its own plan; results equal the planned path's either way."""
+    from pytfrt.backends.cpu import graph_nn
+    from pytfrt.backends.cpu.conv import conv2d, plan_conv2d
+
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((4, 13, 13, 6)).astype(np.float32)
+    attrs = dict(layout="NHWC", strides=(1, 1), pads=(0, 0, 0, 0), padding="SAME",
+                 dilations=(1, 1), groups=1, activation="none", alpha=0.0,
+                 epilogue_operands=(0,))
+    taken = []
+    for _ in range(3):
+        w = rng.standard_normal((3, 3, 6, 7)).astype(np.float32)
+        plan = graph_nn.conv2d_prepare(w, **attrs)
+        y = graph_nn.conv2d(x, plan)
+        taken.append(not plan.plans)  # the planned path fills plans
+        reference = conv2d(plan_conv2d(w, layout="NHWC", pads=(1, 1, 1, 1)), x)
+        np.testing.assert_allclose(y, reference, rtol=1e-5, atol=1e-5)
+    assert taken[1:] == [True, True]
+    constant = graph_nn.conv2d_prepare(w, **attrs)
+    graph_nn.conv2d(x, constant)
+    out = np.empty_like(y)
+    assert graph_nn.conv2d(x, constant, out=out) is out and constant.plans
+    np.testing.assert_allclose(out, reference, rtol=1e-5, atol=1e-5)

@@ -42,8 +42,8 @@ def test_unsupported_op_in_a_loop_body_names_the_function(tf: Any) -> None:
 
 
 def test_unsupported_attribute_is_reported(tf: Any) -> None:
-    @tf.function(input_signature=[tf.TensorSpec((1, 4, 4, 1), tf.float32)])
-    def f(x: Any) -> Any:
+    @tf.function(input_signature=[tf.TensorSpec((1, None, 4, 1), tf.float32)])
+    def f(x: Any) -> Any:  # SYMMETRIC padding of a dynamic axis
         return tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="SYMMETRIC")
 
     with pytest.raises(UnsupportedOpError, match="MirrorPad.*SYMMETRIC"):

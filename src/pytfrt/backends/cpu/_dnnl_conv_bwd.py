@@ -3,7 +3,9 @@
 Private helper of :mod:`pytfrt.backends.cpu.grad_ops`: :func:`backprop_input` (oneDNN's
 convolution *backward data*) and :func:`backprop_filter` (*backward weights*) compute what
 :func:`pytfrt.backends.cpu.conv.conv2d_backprop_input` and ``conv2d_backprop_filter`` compute
-with im2col and GEMMs, several times faster on training-sized batches.  Both return ``None``
+with im2col and GEMMs, several times faster on training-sized batches; :func:`forward` is the
+forward convolution of a training step, whose filter changes every call (for
+:mod:`pytfrt.backends.cpu.graph_nn`).  All return ``None``
 when oneDNN cannot take the call (library absent or ``PYTFRT_CONV=builtin``, not float32,
 only oneDNN's reference implementation, or operands oneDNN rejects -- the caller then runs the
 built-in path, which also reports bad operands).
@@ -143,8 +145,8 @@ class _Plan:
         self.parts: list[_Part] = []
         self.user_w_md = ctypes.c_void_p()
         self.reorder = ctypes.c_void_p()
-        """Reorder primitive: user filter -> primitive's weights (data), or primitive's diff
-        weights -> user filter (weights)."""
+        """Reorder primitive: user filter -> primitive's weights (forward, data), or
+        primitive's diff weights -> user filter (weights)."""
         self.w_bytes = 0
         self._temps: list[tuple[str, ctypes.c_void_p]] = []
 
@@ -182,8 +184,8 @@ class _Plan:
                     return False
             w_md = self.parts[0].w_md
             self.w_bytes = int(lib.fn["dnnl_memory_desc_get_size"](w_md))
-            src, dst = ((self.user_w_md, w_md) if self.kind == "data"
-                        else (w_md, self.user_w_md))
+            src, dst = ((w_md, self.user_w_md) if self.kind == "weights"
+                        else (self.user_w_md, w_md))
             rpd = self._own("dnnl_primitive_desc_destroy", lib.new(
                 "dnnl_reorder_primitive_desc_create", src, lib.engine, dst, lib.engine, None))
             self.reorder = lib.new("dnnl_primitive_create", rpd)
@@ -205,7 +207,13 @@ class _Plan:
         part.hint = hint = lib.new(  # kept: oneDNN may refer to it after creation
             "dnnl_convolution_forward_primitive_desc_create", lib.engine, _FORWARD_TRAINING,
             _dnnl_conv._CONV_DIRECT, part.src_md, any_w, None, part.dst_md, *conv, None)
-        if self.kind == "data":
+        if self.kind == "forward":
+            part.pd = lib.new(
+                "dnnl_convolution_forward_primitive_desc_create", lib.engine, _FORWARD_TRAINING,
+                _dnnl_conv._CONV_DIRECT, part.src_md, any_w, None, part.dst_md, *conv, attr)
+            part.w_md = lib.fn["dnnl_primitive_desc_query_md"](
+                part.pd, _dnnl_conv._Q_WEIGHTS_MD, 0)
+        elif self.kind == "data":
             part.pd = lib.new(
                 "dnnl_convolution_backward_data_primitive_desc_create", lib.engine,
                 _dnnl_conv._CONV_DIRECT, part.src_md, any_w, part.dst_md, *conv, hint, attr)
@@ -255,7 +263,10 @@ class _Plan:
                 lib.new("dnnl_memory_create", part.dst_md, lib.engine, y_addr + y_off),
                 lib.new("dnnl_memory_create", part.w_md, lib.engine, w_addr)]
         try:
-            if self.kind == "data":
+            if self.kind == "forward":
+                pairs = [(_dnnl_conv._ARG_SRC, mems[0]), (_dnnl_conv._ARG_DST, mems[1]),
+                         (_dnnl_conv._ARG_WEIGHTS, mems[2])]
+            elif self.kind == "data":
                 pairs = [(_ARG_DIFF_SRC, mems[0]), (_ARG_DIFF_DST, mems[1]),
                          (_dnnl_conv._ARG_WEIGHTS, mems[2])]
             else:
@@ -345,14 +356,20 @@ def backprop_input(input_shape: Sequence[int], w: np.ndarray, dy: np.ndarray, *,
                      pads, groups)
     if plan is None:
         return None
-    wc, dyc = np.ascontiguousarray(w), np.ascontiguousarray(dy)
+    dx = np.empty(plan.geo.x_shape(plan.geo.x_dims[0]), np.float32)
+    _run_with_filter(plan, w, dx, np.ascontiguousarray(dy))
+    return dx
+
+
+def _run_with_filter(plan: _Plan, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    """Reorder the user's filter ``w`` into the primitive's format, then run the parts on the
+    C-contiguous (diff) input ``x`` and (diff) output ``y`` (forward and backward data)."""
+    wc = np.ascontiguousarray(w)
     w_prim = _aligned(plan.w_bytes)
     plan.run_reorder(plan.user_w_md, int(wc.ctypes.data), plan.parts[0].w_md,
                      int(w_prim.ctypes.data))
-    dx = np.empty(plan.geo.x_shape(plan.geo.x_dims[0]), np.float32)
-    plan.run_parts(int(dx.ctypes.data), [int(w_prim.ctypes.data)] * len(plan.parts),
-                   int(dyc.ctypes.data))
-    return dx
+    plan.run_parts(int(x.ctypes.data), [int(w_prim.ctypes.data)] * len(plan.parts),
+                   int(y.ctypes.data))
 
 
 def backprop_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray, *, layout: str,
@@ -376,3 +393,33 @@ def backprop_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray, 
     plan.run_reorder(plan.parts[0].w_md, int(total.ctypes.data), plan.user_w_md,
                      int(dw.ctypes.data))
     return dw
+
+
+def forward(x: np.ndarray, w: np.ndarray, *, layout: str, strides: Sequence[int],
+            dilations: Sequence[int], pads: Sequence[int] | None, groups: int,
+            out: np.ndarray | None = None) -> np.ndarray | None:
+    """``conv2d(x, w)`` (no bias or epilogue) by oneDNN with the filter given per call: the
+    primitives are kept per geometry, the filter is reordered into the primitive's format on
+    each call (a training step's forward convolution, whose filter is a variable that changes
+    every step: a :class:`pytfrt.backends.cpu._dnnl_conv.DnnlConv` would be made anew for
+    each).  Written into ``out`` when it is a C-contiguous float32 array of the result's
+    shape (it must not overlap ``x``).  ``None`` if oneDNN does not take this call (see the
+    module docstring).  Thread-safe."""
+    if not _usable((x, w), layout, strides, dilations, pads, groups) or len(w.shape) != 4:
+        return None
+    geo = _Geometry(layout, x.shape, w.shape, strides, dilations, pads, groups)
+    if (min(geo.x_dims) < 1 or geo.oh < 1 or geo.ow < 1 or geo.cig * geo.groups != geo.x_dims[1]
+            or geo.cout % geo.groups):
+        return None
+    plan = _plan("forward", geo)
+    if plan is None:
+        return None
+    shape = geo.y_shape(geo.x_dims[0])
+    direct = (out is not None and out.shape == shape and out.dtype == np.float32
+              and out.flags.c_contiguous and not np.may_share_memory(out, x))
+    y = out if direct and out is not None else np.empty(shape, np.float32)
+    _run_with_filter(plan, w, np.ascontiguousarray(x), y)
+    if out is not None and y is not out:
+        out[...] = y
+        return out
+    return y

@@ -553,7 +553,8 @@ def _mirror_matmuls(cx: Any, x: TV, flat: list[int], mode: str, forward: bool) -
             continue
         size = x.shape[axis]
         if size is None:
-            raise ConversionError("a padded axis must be static")
+            raise ConversionError(f"mirror padding ({mode}) of a dynamic axis: a padded axis "
+                                  "must be static")
         n = size if forward else size - lo - hi
         m = mirror_pad_matrix(n, lo, hi, mode).astype(tg_to_np(x.dtype or "f32"))
         perm = [a for a in range(rank) if a != axis] + [axis]
