@@ -31,15 +31,18 @@ def test_the_function_over_float32s_range():
          -np.finfo(np.float32).max],
     ]).astype(np.float32)
     for n in (len(x), 1, 17):  # the vector loop, and the tails of its last vector
-        y = x[:n].copy()
+        buf = np.concatenate([x[:n], np.float32([7.0] * 16)])
+        y = buf[:n]
         assert f(y.ctypes.data, n) == 0
+        assert (buf[n:] == 7.0).all()  # nothing written past the n-th element
         want = _silu64(x[:n])
         tiny = np.abs(want) < 1e-30  # exp(-x) beyond float32: both ~0
         np.testing.assert_allclose(y[~tiny], want[~tiny], rtol=5e-6)
         np.testing.assert_allclose(y[tiny], want[tiny], rtol=0, atol=1e-30)
-    y = np.array([np.nan, np.inf, -np.inf], np.float32)
-    f(y.ctypes.data, 3)
+    y = np.array([np.nan, np.inf, -np.inf, -89.0, -1e30], np.float32)
+    f(y.ctypes.data, 5)
     assert np.isnan(y[0]) and y[1] == np.inf and np.isnan(y[2])
+    assert (y[3:] == 0).all() and np.signbit(y[3:]).all()  # exp(-x) overflows: -0
 
 
 @pytest.mark.parametrize("size,cin,cout,res", [(4, 8, 24, False), (28, 32, 48, True),
