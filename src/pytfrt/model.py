@@ -772,6 +772,10 @@ def _release_prepared(weights: list[Any], resources: list[Any]) -> list[Any]:
     out: list[Any] = []
     for w in weights:
         plan = None if id(w) in held else plans.get(id(w))
+        if plan is not None:
+            pages = _file_pages(w)
+            if pages is not None:  # its pages of the weights file go when the plan drops it
+                weakref.finalize(w, _drop_pages, *pages)
         out.append(w if plan is None else _PreparedWeight(plan.filter, w.shape, w.dtype))
     return out
 

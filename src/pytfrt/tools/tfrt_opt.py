@@ -15,7 +15,7 @@ private functions; ``-canonicalize`` applies the ``tfrt.merge.chains`` canonical
 (:mod:`pytfrt.mlir.passes`); ``-inline`` runs before ``-canonicalize`` when both are given.
 The graph-dialect passes (``-tg-infer-shapes``, ``-tg-fold-quant``, ``-tg-constant-fold``,
 ``-tg-cse``, ``-tg-dce``, ``-tg-fold-batch-norm``, ``-tg-layout-nhwc``, ``-tg-fuse-attention``,
-``-tg-fuse-epilogue``,
+``-tg-merge-matmuls``, ``-tg-fuse-epilogue``,
 ``-tg-matmul-weight-layout``, ``-tg-fuse-squeeze-excite``, ``-tg-fold-pad``,
 ``-tg-fuse-batch-stats``, ``-tg-fuse-optimizer``, ``-tg-shape-plans``, ``-tg-fuse-elementwise``,
 ``-tg-fuse-small-graph``, ``-tg-plan-buffers``,
@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
 TG_PASSES = (
     "tg-infer-shapes", "tg-fold-quant", "tg-constant-fold", "tg-cse", "tg-dce",
     "tg-fold-batch-norm",
-    "tg-layout-nhwc", "tg-fuse-attention", "tg-fuse-epilogue", "tg-matmul-weight-layout",
+    "tg-layout-nhwc", "tg-fuse-attention", "tg-merge-matmuls", "tg-fuse-epilogue",
+    "tg-matmul-weight-layout",
     "tg-fuse-squeeze-excite",
     "tg-fold-pad", "tg-fuse-batch-stats", "tg-fuse-optimizer", "tg-shape-plans",
     "tg-fuse-elementwise",

@@ -100,6 +100,24 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
     return y
 
 
+@GRAPH_OPS.op("columns")
+def columns(x: np.ndarray, *, start: int, size: int) -> np.ndarray:
+    """``x[..., start:start + size]``: a strided view of ``x`` (never a copy, never written).
+
+    The packed query/key/value product's columns for one projection (``-tg-merge-matmuls``);
+    the buffer planner keeps ``x`` alive while the view is (the op takes no ``out``).
+
+    Raises:
+        OpError: a rank-0 operand or columns outside its last axis.
+    """
+    if not isinstance(x, np.ndarray) or x.ndim == 0:
+        raise OpError(f"columns: needs an array of rank >= 1, got {list(getattr(x, 'shape', []))}")
+    if start < 0 or size < 0 or start + size > x.shape[-1]:
+        raise OpError(f"columns: [{start}, {start + size}) outside the last axis of "
+                      f"{list(x.shape)}")
+    return x[..., start:start + size]
+
+
 def _unit_rows(*arrays: np.ndarray) -> bool:
     """Whether every array's last axis is unit-stride and its other strides whole elements."""
     return all(a.strides[3] == a.itemsize or a.shape[3] == 1 for a in arrays) and all(

@@ -1,4 +1,4 @@
-"""Catalogue family ``transformer``: the fused attention op.
+"""Catalogue family ``transformer``: the fused attention op and the packed projection's views.
 
 ``attention(q, k, v, mask?) {scale, has_mask}`` -- ``softmax(scale * q k^T + mask) v`` per
 (batch, head), with ``q [B, Sq, H, D]``, ``k [B, Sk, H, D]``, ``v [B, Sk, H, Dv]`` and the
@@ -8,6 +8,10 @@ heads: no transposes), and an additive ``mask`` (same float dtype) broadcasting 
 transposes, batched products, scale, mask and softmax; compute function
 :mod:`pytfrt.backends.cpu.attention`.  Runs after differentiation (inference pipelines), so it
 carries no gradient rule.
+
+``columns(x) {start, size}`` -- ``x[..., start:start + size]`` as a strided view (no copy): one
+projection's columns of the packed query/key/value product ``-tg-merge-matmuls`` makes, read
+by ``attention`` through a ``reshape`` (the kernel takes strided heads).
 """
 
 from __future__ import annotations
@@ -53,3 +57,21 @@ define("attention", ("q", "k", "v", "mask?"), _attention,
        doc="softmax(scale * q k^T + mask) v per (batch, head); q [B, Sq, H, D], k [B, Sk, H, D],"
            " v [B, Sk, H, Dv] -> [B, Sq, H, Dv] (made by -tg-fuse-attention)",
        no_grad="made by -tg-fuse-attention, which runs after differentiation")
+
+
+def _columns(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    start, size = int(ctx.attrs["start"]), int(ctx.attrs["size"])
+    if x.shape is None or not x.shape:
+        raise ctx.error(f"needs an operand of known rank >= 1, got {x}")
+    last = x.shape[-1]
+    if start < 0 or size < 0 or (last is not None and start + size > last):
+        raise ctx.error(f"columns [{start}, {start + size}) do not fit the last axis of {x}")
+    return [TType(x.dtype, (*x.shape[:-1], size))]
+
+
+define("columns", ("x",), _columns,
+       {"start": AttrSpec("int"), "size": AttrSpec("int")},
+       family="transformer",
+       doc="x[..., start:start + size] as a strided view, no copy (made by -tg-merge-matmuls)",
+       no_grad="made by -tg-merge-matmuls, which runs after differentiation")

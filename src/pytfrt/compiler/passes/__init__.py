@@ -21,6 +21,7 @@ from pytfrt.compiler.passes.fold import constant_fold, dce
 from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
 from pytfrt.compiler.passes.layout import layout_nhwc
+from pytfrt.compiler.passes.merge_matmul import merge_matmuls
 from pytfrt.compiler.passes.optimizers import fuse_optimizer
 from pytfrt.compiler.passes.quant import fold_quant
 from pytfrt.compiler.passes.shape_plan import shape_plans
@@ -39,6 +40,7 @@ PASSES: dict[str, Pass] = {
     "tg-fold-batch-norm": fold_batch_norm,
     "tg-layout-nhwc": layout_nhwc,
     "tg-fuse-attention": fuse_attention,
+    "tg-merge-matmuls": merge_matmuls,
     "tg-fuse-epilogue": fuse_epilogue,
     "tg-matmul-weight-layout": matmul_weight_layout,
     "tg-fuse-squeeze-excite": fuse_squeeze_excite,
@@ -61,6 +63,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fold-batch-norm",
     "tg-layout-nhwc",
     "tg-fuse-attention",
+    "tg-merge-matmuls",
     "tg-fuse-epilogue",
     "tg-matmul-weight-layout",
     "tg-fuse-squeeze-excite",
