@@ -199,6 +199,35 @@ def test_auto_uses_dnnl_and_agrees_with_builtin():
     assert p3.algorithm_for((1, 56, 56, 64)) == "dnnl"
 
 
+@pytest.mark.parametrize("h,c,k,s", [(28, 32, 3, 1), (14, 64, 5, 2), (14, 48, 3, 1)])
+def test_depthwise_kernel_choice(h, c, k, s, monkeypatch):
+    """EfficientNet-like depthwise convolutions (bias, SiLU, two row bands): 5x5 filters and
+    few channels run ``jit_dw`` rather than ``brdgmm_dw`` when oneDNN offers it, the others
+    oneDNN's first choice; both kernels agree with torch."""
+    rng = np.random.default_rng(k * c)
+    x, w, b = make_case(rng, "NHWC", 1, h, h, c, c, k, c)
+    p = k // 2
+    kw = dict(layout="NHWC", strides=(s, s), pads=(p,) * 4, groups=c, bias=b, activation="silu")
+    want = torch_ref(x, w, "NHWC", (s, s), (1, 1), (p,) * 4, c, b, None, "silu")
+    impls = []
+    for first_choice in (False, True):
+        if first_choice:
+            monkeypatch.setattr(_dnnl_conv, "JIT_DW_MIN_TAPS", 10**9)
+            monkeypatch.setattr(_dnnl_conv, "JIT_DW_MAX_CHANNELS", 0)
+        plan = conv.plan_conv2d(w, **kw)
+        run = conv.runner(plan)
+        out = np.empty(want.shape, np.float32)
+        for _ in range(2):  # the first call and the runner's short path
+            assert run(x, out=out) is out
+            np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+        impls.append(plan.dnnl.impl(x.shape))
+    chosen, first = impls
+    if first.startswith("brdgmm_dw") and (k * k >= 25 or c <= 32):
+        assert chosen.startswith("jit_dw"), impls
+    else:
+        assert chosen == first, impls
+
+
 def test_float16_and_float64_plans():
     rng = np.random.default_rng(2)
     x, w, b = make_case(rng, "NHWC", 1, 9, 9, 8, 16, 3, 1)

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.backends.cpu.ops import OpError
+from pytfrt.backends.cpu.ops import OpError, negative
 
 Scalar = Callable[[list[str], dict[str, Any]], str]
 
@@ -503,7 +503,7 @@ for _name, _uf in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or
 
 # unary ops computed by one NumPy ufunc of the operand's dtype
 for _name, _uf, _domain, _np, _expr, _vjp1 in (
-    ("neg", np.negative, "numeric", ("negative",), "(-{0})",
+    ("neg", negative, "numeric", ("negative",), "(-{0})",
      lambda c, g, x, y: c.op("neg", g)),
     ("abs", np.abs, "numeric", ("absolute", "fabs"), "abs({0})",
      lambda c, g, x, y: c.op("mul", g, c.op("sign", x))),

@@ -201,6 +201,22 @@ def broadcast(bias: np.ndarray, target: Sequence[int]) -> np.ndarray:
 # -- element-wise ------------------------------------------------------------------------------
 
 
+def negative(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``np.negative(a, out=out)``, written through a contiguous temporary when ``out`` is not
+    contiguous.
+
+    NumPy 2.4's SIMD loop for ``negative`` writes wrong elements into some strided outputs on
+    AVX-512 machines (a float32 or int32 column whose rows are 16 bytes apart, as an LSTM's
+    gate slice of hidden size 1 is; float64/int64 at 64 bytes), in place or not; contiguous
+    outputs and strided inputs are computed correctly.  Every ``negative`` with an ``out=`` in
+    the kernels goes through here.
+    """
+    if out is None or out.flags.c_contiguous:
+        return np.negative(a, out=out)  # type: ignore[no-any-return]
+    out[...] = np.negative(a)
+    return out
+
+
 def relu(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``max(a, 0)`` in ``a``'s dtype, into ``out`` if given; returns the result."""
     if out is None:
@@ -278,7 +294,7 @@ def sigmoid_inplace(a: np.ndarray) -> None:
     The playground's ``sigmoid_inplace.f32`` formula (its XOR outputs depend on these exact
     roundings); :func:`sigmoid` is the numerically safe one.
     """
-    np.negative(a, out=a)
+    negative(a, out=a)
     np.exp(a, out=a)
     a += a.dtype.type(1.0)
     np.reciprocal(a, out=a)

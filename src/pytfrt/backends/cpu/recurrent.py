@@ -27,7 +27,7 @@ import numpy as np
 from pytfrt import config
 from pytfrt.backends.cpu._blas import sgemm
 from pytfrt.backends.cpu.op_table import OpTable
-from pytfrt.backends.cpu.ops import OpError
+from pytfrt.backends.cpu.ops import OpError, negative
 
 GRAPH_OPS = OpTable()
 """Op name -> compute function."""
@@ -76,7 +76,7 @@ def activation_names(cell: str, activations: str | list[str], directions: int) -
 
 def _sigmoid(v: np.ndarray) -> None:
     # 1 / (1 + exp(-v)), in place and without overflow warnings for large |v|
-    np.negative(v, out=v)
+    negative(v, out=v)  # v may be a strided gate column
     np.exp(v, out=v)
     v += 1.0
     np.reciprocal(v, out=v)
