@@ -57,3 +57,31 @@ func.func @partial(%x: tensor<1x3x8xf32>) -> (tensor<1x3x2x4xf32>, tensor<1x3x8x
   %y = "tg.attention"(%qr, %kr, %vr) {scale = 0.5} : (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) -> tensor<1x3x2x4xf32>
   func.return %y, %v, %t : tensor<1x3x2x4xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
 }
+
+// GPT-2's packed projection split along the last axis into q, k, v for attention: the pieces
+// become column views of the packed value (no copies).
+// CHECK-LABEL: func.func @gpt2_split
+func.func @gpt2_split(%z: tensor<?x?x?xf32>) -> tensor<?x?x2x4xf32> {
+  %p:3 = "tg.split"(%z) {axis = 2, sizes = [8, 8, 8]} : (tensor<?x?x?xf32>) -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>)
+  %qr = "tg.reshape"(%p#0) {shape = [0, 0, 2, 4], copy_zero = true} : (tensor<?x?x8xf32>) -> tensor<?x?x2x4xf32>
+  %kr = "tg.reshape"(%p#1) {shape = [0, 0, 2, 4], copy_zero = true} : (tensor<?x?x8xf32>) -> tensor<?x?x2x4xf32>
+  %vr = "tg.reshape"(%p#2) {shape = [0, 0, 2, 4], copy_zero = true} : (tensor<?x?x8xf32>) -> tensor<?x?x2x4xf32>
+  // CHECK-NOT: tg.split
+  // CHECK: %[[Q:.*]] = "tg.columns"(%arg0) {size = 8, start = 0} : (tensor<?x?x?xf32>) -> tensor<?x?x8xf32>
+  // CHECK-NEXT: %[[K:.*]] = "tg.columns"(%arg0) {size = 8, start = 8}
+  // CHECK-NEXT: %[[V:.*]] = "tg.columns"(%arg0) {size = 8, start = 16}
+  // CHECK: "tg.reshape"(%[[Q]])
+  %y = "tg.attention"(%qr, %kr, %vr) {scale = 0.5} : (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>) -> tensor<?x?x2x4xf32>
+  func.return %y : tensor<?x?x2x4xf32>
+}
+
+// Not rewritten: a piece is also returned.
+// CHECK-LABEL: func.func @split_kept
+func.func @split_kept(%z: tensor<1x3x16xf32>) -> (tensor<1x3x2x4xf32>, tensor<1x3x8xf32>) {
+  %p:2 = "tg.split"(%z) {axis = 2, sizes = [8, 8]} : (tensor<1x3x16xf32>) -> (tensor<1x3x8xf32>, tensor<1x3x8xf32>)
+  %qr = "tg.reshape"(%p#0) {shape = [1, 3, 2, 4]} : (tensor<1x3x8xf32>) -> tensor<1x3x2x4xf32>
+  // CHECK: tg.split
+  // CHECK-NOT: tg.columns
+  %y = "tg.attention"(%qr, %qr, %qr) {scale = 0.5} : (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) -> tensor<1x3x2x4xf32>
+  func.return %y, %p#1 : tensor<1x3x2x4xf32>, tensor<1x3x8xf32>
+}

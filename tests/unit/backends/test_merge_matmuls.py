@@ -17,8 +17,9 @@ HEADS, DEPTH = 3, 4
 D = HEADS * DEPTH
 
 
-def _bert_layer(seed: int) -> onnx.ModelProto:
-    """``out = attention(x Wq + bq, x Wk + bk, x Wv + bv, mask) Wo`` as torch exports BERT's."""
+def _bert_layer(seed: int, packed: bool = False) -> onnx.ModelProto:
+    """``out = attention(x Wq + bq, x Wk + bk, x Wv + bv, mask) Wo`` as torch exports BERT's;
+    ``packed``: one product split into q, k, v along the last axis, as GPT-2's."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
@@ -27,12 +28,21 @@ def _bert_layer(seed: int) -> onnx.ModelProto:
              numpy_helper.from_array(np.array(np.sqrt(DEPTH), np.float32), "scale"),
              numpy_helper.from_array(rng.standard_normal((D, D)).astype(np.float32), "wo")]
     nodes = []
+    if packed:
+        inits += [numpy_helper.from_array(rng.standard_normal((D, 3 * D)).astype(np.float32),
+                                          "w"),
+                  numpy_helper.from_array(rng.standard_normal(3 * D).astype(np.float32), "b")]
+        nodes += [helper.make_node("MatMul", ["x", "w"], ["z0"]),
+                  helper.make_node("Add", ["z0", "b"], ["z"]),
+                  helper.make_node("Split", ["z"], ["q1", "k1", "v1"], axis=-1, num_outputs=3)]
     for p in "qkv":
-        inits += [numpy_helper.from_array(rng.standard_normal((D, D)).astype(np.float32), f"w{p}"),
-                  numpy_helper.from_array(rng.standard_normal(D).astype(np.float32), f"b{p}")]
-        nodes += [helper.make_node("MatMul", ["x", f"w{p}"], [f"{p}0"]),
-                  helper.make_node("Add", [f"b{p}", f"{p}0"], [f"{p}1"]),
-                  helper.make_node("Reshape", [f"{p}1", "heads"], [f"{p}2"]),
+        if not packed:
+            inits += [
+                numpy_helper.from_array(rng.standard_normal((D, D)).astype(np.float32), f"w{p}"),
+                numpy_helper.from_array(rng.standard_normal(D).astype(np.float32), f"b{p}")]
+            nodes += [helper.make_node("MatMul", ["x", f"w{p}"], [f"{p}0"]),
+                      helper.make_node("Add", [f"b{p}", f"{p}0"], [f"{p}1"])]
+        nodes += [helper.make_node("Reshape", [f"{p}1", "heads"], [f"{p}2"]),
                   helper.make_node("Transpose", [f"{p}2"], [f"{p}t"],
                                    perm=[0, 2, 3, 1] if p == "k" else [0, 2, 1, 3])]
     nodes += [helper.make_node("MatMul", ["qt", "kt"], ["s"]),
@@ -48,12 +58,12 @@ def _bert_layer(seed: int) -> onnx.ModelProto:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", D]),
          helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["b", 1, 1, "s"])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", "s", D])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
-@pytest.fixture(scope="module")
-def model() -> onnx.ModelProto:
-    return _bert_layer(7)
+@pytest.fixture(scope="module", params=[False, True], ids=["separate", "split"])
+def model(request: pytest.FixtureRequest) -> onnx.ModelProto:
+    return _bert_layer(7, packed=request.param)
 
 
 def test_projections_become_one_gemm(model: onnx.ModelProto) -> None:
@@ -63,6 +73,7 @@ def test_projections_become_one_gemm(model: onnx.ModelProto) -> None:
     gm = default_pipeline(import_onnx(model))
     names = [op.name for op in gm.function("main").body.block.ops]
     assert names.count("tg.columns") == 3
+    assert "tg.split" not in names
     assert names.count("tg.matmul") == 2  # the packed projections and the output's
     assert names.count("tg.attention") == 1
 

@@ -21,7 +21,9 @@ GEMM and the attention; ``-tg-fuse-epilogue`` then folds the bias into the merge
 Matmuls with ``transpose`` flags or an epilogue, weights that are shared or not float32 of one
 ``k``, and projections read by anything but a reshape into ``attention`` are left alone (a
 strided view is only handed to the kernel known to take one).  GPT-2 packs its projections in
-the exported model already.
+the exported model already, then copies them apart with a ``split`` along the last axis: a
+split whose pieces all reach ``attention`` that way (static sizes) becomes ``columns`` views
+of its operand too.
 """
 
 from __future__ import annotations
@@ -131,9 +133,32 @@ def _merge(gm: GraphModule, group: list[Projection]) -> None:
                 gm.weights.pop(name, None)
 
 
+def _split_to_views(gm: GraphModule, op: Operation) -> None:
+    """A ``split`` along the last axis, with static sizes, whose pieces all reach only
+    ``attention`` (GPT-2's packed ``c_attn``) -> ``columns`` views instead of copies."""
+    a = c.attrs_of(op)
+    rank = c.ttype(op.operands[0]).rank
+    sizes = [int(s) for s in a["sizes"]]
+    if rank is None or int(a["axis"]) not in (rank - 1, -1) or any(s < 0 for s in sizes) \
+            or not all(_feeds_attention_only(r) for r in op.results):
+        return
+    block = op.parent_block()
+    assert block is not None
+    views, start = [], 0
+    for size in sizes:
+        views.append(c.new_op(gm, "columns", [op.operands[0]], {"start": start, "size": size},
+                              op.location))
+        start += size
+    for view in views:
+        block.insert_op_before(view, op)
+    c.replace(op, [v.results[0] for v in views])
+
+
 def merge_matmuls(gm: GraphModule) -> GraphModule:
     """Run the pass in place; returns ``gm``."""
     dce(gm)  # the transposes -tg-fuse-attention left behind still read the projections
+    for op in c.ops_named(gm, "tg.split"):
+        _split_to_views(gm, op)
     for f in c.functions(gm):
         groups: dict[SSAValue, list[Projection]] = {}
         for op in list(f.body.block.ops):
