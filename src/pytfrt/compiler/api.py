@@ -116,9 +116,10 @@ def _compile_module(gm: GraphModule, *, optimize: bool, host: HostContext | str 
             pass
         else:
             gm = default_pipeline(gm)
-    if consume:
+    if consume and _weight_bytes(gm) >= COLLECT_BYTES:
         # the passes leave replaced constants in reference cycles: free them before lowering
-        # and packing add their own arrays
+        # and packing add their own arrays (a full collection costs ~0.2 s in a process that
+        # has imported TensorFlow: only worth it for large weights)
         gc.collect()
     low = lower(gm)
     if not consume:
@@ -131,6 +132,15 @@ def _compile_module(gm: GraphModule, *, optimize: bool, host: HostContext | str 
     program, sig, n_res, variables = low.program, low.signature, low.num_resources, low.variables
     del low
     return CompiledModel(program, _moved(weights, names), sig, n_res, names, variables, host)
+
+
+COLLECT_BYTES = 16 << 20
+"""A consumed compile whose weights total at least this many bytes collects garbage after the
+passes (the constants they replaced), before lowering copies anything."""
+
+
+def _weight_bytes(gm: GraphModule) -> int:
+    return sum(getattr(w, "nbytes", 0) for w in gm.weights.values())
 
 
 def _moved(weights: dict[str, Any], names: list[str]) -> Iterator[Any]:

@@ -126,7 +126,10 @@ def test_call_async_checks_inputs_at_once_and_returns_the_outputs(model: Compile
 
 
 def test_steady_state_calls_do_not_grow_memory(model: CompiledModel) -> None:
-    """1,000 calls with the same shapes: the traced heap does not grow (no timing)."""
+    """3,000 calls with the same shapes: the traced heap does not grow with the calls (no
+    timing).  A few kilobytes of small-object pools may settle once after other tests ran in
+    this process (measured: 44 objects of ~56 bytes); a leak of one object per call would be
+    over 90 kB."""
     x = RNG.standard_normal((4, 8)).astype(np.float32)
     s = np.float32(0.25)
     for _ in range(20):  # warm up: arena buffers, fused-kernel plans
@@ -135,13 +138,13 @@ def test_steady_state_calls_do_not_grow_memory(model: CompiledModel) -> None:
     try:
         model(x, s)
         before, _ = tracemalloc.get_traced_memory()
-        for _ in range(1000):
+        for _ in range(3000):
             out = model(x, s)
         del out
         after, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert after - before < 4096, f"grew by {after - before} bytes over 1000 calls"
+    assert after - before < 16384, f"grew by {after - before} bytes over 3000 calls"
     assert peak - before < 64 * 1024
 
 

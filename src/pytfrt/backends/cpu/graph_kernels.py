@@ -137,7 +137,9 @@ def readonly_operands(fn: Callable[..., Any], name: str | None = None) -> Callab
     ``conv2d.prepare``) are returned unwrapped: a plan may keep its operand (a weight) by
     identity, so that the model can release the original once the plan holds its own copy.
 
-    With ``name`` (the table key), each call records it for :func:`reached_kernels`.
+    With ``name`` (the table key), each call records it for :func:`reached_kernels`.  A
+    ``fn.specialize`` (a version bound to the model's constants, see ``CompiledModel``) is
+    wrapped too: what it returns runs on read-only operands and records ``name`` as well.
     """
     if getattr(fn, "__pytfrt_readonly__", False) or getattr(fn, "opaque_result", False):
         return fn
@@ -162,6 +164,15 @@ def readonly_operands(fn: Callable[..., Any], name: str | None = None) -> Callab
                     r.flags.writeable = True
         return result
 
+    specialize = getattr(fn, "specialize", None)
+    if specialize is not None:
+        # the compiled model's call path binds a kernel to its constants: the bound version
+        # runs on read-only operands (and is recorded) as the general one does
+        def readonly_specialize(*a: Any, **k: Any) -> Any:
+            bound = specialize(*a, **k)
+            return None if bound is None else readonly_operands(bound, name)
+
+        wrapped.specialize = readonly_specialize  # type: ignore[attr-defined]
     wrapped.__pytfrt_readonly__ = True  # type: ignore[attr-defined]
     return wrapped
 
