@@ -16,7 +16,7 @@ call.  Here the whole fork-join is native code:
 * :meth:`Pool.run` (the caller, GIL released once) publishes the job, runs parts claimed from the
   front of the table, then waits for the parts helpers claimed from the back by polling a
   counter;
-* each helper thread polls for the next job in a Numba ``nogil`` loop for up to
+* each helper thread polls for the next job in a GIL-free native loop for up to
   :data:`SPIN_US` after its last part (so consecutive operations of one model call find it
   awake), then sleeps on a condition variable until the next :meth:`Pool.run` wakes it.
 
@@ -24,6 +24,10 @@ A part is claimed by exactly one thread (one atomic word holds the front and bac
 unclaimed range), so the caller never waits for a helper that has not started: it claims the
 helper's parts itself.  It only waits for a part a helper is running (polling for
 :data:`SPIN_US`, then sleeping 50 us at a time), as :mod:`pytfrt.host.parallel` does.
+
+The native loops are C (:mod:`pytfrt.backends.cpu._spin_native`, compiled once per machine:
+no Numba in the process); without a C compiler they are the Numba functions of this module, on
+:mod:`pytfrt.backends.cpu._native`'s intrinsics (:func:`loops` picks).
 
 Contract: :func:`pool` gives the process's :class:`Pool` (its helpers are started then:
 ``parallel.num_threads() - 1`` of them, at most 15; a forked child makes its own).  A caller
