@@ -11,8 +11,9 @@ only ``out``.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from pytfrt.backends.cpu._jit import numba
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.uint8), np.dtype(np.int8))
 """Element types :func:`nchw_to_nhwc` takes (the name is historical: the 8-bit integers are an
