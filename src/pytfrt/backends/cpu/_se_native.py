@@ -82,7 +82,12 @@ static void excite_c(const float *s, const float *w1, const float *b1, const flo
     }
 }
 
-static void means(const float *x, long npix, long c_n, int nhwc, double *acc) {
+/* The two passes over the activation, vectorised for the CPU at hand (the module is built at
+   -O2 for baseline x86-64: SSE2, loops not vectorised; these ran 1.4x the Numba kernels'
+   time in MobileNetV3-small).  Per channel the sums keep their order: the same results. */
+#define HOT __attribute__((optimize("O3"), target_clones("avx512f", "avx2", "default")))
+
+HOT static void means(const float *x, long npix, long c_n, int nhwc, double *acc) {
     if (nhwc) {
         for (long c = 0; c < c_n; c++) acc[c] = 0.0;
         for (long q = 0; q < npix; q++) {
@@ -97,6 +102,26 @@ static void means(const float *x, long npix, long c_n, int nhwc, double *acc) {
             acc[c] = t;
         }
     }
+}
+
+/* y = x * gv per channel; x and y are the same array or do not overlap (the callers check) */
+#define SCALE_LOOPS(X)                                                                          \
+    if (nhwc) {                                                                                 \
+        for (long q = 0; q < npix; q++)                                                         \
+            for (long c = 0; c < c_n; c++) y[q * c_n + c] = X[q * c_n + c] * gv[c];            \
+    } else {                                                                                    \
+        for (long c = 0; c < c_n; c++) {                                                        \
+            float g = gv[c];                                                                    \
+            for (long q = 0; q < npix; q++) y[c * npix + q] = X[c * npix + q] * g;              \
+        }                                                                                       \
+    }
+HOT static void scale_apart(const float *restrict x, const float *restrict gv, long npix,
+                            long c_n, int nhwc, float *restrict y) { SCALE_LOOPS(x) }
+HOT static void scale_in_place(const float *restrict gv, long npix, long c_n, int nhwc,
+                               float *restrict y) { SCALE_LOOPS(y) }
+static void scale(const float *x, const float *gv, long npix, long c_n, int nhwc, float *y) {
+    if (x == y) scale_in_place(gv, npix, c_n, nhwc, y);
+    else scale_apart(x, gv, npix, c_n, nhwc, y);
 }
 
 /* -- arguments ----------------------------------------------------------------------------- */
@@ -200,15 +225,7 @@ static PyObject *py_se(PyObject *self, PyObject *const *a, Py_ssize_t n) {
         means(xb, npix, c_n, nhwc, acc);
         for (long c = 0; c < c_n; c++) s[c] = (float)(acc[c] / npix);
         excite_c(s, w[0], w[1], w[2], w[3], c_n, r_n, &p, h, gv);
-        if (nhwc) {
-            for (long q = 0; q < npix; q++)
-                for (long c = 0; c < c_n; c++) yb[q * c_n + c] = xb[q * c_n + c] * gv[c];
-        } else {
-            for (long c = 0; c < c_n; c++) {
-                float g = gv[c];
-                for (long q = 0; q < npix; q++) yb[c * npix + q] = xb[c * npix + q] * g;
-            }
-        }
+        scale(xb, gv, npix, c_n, nhwc, yb);
     }
     Py_END_ALLOW_THREADS
     free(acc);
