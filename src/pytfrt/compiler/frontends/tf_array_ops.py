@@ -926,3 +926,26 @@ def _reverse(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     axes = {a % x.rank for a in cx.ints(ins[1], "axis")} if x.rank else set()
     index = tuple(slice(None, None, -1) if a in axes else slice(None) for a in range(x.rank))
     return [apply_index(cx, x, index)]
+
+
+@tf_op(
+    "MatrixBandPart",
+    tg="`trilu` (one or two)",
+    note="constant `num_lower`/`num_upper` (-1 keeps that whole triangle; bounds beyond the"
+    " matrix are not rejected as TF does)",
+)
+def _matrix_band_part(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    """``band_part(x, lower, upper)`` keeps ``x[..., i, j]`` where ``i - j <= lower`` and
+    ``j - i <= upper`` (a negative bound: no limit), zeros elsewhere: the upper triangle from
+    diagonal ``-lower`` intersected with the lower triangle up to diagonal ``upper``."""
+    x, lower_tv, upper_tv = ins
+    if x.rank is not None and x.rank < 2:
+        raise ConversionError(f"the input must have rank >= 2, got rank {x.rank}")
+    (lower,) = cx.ints(lower_tv, "num_lower")
+    (upper,) = cx.ints(upper_tv, "num_upper")
+    out = x
+    if lower >= 0:
+        out = cx.op("trilu", [out], upper=True, k=-lower)
+    if upper >= 0:
+        out = cx.op("trilu", [out], upper=False, k=upper)
+    return [out]
