@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.backends.cpu import _dnnl_se, _se_native
+from pytfrt.backends.cpu import _dnnl_se, _se_native, arena
 from pytfrt.backends.cpu._epilogue import ACTIVATION_CODES, _act, _sigmoid, activation_code
 from pytfrt.backends.cpu._geometry import check_layout, check_out, check_rank4
 from pytfrt.backends.cpu._jit import numba
@@ -71,7 +71,7 @@ def squeeze_excite(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray
         raise OpError(f"{op}: out must be x itself or not overlap it")
     xc = np.ascontiguousarray(x)
     direct = out is not None and out.flags.c_contiguous
-    y = out if direct else np.empty(x.shape, dt)
+    y = out if direct else arena.empty(x.shape, dt)
     assert y is not None
     n = x.shape[0]
     pixels = x.shape[1] * x.shape[2] if layout == "NHWC" else x.shape[2] * x.shape[3]
@@ -149,7 +149,7 @@ def _specialize(constants: dict[int, object], *, layout: str = "NHWC",
                     out is None or out is x or (
                         out.__class__ is nd and out.shape == x.shape and out.dtype == dt
                         and out.flags.c_contiguous and not overlap(out, x)))):
-            y = np.empty(x.shape, dt) if out is None else out
+            y = arena.empty(x.shape, dt) if out is None else out
             if split and _dnnl_se.run(x, y, excite):
                 return y
             _, d1, d2, d3 = x.shape
