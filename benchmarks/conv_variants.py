@@ -20,11 +20,13 @@ launcher).  ``--per-layer`` also times the residual convolutions inside the thre
 ``chain``: ResNet-50's bottleneck blocks (1x1 -> 3x3 -> 1x1 with ``sum`` and ReLU) of one stage
 as single-threaded oneDNN primitives, activations in ``NHWC`` (what pytfrt passes) against
 ``nChw16c`` (oneDNN's channel-blocked layout, what ONNX Runtime's NCHWc kernels keep between
-layers), interleaved; thread CPU time per chain, medians and the median paired ratio.
+layers), interleaved; thread CPU time per chain, medians and the median paired ratio.  With
+``--threads 2`` the same on both threads (wall time; :class:`_SplitChain`).
 
 Usage: ``python benchmarks/conv_variants.py residual [--batch 1] [--calls 40] [--per-layer]``;
-``python benchmarks/conv_variants.py chain [--calls 30]``.  Run at ``chrt -f 10`` on a shared
-machine.  Prints only (the figures are recorded in ``docs/benchmarks.md``).
+``python benchmarks/conv_variants.py chain [--calls 30] [--threads 2]``.  Run at
+``chrt -f 10`` on a shared machine.  Prints only (the figures are recorded in
+``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -266,12 +268,123 @@ class _Chain:
         return time.thread_time() - t0
 
 
+class _SplitChain:
+    """The same blocks on both threads (:mod:`_spin_pool`, as pytfrt runs its convolutions):
+    ``NHWC`` through pytfrt's own plans (split as they split: output rows at 14x14 and 28x28,
+    output channels into per-thread buffers at 7x7), or ``nChw16c`` with every layer split
+    into two output-channel halves, each a primitive writing its channel blocks of the output
+    in place and streaming its half of the filter."""
+
+    def __init__(self, blocked: bool, h: int, c: int, mid: int, blocks: int) -> None:
+        from pytfrt.backends.cpu import _dnnl_conv as dc
+
+        self.dc, self.lib = dc, dc.library()
+        self.blocked, self.h = blocked, h
+        self.impls: set[str] = set()
+        self.keep: list[Any] = []
+        rng = np.random.default_rng(0)
+        self.x = np.ascontiguousarray((rng.standard_normal((1, h, h, c)) * 0.05), np.float32)
+        t1 = np.empty((1, h, h, mid), np.float32)
+        t2 = np.empty((1, h, h, mid), np.float32)
+        self.keep.extend((t1, t2))  # the blocked steps hold their addresses only
+        self.steps: list[Callable[[], None]] = []
+        for _ in range(blocks):
+            for cin, cout, k, src, dst, add in ((c, mid, 1, self.x, t1, False),
+                                                (mid, mid, 3, t1, t2, False),
+                                                (mid, c, 1, t2, self.x, True)):
+                w = (rng.standard_normal((k, k, cin, cout)) * (0.5 / (k * k * cin) ** 0.5)
+                     ).astype(np.float32)
+                b = np.zeros(cout, np.float32)
+                self.steps.append(self._blocked(w, b, src, dst, add) if blocked
+                                  else self._nhwc(w, b, src, dst, add))
+
+    def _nhwc(self, w: np.ndarray, b: np.ndarray, src: np.ndarray, dst: np.ndarray,
+              add: bool) -> Callable[[], None]:
+        from pytfrt.backends.cpu import conv
+
+        k = w.shape[0]
+        plan = conv.plan_conv2d(w, layout="NHWC", pads=(k // 2,) * 4, bias=b,
+                                activation="relu", algorithm="dnnl")
+        run = conv.runner(plan)
+        residual = dst if add else None
+        run(src, residual, dst)  # the first call makes the primitives and the launcher
+        assert plan.dnnl is not None
+        self.impls.add(str(plan.dnnl.impl(src.shape, self.dc.RESIDUAL_IN_DST if add else 0)))
+        self.keep.append(plan)
+        return lambda: run(src, residual, dst)
+
+    def _blocked(self, w: np.ndarray, b: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                 add: bool) -> Callable[[], None]:
+        import threading
+
+        dc, lib, h = self.dc, self.lib, self.h
+        k, _, cin, cout = w.shape
+        bounds = dc.channel_bounds(cout, 2)
+        prims = []
+        for c0, c1 in zip(bounds, bounds[1:], strict=False):
+            p = dc._Prim(lib)
+            tag = (lib.new("dnnl_memory_desc_create_with_tag", 4, dc._DIMS(*dims), dc._F32,
+                           _NCHW16C) for dims in ((1, cin, h, h), (1, c1 - c0, h, h)))
+            p.src_md, p.dst_md = next(tag), next(tag)
+            w_any = lib.new("dnnl_memory_desc_create_with_tag", 4,
+                            dc._DIMS(c1 - c0, cin, k, k), dc._F32, dc._FORMAT_ANY)
+            b_md = lib.strided_md((c1 - c0,), (1,))
+            attr = lib.new("dnnl_primitive_attr_create")
+            lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
+            po = lib.new("dnnl_post_ops_create")
+            if add:
+                lib.call("dnnl_post_ops_append_sum", po, 1.0, 0, 0)
+            lib.call("dnnl_post_ops_append_eltwise", po, *dc.eltwise_for("relu", 0.0))
+            lib.call("dnnl_primitive_attr_set_post_ops", attr, po)
+            pad = k // 2
+            p.pd = lib.new("dnnl_convolution_forward_primitive_desc_create", lib.engine,
+                           dc._FORWARD_INFERENCE, dc._CONV_DIRECT, p.src_md, w_any, b_md,
+                           p.dst_md, dc._DIMS(1, 1), dc._DIMS(0, 0), dc._DIMS(pad, pad),
+                           dc._DIMS(pad, pad), attr)
+            dc.query_impl(lib, p)
+            self.impls.add(p.impl)
+            w_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_WEIGHTS_MD, 0)
+            size = int(lib.fn["dnnl_memory_desc_get_size"](w_md))
+            wb = (np.random.default_rng(c0).standard_normal(size // 4)
+                  * (0.5 / (k * k * cin) ** 0.5)).astype(np.float32)
+            bb = b[c0:c1].copy()
+            self.keep.extend((wb, bb))
+            p.weights = lib.new("dnnl_memory_create", w_md, lib.engine,
+                                ctypes.c_void_p(wb.ctypes.data))
+            p.bias = lib.new("dnnl_memory_create", b_md, lib.engine,
+                             ctypes.c_void_p(bb.ctypes.data))
+            p.prim = lib.new("dnnl_primitive_create", p.pd)
+            p.dst_off = 4 * c0 * h * h  # channel blocks c0 // 16 ... of nChw16c
+            p.residual = dc.RESIDUAL_IN_DST if add else dc.NO_RESIDUAL
+            prims.append(p)
+        self.keep.append(prims)
+        lock = threading.Lock()
+        job = dc._job(prims, cout, lock)
+        xa, ya = src.ctypes.data, dst.ctypes.data  # (same sizes: nChw16c of 16k channels)
+
+        def go() -> None:
+            if not dc.run_job(lib, job, xa, ya, 0):
+                for p in prims:
+                    dc.run_part(lib, p, lock, xa, ya, 0)
+
+        return go
+
+    def run(self) -> float:
+        """Wall seconds of one pass over the chain."""
+        t0 = time.perf_counter()
+        for step in self.steps:
+            step()
+        return time.perf_counter() - t0
+
+
 def chain(args: argparse.Namespace) -> None:
     from pytfrt.backends.cpu import _dnnl_conv as dc
 
     dc._pin_one_thread()
+    kind = _SplitChain if args.threads == 2 else _Chain
     for h, c, mid, blocks in ((28, 512, 128, 4), (14, 1024, 256, 6), (7, 2048, 512, 3)):
-        plain, blocked = _Chain(False, h, c, mid, blocks), _Chain(True, h, c, mid, blocks)
+        plain: Any = kind(False, h, c, mid, blocks)
+        blocked: Any = kind(True, h, c, mid, blocks)
         for _ in range(3):
             plain.run()
             blocked.run()
@@ -297,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--per-layer", action="store_true")
     c = sub.add_parser("chain", help="NHWC vs nChw16c bottleneck chains, one thread")
     c.add_argument("--calls", type=int, default=30)
+    c.add_argument("--threads", type=int, choices=(1, 2), default=1,
+                   help="2: both threads, layers split as described in _SplitChain")
     args = ap.parse_args(argv)
     (residual if args.what == "residual" else chain)(args)
     return 0
