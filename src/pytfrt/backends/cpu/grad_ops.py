@@ -155,6 +155,27 @@ def bias_add_grad(dy: np.ndarray, *, layout: str) -> np.ndarray:
     return reduce_sum(dy, axes=axes, keepdims=False)  # NHWC: its blocked leading-axes sum
 
 
+
+@_register("unsorted_segment_sum")
+def unsorted_segment_sum(data: np.ndarray, ids: np.ndarray, *, num_segments: int) -> np.ndarray:
+    """``out[s] = sum of data[i] over the i with ids[i] == s`` for ``s < num_segments``
+    (``data`` ``[n, w]``, integer ``ids`` ``[n]``; ids out of range add nothing, as TF's
+    ``UnsortedSegmentSum``)."""
+    if data.ndim != 2 or ids.ndim != 1 or ids.shape[0] != data.shape[0]:
+        raise OpError(f"unsorted_segment_sum: needs data [n, w] and ids [n], got "
+                      f"{list(data.shape)} and {list(ids.shape)}")
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise OpError(f"unsorted_segment_sum: ids must be integers, got {ids.dtype}")
+    out = np.zeros((int(num_segments), data.shape[1]), data.dtype)
+    if data.dtype in (np.float32, np.float64):
+        from pytfrt.backends.cpu._segment_sum import segment_sum_rows
+
+        segment_sum_rows(np.ascontiguousarray(data), ids.astype(np.int64, copy=False), out)
+        return out
+    ok = (ids >= 0) & (ids < num_segments)
+    np.add.at(out, ids[ok], data[ok])
+    return out
+
 def _softmax_parts(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if logits.ndim != 2:
         raise OpError(f"cross entropy: logits must be 2-D, got shape {list(logits.shape)}")
