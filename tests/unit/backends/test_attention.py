@@ -133,3 +133,19 @@ def test_pass_keeps_results(batch: int, seq: int) -> None:
     plain = np.asarray(compile_module(parse_graph(_GRAPH), optimize=False)(q, k, v, m))
     np.testing.assert_allclose(fast, plain, rtol=2e-5, atol=2e-5)
     np.testing.assert_allclose(fast, _oracle(q, k, v, m, 0.35355339), rtol=2e-5, atol=2e-5)
+
+
+def test_attention_softmax_wide_logits_and_infinite_mask() -> None:
+    """Logits spread over hundreds (the vectorised exp's clamp below -80 and its range
+    reduction over every exponent), an ``-inf`` mask entry, and rows whose length is not a
+    multiple of the eight running maxima: against the float64 oracle."""
+    rng = np.random.default_rng(3)
+    for s in (13, 128):
+        q, k, v = (rng.standard_normal((1, s, 2, 16)).astype(np.float32) for _ in range(3))
+        q *= 6.0  # logits up to a few hundred
+        mask = np.zeros((1, 1, 1, s), np.float32)
+        mask[..., 1] = -np.inf
+        y = attention(q, k, v, mask, scale=1.0, has_mask=True)
+        want = _oracle(q, k, v, mask, 1.0)
+        assert np.isfinite(y).all()
+        assert np.abs(y - want).max() <= 2e-5 * np.abs(want).max()

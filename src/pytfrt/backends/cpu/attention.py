@@ -14,9 +14,9 @@ the scores materialised between them.  ``-tg-fuse-attention``
 How: the (batch, head) pairs are split over :func:`pytfrt.backends.cpu._parallel.parallel_for`'s
 threads; per pair one compiled function (GIL released) runs ``dnnl_sgemm`` on the strided head
 views -- no transposed copy, the scale folded into the GEMM's ``alpha`` --, the mask, a
-row-wise softmax with a vectorised ``exp`` (:func:`_exp`, within 2 ulp of ``expf``), and the
-second ``dnnl_sgemm`` writing straight into the result's head columns.  Without oneDNN the
-same computation runs in NumPy.
+row-wise softmax with a vectorised ``exp`` (:func:`_exp_parts`, within about 2e-7
+relative), and the second ``dnnl_sgemm`` writing straight into the result's head columns.
+Without oneDNN the same computation runs in NumPy.
 
 Operands: float32 (or float64, NumPy path) ``q``, ``k``, ``v`` with unit-stride last axes;
 ``mask`` of the same dtype.  Thread-safety: a pure function (writes only ``out``).  Errors:
@@ -173,30 +173,85 @@ def _run_fast(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
         raise RuntimeError(f"dnnl_sgemm failed with status {errors[0]}")
 
 
-_POW2 = (2.0 ** np.arange(-127, 1)).astype(np.float32)
-"""``2^n`` for ``n = -127 .. 0``, indexed by ``n + 127`` (:func:`_exp`'s scaling)."""
+@numba.njit(nogil=True, fastmath=True)
+def _row_max(row: Any) -> Any:  # pragma: no cover - compiled
+    """The largest element of a float32 row: eight running maxima (a single one is a chain of
+    dependent ``max`` instructions, which LLVM does not vectorise)."""
+    n = row.shape[0]
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = row[0]
+    n8 = n - n % 8
+    for j in range(0, n8, 8):
+        a0, a1, a2, a3 = max(a0, row[j]), max(a1, row[j + 1]), max(a2, row[j + 2]), max(
+            a3, row[j + 3])
+        a4, a5, a6, a7 = max(a4, row[j + 4]), max(a5, row[j + 5]), max(a6, row[j + 6]), max(
+            a7, row[j + 7])
+    mx = max(max(max(a0, a1), max(a2, a3)), max(max(a4, a5), max(a6, a7)))
+    for j in range(n8, n):
+        mx = max(mx, row[j])
+    return mx
 
 
-@numba.njit(inline="always", fastmath=True)
-def _exp(x: Any) -> Any:  # pragma: no cover - compiled
-    """``exp(x)`` for float32 ``x <= 0`` by range reduction and a degree-6 polynomial:
-    straight-line code the loop vectoriser can take (the libm call it cannot); relative error
-    within about 2e-7.  Arguments below -80 give exactly 0: never a subnormal result, which
-    costs a microcode assist in this loop and in every GEMM that reads it (a causal mask's
-    entries are ``-3.4e38``)."""
-    keep = x >= np.float32(-80.0)
-    x = max(x, np.float32(-80.0))
-    n = np.floor(x * np.float32(1.4426950408889634) + np.float32(0.5))
-    r = x - n * np.float32(0.693145751953125)
-    r = r - n * np.float32(1.428606765330187e-06)
-    p = np.float32(1.0 / 720.0)
-    p = p * r + np.float32(1.0 / 120.0)
-    p = p * r + np.float32(1.0 / 24.0)
-    p = p * r + np.float32(1.0 / 6.0)
-    p = p * r + np.float32(0.5)
-    p = p * r + np.float32(1.0)
-    p = p * r + np.float32(1.0)
-    return p * _POW2[int(n) + 127] if keep else np.float32(0.0)
+@numba.njit(nogil=True, fastmath=True)
+def _exp_parts(row: Any, mx: Any, mant: Any, bits: Any) -> None:  # pragma: no cover - compiled
+    """``exp(row[j] - mx) = mant[j] * 2^n[j]`` for ``row[j] <= mx``: range reduction
+    (``n = round(x / ln 2)``) and a degree-6 polynomial for ``mant``, and ``2^n`` as the
+    float32 bit pattern ``(127 + n) << 23`` in ``bits`` -- straight-line integer and float
+    arithmetic the loop vectoriser takes (a libm call or a table lookup it cannot).  Relative
+    error within about 2e-7.  ``x`` is clamped at -80 (``n >= -116``: never a subnormal);
+    :func:`_scale_sum` zeroes what lies below."""
+    for j in range(row.shape[0]):
+        x = max(row[j] - mx, np.float32(-80.0))
+        ni = np.int32(np.float32(0.5) - x * np.float32(1.4426950408889634))  # -round(x/ln 2)
+        n = -np.float32(ni)
+        r = x - n * np.float32(0.693145751953125)
+        r = r - n * np.float32(1.428606765330187e-06)
+        p = np.float32(1.0 / 720.0)
+        p = p * r + np.float32(1.0 / 120.0)
+        p = p * r + np.float32(1.0 / 24.0)
+        p = p * r + np.float32(1.0 / 6.0)
+        p = p * r + np.float32(0.5)
+        p = p * r + np.float32(1.0)
+        p = p * r + np.float32(1.0)
+        bits[j] = (np.int32(127) - ni) << np.int32(23)
+        mant[j] = p
+
+
+@numba.njit(nogil=True, fastmath=True)
+def _scale_sum(row: Any, mx: Any, mant: Any, pow2: Any) -> Any:  # pragma: no cover - compiled
+    """``row[j] = mant[j] * pow2[j]`` (0 where ``row[j] - mx < -80``: never a subnormal,
+    which costs a microcode assist in this loop and in every GEMM that reads it -- a causal
+    mask's entries are ``-3.4e38``); returns the row's sum."""
+    total = np.float32(0.0)
+    for j in range(row.shape[0]):
+        e = mant[j] * pow2[j] if row[j] - mx >= np.float32(-80.0) else np.float32(0.0)
+        row[j] = e
+        total += e
+    return total
+
+
+@numba.njit(nogil=True, fastmath=True)
+def _softmax_rows(s: Any, sq: int, sk: int, mask: Any, moff: int, ms2: int, ms3: int,
+                  has_mask: bool, mant: Any, bits: Any) -> None:  # pragma: no cover - compiled
+    """Row-wise softmax of the scores ``s`` (``sq`` rows of ``sk``) after adding the mask
+    (element ``(i, j)`` at ``mask[moff + i * ms2 + j * ms3]``); ``mant`` and ``bits`` are
+    ``sk``-long float32 / int32 scratch rows."""
+    pow2 = bits.view(np.float32)
+    for i in range(sq):
+        row = s[i * sk:(i + 1) * sk]
+        if has_mask:
+            base = moff + i * ms2
+            if ms3 == 1:
+                m = mask[base:base + sk]
+                for j in range(sk):
+                    row[j] += m[j]
+            else:
+                for j in range(sk):
+                    row[j] += mask[base + j * ms3]
+        mx = _row_max(row)
+        _exp_parts(row, mx, mant, bits)
+        inv = np.float32(1.0) / _scale_sum(row, mx, mant, pow2)
+        for j in range(sk):
+            row[j] *= inv
 
 
 _compiled: Any = None
@@ -208,33 +263,14 @@ def _kernel() -> Any:
     if _compiled is not None:
         return _compiled
     f = gemm_cfunc()
-    exp = _exp
+    softmax_rows = _softmax_rows
     no, tr = np.uint8(ord("N")), np.uint8(ord("T"))
-
-    @numba.njit(nogil=True, fastmath=True)
-    def softmax_rows(s, sq, sk, mask, moff, ms2, ms3, has_mask):  # type: ignore[no-untyped-def]
-        for i in range(sq):
-            row = s[i * sk:(i + 1) * sk]
-            if has_mask:
-                base = moff + i * ms2
-                for j in range(sk):
-                    row[j] += mask[base + j * ms3]
-            mx = row[0]
-            for j in range(1, sk):
-                mx = max(mx, row[j])
-            total = np.float32(0.0)
-            for j in range(sk):
-                e = exp(row[j] - mx)
-                row[j] = e
-                total += e
-            inv = np.float32(1.0) / total
-            for j in range(sk):
-                row[j] *= inv
 
     @numba.njit(nogil=True)
     def run(g, addr, mask, ms, has_mask, scale, lo, hi):  # type: ignore[no-untyped-def]
         sq, h, d, sk, dv = g[1], g[2], g[3], g[4], g[5]
         s = np.empty(sq * sk, np.float32)
+        mant, bits = np.empty(sk, np.float32), np.empty(sk, np.int32)
         ps = s.ctypes.data
         status = 0
         zero, one = np.float32(0.0), np.float32(1.0)
@@ -247,7 +283,8 @@ def _kernel() -> Any:
             py = addr[3] + 4 * (bi * g[15] + hh * g[17])
             # scores [Sq, Sk] = scale * q_bh [Sq, D] @ k_bh^T (rows of q and k are strided)
             status |= f(no, tr, sq, sk, d, scale, pq, g[7], pk, g[10], zero, ps, sk)
-            softmax_rows(s, sq, sk, mask, bi * ms[0] + hh * ms[1], ms[2], ms[3], has_mask)
+            softmax_rows(s, sq, sk, mask, bi * ms[0] + hh * ms[1], ms[2], ms[3], has_mask,
+                         mant, bits)
             # y_bh [Sq, Dv] = p [Sq, Sk] @ v_bh [Sk, Dv], written into the result's head columns
             status |= f(no, no, sq, dv, sk, one, ps, sk, pv, g[13], zero, py, g[16])
         return status
