@@ -18,7 +18,8 @@ The graph-dialect passes (``-tg-infer-shapes``, ``-tg-fold-quant``, ``-tg-consta
 ``-tg-merge-matmuls``, ``-tg-fuse-epilogue``,
 ``-tg-matmul-weight-layout``, ``-tg-fuse-squeeze-excite``, ``-tg-fold-pad``,
 ``-tg-fuse-batch-stats``, ``-tg-fuse-optimizer``,
-``-tg-flatten-weight-grads``, ``-tg-fold-reshapes``, ``-tg-shape-plans``, ``-tg-fuse-elementwise``,
+``-tg-flatten-weight-grads``, ``-tg-fold-reshapes``, ``-tg-fuse-softmax-grad``,
+``-tg-shape-plans``, ``-tg-fuse-elementwise``,
 ``-tg-fuse-small-graph``, ``-tg-plan-buffers``,
 ``-tg-default-pipeline``) run in command-line order (:mod:`pytfrt.compiler.passes.opt`);
 ``-tg-print-after-all`` also prints the module after each of them, to stderr.
@@ -72,7 +73,7 @@ TG_PASSES = (
     "tg-matmul-weight-layout",
     "tg-fuse-squeeze-excite",
     "tg-fold-pad", "tg-fuse-batch-stats", "tg-fuse-optimizer",
-    "tg-flatten-weight-grads", "tg-fold-reshapes",
+    "tg-flatten-weight-grads", "tg-fold-reshapes", "tg-fuse-softmax-grad",
     "tg-shape-plans",
     "tg-fuse-elementwise",
     "tg-fuse-small-graph",

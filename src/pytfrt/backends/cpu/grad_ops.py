@@ -156,6 +156,23 @@ def bias_add_grad(dy: np.ndarray, *, layout: str) -> np.ndarray:
 
 
 
+
+@_register("softmax_grad")
+def softmax_grad(y: np.ndarray, dy: np.ndarray, *, axis: int) -> np.ndarray:
+    """``(dy - sum(dy * y, axis, keepdims)) * y`` (NumPy broadcasting; float32 along the last
+    axis of one shape: one compiled pass per row, ``softmax_rows``)."""
+    from pytfrt.backends.cpu.softmax_rows import softmax_grad_last
+
+    if y.ndim and -y.ndim <= axis < y.ndim:
+        out = softmax_grad_last(y, dy, axis)
+        if out is not None:
+            return out
+    try:
+        prod = np.multiply(dy, y)
+        return ((dy - np.sum(prod, axis=axis, keepdims=True)) * y).astype(y.dtype, copy=False)
+    except (ValueError, np.exceptions.AxisError) as e:
+        raise OpError(f"softmax_grad: {e}") from None
+
 @_register("unsorted_segment_sum")
 def unsorted_segment_sum(data: np.ndarray, ids: np.ndarray, *, num_segments: int) -> np.ndarray:
     """``out[s] = sum of data[i] over the i with ids[i] == s`` for ``s < num_segments``

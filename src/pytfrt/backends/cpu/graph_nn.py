@@ -458,7 +458,13 @@ def layer_norm(x: np.ndarray, *params: np.ndarray, axis: int, epsilon: float, ha
 
 @GRAPH_OPS.op("softmax")
 def softmax(x: np.ndarray, *, axis: int, out: np.ndarray | None = None) -> np.ndarray:
-    """Softmax along ``axis`` (norm.softmax)."""
+    """Softmax along ``axis`` (float32 along the last axis: one compiled pass per row,
+    ``softmax_rows``; else norm.softmax)."""
+    from pytfrt.backends.cpu.softmax_rows import softmax_last
+
+    y = softmax_last(x, axis, out)
+    if y is not None:
+        return y
     from pytfrt.backends.cpu.norm import softmax as impl
 
     return impl(x, axis, out)

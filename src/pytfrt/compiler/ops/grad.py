@@ -31,6 +31,7 @@ from pytfrt.compiler.ops.base import (
     REQUIRED,
     AttrSpec,
     InferContext,
+    broadcast_shapes,
     const_ints,
     define,
     norm_axis,
@@ -180,6 +181,16 @@ def _unsorted_segment_sum(ctx: InferContext) -> list[TType]:
         raise ctx.error(f"num_segments must be >= 0, got {n}")
     return [TType(data.dtype, (n, None if data.shape is None else data.shape[1]))]
 
+
+def _softmax_grad(ctx: InferContext) -> list[TType]:
+    y, dy = ctx.inputs
+    dtype = same_dtype(ctx)
+    _float(ctx, y, "operands")
+    shape = broadcast_shapes(ctx, y.shape, dy.shape)
+    if shape is not None:
+        norm_axis(ctx, ctx.attrs["axis"], len(shape))
+    return [TType(dtype, shape)]
+
 def _broadcast_gradient_args(ctx: InferContext) -> list[TType]:
     if len(ctx.inputs) != 2:
         raise ctx.error("takes 2 operands (s0, s1)")
@@ -250,6 +261,9 @@ define(
     family="grad",
     grad=gr.bias_add_grad,
 )
+define("softmax_grad", ("y", "dy"), _softmax_grad, {"axis": AttrSpec("int", -1)},
+       family="grad", no_grad="made by -tg-fuse-softmax-grad, which runs after differentiation",
+       doc="(dy - sum(dy * y, axis)) * y: a softmax's gradient through its output y")
 define("unsorted_segment_sum", ("data", "ids"), _unsorted_segment_sum,
        {"num_segments": AttrSpec("int", REQUIRED)}, family="grad",
        no_grad="made for an embedding's gradient (its own gradient, a second derivative, is "
