@@ -70,7 +70,7 @@ TG_PASSES = (
     "tg-infer-shapes", "tg-fold-quant", "tg-constant-fold", "tg-cse", "tg-dce",
     "tg-fold-batch-norm",
     "tg-layout-nhwc", "tg-fuse-attention", "tg-merge-matmuls", "tg-fuse-epilogue",
-    "tg-matmul-weight-layout",
+    "tg-fuse-add-layer-norm", "tg-matmul-weight-layout",
     "tg-fuse-squeeze-excite",
     "tg-fold-pad", "tg-fuse-batch-stats", "tg-fuse-optimizer",
     "tg-flatten-weight-grads", "tg-fold-reshapes", "tg-fuse-softmax-grad",

@@ -11,8 +11,9 @@ only ``out``.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from pytfrt.backends.cpu._jit import numba
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.uint8), np.dtype(np.int8))
 """Element types :func:`nchw_to_nhwc` takes (the name is historical: the 8-bit integers are an
@@ -22,7 +23,9 @@ int8 model's input, quantized before the transpose; 220 -> 60 us for a 224x224 R
 def nchw_to_nhwc(x: np.ndarray) -> np.ndarray:
     """A new C-contiguous ``x.transpose(0, 2, 3, 1)`` of a rank-4 ``x`` of a type of
     :data:`FLOATS` (any strides)."""
-    out = np.empty((x.shape[0], x.shape[2], x.shape[3], x.shape[1]), x.dtype)
+    from pytfrt.backends.cpu import arena
+
+    out = arena.empty((x.shape[0], x.shape[2], x.shape[3], x.shape[1]), x.dtype)
     if x.shape[0] == 1 and x.dtype == np.float32 and x.flags.c_contiguous:
         from pytfrt.backends.cpu import _dnnl_layout  # one image on both threads
 

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 
 from pytfrt.backends.cpu._blas import gemm_cfunc, pin_thread
 from pytfrt.backends.cpu._geometry import check_out
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError

@@ -26,11 +26,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import numba
 import numpy as np
 
 from pytfrt.backends.cpu import op_math
 from pytfrt.backends.cpu._epilogue import _act, _erf, _sigmoid
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.op_math import MATH
 from pytfrt.backends.cpu.op_table import OpTable
@@ -59,7 +59,7 @@ FLAT_OPTIONS: dict[str, Any] = {"nogil": True, "cache": False, "error_model": "n
 
 _LOCK = threading.RLock()
 _CACHE: dict[tuple[str, tuple[str, ...]], Any] = {}
-_FLAT: dict[tuple[str, tuple[str, ...], tuple[int, ...]], Any] = {}
+_FLAT: dict[tuple[str, tuple[str, ...], tuple[int, ...], bool], Any] = {}
 _NUMBA_TYPES = {"float32": "float32", "float64": "float64"}
 
 
@@ -127,14 +127,16 @@ FULL, SCALAR_IN, ROW = 0, 1, 2
 position in the row, the same for every row)."""
 
 
-def compile_flat(text: str, dtypes: tuple[str, ...], kinds: tuple[int, ...]) -> Any:
+def compile_flat(text: str, dtypes: tuple[str, ...], kinds: tuple[int, ...],
+                 hoist: bool = True) -> Any:
     """A ``nogil`` Numba loop ``(out, x0, x1, ...)`` over flat contiguous arrays, inputs of
     kind :data:`SCALAR_IN` passed as scalars (hoisted out of the loop): the fast form for the
     common case where every input has the output's shape or one element.  With :data:`ROW`
     inputs (all of one length ``K``, dividing the output's) the loop runs over rows of ``K``
-    elements, the row inputs indexed by the position in the row.  Cached like
-    :func:`compile_program`."""
-    key = (text, dtypes, kinds)
+    elements, the row inputs indexed by the position in the row.  Ops that read no
+    full-shaped value are evaluated once, not per element (:func:`_hoisted`; ``hoist=False``
+    evaluates every op per element).  Cached like :func:`compile_program`."""
+    key = (text, dtypes, kinds, hoist)
     fn = _FLAT.get(key)
     if fn is not None:
         return fn
@@ -146,26 +148,71 @@ def compile_flat(text: str, dtypes: tuple[str, ...], kinds: tuple[int, ...]) -> 
         program = json.loads(text)
         n = int(program["n"])
         params = ", ".join(f"x{i}" for i in range(n))
-        rows = [i for i in range(n) if kinds[i] == ROW]
-        pad = "    " if rows else ""
-        loads = "".join(f"{pad}        a{i} = x{i}[{'c' if kinds[i] == ROW else 'i'}]\n"
-                        for i in range(n) if kinds[i] != SCALAR_IN)
-        hoist = "".join(f"    a{i} = x{i}\n" for i in range(n) if kinds[i] == SCALAR_IN)
         lines, result = scalar_body(program, [f"a{i}" for i in range(n)],
                                     fast_erf="float64" not in dtypes)
-        body = "".join(f"{pad}        {x}\n" for x in lines)
-        if rows:
-            loop = (f"    k = x{rows[0]}.shape[0]\n    for r in range(out.shape[0] // k):\n"
-                    f"        for c in range(k):\n            i = r * k + c\n")
-        else:
-            loop = "    for i in range(out.shape[0]):\n"
-        src = (f"def _flat(out, {params}):\n{hoist}{loop}{loads}{body}"
-               f"{pad}        out[i] = {result}\n")
+        body = _hoisted(n, kinds, program, lines, result, hoist)
+        src = f"def _flat(out, {params}):\n{body}"
         namespace = dict(NAMESPACE)
         exec_generated(src, "fused_elementwise flat", namespace)
         fn = numba.njit(**FLAT_OPTIONS)(namespace["_flat"])
         _FLAT[key] = fn
         return fn
+
+
+def _hoisted(n: int, kinds: tuple[int, ...], program: dict[str, Any], lines: list[str],
+             result: str, hoist: bool = True) -> str:
+    """The body of :func:`compile_flat`'s loop function, ``lines`` (op ``i`` sets ``v<i>``)
+    placed by what each op reads: ops of scalars only run once before the loop; ops of
+    scalars and row inputs (a batch norm's per-channel coefficients: ``gamma * rsqrt(var +
+    eps)``, a mean divided by a count) run once per row position into a ``K``-element array
+    before the loop; only the ops that read a full-shaped input, directly or through another
+    op, run per element.  The same expressions in the same order: results are bit-identical
+    (each hoisted array takes its values' type, through ``np.full``).  Measured on a batch
+    norm's input gradient over a 32x32x32x16 activation (three full operands, six
+    per-channel or scalar ones): 0.73 -> 0.27 ms."""
+    kind = list(kinds)  # per value id: inputs, then ops
+    for _, operands, _ in program["ops"]:
+        ks = {kind[j] for j in operands}
+        kind.append(FULL if FULL in ks else ROW if ROW in ks else SCALAR_IN)
+    if kind[-1] != FULL or not hoist:  # a result that reads no full input: nothing to take
+        kind[n:] = [FULL] * (len(kind) - n)
+    rows = [i for i in range(n) if kinds[i] == ROW]
+    ops = [(n + i, line) for i, line in enumerate(lines)]
+    pad = "    " if rows else ""
+    out = "".join(f"    a{i} = x{i}\n" for i in range(n) if kinds[i] == SCALAR_IN)
+    out += "".join(f"    {line}\n" for v, line in ops if kind[v] == SCALAR_IN)
+    row_ops = [(v, line) for v, line in ops if kind[v] == ROW]
+    used = {j for v, (_, operands, _) in enumerate(program["ops"], n) if kind[v] == FULL
+            for j in operands}
+    kept = [v for v, _ in row_ops if v in used]
+    if rows:
+        out += f"    k = x{rows[0]}.shape[0]\n"
+    if kept:  # position 0 makes each array (its element type), the others fill it
+        read = {j for v, (_, operands, _) in enumerate(program["ops"], n) if kind[v] == ROW
+                for j in operands}
+        row_loads = [i for i in rows if i in read]
+        first = "".join(f"    a{i} = x{i}[0]\n" for i in row_loads)
+        first += "".join(f"    {line}\n" for _, line in row_ops)
+        first += "".join(f"    p{v} = np.full(k, v{v - n})\n" for v in kept)
+        rest = "".join(f"        a{i} = x{i}[c]\n" for i in row_loads)
+        rest += "".join(f"        {line}\n" for _, line in row_ops)
+        rest += "".join(f"        p{v}[c] = v{v - n}\n" for v in kept)
+        out += first + "    for c in range(1, k):\n" + rest
+    if rows:
+        out += ("    for r in range(out.shape[0] // k):\n"
+                "        for c in range(k):\n            i = r * k + c\n")
+    else:
+        out += "    for i in range(out.shape[0]):\n"
+    if program["ops"]:
+        used.add(n + len(program["ops"]) - 1)
+    else:
+        used.update(range(n))
+    body = [f"a{i} = x{i}[{'c' if kinds[i] == ROW else 'i'}]" for i in range(n)
+            if kinds[i] != SCALAR_IN and i in used]
+    body += [f"v{v - n} = p{v}[c]" for v in kept]
+    body += [line for v, line in ops if kind[v] == FULL]
+    body.append(f"out[i] = {result}")
+    return out + "".join(f"{pad}        {x}\n" for x in body)
 
 
 def _row_length(a: np.ndarray, shape: tuple[int, ...]) -> int:

@@ -456,6 +456,18 @@ def layer_norm(x: np.ndarray, *params: np.ndarray, axis: int, epsilon: float, ha
     return impl(x, gamma, beta, axis=axis, epsilon=epsilon, out=out)
 
 
+@GRAPH_OPS.op("add_layer_norm")
+def add_layer_norm(a: np.ndarray, b: np.ndarray, *params: np.ndarray, axis: int,
+                   epsilon: float, has_gamma: bool,
+                   has_beta: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(a + b, layer_norm(a + b))`` (norm.add_layer_norm)."""
+    from pytfrt.backends.cpu.norm import add_layer_norm as impl
+
+    gamma = params[0] if has_gamma else None
+    beta = params[int(has_gamma)] if has_beta else None
+    return impl(a, b, gamma, beta, axis=axis, epsilon=epsilon)
+
+
 @GRAPH_OPS.op("softmax")
 def softmax(x: np.ndarray, *, axis: int, out: np.ndarray | None = None) -> np.ndarray:
     """Softmax along ``axis`` (float32 along the last axis: one compiled pass per row,

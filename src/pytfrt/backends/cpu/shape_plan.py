@@ -97,7 +97,10 @@ class _Plan:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __call__(self, *inputs: Any) -> Any:
-        key = tuple(tuple(np.shape(inputs[i])) for i in self.key)
+        try:
+            key = tuple([inputs[i].shape for i in self.key])  # arrays: 1 us, not 3
+        except AttributeError:
+            key = tuple(tuple(np.shape(inputs[i])) for i in self.key)
         hit = self.cache.get(key)
         if hit is not None:
             return hit

@@ -225,6 +225,20 @@ def _layer_norm(ctx: InferContext) -> list[TType]:
     return _axis_op(ctx)
 
 
+def _add_layer_norm(ctx: InferContext) -> list[TType]:
+    n = 2 + int(ctx.attrs["has_gamma"]) + int(ctx.attrs["has_beta"])
+    if len(ctx.inputs) != n:
+        raise ctx.error(f"takes {n} operands with has_gamma/has_beta, got {len(ctx.inputs)}")
+    a, b = ctx.inputs[:2]
+    if a.dtype not in FLOAT_DTYPES:
+        raise ctx.error(f"the input must be floating point, got {a.dtype}")
+    same_dtype(ctx)
+    shape = broadcast_shapes(ctx, a.shape, b.shape)
+    s = TType(a.dtype, None if shape is None else tuple(shape))
+    norm_axis(ctx, ctx.attrs["axis"], s.rank)
+    return [s, s]
+
+
 def _l2_normalize(ctx: InferContext) -> list[TType]:
     x = ctx.inputs[0]
     for a in ctx.attrs["axis"]:
@@ -286,6 +300,13 @@ define("layer_norm", ("x", "gamma?", "beta?"), _layer_norm,
        {"axis": AttrSpec("int", -1), "epsilon": AttrSpec("float", 1e-5),
         "has_gamma": AttrSpec("bool", True), "has_beta": AttrSpec("bool", True)}, family="nn",
        grad=gr.layer_norm)
+define("add_layer_norm", ("a", "b", "gamma?", "beta?"), _add_layer_norm,
+       {"axis": AttrSpec("int", -1), "epsilon": AttrSpec("float", 1e-5),
+        "has_gamma": AttrSpec("bool", True), "has_beta": AttrSpec("bool", True)}, family="nn",
+       num_results=2,
+       doc="(s, layer_norm(s)) with s = a + b: a residual add and the layer norm reading it "
+           "(made by -tg-fuse-add-layer-norm)",
+       no_grad="made by -tg-fuse-add-layer-norm, which runs after differentiation")
 define("softmax", ("x",), _axis_op, {"axis": AttrSpec("int", -1)}, family="nn", grad=gr.softmax)
 define("log_softmax", ("x",), _axis_op, {"axis": AttrSpec("int", -1)}, family="nn",
        grad=gr.log_softmax)

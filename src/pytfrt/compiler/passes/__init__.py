@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pytfrt.compiler.builder import GraphModule
+from pytfrt.compiler.passes.add_layer_norm import fuse_add_layer_norm
 from pytfrt.compiler.passes.attention import fuse_attention
 from pytfrt.compiler.passes.batch_stats import fuse_batch_stats
 from pytfrt.compiler.passes.batchnorm import fold_batch_norm
@@ -45,6 +46,7 @@ PASSES: dict[str, Pass] = {
     "tg-fuse-attention": fuse_attention,
     "tg-merge-matmuls": merge_matmuls,
     "tg-fuse-epilogue": fuse_epilogue,
+    "tg-fuse-add-layer-norm": fuse_add_layer_norm,
     "tg-matmul-weight-layout": matmul_weight_layout,
     "tg-fuse-squeeze-excite": fuse_squeeze_excite,
     "tg-fold-pad": fold_pad,
@@ -71,6 +73,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fuse-attention",
     "tg-merge-matmuls",
     "tg-fuse-epilogue",
+    "tg-fuse-add-layer-norm",
     "tg-matmul-weight-layout",
     "tg-fuse-squeeze-excite",
     "tg-fold-pad",
