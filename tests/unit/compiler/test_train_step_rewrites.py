@@ -165,3 +165,19 @@ def test_softmax_grad_kernel_numpy_paths() -> None:
     np.testing.assert_allclose(kernel(y32, row, axis=-1), want32, rtol=1e-6)
     with pytest.raises(OpError, match="softmax_grad"):
         kernel(y32, dy[:, :2].astype(np.float32), axis=-1)
+
+
+@pytest.mark.parametrize("shape", [(3, 2, 16, 16), (5, 7), (2, 64), (2, 65), (4, 1)])
+def test_softmax_kernel_short_rows(shape: tuple[int, ...]) -> None:
+    """The ``tg.softmax`` kernel's transposed path (rows <= 64) and its NumPy path, with and
+    without ``out`` (``x`` itself included), against float64."""
+    kernel = graph_ops()["softmax"]
+    x = (np.random.default_rng(len(shape)).normal(size=shape) * 8).astype(np.float32)
+    want = _softmax64(x.astype(np.float64))
+    np.testing.assert_allclose(kernel(x, axis=-1), want, rtol=2e-6, atol=1e-7)
+    out = np.empty_like(x)
+    assert kernel(x, axis=len(shape) - 1, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-7)
+    inplace = x.copy()
+    kernel(inplace, axis=-1, out=inplace)
+    np.testing.assert_allclose(inplace, want, rtol=2e-6, atol=1e-7)

@@ -1,61 +1,31 @@
-"""Softmax and its gradient along the last axis of float32 rows, as compiled loops.
+"""Softmax and its gradient along a short last axis of float32 rows.
 
-NumPy's softmax is five passes with temporaries, and its reductions along a short last axis
-are slow: an attention's scores ``[batch, heads, 16, 16]`` spend ~130 us in ``np.max`` and
-~50 us in ``np.sum`` of 16-wide rows, against ~10 us for one compiled pass per row.  Here:
+NumPy's reductions along a short last axis are slow: an attention's scores ``[batch, heads,
+16, 16]`` spend ~130 us in ``np.max`` and ~50 us in ``np.sum`` of 16-wide rows, where the
+same reductions over the leading axis of the transposed ``[16, rows]`` copy are vectorised
+(~14 us for the max).  Here:
 
-* :func:`softmax_last` -- ``exp(x - max) / sum(exp(x - max))`` per row (the shift and the
-  normalisation compiled, the sum in float64; the ``exp`` is NumPy's vectorised one over the
-  whole array); the ``tg.softmax`` kernel's path for C-contiguous float32 along the last axis;
+* :func:`softmax_last` -- ``exp(x - max) / sum(exp(x - max))`` for rows of at most
+  :data:`SHORT_ROW` elements, computed on the transposed copy (max, shift, ``exp``, sum and
+  scale all vectorised over the rows); NumPy only, so a saved model that does not train never
+  loads Numba for it.  The ``tg.softmax`` kernel's path for C-contiguous float32 along the
+  last axis (longer rows keep :func:`pytfrt.backends.cpu.norm.softmax`);
 * :func:`softmax_grad_last` -- ``(dy - sum(dy * y)) * y`` per row (the dot in float64), the
-  gradient of a softmax through its output ``y``: the ``softmax_grad`` kernel's path.
+  gradient of a softmax through its output ``y``, one compiled pass per row
+  (:mod:`pytfrt.backends.cpu._softmax_grad`, loaded on first use): the ``softmax_grad``
+  kernel's path.
 
 Both return ``None`` when the operands do not fit (the caller then runs NumPy).  They write
-only their result (or ``out``); thread-safe (no GIL held in the loops).
+only their result (or ``out``); thread-safe.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-
-@numba.njit(nogil=True, cache=True, error_model="numpy")
-def _shift_rows(x: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``y = x - max(x)`` per row."""
-    rows, n = x.shape
-    for r in range(rows):
-        mx = x[r, 0]
-        for j in range(1, n):
-            if x[r, j] > mx:
-                mx = x[r, j]
-        for j in range(n):
-            y[r, j] = x[r, j] - mx
-
-
-@numba.njit(nogil=True, cache=True, error_model="numpy")
-def _normalize_rows(y: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``y /= sum(y)`` per row (the sum in float64)."""
-    rows, n = y.shape
-    for r in range(rows):
-        total = 0.0
-        for j in range(n):
-            total += y[r, j]
-        inv = np.float32(1.0 / total)
-        for j in range(n):
-            y[r, j] *= inv
-
-
-@numba.njit(nogil=True, cache=True, error_model="numpy")
-def _softmax_grad_rows(y: np.ndarray, dy: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
-    rows, n = y.shape
-    for r in range(rows):
-        dot = 0.0
-        for j in range(n):
-            dot += np.float64(dy[r, j]) * np.float64(y[r, j])
-        d = np.float32(dot)
-        for j in range(n):
-            out[r, j] = (dy[r, j] - d) * y[r, j]
+SHORT_ROW = 64
+"""Rows up to this long take :func:`softmax_last`'s transposed path (a longer row's own
+reductions are vectorised, and the leading-axis sum adds sequentially)."""
 
 
 def _rows(x: np.ndarray, axis: int) -> np.ndarray | None:
@@ -67,18 +37,22 @@ def _rows(x: np.ndarray, axis: int) -> np.ndarray | None:
 
 
 def softmax_last(x: np.ndarray, axis: int, out: np.ndarray | None = None) -> np.ndarray | None:
-    """Softmax of ``x`` along ``axis`` if it is the last of a C-contiguous float32 ``x`` (into
-    ``out`` if given: C-contiguous float32 of ``x``'s shape), else ``None``."""
+    """Softmax of ``x`` along ``axis`` if it is the last, at most :data:`SHORT_ROW` long, of a
+    C-contiguous float32 ``x`` (into ``out`` if given: a C-contiguous float32 array of
+    ``x``'s shape, ``x`` itself allowed), else ``None``."""
     rows = _rows(x, axis)
-    if rows is None or (out is not None and (out.dtype != np.float32 or out.shape != x.shape
-                                             or not out.flags.c_contiguous)):
+    if (rows is None or rows.shape[1] > SHORT_ROW
+            or (out is not None and (out.dtype != np.float32 or out.shape != x.shape
+                                     or not out.flags.c_contiguous))):
         return None
-    y = np.empty_like(x) if out is None else out
-    y2 = y.reshape(rows.shape)
-    _shift_rows(rows, y2)
-    np.exp(y2, out=y2)  # NumPy's vectorised exp (a compiled loop calls the scalar one)
-    _normalize_rows(y2)
-    return y
+    t = np.array(rows.T, order="C")  # a copy [n, rows] (never x): reductions run along rows
+    t -= t.max(axis=0)
+    np.exp(t, out=t)
+    t /= t.sum(axis=0)
+    if out is None:
+        return np.ascontiguousarray(t.T).reshape(x.shape)
+    out.reshape(rows.shape)[...] = t.T
+    return out
 
 
 def softmax_grad_last(y: np.ndarray, dy: np.ndarray, axis: int) -> np.ndarray | None:
@@ -87,6 +61,8 @@ def softmax_grad_last(y: np.ndarray, dy: np.ndarray, axis: int) -> np.ndarray | 
     rows = _rows(y, axis)
     if rows is None or _rows(dy, axis) is None or dy.shape != y.shape:
         return None
+    from pytfrt.backends.cpu._softmax_grad import softmax_grad_rows
+
     out = np.empty_like(y)
-    _softmax_grad_rows(rows, dy.reshape(rows.shape), out.reshape(rows.shape))
+    softmax_grad_rows(rows, dy.reshape(rows.shape), out.reshape(rows.shape))
     return out
