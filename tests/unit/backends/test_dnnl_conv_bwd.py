@@ -170,3 +170,46 @@ def test_training_convs_take_the_per_call_filter_path() -> None:
     out = np.empty_like(y)
     assert graph_nn.conv2d(x, constant, out=out) is out and constant.plans
     np.testing.assert_allclose(out, reference, rtol=1e-5, atol=1e-5)
+
+
+def test_explicit_pad_training_convs_take_the_per_call_filter_path(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The same for a conv with explicit pads (a static image size: the plan is made in
+    ``conv2d.prepare``): from its second step the kept primitives run it, a constant plan
+    serving several calls keeps its own path, a bias keeps the plan; results agree with the
+    plan's own path."""
+    from pytfrt.backends.cpu import _dnnl_conv_bwd as bwd
+    from pytfrt.backends.cpu import graph_nn
+    from pytfrt.backends.cpu.conv import conv2d, plan_conv2d
+
+    calls = []
+    forward = bwd.forward
+    monkeypatch.setattr(bwd, "forward", lambda *a, **k: calls.append(1) or forward(*a, **k))
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((4, 11, 11, 5)).astype(np.float32)
+    attrs = dict(layout="NHWC", strides=(1, 1), pads=(1, 1, 0, 2), padding="EXPLICIT",
+                 dilations=(1, 1), groups=1, activation="none", alpha=0.0,
+                 epilogue_operands=(0,))
+    taken = []
+    for _ in range(3):
+        w = rng.standard_normal((3, 3, 5, 6)).astype(np.float32)
+        n = len(calls)
+        y = graph_nn.conv2d(x, graph_nn.conv2d_prepare(w, **attrs))
+        taken.append(len(calls) > n)
+        reference = conv2d(plan_conv2d(w, layout="NHWC", pads=(1, 1, 0, 2)), x)
+        np.testing.assert_allclose(y, reference, rtol=1e-5, atol=1e-5)
+    assert taken[1:] == [True, True]
+    constant = graph_nn.conv2d_prepare(w, **attrs)
+    n = len(calls)
+    for _ in range(3):
+        np.testing.assert_allclose(graph_nn.conv2d(x, constant), reference, rtol=1e-5,
+                                   atol=1e-5)
+    assert len(calls) - n <= 1  # at most its first call, after a one-call plan
+    bias = rng.standard_normal(6).astype(np.float32)
+    n = len(calls)
+    for _ in range(2):
+        w = rng.standard_normal((3, 3, 5, 6)).astype(np.float32)
+        y = graph_nn.conv2d(x, graph_nn.conv2d_prepare(w, bias, **{**attrs,
+                                                                  "epilogue_operands": (1,)}))
+        reference = conv2d(plan_conv2d(w, layout="NHWC", pads=(1, 1, 0, 2), bias=bias), x)
+        np.testing.assert_allclose(y, reference, rtol=1e-5, atol=1e-5)
+    assert len(calls) == n
