@@ -77,3 +77,23 @@ def test_kernels_return_aligned_results():
     t = _layout_copy.nchw_to_nhwc(img)
     assert t.ctypes.data % arena.ALIGNMENT == 0 and arena.owns(t)
     np.testing.assert_array_equal(t, img.transpose(0, 2, 3, 1))
+
+
+@pytest.mark.parametrize("perm,shape", [((0, 2, 3, 1), (1, 3, 20, 24)),
+                                        ((0, 2, 3, 1), (2, 4, 5, 6)),
+                                        ((1, 0, 2), (3, 4, 5)), ((0, 1), (2, 3))])
+def test_transpose_writes_into_out(perm, shape):
+    """The transpose kernel takes the arena's buffer (``out``): the same values as NumPy's,
+    into a C-contiguous ``out`` or a strided one."""
+    from pytfrt.backends.cpu import data_ops
+
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    want = np.transpose(x, perm)
+    out = arena.empty(want.shape, np.float32)
+    assert data_ops.transpose(x, perm=perm, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    wide = np.zeros(want.shape[:-1] + (2 * want.shape[-1],), np.float32)
+    strided = wide[..., ::2]
+    assert data_ops.transpose(x, perm=perm, out=strided) is strided
+    np.testing.assert_array_equal(strided, want)
+    assert (wide[..., 1::2] == 0).all()

@@ -508,7 +508,13 @@ def add_layer_norm(a: np.ndarray, b: np.ndarray, *params: np.ndarray, axis: int,
 
 @GRAPH_OPS.op("softmax")
 def softmax(x: np.ndarray, *, axis: int, out: np.ndarray | None = None) -> np.ndarray:
-    """Softmax along ``axis`` (norm.softmax)."""
+    """Softmax along ``axis`` (float32 rows of a short last axis: ``softmax_rows``, the
+    reductions vectorised across rows; else norm.softmax)."""
+    from pytfrt.backends.cpu.softmax_rows import softmax_last
+
+    y = softmax_last(x, axis, out)
+    if y is not None:
+        return y
     from pytfrt.backends.cpu.norm import softmax as impl
 
     return impl(x, axis, out)
