@@ -89,3 +89,16 @@ def test_saved_cnn_runs_without_numba_scipy_or_compiler(tmp_path: Path) -> None:
     (want,) = ReferenceEvaluator(model).run(None, {"x": x})
     np.testing.assert_allclose(np.array(got["y"], np.float32), np.ravel(want), rtol=1e-4,
                                atol=1e-5)
+
+
+def test_kernel_modules_take_numba_from_the_lazy_stand_in() -> None:
+    # a top-level ``import numba`` in a kernel module would bring Numba (~80 MB) into every
+    # process that registers the CPU kernels; only _native (Numba intrinsics, imported by
+    # the Numba fallback of the spin pool) may import it
+    import re
+
+    cpu = Path(pytfrt.__file__).parent / "backends" / "cpu"
+    eager = re.compile(r"^(import numba|from numba\b)", re.M)
+    offenders = sorted(p.name for p in cpu.glob("*.py")
+                       if p.name != "_native.py" and eager.search(p.read_text()))
+    assert offenders == [], f"use 'from pytfrt.backends.cpu._jit import numba' in {offenders}"

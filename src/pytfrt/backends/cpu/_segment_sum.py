@@ -7,8 +7,9 @@ for distinct ``out`` arrays (no GIL held).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from pytfrt.backends.cpu._jit import numba
 
 
 @numba.njit(nogil=True, cache=True)

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from pytfrt.backends.cpu._jit import numba
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")

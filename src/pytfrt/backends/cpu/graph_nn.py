@@ -310,7 +310,7 @@ class _DeferredConv:
     each call would make a new plan and new oneDNN primitives.  :meth:`per_call` spots that
     pattern -- a new deferred conv whose geometry's previous one served exactly one call --
     and then runs the convolution through primitives kept per geometry, the filter reordered
-    per call (:func:`pytfrt.backends.cpu._dnnl_conv_bwd.forward`; float32, no bias, no
+    per call (:func:`pytfrt.backends.cpu._dnnl_conv_bwd.forward`; float32, no
     epilogue).  A model's constant filter keeps one deferred conv for all its calls: it takes
     that path at most on its first call (when another model's conv of the same geometry ran
     just once before), with the same results.  Thread-safety: the bookkeeping is a benign race
@@ -329,7 +329,7 @@ class _DeferredConv:
         """The convolution by the per-call-filter path when this looks like a training step's
         (see the class docstring), else ``None`` (then :meth:`plan_for`)."""
         a = self.attrs
-        if (self.bias is not None or a["activation"] != "none" or x.dtype != np.float32
+        if (a["activation"] != "none" or x.dtype != np.float32
                 or self.w.dtype != np.float32 or x.ndim != 4):
             return None
         key = (x.shape, self.w.shape, a["layout"], a["strides"], a["dilations"], a["groups"])
@@ -342,7 +342,7 @@ class _DeferredConv:
         pads = _same_pads(x.shape, (kh, kw), a["layout"], a["strides"], a["dilations"])
         return _dnnl_conv_bwd.forward(x, self.w, layout=a["layout"], strides=a["strides"],
                                       dilations=a["dilations"], pads=pads, groups=a["groups"],
-                                      out=out)
+                                      out=out, bias=self.bias)
 
     def plan_for(self, x: np.ndarray) -> Any:
         key = x.shape[1:]
@@ -376,13 +376,14 @@ def _per_call_plan(plan: Any, x: np.ndarray, out: np.ndarray | None) -> np.ndarr
     """A plan with explicit pads (``conv2d.prepare`` of a filter that is a variable: a new
     plan every step, whose oneDNN primitives and prepared filter would be made on its first
     and only run) run through the primitives kept per geometry, as :meth:`_DeferredConv.
-    per_call` does for SAME padding: float32, no bias, no epilogue, the filter still
-    referenced.  ``None``: run the plan.  Results are oneDNN's direct convolution, as the
-    plan's oneDNN path computes them (equal on the residual CNN's convolutions); its stem and
-    16-channel convolutions: 1.0 -> 0.4 and 2.3 -> 1.9 ms per call (load ~15)."""
+    per_call` does for SAME padding: float32, no epilogue (a bias is the primitive's), the
+    filter still referenced.  ``None``: run the plan.  Results are oneDNN's direct
+    convolution, as the plan's oneDNN path computes them (equal on the residual CNN's
+    convolutions); its stem and 16-channel convolutions: 1.0 -> 0.4 and 2.3 -> 1.9 ms per
+    call (load ~15)."""
     from pytfrt.backends.cpu.conv import ConvPlan
 
-    if (not isinstance(plan, ConvPlan) or plan.bias is not None or plan.activation != "none"
+    if (not isinstance(plan, ConvPlan) or plan.activation != "none"
             or plan.dtype != np.float32 or x.dtype != np.float32 or x.ndim != 4
             or plan.source is None):
         return None
@@ -396,7 +397,7 @@ def _per_call_plan(plan: Any, x: np.ndarray, out: np.ndarray | None) -> np.ndarr
 
     return _dnnl_conv_bwd.forward(x, w, layout=plan.layout, strides=plan.strides,
                                   dilations=plan.dilations, pads=plan.pads, groups=plan.groups,
-                                  out=out)
+                                  out=out, bias=plan.bias)
 
 
 @GRAPH_OPS.op("conv2d.prepare")
