@@ -43,6 +43,10 @@ from pytfrt.compiler.passes.common import (
     users,
 )
 
+SELECT_MASKS = True
+"""Whether a ``select`` mask (Keras') is fused; ``benchmarks/keras_attention.py`` switches it
+off for its "before" (the masked attention unfused)."""
+
 _Q_PERM = (0, 2, 1, 3)
 _K_PERM = (0, 2, 3, 1)
 
@@ -139,7 +143,7 @@ def _match(gm: GraphModule, p_op: Operation) -> tuple[Operation, list[Operation]
     fill: float | None = None
     scale = 1.0
     op = v.owner
-    picked = _select_mask(gm, op, xt.dtype) if isinstance(op, Operation) \
+    picked = _select_mask(gm, op, xt.dtype) if isinstance(op, Operation) and SELECT_MASKS \
         and single_use(v) is p_op else None
     if picked is not None and isinstance(op, Operation):
         mask, v, fill = picked
