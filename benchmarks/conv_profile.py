@@ -9,8 +9,15 @@ part count.  The
 difference between "in model" and "alone" is what the model adds around a conv (cold weights,
 the call path, thread wake-ups); CPU time is the figure that survives a loaded machine.
 
+With ``--onnxruntime`` (zoo ONNX models) an ONNX Runtime session on the same file (two
+threads, no spinning, as ``models.py`` runs it) is called after every timed pytfrt call, with
+its own profiler on, and a second table puts each group of convolutions (kind, input height,
+channels) beside the sum of ONNX Runtime's kernel times for the same layers: the per-layer
+comparison in one process, on one machine state (ONNX Runtime's kernel times leave out its
+time between nodes; pytfrt's include the Python of each conv call, ~3-10 us).
+
 Usage: ``python benchmarks/conv_profile.py [--model keras_resnet50|<zoo name>] [--batch 1]
-[--calls 15]``; writes ``benchmarks/results/conv_profile_<model>_b<batch>.json``.
+[--calls 15] [--onnxruntime]``; writes ``benchmarks/results/conv_profile_<model>_b<batch>.json``.
 """
 
 from __future__ import annotations
@@ -33,15 +40,67 @@ import zoo  # noqa: E402
 from pytfrt.tools.bench import format_table, machine_info, write_json  # noqa: E402
 
 
-def _compile(name: str, batch: int) -> tuple[Any, dict[str, np.ndarray]]:
+def _compile(name: str, batch: int) -> tuple[Any, dict[str, np.ndarray], str | None]:
+    """The compiled model, its feeds and the ONNX file it came from (``None``: Keras)."""
     import pytfrt
 
     if name == "keras_resnet50":
         model = pytfrt.compile(zoo.keras_resnet50(224))
         x = np.random.default_rng(0).standard_normal((batch, 224, 224, 3)).astype(np.float32)
-        return model, {model.signature.inputs[0].name: x}
+        return model, {model.signature.inputs[0].name: x}, None
     zm = zoo.export(name, "/tmp/pytfrt-zoo", small=False, with_torch=False)
-    return pytfrt.compile(str(zm.path)), zm.make_inputs(batch=batch)
+    return pytfrt.compile(str(zm.path)), zm.make_inputs(batch=batch), str(zm.path)
+
+
+def _ort_session(path: str, out_dir: str) -> Any:
+    """ONNX Runtime on ``path`` with two threads, no spinning, its profiler on."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 2
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.enable_profiling = True
+    opts.profile_file_prefix = str(Path(out_dir) / "ort_conv_profile")
+    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+
+
+def _ort_convs(profile: str, skip: int) -> tuple[dict[tuple[Any, ...], list[float]], float]:
+    """ONNX Runtime's per-layer kernel times from its profile file: per conv group
+    (:func:`_layer_key`) ``[layers, sum of per-layer median ms]``, and the summed medians of
+    the other nodes (the first ``skip`` calls of each node are left out: warm-up)."""
+    import json
+    import os
+
+    with open(profile) as f:
+        events = json.load(f)
+    os.remove(profile)
+    per: dict[str, list[float]] = defaultdict(list)
+    args: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            per[e["name"]].append(e["dur"] / 1e3)
+            args[e["name"]] = e.get("args", {})
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    other = 0.0
+    for name, durs in per.items():
+        a = args[name]
+        med = float(np.median(durs[skip:] or durs))
+        if a.get("op_name") != "Conv":
+            other += med
+            continue
+        x_shape, w_shape = (next(iter(v.values())) for v in a["input_type_shape"][:2])
+        y_shape = next(iter(a["output_type_shape"][0].values()))
+        key = _layer_key(w_shape[2], w_shape[3], x_shape[2] // y_shape[2], x_shape[2],
+                         x_shape[1], w_shape[0])
+        g = groups.setdefault(key, [0, 0.0])
+        g[0] += 1
+        g[1] += med
+    return groups, other
+
+
+def _layer_key(kh: int, kw: int, stride: int, h: int, cin: int, cout: int) -> tuple[Any, ...]:
+    """What a pytfrt conv group and an ONNX Runtime node are matched on."""
+    return (f"{kh}x{kw}/{stride}", h, cin, cout)
 
 
 def _median_ms(v: list[float]) -> float:
@@ -77,20 +136,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     convmod.runner = timed_runner  # type: ignore[assignment]
     try:
-        model, feeds = _compile(args.model, args.batch)
+        model, feeds, path = _compile(args.model, args.batch)
     finally:
         convmod.runner = orig_runner  # type: ignore[assignment]
-    for _ in range(3):
+    sess = None
+    if args.onnxruntime:
+        if path is None:
+            raise SystemExit("--onnxruntime needs a zoo ONNX model (--model resnet50, ...)")
+        sess = _ort_session(path, args.out)
+        ort_feeds = {i.name: v for i, v in zip(sess.get_inputs(), feeds.values(), strict=True)}
+    warm = 3
+    for _ in range(warm):
         model(**feeds)
+        if sess is not None:
+            sess.run(None, ort_feeds)
     model_wall: list[float] = []
     model_cpu: list[float] = []
-    timing[0] = True
+    ort_wall: list[float] = []
     for _ in range(args.calls):
+        timing[0] = True
         c0, t0 = time.process_time(), time.perf_counter()
         model(**feeds)
         model_wall.append(time.perf_counter() - t0)
         model_cpu.append(time.process_time() - c0)
-    timing[0] = False
+        timing[0] = False
+        if sess is not None:
+            t0 = time.perf_counter()
+            sess.run(None, ort_feeds)
+            ort_wall.append(time.perf_counter() - t0)
     groups: dict[tuple[Any, ...], dict[str, float]] = {}
     rng = np.random.default_rng(1)
     for k, (plan, xs, res) in seen.items():
@@ -122,6 +195,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         g["alone_cpu_ms"] += _median_ms(ac)
         g["gflop"] += flops / 1e9
     rows = sorted(groups.items(), key=lambda kv: -kv[1]["model_cpu_ms"])
+    versus: list[dict[str, Any]] = []
+    if sess is not None:
+        ort_groups, ort_other = _ort_convs(sess.end_profiling(), warm)
+        mine: dict[tuple[Any, ...], list[float]] = {}
+        for key, v in groups.items():
+            kind, h, cin, cout = key[:4]
+            m = mine.setdefault((kind, h, cin, cout), [0, 0.0])
+            m[0] += v["n"]
+            m[1] += v["model_ms"]
+        for key in set(mine) | set(ort_groups):
+            n, ms = mine.get(key, [0, 0.0])
+            on, oms = ort_groups.get(key, [0, 0.0])
+            versus.append(dict(kind=key[0], h=key[1], cin=key[2], cout=key[3], n=n,
+                               model_ms=ms, ort_n=on, ort_ms=oms))
+        versus.sort(key=lambda r: r["ort_ms"] - r["model_ms"])
     return {
         "command": " ".join(sys.argv),
         "machine": machine_info(),
@@ -131,6 +219,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "model_cpu_ms": _median_ms(model_cpu),
         "convs": [dict(zip(("kind", "h", "cin", "cout", "residual", "impl", "parts"), k,
                            strict=True), **v) for k, v in rows],
+        **({} if sess is None else {
+            "onnxruntime_wall_ms": _median_ms(ort_wall),
+            "onnxruntime_other_ms": ort_other,
+            "versus_onnxruntime": versus,
+        }),
     }
 
 
@@ -148,6 +241,18 @@ def _print(rec: dict[str, Any]) -> None:
              c["impl"], c["parts"]] for c in convs]
     print(format_table(["conv", "H", "cin", "cout", "res", "n", "model ms", "model CPU",
                         "alone ms", "alone CPU", "GFLOP/s CPU", "impl", "parts"], rows))
+    versus = rec.get("versus_onnxruntime")
+    if versus:
+        mine = sum(r["model_ms"] for r in versus)
+        ort = sum(r["ort_ms"] for r in versus)
+        print(f"\nagainst ONNX Runtime (calls interleaved): whole call {rec['model_wall_ms']:.2f} "
+              f"vs {rec['onnxruntime_wall_ms']:.2f} ms (ORT profiling on); convs {mine:.2f} vs "
+              f"{ort:.2f} ms; ORT's other nodes {rec['onnxruntime_other_ms']:.2f} ms")
+        print(format_table(
+            ["conv", "H", "cin", "cout", "n", "pytfrt ms", "ORT ms", "diff ms", "x ORT"],
+            [[r["kind"], r["h"], r["cin"], r["cout"], f"{r['n']}/{r['ort_n']}",
+              f"{r['model_ms']:.2f}", f"{r['ort_ms']:.2f}", f"{r['model_ms'] - r['ort_ms']:+.2f}",
+              f"{r['model_ms'] / r['ort_ms']:.2f}" if r["ort_ms"] else "-"] for r in versus]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--calls", type=int, default=15)
     p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--onnxruntime", action="store_true",
+                   help="also run ONNX Runtime on the same file, interleaved, and compare "
+                        "per layer group with its profiler's kernel times")
     args = p.parse_args(argv)
     rec = run(args)
     _print(rec)

@@ -151,6 +151,28 @@ def test_channel_parts_copy_rows_through_the_thread_buffer(copy_in):
         pool.stop()
 
 
+@pytest.mark.parametrize("loops", ["c", "numba"])
+def test_both_loop_versions_run_every_part_and_copy_channel_rows(monkeypatch, loops):
+    # the C loops (_spin_native) and the Numba ones (used without a C compiler) alike
+    if loops == "numba":
+        monkeypatch.setattr(_spin_pool, "loops", _spin_pool._NumbaLoops)
+    else:
+        assert _spin_pool.loops() is not None and _spin_pool._spin_native.module() is not None
+    rows, width, parts = 3, 4, 6
+    stride = width * parts
+    fake = FakeDnnl(rows=rows, width=width)
+    pool = _spin_pool.Pool(fake.addresses(), 2, fake.new_stream)
+    try:
+        y = np.zeros((rows, stride), np.float32)
+        assert _run(pool, fake, _table(parts, (rows, width, stride, True)),
+                    int(y.ctypes.data)) == 0
+        assert sorted(i for i, *_ in fake.runs) == list(range(parts))
+        np.testing.assert_array_equal(y, np.repeat(np.arange(1, parts + 1), width)[None]
+                                      .repeat(rows, 0))
+    finally:
+        pool.stop()
+
+
 def test_first_error_status_is_returned_and_other_parts_still_finish():
     fake = FakeDnnl(fail={2: 5})
     pool = _spin_pool.Pool(fake.addresses(), 1, fake.new_stream)

@@ -17,7 +17,9 @@ The graph-dialect passes (``-tg-infer-shapes``, ``-tg-fold-quant``, ``-tg-consta
 ``-tg-cse``, ``-tg-dce``, ``-tg-fold-batch-norm``, ``-tg-layout-nhwc``, ``-tg-fuse-attention``,
 ``-tg-merge-matmuls``, ``-tg-fuse-epilogue``,
 ``-tg-matmul-weight-layout``, ``-tg-fuse-squeeze-excite``, ``-tg-fold-pad``,
-``-tg-fuse-batch-stats``, ``-tg-fuse-optimizer``, ``-tg-shape-plans``, ``-tg-fuse-elementwise``,
+``-tg-fuse-batch-stats``, ``-tg-fuse-optimizer``,
+``-tg-flatten-weight-grads``, ``-tg-fold-reshapes``, ``-tg-fuse-softmax-grad``,
+``-tg-shape-plans``, ``-tg-fuse-elementwise``,
 ``-tg-fuse-small-graph``, ``-tg-plan-buffers``,
 ``-tg-default-pipeline``) run in command-line order (:mod:`pytfrt.compiler.passes.opt`);
 ``-tg-print-after-all`` also prints the module after each of them, to stderr.
@@ -71,7 +73,9 @@ TG_PASSES = (
     "tg-layout-nhwc", "tg-fuse-attention", "tg-merge-matmuls", "tg-fuse-epilogue",
     "tg-fuse-add-layer-norm", "tg-matmul-weight-layout",
     "tg-fuse-squeeze-excite",
-    "tg-fold-pad", "tg-fuse-batch-stats", "tg-fuse-optimizer", "tg-shape-plans",
+    "tg-fold-pad", "tg-fuse-batch-stats", "tg-fuse-optimizer",
+    "tg-flatten-weight-grads", "tg-fold-reshapes", "tg-fuse-softmax-grad",
+    "tg-shape-plans",
     "tg-fuse-elementwise",
     "tg-fuse-small-graph",
     "tg-plan-buffers",

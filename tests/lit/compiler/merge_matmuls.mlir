@@ -85,3 +85,56 @@ func.func @split_kept(%z: tensor<1x3x16xf32>) -> (tensor<1x3x2x4xf32>, tensor<1x
   %y = "tg.attention"(%qr, %qr, %qr) {scale = 0.5} : (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) -> tensor<1x3x2x4xf32>
   func.return %y, %p#1 : tensor<1x3x2x4xf32>, tensor<1x3x8xf32>
 }
+
+// Keras' MultiHeadAttention (TF einsum projections): [1, 8, 8] weights, the bias added after
+// the split into heads. The weights lose their unit batch axis, the biases move before the
+// reshape (flattened to [8]), then the three projections merge as above; the output
+// projection's [1, 8, 8] weight becomes [8, 8] too.
+// CHECK-LABEL: func.func @keras
+func.func @keras(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  %wq = "tg.constant"() {value = dense<1.0> : tensor<1x8x8xf32>} : () -> tensor<1x8x8xf32>
+  %wk = "tg.constant"() {value = dense<2.0> : tensor<1x8x8xf32>} : () -> tensor<1x8x8xf32>
+  %wv = "tg.constant"() {value = dense<3.0> : tensor<1x8x8xf32>} : () -> tensor<1x8x8xf32>
+  %wo = "tg.constant"() {value = dense<4.0> : tensor<1x8x8xf32>} : () -> tensor<1x8x8xf32>
+  %b = "tg.constant"() {value = dense<0.5> : tensor<2x4xf32>} : () -> tensor<2x4xf32>
+  %q = "tg.matmul"(%x, %wq) : (tensor<?x?x8xf32>, tensor<1x8x8xf32>) -> tensor<?x?x8xf32>
+  %qr = "tg.reshape"(%q) {shape = [0, 0, 2, 4], copy_zero = true} : (tensor<?x?x8xf32>) -> tensor<?x?x2x4xf32>
+  %qb = "tg.add"(%qr, %b) : (tensor<?x?x2x4xf32>, tensor<2x4xf32>) -> tensor<?x?x2x4xf32>
+  %k = "tg.matmul"(%x, %wk) : (tensor<?x?x8xf32>, tensor<1x8x8xf32>) -> tensor<?x?x8xf32>
+  %kr = "tg.reshape"(%k) {shape = [0, 0, 2, 4], copy_zero = true} : (tensor<?x?x8xf32>) -> tensor<?x?x2x4xf32>
+  %kb = "tg.add"(%b, %kr) : (tensor<2x4xf32>, tensor<?x?x2x4xf32>) -> tensor<?x?x2x4xf32>
+  %v = "tg.matmul"(%x, %wv) : (tensor<?x?x8xf32>, tensor<1x8x8xf32>) -> tensor<?x?x8xf32>
+  %vr = "tg.reshape"(%v) {shape = [0, 0, 2, 4], copy_zero = true} : (tensor<?x?x8xf32>) -> tensor<?x?x2x4xf32>
+  %vb = "tg.add"(%vr, %b) : (tensor<?x?x2x4xf32>, tensor<2x4xf32>) -> tensor<?x?x2x4xf32>
+  // CHECK: %[[W:.*]] = "tg.constant"() {{.*}} -> tensor<8x24xf32>
+  // CHECK-NEXT: %[[P:.*]] = "tg.matmul"(%arg0, %[[W]]) {{.*}} -> tensor<?x?x24xf32>
+  // CHECK-NEXT: %[[B:.*]] = "tg.constant"() {value = dense<5.000000e-01> : tensor<24xf32>}
+  // CHECK-NEXT: %[[Z:.*]] = "tg.add"(%[[P]], %[[B]]) : (tensor<?x?x24xf32>, tensor<24xf32>) -> tensor<?x?x24xf32>
+  // CHECK-NEXT: "tg.columns"(%[[Z]]) {size = 8, start = 0}
+  // CHECK-NEXT: "tg.columns"(%[[Z]]) {size = 8, start = 8}
+  // CHECK-NEXT: "tg.columns"(%[[Z]]) {size = 8, start = 16}
+  // CHECK-NOT: tensor<1x8x8xf32>
+  // CHECK: "tg.attention"
+  // CHECK: %[[WO:.*]] = "tg.constant"() {value = dense<4.000000e+00> : tensor<8x8xf32>}
+  // CHECK: "tg.matmul"(%{{.*}}, %[[WO]]) : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %y = "tg.attention"(%qb, %kb, %vb) {scale = 0.5} : (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>) -> tensor<?x?x2x4xf32>
+  %f = "tg.reshape"(%y) {shape = [0, 0, 8], copy_zero = true} : (tensor<?x?x2x4xf32>) -> tensor<?x?x8xf32>
+  %o = "tg.matmul"(%f, %wo) : (tensor<?x?x8xf32>, tensor<1x8x8xf32>) -> tensor<?x?x8xf32>
+  func.return %o : tensor<?x?x8xf32>
+}
+
+// Left alone: a bias that also varies along a kept axis ([3, 2, 4] over [?, 3, 2, 4]) and a
+// unit-batch weight of a rank-2 input (the product's result would lose its batch axis).
+// CHECK-LABEL: func.func @not_keras
+func.func @not_keras(%x: tensor<?x3x8xf32>, %x2: tensor<3x8xf32>) -> (tensor<?x3x2x4xf32>, tensor<1x3x8xf32>) {
+  %w = "tg.constant"() {value = dense<1.0> : tensor<1x8x8xf32>} : () -> tensor<1x8x8xf32>
+  %b = "tg.constant"() {value = dense<0.5> : tensor<3x2x4xf32>} : () -> tensor<3x2x4xf32>
+  %q = "tg.matmul"(%x, %w) : (tensor<?x3x8xf32>, tensor<1x8x8xf32>) -> tensor<?x3x8xf32>
+  %qr = "tg.reshape"(%q) {shape = [0, 0, 2, 4], copy_zero = true} : (tensor<?x3x8xf32>) -> tensor<?x3x2x4xf32>
+  // CHECK: %[[R:.*]] = "tg.reshape"
+  // CHECK-NEXT: "tg.add"(%[[R]], %{{.*}}) : (tensor<?x3x2x4xf32>, tensor<3x2x4xf32>)
+  %qb = "tg.add"(%qr, %b) : (tensor<?x3x2x4xf32>, tensor<3x2x4xf32>) -> tensor<?x3x2x4xf32>
+  // CHECK: "tg.matmul"(%arg1, %{{.*}}) : (tensor<3x8xf32>, tensor<1x8x8xf32>) -> tensor<1x3x8xf32>
+  %z = "tg.matmul"(%x2, %w) : (tensor<3x8xf32>, tensor<1x8x8xf32>) -> tensor<1x3x8xf32>
+  func.return %qb, %z : tensor<?x3x2x4xf32>, tensor<1x3x8xf32>
+}

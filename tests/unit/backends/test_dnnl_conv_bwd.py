@@ -117,29 +117,31 @@ def test_what_onednn_is_not_given_goes_to_the_builtin_path():
 @settings(max_examples=12, deadline=None)
 @given(layout=st.sampled_from(["NHWC", "NCHW"]), n=st.integers(1, 6), hw=st.integers(3, 11),
        cin=st.integers(1, 9), cout=st.integers(1, 9), k=st.sampled_from([1, 3, 5]),
-       stride=st.integers(1, 2), seed=st.integers(0, 2**16))
+       stride=st.integers(1, 2), seed=st.integers(0, 2**16), with_bias=st.booleans())
 def test_forward_with_a_per_call_filter_matches_torch(layout, n, hw, cin, cout, k,  # type: ignore[no-untyped-def]
-                                                      stride, seed):
+                                                      stride, seed, with_bias):
     """A training step's forward convolution (``_dnnl_conv_bwd.forward``: primitives kept per
     geometry, the filter reordered per call) against PyTorch in float64, three filters in a
-    row through one set of primitives."""
+    row through one set of primitives; with a bias, the primitive adds it."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, cin, hw, hw)).astype(np.float32)
     pads = (k // 2, k // 2, k // 2, k // 2)
     for _ in range(3):
         w = rng.standard_normal((cout, cin, k, k)).astype(np.float32)
+        bias = rng.standard_normal(cout).astype(np.float32) if with_bias else None
         want = F.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(),
+                        None if bias is None else torch.from_numpy(bias).double(),
                         stride=stride, padding=k // 2).numpy()
         if layout == "NHWC":
             got = _dnnl_conv_bwd.forward(np.ascontiguousarray(x.transpose(0, 2, 3, 1)),
                                          np.ascontiguousarray(w.transpose(2, 3, 1, 0)),
                                          layout=layout, strides=(stride, stride),
-                                         dilations=(1, 1), pads=pads, groups=1)
+                                         dilations=(1, 1), pads=pads, groups=1, bias=bias)
             assert got is not None
             got = got.transpose(0, 3, 1, 2)
         else:
             got = _dnnl_conv_bwd.forward(x, w, layout=layout, strides=(stride, stride),
-                                         dilations=(1, 1), pads=pads, groups=1)
+                                         dilations=(1, 1), pads=pads, groups=1, bias=bias)
             assert got is not None
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k * k))
 
@@ -170,3 +172,57 @@ def test_training_convs_take_the_per_call_filter_path() -> None:
     out = np.empty_like(y)
     assert graph_nn.conv2d(x, constant, out=out) is out and constant.plans
     np.testing.assert_allclose(out, reference, rtol=1e-5, atol=1e-5)
+
+
+def test_explicit_pad_training_convs_take_the_per_call_filter_path(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The same for a conv with explicit pads (a static image size: the plan is made in
+    ``conv2d.prepare``): from its second step the kept primitives run it, a constant plan
+    serving several calls keeps its own path, a bias is added by the kept primitive, an
+    activation epilogue keeps the plan; results agree with the plan's own path."""
+    from pytfrt.backends.cpu import _dnnl_conv_bwd as bwd
+    from pytfrt.backends.cpu import graph_nn
+    from pytfrt.backends.cpu.conv import conv2d, plan_conv2d
+
+    calls = []
+    forward = bwd.forward
+    monkeypatch.setattr(bwd, "forward", lambda *a, **k: calls.append(1) or forward(*a, **k))
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((4, 11, 11, 5)).astype(np.float32)
+    attrs = dict(layout="NHWC", strides=(1, 1), pads=(1, 1, 0, 2), padding="EXPLICIT",
+                 dilations=(1, 1), groups=1, activation="none", alpha=0.0,
+                 epilogue_operands=(0,))
+    taken = []
+    for _ in range(3):
+        w = rng.standard_normal((3, 3, 5, 6)).astype(np.float32)
+        n = len(calls)
+        y = graph_nn.conv2d(x, graph_nn.conv2d_prepare(w, **attrs))
+        taken.append(len(calls) > n)
+        reference = conv2d(plan_conv2d(w, layout="NHWC", pads=(1, 1, 0, 2)), x)
+        np.testing.assert_allclose(y, reference, rtol=1e-5, atol=1e-5)
+    assert taken[1:] == [True, True]
+    constant = graph_nn.conv2d_prepare(w, **attrs)
+    n = len(calls)
+    for _ in range(3):
+        np.testing.assert_allclose(graph_nn.conv2d(x, constant), reference, rtol=1e-5,
+                                   atol=1e-5)
+    assert len(calls) - n <= 1  # at most its first call, after a one-call plan
+    bias = rng.standard_normal(6).astype(np.float32)
+    taken = []
+    for _ in range(3):  # with a bias (Keras' Conv2D default): the primitive adds it
+        w = rng.standard_normal((3, 3, 5, 6)).astype(np.float32)
+        n = len(calls)
+        y = graph_nn.conv2d(x, graph_nn.conv2d_prepare(w, bias, **{**attrs,
+                                                                  "epilogue_operands": (1,)}))
+        taken.append(len(calls) > n)
+        reference = conv2d(plan_conv2d(w, layout="NHWC", pads=(1, 1, 0, 2)), x) + bias
+        np.testing.assert_allclose(y, reference, rtol=1e-5, atol=1e-5)
+    assert taken[1:] == [True, True]
+    n = len(calls)
+    relu = {**attrs, "epilogue_operands": (1,), "activation": "relu"}
+    for _ in range(2):  # an epilogue keeps the plan
+        w = rng.standard_normal((3, 3, 5, 6)).astype(np.float32)
+        y = graph_nn.conv2d(x, graph_nn.conv2d_prepare(w, bias, **relu))
+        reference = np.maximum(conv2d(plan_conv2d(w, layout="NHWC", pads=(1, 1, 0, 2)), x)
+                               + bias, 0)
+        np.testing.assert_allclose(y, reference, rtol=1e-5, atol=1e-5)
+    assert len(calls) == n

@@ -54,6 +54,25 @@ def test_kernel_matches_numpy(layout, activation, gate, dtype):  # type: ignore[
     assert not big[1::2].any()
 
 
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_float32_without_the_c_kernels(monkeypatch, layout):  # type: ignore[no-untyped-def]
+    # no C compiler: the Numba kernels (and the C ones, the default) meet the same oracle
+    from pytfrt.backends.cpu import _se_native, pooling
+
+    monkeypatch.setattr(_se_native.module, "enabled", False)
+    rng = np.random.default_rng(3)
+    c, r = 40, 10
+    shape = (1, 9, 11, c) if layout == "NHWC" else (1, c, 9, 11)
+    x = rng.standard_normal(shape).astype(np.float32)
+    ws = _weights(rng, c, r, np.float32)
+    y = squeeze_excite(x, *ws, layout=layout, activation="relu", gate="hard_sigmoid")
+    np.testing.assert_allclose(y, _oracle(x, *ws, layout, "relu", "hard_sigmoid"), rtol=2e-6,
+                               atol=2e-6)
+    means = pooling.global_avg_pool(x, layout=layout)
+    np.testing.assert_allclose(means, x.astype(np.float64).mean(
+        axis=(1, 2) if layout == "NHWC" else (2, 3), keepdims=True), rtol=1e-6)
+
+
 @pytest.mark.parametrize("n,h,w", [(1, 33, 32), (1, 2, 520), (1, 34, 31), (3, 12, 30)])
 def test_large_inputs_split_over_the_threads(n, h, w):
     """NHWC float32 of at least ``_dnnl_se.SPLIT_MIN_ELEMENTS``: row bands of one image or

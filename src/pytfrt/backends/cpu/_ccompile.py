@@ -103,6 +103,35 @@ def extension(source: str, name: str, uses_numpy: bool = True) -> ModuleType:
     return module
 
 
+class OptionalExtension:
+    """A NumPy-using C module from ``source`` (its name written ``MODNAME`` there, replaced by
+    :func:`module_name` with ``prefix``), built or loaded by the first call: the call returns
+    the module, or ``None`` when it cannot be built or :attr:`enabled` is false (the caller
+    keeps its other path).  Thread-safe."""
+
+    def __init__(self, source: str, prefix: str) -> None:
+        self.source, self.prefix = source, prefix
+        self.enabled = True
+        """``False``: the call returns ``None`` (tests of the other path)."""
+        self._module: ModuleType | None = None
+        self._tried = False
+        self._lock = threading.Lock()
+
+    def __call__(self) -> ModuleType | None:
+        if not self.enabled:
+            return None
+        if not self._tried:
+            with self._lock:
+                if not self._tried:
+                    name = module_name(self.source, self.prefix)
+                    try:
+                        self._module = extension(self.source.replace("MODNAME", name), name)
+                    except CompileError:
+                        self._module = None
+                    self._tried = True
+        return self._module
+
+
 def _build(source: str, name: str, uses_numpy: bool) -> ModuleType:
     d = cache_dir()
     if d is not None:

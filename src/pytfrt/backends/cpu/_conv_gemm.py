@@ -14,12 +14,12 @@ outputs.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from pytfrt.backends.cpu._blas import parallel_gemm, sgemm
 from pytfrt.backends.cpu._epilogue import epilogue_2d
 from pytfrt.backends.cpu._geometry import padded_nhwc, tap
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, parallel_for
 from pytfrt.backends.cpu._scratch import scratch
 

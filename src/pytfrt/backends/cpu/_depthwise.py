@@ -9,10 +9,10 @@ residual and activation applied.  Thread-safety: writes only ``y``.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from pytfrt.backends.cpu._epilogue import _act
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, parallel_for
 
 

@@ -128,6 +128,8 @@ class _Part:
         self.b0, self.b1 = b0, b1
         self.src_md = ctypes.c_void_p()
         self.dst_md = ctypes.c_void_p()
+        self.bias_md: Any = None
+        """The bias descriptor of a ``forward_bias`` plan's primitive."""
         self.w_md = 0
         """The (diff) weights descriptor the primitive chose (owned by its descriptor)."""
         self.pd = ctypes.c_void_p()
@@ -207,10 +209,13 @@ class _Plan:
         part.hint = hint = lib.new(  # kept: oneDNN may refer to it after creation
             "dnnl_convolution_forward_primitive_desc_create", lib.engine, _FORWARD_TRAINING,
             _dnnl_conv._CONV_DIRECT, part.src_md, any_w, None, part.dst_md, *conv, None)
-        if self.kind == "forward":
+        if self.kind in ("forward", "forward_bias"):
+            if self.kind == "forward_bias":
+                part.bias_md = lib.strided_md((geo.cout,), (1,))
             part.pd = lib.new(
                 "dnnl_convolution_forward_primitive_desc_create", lib.engine, _FORWARD_TRAINING,
-                _dnnl_conv._CONV_DIRECT, part.src_md, any_w, None, part.dst_md, *conv, attr)
+                _dnnl_conv._CONV_DIRECT, part.src_md, any_w, part.bias_md, part.dst_md, *conv,
+                attr)
             part.w_md = lib.fn["dnnl_primitive_desc_query_md"](
                 part.pd, _dnnl_conv._Q_WEIGHTS_MD, 0)
         elif self.kind == "data":
@@ -250,9 +255,11 @@ class _Plan:
             lib.fn["dnnl_memory_destroy"](src)
             lib.fn["dnnl_memory_destroy"](dst)
 
-    def run_part(self, part: _Part, x_addr: int, w_addr: int, y_addr: int) -> None:
+    def run_part(self, part: _Part, x_addr: int, w_addr: int, y_addr: int,
+                 b_addr: int = 0) -> None:
         """Execute one part: ``x_addr``/``y_addr`` are the whole (diff) input and (diff)
-        output; ``w_addr`` is this part's (diff) weights in the primitive's format."""
+        output; ``w_addr`` is this part's (diff) weights in the primitive's format, ``b_addr``
+        the bias of a ``forward_bias`` plan."""
         lib, geo = self.lib, self.geo
         if not getattr(_blas._local, "pinned", False):
             _dnnl_conv._pin_one_thread()
@@ -263,9 +270,12 @@ class _Plan:
                 lib.new("dnnl_memory_create", part.dst_md, lib.engine, y_addr + y_off),
                 lib.new("dnnl_memory_create", part.w_md, lib.engine, w_addr)]
         try:
-            if self.kind == "forward":
+            if self.kind in ("forward", "forward_bias"):
                 pairs = [(_dnnl_conv._ARG_SRC, mems[0]), (_dnnl_conv._ARG_DST, mems[1]),
                          (_dnnl_conv._ARG_WEIGHTS, mems[2])]
+                if part.bias_md is not None:
+                    mems.append(lib.new("dnnl_memory_create", part.bias_md, lib.engine, b_addr))
+                    pairs.append((_dnnl_conv._ARG_BIAS, mems[-1]))
             elif self.kind == "data":
                 pairs = [(_ARG_DIFF_SRC, mems[0]), (_ARG_DIFF_DST, mems[1]),
                          (_dnnl_conv._ARG_WEIGHTS, mems[2])]
@@ -286,12 +296,14 @@ class _Plan:
             for m in mems:
                 lib.fn["dnnl_memory_destroy"](m)
 
-    def run_parts(self, x_addr: int, w_addrs: Sequence[int], y_addr: int) -> None:
+    def run_parts(self, x_addr: int, w_addrs: Sequence[int], y_addr: int,
+                  b_addr: int = 0) -> None:
         if len(self.parts) == 1:
-            self.run_part(self.parts[0], x_addr, w_addrs[0], y_addr)
+            self.run_part(self.parts[0], x_addr, w_addrs[0], y_addr, b_addr)
             return
         _parallel.parallel_for(
-            lambda i: self.run_part(self.parts[i], x_addr, w_addrs[i], y_addr), len(self.parts))
+            lambda i: self.run_part(self.parts[i], x_addr, w_addrs[i], y_addr, b_addr),
+            len(self.parts))
 
 
 def _plan(kind: str, geo: _Geometry) -> _Plan | None:
@@ -361,15 +373,17 @@ def backprop_input(input_shape: Sequence[int], w: np.ndarray, dy: np.ndarray, *,
     return dx
 
 
-def _run_with_filter(plan: _Plan, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+def _run_with_filter(plan: _Plan, w: np.ndarray, x: np.ndarray, y: np.ndarray,
+                     bias: np.ndarray | None = None) -> None:
     """Reorder the user's filter ``w`` into the primitive's format, then run the parts on the
-    C-contiguous (diff) input ``x`` and (diff) output ``y`` (forward and backward data)."""
+    C-contiguous (diff) input ``x`` and (diff) output ``y`` (forward and backward data; a
+    ``forward_bias`` plan also reads the C-contiguous float32 ``bias``)."""
     wc = np.ascontiguousarray(w)
     w_prim = _aligned(plan.w_bytes)
     plan.run_reorder(plan.user_w_md, int(wc.ctypes.data), plan.parts[0].w_md,
                      int(w_prim.ctypes.data))
     plan.run_parts(int(x.ctypes.data), [int(w_prim.ctypes.data)] * len(plan.parts),
-                   int(y.ctypes.data))
+                   int(y.ctypes.data), 0 if bias is None else int(bias.ctypes.data))
 
 
 def backprop_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray, *, layout: str,
@@ -397,8 +411,10 @@ def backprop_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray, 
 
 def forward(x: np.ndarray, w: np.ndarray, *, layout: str, strides: Sequence[int],
             dilations: Sequence[int], pads: Sequence[int] | None, groups: int,
-            out: np.ndarray | None = None) -> np.ndarray | None:
-    """``conv2d(x, w)`` (no bias or epilogue) by oneDNN with the filter given per call: the
+            out: np.ndarray | None = None, bias: np.ndarray | None = None
+            ) -> np.ndarray | None:
+    """``conv2d(x, w) + bias`` (``bias`` float32 of the output channels, or ``None``; no
+    epilogue) by oneDNN with the filter given per call: the
     primitives are kept per geometry, the filter is reordered into the primitive's format on
     each call (a training step's forward convolution, whose filter is a variable that changes
     every step: a :class:`pytfrt.backends.cpu._dnnl_conv.DnnlConv` would be made anew for
@@ -411,14 +427,18 @@ def forward(x: np.ndarray, w: np.ndarray, *, layout: str, strides: Sequence[int]
     if (min(geo.x_dims) < 1 or geo.oh < 1 or geo.ow < 1 or geo.cig * geo.groups != geo.x_dims[1]
             or geo.cout % geo.groups):
         return None
-    plan = _plan("forward", geo)
+    if bias is not None:
+        if bias.dtype != np.float32 or bias.shape != (geo.cout,):
+            return None
+        bias = np.ascontiguousarray(bias)
+    plan = _plan("forward" if bias is None else "forward_bias", geo)
     if plan is None:
         return None
     shape = geo.y_shape(geo.x_dims[0])
     direct = (out is not None and out.shape == shape and out.dtype == np.float32
               and out.flags.c_contiguous and not np.may_share_memory(out, x))
     y = out if direct and out is not None else np.empty(shape, np.float32)
-    _run_with_filter(plan, w, np.ascontiguousarray(x), y)
+    _run_with_filter(plan, w, np.ascontiguousarray(x), y, bias)
     if out is not None and y is not out:
         out[...] = y
         return out

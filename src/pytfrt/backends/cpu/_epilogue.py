@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu.op_math import ACTIVATIONS
 from pytfrt.backends.cpu.ops import OpError
 

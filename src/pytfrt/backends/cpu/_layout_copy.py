@@ -11,18 +11,28 @@ only ``out``.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from pytfrt.backends.cpu._jit import numba
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.uint8), np.dtype(np.int8))
 """Element types :func:`nchw_to_nhwc` takes (the name is historical: the 8-bit integers are an
 int8 model's input, quantized before the transpose; 220 -> 60 us for a 224x224 RGB image)."""
 
 
-def nchw_to_nhwc(x: np.ndarray) -> np.ndarray:
-    """A new C-contiguous ``x.transpose(0, 2, 3, 1)`` of a rank-4 ``x`` of a type of
-    :data:`FLOATS` (any strides)."""
-    out = np.empty((x.shape[0], x.shape[2], x.shape[3], x.shape[1]), x.dtype)
+def nchw_to_nhwc(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """A C-contiguous ``x.transpose(0, 2, 3, 1)`` of a rank-4 ``x`` of a type of
+    :data:`FLOATS` (any strides): new (64-byte aligned), or written into ``out`` (of that
+    shape and dtype, not overlapping ``x``; other strides: through NumPy's copy)."""
+    from pytfrt.backends.cpu import arena
+
+    shape = (x.shape[0], x.shape[2], x.shape[3], x.shape[1])
+    if out is not None and not (out.shape == shape and out.dtype == x.dtype
+                                and out.flags.c_contiguous):
+        np.copyto(out, x.transpose(0, 2, 3, 1))
+        return out
+    if out is None:
+        out = arena.empty(shape, x.dtype)
     if x.shape[0] == 1 and x.dtype == np.float32 and x.flags.c_contiguous:
         from pytfrt.backends.cpu import _dnnl_layout  # one image on both threads
 

@@ -13,9 +13,9 @@ new array).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, parallel_for
 
 

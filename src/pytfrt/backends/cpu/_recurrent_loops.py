@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from pytfrt.backends.cpu._jit import numba
 
 _jit = numba.njit(cache=True, nogil=True,
                   fastmath={"nsz", "arcp", "contract", "afn", "reassoc"})

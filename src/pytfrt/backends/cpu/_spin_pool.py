@@ -16,7 +16,7 @@ call.  Here the whole fork-join is native code:
 * :meth:`Pool.run` (the caller, GIL released once) publishes the job, runs parts claimed from the
   front of the table, then waits for the parts helpers claimed from the back by polling a
   counter;
-* each helper thread polls for the next job in a Numba ``nogil`` loop for up to
+* each helper thread polls for the next job in a GIL-free native loop for up to
   :data:`SPIN_US` after its last part (so consecutive operations of one model call find it
   awake), then sleeps on a condition variable until the next :meth:`Pool.run` wakes it.
 
@@ -24,6 +24,10 @@ A part is claimed by exactly one thread (one atomic word holds the front and bac
 unclaimed range), so the caller never waits for a helper that has not started: it claims the
 helper's parts itself.  It only waits for a part a helper is running (polling for
 :data:`SPIN_US`, then sleeping 50 us at a time), as :mod:`pytfrt.host.parallel` does.
+
+The native loops are C (:mod:`pytfrt.backends.cpu._spin_native`, compiled once per machine:
+no Numba in the process); without a C compiler they are the Numba functions of this module, on
+:mod:`pytfrt.backends.cpu._native`'s intrinsics (:func:`loops` picks).
 
 Contract: :func:`pool` gives the process's :class:`Pool` (its helpers are started then:
 ``parallel.num_threads() - 1`` of them, at most 15; a forked child makes its own).  A caller
@@ -43,11 +47,15 @@ import threading
 import time
 from typing import Any
 
-import numba
 import numpy as np
 
-from pytfrt.backends.cpu import _native as nv
+from pytfrt.backends.cpu import _spin_native
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.host import parallel
+
+nv: Any = None
+""":mod:`pytfrt.backends.cpu._native` (which imports Numba), set by :func:`_numba_loops` before
+the Numba versions of the loops first run."""
 
 # fields of a part (one row of a job table)
 PRIM, NARGS, ARGS, SRC_MEM, SRC_OFF, DST_MEM, DST_OFF, RES_MEM, SP_MEM = range(9)
@@ -117,13 +125,13 @@ def _run_part(ctrl: np.ndarray, jobs: np.ndarray, fns: np.ndarray, i: int, strea
               scratch: int, buf: int) -> int:
     """Run part ``i`` of the posted job on this thread (its oneDNN stream, scratchpad and
     part buffer); returns oneDNN's status."""
-    return run_row(jobs[i], fns, nv.load_acquire(ctrl, _line(_XA)),
+    return _run_row_nb(jobs[i], fns, nv.load_acquire(ctrl, _line(_XA)),
                    nv.load_acquire(ctrl, _line(_YA)), nv.load_acquire(ctrl, _line(_RA)),
                    stream, scratch, buf)
 
 
 @numba.njit(nogil=True, cache=True)
-def run_row(row: np.ndarray, fns: np.ndarray, xa: int, ya: int, ra: int, stream: int,
+def _run_row_nb(row: np.ndarray, fns: np.ndarray, xa: int, ya: int, ra: int, stream: int,
             scratch: int, buf: int) -> int:
     """Run the part described by ``row`` (:data:`NF` fields) for these source, destination
     and residual addresses with this thread's oneDNN stream, scratchpad and part buffer
@@ -161,12 +169,12 @@ def run_row(row: np.ndarray, fns: np.ndarray, xa: int, ya: int, ra: int, stream:
 
 
 @numba.njit(nogil=True, cache=True)
-def run_row_arrays(row: np.ndarray, fns: np.ndarray, x: np.ndarray, y: np.ndarray,
+def _run_row_arrays_nb(row: np.ndarray, fns: np.ndarray, x: np.ndarray, y: np.ndarray,
                    stream: int, scratch: int, buf: int) -> int:
     """:func:`run_row` for the C-contiguous arrays ``x`` and ``y`` (no residual operand):
     the addresses taken natively (``ndarray.ctypes.data`` costs ~1-3 us of Python a call,
     more than this whole dispatch)."""
-    return run_row(row, fns, x.ctypes.data, y.ctypes.data, 0, stream, scratch, buf)
+    return _run_row_nb(row, fns, x.ctypes.data, y.ctypes.data, 0, stream, scratch, buf)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -290,12 +298,48 @@ def _now() -> int:
     return nv.cycles()
 
 
+class _NumbaLoops:
+    """The Numba versions of :mod:`_spin_native`'s functions (no C compiler)."""
+
+    def __init__(self) -> None:
+        global nv
+        from pytfrt.backends.cpu import _native
+
+        nv = _native
+        self.run_row, self.run_row_arrays = _run_row_nb, _run_row_arrays_nb
+        self.caller, self.caller_arrays, self.cont = _caller, _caller_arrays, _continue
+        self.wait_finished, self.helper, self.now = _wait_finished, _helper, _now
+
+
+def _at(k: int) -> int:
+    """:func:`_line` for Python code: the index of control line ``k``."""
+    return k * _LINE
+
+
+@functools.cache
+def loops() -> Any:
+    """The native loops: :mod:`pytfrt.backends.cpu._spin_native`'s C module, or without a C
+    compiler the Numba functions of this module (``run_row``, ``run_row_arrays``, ``caller``,
+    ``caller_arrays``, ``cont``, ``wait_finished``, ``helper``, ``now``)."""
+    return _spin_native.module() or _NumbaLoops()
+
+
+def __getattr__(name: str) -> Any:
+    """``run_row`` and ``run_row_arrays`` (see :func:`_run_row_nb`): :func:`loops`'."""
+    if name in ("run_row", "run_row_arrays"):
+        fn = getattr(loops(), name)
+        globals()[name] = fn
+        return fn
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @functools.cache
 def _cycles_per_us() -> float:
     """Rate of :func:`_native.cycles` (measured over 20 ms once per process)."""
-    c0, t0 = _now(), time.perf_counter()
+    now = loops().now
+    c0, t0 = now(), time.perf_counter()
     time.sleep(0.02)
-    c1, t1 = _now(), time.perf_counter()
+    c1, t1 = now(), time.perf_counter()
     return max((c1 - c0) / ((t1 - t0) * 1e6), 1.0)
 
 
@@ -351,6 +395,7 @@ class Pool:
 
     def __init__(self, fns: tuple[int, int, int], helpers: int,
                  new_stream: Any) -> None:
+        self._loops = loops()
         rate = _cycles_per_us()
         sched_yield = ctypes.CDLL(None).sched_yield
         self.fns = np.array([*fns, ctypes.cast(sched_yield, ctypes.c_void_p).value or 0,
@@ -364,7 +409,7 @@ class Pool:
         self.bufs: list[np.ndarray] = [np.empty(0, np.uint8)] * (self.helpers + 1)
         self._reserved = (-1, -1)
         self._new_stream = new_stream
-        self.ctrl[_line(_HELPERS + self.helpers) + _H_STREAM] = new_stream()
+        self.ctrl[_at(_HELPERS + self.helpers) + _H_STREAM] = new_stream()
         self.reserve(0, 0)
         self.threads = [threading.Thread(target=self._helper_main, args=(k,), daemon=True,
                                          name=f"pytfrt-dnnl-{k}")
@@ -378,16 +423,16 @@ class Pool:
         from pytfrt.backends.cpu import _blas
 
         _blas.pin_thread()
-        mine = _line(_HELPERS + k)
+        mine = _at(_HELPERS + k)
         self.ctrl[mine + _H_STREAM] = self._new_stream()
         self._ready.wait()
-        seen = int(self.ctrl[_line(_SEQ)])
+        seen = int(self.ctrl[_at(_SEQ)])
         while True:
-            seen = int(_helper(self.ctrl, self.jobs, self.fns, k, seen))
+            seen = int(self._loops.helper(self.ctrl, self.jobs, self.fns, k, seen))
             if seen < 0:
                 return
             with self.wake:
-                while self.ctrl[mine + _H_SLEEPING] and not self.ctrl[_line(_STOP)]:
+                while self.ctrl[mine + _H_SLEEPING] and not self.ctrl[_at(_STOP)]:
                     self.wake.wait()
 
     def reserve(self, scratch: int, buf: int) -> None:
@@ -397,7 +442,7 @@ class Pool:
             return
         self._reserved = (max(scratch, self._reserved[0]), max(buf, self._reserved[1]))
         for k in range(self.helpers + 1):
-            mine = _line(_HELPERS + k)
+            mine = _at(_HELPERS + k)
             if self.scratch[k].size < scratch + 64:
                 self.scratch[k] = np.empty(max(scratch + 64, 1 << 20), np.uint8)
                 self.ctrl[mine + _H_SCRATCH] = (self.scratch[k].ctypes.data + 63) & ~63
@@ -411,13 +456,13 @@ class Pool:
         stream and buffers) and the helpers.  Call with :attr:`lock` held after
         :meth:`reserve`.  Returns oneDNN's first nonzero status, or 0."""
         return self._finish(
-            _caller(self.ctrl, self.jobs, self.fns, table, xa, ya, ra, self.helpers))
+            self._loops.caller(self.ctrl, self.jobs, self.fns, table, xa, ya, ra, self.helpers))
 
     def run_arrays(self, table: np.ndarray, x: np.ndarray, y: np.ndarray) -> int:
         """:meth:`run` for the C-contiguous arrays ``x`` and ``y`` (their addresses; no
         residual operand)."""
         return self._finish(
-            _caller_arrays(self.ctrl, self.jobs, self.fns, table, x, y, self.helpers))
+            self._loops.caller_arrays(self.ctrl, self.jobs, self.fns, table, x, y, self.helpers))
 
     def _finish(self, st: int) -> int:
         """The rest of a job after :func:`_caller` returned ``st``: wake sleeping helpers,
@@ -427,17 +472,17 @@ class Pool:
             with self.wake:
                 for k in range(self.helpers):
                     if sleeping >> k & 1:
-                        self.ctrl[_line(_HELPERS + k) + _H_SLEEPING] = 0
+                        self.ctrl[_at(_HELPERS + k) + _H_SLEEPING] = 0
                 self.wake.notify_all()
-            st = _continue(self.ctrl, self.jobs, self.fns, self.helpers)
+            st = self._loops.cont(self.ctrl, self.jobs, self.fns, self.helpers)
         while st == PENDING:  # a helper's part still runs: it may have been descheduled
             time.sleep(50e-6)
-            st = _wait_finished(self.ctrl, self.fns)
+            st = self._loops.wait_finished(self.ctrl, self.fns)
         return int(st)
 
     def stop(self) -> None:
         """Ask the helpers to exit (tests; the process's helpers are daemons)."""
-        self.ctrl[_line(_STOP)] = 1
+        self.ctrl[_at(_STOP)] = 1
         with self.wake:
             self.wake.notify_all()
         for t in self.threads:

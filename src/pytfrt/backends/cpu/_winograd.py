@@ -18,11 +18,11 @@ Thread-safety: pure functions writing only their output arguments.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from pytfrt.backends.cpu._blas import parallel_gemm, sgemm
 from pytfrt.backends.cpu._epilogue import _act
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, parallel_for
 from pytfrt.backends.cpu._scratch import scratch
 

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 
 from pytfrt.backends.cpu._blas import gemm_cfunc, pin_thread
 from pytfrt.backends.cpu._geometry import check_out
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
@@ -39,8 +39,10 @@ from pytfrt.backends.cpu.ops import OpError
 GRAPH_OPS = OpTable()
 
 PAIR_MACS = 1 << 18
-"""Multiply-adds (``Sq * Sk * (D + Dv)``) of (batch, head) pairs per shard: GPT-2's heads at
-sequence 64 go about six to a shard, BERT's at 128 about two."""
+"""Multiply-adds (``Sq * Sk * (D + Dv)``) of (batch, head) pairs per shard: pairs smaller than
+this share a shard (two heads at ``Sq = Sk = 32``, ``D = Dv = 64``); GPT-2's heads at
+sequence 64 (2^19) and BERT's at 128 (2^21) go one to a shard.  At those sizes shards of
+2^20-2^22 measured the same (``chrt -f 10``, loaded machine)."""
 
 
 def _check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None

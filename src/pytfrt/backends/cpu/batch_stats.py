@@ -38,9 +38,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numba
 import numpy as np
 
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, parallel_for
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError

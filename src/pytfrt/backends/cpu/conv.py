@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu import _conv_gemm as cg
-from pytfrt.backends.cpu import _depthwise, _dnnl_conv, _winograd
+from pytfrt.backends.cpu import _depthwise, _dnnl_conv, _winograd, arena
 from pytfrt.backends.cpu._blas import sgemm
 from pytfrt.backends.cpu._epilogue import epilogue_2d
 from pytfrt.backends.cpu._geometry import (
@@ -536,7 +536,7 @@ def conv2d(
         np.copyto(out, y32, casting="same_kind")
         return out
     direct = out is not None and out.flags.c_contiguous
-    y = out if direct else np.empty(shape, dtype=plan.dtype)
+    y = out if direct else arena.empty(shape, plan.dtype)
     assert y is not None
     _forward(plan, x, residual, y)
     if out is not None and not direct:

@@ -46,10 +46,16 @@ def reshape(x: np.ndarray, *shape_t: np.ndarray, shape: tuple[int, ...],
 
 
 @GRAPH_OPS.op("transpose")
-def transpose(x: np.ndarray, *, perm: tuple[int, ...]) -> np.ndarray:
-    """The axes permuted (a contiguous copy)."""
+def transpose(x: np.ndarray, *, perm: tuple[int, ...],
+              out: np.ndarray | None = None) -> np.ndarray:
+    """The axes permuted (a contiguous copy; into ``out``, of the result's shape and dtype,
+    when given: a compiled model's arena buffer, so a CNN's input image is not copied into
+    fresh pages on every call)."""
     if tuple(perm) == (0, 2, 3, 1) and x.ndim == 4 and x.dtype in _layout_copy.FLOATS:
-        return _layout_copy.nchw_to_nhwc(x)  # a CNN's input after -tg-layout-nhwc
+        return _layout_copy.nchw_to_nhwc(x, out)  # a CNN's input after -tg-layout-nhwc
+    if out is not None:
+        np.copyto(out, np.transpose(x, perm))
+        return out
     return np.ascontiguousarray(np.transpose(x, perm))
 
 

@@ -26,11 +26,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import numba
 import numpy as np
 
 from pytfrt.backends.cpu import op_math
 from pytfrt.backends.cpu._epilogue import _act, _erf, _sigmoid
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.op_math import MATH
 from pytfrt.backends.cpu.op_table import OpTable

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 
 from pytfrt.backends.cpu._blas import layout, parallel_gemm, pin_thread, sgemm
 from pytfrt.backends.cpu._epilogue import epilogue_2d
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.activations import check_activation
 from pytfrt.backends.cpu.ops import MatmulShapeError as MatmulShapeError

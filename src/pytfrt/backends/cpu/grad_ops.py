@@ -155,6 +155,44 @@ def bias_add_grad(dy: np.ndarray, *, layout: str) -> np.ndarray:
     return reduce_sum(dy, axes=axes, keepdims=False)  # NHWC: its blocked leading-axes sum
 
 
+
+
+@_register("softmax_grad")
+def softmax_grad(y: np.ndarray, dy: np.ndarray, *, axis: int) -> np.ndarray:
+    """``(dy - sum(dy * y, axis, keepdims)) * y`` (NumPy broadcasting; float32 along the last
+    axis of one shape: one compiled pass per row, ``softmax_rows``)."""
+    from pytfrt.backends.cpu.softmax_rows import softmax_grad_last
+
+    if y.ndim and -y.ndim <= axis < y.ndim:
+        out = softmax_grad_last(y, dy, axis)
+        if out is not None:
+            return out
+    try:
+        prod = np.multiply(dy, y)
+        return ((dy - np.sum(prod, axis=axis, keepdims=True)) * y).astype(y.dtype, copy=False)
+    except (ValueError, np.exceptions.AxisError) as e:
+        raise OpError(f"softmax_grad: {e}") from None
+
+@_register("unsorted_segment_sum")
+def unsorted_segment_sum(data: np.ndarray, ids: np.ndarray, *, num_segments: int) -> np.ndarray:
+    """``out[s] = sum of data[i] over the i with ids[i] == s`` for ``s < num_segments``
+    (``data`` ``[n, w]``, integer ``ids`` ``[n]``; ids out of range add nothing, as TF's
+    ``UnsortedSegmentSum``)."""
+    if data.ndim != 2 or ids.ndim != 1 or ids.shape[0] != data.shape[0]:
+        raise OpError(f"unsorted_segment_sum: needs data [n, w] and ids [n], got "
+                      f"{list(data.shape)} and {list(ids.shape)}")
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise OpError(f"unsorted_segment_sum: ids must be integers, got {ids.dtype}")
+    out = np.zeros((int(num_segments), data.shape[1]), data.dtype)
+    if data.dtype in (np.float32, np.float64):
+        from pytfrt.backends.cpu._segment_sum import segment_sum_rows
+
+        segment_sum_rows(np.ascontiguousarray(data), ids.astype(np.int64, copy=False), out)
+        return out
+    ok = (ids >= 0) & (ids < num_segments)
+    np.add.at(out, ids[ok], data[ok])
+    return out
+
 def _softmax_parts(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if logits.ndim != 2:
         raise OpError(f"cross entropy: logits must be 2-D, got shape {list(logits.shape)}")

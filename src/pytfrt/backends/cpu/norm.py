@@ -10,10 +10,10 @@ Thread-safety: pure functions writing only ``out``.  Errors:
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from pytfrt.backends.cpu._geometry import check_out
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu.ops import OpError
 
 

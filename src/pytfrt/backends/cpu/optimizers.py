@@ -30,9 +30,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-import numba
 import numpy as np
 
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu.graph_state import Variable, _variable
 from pytfrt.host.async_value import CHAIN, Chain
 from pytfrt.host.execution_context import ExecutionContext

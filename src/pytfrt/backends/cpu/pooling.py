@@ -27,10 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numba
 import numpy as np
 
-from pytfrt.backends.cpu import _dnnl_pool
+from pytfrt.backends.cpu import _dnnl_pool, _se_native
 from pytfrt.backends.cpu._geometry import (
     check_layout,
     check_out,
@@ -39,6 +38,7 @@ from pytfrt.backends.cpu._geometry import (
     pair,
     quad,
 )
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._scratch import scratch
 from pytfrt.backends.cpu.ops import OpError
 
@@ -279,7 +279,9 @@ def spatial_mean(x: np.ndarray, nhwc: bool, y: np.ndarray) -> None:
     without the GIL; writes only ``y``."""
     xc = np.ascontiguousarray(x)
     n, c = xc.shape[0], xc.shape[3] if nhwc else xc.shape[1]
-    _spatial_mean(xc.reshape((n, -1, c) if nhwc else (n, c, -1)), nhwc, y)
+    native = _se_native.module() if xc.dtype == np.float32 and y.flags.c_contiguous else None
+    (native.spatial_mean if native is not None else _spatial_mean)(
+        xc.reshape((n, -1, c) if nhwc else (n, c, -1)), nhwc, y)
 
 
 @numba.njit(nogil=True, cache=True, fastmath=True, inline="always")

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 
-from pytfrt.backends.cpu import _dnnl_se
+from pytfrt.backends.cpu import _dnnl_se, _se_native, arena
 from pytfrt.backends.cpu._epilogue import ACTIVATION_CODES, _act, _sigmoid, activation_code
 from pytfrt.backends.cpu._geometry import check_layout, check_out, check_rank4
+from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu._parallel import chunks, parallel_for
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
@@ -71,7 +71,7 @@ def squeeze_excite(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray
         raise OpError(f"{op}: out must be x itself or not overlap it")
     xc = np.ascontiguousarray(x)
     direct = out is not None and out.flags.c_contiguous
-    y = out if direct else np.empty(x.shape, dt)
+    y = out if direct else arena.empty(x.shape, dt)
     assert y is not None
     n = x.shape[0]
     pixels = x.shape[1] * x.shape[2] if layout == "NHWC" else x.shape[2] * x.shape[3]
@@ -79,11 +79,12 @@ def squeeze_excite(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray
     x3, y3 = xc.reshape(shape3), y.reshape(shape3)
     ws = (np.ascontiguousarray(w1), np.ascontiguousarray(b1), np.ascontiguousarray(w2),
           np.ascontiguousarray(b2))
+    se_fn, excite_fn = _compiled(dt)
     if layout == "NHWC" and dt == np.float32:  # a large input: bands on both threads
         hidden = np.empty(r, dt)
 
         def excite(means: np.ndarray, gate_out: np.ndarray) -> None:
-            _excite(means, *ws, act, alpha, g, gate_alpha, gate_beta, hidden, gate_out)
+            excite_fn(means, *ws, act, alpha, g, gate_alpha, gate_beta, hidden, gate_out)
 
         if _dnnl_se.run(xc, y, excite):
             if out is not None and not direct:
@@ -94,8 +95,8 @@ def squeeze_excite(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray
 
     def run(i: int) -> None:
         b0, b1_ = parts[i]
-        _se(x3[b0:b1_], *ws, act, alpha, g, gate_alpha, gate_beta, layout == "NHWC",
-            y3[b0:b1_])
+        se_fn(x3[b0:b1_], *ws, act, alpha, g, float(gate_alpha), float(gate_beta),
+              layout == "NHWC", y3[b0:b1_])
 
     parallel_for(run, len(parts))
     if out is not None and not direct:
@@ -136,9 +137,10 @@ def _specialize(constants: dict[int, object], *, layout: str = "NHWC",
                  gate_alpha=gate_alpha, gate_beta=gate_beta)
     alpha, ga, gb = float(alpha), float(gate_alpha), float(gate_beta)
     hidden_size = w1.shape[1]
+    se_fn, excite_fn = _compiled(dt)
 
     def excite(means: np.ndarray, gate_out: np.ndarray) -> None:
-        _excite(means, w1, b1, w2, b2, act, alpha, g, ga, gb, np.empty(hidden_size, dt),
+        excite_fn(means, w1, b1, w2, b2, act, alpha, g, ga, gb, np.empty(hidden_size, dt),
                 gate_out)
 
     def se(x: np.ndarray, *weights: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -147,13 +149,13 @@ def _specialize(constants: dict[int, object], *, layout: str = "NHWC",
                     out is None or out is x or (
                         out.__class__ is nd and out.shape == x.shape and out.dtype == dt
                         and out.flags.c_contiguous and not overlap(out, x)))):
-            y = np.empty(x.shape, dt) if out is None else out
+            y = arena.empty(x.shape, dt) if out is None else out
             if split and _dnnl_se.run(x, y, excite):
                 return y
             _, d1, d2, d3 = x.shape
             shape3 = (1, d1 * d2, d3) if nhwc else (1, d1, d2 * d3)
-            _se(x.reshape(shape3), w1, b1, w2, b2, act, alpha, g, ga, gb, nhwc,
-                y.reshape(shape3))
+            se_fn(x.reshape(shape3), w1, b1, w2, b2, act, alpha, g, ga, gb, nhwc,
+                  y.reshape(shape3))
             return y
         return squeeze_excite(x, *weights, **attrs, out=out)  # type: ignore[arg-type]
 
@@ -162,6 +164,15 @@ def _specialize(constants: dict[int, object], *, layout: str = "NHWC",
 
 
 squeeze_excite.specialize = _specialize  # type: ignore[attr-defined]
+
+
+def _compiled(dt: np.dtype[Any]) -> tuple[Any, Any]:
+    """The ``(se, excite)`` kernels for ``dt``: float32 in C (:mod:`_se_native`, no Numba)
+    when it can be built, else the Numba functions below."""
+    native = _se_native.module() if dt == np.float32 else None
+    if native is not None:
+        return native.se, native.excite
+    return _se, _excite
 
 
 @numba.njit(nogil=True, cache=True, fastmath=True, inline="always")

@@ -432,9 +432,10 @@ def _invert_permutation(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
 
 @tf_op(
     "UnsortedSegmentSum",
-    tg="`reshape`, `matmul`, `one_hot`",
-    note="a matmul by the 0/1 segment matrix (one-hot rows for run-time ids or a run-time "
-    "count); dynamic trailing dimensions",
+    tg="`reshape`, `matmul`, `unsorted_segment_sum`, `one_hot`",
+    note="a matmul by the 0/1 segment matrix for constant ids; `unsorted_segment_sum` for "
+    "run-time ids and a constant count of float rows; else one-hot rows and a matmul; dynamic "
+    "trailing dimensions",
 )
 def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     data, ids_tv, count_tv = ins
@@ -456,16 +457,6 @@ def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
         )
         if width is None and n_ids is None and ids_tv.rank != 1:
             raise ConversionError("the data's trailing dimensions must be static")
-        hot = cx.op(
-            "one_hot",
-            [
-                cx.reshape(ids_tv, [-1]),
-                count_tv if count is None else cx.scalar(count, "i32"),
-                cx.scalar(1, data.dtype),
-                cx.scalar(0, data.dtype),
-            ],
-            axis=-1,
-        )
         if width is None and n_ids is None:  # [n, rest...] -> [n, -1] by the run-time n
             head = cx.op("slice", [cx.op("shape", [data], out_type="i64")], starts=[0],
                          ends=[1], axes=[0], steps=[1])
@@ -473,7 +464,21 @@ def _unsorted_segment_sum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
             rows = cx.op("reshape", [data, shape])
         else:
             rows = cx.reshape(data, [n_ids, width])
-        out = cx.op("matmul", [hot, rows], transpose_a=True)
+        if count is not None and data.dtype in ("f32", "f64"):  # rows added in place by id
+            out = cx.op("unsorted_segment_sum", [rows, cx.reshape(ids_tv, [-1])],
+                        num_segments=int(count))
+        else:  # a run-time count: a product by the one-hot rows
+            hot = cx.op(
+                "one_hot",
+                [
+                    cx.reshape(ids_tv, [-1]),
+                    count_tv if count is None else cx.scalar(count, "i32"),
+                    cx.scalar(1, data.dtype),
+                    cx.scalar(0, data.dtype),
+                ],
+                axis=-1,
+            )
+            out = cx.op("matmul", [hot, rows], transpose_a=True)
     if rest.count(None) + (count is None) <= 1:
         return [cx.reshape(out, [count, *rest])]
     tail = cx.op("slice", [cx.op("shape", [data], out_type="i64")], starts=[ids_tv.rank],
@@ -926,3 +931,26 @@ def _reverse(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     axes = {a % x.rank for a in cx.ints(ins[1], "axis")} if x.rank else set()
     index = tuple(slice(None, None, -1) if a in axes else slice(None) for a in range(x.rank))
     return [apply_index(cx, x, index)]
+
+
+@tf_op(
+    "MatrixBandPart",
+    tg="`trilu` (one or two)",
+    note="constant `num_lower`/`num_upper` (-1 keeps that whole triangle; bounds beyond the"
+    " matrix are not rejected as TF does)",
+)
+def _matrix_band_part(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
+    """``band_part(x, lower, upper)`` keeps ``x[..., i, j]`` where ``i - j <= lower`` and
+    ``j - i <= upper`` (a negative bound: no limit), zeros elsewhere: the upper triangle from
+    diagonal ``-lower`` intersected with the lower triangle up to diagonal ``upper``."""
+    x, lower_tv, upper_tv = ins
+    if x.rank is not None and x.rank < 2:
+        raise ConversionError(f"the input must have rank >= 2, got rank {x.rank}")
+    (lower,) = cx.ints(lower_tv, "num_lower")
+    (upper,) = cx.ints(upper_tv, "num_upper")
+    out = x
+    if lower >= 0:
+        out = cx.op("trilu", [out], upper=True, k=-lower)
+    if upper >= 0:
+        out = cx.op("trilu", [out], upper=False, k=upper)
+    return [out]

@@ -200,7 +200,7 @@ def _batch_matmul(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     "Einsum",
     tg="`transpose`, `reshape`, `matmul`, `reduce_sum`",
     note="one or two operands, no repeated index within an operand, no ellipsis; "
-    "merged index groups (contracted, or one operand's own) static",
+    "at most one merged index group (contracted, or one operand's own) dynamic per operand",
 )
 def _einsum(cx: Any, node: Any, ins: list[TV]) -> list[TV]:
     equation = attr(node, "equation").replace(" ", "")
@@ -296,11 +296,7 @@ def _merge_tail(
     merged: list[int] = []
     for g in groups:
         if any(d is None for d in g):
-            if len(g) > 1:
-                raise ConversionError(
-                    f"einsum '{eq}': a merged group of indices has a dynamic size"
-                )
-            merged.append(-1)
+            merged.append(-1)  # the reshape infers it: the only dynamic group (checked below)
         else:
             merged.append(math.prod(int(d or 0) for d in g))
     if merged.count(-1) > 1:

@@ -31,6 +31,7 @@ from pytfrt.compiler.ops.base import (
     REQUIRED,
     AttrSpec,
     InferContext,
+    broadcast_shapes,
     const_ints,
     define,
     norm_axis,
@@ -167,6 +168,29 @@ def _bias_add_grad(ctx: InferContext) -> list[TType]:
     return [TType(dy.dtype, (channel,))]
 
 
+
+def _unsorted_segment_sum(ctx: InferContext) -> list[TType]:
+    data, ids = ctx.inputs
+    if data.dtype not in FLOAT_DTYPES or ids.dtype not in INT_DTYPES:
+        raise ctx.error(f"needs float data and integer ids, got {data} and {ids}")
+    if (data.shape is not None and len(data.shape) != 2) or (
+            ids.shape is not None and len(ids.shape) != 1):
+        raise ctx.error(f"needs data [n, w] and ids [n], got {data} and {ids}")
+    n = ctx.attrs["num_segments"]
+    if n < 0:
+        raise ctx.error(f"num_segments must be >= 0, got {n}")
+    return [TType(data.dtype, (n, None if data.shape is None else data.shape[1]))]
+
+
+def _softmax_grad(ctx: InferContext) -> list[TType]:
+    y, dy = ctx.inputs
+    dtype = same_dtype(ctx)
+    _float(ctx, y, "operands")
+    shape = broadcast_shapes(ctx, y.shape, dy.shape)
+    if shape is not None:
+        norm_axis(ctx, ctx.attrs["axis"], len(shape))
+    return [TType(dtype, shape)]
+
 def _broadcast_gradient_args(ctx: InferContext) -> list[TType]:
     if len(ctx.inputs) != 2:
         raise ctx.error("takes 2 operands (s0, s1)")
@@ -237,6 +261,15 @@ define(
     family="grad",
     grad=gr.bias_add_grad,
 )
+define("softmax_grad", ("y", "dy"), _softmax_grad, {"axis": AttrSpec("int", -1)},
+       family="grad", no_grad="made by -tg-fuse-softmax-grad, which runs after differentiation",
+       doc="(dy - sum(dy * y, axis)) * y: a softmax's gradient through its output y")
+define("unsorted_segment_sum", ("data", "ids"), _unsorted_segment_sum,
+       {"num_segments": AttrSpec("int", REQUIRED)}, family="grad",
+       no_grad="made for an embedding's gradient (its own gradient, a second derivative, is "
+       "not needed)",
+       doc="rows of data summed into num_segments rows by ids (TF's UnsortedSegmentSum; ids "
+       "out of range are dropped)")
 define(
     "broadcast_gradient_args", ("s0", "s1"), _broadcast_gradient_args, family="grad", num_results=2
 , differentiable=False)

@@ -26,9 +26,12 @@ from pytfrt.compiler.passes.layout import layout_nhwc
 from pytfrt.compiler.passes.merge_matmul import merge_matmuls
 from pytfrt.compiler.passes.optimizers import fuse_optimizer
 from pytfrt.compiler.passes.quant import fold_quant
+from pytfrt.compiler.passes.reshapes import fold_reshapes
 from pytfrt.compiler.passes.shape_plan import shape_plans
 from pytfrt.compiler.passes.small_graph import fuse_small_graph
+from pytfrt.compiler.passes.softmax_grad import fuse_softmax_grad
 from pytfrt.compiler.passes.squeeze_excite import fuse_squeeze_excite
+from pytfrt.compiler.passes.weight_grads import flatten_weight_grads
 from pytfrt.compiler.passes.weight_layout import matmul_weight_layout
 
 Pass = Callable[[GraphModule], GraphModule]
@@ -51,6 +54,9 @@ PASSES: dict[str, Pass] = {
     "tg-fold-pad": fold_pad,
     "tg-fuse-batch-stats": fuse_batch_stats,
     "tg-fuse-optimizer": fuse_optimizer,
+    "tg-flatten-weight-grads": flatten_weight_grads,
+    "tg-fold-reshapes": fold_reshapes,
+    "tg-fuse-softmax-grad": fuse_softmax_grad,
     "tg-shape-plans": shape_plans,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
@@ -76,6 +82,9 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fold-pad",
     "tg-fuse-batch-stats",
     "tg-fuse-optimizer",
+    "tg-flatten-weight-grads",
+    "tg-fold-reshapes",
+    "tg-fuse-softmax-grad",
     "tg-shape-plans",
     "tg-fuse-elementwise",
     "tg-dce",

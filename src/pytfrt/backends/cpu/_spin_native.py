@@ -1,0 +1,331 @@
+"""The native loops of :mod:`pytfrt.backends.cpu._spin_pool` in C (no Numba).
+
+:mod:`_spin_pool` describes the fork-join: a job table of parts, control words each on a
+cache line of an ``int64`` array, helpers polling for the next job.  Its loops were Numba
+functions; importing Numba for them cost a process ~80 MB and its first call ~45 MB more
+(``docs/benchmarks.md``, peak memory), which a model whose kernels are all C or oneDNN
+(the mobile CNNs) paid only for this fork-join.  This module is the same loops, word for
+word, in C, compiled once per machine into the on-disk cache
+(:mod:`pytfrt.backends.cpu._ccompile`); :func:`module` returns it, or ``None`` without a C
+compiler (then :mod:`_spin_pool` keeps its Numba functions).
+
+The module's functions, with :mod:`_spin_pool`'s names and contracts (each releases the GIL;
+arguments are NumPy arrays and Python ints; an array of the wrong kind raises
+``TypeError``, nothing else is checked: the addresses are the caller's):
+``run_row(row, fns, xa, ya, ra, stream, scratch, buf)``,
+``run_row_arrays(row, fns, x, y, stream, scratch, buf)``,
+``caller(ctrl, jobs, fns, table, xa, ya, ra, helpers)``,
+``caller_arrays(ctrl, jobs, fns, table, x, y, helpers)``, ``cont(ctrl, jobs, fns, helpers)``,
+``wait_finished(ctrl, fns)``, ``helper(ctrl, jobs, fns, k, seen)`` and ``now()``.
+Thread-safe as :mod:`_spin_pool` describes (atomics on the control words).
+"""
+
+from __future__ import annotations
+
+from pytfrt.backends.cpu import _ccompile
+
+SOURCE = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define PAUSE() _mm_pause()
+#define CYCLES() ((int64_t)__rdtsc())
+#else
+#include <time.h>
+#define PAUSE() ((void)0)
+static int64_t CYCLES(void) {
+    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+#endif
+
+enum { PRIM, NARGS, ARGS, SRC_MEM, SRC_OFF, DST_MEM, DST_OFF, RES_MEM, SP_MEM,
+       CH_OFF, CH_BYTES, CH_ROWS, CH_STRIDE, CH_COPY_IN, ACT_FN, ACT_N, NF };
+enum { LINE = 8 };
+enum { SEQ_, CLAIM_, FINISHED_, ERROR_, STOP_, NPARTS_, XA_, YA_, RA_, HELPERS_ };
+enum { H_STREAM, H_SCRATCH, H_BUF, H_SLEEPING };
+enum { EXECUTE, WAIT, SET_HANDLE, YIELD, SPIN, YIELD_EVERY };
+#define PENDING (-1)
+#define L(k) ((k) * LINE)
+
+typedef int (*fn0)(void);
+typedef int (*fn1)(int64_t);
+typedef int (*fn2)(int64_t, int64_t);
+typedef int (*fn4)(int64_t, int64_t, int64_t, int64_t);
+
+#define ACQ __ATOMIC_ACQUIRE
+#define SC __ATOMIC_SEQ_CST
+static inline int64_t ld_acq(int64_t *c, int64_t i) { return __atomic_load_n(c + i, ACQ); }
+static inline int64_t ld_sc(int64_t *c, int64_t i) { return __atomic_load_n(c + i, SC); }
+static inline void st_rel(int64_t *c, int64_t i, int64_t v) {
+    __atomic_store_n(c + i, v, __ATOMIC_RELEASE);
+}
+static inline void st_sc(int64_t *c, int64_t i, int64_t v) { __atomic_store_n(c + i, v, SC); }
+static inline int cas(int64_t *c, int64_t i, int64_t expected, int64_t v) {
+    return __atomic_compare_exchange_n(c + i, &expected, v, 0, SC, SC);
+}
+
+#define PTR(a) ((void *)(intptr_t)(a))
+
+static int run_row_c(const int64_t *row, const int64_t *fns, int64_t xa, int64_t ya,
+                     int64_t ra, int64_t stream, int64_t scratch, int64_t buf) {
+    fn2 set_handle = (fn2)(intptr_t)fns[SET_HANDLE];
+    int st = set_handle(row[SRC_MEM], xa + row[SRC_OFF]);
+    int64_t ch_bytes = row[CH_BYTES], rows = row[CH_ROWS], stride = row[CH_STRIDE];
+    int64_t out = ya + row[CH_OFF];
+    if (ch_bytes > 0) {
+        if (row[CH_COPY_IN])
+            for (int64_t r = 0; r < rows; r++)
+                memcpy(PTR(buf + r * ch_bytes), PTR(out + r * stride), ch_bytes);
+        st |= set_handle(row[DST_MEM], buf);
+    } else {
+        st |= set_handle(row[DST_MEM], ya + row[DST_OFF]);
+    }
+    if (row[RES_MEM]) st |= set_handle(row[RES_MEM], ra + row[DST_OFF]);
+    if (row[SP_MEM]) st |= set_handle(row[SP_MEM], scratch);
+    if (st != 0) return st;
+    st = ((fn4)(intptr_t)fns[EXECUTE])(row[PRIM], stream, row[NARGS], row[ARGS]);
+    if (st == 0) st = ((fn1)(intptr_t)fns[WAIT])(stream);
+    if (st == 0 && row[ACT_FN])
+        st = ((fn2)(intptr_t)row[ACT_FN])(ch_bytes > 0 ? buf : ya + row[DST_OFF], row[ACT_N]);
+    if (st == 0 && ch_bytes > 0)
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(PTR(out + r * stride), PTR(buf + r * ch_bytes), ch_bytes);
+    return st;
+}
+
+static int64_t claim(int64_t *ctrl, int from_back) {
+    int64_t at = L(CLAIM_);
+    for (;;) {
+        int64_t word = ld_acq(ctrl, at), front = word & 0xFFFFFFFF, back = word >> 32;
+        int64_t nw, index;
+        if (front >= back) return -1;
+        if (from_back) { nw = front | ((back - 1) << 32); index = back - 1; }
+        else { nw = (front + 1) | (back << 32); index = front; }
+        if (cas(ctrl, at, word, nw)) return index;
+    }
+}
+
+static void run_slot(int64_t *ctrl, const int64_t *jobs, const int64_t *fns, int64_t slot,
+                     int from_back) {
+    int64_t mine = L(HELPERS_ + slot);
+    int64_t stream = ctrl[mine + H_STREAM], scratch = ctrl[mine + H_SCRATCH];
+    int64_t buf = ctrl[mine + H_BUF];
+    for (;;) {
+        int64_t i = claim(ctrl, from_back);
+        if (i < 0) return;
+        int st = run_row_c(jobs + i * NF, fns, ld_acq(ctrl, L(XA_)), ld_acq(ctrl, L(YA_)),
+                           ld_acq(ctrl, L(RA_)), stream, scratch, buf);
+        if (st != 0) cas(ctrl, L(ERROR_), 0, st);
+        __atomic_fetch_add(ctrl + L(FINISHED_), 1, __ATOMIC_SEQ_CST);
+    }
+}
+
+static int64_t relax(const int64_t *fns, int64_t last_yield) {
+    PAUSE();
+    int64_t now = CYCLES();
+    if (now - last_yield > fns[YIELD_EVERY]) { ((fn0)(intptr_t)fns[YIELD])(); return now; }
+    return last_yield;
+}
+
+static int64_t wait_finished_c(int64_t *ctrl, const int64_t *fns) {
+    int64_t n = ld_acq(ctrl, L(NPARTS_)), start = CYCLES(), last_yield = start;
+    while (ld_acq(ctrl, L(FINISHED_)) < n) {
+        if (CYCLES() - start > fns[SPIN]) return PENDING;
+        last_yield = relax(fns, last_yield);
+    }
+    return ld_acq(ctrl, L(ERROR_));
+}
+
+static int64_t caller_c(int64_t *ctrl, int64_t *jobs, const int64_t *fns, const int64_t *table,
+                        int64_t n, int64_t xa, int64_t ya, int64_t ra, int64_t helpers) {
+    memcpy(jobs, table, (size_t)(n * NF) * sizeof(int64_t));
+    ctrl[L(XA_)] = xa; ctrl[L(YA_)] = ya; ctrl[L(RA_)] = ra;
+    ctrl[L(NPARTS_)] = n; ctrl[L(FINISHED_)] = 0; ctrl[L(ERROR_)] = 0;
+    st_rel(ctrl, L(CLAIM_), n << 32);
+    st_sc(ctrl, L(SEQ_), ctrl[L(SEQ_)] + 1);
+    int64_t sleeping = 0;
+    for (int64_t k = 0; k < helpers; k++)
+        if (ld_sc(ctrl, L(HELPERS_ + k) + H_SLEEPING)) sleeping |= (int64_t)1 << k;
+    if (sleeping) return -2 - sleeping;
+    run_slot(ctrl, jobs, fns, helpers, 0);
+    return wait_finished_c(ctrl, fns);
+}
+
+static int64_t helper_c(int64_t *ctrl, const int64_t *jobs, const int64_t *fns, int64_t k,
+                        int64_t seen) {
+    int64_t mine = L(HELPERS_ + k), start = CYCLES(), last_yield = start;
+    for (;;) {
+        if (ld_acq(ctrl, L(STOP_))) return -1;
+        int64_t seq = ld_acq(ctrl, L(SEQ_));
+        if (seq != seen) {
+            seen = seq;
+            run_slot(ctrl, jobs, fns, k, 1);
+            start = last_yield = CYCLES();
+        } else if (CYCLES() - start > fns[SPIN]) {
+            st_sc(ctrl, mine + H_SLEEPING, 1);
+            if (ld_sc(ctrl, L(SEQ_)) == seen) return seen;
+            st_sc(ctrl, mine + H_SLEEPING, 0);
+        } else {
+            last_yield = relax(fns, last_yield);
+        }
+    }
+}
+
+/* -- argument parsing ---------------------------------------------------------------------- */
+
+static int64_t *i64(PyObject *o, npy_intp min_size, const char *what) {
+    if (!PyArray_Check(o) || PyArray_TYPE((PyArrayObject *)o) != NPY_INT64
+        || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)o)
+        || PyArray_SIZE((PyArrayObject *)o) < min_size) {
+        PyErr_Format(PyExc_TypeError, "%s must be a C-contiguous int64 array of at least %zd "
+                     "elements", what, (Py_ssize_t)min_size);
+        return NULL;
+    }
+    return (int64_t *)PyArray_DATA((PyArrayObject *)o);
+}
+
+static int addr(PyObject *o, int64_t *out, const char *what) {
+    if (!PyArray_Check(o) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a C-contiguous array", what);
+        return -1;
+    }
+    *out = (int64_t)(intptr_t)PyArray_DATA((PyArrayObject *)o);
+    return 0;
+}
+
+static int ints(PyObject *const *args, Py_ssize_t n, int64_t *out) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[i]);
+        if (out[i] == -1 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+#define NARGS_CHECK(name, want) \
+    if (nargs != (want)) { \
+        PyErr_Format(PyExc_TypeError, name "() takes %d arguments (%zd given)", (want), nargs); \
+        return NULL; }
+
+static PyObject *py_run_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NARGS_CHECK("run_row", 8)
+    int64_t *row = i64(args[0], NF, "row"), *fns = i64(args[1], 3, "fns"), v[6];
+    if (!row || !fns || ints(args + 2, 6, v)) return NULL;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = run_row_c(row, fns, v[0], v[1], v[2], v[3], v[4], v[5]);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(st);
+}
+
+static PyObject *py_run_row_arrays(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NARGS_CHECK("run_row_arrays", 7)
+    int64_t *row = i64(args[0], NF, "row"), *fns = i64(args[1], 3, "fns"), x, y, v[3];
+    if (!row || !fns || addr(args[2], &x, "x") || addr(args[3], &y, "y") || ints(args + 4, 3, v))
+        return NULL;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = run_row_c(row, fns, x, y, 0, v[0], v[1], v[2]);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(st);
+}
+
+static int pool_args(PyObject *const *args, int64_t **ctrl, int64_t **jobs, int64_t **fns) {
+    *ctrl = i64(args[0], L(HELPERS_ + 16), "ctrl");
+    *jobs = *ctrl ? i64(args[1], NF, "jobs") : NULL;
+    *fns = *jobs ? i64(args[2], YIELD_EVERY + 1, "fns") : NULL;
+    return *fns ? 0 : -1;
+}
+
+static int64_t *table_of(PyObject *o, PyObject *jobs, int64_t *n) {
+    int64_t *t = i64(o, 0, "table");
+    if (t == NULL) return NULL;
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_NDIM(a) != 2 || PyArray_DIM(a, 1) != NF
+        || PyArray_SIZE(a) > PyArray_SIZE((PyArrayObject *)jobs)) {
+        PyErr_SetString(PyExc_TypeError, "table must be (n, NF) with n at most the job rows");
+        return NULL;
+    }
+    *n = PyArray_DIM(a, 0);
+    return t;
+}
+
+static PyObject *py_caller(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NARGS_CHECK("caller", 8)
+    int64_t *ctrl, *jobs, *fns, n, v[4], st;
+    if (pool_args(args, &ctrl, &jobs, &fns)) return NULL;
+    int64_t *table = table_of(args[3], args[1], &n);
+    if (!table || ints(args + 4, 4, v)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = caller_c(ctrl, jobs, fns, table, n, v[0], v[1], v[2], v[3]);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLongLong(st);
+}
+
+static PyObject *py_caller_arrays(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NARGS_CHECK("caller_arrays", 7)
+    int64_t *ctrl, *jobs, *fns, n, x, y, h, st;
+    if (pool_args(args, &ctrl, &jobs, &fns)) return NULL;
+    int64_t *table = table_of(args[3], args[1], &n);
+    if (!table || addr(args[4], &x, "x") || addr(args[5], &y, "y") || ints(args + 6, 1, &h))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = caller_c(ctrl, jobs, fns, table, n, x, y, 0, h);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLongLong(st);
+}
+
+static PyObject *py_cont(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NARGS_CHECK("cont", 4)
+    int64_t *ctrl, *jobs, *fns, h, st;
+    if (pool_args(args, &ctrl, &jobs, &fns) || ints(args + 3, 1, &h)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    run_slot(ctrl, jobs, fns, h, 0);
+    st = wait_finished_c(ctrl, fns);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLongLong(st);
+}
+
+static PyObject *py_wait_finished(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NARGS_CHECK("wait_finished", 2)
+    int64_t *ctrl = i64(args[0], L(HELPERS_ + 16), "ctrl"), *fns, st;
+    fns = ctrl ? i64(args[1], YIELD_EVERY + 1, "fns") : NULL;
+    if (!fns) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = wait_finished_c(ctrl, fns);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLongLong(st);
+}
+
+static PyObject *py_helper(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NARGS_CHECK("helper", 5)
+    int64_t *ctrl, *jobs, *fns, v[2], r;
+    if (pool_args(args, &ctrl, &jobs, &fns) || ints(args + 3, 2, v)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    r = helper_c(ctrl, jobs, fns, v[0], v[1]);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLongLong(r);
+}
+
+static PyObject *py_now(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NARGS_CHECK("now", 0)
+    return PyLong_FromLongLong(CYCLES());
+}
+
+#define M(name) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, NULL}
+static PyMethodDef methods[] = {
+    M(run_row), M(run_row_arrays), M(caller), M(caller_arrays), M(cont), M(wait_finished),
+    M(helper), M(now), {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "MODNAME", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_MODNAME(void) { import_array(); return PyModule_Create(&module_def); }
+"""
+
+
+module = _ccompile.OptionalExtension(SOURCE, "pytfrt_spin_")
+"""``module()``: the compiled module, or ``None`` (no C compiler, or ``module.enabled`` set
+false: the callers keep Numba)."""
