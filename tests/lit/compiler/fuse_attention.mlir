@@ -17,7 +17,7 @@ func.func @gpt2(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>, %v: tensor<?x?
   %y = "tg.transpose"(%o) {perm = [0, 2, 1, 3]} : (tensor<?x2x?x4xf32>) -> tensor<?x?x2x4xf32>
   // CHECK-NOT: tg.transpose
   // CHECK-NOT: tg.softmax
-  // CHECK: %[[Y:.*]] = "tg.attention"(%arg0, %arg1, %arg2, %arg3) {has_mask = true, scale = 5.000000e-01} : (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<1x1x?x?xf32>) -> tensor<?x?x2x4xf32>
+  // CHECK: %[[Y:.*]] = "tg.attention"(%arg0, %arg1, %arg2, %arg3) {fill = 0.000000e+00, has_mask = true, scale = 5.000000e-01, select = false} : (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<1x1x?x?xf32>) -> tensor<?x?x2x4xf32>
   // CHECK-NOT: tg.matmul
   // CHECK-NEXT: func.return %[[Y]]
   func.return %y : tensor<?x?x2x4xf32>
@@ -35,7 +35,7 @@ func.func @div_scale(%q: tensor<1x3x2x4xf32>, %k: tensor<1x5x2x4xf32>, %v: tenso
   %p = "tg.softmax"(%t) {axis = -1 : i64} : (tensor<1x2x3x5xf32>) -> tensor<1x2x3x5xf32>
   %o = "tg.matmul"(%p, %vt) : (tensor<1x2x3x5xf32>, tensor<1x2x5x6xf32>) -> tensor<1x2x3x6xf32>
   %y = "tg.transpose"(%o) {perm = [0, 2, 1, 3]} : (tensor<1x2x3x6xf32>) -> tensor<1x3x2x6xf32>
-  // CHECK: %[[Y:.*]] = "tg.attention"(%arg0, %arg1, %arg2) {has_mask = false, scale = 5.000000e-01} : (tensor<1x3x2x4xf32>, tensor<1x5x2x4xf32>, tensor<1x5x2x6xf32>) -> tensor<1x3x2x6xf32>
+  // CHECK: %[[Y:.*]] = "tg.attention"(%arg0, %arg1, %arg2) {fill = 0.000000e+00, has_mask = false, scale = 5.000000e-01, select = false} : (tensor<1x3x2x4xf32>, tensor<1x5x2x4xf32>, tensor<1x5x2x6xf32>) -> tensor<1x3x2x6xf32>
   // CHECK-NEXT: func.return %[[Y]]
   func.return %y : tensor<1x3x2x6xf32>
 }
@@ -59,4 +59,44 @@ func.func @blocked(%q: tensor<1x3x2x4xf32>, %k: tensor<1x3x2x4xf32>) -> (tensor<
   // CHECK: "tg.softmax"
   // CHECK-NOT: tg.attention
   func.return %y, %s, %y2 : tensor<1x3x2x3xf32>, tensor<1x2x3x3xf32>, tensor<1x3x2x3xf32>
+}
+
+// Keras' masked softmax: the scores where a boolean mask (broadcast to the scores' shape by a
+// fill of true and a logical_and) is true, a large negative constant elsewhere. The scores'
+// shape is rebuilt from q's and k's, so the scores themselves go.
+// CHECK-LABEL: func.func @keras_select
+func.func @keras_select(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>, %v: tensor<?x?x2x4xf32>, %m: tensor<?x1x?x?xi1>) -> tensor<?x?x2x4xf32> {
+  %qt = "tg.transpose"(%q) {perm = [0, 2, 1, 3]} : (tensor<?x?x2x4xf32>) -> tensor<?x2x?x4xf32>
+  %kt = "tg.transpose"(%k) {perm = [0, 2, 3, 1]} : (tensor<?x?x2x4xf32>) -> tensor<?x2x4x?xf32>
+  %vt = "tg.transpose"(%v) {perm = [0, 2, 1, 3]} : (tensor<?x?x2x4xf32>) -> tensor<?x2x?x4xf32>
+  %s = "tg.matmul"(%qt, %kt) : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %c = "tg.constant"() {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %t = "tg.mul"(%s, %c) : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %true = "tg.constant"() {value = dense<true> : tensor<i1>} : () -> tensor<i1>
+  %shape = "tg.shape"(%t) {out_type = "i32"} : (tensor<?x2x?x?xf32>) -> tensor<4xi32>
+  %shape64 = "tg.cast"(%shape) {to = "i64"} : (tensor<4xi32>) -> tensor<4xi64>
+  %ones = "tg.fill"(%shape64, %true) : (tensor<4xi64>, tensor<i1>) -> tensor<?x?x?x?xi1>
+  %cond = "tg.logical_and"(%ones, %m) : (tensor<?x?x?x?xi1>, tensor<?x1x?x?xi1>) -> tensor<?x?x?x?xi1>
+  %big = "tg.constant"() {value = dense<-2.0e38> : tensor<f32>} : () -> tensor<f32>
+  %x = "tg.select"(%cond, %t, %big) : (tensor<?x?x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %p = "tg.softmax"(%x) {axis = 3 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = "tg.matmul"(%p, %vt) : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %y = "tg.transpose"(%o) {perm = [0, 2, 1, 3]} : (tensor<?x2x?x4xf32>) -> tensor<?x?x2x4xf32>
+  // CHECK-NOT: tg.transpose
+  // CHECK-NOT: tg.matmul
+  // CHECK-DAG: %[[SQ:.*]] = "tg.shape"(%arg0) {out_type = "i32"}
+  // CHECK-DAG: %[[SK:.*]] = "tg.shape"(%arg1) {out_type = "i32"}
+  // CHECK-DAG: %[[B:.*]] = "tg.slice"(%[[SQ]]) {axes = [0], ends = [1], starts = [0], steps = [1]}
+  // CHECK-DAG: %[[H:.*]] = "tg.slice"(%[[SQ]]) {axes = [0], ends = [3], starts = [2], steps = [1]}
+  // CHECK-DAG: %[[Q:.*]] = "tg.slice"(%[[SQ]]) {axes = [0], ends = [2], starts = [1], steps = [1]}
+  // CHECK-DAG: %[[K:.*]] = "tg.slice"(%[[SK]]) {axes = [0], ends = [2], starts = [1], steps = [1]}
+  // CHECK: %[[SHAPE:.*]] = "tg.concat"(%[[B]], %[[H]], %[[Q]], %[[K]]) {axis = 0}
+  // CHECK: %[[C64:.*]] = "tg.cast"(%[[SHAPE]])
+  // CHECK: %[[ONES:.*]] = "tg.fill"(%[[C64]]
+  // CHECK: %[[COND:.*]] = "tg.logical_and"(%[[ONES]], %arg3)
+  // CHECK: %[[Y:.*]] = "tg.attention"(%arg0, %arg1, %arg2, %[[COND]]) {fill = -1.99999{{[0-9]+}}e+38, has_mask = true, scale = 5.000000e-01, select = true}
+  // CHECK-NOT: tg.softmax
+  // CHECK-NOT: tg.select
+  // CHECK-NEXT: func.return %[[Y]]
+  func.return %y : tensor<?x?x2x4xf32>
 }

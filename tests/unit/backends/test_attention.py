@@ -67,6 +67,36 @@ def test_attention_matches_numpy(b, sq, sk, h, d, dv, kind, packed, dtype, seed
     np.testing.assert_allclose(y, want, rtol=tol, atol=tol)
 
 
+@settings(max_examples=30, deadline=None)
+@given(b=st.integers(1, 3), sq=st.integers(1, 9), sk=st.integers(1, 9), h=st.integers(1, 4),
+       d=st.integers(1, 9), rank=st.integers(2, 4), dtype=st.sampled_from([np.float32, np.float64]),
+       seed=st.integers(0, 2**16))
+def test_attention_select_mask_matches_numpy(b, sq, sk, h, d, rank, dtype, seed
+                                             ):  # type: ignore[no-untyped-def]
+    """``select``: the scores where a boolean mask holds, ``fill`` elsewhere (Keras' masked
+    softmax), fully masked rows included (they average ``v``), against the oracle on
+    ``where(mask, scores, fill)``."""
+    rng = np.random.default_rng(seed)
+    q = (rng.standard_normal((b, sq, h, d)) * 2).astype(dtype)
+    k = (rng.standard_normal((b, sk, h, d)) * 2).astype(dtype)
+    v = rng.standard_normal((b, sk, h, d)).astype(dtype)
+    full = rng.random((b, h, sq, sk)) > 0.4
+    full[0, 0, 0, :] = False  # a fully masked row
+    mask = full[(0,) * (4 - rank)] if rank < 4 else full
+    if rank == 4:
+        mask = mask[:, :1]  # broadcast over the heads
+    fill = -2.3e38 if dtype == np.float32 else -1e300
+    y = attention(q, k, v, mask, scale=0.3, has_mask=True, select=True, fill=fill)
+    s = np.einsum("bihd,bjhd->bhij", q.astype(np.float64), k.astype(np.float64)) * 0.3
+    s = np.where(mask, s, fill)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    want = np.einsum("bhij,bjhd->bihd", e / e.sum(axis=-1, keepdims=True), v.astype(np.float64))
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(y, want, rtol=tol, atol=tol)
+    with pytest.raises(OpError, match="dtype bool"):
+        attention(q, k, v, mask.astype(dtype), has_mask=True, select=True, fill=fill)
+
+
 def test_attention_transformer_sizes_and_out() -> None:
     """GPT-2's and BERT's head sizes (the oneDNN path, heads split over the threads), a causal
     mask whose masked scores would underflow, and ``out=``."""

@@ -91,7 +91,7 @@ def _masked_mha(tf: Any, causal: bool) -> tuple[Any, list[Any]]:
         mask = keras.Input((None, None), dtype="bool")
         inputs = [x, mask]
         y = layer(x, x, attention_mask=mask)
-    model = keras.Model(inputs, keras.layers.Dense(3)(y))
+    model = keras.Model(inputs if len(inputs) > 1 else x, keras.layers.Dense(3)(y))
     rng = np.random.default_rng(7)
     for w in model.trainable_variables:
         w.assign(rng.normal(scale=0.3, size=w.shape).astype(np.float32))
@@ -146,3 +146,20 @@ def test_keras_mha_masked_infer_and_train(tf: Any, causal: bool) -> None:
     trained = compiled.variables
     for v in model.trainable_variables:
         np.testing.assert_allclose(trained[v.path], v.numpy(), rtol=1e-5, atol=1e-5)
+    _check_fused_masked(model, batches)
+
+
+def _check_fused_masked(model: Any, batches: list[tuple[np.ndarray, ...]]) -> None:
+    """The model alone (inference) runs the mask in ``tg.attention``'s select mode (no
+    softmax left) and still matches TF, fully masked rows included."""
+    from pytfrt.compiler.api import to_graph
+    from pytfrt.compiler.passes import default_pipeline
+
+    ops = list(default_pipeline(to_graph(model)).function("main").body.block.ops)
+    fused = [op for op in ops if op.name == "tg.attention"]
+    assert len(fused) == 1 and fused[0].attributes["select"].value.data  # type: ignore[attr-defined]
+    assert not any(op.name in ("tg.softmax", "tg.select") for op in ops)
+    compiled = pytfrt.compile(model)
+    for *feed, _ in batches:
+        ref = model(feed if len(feed) > 1 else feed[0]).numpy()
+        np.testing.assert_allclose(compiled(*feed), ref, rtol=1e-5, atol=1e-5)

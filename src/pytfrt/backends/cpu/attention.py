@@ -5,7 +5,9 @@
 ``v [B, Sk, H, Dv]`` and the result ``[B, Sq, H, Dv]`` all in the "sequence, then heads" layout
 a Transformer's projections produce (``[B, S, H * D]`` viewed as ``[B, S, H, D]``), and an
 optional additive ``mask`` that broadcasts to ``[B, H, Sq, Sk]`` (a causal or padding mask of
-zeros and very negative numbers).  An exported BERT or GPT-2 writes this as two transposes of
+zeros and very negative numbers), or with ``select`` a boolean mask: the scores where it is
+true, ``fill`` elsewhere (Keras' masked softmax; a fully masked row then averages ``v``).
+An exported BERT or GPT-2 writes this as two transposes of
 ``q``/``k``/``v`` into ``[B, H, S, D]``, a batched ``q @ k^T``, a scale, a mask add, a softmax,
 a batched product with ``v`` and a transpose back: each a kernel dispatch, the transposes and
 the scores materialised between them.  ``-tg-fuse-attention``
@@ -19,7 +21,8 @@ relative), and the second ``dnnl_sgemm`` writing straight into the result's head
 Without oneDNN the same computation runs in NumPy.
 
 Operands: float32 (or float64, NumPy path) ``q``, ``k``, ``v`` with unit-stride last axes;
-``mask`` of the same dtype.  Thread-safety: a pure function (writes only ``out``).  Errors:
+``mask`` of the same dtype (boolean with ``select``).  Thread-safety: a pure function (writes
+only ``out``).  Errors:
 :class:`pytfrt.backends.cpu.ops.OpError` naming what does not fit.
 """
 
@@ -45,8 +48,8 @@ sequence 64 (2^19) and BERT's at 128 (2^21) go one to a shard.  At those sizes s
 2^20-2^22 measured the same (``chrt -f 10``, loaded machine)."""
 
 
-def _check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None
-           ) -> tuple[int, int, int, int, int, int]:
+def _check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
+           select: bool = False) -> tuple[int, int, int, int, int, int]:
     op = "attention"
     for name, a in (("q", q), ("k", k), ("v", v)):
         if not isinstance(a, np.ndarray) or a.ndim != 4:
@@ -62,8 +65,9 @@ def _check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None
         raise OpError(f"{op}: q {list(q.shape)}, k {list(k.shape)} and v {list(v.shape)} do not "
                       "agree: expected k [B, Sk, H, D] and v [B, Sk, H, Dv] for q [B, Sq, H, D]")
     if mask is not None:
-        if not isinstance(mask, np.ndarray) or mask.dtype != q.dtype:
-            raise OpError(f"{op}: mask must be an array of dtype {q.dtype}")
+        want = np.dtype(np.bool_) if select else q.dtype
+        if not isinstance(mask, np.ndarray) or mask.dtype != want:
+            raise OpError(f"{op}: mask must be an array of dtype {want} (select = {select})")
         try:
             np.broadcast_shapes(mask.shape, (b, h, sq, sk))
         except ValueError:
@@ -74,9 +78,10 @@ def _check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None
 
 @GRAPH_OPS.op("attention")
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None, *,
-              scale: float = 1.0, has_mask: bool = False,
-              out: np.ndarray | None = None) -> np.ndarray:
-    """``softmax(scale * q k^T + mask) v`` per (batch, head) (see the module docstring).
+              scale: float = 1.0, has_mask: bool = False, select: bool = False,
+              fill: float = 0.0, out: np.ndarray | None = None) -> np.ndarray:
+    """``softmax(scale * q k^T + mask) v`` per (batch, head), or with ``select``
+    ``softmax(where(mask, scale * q k^T, fill)) v`` (see the module docstring).
 
     Raises:
         OpError: operands of the wrong rank, dtype or shapes, a mask that does not broadcast,
@@ -85,7 +90,8 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
     if has_mask != (mask is not None):
         raise OpError(f"attention: has_mask = {has_mask} but {'a' if mask is not None else 'no'}"
                       " mask operand was given")
-    b, sq, h, d, sk, dv = _check(q, k, v, mask)
+    b, sq, h, d, sk, dv = _check(q, k, v, mask, select)
+    sel = (float(fill),) if select and mask is not None else None
     check_out("attention", out, (b, sq, h, dv), q.dtype)
     y = out if out is not None and out.flags.c_contiguous else np.empty((b, sq, h, dv), q.dtype)
     if y.size == 0:
@@ -93,9 +99,9 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
     if sk == 0:
         y.fill(0)  # an empty softmax sums nothing: the products are empty sums
     elif q.dtype == np.float32 and gemm_cfunc() is not None and _unit_rows(q, k, v):
-        _run_fast(q, k, v, mask, float(scale), y)
+        _run_fast(q, k, v, mask, float(scale), y, sel)
     else:
-        _run_numpy(q, k, v, mask, float(scale), y)
+        _run_numpy(q, k, v, mask, float(scale), y, sel)
     if out is not None and y is not out:
         out[...] = y
         return out
@@ -127,10 +133,12 @@ def _unit_rows(*arrays: np.ndarray) -> bool:
 
 
 def _run_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
-               scale: float, y: np.ndarray) -> None:
+               scale: float, y: np.ndarray, sel: tuple[float] | None = None) -> None:
     s = np.matmul(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 3, 1))
     s *= s.dtype.type(scale)
-    if mask is not None:
+    if sel is not None and mask is not None:
+        s = np.where(mask, s, s.dtype.type(sel[0]))
+    elif mask is not None:
         s += mask
     s -= s.max(axis=-1, keepdims=True)
     np.exp(s, out=s)
@@ -139,7 +147,7 @@ def _run_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | N
 
 
 def _run_fast(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
-              scale: float, y: np.ndarray) -> None:
+              scale: float, y: np.ndarray, sel: tuple[float] | None = None) -> None:
     b, sq, h, d = q.shape
     sk, dv = k.shape[1], v.shape[3]
     it = q.itemsize
@@ -148,8 +156,8 @@ def _run_fast(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
     else:
         mc = np.ascontiguousarray(mask).reshape((1,) * (4 - mask.ndim) + mask.shape)
         flat = mc.reshape(-1)
-        ms = np.array([st // it if n > 1 else 0 for st, n in zip(mc.strides, mc.shape,
-                                                                 strict=True)], np.int64)
+        ms = np.array([st // mc.itemsize if n > 1 else 0
+                       for st, n in zip(mc.strides, mc.shape, strict=True)], np.int64)
     geometry = np.array([b, sq, h, d, sk, dv,
                          q.strides[0] // it, q.strides[1] // it, q.strides[2] // it,
                          k.strides[0] // it, k.strides[1] // it, k.strides[2] // it,
@@ -166,7 +174,8 @@ def _run_fast(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
     def shard(i: int) -> None:
         lo, hi = shards[i]
         pin_thread()
-        status = run(geometry, addresses, flat, ms, mask is not None, np.float32(scale), lo, hi)
+        status = run(geometry, addresses, flat, ms, mask is not None, np.float32(scale), lo, hi,
+                     sel is not None, np.float32(sel[0] if sel is not None else 0.0))
         if status:  # pragma: no cover - oneDNN only fails on bad arguments, checked above
             errors.append(status)
 
@@ -233,14 +242,21 @@ def _scale_sum(row: Any, mx: Any, mant: Any, pow2: Any) -> Any:  # pragma: no co
 
 @numba.njit(nogil=True, fastmath=True)
 def _softmax_rows(s: Any, sq: int, sk: int, mask: Any, moff: int, ms2: int, ms3: int,
-                  has_mask: bool, mant: Any, bits: Any) -> None:  # pragma: no cover - compiled
+                  has_mask: bool, mant: Any, bits: Any, select: bool,
+                  fill: Any) -> None:  # pragma: no cover - compiled
     """Row-wise softmax of the scores ``s`` (``sq`` rows of ``sk``) after adding the mask
-    (element ``(i, j)`` at ``mask[moff + i * ms2 + j * ms3]``); ``mant`` and ``bits`` are
+    (element ``(i, j)`` at ``mask[moff + i * ms2 + j * ms3]``), or with ``select`` after
+    putting ``fill`` where the (boolean) mask is false; ``mant`` and ``bits`` are
     ``sk``-long float32 / int32 scratch rows."""
     pow2 = bits.view(np.float32)
     for i in range(sq):
         row = s[i * sk:(i + 1) * sk]
-        if has_mask:
+        if select:
+            base = moff + i * ms2
+            for j in range(sk):
+                if not mask[base + j * ms3]:
+                    row[j] = fill
+        elif has_mask:
             base = moff + i * ms2
             if ms3 == 1:
                 m = mask[base:base + sk]
@@ -269,7 +285,7 @@ def _kernel() -> Any:
     no, tr = np.uint8(ord("N")), np.uint8(ord("T"))
 
     @numba.njit(nogil=True)
-    def run(g, addr, mask, ms, has_mask, scale, lo, hi):  # type: ignore[no-untyped-def]
+    def run(g, addr, mask, ms, has_mask, scale, lo, hi, select, fill):  # type: ignore[no-untyped-def]
         sq, h, d, sk, dv = g[1], g[2], g[3], g[4], g[5]
         s = np.empty(sq * sk, np.float32)
         mant, bits = np.empty(sk, np.float32), np.empty(sk, np.int32)
@@ -286,7 +302,7 @@ def _kernel() -> Any:
             # scores [Sq, Sk] = scale * q_bh [Sq, D] @ k_bh^T (rows of q and k are strided)
             status |= f(no, tr, sq, sk, d, scale, pq, g[7], pk, g[10], zero, ps, sk)
             softmax_rows(s, sq, sk, mask, bi * ms[0] + hh * ms[1], ms[2], ms[3], has_mask,
-                         mant, bits)
+                         mant, bits, select, fill)
             # y_bh [Sq, Dv] = p [Sq, Sk] @ v_bh [Sk, Dv], written into the result's head columns
             status |= f(no, no, sq, dv, sk, one, ps, sk, pv, g[13], zero, py, g[16])
         return status

@@ -3,8 +3,10 @@
 ``attention(q, k, v, mask?) {scale, has_mask}`` -- ``softmax(scale * q k^T + mask) v`` per
 (batch, head), with ``q [B, Sq, H, D]``, ``k [B, Sk, H, D]``, ``v [B, Sk, H, Dv]`` and the
 result ``[B, Sq, H, Dv]`` in the layout a Transformer's projections produce (sequence before
-heads: no transposes), and an additive ``mask`` (same float dtype) broadcasting to
-``[B, H, Sq, Sk]``.  Made by ``-tg-fuse-attention`` from an exported BERT's or GPT-2's
+heads: no transposes), and a ``mask`` broadcasting to ``[B, H, Sq, Sk]``: additive (same
+float dtype), or with ``select`` a boolean one that keeps the scores where it is true and puts
+``fill`` elsewhere (Keras' masked softmax; a fully masked row averages every value).
+Made by ``-tg-fuse-attention`` from an exported BERT's or GPT-2's
 transposes, batched products, scale, mask and softmax; compute function
 :mod:`pytfrt.backends.cpu.attention`.  Runs after differentiation (inference pipelines), so it
 carries no gradient rule.
@@ -30,9 +32,14 @@ def _attention(ctx: InferContext) -> list[TType]:
         raise ctx.error(f"takes {n} operands with has_mask = {ctx.attrs['has_mask']}, got "
                         f"{len(ctx.inputs)}")
     q, k, v = ctx.inputs[:3]
-    if q.dtype not in FLOAT_DTYPES or any(t.dtype != q.dtype for t in ctx.inputs):
-        raise ctx.error(f"operands must share one float dtype, got "
-                        f"{', '.join(str(t) for t in ctx.inputs)}")
+    if q.dtype not in FLOAT_DTYPES or any(t.dtype != q.dtype for t in ctx.inputs[:3]):
+        raise ctx.error(f"q, k and v must share one float dtype, got "
+                        f"{', '.join(str(t) for t in ctx.inputs[:3])}")
+    if n == 4:
+        want = "i1" if ctx.attrs["select"] else q.dtype
+        if ctx.inputs[3].dtype != want:
+            raise ctx.error(f"the mask must be {want} (select = {ctx.attrs['select']}), got "
+                            f"{ctx.inputs[3]}")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.shape is not None and len(t.shape) != 4:
             raise ctx.error(f"{name} must be rank 4 [batch, seq, heads, depth], got {t}")
@@ -52,9 +59,11 @@ def _attention(ctx: InferContext) -> list[TType]:
 
 
 define("attention", ("q", "k", "v", "mask?"), _attention,
-       {"scale": AttrSpec("float", 1.0), "has_mask": AttrSpec("bool", False)},
+       {"scale": AttrSpec("float", 1.0), "has_mask": AttrSpec("bool", False),
+        "select": AttrSpec("bool", False), "fill": AttrSpec("float", 0.0)},
        family="transformer",
-       doc="softmax(scale * q k^T + mask) v per (batch, head); q [B, Sq, H, D], k [B, Sk, H, D],"
+       doc="softmax(scale * q k^T + mask) v per (batch, head) (with select: the scores where the"
+           " boolean mask is true, fill elsewhere); q [B, Sq, H, D], k [B, Sk, H, D],"
            " v [B, Sk, H, Dv] -> [B, Sq, H, Dv] (made by -tg-fuse-attention)",
        no_grad="made by -tg-fuse-attention, which runs after differentiation")
 

@@ -10,14 +10,17 @@ The pattern (an exported BERT or GPT-2, per layer; before ``-tg-fuse-epilogue`` 
     t  = mul(s, c)                                  # c a scalar constant (either order),
         -- or div(s, c), or no scale at all
     x  = add(t, mask)                               # optional, either order
+        -- or select(mask, t, c): a boolean mask, c a scalar constant (Keras' masked softmax)
     p  = softmax(x) {axis = 3 or -1}
     vt = transpose(v, [0, 2, 1, 3])
     o  = matmul(p, vt)                              # [B, H, Sq, Dv]
     y  = transpose(o, [0, 2, 1, 3])                 # [B, Sq, H, Dv]
 
-becomes ``y = attention(q, k, v[, mask]) {scale = c (or 1 / c), has_mask}``.  ``s``, ``t``,
-``x``, ``p`` and ``o`` must have no other user; the matmuls no epilogue; all of one float
-dtype, the mask of rank <= 4.  The transposes of ``q``, ``k``, ``v`` are left for ``-tg-dce``
+becomes ``y = attention(q, k, v[, mask]) {scale = c (or 1 / c), has_mask, select, fill}``.
+``s``, ``t``, ``x``, ``p`` and ``o`` must have no other user -- but ``tg.shape`` of the
+scores (Keras broadcasts its mask to them), which becomes the same shape assembled from ``q``'s
+and ``k``'s --; the matmuls no epilogue; all of one float dtype, the mask of rank <= 4.
+The transposes of ``q``, ``k``, ``v`` are left for ``-tg-dce``
 (another user keeps them).  The op's kernel (:mod:`pytfrt.backends.cpu.attention`) reads the
 heads where they lie: no transposed copies, no ``[B, H, Sq, Sk]`` scores between kernels.
 """
@@ -37,6 +40,7 @@ from pytfrt.compiler.passes.common import (
     replace,
     single_use,
     ttype,
+    users,
 )
 
 _Q_PERM = (0, 2, 1, 3)
@@ -83,6 +87,44 @@ def _scale(gm: GraphModule, op: Operation, s: SSAValue) -> float | None:
     return None
 
 
+def _sole_user(v: SSAValue) -> Operation | None:
+    """The only user of ``v`` that is not a ``tg.shape``, or ``None``."""
+    others = [u for u in users(v) if u.name != "tg.shape"]
+    return others[0] if len(others) == 1 else None
+
+
+def _select_mask(gm: GraphModule, op: Operation, dtype: str
+                 ) -> tuple[SSAValue, SSAValue, float] | None:
+    """``(mask, scores, fill)`` of ``op = select(mask, scores, fill)``: a boolean mask of rank
+    <= 4 and a scalar constant ``fill``."""
+    if op.name != "tg.select" or len(op.operands) != 3:
+        return None
+    cond, cand, other = op.operands
+    mt = ttype(cond)
+    fill = _scalar(gm, other)
+    inner = cand.owner
+    if fill is None or mt.dtype != "i1" or mt.rank is None or mt.rank > 4 \
+            or ttype(cand).dtype != dtype or not isinstance(inner, Operation) \
+            or inner.name not in ("tg.mul", "tg.div", "tg.matmul"):
+        return None
+    return cond, cand, fill
+
+
+def _scores_shape(gm: GraphModule, shape_op: Operation, q: SSAValue, k: SSAValue,
+                  ) -> list[Operation]:
+    """Ops computing ``shape_op``'s value (the scores' shape ``[B, H, Sq, Sk]``) from ``q``
+    ``[B, Sq, H, D]`` and ``k`` ``[B, Sk, H, D]``, the last one's result standing for it."""
+    out_type = attrs_of(shape_op)["out_type"]
+    sq = new_op(gm, "shape", [q], {"out_type": out_type}, shape_op.location)
+    sk = new_op(gm, "shape", [k], {"out_type": out_type}, shape_op.location)
+    parts = [new_op(gm, "slice", [src.results[0]],
+                    {"starts": [i], "ends": [i + 1], "axes": [0], "steps": [1]},
+                    shape_op.location)
+             for src, i in ((sq, 0), (sq, 2), (sq, 1), (sk, 1))]
+    cat = new_op(gm, "concat", [p.results[0] for p in parts], {"axis": 0}, shape_op.location)
+    return [sq, sk, *parts, cat]
+
+
 def _match(gm: GraphModule, p_op: Operation) -> tuple[Operation, list[Operation],
                                                      list[SSAValue], dict[str, Any]] | None:
     """``(final transpose, ops to erase, operands, attrs)`` of the attention whose softmax is
@@ -94,9 +136,16 @@ def _match(gm: GraphModule, p_op: Operation) -> tuple[Operation, list[Operation]
     chain: list[Operation] = []
     v = p_op.operands[0]
     mask: SSAValue | None = None
+    fill: float | None = None
     scale = 1.0
     op = v.owner
-    if isinstance(op, Operation) and op.name == "tg.add" and len(op.operands) == 2 \
+    picked = _select_mask(gm, op, xt.dtype) if isinstance(op, Operation) \
+        and single_use(v) is p_op else None
+    if picked is not None and isinstance(op, Operation):
+        mask, v, fill = picked
+        chain.append(op)
+        op = v.owner
+    elif isinstance(op, Operation) and op.name == "tg.add" and len(op.operands) == 2 \
             and single_use(v) is p_op:
         for cand, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
             inner = cand.owner
@@ -110,7 +159,7 @@ def _match(gm: GraphModule, p_op: Operation) -> tuple[Operation, list[Operation]
         if mask is None:
             return None
         op = v.owner
-    if isinstance(op, Operation) and op.name in ("tg.mul", "tg.div") and single_use(v) is not None:
+    if isinstance(op, Operation) and op.name in ("tg.mul", "tg.div") and _sole_user(v) is not None:
         s_val = next((o for o in op.operands
                       if isinstance(o.owner, Operation) and o.owner.name == "tg.matmul"), None)
         if s_val is None:
@@ -122,7 +171,7 @@ def _match(gm: GraphModule, p_op: Operation) -> tuple[Operation, list[Operation]
         chain.append(op)
         v = s_val
         op = v.owner
-    if not isinstance(op, Operation) or single_use(v) is None:
+    if not isinstance(op, Operation) or _sole_user(v) is None:
         return None
     s_attrs = _plain_matmul(op)
     if s_attrs is None:
@@ -146,7 +195,10 @@ def _match(gm: GraphModule, p_op: Operation) -> tuple[Operation, list[Operation]
         return None
     operands = [q, k, val] + ([mask] if mask is not None else [])
     erase = [y_op, o_op, p_op, *chain]
-    return y_op, erase, operands, {"scale": scale, "has_mask": mask is not None}
+    attrs: dict[str, Any] = {"scale": scale, "has_mask": mask is not None}
+    if fill is not None:
+        attrs.update(select=True, fill=fill)
+    return y_op, erase, operands, attrs
 
 
 def fuse_attention(gm: GraphModule) -> GraphModule:
@@ -164,6 +216,13 @@ def fuse_attention(gm: GraphModule) -> GraphModule:
             att = new_op(gm, "attention", operands, attrs, y_op.location)
             if ttype(att.results[0]).rank != 4:  # pragma: no cover - inference says rank 4
                 continue
+            q, k = operands[0], operands[1]
+            for op in erase[2:]:  # the scores' shape (Keras' mask), now from q and k
+                for shape_op in [u for u in users(op.results[0]) if u.name == "tg.shape"]:
+                    made = _scores_shape(gm, shape_op, q, k)
+                    for m in made:
+                        block.insert_op_before(m, shape_op)
+                    replace(shape_op, [made[-1].results[0]])
             block.insert_op_before(att, y_op)
             replace(y_op, [att.results[0]])
             for op in erase[1:]:
