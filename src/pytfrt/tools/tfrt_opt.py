@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
 # The graph-dialect pass flags (pytfrt.compiler.passes.opt.FLAGS; named here so building the
 # parser imports nothing).
 TG_PASSES = (
-    "tg-infer-shapes", "tg-fold-quant", "tg-constant-fold", "tg-cse", "tg-dce",
+    "tg-infer-shapes", "tg-fold-quant", "tg-constant-fold", "tg-cse", "tg-fuse-layer-norm",
+    "tg-dce",
     "tg-fold-batch-norm",
     "tg-layout-nhwc", "tg-fuse-attention", "tg-merge-matmuls", "tg-fuse-epilogue",
     "tg-fuse-add-layer-norm", "tg-matmul-weight-layout",

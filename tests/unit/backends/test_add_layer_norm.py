@@ -123,6 +123,15 @@ def _pre_norm_blocks(seed: int) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def _check(sess: object, compiled: object, feeds: dict[str, np.ndarray]) -> None:
+    """pytfrt's outputs ``y`` and ``h`` within 1e-4 relative of ONNX Runtime's."""
+    want = sess.run(None, feeds)  # type: ignore[attr-defined]
+    got = compiled(**feeds)  # type: ignore[operator]
+    got = [got[k] for k in ("y", "h")] if isinstance(got, dict) else list(got)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-4 * np.abs(w).max())
+
+
 @pytest.fixture(scope="module")
 def model() -> onnx.ModelProto:
     return _pre_norm_blocks(11)
@@ -150,9 +159,58 @@ def test_matches_onnxruntime(model: onnx.ModelProto) -> None:
         rng = np.random.default_rng(batch * 100 + seq)
         x = rng.standard_normal((batch, seq, D)).astype(np.float32)
         pos = rng.standard_normal((1, seq, D)).astype(np.float32)
-        want = sess.run(None, {"x": x, "pos": pos})
-        got = compiled(x=x, pos=pos)
-        got = [got[k] for k in ("y", "h")] if isinstance(got, dict) else list(got)
-        for g, w in zip(got, want, strict=True):
-            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4,
-                                       atol=1e-4 * np.abs(w).max())
+        _check(sess, compiled, {"x": x, "pos": pos})
+
+
+def _written_out(pow_form: bool) -> onnx.ModelProto:
+    """An opset-13 layer norm (no ``LayerNormalization``): ReduceMean, Sub, Pow 2 (or the
+    product with itself), ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta; the sum with a
+    residual before it, as a pre-norm block has it."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.standard_normal(D).astype(np.float32), "g"),
+             numpy_helper.from_array(rng.standard_normal(D).astype(np.float32), "b"),
+             numpy_helper.from_array(np.array(1e-5, np.float32), "eps"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    nodes = [helper.make_node("Add", ["x", "r"], ["h"]),
+             helper.make_node("ReduceMean", ["h"], ["m"], axes=[-1], keepdims=1),
+             helper.make_node("Sub", ["h", "m"], ["d"]),
+             helper.make_node("Pow", ["d", "two"], ["p"]) if pow_form
+             else helper.make_node("Mul", ["d", "d"], ["p"]),
+             helper.make_node("ReduceMean", ["p"], ["v"], axes=[-1], keepdims=1),
+             helper.make_node("Add", ["v", "eps"], ["e"]),
+             helper.make_node("Sqrt", ["e"], ["s"]),
+             helper.make_node("Div", ["d", "s"], ["n"]),
+             helper.make_node("Mul", ["n", "g"], ["ng"]),
+             helper.make_node("Add", ["ng", "b"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "written_out",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", D]),
+         helper.make_tensor_value_info("r", TensorProto.FLOAT, ["b", "s", D])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", "s", D]),
+         helper.make_tensor_value_info("h", TensorProto.FLOAT, ["b", "s", D])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("pow_form", [True, False], ids=["pow", "mul"])
+def test_written_out_layer_norm(pow_form: bool) -> None:
+    """``-tg-fuse-layer-norm`` makes it one ``layer_norm``, which ``-tg-fuse-add-layer-norm``
+    joins to the residual sum; against ONNX Runtime, rows with a large offset."""
+    import onnxruntime as ort
+
+    import pytfrt
+    from pytfrt.compiler.frontends.onnx import import_onnx
+    from pytfrt.compiler.passes import default_pipeline
+
+    model = _written_out(pow_form)
+    names = [op.name for op in default_pipeline(import_onnx(model)).function("main").body.block.ops]
+    assert names.count("tg.add_layer_norm") == 1
+    assert not {"tg.reduce_mean", "tg.sqrt", "tg.div", "tg.fused_elementwise"} & set(names)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    compiled = pytfrt.compile(model)
+    for batch, seq in ((1, 7), (3, 2)):
+        rng = np.random.default_rng(seq)
+        x = (rng.standard_normal((batch, seq, D)) * 4 + 10).astype(np.float32)
+        r = rng.standard_normal((batch, seq, D)).astype(np.float32)
+        _check(sess, compiled, {"x": x, "r": r})

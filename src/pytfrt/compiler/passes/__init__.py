@@ -21,6 +21,7 @@ from pytfrt.compiler.passes.epilogue import fuse_epilogue
 from pytfrt.compiler.passes.fold import constant_fold, dce
 from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
+from pytfrt.compiler.passes.layer_norm import fuse_layer_norm
 from pytfrt.compiler.passes.layout import layout_nhwc
 from pytfrt.compiler.passes.merge_matmul import merge_matmuls
 from pytfrt.compiler.passes.optimizers import fuse_optimizer
@@ -40,6 +41,7 @@ PASSES: dict[str, Pass] = {
     "tg-fold-quant": fold_quant,
     "tg-constant-fold": constant_fold,
     "tg-cse": cse,
+    "tg-fuse-layer-norm": fuse_layer_norm,
     "tg-dce": dce,
     "tg-fold-batch-norm": fold_batch_norm,
     "tg-layout-nhwc": layout_nhwc,
@@ -67,6 +69,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fold-quant",
     "tg-constant-fold",
     "tg-cse",
+    "tg-fuse-layer-norm",
     "tg-dce",
     "tg-fold-batch-norm",
     "tg-layout-nhwc",
