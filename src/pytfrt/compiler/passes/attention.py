@@ -224,8 +224,10 @@ def fuse_attention(gm: GraphModule) -> GraphModule:
             for op in erase[2:]:  # the scores' shape (Keras' mask), now from q and k
                 for shape_op in [u for u in users(op.results[0]) if u.name == "tg.shape"]:
                     made = _scores_shape(gm, shape_op, q, k)
+                    home = shape_op.parent_block()
+                    assert home is not None
                     for m in made:
-                        block.insert_op_before(m, shape_op)
+                        home.insert_op_before(m, shape_op)
                     replace(shape_op, [made[-1].results[0]])
             block.insert_op_before(att, y_op)
             replace(y_op, [att.results[0]])
