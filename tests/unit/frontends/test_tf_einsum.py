@@ -1,7 +1,8 @@
 """``tf.einsum`` through pytfrt (one broadcasting ``matmul`` plus transposes and reshapes).
 
 Equations cover batch, contracted, operand-only and summed-away indices, an empty free side on
-either operand, and several dynamic dimensions (the leading ``None`` dims of the inputs).
+either operand, and several dynamic dimensions (the leading ``None`` dims of the inputs), also
+merged into one group.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ EQUATIONS = [
     ("abcd,aecd->acbe", (None, 5, 2, 3), (None, 4, 2, 3)),
     ("acbe,aecd->abcd", (None, 2, 5, 4), (None, 4, 2, 3)),
     ("abcd,cde->abe", (None, 5, 2, 3), (2, 3, 4)),
+    # Keras' MultiHeadAttention output weight gradient: the contracted group (a, b) dynamic
+    ("abe,abcd->cde", (None, None, 4), (None, None, 2, 3)),
     ("bi,bi->b", (None, 4), (None, 4)),
     ("bij,j->bi", (None, 3, 4), (4,)),
     ("i,bij->bj", (3,), (None, 3, 4)),
