@@ -317,6 +317,15 @@ class _Prim:
         self.handles.append((kind, h))
         return h
 
+    def create_primitive(self) -> None:
+        """Make :attr:`prim` from :attr:`pd` (freed by :meth:`destroy`).
+
+        Raises:
+            RuntimeError: oneDNN returned an error status.
+        """
+        prim = self.lib.new("dnnl_primitive_create", self.pd)
+        self.prim = self.own("dnnl_primitive_destroy", prim)
+
     def state(self, tid: int,
               lock: threading.Lock) -> tuple[Any, ctypes.c_void_p, ctypes.c_void_p, Any, Any]:
         """``(argument array, src, dst, scratchpad, residual memory)`` of one thread's calls
@@ -652,8 +661,7 @@ class DnnlConv:
                     lib.new("dnnl_memory_create", bias_md, lib.engine,
                             self._bias.ctypes.data + 4 * c0),
                 )
-            attr = temp.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
-            lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, _SCRATCHPAD_USER)
+            attr = user_scratchpad_attr(lib, temp.own)
             if residual or self._eltwise is not None:
                 po = temp.own("dnnl_post_ops_destroy", lib.new("dnnl_post_ops_create"))
                 if residual == RESIDUAL_OPERAND:  # same dims and strides as the output
@@ -687,7 +695,7 @@ class DnnlConv:
             sp_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, _Q_SCRATCHPAD_MD, 0)
             p.scratch = int(lib.fn["dnnl_memory_desc_get_size"](sp_md)) if sp_md else 0
             p.weights = self._reordered(user_w_md, w_md, (c0, c1))
-            p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+            p.create_primitive()
         finally:
             temp.destroy()
 
@@ -861,6 +869,20 @@ class DnnlConv:
     def _run(self, p: _Prim, xa: int, ya: int, ra: int) -> None:
         """Run one part on the calling thread (:func:`run_part`)."""
         run_part(self._lib, p, self._lock, xa, ya, ra)
+
+
+def user_scratchpad_attr(lib: _Lib,
+                         own: Callable[[str, ctypes.c_void_p], ctypes.c_void_p]) -> ctypes.c_void_p:
+    """A new primitive attribute whose scratchpad the caller passes at each execution (every
+    primitive here runs with a per-thread scratchpad), handed to ``own`` (a :meth:`_Prim.own`)
+    to be freed with its owner.
+
+    Raises:
+        RuntimeError: oneDNN returned an error status.
+    """
+    attr = own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
+    lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, _SCRATCHPAD_USER)
+    return attr
 
 
 def query_impl(lib: _Lib, p: _Prim) -> None:

@@ -173,8 +173,7 @@ class _Plan:
         any_w = self._own("dnnl_memory_desc_destroy", lib.new(
             "dnnl_memory_desc_create_with_tag", len(wdims), _DIMS(*wdims), _dnnl_conv._F32,
             _dnnl_conv._FORMAT_ANY))
-        attr = self._own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
-        lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, _dnnl_conv._SCRATCHPAD_USER)
+        attr = _dnnl_conv.user_scratchpad_attr(lib, self._own)
         try:
             for b0, b1 in zip(bounds, bounds[1:], strict=False):
                 part = _Part(b0, b1)

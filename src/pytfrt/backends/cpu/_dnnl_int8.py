@@ -144,8 +144,7 @@ class _Args:
 
 def _attr(lib: dc._Lib, temp: dc._Prim, q: QuantParams, w_mask: int) -> ctypes.c_void_p:
     """Primitive attributes: user scratchpad, scales and zero points, sum/eltwise post-ops."""
-    attr = temp.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
-    lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
+    attr = dc.user_scratchpad_attr(lib, temp.own)
     lib.call("dnnl_primitive_attr_set_scales_mask", attr, dc._ARG_SRC, 0)
     lib.call("dnnl_primitive_attr_set_scales_mask", attr, dc._ARG_WEIGHTS, w_mask)
     if q.out_dtype != np.float32:
@@ -212,7 +211,7 @@ def _finish(lib: dc._Lib, p: dc._Prim, user_w_md: ctypes.c_void_p, w: np.ndarray
         holders.append(h)
         dc.reorder(lib, user_w_md, w.ctypes.data, h.src_md, h.weights)
         p.weights = h.weights
-    p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+    p.create_primitive()
 
 
 class _Runner:

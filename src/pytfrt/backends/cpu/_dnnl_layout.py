@@ -66,13 +66,12 @@ def _band(lib: dc._Lib, c: int, h: int, w: int, r0: int, r1: int) -> dc._Prim:
         p.src_md = p.own(md_free, lib.strided_md(dims, (c * h * w, h * w, w, 1)))
         p.dst_md = p.own(md_free, lib.strided_md(dims, (h * w * c, 1, w * c, c)))
         p.src_off, p.dst_off = 4 * r0 * w, 4 * r0 * w * c
-        attr = temp.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
-        lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
+        attr = dc.user_scratchpad_attr(lib, temp.own)
         p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
             "dnnl_reorder_primitive_desc_create", p.src_md, lib.engine, p.dst_md, lib.engine,
             attr))
         dc.query_impl(lib, p)
-        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+        p.create_primitive()
     except RuntimeError:
         p.destroy()
         raise

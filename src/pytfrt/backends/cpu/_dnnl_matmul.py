@@ -98,8 +98,7 @@ class PackedMatMul(_Runner):
                 bias_md = temp.own(free, lib.strided_md((1, c1 - c0), (n, 1)))
                 p.bias = p.own("dnnl_memory_destroy", lib.new(
                     "dnnl_memory_create", bias_md, lib.engine, self._bias.ctypes.data + 4 * c0))
-            attr = temp.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
-            lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
+            attr = dc.user_scratchpad_attr(lib, temp.own)
             if self.residual or self._eltwise is not None:
                 po = temp.own("dnnl_post_ops_destroy", lib.new("dnnl_post_ops_create"))
                 if self.residual:  # read from its own buffer, same strides as the output
@@ -114,7 +113,7 @@ class PackedMatMul(_Runner):
             dc.query_impl(lib, p)
             w_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_WEIGHTS_MD, 0)
             p.weights = self._packed_columns(w_md, c0, c1)
-            p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+            p.create_primitive()
         finally:
             temp.destroy()
 

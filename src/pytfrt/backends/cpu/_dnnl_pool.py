@@ -61,8 +61,7 @@ def _create(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Prim:
     try:
         p.src_md = p.own(md_free, lib.strided_md(src, dc._md_strides(layout, src), dt))
         p.dst_md = p.own(md_free, lib.strided_md(dst, dc._md_strides(layout, dst), dt))
-        attr = temp.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
-        lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
+        attr = dc.user_scratchpad_attr(lib, temp.own)
         p.pd = p.own(
             "dnnl_primitive_desc_destroy",
             lib.new(
@@ -81,7 +80,7 @@ def _create(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Prim:
             ),
         )
         dc.query_impl(lib, p)
-        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+        p.create_primitive()
     except RuntimeError:
         p.destroy()
         raise

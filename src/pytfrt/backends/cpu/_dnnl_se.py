@@ -100,8 +100,7 @@ class _Plan:
         p.src_md = p.own(md_free, lib.strided_md(src, dc._md_strides("NHWC", src)))
         p.dst_md = p.own(md_free, lib.strided_md(dst, dc._md_strides("NHWC", dst)))
         p.src_off, p.dst_off = src_off, dst_off
-        attr = p.own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
-        lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
+        attr = dc.user_scratchpad_attr(lib, p.own)
         return p, attr
 
     def _pool(self, lib: dc._Lib, band: tuple[int, int, int, int], src_off: int,
@@ -113,7 +112,7 @@ class _Plan:
             _POOLING_AVG, p.src_md, p.dst_md, dc._DIMS(1, 1), dc._DIMS(band[2], band[3]),
             zero, zero, zero, attr))
         dc.query_impl(lib, p)
-        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+        p.create_primitive()
         return p
 
     def _mul(self, lib: dc._Lib, band: tuple[int, int, int, int], gate_md: Any,
@@ -124,7 +123,7 @@ class _Plan:
             p.dst_md, attr))
         p.extra = [(_ARG_SRC_1, gate_mem)]
         dc.query_impl(lib, p)
-        p.prim = p.own("dnnl_primitive_destroy", lib.new("dnnl_primitive_create", p.pd))
+        p.create_primitive()
         return p
 
     def destroy(self) -> None:
