@@ -222,6 +222,52 @@ def test_layer_norm_grad_against_tf(tf: Any) -> None:
     np.testing.assert_allclose(dbeta, dy.sum(axis=(0, 1)), rtol=1e-12)
 
 
+@pytest.mark.parametrize("width", [1, 7, 33])
+def test_layer_norm_grad_float32_rows_against_tf(tf: Any, width: int) -> None:
+    """The one-pass float32 path (rows along the last axis) against TF's float64 autodiff."""
+    x, gamma, dy = _r(5, 3, width, seed=24), _r(width, seed=25), _r(5, 3, width, seed=26)
+    xt, gt = tf.constant(x.astype(np.float64)), tf.constant(gamma.astype(np.float64))
+    with tf.GradientTape() as tape:
+        tape.watch([xt, gt])
+        mean, var = tf.nn.moments(xt, axes=[2], keepdims=True)
+        y = (xt - mean) * tf.math.rsqrt(var + 1e-3) * gt
+    ref = tape.gradient(y, [xt, gt], output_gradients=tf.constant(dy.astype(np.float64)))
+    dx, dgamma, dbeta = grad_ops.layer_norm_grad(dy, x, gamma, axis=-1, epsilon=1e-3)
+    assert dx.dtype == dgamma.dtype == dbeta.dtype == np.float32
+    np.testing.assert_allclose(dx, ref[0].numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dgamma, ref[1].numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dbeta, dy.astype(np.float64).sum(axis=(0, 1)), rtol=1e-5,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("width", [7, 33])
+def test_keras_layer_norm_gradient_is_one_op(tf: Any, width: int) -> None:
+    """Keras' LayerNormalization under a GradientTape: its gradient's ~20 ops become one
+    ``layer_norm_grad`` (``-tg-fuse-layer-norm-grad``), and the compiled gradients match TF's."""
+    from pytfrt.compiler.api import to_graph
+    from pytfrt.compiler.passes import default_pipeline
+
+    norm = tf.keras.layers.LayerNormalization(epsilon=1e-4)
+    norm.build((None, 3, width))
+    norm.gamma.assign(_r(width, seed=27))
+    norm.beta.assign(_r(width, seed=28))
+
+    @tf.function(input_signature=[tf.TensorSpec((None, 3, width), tf.float32)] * 2)
+    def grads(x: Any, w: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(norm(x) * w)
+        return tape.gradient(loss, [x, norm.gamma, norm.beta])
+
+    x, w = _r(4, 3, width, seed=29), _r(4, 3, width, seed=30)
+    names = [op.name for f in default_pipeline(to_graph(grads)).module.ops
+             for op in f.walk()]
+    assert names.count("tg.layer_norm_grad") == 1 and "tg.broadcast_to" not in names
+    got = pytfrt.compile(grads)(x, w)
+    for g, r in zip(got, grads(x, w), strict=True):
+        np.testing.assert_allclose(g, r.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_broadcast_gradient_args_compute(tf: Any) -> None:
     # through the runtime table, as a compiled program calls it (read-only operands in the suite)
     kernel = graph_kernels.graph_ops()["broadcast_gradient_args"]

@@ -285,10 +285,16 @@ def batch_norm_grad(
 def layer_norm_grad(
     dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, *, axis: int, epsilon: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(dx, dgamma, dbeta) of layer norm over axes ``axis..rank-1``."""
+    """(dx, dgamma, dbeta) of layer norm over axes ``axis..rank-1`` (float32 along the last
+    axis: one compiled pass over the rows, ``layer_norm_rows``)."""
+    from pytfrt.backends.cpu.layer_norm_rows import layer_norm_grad_last
+
     _same("layer_norm_grad", dy, x)
     if not -x.ndim <= axis < x.ndim:
         raise OpError(f"layer_norm_grad: axis {axis} out of range for rank {x.ndim}")
+    fast = layer_norm_grad_last(dy, x, gamma, axis, epsilon)
+    if fast is not None:
+        return fast
     axis %= x.ndim
     norm_axes = tuple(range(axis, x.ndim))
     lead_axes = tuple(range(axis))

@@ -22,6 +22,7 @@ from pytfrt.compiler.passes.fold import constant_fold, dce
 from pytfrt.compiler.passes.fold_pad import fold_pad
 from pytfrt.compiler.passes.infer_shapes import infer_shapes
 from pytfrt.compiler.passes.layer_norm import fuse_layer_norm
+from pytfrt.compiler.passes.layer_norm_grad import fuse_layer_norm_grad
 from pytfrt.compiler.passes.layout import layout_nhwc
 from pytfrt.compiler.passes.merge_matmul import merge_matmuls
 from pytfrt.compiler.passes.optimizers import fuse_optimizer
@@ -56,6 +57,7 @@ PASSES: dict[str, Pass] = {
     "tg-fuse-optimizer": fuse_optimizer,
     "tg-flatten-weight-grads": flatten_weight_grads,
     "tg-fold-reshapes": fold_reshapes,
+    "tg-fuse-layer-norm-grad": fuse_layer_norm_grad,
     "tg-fuse-softmax-grad": fuse_softmax_grad,
     "tg-shape-plans": shape_plans,
     "tg-fuse-elementwise": fuse_elementwise,
@@ -84,6 +86,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fuse-optimizer",
     "tg-flatten-weight-grads",
     "tg-fold-reshapes",
+    "tg-fuse-layer-norm-grad",
     "tg-fuse-softmax-grad",
     "tg-shape-plans",
     "tg-fuse-elementwise",
