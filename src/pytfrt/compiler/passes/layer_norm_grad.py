@@ -17,7 +17,7 @@ other axes)::
                  sub(x, mean)))
     dgamma = Σlead(mul(r, gs))       # then, if so written, reshape to [C]
     dbeta  = Σlead(dy)               # idem
-        -> dx, dgamma, dbeta = layer_norm_grad(x, mean, r, gamma, dy)
+        -> dx, dgamma, dbeta = layer_norm_grad(dy, x, gamma) {axis = rank - 1, epsilon}
 
 ``layer_norm_grad`` (``docs/graph_dialect.md``) is one pass over the rows
 (:mod:`pytfrt.backends.cpu.layer_norm_rows`).  Anything else -- another order of the sums, a
