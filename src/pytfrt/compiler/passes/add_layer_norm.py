@@ -23,13 +23,13 @@ from __future__ import annotations
 from xdsl.ir import Operation
 
 from pytfrt.compiler.builder import GraphModule
-from pytfrt.compiler.passes.common import attrs_of, functions, new_op, ttype, users
+from pytfrt.compiler.passes.common import attrs_of, functions, new_op, producer, ttype, users
 from pytfrt.compiler.types import FLOAT_DTYPES
 
 
 def _fuse(gm: GraphModule, ln: Operation, index: dict[Operation, int]) -> bool:
-    add = ln.operands[0].owner
-    if not isinstance(add, Operation) or add.name != "tg.add":
+    add = producer(ln.operands[0], "tg.add")
+    if add is None:
         return False
     s = add.results[0]
     if ttype(s).dtype not in FLOAT_DTYPES or any(ttype(v).dtype != ttype(s).dtype

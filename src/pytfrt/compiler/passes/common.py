@@ -47,6 +47,18 @@ def is_tg(op: Operation) -> bool:
     return op.name.startswith("tg.")
 
 
+def producer(v: SSAValue, name: str) -> Operation | None:
+    """The op defining ``v`` if it is named ``name`` (``"tg.add"``...), else ``None``."""
+    op = v.owner
+    return op if isinstance(op, Operation) and op.name == name else None
+
+
+def other_operand(op: Operation, v: SSAValue) -> SSAValue | None:
+    """The operand of the two-operand ``op`` beside ``v`` (``None`` unless ``v`` is one)."""
+    lhs, rhs = op.operands
+    return rhs if lhs is v else lhs if rhs is v else None
+
+
 def const_value(gm: GraphModule, v: SSAValue) -> np.ndarray | None:
     """The value of ``v`` if a ``tg.constant`` defines it (missing weights: ``None``)."""
     op = v.owner
@@ -60,6 +72,12 @@ def const_value(gm: GraphModule, v: SSAValue) -> np.ndarray | None:
         arr = gm.weights.get(w.data)
         return None if arr is None else np.asarray(arr)
     return None
+
+
+def scalar_const(gm: GraphModule, v: SSAValue) -> float | None:
+    """The value of a one-element constant ``v`` as a float (otherwise ``None``)."""
+    c = const_value(gm, v)
+    return None if c is None or c.size != 1 else float(c.reshape(()))
 
 
 _names = itertools.count()
@@ -140,6 +158,15 @@ def replace(old: Operation, new_values: Sequence[SSAValue]) -> None:
             r.replace_all_uses_with(v)
     old.detach()
     old.erase()
+
+
+def erase_unused(ops: Sequence[Operation]) -> None:
+    """Erase, in the order given (consumers before their producers), each of ``ops`` whose
+    results nothing reads any more."""
+    for op in ops:
+        if all(not r.uses for r in op.results):
+            op.detach()
+            op.erase()
 
 
 def users(v: SSAValue) -> list[Operation]:

@@ -30,18 +30,17 @@ from pytfrt.compiler.builder import GraphModule
 from pytfrt.compiler.passes.common import (
     attrs_of,
     const_value,
+    erase_unused,
     functions,
     new_op,
+    other_operand,
+    producer,
+    scalar_const,
     single_use,
     ttype,
     users,
 )
 from pytfrt.compiler.types import FLOAT_DTYPES
-
-
-def _owner(v: SSAValue, name: str) -> Operation | None:
-    op = v.owner
-    return op if isinstance(op, Operation) and op.name == name else None
 
 
 def _trailing_mean(op: Operation | None) -> int | None:
@@ -58,17 +57,6 @@ def _trailing_mean(op: Operation | None) -> int | None:
     return axes[0]
 
 
-def _scalar(gm: GraphModule, v: SSAValue) -> float | None:
-    c = const_value(gm, v)
-    return float(c.reshape(-1)[0]) if c is not None and c.size == 1 else None
-
-
-def _other(op: Operation, v: SSAValue) -> SSAValue | None:
-    """The operand of the binary ``op`` that is not ``v``."""
-    a, b = op.operands
-    return b if a is v else a if b is v else None
-
-
 def _param(gm: GraphModule, v: SSAValue, tail: tuple[int | None, ...]) -> bool:
     """Whether ``v`` is a constant that broadcasts to ``tail`` without widening it."""
     c = const_value(gm, v)
@@ -79,12 +67,12 @@ def _param(gm: GraphModule, v: SSAValue, tail: tuple[int | None, ...]) -> bool:
         t is not None for t in tail)
 
 
-def _match(gm: GraphModule, div: Operation) -> list[Operation] | None:
+def _match(gm: GraphModule, div: Operation) -> tuple[list[Operation], int, float] | None:
     """The ops of a written-out norm ending at ``div`` (``[mean, sub, square, var, add, sqrt,
-    div]``), or ``None``."""
+    div]``), its first normalised axis and its epsilon, or ``None``."""
     d, s = div.operands
-    sqrt = _owner(s, "tg.sqrt")
-    sub = _owner(d, "tg.sub")
+    sqrt = producer(s, "tg.sqrt")
+    sub = producer(d, "tg.sub")
     if sqrt is None or sub is None or single_use(s) is not div:
         return None
     x, m = sub.operands
@@ -92,14 +80,14 @@ def _match(gm: GraphModule, div: Operation) -> list[Operation] | None:
     k = _trailing_mean(mean)
     if k is None or mean is None or mean.operands[0] is not x or single_use(m) is not sub:
         return None
-    add = _owner(sqrt.operands[0], "tg.add")
+    add = producer(sqrt.operands[0], "tg.add")
     if add is None or single_use(add.results[0]) is not sqrt:
         return None
-    v = next((o for o in add.operands if _trailing_mean(_owner(o, "tg.reduce_mean")) == k),
+    v = next((o for o in add.operands if _trailing_mean(producer(o, "tg.reduce_mean")) == k),
              None)
     if v is None or single_use(v) is not add:
         return None
-    eps = _scalar(gm, _other(add, v) or v)
+    eps = scalar_const(gm, other_operand(add, v) or v)
     var = v.owner
     assert isinstance(var, Operation)
     q = var.operands[0]
@@ -107,7 +95,7 @@ def _match(gm: GraphModule, div: Operation) -> list[Operation] | None:
     if eps is None or eps < 0 or not isinstance(sq, Operation) or single_use(q) is not var:
         return None
     if sq.name == "tg.pow":
-        if sq.operands[0] is not d or _scalar(gm, sq.operands[1]) != 2.0:
+        if sq.operands[0] is not d or scalar_const(gm, sq.operands[1]) != 2.0:
             return None
     elif sq.name != "tg.mul" or sq.operands[0] is not d or sq.operands[1] is not d:
         return None
@@ -117,25 +105,23 @@ def _match(gm: GraphModule, div: Operation) -> list[Operation] | None:
         return None
     if ttype(x).dtype not in FLOAT_DTYPES or ttype(div.results[0]) != ttype(x):
         return None
-    return [mean, sub, sq, var, add, sqrt, div]
+    return [mean, sub, sq, var, add, sqrt, div], k, eps
 
 
 def _fuse(gm: GraphModule, div: Operation) -> bool:
-    ops = _match(gm, div)
-    if ops is None:
+    matched = _match(gm, div)
+    if matched is None:
         return False
+    ops, k, eps = matched
     x = ops[1].operands[0]
-    rank = ttype(x).rank
     shape = ttype(x).shape
-    k = _trailing_mean(ops[0])
-    assert k is not None and rank is not None and shape is not None
+    assert shape is not None
     tail = shape[k:]
-    eps = _scalar(gm, _other(ops[4], ops[3].results[0]) or ops[3].results[0])
     last = div
     affine: dict[str, SSAValue] = {}  # gamma (a multiply), then beta (an add)
     for name in ("tg.mul", "tg.add"):
         nxt = single_use(last.results[0])
-        p = None if nxt is None or nxt.name != name else _other(nxt, last.results[0])
+        p = None if nxt is None or nxt.name != name else other_operand(nxt, last.results[0])
         if nxt is not None and p is not None and _param(gm, p, tail) and ttype(
                 nxt.results[0]) == ttype(x):
             last, affine[name] = nxt, p
@@ -150,10 +136,7 @@ def _fuse(gm: GraphModule, div: Operation) -> bool:
     assert block is not None
     block.insert_op_before(fused, last)
     last.results[0].replace_all_uses_with(fused.results[0])
-    for op in reversed(ops):
-        if all(not r.uses for r in op.results):
-            op.detach()
-            op.erase()
+    erase_unused(ops[::-1])
     return True
 
 

@@ -47,6 +47,8 @@ from pytfrt.compiler.passes.common import (
     const_value,
     functions,
     new_op,
+    producer,
+    scalar_const,
     single_use,
     ttype,
 )
@@ -77,14 +79,9 @@ class _Update:
     reads: set[str] = field(default_factory=set)
 
 
-def _owner(v: SSAValue, name: str) -> Operation | None:
-    op = v.owner
-    return op if isinstance(op, Operation) and op.name == name else None
-
-
 def _only(v: SSAValue, name: str, user: Operation) -> Operation | None:
     """The ``name`` op defining ``v``, if ``user`` is its only user."""
-    op = _owner(v, name)
+    op = producer(v, name)
     return op if op is not None and single_use(v) is user else None
 
 
@@ -96,11 +93,6 @@ def _tree(v: SSAValue, user: Operation, name: str, lhs: str, rhs: str
         return None
     a, b = _only(op.operands[0], lhs, op), _only(op.operands[1], rhs, op)
     return None if a is None or b is None else (op, a, b)
-
-
-def _scalar_const(gm: GraphModule, v: SSAValue) -> float | None:
-    c = const_value(gm, v)
-    return None if c is None or c.size != 1 else float(c.reshape(()))
 
 
 def _var_read(v: SSAValue, user: Operation) -> tuple[Operation, str] | None:
@@ -115,8 +107,8 @@ def _pair(gm: GraphModule, op: Operation, want_const: bool
     a, b = op.operands
     for x, y in ((a, b), (b, a)):
         t = ttype(y)
-        if (want_const and _scalar_const(gm, y) is not None) or (
-                not want_const and t.shape == () and _scalar_const(gm, y) is None):
+        if (want_const and scalar_const(gm, y) is not None) or (
+                not want_const and t.shape == () and scalar_const(gm, y) is None):
             yield x, y
 
 
@@ -134,7 +126,7 @@ def _slot_update(gm: GraphModule, assign: Operation, sub_first: bool
         read = _var_read(r, sub)
         if read is None or read[1] != attrs_of(assign)["name"]:
             continue
-        value = _scalar_const(gm, c)
+        value = scalar_const(gm, c)
         assert value is not None
         return [assign, mul, sub, read[0]], t, read[0], value
     return None
@@ -174,7 +166,7 @@ class _Matcher:
             sqrt = _only(x, "tg.sqrt", add)
             vread = None if sqrt is None else _var_read(sqrt.operands[0], sqrt)
             if vread is not None:
-                eps = _scalar_const(self.gm, e)
+                eps = scalar_const(self.gm, e)
                 break
         else:
             return None
@@ -193,7 +185,7 @@ class _Matcher:
         if not (self._slot_ops(m_name, [m_read0, m_assign, m_read])
                 and self._slot_ops(v_name, [v_read0, v_assign, v_read])):
             return None
-        sq = _owner(s, "tg.square")
+        sq = producer(s, "tg.square")
         square: SSAValue | None = None if sq is not None and sq.operands[0] is g else s
         ops = [assign, div, mul, add, sqrt, m_read, v_read, *m_ops, *v_ops]
         return _Update("adam", [assign, m_assign, v_assign], ops, attrs_of(assign)["name"],
@@ -214,7 +206,7 @@ class _Matcher:
         for x, c in _pair(self.gm, decay, True):
             old = _var_read(x, decay)
             if old is not None and old[1] == m_name:
-                mu = _scalar_const(self.gm, c)
+                mu = scalar_const(self.gm, c)
                 break
         else:
             return None

@@ -47,9 +47,11 @@ from pytfrt.compiler.builder import GraphModule
 from pytfrt.compiler.passes.common import (
     attrs_of,
     const_value,
+    erase_unused,
     functions,
     make_constant,
     new_op,
+    producer,
     replace,
     single_use,
     ttype,
@@ -57,11 +59,6 @@ from pytfrt.compiler.passes.common import (
 
 _CONST_THROUGH = ("tg.dequantize_linear", "tg.reshape", "tg.cast", "tg.mul")
 """Ops through which a bias is still a compile-time constant."""
-
-
-def _owner(v: SSAValue, name: str) -> Operation | None:
-    op = v.owner
-    return op if isinstance(op, Operation) and op.name == name else None
 
 
 def _scalar(gm: GraphModule, v: SSAValue | None) -> float | int | None:
@@ -96,7 +93,7 @@ def _eval_const(gm: GraphModule, v: SSAValue, depth: int = 0) -> np.ndarray | No
 
 def _act_input(gm: GraphModule, v: SSAValue) -> dict[str, Any] | None:
     """``{x, x_scale, x_zero_point, x_dtype}`` if ``v = dequantize_linear(xq, scalar consts)``."""
-    dq = _owner(v, "tg.dequantize_linear")
+    dq = producer(v, "tg.dequantize_linear")
     if dq is None or ttype(v).dtype != "f32":
         return None
     xq = dq.operands[0]
@@ -111,7 +108,7 @@ def _act_input(gm: GraphModule, v: SSAValue) -> dict[str, Any] | None:
 def _weight(gm: GraphModule, v: SSAValue, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
     """``(wq s8, scales f32 [C] or [1])`` if ``v = dequantize_linear(const s8, const scale,
     0?)`` per tensor or per ``axis``."""
-    dq = _owner(v, "tg.dequantize_linear")
+    dq = producer(v, "tg.dequantize_linear")
     if dq is None:
         return None
     wq = const_value(gm, dq.operands[0])
@@ -226,10 +223,7 @@ def _fold_one(gm: GraphModule, op: Operation) -> bool:
         nxt = single_use(cur.results[0])
         cur = nxt
     replace(last, [new.results[0]])
-    for dead in reversed(chain):
-        if all(not r.uses for r in dead.results):
-            dead.detach()
-            dead.erase()
+    erase_unused(chain[::-1])
     return True
 
 

@@ -22,18 +22,20 @@ from __future__ import annotations
 from xdsl.ir import Operation, SSAValue
 
 from pytfrt.compiler.builder import GraphModule
-from pytfrt.compiler.passes.common import attrs_of, functions, new_op, replace, single_use, ttype
-
-
-def _other(op: Operation, v: SSAValue) -> SSAValue | None:
-    """The operand of the two-operand ``op`` beside ``v`` (``None`` unless ``v`` is one)."""
-    a, b = op.operands
-    return b if a is v else a if b is v else None
+from pytfrt.compiler.passes.common import (
+    attrs_of,
+    functions,
+    new_op,
+    other_operand,
+    replace,
+    single_use,
+    ttype,
+)
 
 
 def _match(y: SSAValue, axis: int, p: Operation) -> tuple[SSAValue, Operation] | None:
     """``(dy, r)`` if ``p = mul(dy, y)`` starts the pattern, else ``None``."""
-    dy = _other(p, y)
+    dy = other_operand(p, y)
     if dy is None or dy is y:
         return None
     s = single_use(p.results[0])
@@ -48,7 +50,7 @@ def _match(y: SSAValue, axis: int, p: Operation) -> tuple[SSAValue, Operation] |
             or d.operands[1] is not s.results[0]):
         return None
     r = single_use(d.results[0])
-    if r is None or r.name != "tg.mul" or _other(r, d.results[0]) is not y:
+    if r is None or r.name != "tg.mul" or other_operand(r, d.results[0]) is not y:
         return None
     return dy, r
 
