@@ -184,6 +184,30 @@ def residual(args: argparse.Namespace) -> None:
                   f"B/A {_paired(a, b):.3f}, C/A {_paired(a, c):.3f}")
 
 
+def _conv_pd(dc: Any, src_md: Any, dst_md: Any, cin: int, cout: int, k: int, add: bool,
+             user_scratchpad: bool) -> tuple[Any, Any]:
+    """A stride-1 SAME ``k`` x ``k`` convolution's primitive descriptor (weights in oneDNN's
+    preferred format, a bias, the residual as a ``sum`` post-op when ``add``, then ReLU) and
+    its bias descriptor."""
+    lib = dc.library()
+    w_any = lib.new("dnnl_memory_desc_create_with_tag", 4, dc._DIMS(cout, cin, k, k), dc._F32,
+                    dc._FORMAT_ANY)
+    b_md = lib.strided_md((cout,), (1,))
+    attr = lib.new("dnnl_primitive_attr_create")
+    if user_scratchpad:
+        lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
+    po = lib.new("dnnl_post_ops_create")
+    if add:
+        lib.call("dnnl_post_ops_append_sum", po, 1.0, 0, 0)
+    lib.call("dnnl_post_ops_append_eltwise", po, *dc.eltwise_for("relu", 0.0))
+    lib.call("dnnl_primitive_attr_set_post_ops", attr, po)
+    pad = dc._DIMS(k // 2, k // 2)
+    pd = lib.new("dnnl_convolution_forward_primitive_desc_create", lib.engine,
+                 dc._FORWARD_INFERENCE, dc._CONV_DIRECT, src_md, w_any, b_md, dst_md,
+                 dc._DIMS(1, 1), dc._DIMS(0, 0), pad, pad, attr)
+    return pd, b_md
+
+
 class _Chain:
     """One stage's bottleneck blocks as oneDNN primitives (one thread, one layout)."""
 
@@ -228,19 +252,7 @@ class _Chain:
     def _conv(self, src_md: Any, dst_md: Any, cin: int, cout: int, k: int,
               add: bool) -> tuple[tuple[Any, Any, Any], Any]:
         lib, dc = self.lib, self.dc
-        w_any = lib.new("dnnl_memory_desc_create_with_tag", 4, dc._DIMS(cout, cin, k, k),
-                        dc._F32, dc._FORMAT_ANY)
-        b_md = lib.strided_md((cout,), (1,))
-        attr = lib.new("dnnl_primitive_attr_create")
-        po = lib.new("dnnl_post_ops_create")
-        if add:
-            lib.call("dnnl_post_ops_append_sum", po, 1.0, 0, 0)
-        lib.call("dnnl_post_ops_append_eltwise", po, *dc.eltwise_for("relu", 0.0))
-        lib.call("dnnl_primitive_attr_set_post_ops", attr, po)
-        p = k // 2
-        pd = lib.new("dnnl_convolution_forward_primitive_desc_create", lib.engine,
-                     dc._FORWARD_INFERENCE, dc._CONV_DIRECT, src_md, w_any, b_md, dst_md,
-                     dc._DIMS(1, 1), dc._DIMS(0, 0), dc._DIMS(p, p), dc._DIMS(p, p), attr)
+        pd, b_md = _conv_pd(dc, src_md, dst_md, cin, cout, k, add, user_scratchpad=False)
         self.impls.add(dc._impl_name(lib, pd))
         w, _ = self._memory(lib.fn["dnnl_primitive_desc_query_md"](pd, dc._Q_WEIGHTS_MD, 0))
         b, _ = self._memory(b_md)
@@ -326,21 +338,8 @@ class _SplitChain:
             tag = (lib.new("dnnl_memory_desc_create_with_tag", 4, dc._DIMS(*dims), dc._F32,
                            _NCHW16C) for dims in ((1, cin, h, h), (1, c1 - c0, h, h)))
             p.src_md, p.dst_md = next(tag), next(tag)
-            w_any = lib.new("dnnl_memory_desc_create_with_tag", 4,
-                            dc._DIMS(c1 - c0, cin, k, k), dc._F32, dc._FORMAT_ANY)
-            b_md = lib.strided_md((c1 - c0,), (1,))
-            attr = lib.new("dnnl_primitive_attr_create")
-            lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, dc._SCRATCHPAD_USER)
-            po = lib.new("dnnl_post_ops_create")
-            if add:
-                lib.call("dnnl_post_ops_append_sum", po, 1.0, 0, 0)
-            lib.call("dnnl_post_ops_append_eltwise", po, *dc.eltwise_for("relu", 0.0))
-            lib.call("dnnl_primitive_attr_set_post_ops", attr, po)
-            pad = k // 2
-            p.pd = lib.new("dnnl_convolution_forward_primitive_desc_create", lib.engine,
-                           dc._FORWARD_INFERENCE, dc._CONV_DIRECT, p.src_md, w_any, b_md,
-                           p.dst_md, dc._DIMS(1, 1), dc._DIMS(0, 0), dc._DIMS(pad, pad),
-                           dc._DIMS(pad, pad), attr)
+            p.pd, b_md = _conv_pd(dc, p.src_md, p.dst_md, cin, c1 - c0, k, add,
+                                  user_scratchpad=True)
             dc.query_impl(lib, p)
             self.impls.add(p.impl)
             w_md = lib.fn["dnnl_primitive_desc_query_md"](p.pd, dc._Q_WEIGHTS_MD, 0)
