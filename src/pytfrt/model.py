@@ -42,10 +42,11 @@ from pytfrt import config
 from pytfrt.backends.cpu.arena import Arena
 from pytfrt.bef.program import Program
 from pytfrt.executor.loader import load_program
-from pytfrt.executor.sync_executor import SyncBEFFunction
+from pytfrt.executor.sync_executor import SyncBEFFunction, static_call, unpack_results
 from pytfrt.host.async_value import AsyncValue, make_available
 from pytfrt.host.execution_context import ExecutionContext, RequestContext, ResourceContext
 from pytfrt.host.host_context import HostContext
+from pytfrt.host.kernel_frame import result_list
 from pytfrt.signature import Signature, TensorSpec
 from pytfrt.support.codegen import exec_generated
 from pytfrt.support.errors import PytfrtError
@@ -269,7 +270,9 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
     attribute is asked once for a version bound to its attributes and constant operands
     (``fn.specialize(constants, **attrs)`` -> a function of the operands and ``out``, or
     ``None``; e.g. the dense-layer ``matmul``).  Kernels not made from a compute
-    function (variables, glue) are called through their registry entry on DenseHostTensors.
+    function (variables, glue) are called on DenseHostTensors with their binding plan
+    rendered once, as the sync executor does (``sync_executor.static_call``), or through
+    their registry entry when it cannot be static (a KernelFrame parameter).
     The first kernel exception stops the call and is raised as :class:`ModelError` with its
     message, as the sync executor reports it (``pytfrt.executor.sync_executor``).  The BEF
     program is unchanged: ``@main`` stays an ordinary ``tfrt.sync`` function.
@@ -280,6 +283,7 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
         "_nd": np.ndarray, "_err": _model_error, "_arr": _as_array, "_arrs": _as_arrays,
         "_T": to_tensor, "_U": _unwrap, "_Arena": Arena, "_pool": model._arenas,
         "_ctx": model._ctx, "_lock": model._lock, "_count": model._count_error,
+        "_rl": result_list,
     }
     n_res = model._num_resources
     arena_reg = model._arena_index
@@ -477,15 +481,24 @@ def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Se
     targets = ", ".join(f"r{r}" for r in k.results)
     if ck is None or len(ck.attrs) != len(k.attrs):
         # not a compute kernel: through the registry entry, tensors as DenseHostTensors
-        ns[f"_cs{i}"] = k.entry.call_sync
         ns[f"_a{i}"] = k.attrs
         ns[f"_k{i}"] = k
-        values = ", ".join(f"_T({ref(r)})" if register_types[r].startswith("tensor<")
-                           else ref(r) for r in k.operands)
-        call = f"_cs{i}([{values}], _a{i}, _k{i}.funcs, _ctx, {k.num_results})"
+
+        def operand(r: int) -> str:
+            return f"_T({ref(r)})" if register_types[r].startswith("tensor<") else ref(r)
+
+        # its binding plan rendered once (as the sync executor does), or the generic binding
+        call = static_call(k, i, register_types, operand, "_ctx")
+        if call is not None:
+            ns[f"_f{i}"] = k.fn
+            lines = unpack_results(call, k, i, targets)
+        else:
+            ns[f"_cs{i}"] = k.entry.call_sync
+            values = ", ".join(operand(r) for r in k.operands)
+            call = f"_cs{i}([{values}], _a{i}, _k{i}.funcs, _ctx, {k.num_results})"
+            lines = [f"{targets}, = {call}" if k.results else call]
         if not k.results:
-            return [call]
-        lines = [f"{targets}, = {call}"]
+            return lines
         lines += [f"r{r} = _U(r{r})" for r in k.results
                   if register_types[r].startswith("tensor<")]
         return lines

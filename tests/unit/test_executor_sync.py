@@ -44,6 +44,11 @@ def env() -> Any:
     reg.add_sync_kernel("t.invoke_s", invoke_s)
     reg.add_sync_kernel("t.pair_s", pair_s)
 
+    def bad_pair_s(x: int) -> Any:
+        return [x, -x] if x > 0 else (x, -x, 0) if x < 0 else x
+
+    reg.add_sync_kernel("t.bad_pair_s", bad_pair_s)
+
     def lifetime_s(n: Attr[int]) -> Any:
         return Tracked(e, n)
 
@@ -112,6 +117,22 @@ def test_sync_binding_rules(env: Env) -> None:
     ctx = env.host.new_execution_context()
     assert bef.get_function("f").execute_sync(ctx, [2, 3]) == [1107, -1107]
     assert bef.get_function("g").execute_sync(ctx, [1]) == [1103]
+
+
+def test_multi_result_kernels_are_bound_statically_and_checked(env: Env) -> None:
+    f = FB("f", args=["i32"], kind=FunctionKind.SYNC)
+    p, n = f.op("t.pair_s", 0, results=["i32", "i32"])
+    q, m = f.op("t.bad_pair_s", p, results=["i32", "i32"])
+    bef = env.load(f.ret(q, m, n))
+    fn = bef.get_function("f")
+    assert "_cs" not in fn.source  # no generic binding per call
+    ctx = env.host.new_execution_context()
+    # pair(-3) = (-3, 3): bad_pair(-3) has three results; pair(3) = (3, -3): bad_pair(3) a
+    # list; pair(0): bad_pair(0) one int -- each the registry's own error, as call_sync says
+    for x in (-3, 3, 0):
+        with pytest.raises(KernelError, match="^kernel 't.bad_pair_s' must return 2 results$"):
+            fn.execute_sync(ctx, [x])
+    assert env.diags.messages == []
 
 
 def test_sync_locals_are_released_after_last_use(env: Env) -> None:

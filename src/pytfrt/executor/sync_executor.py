@@ -27,7 +27,7 @@ from pytfrt.host.async_value import AsyncValue, make_available, make_error
 from pytfrt.host.binding import plan_binding
 from pytfrt.host.execution_context import ExecutionContext
 from pytfrt.host.function import Function, FunctionKind
-from pytfrt.host.kernel_frame import KernelError
+from pytfrt.host.kernel_frame import KernelError, result_list
 from pytfrt.support.codegen import exec_generated
 from pytfrt.support.errors import Status
 
@@ -90,17 +90,20 @@ def _fail(exc: Exception) -> KernelError:
     return KernelError(str(exc) or type(exc).__name__)
 
 
-def _static_call(k: KernelInfo, i: int, register_types: list[str]) -> str | None:
+def static_call(k: KernelInfo, i: int, register_types: Sequence[str],
+                operand: Callable[[int], str] = "r{}".format, ctx: str = "ctx") -> str | None:
     """Render ``k``'s binding plan as a call expression, or ``None`` if it cannot be static.
 
-    The plan is :func:`pytfrt.host.binding.plan_binding`'s (the rules' one home).  Kernels
-    taking a KernelFrame, or ops the kernel does not fit, go through
-    :meth:`KernelEntry.call_sync`, which reports the error at run time.
+    The plan is :func:`pytfrt.host.binding.plan_binding`'s (the rules' one home); the call
+    reads operand register ``r`` as ``operand(r)``, the ExecutionContext as ``ctx``, and the
+    constants from the namespace names ``_f{i}`` (the kernel), ``_a{i}`` (its attributes) and
+    ``_k{i}`` (the KernelInfo, for its functions).  Kernels taking a KernelFrame, or ops the
+    kernel does not fit, go through :meth:`KernelEntry.call_sync`, which reports the error at
+    run time.  A call of a kernel with several results returns its raw value:
+    :func:`unpack_results` renders the check of its shape.
     """
     entry = k.entry
     assert entry is not None
-    if k.num_results > 1:
-        return None
     operands = list(k.operands)
     last = operands[-1] if operands else -1
     chain = 0 <= last < len(register_types) and register_types[last] == CHAIN_TYPE
@@ -112,7 +115,7 @@ def _static_call(k: KernelInfo, i: int, register_types: list[str]) -> str | None
     parts: list[str] = []
     for kind, j in plan:
         if kind == "v":
-            parts.append(f"r{operands[j]}")
+            parts.append(operand(operands[j]))
         elif kind == "c":
             parts.append(f"_a{i}[{j}]")
         elif kind == "C":
@@ -122,17 +125,34 @@ def _static_call(k: KernelInfo, i: int, register_types: list[str]) -> str | None
         elif kind == "F":
             parts.append(f"list(_k{i}.funcs[{j}:])")
         elif kind == "x":
-            parts.append("ctx")
+            parts.append(ctx)
         else:  # a KernelFrame (or an AsyncValue, which plan_binding refuses for sync)
             return None
     return f"_f{i}({', '.join(parts)})"
+
+
+def unpack_results(call: str, k: KernelInfo, i: int, targets: str) -> list[str]:
+    """The lines assigning ``call`` (a :func:`static_call` of ``k``, number ``i``) to
+    ``targets``: one result as it is; several only from a tuple of that many, else the error
+    of :func:`pytfrt.host.kernel_frame.result_list` (namespace name ``_rl``), as
+    :meth:`KernelEntry.call_sync` reports it."""
+    n = k.num_results
+    if n == 0:
+        return [call]
+    if n == 1:
+        return [f"{targets} = {call}"]
+    name = k.entry.name if k.entry is not None else ""
+    return [f"t = {call}",
+            f"if t.__class__ is not tuple or len(t) != {n}:",
+            f"    t = _rl(t, {n}, {name!r})",
+            f"{targets}, = t"]
 
 
 def _compile(
     info: FunctionInfo, register_types: list[str]
 ) -> tuple[str, Callable[[Sequence[Any], ExecutionContext], list[Any]]]:
     """Translate ``info`` into a straight-line Python function ``(args, ctx) -> results``."""
-    namespace: dict[str, Any] = {"_fail": _fail}
+    namespace: dict[str, Any] = {"_fail": _fail, "_rl": result_list}
     body: list[str] = []
     if info.num_arguments:
         names = ", ".join(f"r{a}" for a in range(info.num_arguments))
@@ -141,7 +161,7 @@ def _compile(
         namespace[f"_f{i}"] = k.fn
         namespace[f"_a{i}"] = k.attrs
         namespace[f"_k{i}"] = k
-        call = _static_call(k, i, register_types)
+        call = static_call(k, i, register_types)
         targets = ", ".join(f"r{r}" for r in k.results)
         if call is None:
             namespace[f"_cs{i}"] = k.entry.call_sync  # type: ignore[union-attr]
@@ -151,10 +171,8 @@ def _compile(
                 body.append(f"{targets}, = {call}")
             else:
                 body.append(call)
-        elif k.results:
-            body.append(f"{targets} = {call}")
         else:
-            body.append(call)
+            body += unpack_results(call, k, i, targets)
         for r in release:
             body.append(f"r{r} = None")
     results = ", ".join(f"r{r}" for r in info.result_registers)
