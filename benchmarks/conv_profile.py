@@ -265,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="also run ONNX Runtime on the same file, interleaved, and compare "
                         "per layer group with its profiler's kernel times")
     args = p.parse_args(argv)
+    Path(args.out).mkdir(parents=True, exist_ok=True)  # (ONNX Runtime's profile goes there too)
     rec = run(args)
     _print(rec)
     write_json(Path(args.out) / f"conv_profile_{args.model}_b{args.batch}.json", rec)
