@@ -141,6 +141,18 @@ def _layer_norm_grad(ctx: InferContext) -> list[TType]:
     return [x, gamma, gamma]
 
 
+def _attention_grad(ctx: InferContext) -> list[TType]:
+    if len(ctx.inputs) != 5:
+        raise ctx.error("takes 5 operands (q, k, v, p, dy)")
+    same_dtype(ctx)
+    q, k, v, p, dy = ctx.inputs
+    _float(ctx, q, "q")
+    for t, what in ((q, "q"), (k, "k"), (v, "v"), (p, "p"), (dy, "dy")):
+        if t.rank not in (None, 4):
+            raise ctx.error(f"{what} must be rank 4, got {t}")
+    return [q, k, v]
+
+
 def _cross_entropy(ctx: InferContext) -> list[TType]:
     if len(ctx.inputs) != 2:
         raise ctx.error("takes 2 operands (logits, labels)")
@@ -264,6 +276,12 @@ define(
 define("softmax_grad", ("y", "dy"), _softmax_grad, {"axis": AttrSpec("int", -1)},
        family="grad", no_grad="made by -tg-fuse-softmax-grad, which runs after differentiation",
        doc="(dy - sum(dy * y, axis)) * y: a softmax's gradient through its output y")
+define("attention_grad", ("q", "k", "v", "p", "dy"), _attention_grad,
+       {"scale": AttrSpec("float", 1.0)}, family="grad", num_results=3,
+       no_grad="made by -tg-fuse-attention-grad, which runs after differentiation",
+       doc="(dq, dk, dv) of o = softmax(scale * Q K^T) V per head, from p (the softmax, "
+       "[B, H, Sq, Sk]) and dy (o's gradient); q, dy [B, Sq, H, D] and k, v [B, Sk, H, D], "
+       "heads second as the projections write them")
 define("unsorted_segment_sum", ("data", "ids"), _unsorted_segment_sum,
        {"num_segments": AttrSpec("int", REQUIRED)}, family="grad",
        no_grad="made for an embedding's gradient (its own gradient, a second derivative, is "

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pytfrt.compiler.builder import GraphModule
 from pytfrt.compiler.passes.add_layer_norm import fuse_add_layer_norm
 from pytfrt.compiler.passes.attention import fuse_attention
+from pytfrt.compiler.passes.attention_grad import fuse_attention_grad
 from pytfrt.compiler.passes.batch_stats import fuse_batch_stats
 from pytfrt.compiler.passes.batchnorm import fold_batch_norm
 from pytfrt.compiler.passes.buffers import plan_buffers
@@ -59,6 +60,7 @@ PASSES: dict[str, Pass] = {
     "tg-fold-reshapes": fold_reshapes,
     "tg-fuse-layer-norm-grad": fuse_layer_norm_grad,
     "tg-fuse-softmax-grad": fuse_softmax_grad,
+    "tg-fuse-attention-grad": fuse_attention_grad,
     "tg-shape-plans": shape_plans,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
@@ -88,6 +90,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fold-reshapes",
     "tg-fuse-layer-norm-grad",
     "tg-fuse-softmax-grad",
+    "tg-fuse-attention-grad",
     "tg-shape-plans",
     "tg-fuse-elementwise",
     "tg-dce",
