@@ -36,7 +36,8 @@ each than the last (:func:`_staggered_empty`) instead of all 64 bytes past one.
 Usage: ``python benchmarks/conv_variants.py residual [--batch 1] [--calls 40] [--per-layer]``;
 ``python benchmarks/conv_variants.py chain [--calls 30] [--threads 2]``;
 ``python benchmarks/conv_variants.py knobs [--batch 1] [--calls 40] --variant
-"B:CHANNEL_SPLIT_MAX_PIXELS=0" --variant "C:ARENA_STAGGER=320"``.  Run at
+"B:CHANNEL_SPLIT_MAX_PIXELS=0" --variant "C:ARENA_STAGGER=320"`` (``PYTFRT_NUM_THREADS=1 ...
+knobs --ort-threads 1 --clock thread``: one thread each, timed by CPU time).  Run at
 ``chrt -f 10`` on a shared machine.  Prints only (the figures are recorded in
 ``docs/benchmarks.md``).
 """
@@ -152,12 +153,13 @@ def _first(y: Any) -> np.ndarray:
     return np.asarray(y)
 
 
-def _ort_session(path: Any) -> Any:
-    """ONNX Runtime on ``path`` with two threads, no spinning (as ``models.py`` runs it)."""
+def _ort_session(path: Any, threads: int = 2) -> Any:
+    """ONNX Runtime on ``path`` with two threads (or ``threads``), no spinning (as
+    ``models.py`` runs it)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 2
+    opts.intra_op_num_threads = threads
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
@@ -172,18 +174,19 @@ def _error(tag: str, model: Any, feeds: dict[str, np.ndarray], ref: np.ndarray) 
 
 
 def _interleaved(calls: dict[str, Callable[[], Any]], n: int,
-                 before: Callable[[], None] = lambda: None) -> dict[str, list[float]]:
+                 before: Callable[[], None] = lambda: None,
+                 clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
     """``n`` rounds calling every entry of ``calls`` once (its last entry ONNX Runtime, its first
     the reference variant A), each round starting one later; prints the medians and the paired
-    ratios over A and over ONNX Runtime, and returns the wall times."""
+    ratios over A and over ONNX Runtime, and returns the times (``clock``: wall by default)."""
     times: dict[str, list[float]] = {t: [] for t in calls}
     order = list(calls)
     before()
     for i in range(n):
         for tag in order[i % len(order):] + order[:i % len(order)]:
-            t0 = time.perf_counter()
+            t0 = clock()
             calls[tag]()
-            times[tag].append(time.perf_counter() - t0)
+            times[tag].append(clock() - t0)
     for tag, t in times.items():
         print(f"{tag:>3}: median {1e3 * statistics.median(t):.2f} ms")
     for tag in order[1:]:
@@ -478,7 +481,7 @@ def knobs(args: argparse.Namespace) -> None:
 
     zm = zoo.export("resnet50", "/tmp/pytfrt-zoo", small=False, with_torch=False)
     feeds = zm.make_inputs(batch=args.batch)
-    sess = _ort_session(zm.path)
+    sess = _ort_session(zm.path, args.ort_threads)
     ref = sess.run(None, feeds)[0]
     calls: dict[str, Callable[[], Any]] = {}
     plain_empty = arena.empty
@@ -502,7 +505,8 @@ def knobs(args: argparse.Namespace) -> None:
             arena.empty = plain_empty  # type: ignore[assignment]
         calls[tag] = partial(model, **feeds)
     calls["ORT"] = lambda: sess.run(None, feeds)
-    _interleaved(calls, args.calls)
+    _interleaved(calls, args.calls,
+                 clock=time.thread_time if args.clock == "thread" else time.perf_counter)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -521,6 +525,11 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--calls", type=int, default=40)
     k.add_argument("--variant", action="append", default=[],
                    help="TAG:NAME=value[;NAME=value] of _dnnl_conv settings (repeatable)")
+    k.add_argument("--ort-threads", type=int, default=2,
+                   help="ONNX Runtime's threads (with PYTFRT_NUM_THREADS=1: one thread each)")
+    k.add_argument("--clock", choices=("wall", "thread"), default="wall",
+                   help="thread: the calling thread's CPU time (one thread each: what the "
+                        "load does not change)")
     args = ap.parse_args(argv)
     {"residual": residual, "chain": chain, "knobs": knobs}[args.what](args)
     return 0
