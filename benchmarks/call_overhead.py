@@ -19,6 +19,12 @@ clock; ``--clock wall`` for the wall clock):
   Runtime on one thread (the goal: no more than ONNX Runtime's per-call cost).  Outputs are
   checked against ONNX Runtime first.
 
+Plus the breakdown of the call path per kernel: the ``compute`` chain written as straight-line
+code four times, each adding one piece of what ``CompiledModel``'s generated call does around
+a kernel (``np.add(out=)`` alone; through the ``add`` compute function; with the result check
+and the release; with the planned buffer's reuse test of ``Arena.run`` inlined), min of the
+samples.
+
 Usage: ``python benchmarks/call_overhead.py [--n 200] [--calls 200] [--samples 9]
 [--clock cpu|wall] [--skip-cnn]``.  Prints one table; timings are never asserted anywhere.
 """
@@ -52,6 +58,53 @@ def _chain(n: int, variables: bool) -> Any:
     fn.returns([x], names=["y"])
     return compile_module(run_passes(gb.finish(), ["tg-infer-shapes", "tg-plan-buffers"]),
                           optimize=False)
+
+
+def _breakdown(n: int, samples: int, clock: Callable[[], float]) -> list[tuple[str, float]]:
+    """ns per kernel of the chain as straight-line code with each piece of the call path
+    added (see the module docstring)."""
+    from pytfrt.backends.cpu.arena import Arena
+    from pytfrt.backends.cpu.op_math import binary_compute
+    from pytfrt.support.codegen import exec_generated
+
+    def kernel(step: int, i: int) -> list[str]:
+        a, r = f"r{i}", f"r{i + 1}"
+        if step == 0:
+            return [f"{r} = _add({a}, _c, out=_o)"]
+        if step == 1:
+            return [f"{r} = _f({a}, _c, out=_o)"]
+        if step == 2:
+            return [f"{r} = _f({a}, _c, out=_o)", f"if {r}.__class__ is not _nd:",
+                    f"    {r} = _arr({r})", f"{a} = None"]
+        slot = i % 2
+        return [f"k = ({a}.shape, )", f"m = M.get({i})", f"b = S.get({slot})",
+                "if m is not None and b is not None and m[0] == k and b.shape == m[1]:",
+                f"    {r} = _f({a}, _c, out=b)", "else:",
+                f"    {r} = A.keep({slot}, {i}, k, _f({a}, _c))", f"{a} = None"]
+
+    ns: dict[str, Any] = {"_add": np.add, "_c": np.ones((1, 4), np.float32),
+                          "_o": np.empty((1, 4), np.float32), "_nd": np.ndarray,
+                          "_arr": np.asarray, "_f": binary_compute(np.add, "add"),
+                          "_A": Arena()}
+    labels = ["np.add(out=) alone", "+ the add compute function",
+              "+ result check and release", "+ buffer reuse test (the model's code)"]
+    x = np.zeros((1, 4), np.float32)
+    rows = []
+    for step, label in enumerate(labels):
+        lines = ["A = _A", "S = A.slots", "M = A.memo"] if step == 3 else []
+        for i in range(n):
+            lines += kernel(step, i)
+        source = "def chain(r0):\n" + "".join(f"    {t}\n" for t in [*lines, f"return r{n}"])
+        exec_generated(source, f"call_overhead breakdown {step}", ns)
+        fn = ns["chain"]
+        best = float("inf")
+        for _ in range(samples):
+            t0 = clock()
+            for _ in range(50):
+                fn(x)
+            best = min(best, (clock() - t0) / 50 / n * 1e9)
+        rows.append((label, best))
+    return rows
 
 
 def _cnn_file(path: Path) -> None:
@@ -137,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
                  "ns"))
     reg = (t["registry chain"] - t["compute chain"] - t["direct reads"]) / n * 1e3
     rows.append(("registry kernel (read_variable): path cost", reg, "ns"))
+    rows += [(f"  breakdown: {label}", v, "ns")
+             for label, v in _breakdown(n, args.samples, clock)]
 
     if not args.skip_cnn:
         import onnxruntime as ort
@@ -165,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.clock} time, median of {args.samples} samples of {args.calls} calls, "
           f"chains of {n} kernels")
     for label, value, unit in rows:
-        print(f"{label:46s} {value:9.2f} {unit}")
+        print(f"{label:54s} {value:9.2f} {unit}")
     return 0
 
 

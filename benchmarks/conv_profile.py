@@ -52,12 +52,13 @@ def _compile(name: str, batch: int) -> tuple[Any, dict[str, np.ndarray], str | N
     return pytfrt.compile(str(zm.path)), zm.make_inputs(batch=batch), str(zm.path)
 
 
-def _ort_session(path: str, out_dir: str) -> Any:
-    """ONNX Runtime on ``path`` with two threads, no spinning, its profiler on."""
+def _ort_session(path: str, out_dir: str, threads: int = 2) -> Any:
+    """ONNX Runtime on ``path`` with two threads (or ``threads``), no spinning, its profiler
+    on."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 2
+    opts.intra_op_num_threads = threads
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.enable_profiling = True
     opts.profile_file_prefix = str(Path(out_dir) / "ort_conv_profile")
@@ -143,7 +144,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.onnxruntime:
         if path is None:
             raise SystemExit("--onnxruntime needs a zoo ONNX model (--model resnet50, ...)")
-        sess = _ort_session(path, args.out)
+        sess = _ort_session(path, args.out, args.ort_threads)
         ort_feeds = {i.name: v for i, v in zip(sess.get_inputs(), feeds.values(), strict=True)}
     warm = 3
     for _ in range(warm):
@@ -264,7 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--onnxruntime", action="store_true",
                    help="also run ONNX Runtime on the same file, interleaved, and compare "
                         "per layer group with its profiler's kernel times")
+    p.add_argument("--ort-threads", type=int, default=2,
+                   help="ONNX Runtime's threads (with PYTFRT_NUM_THREADS=1: one thread each)")
     args = p.parse_args(argv)
+    Path(args.out).mkdir(parents=True, exist_ok=True)  # (ONNX Runtime's profile goes there too)
     rec = run(args)
     _print(rec)
     write_json(Path(args.out) / f"conv_profile_{args.model}_b{args.batch}.json", rec)

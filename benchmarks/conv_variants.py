@@ -1,5 +1,5 @@
-"""Two untaken ResNet-50 leads measured in one process: how the residual is added, and oneDNN's
-channel-blocked activation layout between consecutive convolutions.
+"""ResNet-50 leads measured in one process: how the residual is added, oneDNN's channel-blocked
+activation layout between consecutive convolutions, and the convolutions' split settings.
 
 ``residual``: the zoo's ResNet-50 ONNX file compiled three times and called in turn with ONNX
 Runtime (two threads, no spinning), per-call paired ratios against variant A:
@@ -23,8 +23,21 @@ as single-threaded oneDNN primitives, activations in ``NHWC`` (what pytfrt passe
 layers), interleaved; thread CPU time per chain, medians and the median paired ratio.  With
 ``--threads 2`` the same on both threads (wall time; :class:`_SplitChain`).
 
+``knobs``: the zoo's ResNet-50 compiled once per ``--variant TAG:NAME=value[;NAME=value]``
+(``A``: as it is), each with those module settings of :mod:`pytfrt.backends.cpu._dnnl_conv` in
+force while its primitives are made (its first calls, which also make its activation buffers),
+then all of them and ONNX Runtime called in turn: per-call paired ratios over A.  Settings
+read only when a shape's primitives are made can differ between the models of one process:
+how a convolution splits (``PARTS_PER_THREAD``, ``CHANNEL_SPLIT_MAX_PIXELS``, ...) and where
+its prepared filter lives (``HUGE_PAGE_FILTERS``).  ``ARENA_STAGGER=<bytes>`` is the
+harness's own: the model's activation buffers then start that many more bytes past a page
+each than the last (:func:`_staggered_empty`) instead of all 64 bytes past one.
+
 Usage: ``python benchmarks/conv_variants.py residual [--batch 1] [--calls 40] [--per-layer]``;
-``python benchmarks/conv_variants.py chain [--calls 30] [--threads 2]``.  Run at
+``python benchmarks/conv_variants.py chain [--calls 30] [--threads 2]``;
+``python benchmarks/conv_variants.py knobs [--batch 1] [--calls 40] --variant
+"B:CHANNEL_SPLIT_MAX_PIXELS=0" --variant "C:ARENA_STAGGER=320"`` (``PYTFRT_NUM_THREADS=1 ...
+knobs --ort-threads 1 --clock thread``: one thread each, timed by CPU time).  Run at
 ``chrt -f 10`` on a shared machine.  Prints only (the figures are recorded in
 ``docs/benchmarks.md``).
 """
@@ -32,6 +45,7 @@ Usage: ``python benchmarks/conv_variants.py residual [--batch 1] [--calls 40] [-
 from __future__ import annotations
 
 import argparse
+import ast
 import ctypes
 import statistics
 import sys
@@ -139,43 +153,68 @@ def _first(y: Any) -> np.ndarray:
     return np.asarray(y)
 
 
-def residual(args: argparse.Namespace) -> None:
+def _ort_session(path: Any, threads: int = 2) -> Any:
+    """ONNX Runtime on ``path`` with two threads (or ``threads``), no spinning (as
+    ``models.py`` runs it)."""
     import onnxruntime as ort
 
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
+def _error(tag: str, model: Any, feeds: dict[str, np.ndarray], ref: np.ndarray) -> None:
+    """Call ``model`` three times (its first calls make its primitives and buffers) and print
+    its output's largest difference from ONNX Runtime's ``ref``."""
+    for _ in range(3):
+        y = _first(model(**feeds))
+    err = float(np.max(np.abs(y - ref)) / np.max(np.abs(ref)))
+    print(f"{tag}: max |difference| / max |ONNX Runtime| = {err:.2e}")
+
+
+def _interleaved(calls: dict[str, Callable[[], Any]], n: int,
+                 before: Callable[[], None] = lambda: None,
+                 clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
+    """``n`` rounds calling every entry of ``calls`` once (its last entry ONNX Runtime, its first
+    the reference variant A), each round starting one later; prints the medians and the paired
+    ratios over A and over ONNX Runtime, and returns the times (``clock``: wall by default)."""
+    times: dict[str, list[float]] = {t: [] for t in calls}
+    order = list(calls)
+    before()
+    for i in range(n):
+        for tag in order[i % len(order):] + order[:i % len(order)]:
+            t0 = clock()
+            calls[tag]()
+            times[tag].append(clock() - t0)
+    for tag, t in times.items():
+        print(f"{tag:>3}: median {1e3 * statistics.median(t):.2f} ms")
+    for tag in order[1:]:
+        print(f"{tag} / A paired median {_paired(times[order[0]], times[tag]):.3f}")
+    for tag in order[:-1]:
+        print(f"{tag} / ONNX Runtime paired median {_paired(times[order[-1]], times[tag]):.3f}")
+    return times
+
+
+def residual(args: argparse.Namespace) -> None:
     per_layer: dict[str, Any] | None = None
     if args.per_layer:
         per_layer = {"on": False, **{t: defaultdict(list) for t in "ABC"}}
     models, feeds = _residual_models(args.batch, per_layer)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 2
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     from zoo import export
 
-    path = export("resnet50", "/tmp/pytfrt-zoo", small=False, with_torch=False).path
-    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    sess = _ort_session(export("resnet50", "/tmp/pytfrt-zoo", small=False, with_torch=False).path)
     ref = sess.run(None, feeds)[0]
     for tag, m in models.items():
-        for _ in range(3):
-            y = _first(m(**feeds))
-        err = float(np.max(np.abs(y - ref)) / np.max(np.abs(ref)))
-        print(f"{tag}: max |difference| / max |ONNX Runtime| = {err:.2e}")
+        _error(tag, m, feeds, ref)
     calls: dict[str, Callable[[], Any]] = {t: partial(m, **feeds) for t, m in models.items()}
     calls["ORT"] = lambda: sess.run(None, feeds)
-    times: dict[str, list[float]] = {t: [] for t in calls}
-    order = list(calls)
-    if per_layer is not None:
-        per_layer["on"] = True
-    for i in range(args.calls):
-        for tag in order[i % 4:] + order[:i % 4]:
-            t0 = time.perf_counter()
-            calls[tag]()
-            times[tag].append(time.perf_counter() - t0)
-    for tag, t in times.items():
-        print(f"{tag:>3}: median {1e3 * statistics.median(t):.2f} ms")
-    for tag in ("B", "C", "ORT"):
-        print(f"{tag} / A paired median {_paired(times['A'], times[tag]):.3f}")
-    for tag in "ABC":
-        print(f"{tag} / ONNX Runtime paired median {_paired(times['ORT'], times[tag]):.3f}")
+
+    def start_timing_layers() -> None:
+        if per_layer is not None:
+            per_layer["on"] = True
+
+    _interleaved(calls, args.calls, start_timing_layers)
     if per_layer is not None:
         print("residual convolutions in the models, by input shape (paired per call):")
         for shape, a in per_layer["A"].items():
@@ -400,6 +439,76 @@ def chain(args: argparse.Namespace) -> None:
               f"({', '.join(sorted(blocked.impls))}); nChw16c / NHWC {_paired(ta, tb):.3f}")
 
 
+def _setting(text: str) -> tuple[str, dict[str, Any]]:
+    """``"B:NAME=value;NAME=value"`` -> ``("B", {NAME: value})`` (``--variant``)."""
+    tag, _, rest = text.partition(":")
+    values: dict[str, Any] = {}
+    for item in filter(None, rest.split(";")):
+        name, _, value = item.partition("=")
+        values[name.strip()] = ast.literal_eval(value.strip())  # numbers, strings, tuples
+    return tag, values
+
+
+def _staggered_empty(plain: Callable[..., np.ndarray], step: int) -> Callable[..., np.ndarray]:
+    """:func:`pytfrt.backends.cpu.arena.empty` whose successive arrays start ``step`` more
+    bytes (modulo 4 KiB) past a page than the last (``ARENA_STAGGER``): activation buffers
+    then differ in their low address bits instead of all starting 64 bytes past a page."""
+    count = [0]
+
+    def empty(shape: Any, dtype: Any) -> np.ndarray:
+        count[0] += 1
+        off = (count[0] * step) % 4096
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        raw = plain((nbytes + off + 4096,), np.uint8)
+        start = (-raw.ctypes.data % 4096) + off
+        return raw[start:start + nbytes].view(dt).reshape(shape)
+
+    return empty
+
+
+def knobs(args: argparse.Namespace) -> None:
+    """ResNet-50 compiled once per ``--variant`` (``A`` as it is), each variant's
+    :mod:`_dnnl_conv` settings in force while its primitives are made (its first calls) and
+    restored after, then every model and ONNX Runtime called in turn: per-call paired ratios
+    over A.  Only settings read when a shape's primitives are made (how convolutions split)
+    can differ between the models of one process."""
+    import zoo
+
+    import pytfrt
+    from pytfrt.backends.cpu import _dnnl_conv as dc
+    from pytfrt.backends.cpu import arena
+
+    zm = zoo.export("resnet50", "/tmp/pytfrt-zoo", small=False, with_torch=False)
+    feeds = zm.make_inputs(batch=args.batch)
+    sess = _ort_session(zm.path, args.ort_threads)
+    ref = sess.run(None, feeds)[0]
+    calls: dict[str, Callable[[], Any]] = {}
+    plain_empty = arena.empty
+    for tag, values in [("A", {}), *map(_setting, args.variant)]:
+        values = dict(values)
+        stagger = int(values.pop("ARENA_STAGGER", 0))
+        unknown = [name for name in values if not name.isupper() or not hasattr(dc, name)]
+        if unknown:
+            raise SystemExit(f"--variant {tag}: no setting {', '.join(unknown)} in _dnnl_conv")
+        saved = {name: getattr(dc, name) for name in values}
+        for name, value in values.items():
+            setattr(dc, name, value)
+        if stagger:
+            arena.empty = _staggered_empty(plain_empty, stagger)  # type: ignore[assignment]
+        try:
+            model = pytfrt.compile(str(zm.path))
+            _error(f"{tag} {values} ARENA_STAGGER={stagger}", model, feeds, ref)
+        finally:
+            for name, value in saved.items():
+                setattr(dc, name, value)
+            arena.empty = plain_empty  # type: ignore[assignment]
+        calls[tag] = partial(model, **feeds)
+    calls["ORT"] = lambda: sess.run(None, feeds)
+    _interleaved(calls, args.calls,
+                 clock=time.thread_time if args.clock == "thread" else time.perf_counter)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -411,8 +520,18 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--calls", type=int, default=30)
     c.add_argument("--threads", type=int, choices=(1, 2), default=1,
                    help="2: both threads, layers split as described in _SplitChain")
+    k = sub.add_parser("knobs", help="ResNet-50 with different split settings, interleaved")
+    k.add_argument("--batch", type=int, default=1)
+    k.add_argument("--calls", type=int, default=40)
+    k.add_argument("--variant", action="append", default=[],
+                   help="TAG:NAME=value[;NAME=value] of _dnnl_conv settings (repeatable)")
+    k.add_argument("--ort-threads", type=int, default=2,
+                   help="ONNX Runtime's threads (with PYTFRT_NUM_THREADS=1: one thread each)")
+    k.add_argument("--clock", choices=("wall", "thread"), default="wall",
+                   help="thread: the calling thread's CPU time (one thread each: what the "
+                        "load does not change)")
     args = ap.parse_args(argv)
-    (residual if args.what == "residual" else chain)(args)
+    {"residual": residual, "chain": chain, "knobs": knobs}[args.what](args)
     return 0
 
 

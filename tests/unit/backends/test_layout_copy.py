@@ -11,13 +11,18 @@ from pytfrt.backends.cpu.data_ops import transpose
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.float16, np.uint8,
                                    np.int8])
 @pytest.mark.parametrize("strided", [False, True])
-def test_nchw_to_nhwc_matches_numpy(dtype, strided):  # type: ignore[no-untyped-def]
-    x = (np.random.default_rng(0).standard_normal((2, 3, 9, 8)) * 50).astype(dtype)
+@pytest.mark.parametrize("channels", [3, 1])  # one channel: a plain copy
+def test_nchw_to_nhwc_matches_numpy(dtype, strided, channels):  # type: ignore[no-untyped-def]
+    x = (np.random.default_rng(0).standard_normal((2, channels, 9, 8)) * 50).astype(dtype)
     if strided:
         x = x[:, ::-1, 1::2, ::3]
+    want = np.transpose(x, (0, 2, 3, 1))
     y = transpose(x, perm=(0, 2, 3, 1))
     assert y.flags.c_contiguous and y.dtype == x.dtype
-    np.testing.assert_array_equal(y, np.transpose(x, (0, 2, 3, 1)))
+    np.testing.assert_array_equal(y, want)
+    out = np.zeros(want.shape, x.dtype)  # a compiled model's arena buffer
+    assert transpose(x, perm=(0, 2, 3, 1), out=out) is out
+    np.testing.assert_array_equal(out, want)
 
 
 def test_other_permutations_still_copy():

@@ -33,6 +33,9 @@ def nchw_to_nhwc(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         return out
     if out is None:
         out = arena.empty(shape, x.dtype)
+    if x.shape[1] == 1:  # one channel (a grayscale image): the same order, a plain copy
+        np.copyto(out, x.reshape(shape))
+        return out
     if x.shape[0] == 1 and x.dtype == np.float32 and x.flags.c_contiguous:
         from pytfrt.backends.cpu import _dnnl_layout  # one image on both threads
 

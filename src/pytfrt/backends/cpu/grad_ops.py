@@ -143,11 +143,18 @@ def gelu_grad(dy: np.ndarray, x: np.ndarray, *, approximate: bool) -> np.ndarray
 
 @_register("bias_add_grad")
 def bias_add_grad(dy: np.ndarray, *, layout: str) -> np.ndarray:
-    """The sum of ``dy`` over every axis but the channel axis (last for NHWC, 1 for NCHW)."""
+    """The sum of ``dy`` over every axis but the channel axis (last for NHWC, 1 for NCHW);
+    a C-contiguous NHWC float operand is summed in float64 on the helper threads
+    (:func:`pytfrt.backends.cpu.batch_stats.channel_sums`)."""
     if dy.ndim < 1 or (layout == "NCHW" and dy.ndim < 2):
         raise OpError(f"bias_add_grad: dy of rank {dy.ndim} has no {layout} channel axis")
     from pytfrt.backends.cpu.array_ops import reduce_sum  # the one reduce_sum
+    from pytfrt.backends.cpu.batch_stats import channel_sums
 
+    if layout == "NHWC":  # on the helper threads (float64 sums), else the blocked reduce_sum
+        sums = channel_sums(dy)
+        if sums is not None:
+            return sums.astype(dy.dtype)
     channel = dy.ndim - 1 if layout == "NHWC" else 1
     axes = tuple(a for a in range(dy.ndim) if a != channel)
     if not axes:  # a vector: nothing to sum (reduce_sum reads no axes as all of them)

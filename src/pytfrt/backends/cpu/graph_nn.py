@@ -572,6 +572,44 @@ def max_pool2d(x: np.ndarray, *, layout: str, ksize: tuple[int, ...], strides: t
                 ceil_mode=ceil_mode, out=out)
 
 
+MAX_POOL_SHAPES = 64
+"""Input shapes whose pooling window a specialised :func:`max_pool2d` keeps (further shapes
+work their window out per call)."""
+
+
+def _specialize_max_pool2d(constants: dict[int, Any], *, layout: str,
+                           ksize: tuple[int, ...], strides: tuple[int, ...],
+                           pads: tuple[int, ...], padding: str, dilations: tuple[int, ...],
+                           count_include_pad: bool, ceil_mode: bool) -> Any:
+    """:func:`max_pool2d` bound to its attributes: the window (pads, output size, checks) is
+    worked out once per input shape, not per call -- it was most of a small pool's cost
+    (a ``1x28x28x8`` pool: ~10 of ~25 us).  Errors are :func:`max_pool2d`'s, raised before
+    anything is kept.  Thread-safe (a shape's window is an immutable tuple)."""
+    from pytfrt.backends.cpu.pooling import _window, max_pool2d_window
+
+    windows: dict[tuple[int, ...], Any] = {}
+
+    def pool(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        win = windows.get(x.shape) if type(x) is np.ndarray else None
+        if win is None:
+            if not isinstance(x, np.ndarray) or x.ndim != 4:
+                return max_pool2d(x, layout=layout, ksize=ksize, strides=strides, pads=pads,
+                                  padding=padding, dilations=dilations,
+                                  count_include_pad=count_include_pad, ceil_mode=ceil_mode,
+                                  out=out)
+            p = _pool_pads(x, ksize, layout, strides, dilations, pads, padding)
+            win = _window("max_pool2d", x.shape, layout, ksize, strides, p, dilations,
+                          ceil_mode)
+            if len(windows) < MAX_POOL_SHAPES:
+                windows[x.shape] = win
+        return max_pool2d_window(x, layout, win, out)
+
+    return pool
+
+
+max_pool2d.specialize = _specialize_max_pool2d  # type: ignore[attr-defined]
+
+
 @GRAPH_OPS.op("avg_pool2d")
 def avg_pool2d(x: np.ndarray, *, layout: str, ksize: tuple[int, ...], strides: tuple[int, ...],
                pads: tuple[int, ...], padding: str, dilations: tuple[int, ...],
@@ -591,6 +629,42 @@ def global_avg_pool(x: np.ndarray, *, layout: str, out: np.ndarray | None = None
     from pytfrt.backends.cpu.pooling import global_avg_pool as impl
 
     return impl(x, layout=layout, out=out)
+
+
+def _specialize_global_avg_pool(constants: dict[int, Any], *, layout: str) -> Any:
+    """:func:`global_avg_pool` bound to its layout: a C-contiguous, non-empty float32 input
+    goes straight to the C loop (``_se_native.spatial_mean``, which the general path also
+    runs), without the general path's checks per call (~4 of its ~6 us on a ``1x14x14x16``
+    input); anything else takes the general path, errors included.  ``None`` without a C
+    compiler or for a bad layout (the general path reports it)."""
+    from pytfrt.backends.cpu import _se_native
+
+    native = _se_native.module() if layout in ("NHWC", "NCHW") else None
+    if native is None:
+        return None
+    mean = native.spatial_mean
+    nhwc = layout == "NHWC"
+    f32 = np.dtype(np.float32)
+    nd = np.ndarray
+
+    def pool(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if type(x) is nd and x.dtype == f32 and x.ndim == 4 and x.size \
+                and x.flags.c_contiguous:
+            n, c = x.shape[0], x.shape[3] if nhwc else x.shape[1]
+            shape = (n, 1, 1, c) if nhwc else (n, c, 1, 1)
+            if out is None:
+                out = np.empty(shape, f32)
+            elif type(out) is not nd or out.shape != shape or out.dtype != f32 \
+                    or not out.flags.c_contiguous:
+                return global_avg_pool(x, layout=layout, out=out)
+            mean(x.reshape((n, -1, c) if nhwc else (n, c, -1)), nhwc, out.reshape(n, c))
+            return out
+        return global_avg_pool(x, layout=layout, out=out)
+
+    return pool
+
+
+global_avg_pool.specialize = _specialize_global_avg_pool  # type: ignore[attr-defined]
 
 
 @GRAPH_OPS.op("global_max_pool")

@@ -159,8 +159,19 @@ def max_pool2d(
     op = "max_pool2d"
     check_rank4(op, x)
     win = _window(op, x.shape, layout, ksize, strides, pads, dilations, ceil_mode)
+    return max_pool2d_window(x, layout, win, out)
+
+
+def max_pool2d_window(x: np.ndarray, layout: str, win: _Window,
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`max_pool2d` of a rank-4 ``x`` of the shape ``win`` was made for (by
+    :func:`_window`; a caller may keep it per input shape: it depends on nothing else).
+
+    Raises:
+        OpError: an unsupported dtype, a bad ``out``.
+    """
     shape = _out_shape(x.shape, win)
-    check_out(op, out, shape, x.dtype)
+    check_out("max_pool2d", out, shape, x.dtype)
     if x.dtype in _DNNL_POOL_TYPES and x.flags.c_contiguous and min(x.shape) > 0:
         # oneDNN's pooling primitive when installed (pytfrt.backends.cpu._dnnl_pool)
         y = out if out is not None and out.flags.c_contiguous else np.empty(shape, x.dtype)

@@ -336,17 +336,20 @@ define("sum_and_dot", ("a", "b"), _batch_stats, _STATS, family="grad", num_resul
 
 
 def _relu_grad_sums(ctx: InferContext) -> list[TType]:
-    dy, y, _ = ctx.inputs
+    dy, y = ctx.inputs[:2]
     sums = _batch_stats(ctx)
     if dy.shape is not None and y.shape is not None and len(dy.shape) != len(y.shape):
         raise ctx.error(f"dy and y must have one shape, got {dy} and {y}")
+    if len(ctx.inputs) > 3 and (dy.shape != y.shape or ctx.inputs[3].shape != y.shape):
+        raise ctx.error(f"dy and dy2 must have y's type, got {dy}, {ctx.inputs[3]} and {y}")
     return [dy if dy.shape == y.shape else TType(dy.dtype, y.shape), *sums]
 
 
-define("relu_grad_sums", ("dy", "y", "b"), _relu_grad_sums, _STATS, family="grad",
+define("relu_grad_sums", ("dy", "y", "b", "dy2?"), _relu_grad_sums, _STATS, family="grad",
        num_results=3, no_grad=_MADE,
-       doc="g = relu_grad(dy, y), sum(g), sum(g * b) over axes in one pass (dy: y's shape, "
-           "or one row per batch item broadcast over the summed axes after the batch axis)")
+       doc="g = relu_grad(dy [+ dy2], y), sum(g), sum(g * b) over axes in one pass (dy: y's "
+           "shape, or one row per batch item broadcast over the summed axes after the batch "
+           "axis; dy2, a second gradient of y's type, added as add does, in the same pass)")
 
 
 # -- stateless random numbers (dropout in a training step) ------------------------------------
