@@ -125,3 +125,33 @@ func.func @pooled_relu_sums(%y: tensor<?x4x4x3xf32>, %x: tensor<?x4x4x3xf32>, %p
   // CHECK: func.return %[[ST]]#1, %[[ST]]#2, %[[G2]]
   func.return %sum, %dot, %g2 : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>
 }
+
+// A residual block's input gets two gradients (the shortcut's and the main branch's): their
+// add, used only by the ReLU gradient, joins the sums as relu_grad_sums' fourth operand.  An
+// add with another user, or of a broadcast operand, stays.
+// CHECK-LABEL: func.func @residual_gradient_sums
+func.func @residual_gradient_sums(%x: tensor<?x4x4x3xf32>, %d1: tensor<?x4x4x3xf32>, %d2: tensor<?x4x4x3xf32>, %c: tensor<3xf32>) -> (tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>) {
+  %y = "tg.relu"(%x) : (tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %dy = "tg.add"(%d1, %d2) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %g = "tg.relu_grad"(%dy, %y) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %p = "tg.mul"(%x, %g) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %t = "tg.reduce_sum"(%p) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %s = "tg.reduce_sum"(%g) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  // CHECK: %[[Y:.*]] = "tg.relu"(%arg0)
+  // CHECK-NEXT: %[[R:.*]]:3 = "tg.relu_grad_sums"(%arg1, %[[Y]], %arg0, %arg2) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> (tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>)
+  %dz = "tg.add"(%d1, %d2) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %gz = "tg.relu_grad"(%dz, %y) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %pz = "tg.mul"(%x, %gz) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %tz = "tg.reduce_sum"(%pz) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %sz = "tg.reduce_sum"(%gz) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  // CHECK: %[[DZ:.*]] = "tg.add"(%arg1, %arg2)
+  // CHECK-NEXT: "tg.relu_grad_sums"(%[[DZ]], %[[Y]], %arg0) {
+  %dc = "tg.add"(%d1, %c) : (tensor<?x4x4x3xf32>, tensor<3xf32>) -> tensor<?x4x4x3xf32>
+  %gc = "tg.relu_grad"(%dc, %y) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %pc = "tg.mul"(%x, %gc) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %tc = "tg.reduce_sum"(%pc) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %sc = "tg.reduce_sum"(%gc) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  // CHECK: %[[DC:.*]] = "tg.add"(%arg1, %arg3)
+  // CHECK-NEXT: "tg.relu_grad_sums"(%[[DC]], %[[Y]], %arg0) {
+  func.return %s, %t, %dz, %sz, %tz, %sc, %tc : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>
+}

@@ -128,3 +128,26 @@ func.func @hard_swish(%x: tensor<1x4x4x2xf32>) -> (tensor<1x4x4x2xf32>, tensor<1
   // CHECK: func.return %[[A]], %[[B]]
   func.return %r, %r2, %r3 : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>
 }
+
+// A training step's bias is a variable, not a constant: an NHWC conv2d takes a 1-D bias of its
+// output channels as its epilogue operand all the same (its plan is made per call anyway); a
+// matmul, an NCHW conv2d (whose add broadcasts along W) and a one-value bias keep their add.
+// CHECK-LABEL: func.func @variable_bias
+func.func @variable_bias(%x: tensor<?x4x4x2xf32>, %w: tensor<1x1x2x3xf32>, %b: tensor<3xf32>, %xm: tensor<?x2xf32>, %wm: tensor<2x3xf32>, %xc: tensor<1x2x4x3xf32>, %wc: tensor<3x2x1x1xf32>, %b1: tensor<1xf32>) -> (tensor<?x4x4x3xf32>, tensor<?x3xf32>, tensor<1x3x4x3xf32>, tensor<?x4x4x3xf32>) {
+  %y = "tg.conv2d"(%x, %w) {layout = "NHWC"} : (tensor<?x4x4x2xf32>, tensor<1x1x2x3xf32>) -> tensor<?x4x4x3xf32>
+  %z = "tg.add"(%y, %b) : (tensor<?x4x4x3xf32>, tensor<3xf32>) -> tensor<?x4x4x3xf32>
+  // CHECK: %[[C:.*]] = "tg.conv2d"(%arg0, %arg1, %arg2) {{{.*}}epilogue_operands = [1, 0]{{.*}}} : (tensor<?x4x4x2xf32>, tensor<1x1x2x3xf32>, tensor<3xf32>) -> tensor<?x4x4x3xf32>
+  %m = "tg.matmul"(%xm, %wm) {transpose_a = false, transpose_b = false} : (tensor<?x2xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+  %n = "tg.add"(%m, %b) : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
+  // CHECK: %[[M:.*]] = "tg.matmul"(%arg3, %arg4) {transpose_a = false, transpose_b = false}
+  // CHECK-NEXT: %[[N:.*]] = "tg.add"(%[[M]], %arg2)
+  %c = "tg.conv2d"(%xc, %wc) {layout = "NCHW"} : (tensor<1x2x4x3xf32>, tensor<3x2x1x1xf32>) -> tensor<1x3x4x3xf32>
+  %d = "tg.add"(%c, %b) : (tensor<1x3x4x3xf32>, tensor<3xf32>) -> tensor<1x3x4x3xf32>
+  // CHECK: %[[K:.*]] = "tg.conv2d"(%arg5, %arg6) {
+  // CHECK-NEXT: "tg.add"(%[[K]], %arg2)
+  %e = "tg.conv2d"(%x, %w) {layout = "NHWC"} : (tensor<?x4x4x2xf32>, tensor<1x1x2x3xf32>) -> tensor<?x4x4x3xf32>
+  %f = "tg.add"(%e, %b1) : (tensor<?x4x4x3xf32>, tensor<1xf32>) -> tensor<?x4x4x3xf32>
+  // CHECK: %[[E:.*]] = "tg.conv2d"(%arg0, %arg1) {
+  // CHECK-NEXT: "tg.add"(%[[E]], %arg7)
+  func.return %z, %n, %d, %f : tensor<?x4x4x3xf32>, tensor<?x3xf32>, tensor<1x3x4x3xf32>, tensor<?x4x4x3xf32>
+}

@@ -258,3 +258,80 @@ def test_pooled_gradient_pass_keeps_results(batch: int) -> None:
     plain = compile_module(parse_graph(_POOLED), optimize=False)(y, p)
     for a, b in zip(fast, plain, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=shapes, lead=st.integers(1, 3), per_channel=st.booleans(),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
+def test_relu_grad_sums_of_two_gradients(shape, lead, per_channel, dtype,  # type: ignore[no-untyped-def]
+                                         seed):
+    """``relu_grad_sums(dy, y, b, dy2)`` (a residual block input's two gradients) is
+    ``relu_grad_sums(dy + dy2, y, b)``: ``g`` bit for bit (one float add per element, as the
+    ``add`` it replaces), the sums against float64 NumPy."""
+    rng = np.random.default_rng(seed)
+    k = min(lead, len(shape) - 1)
+    axes = tuple(range(k))
+    dy, dy2, y = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+    y[..., 0] = 0.0
+    b = rng.standard_normal(shape[k:] if per_channel else shape).astype(dtype)
+    g, s, t = relu_grad_sums(dy, y, b, dy2, axes=axes, keepdims=False)
+    total = dy + dy2
+    want = np.where(y > 0, total, 0)
+    np.testing.assert_array_equal(g, want)
+    wd = want.astype(np.float64)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(s, wd.sum(axis=axes), rtol=tol, atol=tol)
+    np.testing.assert_allclose(t, (wd * b).sum(axis=axes), rtol=tol, atol=tol)
+
+
+def test_relu_grad_sums_of_two_gradients_large_broadcast_and_errors() -> None:
+    """Sharded rows (more than one shard); a ``dy2`` that broadcasts (batch 1) is added as
+    ``add`` would first; operands that do not broadcast raise."""
+    rng = np.random.default_rng(11)
+    dy, dy2, y, b = (rng.standard_normal((8, 14, 14, 64)).astype(np.float32) for _ in range(4))
+    g, s, t = relu_grad_sums(dy, y, b, dy2, axes=[0, 1, 2], keepdims=True)
+    want = np.where(y > 0, dy + dy2, 0)
+    np.testing.assert_array_equal(g, want)
+    np.testing.assert_allclose(t, (want.astype(np.float64) * b).sum(axis=(0, 1, 2),
+                                                                   keepdims=True),
+                               rtol=1e-5, atol=1e-4)
+    g1, s1, _ = relu_grad_sums(dy, y, b, dy2[:1], axes=[0, 1, 2])
+    want1 = np.where(y > 0, dy + dy2[:1], 0)
+    np.testing.assert_array_equal(g1, want1)
+    np.testing.assert_allclose(s1, want1.astype(np.float64).sum(axis=(0, 1, 2), keepdims=True),
+                               rtol=1e-5, atol=1e-4)
+    with pytest.raises(OpError, match="do not broadcast"):
+        relu_grad_sums(dy, y, b, dy2[:, :3], axes=[0, 1, 2])
+    with pytest.raises(OpError, match="share one dtype"):
+        relu_grad_sums(dy, y, b, dy2.astype(np.float64), axes=[0, 1, 2])
+
+
+_TWO = """
+func.func @main(%x: tensor<?x4x4x3xf32>, %d1: tensor<?x4x4x3xf32>, %d2: tensor<?x4x4x3xf32>) -> (tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>) {
+  %y = "tg.relu"(%x) : (tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %dy = "tg.add"(%d1, %d2) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %g = "tg.relu_grad"(%dy, %y) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %p = "tg.mul"(%x, %g) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %t = "tg.reduce_sum"(%p) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %s = "tg.reduce_sum"(%g) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  func.return %s, %t, %g : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>
+}
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize(("batch", "batch2"), [(5, 5), (5, 1)])
+def test_two_gradient_pass_keeps_results(batch: int, batch2: int) -> None:
+    """The residual input's add joined to relu_grad_sums: compiled with the pass and without,
+    the same results -- also when the second gradient broadcasts at run time (batch 1)."""
+    from pytfrt.compiler.passes import default_pipeline
+
+    gm = default_pipeline(parse_graph(_TWO))
+    ops = [op for op in gm.function("main").body.block.ops if op.name == "tg.relu_grad_sums"]
+    assert len(ops) == 1 and len(ops[0].operands) == 4
+    rng = np.random.default_rng(batch2)
+    x, d1 = (rng.standard_normal((batch, 4, 4, 3)).astype(np.float32) for _ in range(2))
+    d2 = rng.standard_normal((batch2, 4, 4, 3)).astype(np.float32)
+    fast = compile_module(gm, optimize=False)(x, d1, d2)
+    plain = compile_module(parse_graph(_TWO), optimize=False)(x, d1, d2)
+    for a, b in zip(fast, plain, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)

@@ -126,16 +126,20 @@ def test_blocked_reduction_is_taken_for_batch_norm_statistics():
     assert _leading_sum(x.astype(np.int32), (0, 1, 2), True) is None
 
 
-def test_bias_add_grad_takes_the_blocked_sum():
-    """A conv's bias gradient (NHWC: the sum over N, H, W) through reduce_sum's blocked path,
-    against the float64 sum; a vector is returned as it is, NCHW sums axes 0, 2, 3."""
+def test_bias_add_grad_sums_per_channel():
+    """A conv's bias gradient (NHWC: the sum over N, H, W: float64 sums on the helper
+    threads, a strided view through reduce_sum's blocked path) against the float64 sum; a
+    vector is returned as it is, NCHW sums axes 0, 2, 3."""
     from pytfrt.backends.cpu.grad_ops import bias_add_grad
 
     dy = np.random.default_rng(3).standard_normal((16, 24, 24, 32)).astype(np.float32)
     got = bias_add_grad(dy, layout="NHWC")
+    want = dy.astype(np.float64).sum(axis=(0, 1, 2))
     assert got.dtype == np.float32 and got.shape == (32,)
-    np.testing.assert_allclose(got, dy.astype(np.float64).sum(axis=(0, 1, 2)), rtol=1e-5,
-                               atol=1e-3)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5)
+    strided = bias_add_grad(dy[:, ::2], layout="NHWC")
+    np.testing.assert_allclose(strided, dy[:, ::2].astype(np.float64).sum(axis=(0, 1, 2)),
+                               rtol=1e-5, atol=1e-3)
     nchw = np.ascontiguousarray(dy.transpose(0, 3, 1, 2))
     np.testing.assert_allclose(bias_add_grad(nchw, layout="NCHW"), got, rtol=1e-5, atol=1e-3)
     np.testing.assert_array_equal(bias_add_grad(dy[0, 0, 0], layout="NHWC"), dy[0, 0, 0])

@@ -13,8 +13,9 @@ replaces each group with one op whose kernel here makes a single pass:
   variance over ``axes``, from float64 sums of ``x - shift`` and its square (``shift`` = the
   first row: no cancellation for float32 data).
 * ``sum_and_dot(a, b) {axes, keepdims}`` -> ``(sum(a), sum(a * b))`` over ``axes``, float64
-  accumulators; ``relu_grad_sums(dy, y, b)`` -> ``(g, sum(g), sum(g * b))`` with
-  ``g = relu_grad(dy, y)`` written in the same pass (the ReLU before a batch norm).  A ``b``
+  accumulators; ``relu_grad_sums(dy, y, b[, dy2])`` -> ``(g, sum(g), sum(g * b))`` with
+  ``g = relu_grad(dy [+ dy2], y)`` written in the same pass (the ReLU before a batch norm;
+  ``dy2``: a residual block's second branch gradient, added in that pass).  A ``b``
   that is a per-channel vector (it broadcasts over the reduced axes only: TF's gradient of a
   product with a per-channel factor) is not read per element: ``sum(a * b) = sum(a) * b``,
   from the same float64 sums (10x faster than NumPy's broadcasting product on a ResNet-50
@@ -138,11 +139,63 @@ def _relu_dot_rows(dy, y, b, g, r0, r1, s1, s2):  # type: ignore[no-untyped-def]
     _flush(a1, a2, s1, s2)
 
 
+@numba.njit(nogil=True, cache=True, fastmath=True)
+def _relu2_rows(dy, dy2, y, g, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`_relu_rows` of the gradient ``dy + dy2`` (two branches' gradients: a residual
+    block's input), the sum never materialised."""
+    k = dy.shape[1]
+    a1 = np.zeros(k)
+    for r in range(r0, r1):
+        for c in range(k):
+            g[r, c] = dy[r, c] + dy2[r, c] if y[r, c] > 0 else 0.0
+        for c in range(k):
+            a1[c] += np.float64(g[r, c])
+    for c in range(k):
+        s1[c] += a1[c]
+
+
+@numba.njit(nogil=True, cache=True, fastmath=True)
+def _relu2_dot_rows(dy, dy2, y, b, g, r0, r1, s1, s2):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`_relu_dot_rows` of the gradient ``dy + dy2`` (same shapes, no broadcast)."""
+    k = dy.shape[1]
+    a1 = np.zeros(k)
+    a2 = np.zeros(k)
+    for r in range(r0, r1):
+        for c in range(k):
+            g[r, c] = dy[r, c] + dy2[r, c] if y[r, c] > 0 else 0.0
+        for c in range(k):
+            v = np.float64(g[r, c])
+            a1[c] += v
+            a2[c] += v * np.float64(b[r, c])
+    _flush(a1, a2, s1, s2)
+
+
 def _per_item(dy_shape: tuple[int, ...], shape: tuple[int, ...], k: int) -> bool:
     """Whether ``dy_shape`` is ``shape`` with axes ``1..k-1`` of size 1 (one row per batch item
     broadcast over the reduced axes after the batch axis)."""
     return (len(dy_shape) == len(shape) and k >= 2 and dy_shape[0] == shape[0]
             and all(d == 1 for d in dy_shape[1:k]) and dy_shape[k:] == shape[k:])
+
+
+def _relu_sum2(dy: np.ndarray, dy2: np.ndarray, y: np.ndarray, b: np.ndarray,
+               ax: tuple[int, ...], keepdims: bool
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`relu_grad_sums` of ``dy + dy2`` by the sharded row kernels, or ``None`` when the
+    operands are not C-contiguous rows of one shape (then the caller adds them first)."""
+    view = _rows(y, ax)
+    if view is None or not (dy.flags.c_contiguous and dy2.flags.c_contiguous):
+        return None
+    g = np.empty_like(dy)
+    shape = _shape_of_result(y, ax, keepdims)
+    flat = [v.reshape(view) for v in (dy, dy2, y)]
+    row = None if b.shape == y.shape else _row_of(b, y.shape, len(ax))
+    if row is not None:  # a per-channel b: sum(g * b) = sum(g) * b
+        s1, _ = _sharded(_relu2_rows, *view, *flat, g.reshape(view))
+        return (g, s1.astype(y.dtype).reshape(shape), (s1 * row).astype(y.dtype).reshape(shape))
+    if b.shape != y.shape or not b.flags.c_contiguous:
+        return None
+    s1, s2 = _sharded(_relu2_dot_rows, *view, *flat, b.reshape(view), g.reshape(view))
+    return g, s1.astype(y.dtype).reshape(shape), s2.astype(y.dtype).reshape(shape)
 
 
 def _norm_axes(op: str, ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
@@ -205,6 +258,19 @@ def _sharded(kernel: object, rows: int, width: int, *args: np.ndarray
 
     parallel_for(run, len(parts))
     return s1.sum(axis=0), s2.sum(axis=0)
+
+
+def channel_sums(x: np.ndarray) -> np.ndarray | None:
+    """The float64 sums of a C-contiguous float32/float64 ``x`` over every axis but the last
+    (an NHWC gradient's per-channel sums: ``bias_add_grad``), by the sharded row sum on the
+    helper threads; ``None`` for other operands (the caller then sums otherwise)."""
+    if x.dtype not in (np.float32, np.float64) or x.ndim < 2:
+        return None
+    view = _rows(x, tuple(range(x.ndim - 1)))
+    if view is None:
+        return None
+    s1, _ = _sharded(_sum_rows, *view, x.reshape(view))
+    return s1
 
 
 @GRAPH_OPS.op("moments")
@@ -275,22 +341,37 @@ def sum_and_dot(a: np.ndarray, b: np.ndarray, *, axes: Sequence[int], keepdims: 
 
 
 @GRAPH_OPS.op("relu_grad_sums")
-def relu_grad_sums(dy: np.ndarray, y: np.ndarray, b: np.ndarray, *, axes: Sequence[int],
-                   keepdims: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def relu_grad_sums(dy: np.ndarray, y: np.ndarray, b: np.ndarray, dy2: np.ndarray | None = None,
+                   *, axes: Sequence[int], keepdims: bool = True
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``g = relu_grad(dy, y)`` and :func:`sum_and_dot` ``(g, b)``: ``(g, sum(g), sum(g * b))``
     in one pass (a batch norm's gradient statistics behind a ReLU).  ``dy`` has ``y``'s shape
     or broadcasts to it (same rank); one row per batch item with the sums over axes
     ``0..k-1`` (``dy`` of shape ``(N, 1, ..., 1, *y.shape[k:])``: a global average pool's
     gradient, which TF's graph broadcasts with a ``BroadcastTo``) is read per row, never
-    broadcast.
+    broadcast.  With ``dy2`` the gradient is ``dy + dy2`` (a residual block's input gets its
+    two branches' gradients), added in the same pass when both have ``y``'s shape (else
+    added first, broadcasting as ``add`` does).
 
     Raises:
-        OpError: ``dy`` that does not broadcast to ``y``'s shape, or what :func:`sum_and_dot`
-            raises.
+        OpError: ``dy`` (or ``dy + dy2``) that does not broadcast to ``y``'s shape, or what
+            :func:`sum_and_dot` raises.
     """
     op = "relu_grad_sums"
     _float(op, dy, y, b)
     ax = _norm_axes(op, y.ndim, axes)
+    if dy2 is not None:
+        _float(op, dy, dy2)
+        summed = None
+        if dy.shape == y.shape and dy2.shape == y.shape:
+            summed = _relu_sum2(dy, dy2, y, b, ax, keepdims)
+        if summed is not None:
+            return summed
+        try:
+            dy = np.add(dy, dy2)
+        except ValueError as e:
+            raise OpError(f"{op}: dy and dy2 do not broadcast: {list(dy.shape)} vs "
+                          f"{list(dy2.shape)}") from e
     if dy.shape != y.shape:
         try:
             np.broadcast_shapes(dy.shape, y.shape)

@@ -141,16 +141,29 @@ def _layer_norm_grad(ctx: InferContext) -> list[TType]:
     return [x, gamma, gamma]
 
 
-def _attention_grad(ctx: InferContext) -> list[TType]:
-    if len(ctx.inputs) != 5:
-        raise ctx.error("takes 5 operands (q, k, v, p, dy)")
+def _attention_heads(ctx: InferContext, names: tuple[str, ...]) -> list[TType]:
+    """The operands (``names``) of the train step's attention ops: one float dtype, rank 4."""
+    if len(ctx.inputs) != len(names):
+        raise ctx.error(f"takes {len(names)} operands ({', '.join(names)})")
     same_dtype(ctx)
-    q, k, v, p, dy = ctx.inputs
-    _float(ctx, q, "q")
-    for t, what in ((q, "q"), (k, "k"), (v, "v"), (p, "p"), (dy, "dy")):
+    _float(ctx, ctx.inputs[0], names[0])
+    for t, what in zip(ctx.inputs, names, strict=True):
         if t.rank not in (None, 4):
             raise ctx.error(f"{what} must be rank 4, got {t}")
+    return list(ctx.inputs)
+
+
+def _attention_grad(ctx: InferContext) -> list[TType]:
+    q, k, v, _, _ = _attention_heads(ctx, ("q", "k", "v", "p", "dy"))
     return [q, k, v]
+
+
+def _attention_probs(ctx: InferContext) -> list[TType]:
+    q, k, _ = _attention_heads(ctx, ("q", "k", "v"))
+    heads = None
+    if q.shape is not None and k.shape is not None:
+        heads = (q.shape[0], q.shape[2], q.shape[1], k.shape[1])
+    return [q, TType(q.dtype, heads)]
 
 
 def _cross_entropy(ctx: InferContext) -> list[TType]:
@@ -276,6 +289,12 @@ define(
 define("softmax_grad", ("y", "dy"), _softmax_grad, {"axis": AttrSpec("int", -1)},
        family="grad", no_grad="made by -tg-fuse-softmax-grad, which runs after differentiation",
        doc="(dy - sum(dy * y, axis)) * y: a softmax's gradient through its output y")
+define("attention_probs", ("q", "k", "v"), _attention_probs,
+       {"scale": AttrSpec("float", 1.0)}, family="grad", num_results=2,
+       no_grad="made by -tg-fuse-attention-grad, which runs after differentiation",
+       doc="(y, p): p = softmax(scale * Q K^T) per head [B, H, Sq, Sk] and y = p V [B, Sq, H, D] "
+       "for q [B, Sq, H, D], k, v [B, Sk, H, D]: a train step's attention forward, keeping p "
+       "for attention_grad")
 define("attention_grad", ("q", "k", "v", "p", "dy"), _attention_grad,
        {"scale": AttrSpec("float", 1.0)}, family="grad", num_results=3,
        no_grad="made by -tg-fuse-attention-grad, which runs after differentiation",
@@ -317,17 +336,20 @@ define("sum_and_dot", ("a", "b"), _batch_stats, _STATS, family="grad", num_resul
 
 
 def _relu_grad_sums(ctx: InferContext) -> list[TType]:
-    dy, y, _ = ctx.inputs
+    dy, y = ctx.inputs[:2]
     sums = _batch_stats(ctx)
     if dy.shape is not None and y.shape is not None and len(dy.shape) != len(y.shape):
         raise ctx.error(f"dy and y must have one shape, got {dy} and {y}")
+    if len(ctx.inputs) > 3 and (dy.shape != y.shape or ctx.inputs[3].shape != y.shape):
+        raise ctx.error(f"dy and dy2 must have y's type, got {dy}, {ctx.inputs[3]} and {y}")
     return [dy if dy.shape == y.shape else TType(dy.dtype, y.shape), *sums]
 
 
-define("relu_grad_sums", ("dy", "y", "b"), _relu_grad_sums, _STATS, family="grad",
+define("relu_grad_sums", ("dy", "y", "b", "dy2?"), _relu_grad_sums, _STATS, family="grad",
        num_results=3, no_grad=_MADE,
-       doc="g = relu_grad(dy, y), sum(g), sum(g * b) over axes in one pass (dy: y's shape, "
-           "or one row per batch item broadcast over the summed axes after the batch axis)")
+       doc="g = relu_grad(dy [+ dy2], y), sum(g), sum(g * b) over axes in one pass (dy: y's "
+           "shape, or one row per batch item broadcast over the summed axes after the batch "
+           "axis; dy2, a second gradient of y's type, added as add does, in the same pass)")
 
 
 # -- stateless random numbers (dropout in a training step) ------------------------------------

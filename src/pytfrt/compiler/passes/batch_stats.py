@@ -12,7 +12,10 @@ materialises per-channel values as activation-sized tensors.  Three rewrites, in
 2. **Gradient sums.** ``s = reduce_sum(a) {axes, keepdims}`` and ``t = reduce_sum(mul(a, b))``
    (either order, the ``mul`` used only there, same axes and keepdims, and ``mul(a, b)``
    provably of ``a``'s shape) become ``s, t = sum_and_dot(a, b)``; with ``a =
-   relu_grad(dy, y)`` (``dy``, ``y`` of ``a``'s type), ``a, s, t = relu_grad_sums(dy, y, b)``.
+   relu_grad(dy, y)`` (``dy``, ``y`` of ``a``'s type), ``a, s, t = relu_grad_sums(dy, y, b)``;
+   a ``dy = add(p, q)`` used only there, ``p`` and ``q`` of ``y``'s type (a residual block
+   input's two gradients), becomes ``relu_grad_sums(p, y, b, q)`` (whose kernel adds them as
+   the ``add`` did should their run-time shapes differ).
 3. **Broadcasts.** ``broadcast_to(v, s)`` whose users are fusable elementwise ops
    (:data:`pytfrt.backends.cpu.fused.SCALAR`) is moved below a user whose other operands
    broadcast into ``v`` (``div(broadcast_to(v, s), n)`` -> ``broadcast_to(div(v, n), s)``) and
@@ -299,22 +302,27 @@ def _relu_into_sums(gm: GraphModule, block: Block, stats: Operation, shapes: Sha
     if ttype(y) != ttype(r_op.results[0]):
         return
     attrs = attrs_of(stats)
+    extra: list[SSAValue] = []
     if ttype(dy) != ttype(y):
         bt = _is(dy, "tg.broadcast_to")
         if bt is None or not _per_item_of(shapes, bt, y, attrs["axes"]):
             return
         dy = bt.operands[0]
+    elif (add := _is(dy, "tg.add")) is not None and single_use(dy) is r_op and all(
+            ttype(v) == ttype(y) for v in add.operands):
+        dy, extra = add.operands[0], [add.operands[1]]  # a residual block input's two branches
     where = _position(block)
     if isinstance(b.owner, Operation) and where.get(b.owner, len(where)) >= where[r_op]:
         return  # the new op takes relu_grad's place: b must be defined before it
     src = r_op.operands[0].owner
-    fused = new_op(gm, "relu_grad_sums", [dy, y, b],
+    fused = new_op(gm, "relu_grad_sums", [dy, y, b, *extra],
                    {"axes": list(attrs["axes"]), "keepdims": attrs["keepdims"]},
                    loc=r_op.location)
     block.insert_op_before(fused, r_op)
     replace(stats, fused.results[1:])
     replace(r_op, [fused.results[0]])
-    if isinstance(src, Operation) and src.name == "tg.broadcast_to" and not src.results[0].uses:
+    if (isinstance(src, Operation) and src.name in ("tg.broadcast_to", "tg.add")
+            and not src.results[0].uses):
         _erase(src)
 
 

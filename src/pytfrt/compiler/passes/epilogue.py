@@ -72,6 +72,18 @@ def _bias_value(gm: GraphModule, op: Operation, attrs: dict, v: SSAValue) -> np.
     return b.reshape(c)
 
 
+def _variable_bias(op: Operation, attrs: dict, v: SSAValue) -> bool:
+    """Whether ``v``, not a constant, is a 1-D bias of an NHWC ``conv2d``'s output channels
+    (a training step's bias variable: its plan is made per call anyway, and oneDNN adds the
+    bias in the convolution's store instead of a separate pass over the output)."""
+    if op.name != "tg.conv2d" or attrs["layout"] != "NHWC":
+        return False
+    axis, c = _channels(op, attrs)
+    t, out = ttype(v), ttype(op.results[0])
+    return (c is not None and axis == (out.rank or 0) - 1 and t.shape == (c,)
+            and t.dtype == out.dtype)
+
+
 def _rebuild(gm: GraphModule, op: Operation, user: Operation, attrs: dict,
              bias: SSAValue | None, residual: SSAValue | None) -> Operation:
     base = list(op.operands[:2])
@@ -251,6 +263,8 @@ def _step(gm: GraphModule, op: Operation) -> Operation | None:
                 c = make_constant(gm, b, "bias")
                 block.insert_op_before(c, user)
                 return _rebuild(gm, op, user, attrs, c.results[0], None)
+            if _variable_bias(op, attrs, other):
+                return _rebuild(gm, op, user, attrs, other, None)
         if not flags[1] and ttype(other) == ttype(y) and const_value(gm, other) is None:
             return _rebuild(gm, op, user, attrs, None, other)
     return None
