@@ -12,6 +12,9 @@ the product ``x @ w + bias`` runs through:
   column part, one part per thread on the native spin pool, bias as a post-op);
 * ``onednn-omp`` -- the same primitive as one part, threaded by oneDNN's own OpenMP team of
   ``--threads`` threads (the weight packed once);
+* ``packed/pN`` (with ``--parts N ...``) -- ``packed`` with the weight split into ``N`` column
+  parts instead of one per thread (the helpers claim parts as they finish: a thread that was
+  descheduled is made up for by the other);
 * ``onnxruntime`` -- a one-node ``Gemm`` model (the weight an initializer, so ONNX Runtime
   pre-packs it), ``intra_op_num_threads`` = threads, spinning off.
 
@@ -88,7 +91,8 @@ def _onednn_omp(w: np.ndarray, b: np.ndarray, threads: int) -> Callable[..., Any
     return run
 
 
-def _child(shapes: list[str], threads: int, rounds: int, copies: int) -> list[dict[str, Any]]:
+def _child(shapes: list[str], threads: int, rounds: int, copies: int,
+           parts: list[int]) -> list[dict[str, Any]]:
     from pytfrt.backends.cpu import _dnnl_matmul, gemm
 
     rng = np.random.default_rng(0)
@@ -102,6 +106,8 @@ def _child(shapes: list[str], threads: int, rounds: int, copies: int) -> list[di
         bs = [rng.standard_normal(n, dtype=np.float32) for _ in range(copies)]
         peers: dict[str, list[Callable[..., Any]]] = {"sgemm-tiles": [], "packed": [],
                                                        "onednn-omp": [], "onnxruntime": []}
+        for count in parts:
+            peers[f"packed/p{count}"] = []
         for i, (w, b) in enumerate(zip(ws, bs, strict=True)):
             peers["sgemm-tiles"].append(lambda x, w=w, b=b: gemm.matmul(x, w, bias=b))
             r = _dnnl_matmul.make(w, b, "none", 0.0, False)
@@ -113,6 +119,14 @@ def _child(shapes: list[str], threads: int, rounds: int, copies: int) -> list[di
                 return y
 
             peers["packed"].append(packed)
+            for count in parts:
+                rp = _dnnl_matmul.make(w, b, "none", 0.0, False)
+                assert rp is not None
+                rp._cols = _dnnl_matmul.column_parts(k, n, count)
+                assert rp.ready(x.shape)
+                peers[f"packed/p{count}"].append(
+                    lambda x, r=rp, n=n: (y := np.empty((x.shape[0], n), np.float32),
+                                          r.run(x, y))[0])
             omp = _onednn_omp(w, b, threads)
             if omp is not None:
                 peers["onednn-omp"].append(omp)
@@ -155,24 +169,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--copies", type=int, default=6, help="distinct weights per peer")
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), help="MxKxN")
+    parser.add_argument("--parts", type=int, nargs="*", default=[],
+                        help="also the packed kernel with this many column parts")
     parser.add_argument("--out", help="write the rows as JSON here")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(_child(args.shapes, args.child, args.rounds, args.copies)))
+        print(json.dumps(_child(args.shapes, args.child, args.rounds, args.copies, args.parts)))
         return 0
     rows: list[dict[str, Any]] = []
     for t in args.threads:
         env = dict(os.environ, PYTFRT_NUM_THREADS=str(t), OMP_NUM_THREADS=str(t))
         out = subprocess.run(
             [sys.executable, __file__, "--child", str(t), "--rounds", str(args.rounds),
-             "--copies", str(args.copies), "--shapes", *args.shapes],
+             "--copies", str(args.copies), "--shapes", *args.shapes,
+             "--parts", *map(str, args.parts)],
             env=env, check=True, capture_output=True, text=True).stdout
         rows += json.loads(out.strip().splitlines()[-1])
-    print(f"{'shape':>14} {'thr':>3} {'peer':>12} {'median ms':>9} {'min ms':>7} {'CPU ms':>7} "
+    print(f"{'shape':>14} {'thr':>3} {'peer':>13} {'median ms':>9} {'min ms':>7} {'CPU ms':>7} "
           f"{'GFLOP/s':>8} {'best':>6}")
     for r in rows:
-        print(f"{r['shape']:>14} {r['threads']:>3} {r['peer']:>12} {r['median_ms']:9.3f} "
+        print(f"{r['shape']:>14} {r['threads']:>3} {r['peer']:>13} {r['median_ms']:9.3f} "
               f"{r['min_ms']:7.3f} {r['cpu_ms']:7.3f} {r['gflops']:8.1f} {r['gflops_best']:6.1f}")
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1))

@@ -65,6 +65,18 @@ def test_packed_dense_matches_numpy(lead, k, n, transpose_b, with_bias, res, act
                                atol=1e-4 * np.sqrt(k))
 
 
+def _check_rows(runner, w, bias, rows, rng):
+    """``gelu_tanh(a @ w + bias + r)`` through ``runner`` for each row count, in turn."""
+    k, n = w.shape
+    for m in rows:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        r = rng.standard_normal((m, n)).astype(np.float32)
+        y = np.full((m, n), np.nan, np.float32)
+        assert runner.ready((m, k))
+        runner.run(a, y, r)
+        np.testing.assert_allclose(y, _want(a, w, bias, r, "gelu_tanh"), rtol=1e-4, atol=1e-3)
+
+
 def test_runner_is_used_and_rows_vary(monkeypatch):
     """Large products run in the primitive (a part per thread, each with its columns packed
     once): several row counts share the packed columns, ``out`` is written in place, and a
@@ -76,13 +88,7 @@ def test_runner_is_used_and_rows_vary(monkeypatch):
     bias = rng.standard_normal(n).astype(np.float32)
     runner = _dnnl_matmul.make(w, bias, "gelu_tanh", 0.0, residual=True)
     assert runner is not None
-    for m in (40, 17, 64, 40):
-        a = rng.standard_normal((m, k)).astype(np.float32)
-        r = rng.standard_normal((m, n)).astype(np.float32)
-        y = np.full((m, n), np.nan, np.float32)
-        assert runner.ready((m, k))
-        runner.run(a, y, r)
-        np.testing.assert_allclose(y, _want(a, w, bias, r, "gelu_tanh"), rtol=1e-4, atol=1e-3)
+    _check_rows(runner, w, bias, (40, 17, 64, 40), rng)
     impl = runner.impl((40, k))
     assert impl and not impl.startswith("ref")
     assert len(runner._prims[(64, k)]) >= 2 or _dnnl_matmul._parallel.num_threads() == 1
@@ -169,3 +175,41 @@ def test_compiled_model_keeps_one_copy_of_a_large_weight(tmp_path):
             again = pytfrt.load(tmp_path / "saved")
             x = rng.standard_normal((1, 5, k)).astype(np.float32)
             np.testing.assert_array_equal(again(x=x), model(x=x))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_column_parts_of_a_large_weight(monkeypatch, threads):
+    """Parts cover the columns once, in order, on 64-column boundaries; a weight of more than
+    ``MAX_PART_WEIGHTS`` elements gets a multiple of the thread count (the LM head of GPT-2:
+    10 parts on one or two threads), smaller ones one part per thread."""
+    monkeypatch.setattr(_dnnl_matmul._parallel, "num_threads", lambda: threads)
+    for k, n in ((768, 50257), (768, 3072), (3072, 768), (64, 700)):
+        parts = _dnnl_matmul.column_parts(k, n)
+        assert parts[0][0] == 0 and parts[-1][1] == n
+        assert all(a[1] == b[0] for a, b in zip(parts, parts[1:], strict=False))
+        assert all(c0 % 64 == 0 and c1 > c0 for c0, c1 in parts)
+        big = k * n > _dnnl_matmul.MAX_PART_WEIGHTS * threads
+        if big:
+            assert len(parts) % threads == 0 or parts[-1][1] - parts[-1][0] < 64 * threads
+            assert all(k * (c1 - c0) <= _dnnl_matmul.MAX_PART_WEIGHTS + 64 * k
+                       for c0, c1 in parts)
+        elif k * n >= threads * _dnnl_matmul.PART_MIN_WEIGHTS:
+            assert len(parts) == threads
+    if threads in (1, 2):
+        assert len(_dnnl_matmul.column_parts(768, 50257)) == 10
+    assert len(_dnnl_matmul.column_parts(768, 50257, 3)) == 3
+
+
+def test_many_column_parts_match_numpy(monkeypatch):
+    """A weight split into many more parts than threads (the helpers claim them as they
+    finish): bias, residual and GELU fused, row counts changing between calls, against
+    float64 NumPy."""
+    monkeypatch.setattr(_dnnl_matmul, "MAX_PART_WEIGHTS", 4000)
+    monkeypatch.setattr(_dnnl_matmul, "PART_MIN_WEIGHTS", 16)
+    rng = np.random.default_rng(12)
+    k, n = 96, 1000
+    w = rng.standard_normal((n, k)).astype(np.float32).T  # the tied-embedding layout
+    bias = rng.standard_normal(n).astype(np.float32)
+    runner = _dnnl_matmul.make(w, bias, "gelu_tanh", 0.0, residual=True)
+    assert runner is not None and len(runner._cols) >= 8
+    _check_rows(runner, w, bias, (64, 13, 1, 64), rng)

@@ -70,3 +70,33 @@ func.func @kept(%q: tensor<2x3x2x4xf32>, %k: tensor<2x3x2x4xf32>, %v: tensor<2x3
   // CHECK-NOT: "tg.attention_grad"
   func.return %dq, %dk, %dp : tensor<2x3x2x4xf32>, tensor<2x3x2x4xf32>, tensor<2x2x3x3xf32>
 }
+
+// The forward whose softmax the fused backward reads: scores, scale, softmax and the product
+// with v (the heads moved by transposes) into one attention_probs, p still a result.
+// CHECK-LABEL: func.func @forward
+func.func @forward(%q: tensor<?x16x4x8xf32>, %k: tensor<?x16x4x8xf32>, %v: tensor<?x16x4x8xf32>, %dy: tensor<?x16x4x8xf32>) -> (tensor<?x16x4x8xf32>, tensor<?x16x4x8xf32>, tensor<?x16x4x8xf32>, tensor<?x16x4x8xf32>) {
+  %c = "tg.constant"() {value = dense<0.353553385> : tensor<f32>} : () -> tensor<f32>
+  %qt = "tg.transpose"(%q) {perm = [0, 2, 1, 3]} : (tensor<?x16x4x8xf32>) -> tensor<?x4x16x8xf32>
+  %kt = "tg.transpose"(%k) {perm = [0, 2, 3, 1]} : (tensor<?x16x4x8xf32>) -> tensor<?x4x8x16xf32>
+  %s = "tg.matmul"(%qt, %kt) : (tensor<?x4x16x8xf32>, tensor<?x4x8x16xf32>) -> tensor<?x4x16x16xf32>
+  %ss = "tg.mul"(%s, %c) : (tensor<?x4x16x16xf32>, tensor<f32>) -> tensor<?x4x16x16xf32>
+  %p = "tg.softmax"(%ss) {axis = 3} : (tensor<?x4x16x16xf32>) -> tensor<?x4x16x16xf32>
+  %vt = "tg.transpose"(%v) {perm = [0, 2, 1, 3]} : (tensor<?x16x4x8xf32>) -> tensor<?x4x16x8xf32>
+  %o = "tg.matmul"(%p, %vt) : (tensor<?x4x16x16xf32>, tensor<?x4x16x8xf32>) -> tensor<?x4x16x8xf32>
+  %o4 = "tg.transpose"(%o) {perm = [0, 2, 1, 3]} : (tensor<?x4x16x8xf32>) -> tensor<?x16x4x8xf32>
+  %dyt = "tg.transpose"(%dy) {perm = [0, 2, 1, 3]} : (tensor<?x16x4x8xf32>) -> tensor<?x4x16x8xf32>
+  %dp = "tg.matmul"(%dyt, %vt) {transpose_b = true} : (tensor<?x4x16x8xf32>, tensor<?x4x16x8xf32>) -> tensor<?x4x16x16xf32>
+  %g = "tg.softmax_grad"(%p, %dp) {axis = 3} : (tensor<?x4x16x16xf32>, tensor<?x4x16x16xf32>) -> tensor<?x4x16x16xf32>
+  %ds = "tg.mul"(%c, %g) : (tensor<f32>, tensor<?x4x16x16xf32>) -> tensor<?x4x16x16xf32>
+  %dvt = "tg.matmul"(%p, %dyt) {transpose_a = true} : (tensor<?x4x16x16xf32>, tensor<?x4x16x8xf32>) -> tensor<?x4x16x8xf32>
+  %dv = "tg.transpose"(%dvt) {perm = [0, 2, 1, 3]} : (tensor<?x4x16x8xf32>) -> tensor<?x16x4x8xf32>
+  %kk = "tg.transpose"(%k) {perm = [0, 2, 1, 3]} : (tensor<?x16x4x8xf32>) -> tensor<?x4x16x8xf32>
+  %dqt = "tg.matmul"(%ds, %kk) : (tensor<?x4x16x16xf32>, tensor<?x4x16x8xf32>) -> tensor<?x4x16x8xf32>
+  %dq = "tg.transpose"(%dqt) {perm = [0, 2, 1, 3]} : (tensor<?x4x16x8xf32>) -> tensor<?x16x4x8xf32>
+  %dkt = "tg.matmul"(%ds, %qt) {transpose_a = true} : (tensor<?x4x16x16xf32>, tensor<?x4x16x8xf32>) -> tensor<?x4x16x8xf32>
+  %dk = "tg.transpose"(%dkt) {perm = [0, 2, 1, 3]} : (tensor<?x4x16x8xf32>) -> tensor<?x16x4x8xf32>
+  // CHECK: %[[F:.*]]:2 = "tg.attention_probs"(%arg0, %arg1, %arg2) {scale = 0.35355338{{[0-9]*}}{{( : f64)?}}} : (tensor<?x16x4x8xf32>, tensor<?x16x4x8xf32>, tensor<?x16x4x8xf32>) -> (tensor<?x16x4x8xf32>, tensor<?x4x16x16xf32>)
+  // CHECK-NEXT: %[[G:.*]]:3 = "tg.attention_grad"(%arg0, %arg1, %arg2, %[[F]]#1, %arg3)
+  // CHECK-NEXT: func.return %[[F]]#0, %[[G]]#0, %[[G]]#1, %[[G]]#2
+  func.return %o4, %dq, %dk, %dv : tensor<?x16x4x8xf32>, tensor<?x16x4x8xf32>, tensor<?x16x4x8xf32>, tensor<?x16x4x8xf32>
+}

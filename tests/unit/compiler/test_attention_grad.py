@@ -1,7 +1,8 @@
-"""``-tg-fuse-attention-grad`` and the ``attention_grad`` kernel: scaled dot-product attention's
-backward as TensorFlow writes it (``[B, S, H, D]`` heads moved to the front by transposes around
-batched matmuls) becomes one op; the compiled gradients are checked against central finite
-differences of a float64 NumPy forward, for random shapes, batches and values."""
+"""``-tg-fuse-attention-grad`` and the ``attention_grad`` / ``attention_probs`` kernels: scaled
+dot-product attention's backward and forward as TensorFlow writes them (``[B, S, H, D]`` heads
+moved to the front by transposes around batched matmuls) become one op each; the compiled
+results are checked against a float64 NumPy forward and the gradients against its central
+finite differences, for random shapes, batches and values."""
 
 from __future__ import annotations
 
@@ -108,9 +109,9 @@ def _finite_differences(q: np.ndarray, k: np.ndarray, v: np.ndarray, dy: np.ndar
 def test_backward_is_one_op(modules, shape) -> None:  # type: ignore[no-untyped-def]
     gm, _ = modules[shape]
     names = [op.name for op in gm.function("main").body.block.ops]
-    assert names.count("tg.attention_grad") == 1
-    assert "tg.softmax_grad" not in names and "tg.reduce_sum" not in names
-    assert names.count("tg.matmul") == 2  # the forward's two products only
+    assert names.count("tg.attention_grad") == 1 and names.count("tg.attention_probs") == 1
+    for gone in ("tg.softmax_grad", "tg.reduce_sum", "tg.softmax", "tg.matmul", "tg.transpose"):
+        assert gone not in names
 
 
 @settings(max_examples=6, deadline=None)
@@ -131,15 +132,25 @@ def test_gradients_match_finite_differences(modules, which, batch: int, spread: 
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
 
 
-def test_kernel_float64_and_errors() -> None:
-    """The NumPy path (float64) agrees with the compiled float32 one; bad operands raise."""
-    kernel = graph_ops()["attention_grad"]
+def test_kernels_float64_and_errors() -> None:
+    """The NumPy paths (float64) agree with the compiled float32 ones; bad operands raise."""
+    kernel, forward = graph_ops()["attention_grad"], graph_ops()["attention_probs"]
     rng = np.random.default_rng(5)
-    q, k, v = (rng.normal(size=(2, 3, 2, 4)) for _ in range(3))
+    q = rng.normal(size=(2, 3, 2, 4))
+    k, v = (rng.normal(size=(2, 5, 2, 4)) for _ in range(2))
     dy = rng.normal(size=q.shape)
     s = np.einsum("bihd,bjhd->bhij", q, k) * 0.3
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
+    y, p64 = forward(q, k, v, scale=0.3)
+    np.testing.assert_allclose(p64, p, rtol=1e-12)
+    np.testing.assert_allclose(y, np.einsum("bhij,bjhd->bihd", p, v), rtol=1e-12)
+    y32, p32 = forward(*(x.astype(np.float32) for x in (q, k, v)), scale=0.3)
+    assert y32.dtype == p32.dtype == np.float32
+    np.testing.assert_allclose(p32, p, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y32, y, rtol=1e-5, atol=1e-5)
+    with pytest.raises(OpError, match="attention_probs"):
+        forward(q, k[:, :, :1], v, scale=1.0)
     want = kernel(q, k, v, p, dy, scale=0.3)
     got = kernel(*(x.astype(np.float32) for x in (q, k, v, p, dy)), scale=0.3)
     for g, w, x in zip(got, want, (q, k, v), strict=True):

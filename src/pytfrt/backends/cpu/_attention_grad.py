@@ -1,7 +1,8 @@
-"""The compiled loop of ``attention_grad`` (:mod:`pytfrt.backends.cpu.grad_ops`): scaled
-dot-product attention's backward, one head at a time, reading and writing the heads where the
-projections keep them (``[batch, seq, heads, depth]``: no transposes).  Writes only ``dq``,
-``dk``, ``dv``; no GIL held.
+"""The compiled loops of a train step's attention (:mod:`pytfrt.backends.cpu.grad_ops`):
+``attention_probs`` (the forward, keeping the softmax for the backward) and ``attention_grad``
+(scaled dot-product attention's backward), one head at a time, reading and writing the heads
+where the projections keep them (``[batch, seq, heads, depth]``: no transposes).  Each writes
+only its result arrays; no GIL held.
 """
 
 from __future__ import annotations
@@ -9,6 +10,19 @@ from __future__ import annotations
 import numpy as np
 
 from pytfrt.backends.cpu._jit import numba
+
+
+@numba.njit(nogil=True, cache=True)
+def _head(x: np.ndarray, b: int, h: int, out: np.ndarray,  # pragma: no cover
+          transposed: bool) -> None:
+    """Head ``h`` of batch item ``b`` of ``x [B, S, H, D]`` into the contiguous ``out``:
+    ``[S, D]``, or ``[D, S]`` if ``transposed``."""
+    for j in range(x.shape[1]):
+        for d in range(x.shape[3]):
+            if transposed:
+                out[d, j] = x[b, j, h, d]
+            else:
+                out[j, d] = x[b, j, h, d]
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -35,11 +49,9 @@ def attention_grad_heads(q: np.ndarray, k: np.ndarray, v: np.ndarray, p: np.ndar
     for bh in range(lo, hi):
         b = bh // heads
         h = bh - b * heads
-        for j in range(sk):
-            for d in range(depth):
-                kk[j, d] = k[b, j, h, d]
-                kt[d, j] = kk[j, d]
-                vt[d, j] = v[b, j, h, d]
+        _head(k, b, h, kk, False)
+        _head(k, b, h, kt, True)
+        _head(v, b, h, vt, True)
         acc_kt[:, :] = 0.0
         acc_vt[:, :] = 0.0
         for i in range(sq):
@@ -72,3 +84,47 @@ def attention_grad_heads(q: np.ndarray, k: np.ndarray, v: np.ndarray, p: np.ndar
             for d in range(depth):
                 dk[b, j, h, d] = acc_kt[d, j]
                 dv[b, j, h, d] = acc_vt[d, j]
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def attention_probs_heads(q: np.ndarray, k: np.ndarray, v: np.ndarray,  # pragma: no cover
+                          scale: float, y: np.ndarray, p: np.ndarray, lo: int, hi: int) -> None:
+    """Heads ``lo..hi-1`` of ``p = softmax(scale * Q K^T)`` (``[B, H, Sq, Sk]``, the row
+    maximum subtracted before ``exp``) and ``y = p V`` (``[B, Sq, H, Dv]``) for ``q``
+    ``[B, Sq, H, D]``, ``k`` ``[B, Sk, H, D]``, ``v`` ``[B, Sk, H, Dv]``."""
+    sq, heads, depth = q.shape[1], q.shape[2], q.shape[3]
+    sk, dv = k.shape[1], v.shape[3]
+    s32 = np.float32(scale)
+    kt = np.empty((depth, sk), np.float32)
+    vv = np.empty((sk, dv), np.float32)
+    s = np.empty(sk, np.float32)
+    acc = np.empty(dv, np.float32)
+    for bh in range(lo, hi):
+        b = bh // heads
+        h = bh - b * heads
+        _head(k, b, h, kt, True)
+        _head(v, b, h, vv, False)
+        for i in range(sq):
+            s[:] = 0.0
+            for d in range(depth):
+                qd = q[b, i, h, d]
+                for j in range(sk):
+                    s[j] += qd * kt[d, j]
+            mx = s[0] * s32
+            for j in range(sk):
+                s[j] *= s32
+                mx = max(mx, s[j])
+            total = np.float32(0.0)
+            for j in range(sk):
+                e = np.exp(s[j] - mx)
+                s[j] = e
+                total += e
+            inv = np.float32(1.0) / total
+            acc[:] = 0.0
+            for j in range(sk):
+                pj = s[j] * inv
+                p[b, h, i, j] = pj
+                for d in range(dv):
+                    acc[d] += pj * vv[j, d]
+            for d in range(dv):
+                y[b, i, h, d] = acc[d]

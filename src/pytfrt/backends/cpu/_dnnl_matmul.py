@@ -53,6 +53,12 @@ PART_MIN_WEIGHTS = 1 << 15
 ENABLED = True
 """Whether :func:`make` makes runners (``False``: dense layers keep ``dnnl_sgemm``; read when a
 model is compiled, e.g. ``benchmarks/models.py --set`` for an A/B run)."""
+MAX_PART_WEIGHTS = 1 << 22
+"""Most weight elements (16 MB) per column part before a weight is split into more parts than
+threads: a language model's LM head (``768 x 50257``, 154 MB) into 10.  The spin pool's
+threads claim parts as they finish, so a thread that loses its core for a while (a loaded
+machine, a virtual CPU's neighbours) delays the product by one part instead of by half of
+it; on one thread the product costs the same in 2 to 16 parts (docs/kernels.md)."""
 _COLUMN_ALIGN = 64
 """Column parts start at multiples of this many columns (whole 64-float blocks of the packed
 weight, 256-byte aligned output columns)."""
@@ -213,12 +219,16 @@ class PackedMatMul(_Runner):
         dc.run_part(self._lib, p, self._lock, xa, ya, ra)
 
 
-def column_parts(k: int, n: int) -> list[tuple[int, int]]:
-    """The column parts ``[c0, c1)`` of a ``[k, n]`` weight: as many as threads, fewer for a
-    small weight (:data:`PART_MIN_WEIGHTS` each at least), starting at multiples of 64
-    columns; a runner keeps them for every row count, so its packed columns serve them all."""
-    parts = max(1, min(_parallel.num_threads(), (k * n) // PART_MIN_WEIGHTS,
-                       -(-n // _COLUMN_ALIGN)))
+def column_parts(k: int, n: int, parts: int | None = None) -> list[tuple[int, int]]:
+    """The column parts ``[c0, c1)`` of a ``[k, n]`` weight: ``parts`` of them, by default as
+    many as threads, or a multiple of that for a weight of more than
+    :data:`MAX_PART_WEIGHTS` elements; fewer for a small weight (:data:`PART_MIN_WEIGHTS` each
+    at least), starting at multiples of 64 columns.  A runner keeps them for every row count,
+    so its packed columns serve them all."""
+    if parts is None:
+        threads = _parallel.num_threads()
+        parts = threads * max(1, -(-k * n // (MAX_PART_WEIGHTS * threads)))
+    parts = max(1, min(parts, (k * n) // PART_MIN_WEIGHTS, -(-n // _COLUMN_ALIGN)))
     width = -(-n // parts)
     width = -(-width // _COLUMN_ALIGN) * _COLUMN_ALIGN
     return [(c0, min(n, c0 + width)) for c0 in range(0, n, width)]

@@ -24,6 +24,8 @@ and :func:`owns` may be called from any thread.
 
 from __future__ import annotations
 
+import sys
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -43,7 +45,13 @@ def empty(shape: Sequence[int], dtype: Any) -> np.ndarray:
     offset); :meth:`Arena.keep` keeps it as a slot buffer like a plain ``np.empty``."""
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+    return _aligned(np.empty(nbytes + ALIGNMENT, np.uint8), shape, dt)
+
+
+def _aligned(raw: np.ndarray, shape: Sequence[int], dt: np.dtype) -> np.ndarray:
+    """The aligned array of ``shape`` over the uint8 block ``raw`` (its ``base``), recorded
+    as one :func:`owns` accepts."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
     off = -raw.ctypes.data % ALIGNMENT
     a = raw[off:off + nbytes].view(dt).reshape(shape)
     key = id(a)
@@ -53,6 +61,48 @@ def empty(shape: Sequence[int], dtype: Any) -> np.ndarray:
 
     _made[key] = weakref.ref(a, forget)
     return a
+
+
+class Recycler:
+    """Large result buffers of one kernel, reused once nothing views them any more.
+
+    A model's result belongs to its caller, so a kernel whose result leaves the model (a
+    language model's ``[sequence, vocabulary]`` logits, 12.8 MB for GPT-2 at 64 tokens)
+    allocates it on every call -- and glibc returns such blocks to the system when they are
+    freed, so the next call's first writes fault its pages in again (~4% of GPT-2's LM-head
+    product on one thread, docs/benchmarks.md).  :meth:`empty` hands out an
+    :func:`empty`-like array over a block it keeps per ``(shape, dtype)``: the same block
+    again when every array handed out from it is gone (the block's reference count says so:
+    NumPy makes every view's ``base`` the block itself), a new block otherwise (the caller
+    still holds the last result).  Arrays smaller than :data:`RECYCLE_MIN_BYTES` are plain
+    :func:`empty` ones.  Thread-safe (a lock around the check and the hand-out)."""
+
+    __slots__ = ("_blocks", "_lock", "_min_bytes")
+
+    def __init__(self) -> None:
+        self._blocks: dict[tuple[tuple[int, ...], np.dtype], np.ndarray] = {}
+        self._lock = threading.Lock()
+        self._min_bytes = RECYCLE_MIN_BYTES
+
+    def empty(self, shape: Sequence[int], dtype: Any) -> np.ndarray:
+        """An uninitialised aligned C-contiguous array (see the class docstring)."""
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        if nbytes < self._min_bytes:
+            return empty(shape, dt)
+        key = (tuple(shape), dt)
+        with self._lock:
+            raw = self._blocks.get(key)
+            # references when free: the dict's, ``raw``'s and getrefcount's argument
+            if raw is None or sys.getrefcount(raw) > 3:
+                raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+                self._blocks[key] = raw
+            return _aligned(raw, shape, dt)
+
+
+RECYCLE_MIN_BYTES = 1 << 22
+"""Smallest result (4 MB) a :class:`Recycler` keeps a block for (read when the recycler is
+made: when a model is compiled)."""
 
 
 def owns(r: np.ndarray) -> bool:

@@ -180,11 +180,71 @@ def softmax_grad(y: np.ndarray, dy: np.ndarray, *, axis: int) -> np.ndarray:
     except (ValueError, np.exceptions.AxisError) as e:
         raise OpError(f"softmax_grad: {e}") from None
 
-_ATTENTION_GRAD_SHARD = 1 << 18
-"""``Sq * Sk * D`` summed over the heads of one shard of ``attention_grad`` on the helper
-threads (each head costs four products of that size).  A Transformer block's train step at
-sequence 16 (64 heads of ``16 x 16 x 8``) stays on one thread: split in two it cost 0.33 ms
-of CPU for 0.21 ms of wall time on a loaded machine."""
+_ATTENTION_SHARD = 1 << 18
+"""``Sq * Sk * D`` summed over the heads of one shard of ``attention_grad`` (or
+``attention_probs``) on the helper threads (each head costs four, or two, products of that
+size).  A Transformer block's train step at sequence 16 (64 heads of ``16 x 16 x 8``) stays
+on one thread: split in two, the backward cost 0.33 ms of CPU for 0.21 ms of wall time on a
+loaded machine."""
+
+
+def _attention_operands(op: str, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                        *more: np.ndarray) -> tuple[int, int, int, int, int]:
+    """``(B, Sq, H, D, Sk)`` of rank-4 ``q`` ``[B, Sq, H, D]``, ``k``/``v`` ``[B, Sk, H, D]``
+    and ``more``, all of one float dtype.
+
+    Raises:
+        OpError: other ranks, dtypes or mismatched dimensions.
+    """
+    arrays = (q, k, v, *more)
+    if any(not isinstance(a, np.ndarray) or a.ndim != 4 for a in arrays):
+        raise OpError(f"{op}: operands must be rank-4 arrays")
+    if len({a.dtype for a in arrays}) != 1 or q.dtype.kind != "f":
+        raise OpError(f"{op}: operands must share one float dtype, got "
+                      + ", ".join(str(a.dtype) for a in arrays))
+    b, sq, h, d = q.shape
+    sk = k.shape[1]
+    if k.shape != (b, sk, h, d) or v.shape != k.shape:
+        raise OpError(f"{op}: expected q [B, Sq, H, D], k, v [B, Sk, H, D]; got q "
+                      f"{list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}")
+    return b, sq, h, d, sk
+
+
+def _over_heads(count: int, size: int, run: Callable[[int, int], None]) -> None:
+    """``run(lo, hi)`` over the ``count`` heads, in shards of about
+    :data:`_ATTENTION_SHARD` / ``size`` heads on the helper threads."""
+    from pytfrt.backends.cpu._parallel import chunks, parallel_for
+
+    if count:
+        shards = chunks(count, max(1, _ATTENTION_SHARD // max(1, size)))
+        parallel_for(lambda i: run(*shards[i]), len(shards))
+
+
+@_register("attention_probs")
+def attention_probs(q: np.ndarray, k: np.ndarray, v: np.ndarray, *,
+                    scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, p)``: ``p = softmax(scale * Q K^T)`` per head (``[B, H, Sq, Sk]``) and ``y = p V``
+    in ``q``'s layout ``[B, Sq, H, D]`` (``k``, ``v``: ``[B, Sk, H, D]``); the forward of a
+    train step's attention, whose backward (``attention_grad``) reads ``p``.  Float32: one
+    compiled pass per head (:mod:`pytfrt.backends.cpu._attention_grad`); other float types in
+    NumPy.
+
+    Raises:
+        OpError: operands of other ranks, dtypes or mismatched dimensions.
+    """
+    b, sq, h, d, sk = _attention_operands("attention_probs", q, k, v)
+    if q.dtype == np.float32:
+        from pytfrt.backends.cpu._attention_grad import attention_probs_heads
+
+        y, p = np.empty_like(q), np.empty((b, h, sq, sk), np.float32)
+        _over_heads(b * h, sq * sk * d,
+                    lambda lo, hi: attention_probs_heads(q, k, v, float(scale), y, p, lo, hi))
+        return y, p
+    sc = np.matmul(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 3, 1)) * q.dtype.type(scale)
+    e = np.exp(sc - sc.max(axis=-1, keepdims=True))
+    p = e / e.sum(axis=-1, keepdims=True)
+    y = np.ascontiguousarray(np.matmul(p, v.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3))
+    return y.astype(q.dtype, copy=False), p.astype(q.dtype, copy=False)
 
 
 @_register("attention_grad")
@@ -194,43 +254,23 @@ def attention_grad(q: np.ndarray, k: np.ndarray, v: np.ndarray, p: np.ndarray, d
     ``[B, H, Sq, Sk]``) and ``dy`` (the gradient of ``o``); ``q``, ``dy``: ``[B, Sq, H, D]``,
     ``k``, ``v``: ``[B, Sk, H, D]`` (heads-second, as the projections write them), results in
     the layouts of ``q``, ``k``, ``v``.  Float32: one compiled pass per head
-    (:mod:`pytfrt.backends.cpu._attention_grad`, heads sharded over the helper threads when
-    there is enough work); other float types in NumPy.
+    (:mod:`pytfrt.backends.cpu._attention_grad`); other float types in NumPy.
 
     Raises:
         OpError: operands of other ranks, dtypes or mismatched dimensions.
     """
-    arrays = (q, k, v, p, dy)
-    if any(not isinstance(a, np.ndarray) or a.ndim != 4 for a in arrays):
-        raise OpError("attention_grad: q, k, v, p, dy must be rank-4 arrays")
-    if len({a.dtype for a in arrays}) != 1 or q.dtype.kind != "f":
+    b, sq, h, d, sk = _attention_operands("attention_grad", q, k, v, p, dy)
+    if dy.shape != q.shape or p.shape != (b, h, sq, sk):
         raise OpError(
-            "attention_grad: operands must share one float dtype, got "
-            + ", ".join(str(a.dtype) for a in arrays)
-        )
-    b, sq, h, d = q.shape
-    sk = k.shape[1]
-    if (k.shape != (b, sk, h, d) or v.shape != k.shape or dy.shape != q.shape
-            or p.shape != (b, h, sq, sk)):
-        raise OpError(
-            f"attention_grad: expected q, dy [B, Sq, H, D], k, v [B, Sk, H, D], p [B, H, Sq, Sk];"
-            f" got q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}, p {list(p.shape)}, "
-            f"dy {list(dy.shape)}"
+            f"attention_grad: expected dy [B, Sq, H, D] and p [B, H, Sq, Sk]; got q "
+            f"{list(q.shape)}, k {list(k.shape)}, p {list(p.shape)}, dy {list(dy.shape)}"
         )
     if q.dtype == np.float32:
         from pytfrt.backends.cpu._attention_grad import attention_grad_heads
-        from pytfrt.backends.cpu._parallel import chunks, parallel_for
 
         dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
-        count = b * h
-        if count:
-            shards = chunks(count, max(1, _ATTENTION_GRAD_SHARD // max(1, sq * sk * d)))
-
-            def shard(i: int) -> None:
-                lo, hi = shards[i]
-                attention_grad_heads(q, k, v, p, dy, float(scale), dq, dk, dv, lo, hi)
-
-            parallel_for(shard, len(shards))
+        _over_heads(b * h, sq * sk * d, lambda lo, hi: attention_grad_heads(
+            q, k, v, p, dy, float(scale), dq, dk, dv, lo, hi))
         return dq, dk, dv
     qh, kh, vh, gh = (a.transpose(0, 2, 1, 3) for a in (q, k, v, dy))
     dvh = np.matmul(p.swapaxes(-1, -2), gh)

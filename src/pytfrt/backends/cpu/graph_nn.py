@@ -230,6 +230,7 @@ def _packed_dense(ww: np.ndarray, bias: np.ndarray | None, activation: str, alph
     C-contiguous operands run in the runner, others in :func:`matmul`.
     """
     from pytfrt.backends.cpu import _dnnl_matmul
+    from pytfrt.backends.cpu.arena import Recycler
     from pytfrt.backends.cpu.gemm import GEMV_ROWS, matmul_output_shape
 
     if ww.dtype != np.float32 or ww.shape[0] * ww.shape[1] < _dnnl_matmul.MIN_MACS // 64:
@@ -246,6 +247,7 @@ def _packed_dense(ww: np.ndarray, bias: np.ndarray | None, activation: str, alph
     n_extra = sum(epilogue_operands)
     ri = epilogue_operands[0]
     released = False
+    results = Recycler()  # a large result (the LM head's logits) reused once dropped
 
     def dense(a: np.ndarray, b: np.ndarray, *extra: np.ndarray,
               out: np.ndarray | None = None) -> np.ndarray:
@@ -266,7 +268,7 @@ def _packed_dense(ww: np.ndarray, bias: np.ndarray | None, activation: str, alph
                     res is not None and res.shape == shape and res.dtype == f32
                     and res.flags.c_contiguous)) and runner.ready((m, k))):
                 y = out if (out is not None and out.shape == shape
-                            and out.flags.c_contiguous) else np.empty(shape, f32)
+                            and out.flags.c_contiguous) else results.empty(shape, f32)
                 runner.run(a.reshape(m, k), y.reshape(m, n),
                            None if res is None else res.reshape(m, n))
                 if out is not None and y is not out:

@@ -141,16 +141,29 @@ def _layer_norm_grad(ctx: InferContext) -> list[TType]:
     return [x, gamma, gamma]
 
 
-def _attention_grad(ctx: InferContext) -> list[TType]:
-    if len(ctx.inputs) != 5:
-        raise ctx.error("takes 5 operands (q, k, v, p, dy)")
+def _attention_heads(ctx: InferContext, names: tuple[str, ...]) -> list[TType]:
+    """The operands (``names``) of the train step's attention ops: one float dtype, rank 4."""
+    if len(ctx.inputs) != len(names):
+        raise ctx.error(f"takes {len(names)} operands ({', '.join(names)})")
     same_dtype(ctx)
-    q, k, v, p, dy = ctx.inputs
-    _float(ctx, q, "q")
-    for t, what in ((q, "q"), (k, "k"), (v, "v"), (p, "p"), (dy, "dy")):
+    _float(ctx, ctx.inputs[0], names[0])
+    for t, what in zip(ctx.inputs, names, strict=True):
         if t.rank not in (None, 4):
             raise ctx.error(f"{what} must be rank 4, got {t}")
+    return list(ctx.inputs)
+
+
+def _attention_grad(ctx: InferContext) -> list[TType]:
+    q, k, v, _, _ = _attention_heads(ctx, ("q", "k", "v", "p", "dy"))
     return [q, k, v]
+
+
+def _attention_probs(ctx: InferContext) -> list[TType]:
+    q, k, _ = _attention_heads(ctx, ("q", "k", "v"))
+    heads = None
+    if q.shape is not None and k.shape is not None:
+        heads = (q.shape[0], q.shape[2], q.shape[1], k.shape[1])
+    return [q, TType(q.dtype, heads)]
 
 
 def _cross_entropy(ctx: InferContext) -> list[TType]:
@@ -276,6 +289,12 @@ define(
 define("softmax_grad", ("y", "dy"), _softmax_grad, {"axis": AttrSpec("int", -1)},
        family="grad", no_grad="made by -tg-fuse-softmax-grad, which runs after differentiation",
        doc="(dy - sum(dy * y, axis)) * y: a softmax's gradient through its output y")
+define("attention_probs", ("q", "k", "v"), _attention_probs,
+       {"scale": AttrSpec("float", 1.0)}, family="grad", num_results=2,
+       no_grad="made by -tg-fuse-attention-grad, which runs after differentiation",
+       doc="(y, p): p = softmax(scale * Q K^T) per head [B, H, Sq, Sk] and y = p V [B, Sq, H, D] "
+       "for q [B, Sq, H, D], k, v [B, Sk, H, D]: a train step's attention forward, keeping p "
+       "for attention_grad")
 define("attention_grad", ("q", "k", "v", "p", "dy"), _attention_grad,
        {"scale": AttrSpec("float", 1.0)}, family="grad", num_results=3,
        no_grad="made by -tg-fuse-attention-grad, which runs after differentiation",

@@ -19,11 +19,21 @@ likewise::
         -> dq, dk, dv = attention_grad(q, k, v, p, dy) {scale}
 
 ``attention_grad`` (``docs/graph_dialect.md``) computes exactly these products whatever ``p``
-is, so the forward is not matched; its float32 kernel is one compiled pass per head
+is, so the forward is not needed for it; its float32 kernel is one compiled pass per head
 (:mod:`pytfrt.backends.cpu._attention_grad`) reading and writing ``[B, S, H, D]``.  A pattern
 that reaches only some of the three gradients, or whose operands are defined after the first
-of them, is left as it is.  Runs after ``-tg-fuse-softmax-grad`` and before
-``-tg-fuse-elementwise``.  Not thread-safe (one pass at a time per module).
+of them, is left as it is.
+
+Then the forward whose softmax that ``attention_grad`` reads, when it is written the same
+way, becomes one op too (``p`` stays a result: the backward reads it)::
+
+    p = softmax(mul(matmul(T(q), T(k)^T), scale)) {axis = 3}   # scale as attention_grad's
+    o = transpose(matmul(p, T(v)))  {perm = [0, 2, 1, 3]}
+        -> o, p = attention_probs(q, k, v) {scale}
+
+(Inference graphs, without the backward, are ``-tg-fuse-attention``'s.)  Runs after
+``-tg-fuse-softmax-grad`` and before ``-tg-fuse-elementwise``.  Not thread-safe (one pass at
+a time per module).
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from pytfrt.compiler.passes.common import (
     erase_unused,
     functions,
     new_op,
+    producer,
     replace,
     scalar_const,
     single_use,
@@ -116,17 +127,18 @@ def _readers(v: SSAValue) -> list[Operation]:
     return out
 
 
-def _fuse(gm: GraphModule, g: Operation) -> bool:
-    """Rewrite the pattern around ``g = softmax_grad(p, dp)``; whether it matched."""
+def _fuse(gm: GraphModule, g: Operation) -> Operation | None:
+    """Rewrite the pattern around ``g = softmax_grad(p, dp)``; the ``attention_grad`` made (or
+    ``None``: no match)."""
     p, dp = g.operands
     if ttype(p).rank != 4 or int(attrs_of(g)["axis"]) % 4 != 3 or ttype(dp) != ttype(p):
-        return False
+        return None
     m1 = dp.owner
     if not isinstance(m1, Operation) or single_use(dp) is not g:
-        return False
+        return None
     ops = _operands(m1)
     if ops is None or ops[0][1] != _HEADS or ops[1][1] != _HEADS_T:
-        return False
+        return None
     dy, v = ops[0][0], ops[1][0]
     ds: SSAValue = g.results[0]
     scale, smul = 1.0, None
@@ -148,33 +160,33 @@ def _fuse(gm: GraphModule, g: Operation) -> bool:
     found_v = _product(pr, [((dy, _HEADS_T), (p, _SAME), (0, 3, 1, 2)),
                             ((p, _SWAP), (dy, _HEADS), _HEADS)])
     if found_q is None or found_k is None or found_v is None:
-        return False
+        return None
     (mq, tq), (mk, tk), (mv, tv) = found_q, found_k, found_v
     k = _other(mq, ds)
     q = _other(mk, ds)
     block = g.parent_block()
     if block is None or k is None or q is None:
-        return False
+        return None
     order = {op: i for i, op in enumerate(block.ops)}
     first = min((tq, tk, tv), key=lambda op: order[op])
     for x in (q, k, v, p, dy):
         owner = x.owner
         if isinstance(owner, Operation) and (owner not in order or order[owner] >= order[first]):
-            return False
+            return None
     try:
         fused = new_op(gm, "attention_grad", [q, k, v, p, dy], {"scale": scale}, g.location)
     except Exception:  # noqa: BLE001 - operands the op does not take: leave the pattern
-        return False
+        return None
     if [r.type for r in fused.results] != [t.results[0].type for t in (tq, tk, tv)]:
         fused.erase()
-        return False
+        return None
     block.insert_op_before(fused, first)
     for t, r in zip((tq, tk, tv), fused.results, strict=True):
         replace(t, [r])
     dead = [mq, mk, mv, *_transposes(mq, mk, mv), *([smul] if smul else []), g, m1,
             *_transposes(m1)]
-    erase_unused(list(dict.fromkeys(dead)))  # each once, consumers first
-    return True
+    _erase(dead)
+    return fused
 
 
 def _bases(readers: list[Operation], index: int, perm: tuple[int, ...]) -> list[SSAValue]:
@@ -195,10 +207,71 @@ def _other(mm: Operation, ds: SSAValue) -> SSAValue | None:
     return ops[1][0] if ops[0][0] is ds else ops[0][0]
 
 
+def _erase(ops: list[Operation]) -> None:
+    """Erase the ops of ``ops`` (consumers listed before producers) nothing reads any more;
+    an op listed twice is taken at its last place (after all its listed readers)."""
+    erase_unused(list(reversed(dict.fromkeys(reversed(ops)))))
+
+
 def _transposes(*mms: Operation) -> list[Operation]:
     """The transposes feeding the matmuls ``mms`` (candidates for erasing)."""
     return [x.owner for mm in mms for x in mm.operands
             if isinstance(x.owner, Operation) and x.owner.name == "tg.transpose"]
+
+
+def _fuse_forward(gm: GraphModule, grad: Operation) -> bool:
+    """Rewrite the forward whose softmax ``grad = attention_grad(q, k, v, p, dy)`` reads into
+    ``attention_probs``; whether it matched."""
+    q, k, v, p, _ = grad.operands
+    sm = p.owner
+    if (not isinstance(sm, Operation) or sm.name != "tg.softmax"
+            or int(attrs_of(sm)["axis"]) % 4 != 3):
+        return False
+    scale = float(attrs_of(grad)["scale"])
+    x = sm.operands[0]
+    smul = producer(x, "tg.mul")
+    if single_use(x) is not sm:
+        return False
+    if smul is not None:
+        a, b = smul.operands
+        s_val, c = (a, scalar_const(gm, b)) if ttype(a) == ttype(x) else (b, scalar_const(gm, a))
+        if c is None or abs(c - scale) > 1e-7 * abs(scale) or ttype(s_val) != ttype(x):
+            return False
+        x = s_val
+    elif scale != 1.0:
+        return False
+    mm = x.owner
+    if not isinstance(mm, Operation) or single_use(x) is not (smul or sm):
+        return False
+    ops = _operands(mm)
+    if ops is None or ops[0] != (q, _HEADS) or ops[1] != (k, _HEADS_T):
+        return False
+    found = _product(_readers(p), [((p, _SAME), (v, _HEADS), _HEADS)])
+    if found is None:
+        return False
+    mo, to = found
+    block = sm.parent_block()
+    if block is None:
+        return False
+    order = {op: i for i, op in enumerate(block.ops)}
+    first = min([to, *users(p)], key=lambda op: order.get(op, -1))
+    for val in (q, k, v):
+        owner = val.owner
+        if isinstance(owner, Operation) and (owner not in order or order[owner] >= order[first]):
+            return False
+    try:
+        fused = new_op(gm, "attention_probs", [q, k, v], {"scale": scale}, sm.location)
+    except Exception:  # noqa: BLE001 - operands the op does not take: leave the pattern
+        return False
+    if [r.type for r in fused.results] != [to.results[0].type, p.type]:
+        fused.erase()
+        return False
+    block.insert_op_before(fused, first)
+    replace(to, [fused.results[0]])
+    p.replace_all_uses_with(fused.results[1])
+    dead = [mo, *_transposes(mo), sm, *([smul] if smul else []), mm, *_transposes(mm)]
+    _erase(dead)
+    return True
 
 
 def fuse_attention_grad(gm: GraphModule) -> GraphModule:
@@ -206,7 +279,9 @@ def fuse_attention_grad(gm: GraphModule) -> GraphModule:
     for f in functions(gm):
         for op in list(f.body.block.ops):
             if op.name == "tg.softmax_grad" and op.parent is not None:
-                _fuse(gm, op)
+                grad = _fuse(gm, op)
+                if grad is not None:
+                    _fuse_forward(gm, grad)
     return gm
 
 
