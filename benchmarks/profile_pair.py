@@ -7,11 +7,13 @@ Runtime's profiler) cannot be compared.  Here both runtimes alternate call by ca
 same load.  pytfrt's side is :class:`pytfrt.tools.bench.KernelTimers` (per op type) plus the
 dense layers on pre-packed weights (:mod:`pytfrt.backends.cpu._dnnl_matmul`) timed per call
 and split into ``lm_head`` (a weight wider than 10,000 columns) and ``dense``; ONNX Runtime's
-side is its own profiler (``enable_profiling``), node times summed per class (``Gemm`` ->
-``dense``, a node whose name holds ``lm_head`` -> ``lm_head``, ``LayerNormalization``,
-``FastGelu``, ``Add``, the attention's ``MatMul``/``FusedMatMul``/``Softmax``/``Transpose``/
-``Split``/``Where``, the rest ``other``).  Threads: ``PYTFRT_NUM_THREADS`` (default 2) for
-both; with 1 the CPU time of each op is the figure that survives the load best.
+side is its own profiler (``enable_profiling``), node times summed per class (``Gemm`` and a
+``MatMul`` whose result has rank < 4 -> ``dense``, a node whose name holds ``lm_head`` ->
+``lm_head``, ``LayerNormalization``, ``FastGelu``, ``Add``, the attention's ``MatMul``/
+``FusedMatMul``/``Softmax``/``Transpose``/``Split``/``Where``, the rest ``other``).
+pytfrt's ``dense`` has bias, residual and activation fused; ONNX Runtime's bias adds after a
+``MatMul`` count under ``add``, the attention mask's too.  Threads: ``PYTFRT_NUM_THREADS``
+(default 2) for both; with 1 the CPU time of each op is the figure that survives the load best.
 
 Usage: ``PYTFRT_NUM_THREADS=1 python benchmarks/profile_pair.py MODEL.onnx --input ids
 --shape 1x64 [--calls 16]`` (token ids: int64 in ``[0, 100)``).
@@ -33,10 +35,19 @@ ATTENTION = frozenset({"MatMul", "FusedMatMul", "Softmax", "Split", "Where", "Tr
 CLASSES = {"Gemm": "dense", "LayerNormalization": "layer_norm", "FastGelu": "gelu", "Add": "add"}
 
 
-def _ort_class(name: str, op: str) -> str:
+def _ort_class(name: str, op: str, out_rank: int) -> str:
+    """The class of an ONNX Runtime node: a ``MatMul`` with a result of rank < 4 is a dense
+    layer (BERT's ``MatMul`` + ``Add`` on 3-D activations), one of rank 4 the attention's."""
     if "lm_head" in name:
         return "lm_head"
+    if op in ("MatMul", "FusedMatMul") and out_rank < 4:
+        return "dense"
     return CLASSES.get(op, "attention" if op in ATTENTION else "other")
+
+
+def _out_rank(event: dict[str, Any]) -> int:
+    shapes = event["args"].get("output_type_shape") or [{}]
+    return max((len(dims) for dims in shapes[0].values()), default=0)
 
 
 def run(path: str, input_name: str, shape: tuple[int, ...], calls: int,
@@ -92,7 +103,8 @@ def run(path: str, input_name: str, shape: tuple[int, ...], calls: int,
     per_run = len(events) // (calls + warmup)
     theirs_ms: dict[str, float] = collections.defaultdict(float)
     for e in events[warmup * per_run:]:
-        theirs_ms[_ort_class(e["name"], e["args"]["op_name"])] += e["dur"] / 1e3 / calls
+        theirs_ms[_ort_class(e["name"], e["args"]["op_name"], _out_rank(e))] += (
+            e["dur"] / 1e3 / calls)
     report = timers.report(calls)
     ours_ms = {k: 1e3 * v / calls for k, v in dense.items()}
     ours_ms.update({op: v["ms_per_call"] for op, v in report["per_op"].items()
