@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from pytfrt.backends.cpu._jit import numba
+from pytfrt.backends.cpu.attention import _softmax_rows
 
 
 @numba.njit(nogil=True, cache=True)
@@ -89,15 +90,18 @@ def attention_grad_heads(q: np.ndarray, k: np.ndarray, v: np.ndarray, p: np.ndar
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def attention_probs_heads(q: np.ndarray, k: np.ndarray, v: np.ndarray,  # pragma: no cover
                           scale: float, y: np.ndarray, p: np.ndarray, lo: int, hi: int) -> None:
-    """Heads ``lo..hi-1`` of ``p = softmax(scale * Q K^T)`` (``[B, H, Sq, Sk]``, the row
-    maximum subtracted before ``exp``) and ``y = p V`` (``[B, Sq, H, Dv]``) for ``q``
-    ``[B, Sq, H, D]``, ``k`` ``[B, Sk, H, D]``, ``v`` ``[B, Sk, H, Dv]``."""
+    """Heads ``lo..hi-1`` of ``p = softmax(scale * Q K^T)`` (``[B, H, Sq, Sk]``) and ``y = p V``
+    (``[B, Sq, H, Dv]``) for ``q`` ``[B, Sq, H, D]``, ``k`` ``[B, Sk, H, D]``, ``v``
+    ``[B, Sk, H, Dv]``; the softmax rows are ``tg.attention``'s (its vectorised ``exp``,
+    :func:`pytfrt.backends.cpu.attention._softmax_rows`)."""
     sq, heads, depth = q.shape[1], q.shape[2], q.shape[3]
     sk, dv = k.shape[1], v.shape[3]
     s32 = np.float32(scale)
     kt = np.empty((depth, sk), np.float32)
     vv = np.empty((sk, dv), np.float32)
-    s = np.empty(sk, np.float32)
+    s = np.empty(sq * sk, np.float32)
+    mant, bits = np.empty(sk, np.float32), np.empty(sk, np.int32)
+    no_mask = np.zeros(1, np.float32)
     acc = np.empty(dv, np.float32)
     for bh in range(lo, hi):
         b = bh // heads
@@ -105,24 +109,19 @@ def attention_probs_heads(q: np.ndarray, k: np.ndarray, v: np.ndarray,  # pragma
         _head(k, b, h, kt, True)
         _head(v, b, h, vv, False)
         for i in range(sq):
-            s[:] = 0.0
+            row = s[i * sk:(i + 1) * sk]
+            row[:] = 0.0
             for d in range(depth):
                 qd = q[b, i, h, d]
                 for j in range(sk):
-                    s[j] += qd * kt[d, j]
-            mx = s[0] * s32
+                    row[j] += qd * kt[d, j]
             for j in range(sk):
-                s[j] *= s32
-                mx = max(mx, s[j])
-            total = np.float32(0.0)
-            for j in range(sk):
-                e = np.exp(s[j] - mx)
-                s[j] = e
-                total += e
-            inv = np.float32(1.0) / total
+                row[j] *= s32
+        _softmax_rows(s, sq, sk, no_mask, 0, 0, 0, False, mant, bits, False, np.float32(0.0))
+        for i in range(sq):
             acc[:] = 0.0
             for j in range(sk):
-                pj = s[j] * inv
+                pj = s[i * sk + j]
                 p[b, h, i, j] = pj
                 for d in range(dv):
                     acc[d] += pj * vv[j, d]

@@ -8,8 +8,7 @@ forward convolution of a training step, whose filter changes every call (for
 :mod:`pytfrt.backends.cpu.graph_nn`).  A 1x1 convolution's filter
 gradient (NHWC, unpadded, one group, large enough) is one GEMM instead
 (:func:`_pointwise_filter`: ``dnnl_sgemm`` per thread, 1.5-2x oneDNN 3.2's backward-weights
-kernel on ResNet-50's shapes), and so is its input gradient at stride 1
-(:func:`_pointwise_input`).  All return ``None``
+kernel on ResNet-50's shapes).  All return ``None``
 when oneDNN cannot take the call (library absent or ``PYTFRT_CONV=builtin``, not float32,
 only oneDNN's reference implementation, or operands oneDNN rejects -- the caller then runs the
 built-in path, which also reports bad operands).
@@ -367,9 +366,6 @@ def backprop_input(input_shape: Sequence[int], w: np.ndarray, dy: np.ndarray, *,
     """The gradient of ``conv2d(x, w)`` with respect to ``x`` (shape ``input_shape``, in
     ``layout``) by oneDNN, or ``None`` if oneDNN does not take this call (see the module
     docstring).  Thread-safe."""
-    dx_gemm = _pointwise_input(input_shape, w, dy, layout, strides, pads, groups)
-    if dx_gemm is not None:
-        return dx_gemm
     plan = _plan_for("data", (w, dy), input_shape, w.shape, dy, layout, strides, dilations,
                      pads, groups)
     if plan is None:
@@ -434,31 +430,6 @@ def _pointwise(layout: str, groups: int, arrays: tuple[np.ndarray, ...],
             and (pads is None or not any(int(p) for p in pads)) and _library() is not None)
 
 
-def _pointwise_input(input_shape: Sequence[int], w: np.ndarray, dy: np.ndarray, layout: str,
-                     strides: Sequence[int], pads: Sequence[int] | None, groups: int
-                     ) -> np.ndarray | None:
-    """The input gradient of a 1x1 NHWC convolution of stride 1 (see :func:`_pointwise`) as
-    one GEMM, ``dx = dy @ w.T`` over the ``(n, h, w)`` rows, split by rows across the
-    threads; ``None`` for any other call."""
-    if not _pointwise(layout, groups, (w, dy), w.shape, pads) or tuple(
-            int(v) for v in strides) != (1, 1) or len(input_shape) != 4:
-        return None
-    ci, co = int(w.shape[2]), int(w.shape[3])
-    shape = tuple(int(v) for v in input_shape)
-    if shape[3] != ci or dy.shape != (*shape[:3], co) or 0 in shape:
-        return None
-    d = np.ascontiguousarray(dy).reshape(-1, co)
-    wt = np.ascontiguousarray(w).reshape(ci, co).T
-    dx = np.empty(shape, np.float32)
-    out = dx.reshape(-1, ci)
-    rows = out.shape[0]
-    k = _parallel.num_threads() if rows * ci * co >= PARALLEL_MIN_MACS else 1
-    cuts = [rows * i // k for i in range(k + 1)]
-    _parallel.parallel_for(
-        lambda i: _blas.sgemm(d[cuts[i]:cuts[i + 1]], wt, out[cuts[i]:cuts[i + 1]]), k)
-    return dx
-
-
 def _pointwise_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray, layout: str,
                       strides: Sequence[int], pads: Sequence[int] | None, groups: int
                       ) -> np.ndarray | None:
@@ -466,10 +437,8 @@ def _pointwise_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray
     one GEMM, ``dw[ci, co] = sum over (n, h, w) of x[n, h*s, w*s, ci] * dy[n, h, w, co]``, or
     ``None`` for any other call.  oneDNN 3.2's backward-weights kernel for these
     (``jit_1x1:avx512_core``) ran at 50-85 GFLOP/s per thread on ResNet-50's shapes at batch 8
-    where ``dnnl_sgemm`` on the same product runs at 110-160.  The product is split across the
-    threads by rows (each part's own ``cin x cout`` partial, summed) or, when the filter is
-    large beside the rows (reading ``x`` twice costs less than summing partials), by output
-    channels written in place."""
+    where ``dnnl_sgemm`` on the same product runs at 110-160 (:func:`_rows_product`; with more
+    input than output channels and many rows as ``(dy.T @ x).T``)."""
     if not _pointwise(layout, groups, (x, dy), filter_shape, pads):
         return None
     ci, co = int(filter_shape[2]), int(filter_shape[3])
@@ -481,24 +450,36 @@ def _pointwise_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray
     xs = x if (sh, sw) == (1, 1) else x[:, ::sh, ::sw, :]
     a = np.ascontiguousarray(xs).reshape(-1, ci)
     d = np.ascontiguousarray(dy).reshape(-1, co)
-    rows = a.shape[0]
-    dw = np.empty((ci, co), np.float32)
+    if ci > co and a.shape[0] >= 3 * ci:  # the wider operand on the right: dnnl_sgemm ran
+        # 1.2-1.3x faster so, where transposing the small result costs little
+        return np.ascontiguousarray(_rows_product(d, a).T).reshape(1, 1, ci, co)
+    return _rows_product(a, d).reshape(1, 1, ci, co)
+
+
+def _rows_product(a: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``a.T @ d`` of two C-contiguous float32 matrices with one row count, by ``dnnl_sgemm``
+    on the threads: split by rows (each part its own partial, summed) or, when the result is
+    large beside the rows (reading ``a`` twice costs less than summing partials), by 16-wide
+    blocks of ``d``'s columns written in place."""
+    rows, m = a.shape
+    n = d.shape[1]
+    out = _aligned(4 * m * n).reshape(m, n)  # sgemm's blocking follows the alignment
     k = _parallel.num_threads()
-    if k < 2 or rows * ci * co < PARALLEL_MIN_MACS:
-        _blas.sgemm(a.T, d, dw)
-    elif rows < 3 * co:  # by output channels (16-wide blocks): no partials to sum
-        bounds = [16 * (-(-co * i // k) // 16) if i < k else co for i in range(k + 1)]
+    if k < 2 or rows * m * n < PARALLEL_MIN_MACS:
+        _blas.sgemm(a.T, d, out)
+    elif rows < 3 * n:
+        bounds = [16 * (-(-n * i // k) // 16) if i < k else n for i in range(k + 1)]
         _parallel.parallel_for(
             lambda i: _blas.sgemm(a.T, d[:, bounds[i]:bounds[i + 1]],
-                                  dw[:, bounds[i]:bounds[i + 1]]), k)
-    else:  # by rows: each part its own partial, summed
-        parts = [dw] + [np.empty((ci, co), np.float32) for _ in range(k - 1)]
+                                  out[:, bounds[i]:bounds[i + 1]]), k)
+    else:
+        parts = [out] + [_aligned(4 * m * n).reshape(m, n) for _ in range(k - 1)]
         cuts = [rows * i // k for i in range(k + 1)]
         _parallel.parallel_for(
             lambda i: _blas.sgemm(a[cuts[i]:cuts[i + 1]].T, d[cuts[i]:cuts[i + 1]], parts[i]), k)
         for extra in parts[1:]:
-            dw += extra
-    return dw.reshape(1, 1, ci, co)
+            out += extra
+    return out
 
 
 def forward(x: np.ndarray, w: np.ndarray, *, layout: str, strides: Sequence[int],

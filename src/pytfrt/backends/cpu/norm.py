@@ -174,35 +174,36 @@ _NONE = np.empty(0, np.float32)
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
-def _norm_row(xi, gamma, beta, eps, yi):  # type: ignore[no-untyped-def]
-    """Layer norm of the float32 row ``xi`` into ``yi`` (may be ``xi``): mean, then the
-    biased variance of the centred row (two passes while it is in cache; float32 sums that
-    the reassociation spreads over the vector lanes, so each lane adds ``d / 16`` terms:
-    1e-7 relative on GPT-2's rows, as float64 sums, at two-thirds of their time), then
-    ``(x - mean) * rsqrt(var + eps) * gamma + beta`` (``gamma``/``beta``: ``(d,)`` or ``(0,)``
-    when absent)."""
-    d = xi.shape[0]
+def _norm_row(x, i, gamma, beta, eps, y):  # type: ignore[no-untyped-def]
+    """Layer norm of row ``i`` of the float32 ``x (rows, d)`` into row ``i`` of ``y`` (may be
+    ``x``): mean, then the biased variance of the centred row (two passes while it is in
+    cache; float32 sums that the reassociation spreads over the vector lanes, so each lane
+    adds ``d / 16`` terms: 1e-7 relative on GPT-2's rows, as float64 sums, at two-thirds of
+    their time), then ``(x - mean) * rsqrt(var + eps) * gamma + beta`` (``gamma``/``beta``:
+    ``(d,)`` or ``(0,)`` when absent).  The row is indexed in the 2-D arrays rather than
+    sliced out of them (a row view per call cost ~30% of a ``64 x 768`` norm: 18 -> 13 us)."""
+    d = x.shape[1]
     s = np.float32(0.0)
     for j in range(d):
-        s += xi[j]
+        s += x[i, j]
     m32 = np.float32(s / np.float32(d))
     q = np.float32(0.0)
     for j in range(d):
-        c = xi[j] - m32
+        c = x[i, j] - m32
         q += c * c
     inv32 = np.float32(1.0 / np.sqrt(np.float64(q) / d + eps))
     if gamma.shape[0] > 0 and beta.shape[0] > 0:
         for j in range(d):
-            yi[j] = (xi[j] - m32) * inv32 * gamma[j] + beta[j]
+            y[i, j] = (x[i, j] - m32) * inv32 * gamma[j] + beta[j]
     elif gamma.shape[0] > 0:
         for j in range(d):
-            yi[j] = (xi[j] - m32) * inv32 * gamma[j]
+            y[i, j] = (x[i, j] - m32) * inv32 * gamma[j]
     elif beta.shape[0] > 0:
         for j in range(d):
-            yi[j] = (xi[j] - m32) * inv32 + beta[j]
+            y[i, j] = (x[i, j] - m32) * inv32 + beta[j]
     else:
         for j in range(d):
-            yi[j] = (xi[j] - m32) * inv32
+            y[i, j] = (x[i, j] - m32) * inv32
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
@@ -211,7 +212,7 @@ def _layer_norm_rows(x, gamma, beta, eps, y):  # type: ignore[no-untyped-def]
     :func:`_norm_row` per row: one call instead of NumPy's half-dozen passes and temporaries
     (the reassociated sums vectorise)."""
     for i in range(x.shape[0]):
-        _norm_row(x[i], gamma, beta, eps, y[i])
+        _norm_row(x, i, gamma, beta, eps, y)
 
 
 def add_layer_norm(
@@ -275,10 +276,9 @@ def _add_layer_norm_rows(a, b, gamma, beta, eps, s, y):  # type: ignore[no-untyp
     :func:`_layer_norm_rows` computes it (float64 statistics), while the row is in cache."""
     rows, d = a.shape
     for i in range(rows):
-        ai, bi, si = a[i], b[i], s[i]
         for j in range(d):
-            si[j] = ai[j] + bi[j]
-        _norm_row(si, gamma, beta, eps, y[i])
+            s[i, j] = a[i, j] + b[i, j]
+        _norm_row(s, i, gamma, beta, eps, y)
 
 
 def batch_norm(
