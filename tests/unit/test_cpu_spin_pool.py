@@ -173,6 +173,35 @@ def test_both_loop_versions_run_every_part_and_copy_channel_rows(monkeypatch, lo
         pool.stop()
 
 
+@pytest.mark.parametrize("loops", ["c", "numba"])
+def test_call_parts_run_their_function_once_each(monkeypatch, loops):
+    """Call parts (``PRIM`` 0, :func:`_spin_pool.call_table`): each index runs ``fn(context,
+    i)`` exactly once, across threads, no oneDNN function is called, and a nonzero return is
+    the job's status."""
+    if loops == "numba":
+        monkeypatch.setattr(_spin_pool, "loops", _spin_pool._NumbaLoops)
+    fake = FakeDnnl()
+    pool = _spin_pool.Pool(fake.addresses(), 2, fake.new_stream)
+    seen: list[tuple[int, int, int]] = []
+
+    def part(context: int, i: int) -> int:
+        seen.append((context, i, threading.get_ident()))
+        return 9 if i == 4 else 0
+
+    fn = _SET(part)  # int (int64, int64)
+    address = int(ctypes.cast(fn, ctypes.c_void_p).value)
+    try:
+        with pool.lock:
+            assert pool.run(_spin_pool.call_table(address, 1234, 7), 0, 0, 0) == 9
+            assert sorted(i for _, i, _ in seen) == list(range(7))
+            assert {c for c, _, _ in seen} == {1234} and not fake.runs
+            seen.clear()
+            assert pool.run(_spin_pool.call_table(address, 55, 3), 0, 0, 0) == 0
+            assert sorted(i for _, i, _ in seen) == [0, 1, 2]
+    finally:
+        pool.stop()
+
+
 def test_first_error_status_is_returned_and_other_parts_still_finish():
     fake = FakeDnnl(fail={2: 5})
     pool = _spin_pool.Pool(fake.addresses(), 1, fake.new_stream)

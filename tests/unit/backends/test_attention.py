@@ -111,6 +111,43 @@ def test_attention_transformer_sizes_and_out() -> None:
         assert np.abs(y - want).max() <= 2e-5 * np.abs(want).max()
 
 
+@pytest.mark.parametrize("busy", [False, True])
+def test_attention_shards_on_the_spin_pool(busy: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two threads the (batch, head) shards run as call parts on the spin pool's native
+    helpers; with the pool held by another caller they take ``parallel_for``.  Odd sizes,
+    a rank-3 mask broadcast over the batch, strided q/k/v views, both against the oracle."""
+    from pytfrt.backends.cpu import _dnnl_conv, _spin_pool
+    from pytfrt.backends.cpu import attention as module
+
+    if module.num_threads() < 2 or _dnnl_conv.library() is None:
+        pytest.skip("needs two threads and oneDNN")
+    pool = _spin_pool.pool(_dnnl_conv.library().addresses, module.num_threads() - 1,
+                           _dnnl_conv.library().new_stream_handle)
+    if pool is None:
+        pytest.skip("no spin pool on this machine")
+    ran: list[bool] = []
+    real = module._run_on_pool
+    monkeypatch.setattr(module, "_run_on_pool", lambda *a: ran.append(real(*a)) or ran[-1])
+    rng = np.random.default_rng(7)
+    b, sq, sk, h, d, dv = 3, 37, 45, 5, 17, 23
+    q = rng.standard_normal((b, sq, 2 * h * d)).astype(np.float32)[..., 3:3 + h * d].reshape(
+        b, sq, h, d)  # strided rows, as a packed projection's columns
+    k = rng.standard_normal((b, sk, h, d)).astype(np.float32)
+    v = rng.standard_normal((b, sk, h, dv)).astype(np.float32)
+    mask = _mask("full", rng, b, h, sq, sk, np.float32)
+    if busy:
+        assert pool.lock.acquire(blocking=False)
+    try:
+        y = attention(q, k, v, mask, scale=0.3, has_mask=True)
+        y2 = attention(q.copy(), k, v, None, scale=0.3)
+    finally:
+        if busy:
+            pool.lock.release()
+    assert ran == [not busy, not busy]
+    np.testing.assert_allclose(y, _oracle(q, k, v, mask, 0.3), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(y2, _oracle(q, k, v, None, 0.3), rtol=2e-5, atol=2e-5)
+
+
 def test_attention_rejects_bad_operands() -> None:
     q = np.zeros((1, 3, 2, 4), np.float32)
     with pytest.raises(OpError, match="do not agree"):

@@ -74,6 +74,7 @@ static inline int cas(int64_t *c, int64_t i, int64_t expected, int64_t v) {
 
 static int run_row_c(const int64_t *row, const int64_t *fns, int64_t xa, int64_t ya,
                      int64_t ra, int64_t stream, int64_t scratch, int64_t buf) {
+    if (row[PRIM] == 0) return ((fn2)(intptr_t)row[ACT_FN])(row[ARGS], row[ACT_N]);
     fn2 set_handle = (fn2)(intptr_t)fns[SET_HANDLE];
     int st = set_handle(row[SRC_MEM], xa + row[SRC_OFF]);
     int64_t ch_bytes = row[CH_BYTES], rows = row[CH_ROWS], stride = row[CH_STRIDE];

@@ -29,6 +29,10 @@ The native loops are C (:mod:`pytfrt.backends.cpu._spin_native`, compiled once p
 no Numba in the process); without a C compiler they are the Numba functions of this module, on
 :mod:`pytfrt.backends.cpu._native`'s intrinsics (:func:`loops` picks).
 
+A part may also be a *call part* (:data:`NF`, :func:`call_table`): a native function called
+with a context address and the part's index, for kernels that are not oneDNN primitives (the
+attention's (batch, head) shards, :mod:`pytfrt.backends.cpu.attention`).
+
 Contract: :func:`pool` gives the process's :class:`Pool` (its helpers are started then:
 ``parallel.num_threads() - 1`` of them, at most 15; a forked child makes its own).  A caller
 takes :attr:`Pool.lock` without blocking (if another thread holds it, or the process's thread
@@ -68,6 +72,20 @@ ACT_FN, ACT_N = 14, 15
 :func:`pytfrt.backends.cpu._silu.address`) finally applies it in place to its ``ACT_N``
 output elements: at ``dst + DST_OFF``, or for a channel part its buffer before the copy."""
 NF = 16
+"""Fields per part.  A *call part* has ``PRIM`` 0: the thread that claims it runs
+``int ACT_FN(int64 ARGS, int64 ACT_N)`` (a native function, its context address and the
+part's index; nonzero is an error status) and nothing else -- how a kernel that is not a
+oneDNN primitive (the attention's (batch, head) shards, :func:`call_table`) runs its shards
+on these helpers."""
+
+
+def call_table(fn: int, context: int, n: int) -> np.ndarray:
+    """A job table of ``n`` call parts: part ``i`` runs ``fn(context, i)`` (see :data:`NF`)."""
+    table = np.zeros((n, NF), np.int64)
+    table[:, ACT_FN] = fn
+    table[:, ARGS] = context
+    table[:, ACT_N] = np.arange(n)
+    return table
 
 MAX_PARTS = 64
 _LINE = 8  # int64 words per 64-byte cache line: every shared word on its own line
@@ -138,7 +156,10 @@ def _run_row_nb(row: np.ndarray, fns: np.ndarray, xa: int, ya: int, ra: int, str
     (``fns``: the addresses of ``dnnl_primitive_execute``, ``dnnl_stream_wait`` and
     ``dnnl_memory_set_data_handle``, in that order); returns oneDNN's status.  Also the
     whole call of an unsplit convolution (:mod:`pytfrt.backends.cpu._dnnl_conv`): one
-    GIL-free native call instead of six ctypes calls."""
+    GIL-free native call instead of six ctypes calls.  A call part (``PRIM`` 0) is
+    ``ACT_FN(ARGS, ACT_N)`` instead (see :data:`NF`)."""
+    if row[PRIM] == 0:
+        return nv.call2(row[ACT_FN], row[ARGS], row[ACT_N])
     set_handle = fns[_SET_HANDLE]
     st = nv.call2(set_handle, row[SRC_MEM], xa + row[SRC_OFF])
     ch_bytes = row[CH_BYTES]

@@ -13,8 +13,11 @@ a batched product with ``v`` and a transpose back: each a kernel dispatch, the t
 the scores materialised between them.  ``-tg-fuse-attention``
 (:mod:`pytfrt.compiler.passes.attention`) makes this op from that pattern.
 
-How: the (batch, head) pairs are split over :func:`pytfrt.backends.cpu._parallel.parallel_for`'s
-threads; per pair one compiled function (GIL released) runs ``dnnl_sgemm`` on the strided head
+How: the (batch, head) pairs are split into shards run by the spin pool's native helpers
+(:mod:`pytfrt.backends.cpu._spin_pool`'s call parts: the threads of the dense layers before
+and after, still polling, so no wake-up and no GIL between shards), or when the pool is busy
+or absent by :func:`pytfrt.backends.cpu._parallel.parallel_for`'s threads; per pair one
+compiled function (GIL released) runs ``dnnl_sgemm`` on the strided head
 views -- no transposed copy, the scale folded into the GEMM's ``alpha`` --, the mask, a
 row-wise softmax with a vectorised ``exp`` (:func:`_exp_parts`, within about 2e-7
 relative), and the second ``dnnl_sgemm`` writing straight into the result's head columns.
@@ -32,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt.backends.cpu import _dnnl_conv, _spin_pool
 from pytfrt.backends.cpu._blas import gemm_cfunc, pin_thread
 from pytfrt.backends.cpu._geometry import check_out
-from pytfrt.backends.cpu._jit import numba
+from pytfrt.backends.cpu._jit import numba, real_numba
 from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.op_table import OpTable
 from pytfrt.backends.cpu.ops import OpError
@@ -168,6 +172,9 @@ def _run_fast(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
     shards = chunks(pairs, max(1, PAIR_MACS // max(1, sq * sk * (d + dv))))
     if len(shards) < num_threads() <= pairs:
         shards = chunks(pairs, -(-pairs // num_threads()))
+    if sel is None and _run_on_pool(geometry, addresses, flat, ms, mask is not None, scale,
+                                    shards):
+        return
     run = _kernel()
     errors: list[int] = []
 
@@ -182,6 +189,45 @@ def _run_fast(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
     parallel_for(shard, len(shards))  # q, k, v, y, flat stay referenced until it returns
     if errors:  # pragma: no cover
         raise RuntimeError(f"dnnl_sgemm failed with status {errors[0]}")
+
+
+_CTX_SHARDS = 30
+"""Layout of a :func:`_part` context (``int64``): the geometry (18 words), the addresses of
+``q``, ``k``, ``v`` and ``y``, the mask's address and length, its four strides, whether there
+is a mask, the scale (a float64's bits), then ``[lo, hi)`` of each shard's (batch, head)
+pairs from this word on."""
+
+
+def _run_on_pool(geometry: np.ndarray, addresses: np.ndarray, flat: np.ndarray,
+                 ms: np.ndarray, has_mask: bool, scale: float,
+                 shards: list[tuple[int, int]]) -> bool:
+    """Run the shards as call parts on the spin pool's native helpers
+    (:mod:`pytfrt.backends.cpu._spin_pool`, the dense layers' and convolutions' threads,
+    already polling after the projection that produced ``q``, ``k`` and ``v``): no Python
+    helper to wake, no GIL to hand over between shards.  ``False`` (nothing run) without
+    oneDNN's library or the pool, or while another thread uses the pool: the caller then
+    uses :func:`parallel_for`.
+
+    Raises:
+        RuntimeError: ``dnnl_sgemm`` returned an error status.
+    """
+    if len(shards) < 2 or num_threads() < 2 or len(shards) > _spin_pool.MAX_PARTS:
+        return False
+    lib = _dnnl_conv.library()
+    part = _part_address()
+    if lib is None or part is None:
+        return False
+    ctx = np.empty(_CTX_SHARDS + 2 * len(shards), np.int64)
+    ctx[:18] = geometry
+    ctx[18:22] = addresses
+    ctx[22], ctx[23] = flat.ctypes.data, flat.size
+    ctx[24:28] = ms
+    ctx[28] = has_mask
+    ctx[29:30].view(np.float64)[0] = scale
+    ctx[_CTX_SHARDS:] = np.asarray(shards, np.int64).reshape(-1)
+    pin_thread()
+    job = _dnnl_conv._Job(_spin_pool.call_table(part, ctx.ctypes.data, len(shards)), 0, 0)
+    return _dnnl_conv.run_job(lib, job, 0, 0, 0)  # ctx, flat, q, k, v, y referenced until then
 
 
 @numba.njit(nogil=True, fastmath=True)
@@ -309,3 +355,46 @@ def _kernel() -> Any:
 
     _compiled = run
     return run
+
+
+_part_fn: Any = None
+
+
+def _part_address() -> int | None:
+    """The address of ``int32 part(int64 *context, int64 i)``: shard ``i`` of the pairs
+    described by a context (:data:`_CTX_SHARDS`), a C callable for the spin pool's call parts;
+    ``None`` without oneDNN's ``dnnl_sgemm``.  Built on first use (about 1 s)."""
+    global _part_fn
+    if _part_fn is None:
+        if gemm_cfunc() is None:
+            return None
+        run = _kernel()
+        nb = real_numba()
+        from numba import types
+
+        from pytfrt.backends.cpu._native import intrinsic
+
+        @intrinsic
+        def f32_pointer(typingctx, address):  # type: ignore[no-untyped-def]
+            """The ``float32 *`` at an integer address (for ``numba.carray``)."""
+            sig = types.CPointer(types.float32)(types.int64)
+
+            def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+                return builder.inttoptr(args[0],
+                                        context.get_value_type(signature.return_type))
+
+            return sig, codegen
+
+        first = _CTX_SHARDS
+
+        @nb.cfunc(types.int32(types.CPointer(types.int64), types.int64), nopython=True)
+        def part(context, i):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+            ctx = nb.carray(context, first + 2 * i + 2)
+            mask = nb.carray(f32_pointer(ctx[22]), ctx[23])
+            scale = ctx[29:30].view(np.float64)[0]
+            return run(ctx[0:18], ctx[18:22], mask, ctx[24:28], ctx[28] != 0,
+                       np.float32(scale), ctx[first + 2 * i], ctx[first + 2 * i + 1], False,
+                       np.float32(0.0))
+
+        _part_fn = part
+    return int(_part_fn.address)
