@@ -1,8 +1,8 @@
 """The compiled call path's specialised pools (``graph_nn.max_pool2d.specialize``,
-``graph_nn.global_avg_pool.specialize``): the window worked out once per input shape, the
-global mean straight to its C loop.
+``avg_pool2d.specialize``, ``global_avg_pool.specialize``): the window (and divisors) worked
+out once per input shape, the global mean straight to its C loop.
 
-Oracles: torch's ``max_pool2d`` and NumPy's mean (float64), the unspecialised compute
+Oracles: torch's ``max_pool2d``/``avg_pool2d`` and NumPy's mean (float64), the unspecialised compute
 functions (bit-identical results, the same errors), and compiled models against NumPy.
 """
 
@@ -23,6 +23,7 @@ from pytfrt.compiler import GraphBuilder
 from pytfrt.compiler.api import compile_module
 
 MAX_POOL: Any = graph_nn.max_pool2d
+AVG_POOL: Any = graph_nn.avg_pool2d
 GLOBAL_AVG: Any = graph_nn.global_avg_pool
 
 
@@ -61,6 +62,39 @@ def test_specialised_max_pool_matches_torch_and_the_general_path(
         out = np.full_like(want, np.nan)
         assert pool(x, out) is out
         np.testing.assert_array_equal(out, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 2), c=st.integers(1, 6), h=st.integers(3, 11), w=st.integers(3, 11),
+       k=st.integers(1, 3), s=st.integers(1, 3), pad=st.booleans(), ceil=st.booleans(),
+       include_pad=st.booleans(), layout=st.sampled_from(["NHWC", "NCHW"]),
+       dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16))
+def test_specialised_avg_pool_matches_torch_and_the_general_path(
+        n: int, c: int, h: int, w: int, k: int, s: int, pad: bool, ceil: bool,
+        include_pad: bool, layout: str, dtype: str, seed: int) -> None:
+    p = k // 2 if pad else 0
+    attrs = {**_max_attrs(k, s, p, "EXPLICIT", ceil, layout), "count_include_pad": include_pad}
+    pool = AVG_POOL.specialize({}, **attrs)
+    rng = np.random.default_rng(seed)
+    shape = (n, h, w, c) if layout == "NHWC" else (n, c, h, w)
+    for _ in range(2):  # the second call uses the kept window and divisors
+        x = rng.standard_normal(shape).astype(dtype)
+        want = graph_nn.avg_pool2d(x, **attrs)  # type: ignore[arg-type]
+        got = pool(x)
+        np.testing.assert_array_equal(got, want)
+        t = torch.from_numpy(np.ascontiguousarray(
+            x.transpose(0, 3, 1, 2) if layout == "NHWC" else x))
+        ref = F.avg_pool2d(t, k, s, p, ceil_mode=ceil, count_include_pad=include_pad).numpy()
+        np.testing.assert_allclose(got, ref.transpose(0, 2, 3, 1) if layout == "NHWC" else ref,
+                                   rtol=1e-5, atol=1e-6)
+        out = np.full_like(want, np.nan)
+        assert pool(x, out) is out
+        np.testing.assert_array_equal(out, want)
+    with pytest.raises(OpError) as general:
+        graph_nn.avg_pool2d(x.astype(np.int32), **attrs)  # type: ignore[arg-type]
+    with pytest.raises(OpError) as special:
+        pool(x.astype(np.int32))
+    assert str(special.value) == str(general.value)
 
 
 def test_specialised_max_pool_same_padding_per_input_shape_and_errors() -> None:
@@ -127,14 +161,18 @@ def test_compiled_pools_use_the_specialised_functions_and_match_numpy() -> None:
     fn = gb.function("main", inputs=[("x", (None, 8, 8, 3), "f32")])
     (x,) = fn.arguments
     y = fn.op("max_pool2d", [fn.op("relu", [x])], layout="NHWC", ksize=[2, 2], strides=[2, 2])
+    y = fn.op("avg_pool2d", [y], layout="NHWC", ksize=[2, 2], strides=[2, 2])
     fn.returns([fn.op("global_avg_pool", [y], layout="NHWC")])
     model = compile_module(gb.finish())
-    names = {getattr(v, "__qualname__", "") for v in model._call.__globals__.values()}
-    assert "_specialize_max_pool2d.<locals>.pool" in names
+    names = [getattr(v, "__qualname__", "") for v in model._call.__globals__.values()]
+    assert names.count("_per_shape.<locals>.pool") == 2  # the max and the average pool
+    assert "_specialize_global_avg_pool.<locals>.pool" in names or \
+        GLOBAL_AVG.specialize({}, layout="NHWC") is None
     rng = np.random.default_rng(5)
     for batch in (1, 2, 1):
         xv = rng.standard_normal((batch, 8, 8, 3)).astype(np.float32)
         r = np.maximum(xv, 0).reshape(batch, 4, 2, 4, 2, 3).max(axis=(2, 4))
+        r = r.reshape(batch, 2, 2, 2, 2, 3).mean(axis=(2, 4))
         np.testing.assert_allclose(model(xv), r.astype(np.float64).mean(axis=(1, 2),
                                                                         keepdims=True),
                                    rtol=1e-6, atol=1e-7)

@@ -575,38 +575,51 @@ def max_pool2d(x: np.ndarray, *, layout: str, ksize: tuple[int, ...], strides: t
 
 
 MAX_POOL_SHAPES = 64
-"""Input shapes whose pooling window a specialised :func:`max_pool2d` keeps (further shapes
-work their window out per call)."""
+"""Input shapes whose pooling window a specialised pool keeps (further shapes work their
+window out per call)."""
 
 
-def _specialize_max_pool2d(constants: dict[int, Any], *, layout: str,
-                           ksize: tuple[int, ...], strides: tuple[int, ...],
-                           pads: tuple[int, ...], padding: str, dilations: tuple[int, ...],
-                           count_include_pad: bool, ceil_mode: bool) -> Any:
-    """:func:`max_pool2d` bound to its attributes: the window (pads, output size, checks) is
-    worked out once per input shape, not per call -- it was most of a small pool's cost
-    (a ``1x28x28x8`` pool: ~10 of ~25 us).  Errors are :func:`max_pool2d`'s, raised before
-    anything is kept.  Thread-safe (a shape's window is an immutable tuple)."""
-    from pytfrt.backends.cpu.pooling import _window, max_pool2d_window
-
-    windows: dict[tuple[int, ...], Any] = {}
+def _per_shape(general: Any, attrs: dict[str, Any], floats: bool, make: Any, run: Any) -> Any:
+    """A window pool bound to its attributes ``attrs``: ``make(x)`` (the window, and what else
+    depends only on the input shape) is worked out once per shape of a rank-4 ndarray (of a
+    float type, with ``floats``) and kept; the call is ``run(x, kept, out)``.  Any other
+    operand goes to ``general(x, **attrs, out=out)``, which reports it; ``make`` raises the
+    general path's errors before anything is kept.  Thread-safe (kept values are immutable)."""
+    kept: dict[tuple[int, ...], Any] = {}
 
     def pool(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        win = windows.get(x.shape) if type(x) is np.ndarray else None
-        if win is None:
-            if not isinstance(x, np.ndarray) or x.ndim != 4:
-                return max_pool2d(x, layout=layout, ksize=ksize, strides=strides, pads=pads,
-                                  padding=padding, dilations=dilations,
-                                  count_include_pad=count_include_pad, ceil_mode=ceil_mode,
-                                  out=out)
-            p = _pool_pads(x, ksize, layout, strides, dilations, pads, padding)
-            win = _window("max_pool2d", x.shape, layout, ksize, strides, p, dilations,
-                          ceil_mode)
-            if len(windows) < MAX_POOL_SHAPES:
-                windows[x.shape] = win
-        return max_pool2d_window(x, layout, win, out)
+        ok = type(x) is np.ndarray and (not floats or x.dtype.kind == "f")
+        got = kept.get(x.shape) if ok else None
+        if got is None:
+            if not ok or x.ndim != 4:
+                return general(x, **attrs, out=out)  # type: ignore[no-any-return]
+            got = make(x)
+            if len(kept) < MAX_POOL_SHAPES:
+                kept[x.shape] = got
+        return run(x, got, out)  # type: ignore[no-any-return]
 
     return pool
+
+
+def _pool_window(op: str, x: np.ndarray, a: dict[str, Any]) -> Any:
+    """The pooling window (``pooling._window``) of ``x`` under the op's attributes ``a``."""
+    from pytfrt.backends.cpu.pooling import _window
+
+    p = _pool_pads(x, a["ksize"], a["layout"], a["strides"], a["dilations"], a["pads"],
+                   a["padding"])
+    return _window(op, x.shape, a["layout"], a["ksize"], a["strides"], p, a["dilations"],
+                   a["ceil_mode"])
+
+
+def _specialize_max_pool2d(constants: dict[int, Any], **attrs: Any) -> Any:
+    """:func:`max_pool2d` bound to its attributes: the window (pads, output size, checks) is
+    worked out once per input shape, not per call -- it was most of a small pool's cost
+    (a ``1x28x28x8`` pool: ~10 of ~25 us)."""
+    from pytfrt.backends.cpu.pooling import max_pool2d_window
+
+    layout = attrs["layout"]
+    return _per_shape(max_pool2d, attrs, False, lambda x: _pool_window("max_pool2d", x, attrs),
+                      lambda x, win, out: max_pool2d_window(x, layout, win, out))
 
 
 max_pool2d.specialize = _specialize_max_pool2d  # type: ignore[attr-defined]
@@ -631,6 +644,26 @@ def global_avg_pool(x: np.ndarray, *, layout: str, out: np.ndarray | None = None
     from pytfrt.backends.cpu.pooling import global_avg_pool as impl
 
     return impl(x, layout=layout, out=out)
+
+
+def _specialize_avg_pool2d(constants: dict[int, Any], **attrs: Any) -> Any:
+    """:func:`avg_pool2d` bound to its attributes: the window and the divisors worked out
+    once per input shape (as :func:`_specialize_max_pool2d`), not per call."""
+    from pytfrt.backends.cpu.pooling import _counts, _counts_bcast, avg_pool2d_window
+
+    def make(x: np.ndarray) -> tuple[Any, np.ndarray]:
+        win = _pool_window("avg_pool2d", x, attrs)
+        pads = _pool_pads(x, attrs["ksize"], attrs["layout"], attrs["strides"],
+                          attrs["dilations"], attrs["pads"], attrs["padding"])
+        counts = _counts("avg_pool2d", x.shape[win[10]], x.shape[win[11]], win, pads,
+                         attrs["count_include_pad"])
+        return win, _counts_bcast(counts, win[10])
+
+    return _per_shape(avg_pool2d, attrs, True, make,
+                      lambda x, got, out: avg_pool2d_window(x, got[0], got[1], out))
+
+
+avg_pool2d.specialize = _specialize_avg_pool2d  # type: ignore[attr-defined]
 
 
 def _specialize_global_avg_pool(constants: dict[int, Any], *, layout: str) -> Any:

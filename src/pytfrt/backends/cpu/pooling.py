@@ -235,16 +235,27 @@ def avg_pool2d(
     if not np.issubdtype(x.dtype, np.floating):
         raise OpError(f"{op}: needs a float input, got {x.dtype}")
     win = _window(op, x.shape, layout, ksize, strides, pads, dilations, ceil_mode)
+    counts = _counts(op, x.shape[win[10]], x.shape[win[11]], win, pads, count_include_pad)
+    return avg_pool2d_window(x, win, _counts_bcast(counts, win[10]), out)
+
+
+def avg_pool2d_window(x: np.ndarray, win: _Window, counts: np.ndarray,
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`avg_pool2d` of a rank-4 float ``x`` of the shape ``win`` was made for (by
+    :func:`_window`), ``counts`` its divisors broadcast over the output (float64; both depend
+    on the input shape and the attributes only, so a caller may keep them per shape).
+
+    Raises:
+        OpError: a bad ``out``.
+    """
     shape = _out_shape(x.shape, win)
-    check_out(op, out, shape, x.dtype)
+    check_out("avg_pool2d", out, shape, x.dtype)
     xp = _padded(x, win, 0.0, role="pool")
     taps = _taps(win)
     acc = xp[taps[0]].astype(np.float32 if x.dtype == np.float16 else x.dtype)
     for t in taps[1:]:
         acc += xp[t]
-    ha = win[10]
-    counts = _counts(op, x.shape[ha], x.shape[win[11]], win, pads, count_include_pad)
-    acc /= _counts_bcast(counts, ha).astype(acc.dtype)
+    acc /= counts.astype(acc.dtype)
     if out is None:
         return acc.astype(x.dtype, copy=False)
     np.copyto(out, acc, casting="same_kind")
