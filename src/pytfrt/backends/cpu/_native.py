@@ -16,7 +16,9 @@ the few LLVM instructions that do one of those things:
   address with 4 / 2 / 1 / 0 ``int64`` arguments (pointers and C ``int``s travel in 64-bit
   registers in the x86-64 and AArch64 calling conventions) and get its ``int32`` result
   (oneDNN's ``dnnl_status_t``);
-* :func:`copy_bytes` -- ``memcpy`` between two addresses.
+* :func:`copy_bytes` -- ``memcpy`` between two addresses;
+* :func:`f32_pointer` -- the ``float32 *`` at an integer address (for ``numba.carray``: the
+  arrays a call part's context names, :func:`pytfrt.backends.cpu._spin_pool.run_calls`).
 
 Nothing here checks its arguments: callers pass addresses they own.  Functions using these
 intrinsics may be compiled with ``cache=True``.
@@ -187,3 +189,13 @@ def copy_bytes(typingctx: Any, dst: Any, src: Any, n: Any) -> Any:
         return context.get_dummy_value()
 
     return types.void(types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def f32_pointer(typingctx: Any, address: Any) -> Any:
+    """The ``float32 *`` at an integer address (int64)."""
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
+
+    return types.CPointer(types.float32)(types.int64), codegen

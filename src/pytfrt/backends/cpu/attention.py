@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.backends.cpu import _dnnl_conv, _spin_pool
+from pytfrt.backends.cpu import _spin_pool
 from pytfrt.backends.cpu._blas import gemm_cfunc, pin_thread
 from pytfrt.backends.cpu._geometry import check_out
 from pytfrt.backends.cpu._jit import numba, real_numba
@@ -211,11 +211,10 @@ def _run_on_pool(geometry: np.ndarray, addresses: np.ndarray, flat: np.ndarray,
     Raises:
         RuntimeError: ``dnnl_sgemm`` returned an error status.
     """
-    if len(shards) < 2 or num_threads() < 2 or len(shards) > _spin_pool.MAX_PARTS:
+    if not 2 <= len(shards) <= _spin_pool.MAX_PARTS or num_threads() < 2:
         return False
-    lib = _dnnl_conv.library()
     part = _part_address()
-    if lib is None or part is None:
+    if part is None:
         return False
     ctx = np.empty(_CTX_SHARDS + 2 * len(shards), np.int64)
     ctx[:18] = geometry
@@ -225,9 +224,8 @@ def _run_on_pool(geometry: np.ndarray, addresses: np.ndarray, flat: np.ndarray,
     ctx[28] = has_mask
     ctx[29:30].view(np.float64)[0] = scale
     ctx[_CTX_SHARDS:] = np.asarray(shards, np.int64).reshape(-1)
-    pin_thread()
-    job = _dnnl_conv._Job(_spin_pool.call_table(part, ctx.ctypes.data, len(shards)), 0, 0)
-    return _dnnl_conv.run_job(lib, job, 0, 0, 0)  # ctx, flat, q, k, v, y referenced until then
+    # ctx, flat, q, k, v and y stay referenced until it returns
+    return _spin_pool.run_calls(part, ctx.ctypes.data, len(shards))
 
 
 @numba.njit(nogil=True, fastmath=True)
@@ -372,18 +370,7 @@ def _part_address() -> int | None:
         nb = real_numba()
         from numba import types
 
-        from pytfrt.backends.cpu._native import intrinsic
-
-        @intrinsic
-        def f32_pointer(typingctx, address):  # type: ignore[no-untyped-def]
-            """The ``float32 *`` at an integer address (for ``numba.carray``)."""
-            sig = types.CPointer(types.float32)(types.int64)
-
-            def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-                return builder.inttoptr(args[0],
-                                        context.get_value_type(signature.return_type))
-
-            return sig, codegen
+        from pytfrt.backends.cpu._native import f32_pointer
 
         first = _CTX_SHARDS
 
