@@ -189,7 +189,7 @@ def test_call_parts_run_their_function_once_each(monkeypatch, loops):
         return 9 if i == 4 else 0
 
     fn = _SET(part)  # int (int64, int64)
-    address = int(ctypes.cast(fn, ctypes.c_void_p).value)
+    address = int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
     try:
         with pool.lock:
             assert pool.run(_spin_pool.call_table(address, 1234, 7), 0, 0, 0) == 9

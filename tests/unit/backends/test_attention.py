@@ -127,7 +127,12 @@ def test_attention_shards_on_the_spin_pool(busy: bool, monkeypatch: pytest.Monke
         pytest.skip("no spin pool on this machine")
     ran: list[bool] = []
     real = module._run_on_pool
-    monkeypatch.setattr(module, "_run_on_pool", lambda *a: ran.append(real(*a)) or ran[-1])
+
+    def recorded(*args: object) -> bool:
+        ran.append(real(*args))  # type: ignore[arg-type]
+        return ran[-1]
+
+    monkeypatch.setattr(module, "_run_on_pool", recorded)
     rng = np.random.default_rng(7)
     b, sq, sk, h, d, dv = 3, 37, 45, 5, 17, 23
     q = rng.standard_normal((b, sq, 2 * h * d)).astype(np.float32)[..., 3:3 + h * d].reshape(
