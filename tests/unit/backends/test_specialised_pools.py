@@ -116,6 +116,58 @@ def test_specialised_max_pool_same_padding_per_input_shape_and_errors() -> None:
         pool(np.ones((1, 8, 8, 2), np.float32), np.empty((1, 3, 3, 2), np.float32))
 
 
+def test_prepared_max_pool_per_shape_types_layouts_and_threads() -> None:
+    """The oneDNN launcher kept per input shape (``pooling.max_pool2d_launcher``): every
+    operand it must not take (another type at a kept shape, a strided input, an ``out`` that
+    overlaps the input or is strided) goes to the general path; int8 and uint8 inputs, a
+    read-only input and calls from several threads give torch's results."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pytfrt.backends.cpu import _dnnl_conv
+    from pytfrt.backends.cpu.pooling import _window, max_pool2d_launcher
+
+    attrs = _max_attrs(3, 2, 1, "EXPLICIT", False, "NHWC")
+    pool = MAX_POOL.specialize({}, **attrs)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1, 13, 11, 5)).astype(np.float32)
+    want = _torch_max(x, 3, 2, 1, False, "NHWC")
+    if _dnnl_conv.library() is not None:  # the prepared path exists for this shape
+        win = _window("max_pool2d", x.shape, "NHWC", (3, 3), (2, 2), (1, 1, 1, 1), (1, 1),
+                      False)
+        assert max_pool2d_launcher(x.shape, x.dtype, "NHWC", win) is not None
+    x.flags.writeable = False
+    for _ in range(3):
+        np.testing.assert_array_equal(pool(x), want)
+    for dtype in (np.float64, np.int8, np.uint8, np.int32):  # another type at the kept shape
+        xi = (x * 40).astype(dtype)
+        np.testing.assert_array_equal(pool(xi), graph_nn.max_pool2d(xi, **attrs))  # type: ignore[arg-type]
+        np.testing.assert_array_equal(pool(xi), _torch_max(xi.astype(np.float64), 3, 2, 1,
+                                                           False, "NHWC").astype(dtype))
+    wide = np.repeat(x, 2, axis=3)[..., ::2]  # strided, same shape
+    np.testing.assert_array_equal(pool(wide), want)
+    out_wide = np.full((1, 7, 6, 10), np.nan, np.float32)
+    assert pool(x, out_wide[..., ::2]) is not None
+    np.testing.assert_array_equal(out_wide[..., ::2], want)
+    buf = np.zeros(x.size + want.size, np.float32)  # an out overlapping the input
+    xs = buf[:x.size].reshape(x.shape)
+    xs[...] = x
+    over = buf[x.size - want.size:x.size].reshape(want.shape)
+    np.testing.assert_array_equal(pool(xs, over), want)
+    xs[...] = x  # the same in float64 (the NumPy path)
+    b64 = np.zeros(x.size + want.size, np.float64)
+    b64[:x.size] = x.ravel()
+    np.testing.assert_array_equal(
+        pool(b64[:x.size].reshape(x.shape), b64[x.size - want.size:x.size].reshape(want.shape)),
+        want)
+    with pytest.raises(OpError, match="out must be"):
+        pool(x, np.empty((1, 7, 6, 4), np.float32))
+    xs2 = [rng.standard_normal((1, 13, 11, 5)).astype(np.float32) for _ in range(16)]
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(pool, xs2))
+    for xi, g in zip(xs2, got, strict=True):
+        np.testing.assert_array_equal(g, _torch_max(xi, 3, 2, 1, False, "NHWC"))
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 3), c=st.integers(1, 20), h=st.integers(1, 9), w=st.integers(1, 9),
        layout=st.sampled_from(["NHWC", "NCHW"]), strided=st.booleans(),

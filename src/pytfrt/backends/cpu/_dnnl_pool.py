@@ -16,6 +16,7 @@ Thread-safe: per-thread streams, memory objects and scratchpads (user scratchpad
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -143,6 +144,57 @@ def _split_job(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Job | None:
         return _jobs[key]
 
 
+def _key(layout: str, x_shape: tuple[int, ...], y_shape: tuple[int, ...],
+         win: tuple[int, ...], pads_br: tuple[int, int], dtype: np.dtype) -> tuple[Any, ...]:
+    kh, kw, sh, sw, dh, dw, pt, pl, _, _, _, _ = win
+    return (layout, dc._nchw_dims(layout, x_shape), dc._nchw_dims(layout, y_shape), (kh, kw),
+            (sh, sw), (dh - 1, dw - 1), (pt, pl), pads_br, dtype.str)
+
+
+def _primitive(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Prim | None:
+    """The kept primitive of ``key`` (made on first use; ``None`` if oneDNN has none or
+    :data:`MAX_PRIMITIVES` are kept)."""
+    p = _prims.get(key, 0)
+    if p == 0:
+        with _lock:
+            if key not in _prims and len(_prims) < MAX_PRIMITIVES:
+                try:
+                    _prims[key] = _create(lib, key)
+                except RuntimeError:
+                    _prims[key] = None
+            p = _prims.get(key)
+    return p if isinstance(p, dc._Prim) else None
+
+
+def _split(key: tuple[Any, ...], nbytes: int) -> bool:
+    """Whether the pool of ``key`` (an input of ``nbytes``) runs split over the threads."""
+    layout, src, dst = key[:3]
+    return _parallel.num_threads() >= 2 and (
+        (nbytes >= SPLIT_MIN_BYTES and src[0] >= 2)
+        or (nbytes >= ROW_SPLIT_MIN_BYTES and src[0] == 1 and layout == "NHWC"
+            and dst[2] >= 2))
+
+
+def launcher(x_shape: tuple[int, ...], y_shape: tuple[int, ...], dtype: np.dtype, layout: str,
+             win: tuple[int, ...], pads_br: tuple[int, int]
+             ) -> Callable[[np.ndarray, np.ndarray], None] | None:
+    """``go(x, y)``: :func:`max_pool2d` prepared for one input shape and type, as one native
+    call per call (:func:`_dnnl_conv.row_launcher`) -- for an input small enough to be pooled
+    on the calling thread; ``None`` where that does not apply (no oneDNN or no primitive, a
+    type not in :data:`_DTYPES`, a split pool, the thread count changed to make it one: the
+    caller then calls :func:`max_pool2d`).  ``go`` takes C-contiguous non-overlapping ``x``
+    and ``y`` of these shapes and ``dtype`` (the caller checks them).  Thread-safe."""
+    lib = dc.library()
+    if lib is None or dtype not in _DTYPES:
+        return None
+    key = _key(layout, x_shape, y_shape, win, pads_br, dtype)
+    p = _primitive(lib, key)
+    nbytes = int(np.prod(x_shape)) * dtype.itemsize
+    if p is None or _split(key, nbytes):
+        return None
+    return dc.row_launcher(lib, p, _state_lock)
+
+
 def max_pool2d(
     x: np.ndarray,
     y: np.ndarray,
@@ -160,26 +212,11 @@ def max_pool2d(
     lib = dc.library()
     if lib is None:
         return False
-    kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, _, _ = win
-    src = dc._nchw_dims(layout, x.shape)
-    dst = dc._nchw_dims(layout, y.shape)
-    key = (layout, src, dst, (kh, kw), (sh, sw), (dh - 1, dw - 1), (pt, pl), pads_br,
-           x.dtype.str)
-    p = _prims.get(key, 0)
-    if p == 0:
-        with _lock:
-            if key not in _prims and len(_prims) < MAX_PRIMITIVES:
-                try:
-                    _prims[key] = _create(lib, key)
-                except RuntimeError:
-                    _prims[key] = None
-            p = _prims.get(key)
-    if not isinstance(p, dc._Prim):
+    key = _key(layout, x.shape, y.shape, win, pads_br, x.dtype)
+    p = _primitive(lib, key)
+    if p is None:
         return False
-    if _parallel.num_threads() >= 2 and (
-            (x.nbytes >= SPLIT_MIN_BYTES and src[0] >= 2)
-            or (x.nbytes >= ROW_SPLIT_MIN_BYTES and src[0] == 1 and layout == "NHWC"
-                and dst[2] >= 2)):
+    if _split(key, x.nbytes):
         job = _split_job(lib, key)
         if job is not None and dc.run_job(lib, job, x.ctypes.data, y.ctypes.data, 0):
             return True

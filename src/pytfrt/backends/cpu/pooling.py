@@ -25,7 +25,7 @@ write only ``out``.  Errors: :class:`pytfrt.backends.cpu.ops.OpError`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -162,6 +162,30 @@ def max_pool2d(
     return max_pool2d_window(x, layout, win, out)
 
 
+def _pads_br(shape: Sequence[int], win: _Window) -> tuple[int, int]:
+    """The bottom and right padding that give ``win``'s output size (ceil mode included)."""
+    kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, ha, wa = win
+    return (max((oh - 1) * sh + dh * (kh - 1) + 1 - shape[ha] - pt, 0),
+            max((ow - 1) * sw + dw * (kw - 1) + 1 - shape[wa] - pl, 0))
+
+
+_Launch = Callable[[np.ndarray, np.ndarray], None]
+
+
+def max_pool2d_launcher(shape: tuple[int, ...], dtype: np.dtype, layout: str, win: _Window
+                        ) -> tuple[tuple[int, ...], _Launch] | None:
+    """``(output shape, go(x, y))``: :func:`max_pool2d_window`'s oneDNN path prepared for
+    an input of ``shape`` and ``dtype`` (``_dnnl_pool.launcher``), for a caller that keeps it
+    per input shape and checks that ``x`` and ``y`` are C-contiguous, of that type and
+    shapes, and do not overlap; ``None`` where that path does not apply (the caller runs
+    :func:`max_pool2d_window`)."""
+    if dtype not in _DNNL_POOL_TYPES or min(shape) <= 0:
+        return None
+    oshape = _out_shape(shape, win)
+    go = _dnnl_pool.launcher(shape, oshape, dtype, layout, win, _pads_br(shape, win))
+    return None if go is None else (oshape, go)
+
+
 def max_pool2d_window(x: np.ndarray, layout: str, win: _Window,
                       out: np.ndarray | None = None) -> np.ndarray:
     """:func:`max_pool2d` of a rank-4 ``x`` of the shape ``win`` was made for (by
@@ -174,21 +198,23 @@ def max_pool2d_window(x: np.ndarray, layout: str, win: _Window,
     check_out("max_pool2d", out, shape, x.dtype)
     if x.dtype in _DNNL_POOL_TYPES and x.flags.c_contiguous and min(x.shape) > 0:
         # oneDNN's pooling primitive when installed (pytfrt.backends.cpu._dnnl_pool)
-        y = out if out is not None and out.flags.c_contiguous else np.empty(shape, x.dtype)
-        kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, ha, wa = win
-        pb = max((oh - 1) * sh + dh * (kh - 1) + 1 - x.shape[ha] - pt, 0)
-        pr = max((ow - 1) * sw + dw * (kw - 1) + 1 - x.shape[wa] - pl, 0)
-        if _dnnl_pool.max_pool2d(x, y, layout, win, (pb, pr)):
+        y = (out if out is not None and out.flags.c_contiguous
+             and not np.may_share_memory(x, out) else np.empty(shape, x.dtype))
+        if _dnnl_pool.max_pool2d(x, y, layout, win, _pads_br(x.shape, win)):
             if out is not None and y is not out:
                 out[...] = y
                 return out
             return y
     xp = _padded(x, win, _lowest(x.dtype), role="pool")
     taps = _taps(win)
-    y = out if out is not None else np.empty(shape, dtype=x.dtype)
+    y = (out if out is not None and not np.may_share_memory(x, out)
+         else np.empty(shape, dtype=x.dtype))
     np.copyto(y, xp[taps[0]])
     for t in taps[1:]:
         np.maximum(y, xp[t], out=y)
+    if out is not None and y is not out:
+        out[...] = y
+        return out
     return y
 
 
