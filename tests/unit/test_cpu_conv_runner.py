@@ -86,7 +86,7 @@ def test_compiled_conv_kernels_are_bound_to_their_plans():
         assert not plan.dnnl.prepared((2, 8, 8, 8), _dnnl_conv.NO_RESIDUAL)
 
 
-@pytest.mark.parametrize("cin,size", [(8, 4), (32, 14)])  # one part; split over the threads
+@pytest.mark.parametrize("cin,size", [(8, 4), (32, 24)])  # one part; split over the threads
 def test_the_short_path_on_several_threads(cin, size):
     """Each calling thread runs the short path with its own oneDNN stream and memory objects
     (made on its first call): a small convolution (one part on the calling thread) and a

@@ -408,7 +408,7 @@ def _impl_name(lib: _Lib, pd: ctypes.c_void_p) -> str:
     return (info.value or b"").decode()
 
 
-PARALLEL_MIN_MACS = 125_000
+PARALLEL_MIN_MACS = 250_000
 """Fewest multiply-adds for which a convolution is split into parts run in parallel.  The
 mobile nets' convolutions are mostly 0.1-4M multiply-adds (10-200 us each on one core):
 splitting them too (this was 4M) measured MobileNetV3-small at batch 1 3.00 -> 2.67 ms and
@@ -417,7 +417,11 @@ benchmark at real-time priority on the shared machine); later runs, 500k / 250k 
 MobileNetV3-small 2.03 / 1.98 / 1.91 ms (2.12 / 1.92 at 500k / 250k in another run),
 EfficientNet-B0 8.94 / 9.08 / 8.85 (within the noise).  Below ~250k a part gains less than
 the fork-join costs (~4 us), but splitting every convolution keeps each output-row band on
-the core that wrote it for the next one."""
+the core that wrote it for the next one.  125k -> 250k: a small CNN's lone 225k convolution
+(``benchmarks/call_overhead.py``, 8->16 3x3 on 14x14) cost ~11 us of wall time split against
+~9 on one thread, and 3x the process CPU (the helper's spin); MobileNetV3-small b1 /
+ONNX Runtime 1.01 -> 0.97x and EfficientNet-B0 1.04 -> 1.02x (means of three interleaved
+rounds of 100 calls, ``benchmarks/models.py --set``, load ~5)."""
 PARTS_PER_THREAD = 1
 """Parts per thread of a split convolution (batch items or output-row bands); measured on
 ResNet-50 b1 on a quiet machine: 1 part per thread 26.5-27.9 ms, 2: 31.3, 3: 30.4, 8: 34.1."""
