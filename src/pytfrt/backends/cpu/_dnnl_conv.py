@@ -1086,13 +1086,15 @@ def _pin_one_thread() -> None:
 
 
 def _scratch(lib: _Lib, size: int) -> int:
-    """The address of this thread's scratchpad (64-byte aligned, at least ``size`` bytes)."""
-    buf = getattr(lib.local, "scratch", None)
-    if buf is None or buf.size < size + 64:
-        buf = np.empty(max(size + 64, 1 << 20), np.uint8)
-        lib.local.scratch = buf
-    addr = int(buf.ctypes.data)
-    return (addr + 63) & ~63
+    """The address of this thread's scratchpad (64-byte aligned, at least ``size`` bytes);
+    the address is kept with the buffer (``ndarray.ctypes`` costs ~1-2 us a call)."""
+    kept = getattr(lib.local, "scratch", None)
+    if kept is not None and kept[0] >= size:
+        return kept[1]  # type: ignore[no-any-return]
+    buf = np.empty(max(size + 64, 1 << 20), np.uint8)
+    addr = (int(buf.ctypes.data) + 63) & ~63
+    lib.local.scratch = (buf.size - 64, addr, buf)
+    return addr
 
 
 def _part_buffer(shape: tuple[int, ...]) -> np.ndarray:
