@@ -181,8 +181,9 @@ def launcher(x_shape: tuple[int, ...], y_shape: tuple[int, ...], dtype: np.dtype
     """``go(x, y)``: :func:`max_pool2d` prepared for one input shape and type, as one native
     call per call (:func:`_dnnl_conv.row_launcher`) -- for an input small enough to be pooled
     on the calling thread; ``None`` where that does not apply (no oneDNN or no primitive, a
-    type not in :data:`_DTYPES`, a split pool, the thread count changed to make it one: the
-    caller then calls :func:`max_pool2d`).  ``go`` takes C-contiguous non-overlapping ``x``
+    type not in :data:`_DTYPES`, a pool split over the threads: the caller then calls
+    :func:`max_pool2d`).  The choice is made here: a later change of the thread count does
+    not split a prepared pool.  ``go`` takes C-contiguous non-overlapping ``x``
     and ``y`` of these shapes and ``dtype`` (the caller checks them).  Thread-safe."""
     lib = dc.library()
     if lib is None or dtype not in _DTYPES:
