@@ -18,7 +18,7 @@ the few LLVM instructions that do one of those things:
   (oneDNN's ``dnnl_status_t``);
 * :func:`copy_bytes` -- ``memcpy`` between two addresses;
 * :func:`f32_pointer` -- the ``float32 *`` at an integer address (for ``numba.carray``: the
-  arrays a call part's context names, :func:`pytfrt.backends.cpu._spin_pool.run_calls`).
+  arrays a call part's context names, :func:`pytfrt.backends.cpu._dnnl_conv.run_calls`).
 
 Nothing here checks its arguments: callers pass addresses they own.  Functions using these
 intrinsics may be compiled with ``cache=True``.

@@ -88,26 +88,6 @@ def call_table(fn: int, context: int, n: int) -> np.ndarray:
     return table
 
 
-def run_calls(fn: int, context: int, n: int) -> bool:
-    """Run ``fn(context, i)`` for ``0 <= i < n`` as call parts on the process's pool (this
-    thread and the helpers; the thread is pinned to one oneDNN thread first).  ``False``
-    (nothing run) with one thread, without oneDNN (no pool), with more than
-    :data:`MAX_PARTS` parts or while another thread uses the pool: the caller then takes its
-    other path.  Whatever ``context`` points at must stay alive until this returns.
-
-    Raises:
-        RuntimeError: a part returned a nonzero status.
-    """
-    from pytfrt.backends.cpu import _blas, _dnnl_conv
-
-    if n < 2 or n > MAX_PARTS or parallel.num_threads() < 2:
-        return False
-    lib = _dnnl_conv.library()
-    if lib is None:
-        return False
-    _blas.pin_thread()
-    return _dnnl_conv.run_job(lib, _dnnl_conv._Job(call_table(fn, context, n), 0, 0), 0, 0, 0)
-
 MAX_PARTS = 64
 _LINE = 8  # int64 words per 64-byte cache line: every shared word on its own line
 # control words (index into the control array, in units of lines)

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.backends.cpu import _spin_pool
+from pytfrt.backends.cpu import _dnnl_conv, _spin_pool
 from pytfrt.backends.cpu._blas import gemm_cfunc, pin_thread
 from pytfrt.backends.cpu._geometry import check_out
 from pytfrt.backends.cpu._jit import numba, real_numba
@@ -225,7 +225,7 @@ def _run_on_pool(geometry: np.ndarray, addresses: np.ndarray, flat: np.ndarray,
     ctx[29:30].view(np.float64)[0] = scale
     ctx[_CTX_SHARDS:] = np.asarray(shards, np.int64).reshape(-1)
     # ctx, flat, q, k, v and y stay referenced until it returns
-    return _spin_pool.run_calls(part, ctx.ctypes.data, len(shards))
+    return _dnnl_conv.run_calls(part, ctx.ctypes.data, len(shards))
 
 
 @numba.njit(nogil=True, fastmath=True)
