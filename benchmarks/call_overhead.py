@@ -26,12 +26,14 @@ and the release; with the planned buffer's reuse test of ``Arena.run`` inlined),
 samples.
 
 Usage: ``python benchmarks/call_overhead.py [--n 200] [--calls 200] [--samples 9]
-[--clock cpu|wall] [--skip-cnn]``.  Prints one table; timings are never asserted anywhere.
+[--clock cpu|wall] [--skip-cnn] [--name STEM]``.  Prints one table and saves it as
+``benchmarks/results/<STEM>.json`` and ``.png``; timings are never asserted anywhere.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from pytfrt.tools.bench import machine_info, pyplot, save_results
 
 
 def _chain(n: int, variables: bool) -> Any:
@@ -154,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=9)
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     parser.add_argument("--skip-cnn", action="store_true", help="no ONNX CNN (no onnxruntime)")
+    parser.add_argument("--name", default="call_overhead",
+                        help="stem of the JSON and PNG files in benchmarks/results")
     args = parser.parse_args(argv)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     n = args.n
@@ -221,7 +227,38 @@ def main(argv: list[str] | None = None) -> int:
           f"chains of {n} kernels")
     for label, value, unit in rows:
         print(f"{label:54s} {value:9.2f} {unit}")
+    record = {"benchmark": "call_overhead", "command": "benchmarks/call_overhead.py "
+              + " ".join(sys.argv[1:] if argv is None else argv),
+              "machine": machine_info(), "clock": args.clock, "samples": args.samples,
+              "calls": args.calls, "n": n,
+              "rows": [{"label": label.strip(), "value": value, "unit": unit}
+                       for label, value, unit in rows]}
+    save_results(args.name, record, lambda path: _plot(rows, path))
     return 0
+
+
+def _plot(rows: list[tuple[str, float, str]], path: Path) -> None:
+    """Bars of the nanosecond rows (the call path and its breakdown) beside the small CNN's
+    microseconds against ONNX Runtime's."""
+    plt = pyplot()
+    if plt is None:
+        return
+    ns = [(label.strip(), v) for label, v, unit in rows if unit == "ns"]
+    us = [(label.strip(), v) for label, v, unit in rows if unit == "us"]
+    fig, axes = plt.subplots(1, 2 if us else 1, figsize=(12 if us else 8, 4.5), squeeze=False)
+    ax = axes[0][0]
+    ax.barh([label for label, _ in ns], [v for _, v in ns])
+    ax.invert_yaxis()
+    ax.set_xlabel("ns per kernel")
+    ax.set_title("call path per kernel")
+    if us:
+        ax2 = axes[0][1]
+        ax2.bar([label.replace("small CNN: ", "") for label, _ in us], [v for _, v in us])
+        ax2.set_ylabel("us per call")
+        ax2.set_title("small ONNX CNN at batch 1, one thread")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
