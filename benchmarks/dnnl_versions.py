@@ -243,7 +243,33 @@ def kernels(args: argparse.Namespace) -> None:
     from pytfrt.tools.bench import machine_info, save_results
 
     save_results("dnnl_versions_kernels", {"machine": machine_info(), "calls": args.calls,
-                                           "runs": runs, "summary": summary})
+                                           "runs": runs, "summary": summary},
+                 lambda path: _plot([(r["name"], {"pytfrt (oneDNN 3.2)": r["pytfrt_us"],
+                                                  "torch's oneDNN": r["torch_us"]})
+                                     for r in summary], "oneDNN execution time, us", path))
+
+
+def _plot(rows: list[tuple[str, dict[str, float]]], ylabel: str, path: Path) -> None:
+    """Grouped bars: one group per layer, one bar per library."""
+    from pytfrt.tools.bench import pyplot
+
+    plt = pyplot()
+    if plt is None or not rows:
+        return
+    labels = list(rows[0][1])
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    width = 0.8 / len(labels)
+    for j, label in enumerate(labels):
+        ax.bar([i + j * width for i in range(len(rows))], [v[label] for _, v in rows],
+               width, label=label)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(rows))])
+    ax.set_xticklabels([name for name, _ in rows], rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title("ResNet-50's 1x1 convolutions at batch 1, one thread")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def _child_env(lib_dir: str) -> dict[str, str]:
@@ -291,7 +317,9 @@ def layers(args: argparse.Namespace) -> None:
     from pytfrt.tools.bench import machine_info, save_results
 
     save_results("dnnl_versions_layers", {"machine": machine_info(), "calls": args.calls,
-                                          "runs": runs, "summary": summary})
+                                          "runs": runs, "summary": summary},
+                 lambda path: _plot([(r["name"], r["median_us"]) for r in summary],
+                                    "thread CPU per call, us", path))
 
 
 def model(args: argparse.Namespace) -> None:
