@@ -240,9 +240,10 @@ def attention_probs(q: np.ndarray, k: np.ndarray, v: np.ndarray, *,
         _over_heads(b * h, sq * sk * d,
                     lambda lo, hi: attention_probs_heads(q, k, v, float(scale), y, p, lo, hi))
         return y, p
+    from pytfrt.backends.cpu.norm import softmax  # the one softmax
+
     sc = np.matmul(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 3, 1)) * q.dtype.type(scale)
-    e = np.exp(sc - sc.max(axis=-1, keepdims=True))
-    p = e / e.sum(axis=-1, keepdims=True)
+    p = softmax(sc, -1)
     y = np.ascontiguousarray(np.matmul(p, v.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3))
     return y.astype(q.dtype, copy=False), p.astype(q.dtype, copy=False)
 
@@ -275,7 +276,7 @@ def attention_grad(q: np.ndarray, k: np.ndarray, v: np.ndarray, p: np.ndarray, d
     qh, kh, vh, gh = (a.transpose(0, 2, 1, 3) for a in (q, k, v, dy))
     dvh = np.matmul(p.swapaxes(-1, -2), gh)
     dp = np.matmul(gh, vh.swapaxes(-1, -2))
-    ds = (dp - np.sum(dp * p, axis=-1, keepdims=True)) * p * q.dtype.type(scale)
+    ds = softmax_grad(p, dp, axis=-1) * q.dtype.type(scale)
     dqh = np.matmul(ds, kh)
     dkh = np.matmul(ds.swapaxes(-1, -2), qh)
     return tuple(  # type: ignore[return-value]
