@@ -511,7 +511,8 @@ def conv2d_grads(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
     threads: both at once, one per thread
     (:func:`pytfrt.backends.cpu._dnnl_conv_bwd.backprop_both`); otherwise one after the other
     (the two ops' kernels, which report bad operands)."""
-    attrs = dict(layout=layout, strides=strides, dilations=dilations, pads=pads, groups=groups)
+    attrs: dict[str, Any] = dict(layout=layout, strides=strides, dilations=dilations,
+                                 pads=pads, groups=groups)
     if x.dtype == np.float32:
         from pytfrt.backends.cpu import _dnnl_conv_bwd
 
