@@ -297,6 +297,8 @@ def test_strided_pointwise_input_gradient_is_one_gemm(n, hw, cin, cout, strides)
     (8, 14, 256, 128, 1, 2, 0, 1),  # both GEMMs: strided input gradient, pointwise filter
     (3, 8, 128, 128, 1, 1, 0, 1),   # oneDNN's input gradient beside the filter GEMM
     (2, 7, 12, 18, 3, 2, 1, 3),     # grouped, strided
+    (2, 5, 256, 32, 3, 1, 1, 1),    # a small image: the filter gradient by im2col and a GEMM
+    (2, 6, 256, 16, 3, 1, 0, 1),    # the same, unpadded (4x4 outputs)
 ])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_conv2d_grads_gives_both_gradients(n, hw, cin, cout, k, stride, pad, groups, dtype,  # type: ignore[no-untyped-def]
@@ -314,6 +316,11 @@ def test_conv2d_grads_gives_both_gradients(n, hw, cin, cout, k, stride, pad, gro
     kw = dict(layout="NHWC", strides=(stride, stride), dilations=(1, 1), pads=pads,
               groups=groups)
     want_dx, want_dw = dx_ref.transpose(0, 2, 3, 1), dw_ref.transpose(2, 3, 1, 0)
+    im2col = _dnnl_conv_bwd._im2col_filter(xh, wh.shape, dyh, "NHWC", (stride, stride),
+                                           (1, 1), pads, groups)
+    assert (im2col is not None) == (dtype == np.float32 and cin == 256 and k == 3)
+    if im2col is not None:
+        np.testing.assert_allclose(im2col, want_dw, rtol=0, atol=2e-5 * np.abs(want_dw).max())
     for threads in (_parallel.num_threads(), 1):
         monkeypatch.setattr(_parallel, "num_threads", lambda t=threads: t)
         dx, dw = GRAPH_OPS["conv2d_grads"](xh, wh, dyh, **kw)
