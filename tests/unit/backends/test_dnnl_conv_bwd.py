@@ -304,7 +304,8 @@ def test_strided_pointwise_input_gradient_is_one_gemm(n, hw, cin, cout, strides)
 def test_conv2d_grads_gives_both_gradients(n, hw, cin, cout, k, stride, pad, groups, dtype,  # type: ignore[no-untyped-def]
                                            monkeypatch):
     """``conv2d_grads`` (both gradients at once, one per thread; float64 and a one-thread
-    process the two ops' kernels one after the other) against PyTorch autograd in float64."""
+    process the two ops' kernels one after the other) and ``conv2d_bias_grads`` (also the
+    bias gradient, on the thread done first) against PyTorch autograd in float64."""
     rng = np.random.default_rng(n + hw + cin)
     x = rng.standard_normal((n, cin, hw, hw)).astype(dtype)
     wt = rng.standard_normal((cout, cin // groups, k, k)).astype(dtype)
@@ -325,5 +326,9 @@ def test_conv2d_grads_gives_both_gradients(n, hw, cin, cout, k, stride, pad, gro
         monkeypatch.setattr(_parallel, "num_threads", lambda t=threads: t)
         dx, dw = GRAPH_OPS["conv2d_grads"](xh, wh, dyh, **kw)
         assert dx.dtype == dw.dtype == dtype
-        for got, want in ((dx, want_dx), (dw, want_dw)):
+        bx, bw, db = GRAPH_OPS["conv2d_bias_grads"](xh, wh, dyh, **kw)
+        assert db.dtype == dtype and db.shape == (cout,)
+        want_db = dy.sum(axis=(0, 2, 3))  # float64
+        for got, want in ((dx, want_dx), (dw, want_dw), (bx, want_dx), (bw, want_dw),
+                          (db, want_db)):
             np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())

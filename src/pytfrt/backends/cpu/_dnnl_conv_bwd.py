@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -429,14 +429,17 @@ def _filter_grad(plan: _Plan, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
 
 def backprop_both(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
                   strides: Sequence[int], dilations: Sequence[int],
-                  pads: Sequence[int] | None, groups: int
-                  ) -> tuple[np.ndarray, np.ndarray] | None:
+                  pads: Sequence[int] | None, groups: int,
+                  extra: Callable[[], np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, ...] | None:
     """Both gradients of ``conv2d(x, w)`` for the output gradient ``dy``: ``(dx, dw)``, as
     :func:`backprop_input` and :func:`backprop_filter` give them, computed at the same time,
     one on each of two threads, each unsplit (they are independent: both read ``dy``, one
     ``w``, the other ``x``); no split of either gradient into batch parts, no partial filter
-    gradients to sum.  ``None`` if oneDNN does not take either call or the process has one
-    thread (the caller then computes them one after the other).  Thread-safe."""
+    gradients to sum.  With ``extra`` (a short computation, e.g. the bias gradient of
+    ``dy``), ``(dx, dw, extra())``: ``extra`` runs on whichever thread finishes its gradient
+    first.  ``None`` if oneDNN does not take either call or the process has one thread (the
+    caller then computes them one after the other).  Thread-safe."""
     if _parallel.num_threads() < 2:
         return None
     d_gemm = (_usable((w, dy), layout, strides, (1, 1), pads, groups)
@@ -451,10 +454,15 @@ def backprop_both(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
         split=False)
     if (not d_gemm and d_plan is None) or (not w_gemm and w_plan is None):
         return None
-    out: list[Any] = [None, None]
+    out: list[Any] = [None, None, None]
+    # shards from both ends: the caller takes dx, a helper dw, the first one done the middle
+    kinds = ("dx", "dw") if extra is None else ("dx", "extra", "dw")
 
     def run(i: int) -> None:
-        if i == 0:
+        if kinds[i] == "extra":
+            assert extra is not None
+            out[2] = extra()
+        elif kinds[i] == "dx":
             out[0] = (_input_grad(d_plan, w, dy) if d_plan is not None else
                       _strided_pointwise_input(x.shape, w, dy, layout, strides, pads, groups,
                                                threads=1))
@@ -467,10 +475,10 @@ def backprop_both(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
         else:
             out[1] = _filter_grad(w_plan, x, dy)
 
-    _parallel.parallel_for(run, 2)
+    _parallel.parallel_for(run, len(kinds))
     if out[0] is None or out[1] is None:  # a 1x1 geometry the GEMMs do not take
         return None
-    return out[0], out[1]
+    return (out[0], out[1]) if extra is None else (out[0], out[1], out[2])
 
 
 GEMM_MIN_FILTER = 128 * 128
