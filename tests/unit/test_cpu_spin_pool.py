@@ -380,3 +380,35 @@ def test_a_forked_child_makes_its_own_pool():
     assert before == 0 and after == 1  # a fresh pool in the child ran the job
     child_plan, _ = _plan(3, 64, 64, 11)
     np.testing.assert_allclose(y, _torch_reference(child_plan, x, None), rtol=1e-4, atol=1e-4)
+
+
+@needs_dnnl
+@pytest.mark.parametrize("k,cin,cout,h,expect", [
+    (3, 200, 200, 13, "channels"),  # filter / output = 9 * 200 / 169 >= 8, odd channels
+    (3, 96, 48, 9, "channels"),  # 864 / 81
+    (1, 200, 200, 13, "rows"),  # a 1x1 filter: 200 / 169
+    (3, 32, 64, 11, "rows"),  # 288 / 121
+])
+@pytest.mark.parametrize("residual", [False, True])
+def test_filter_heavy_convs_split_by_channels_at_batch_1(monkeypatch, k, cin, cout, h, expect,
+                                                         residual):
+    monkeypatch.setattr(_dnnl_conv, "CHANNEL_SPLIT_FILTER_RATIO", 8.0)
+    plan, rng = _plan(k, cin, cout, cin + h)
+    x = rng.standard_normal((1, h, h, cin)).astype(np.float32)
+    r = rng.standard_normal((1, h, h, cout)).astype(np.float32)
+    prims = plan.dnnl._get(x.shape, _dnnl_conv.RESIDUAL_IN_DST if residual else 0)
+    assert len(prims) == 2
+    assert (prims[0].channels is not None) == (expect == "channels")
+    # a batch of two still splits by batch
+    assert plan.dnnl._get((2, h, h, cin), _dnnl_conv.NO_RESIDUAL)[0].channels is None
+
+    def call() -> np.ndarray:
+        if not residual:
+            return conv.conv2d(plan, x)
+        out = r.copy()
+        return conv.conv2d(plan, x, out, out=out)
+
+    pooled, python = _both_paths(monkeypatch, call)
+    np.testing.assert_array_equal(pooled, python)
+    np.testing.assert_allclose(pooled, _torch_reference(plan, x, r if residual else None),
+                               rtol=1e-4, atol=1e-4)

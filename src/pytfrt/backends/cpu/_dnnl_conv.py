@@ -491,6 +491,31 @@ def channel_bounds(cout: int, k: int) -> list[int]:
     return [cout if i == k else 16 * ((cout * i // k + 8) // 16) for i in range(k + 1)]
 
 
+CHANNEL_SPLIT_FILTER_RATIO = 8.0
+"""At batch 1, a convolution whose filter has at least this many times as many elements as
+its output (and at most :data:`CHANNEL_SPLIT_FILTER_MAX_ROWS` output pixels) is split by
+output channels too, like the small images of :data:`CHANNEL_SPLIT_MAX_PIXELS` (0: never).
+Split by rows, each thread streams the whole filter, and a filter larger than a core's L2 (2
+MB here: ResNet-50's 14x14 3x3 256 -> 256, 2.4 MB) comes from L3 again for each block of
+output it computes; split by channels each thread reads half of it (and copies its half of a
+small output out of its part buffer).  Measured per layer on two threads (twelve filters in
+turn, paired, channels over rows, three runs each): 14x14 3x3 256 -> 256 (filter / output
+11.8) 0.954-0.983, 28x28 3x3 stride 2 256 -> 256 (11.8) 0.981-0.992, but 14x14 1x1 1024 ->
+256 (5.2: a 1 MB filter, which fits) 1.022-1.061 and 256 -> 1024 with the residual (1.3)
+1.084, hence 8; the 7x7 stage's layers are split by channels already."""
+CHANNEL_SPLIT_FILTER_MAX_ROWS = 256
+"""See :data:`CHANNEL_SPLIT_FILTER_RATIO`."""
+
+
+def filter_heavy(rows: int, taps_in: int) -> bool:
+    """Whether a convolution of ``rows`` output pixels and ``taps_in`` multiply-adds per output
+    (``kh * kw * cin / groups``: its filter has ``taps_in / rows`` times as many elements as its
+    output) is split by output channels for its filter's size
+    (:data:`CHANNEL_SPLIT_FILTER_RATIO`)."""
+    return (CHANNEL_SPLIT_FILTER_RATIO > 0 and rows <= CHANNEL_SPLIT_FILTER_MAX_ROWS
+            and taps_in >= CHANNEL_SPLIT_FILTER_RATIO * rows)
+
+
 class _Job(NamedTuple):
     """A split convolution as a :mod:`_spin_pool` job: its parts table and the largest
     scratchpad and channel-part buffer (bytes) a thread needs to run any part."""
@@ -622,9 +647,9 @@ class DnnlConv:
             return [whole]
         parts_wanted = min(PARTS_PER_THREAD * _parallel.num_threads(), macs // PART_MIN_MACS)
         k = parts_wanted
-        if (layout == "NHWC" and oh * ow <= CHANNEL_SPLIT_MAX_PIXELS
-                and n * oh * ow <= CHANNEL_SPLIT_MAX_ROWS and a["groups"] == 1 and k >= 2
-                and cout >= 16 * k):
+        if (layout == "NHWC" and a["groups"] == 1 and k >= 2 and cout >= 16 * k
+                and (oh * ow <= CHANNEL_SPLIT_MAX_PIXELS and n * oh * ow <= CHANNEL_SPLIT_MAX_ROWS
+                     or n == 1 and filter_heavy(oh * ow, self._macs))):
             bounds = channel_bounds(cout, k)
             return [((n, c, h, w), (n, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 0, (c0, c1))
                     for c0, c1 in zip(bounds, bounds[1:], strict=False)]
