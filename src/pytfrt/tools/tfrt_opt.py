@@ -19,7 +19,7 @@ The graph-dialect passes (``-tg-infer-shapes``, ``-tg-fold-quant``, ``-tg-consta
 ``-tg-matmul-weight-layout``, ``-tg-fuse-squeeze-excite``, ``-tg-fold-pad``,
 ``-tg-fuse-batch-stats``, ``-tg-fuse-optimizer``,
 ``-tg-flatten-weight-grads``, ``-tg-fold-reshapes``, ``-tg-fuse-layer-norm-grad``,
-``-tg-fuse-softmax-grad``, ``-tg-fuse-attention-grad``,
+``-tg-fuse-softmax-grad``, ``-tg-fuse-attention-grad``, ``-tg-pair-conv-grads``,
 ``-tg-shape-plans``, ``-tg-fuse-elementwise``,
 ``-tg-fuse-small-graph``, ``-tg-dnnl-blocked``, ``-tg-plan-buffers``,
 ``-tg-default-pipeline``) run in command-line order (:mod:`pytfrt.compiler.passes.opt`);
@@ -78,6 +78,7 @@ TG_PASSES = (
     "tg-flatten-weight-grads", "tg-fold-reshapes", "tg-fuse-layer-norm-grad",
     "tg-fuse-softmax-grad",
     "tg-fuse-attention-grad",
+    "tg-pair-conv-grads",
     "tg-shape-plans",
     "tg-fuse-elementwise",
     "tg-fuse-small-graph",

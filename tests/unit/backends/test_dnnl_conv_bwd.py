@@ -259,3 +259,64 @@ def test_pointwise_filter_gradient_is_one_gemm(n, hw, cin, cout, stride):  # typ
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * scale)
     assert _dnnl_conv_bwd._pointwise_filter(xh, fshape, dyh, "NHWC", (stride, stride),
                                             (0, 1, 0, 1), 1) is None  # padded: oneDNN's
+
+
+@pytest.mark.parametrize(("n", "hw", "cin", "cout", "strides"), [
+    (8, 14, 256, 128, (2, 2)),  # ResNet-50's 14x14 -> 7x7 projection, split by images
+    (3, 9, 128, 192, (2, 2)),   # odd size: the last row and column are read
+    (2, 10, 128, 160, (3, 2)),  # unequal strides, rows the convolution never reads
+    (1, 4, 128, 128, (2, 2)),   # too small to split
+])
+def test_strided_pointwise_input_gradient_is_one_gemm(n, hw, cin, cout, strides):  # type: ignore[no-untyped-def]
+    """A strided 1x1 NHWC convolution's input gradient (ResNet-50's projections) takes the
+    GEMM-and-scatter path: against PyTorch autograd in float64, through the graph op too;
+    every pixel the convolution did not read is zero."""
+    rng = np.random.default_rng(cin + cout + hw)
+    x = rng.standard_normal((n, cin, hw, hw)).astype(np.float32)
+    wt = rng.standard_normal((cout, cin, 1, 1)).astype(np.float32)
+    dy, dx_ref, _ = _torch_grads(x, wt, strides, (1, 1), (0, 0, 0, 0), 1, 3)
+    wh = np.ascontiguousarray(wt.transpose(2, 3, 1, 0))
+    dyh = np.ascontiguousarray(dy.astype(np.float32).transpose(0, 2, 3, 1))
+    want = dx_ref.transpose(0, 2, 3, 1)
+    xshape = (n, hw, hw, cin)
+    gemm = _dnnl_conv_bwd._strided_pointwise_input(xshape, wh, dyh, "NHWC", strides,
+                                                   (0, 0, 0, 0), 1)
+    assert gemm is not None
+    scale = np.abs(want).max()
+    np.testing.assert_allclose(gemm, want, rtol=0, atol=2e-6 * scale)
+    kw = dict(layout="NHWC", strides=strides, dilations=(1, 1), pads=(0, 0, 0, 0), groups=1)
+    got = GRAPH_OPS["conv2d_backprop_input"](np.array(xshape), wh, dyh, static_shape=None, **kw)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * scale)
+    for pads, st_ in (((0, 1, 0, 1), strides), ((0, 0, 0, 0), (1, 1))):  # oneDNN's
+        assert _dnnl_conv_bwd._strided_pointwise_input(xshape, wh, dyh, "NHWC", st_, pads,
+                                                       1) is None
+
+
+@pytest.mark.parametrize(("n", "hw", "cin", "cout", "k", "stride", "pad", "groups"), [
+    (4, 9, 16, 24, 3, 1, 1, 1),     # oneDNN's kernels for both, one per thread
+    (8, 14, 256, 128, 1, 2, 0, 1),  # both GEMMs: strided input gradient, pointwise filter
+    (3, 8, 128, 128, 1, 1, 0, 1),   # oneDNN's input gradient beside the filter GEMM
+    (2, 7, 12, 18, 3, 2, 1, 3),     # grouped, strided
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv2d_grads_gives_both_gradients(n, hw, cin, cout, k, stride, pad, groups, dtype,  # type: ignore[no-untyped-def]
+                                           monkeypatch):
+    """``conv2d_grads`` (both gradients at once, one per thread; float64 and a one-thread
+    process the two ops' kernels one after the other) against PyTorch autograd in float64."""
+    rng = np.random.default_rng(n + hw + cin)
+    x = rng.standard_normal((n, cin, hw, hw)).astype(dtype)
+    wt = rng.standard_normal((cout, cin // groups, k, k)).astype(dtype)
+    pads = (pad,) * 4
+    dy, dx_ref, dw_ref = _torch_grads(x, wt, (stride, stride), (1, 1), pads, groups, 5)
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    wh = np.ascontiguousarray(wt.transpose(2, 3, 1, 0))
+    dyh = np.ascontiguousarray(dy.astype(dtype).transpose(0, 2, 3, 1))
+    kw = dict(layout="NHWC", strides=(stride, stride), dilations=(1, 1), pads=pads,
+              groups=groups)
+    want_dx, want_dw = dx_ref.transpose(0, 2, 3, 1), dw_ref.transpose(2, 3, 1, 0)
+    for threads in (_parallel.num_threads(), 1):
+        monkeypatch.setattr(_parallel, "num_threads", lambda t=threads: t)
+        dx, dw = GRAPH_OPS["conv2d_grads"](xh, wh, dyh, **kw)
+        assert dx.dtype == dw.dtype == dtype
+        for got, want in ((dx, want_dx), (dw, want_dw)):
+            np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())

@@ -145,8 +145,9 @@ class _Part:
 class _Plan:
     """The oneDNN objects of one gradient geometry (see the module docstring); never freed."""
 
-    def __init__(self, lib: _dnnl_conv._Lib, kind: str, geo: _Geometry) -> None:
-        self.lib, self.kind, self.geo = lib, kind, geo
+    def __init__(self, lib: _dnnl_conv._Lib, kind: str, geo: _Geometry,
+                 split: bool = True) -> None:
+        self.lib, self.kind, self.geo, self.split = lib, kind, geo, split
         self.parts: list[_Part] = []
         self.user_w_md = ctypes.c_void_p()
         self.reorder = ctypes.c_void_p()
@@ -167,7 +168,7 @@ class _Plan:
         _dnnl_conv._pin_one_thread()
         macs = n * geo.oh * geo.ow * geo.cout * geo.kh * geo.kw * geo.cig
         k = 1
-        if n >= 2 and macs >= PARALLEL_MIN_MACS:
+        if self.split and n >= 2 and macs >= PARALLEL_MIN_MACS:
             k = min(_parallel.num_threads(), n)
         bounds = [n * i // k for i in range(k + 1)]
         wdims, wstrides = _dnnl_conv._weights_md_dims(
@@ -308,19 +309,21 @@ class _Plan:
             len(self.parts))
 
 
-def _plan(kind: str, geo: _Geometry) -> _Plan | None:
+def _plan(kind: str, geo: _Geometry, split: bool = True) -> _Plan | None:
+    """The kept plan of ``kind`` for ``geo``; with ``split=False`` one part (the whole batch
+    on the calling thread)."""
     lib = _library()
     if lib is None:
         return None
     key = (kind, geo.layout, geo.x_dims, geo.w_shape, geo.strides, geo.dil, geo.pad_l,
-           geo.pad_r, geo.groups)
+           geo.pad_r, geo.groups, split)
     try:
         return _plans[key]
     except KeyError:
         pass
     with _lock:
         if key not in _plans:
-            plan = _Plan(lib, kind, geo)
+            plan = _Plan(lib, kind, geo, split)
             _plans[key] = plan if plan.build() else None
         return _plans[key]
 
@@ -348,7 +351,7 @@ def _usable(arrays: tuple[np.ndarray, ...], layout: str, strides: Sequence[int],
 def _plan_for(kind: str, arrays: tuple[np.ndarray, ...], x_shape: Sequence[int],
               w_shape: Sequence[int], dy: np.ndarray, layout: str, strides: Sequence[int],
               dilations: Sequence[int], pads: Sequence[int] | None,
-              groups: int) -> _Plan | None:
+              groups: int, split: bool = True) -> _Plan | None:
     """The plan of a call, or ``None`` if oneDNN is not given it."""
     if (not _usable(arrays, layout, strides, dilations, pads, groups) or len(x_shape) != 4
             or len(w_shape) != 4):
@@ -357,7 +360,7 @@ def _plan_for(kind: str, arrays: tuple[np.ndarray, ...], x_shape: Sequence[int],
     if (dy.shape != geo.y_shape(geo.x_dims[0]) or min(geo.x_dims) < 1 or geo.oh < 1
             or geo.ow < 1 or geo.cig * geo.groups != geo.x_dims[1] or geo.cout % geo.groups):
         return None
-    return _plan(kind, geo)
+    return _plan(kind, geo, split)
 
 
 def backprop_input(input_shape: Sequence[int], w: np.ndarray, dy: np.ndarray, *, layout: str,
@@ -366,10 +369,16 @@ def backprop_input(input_shape: Sequence[int], w: np.ndarray, dy: np.ndarray, *,
     """The gradient of ``conv2d(x, w)`` with respect to ``x`` (shape ``input_shape``, in
     ``layout``) by oneDNN, or ``None`` if oneDNN does not take this call (see the module
     docstring).  Thread-safe."""
+    dx_gemm = _strided_pointwise_input(input_shape, w, dy, layout, strides, pads, groups)
+    if dx_gemm is not None:
+        return dx_gemm
     plan = _plan_for("data", (w, dy), input_shape, w.shape, dy, layout, strides, dilations,
                      pads, groups)
-    if plan is None:
-        return None
+    return None if plan is None else _input_grad(plan, w, dy)
+
+
+def _input_grad(plan: _Plan, w: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """Run a ``data`` plan: the input gradient of ``dy`` through the filter ``w``."""
     dx = np.empty(plan.geo.x_shape(plan.geo.x_dims[0]), np.float32)
     _run_with_filter(plan, w, dx, np.ascontiguousarray(dy))
     return dx
@@ -399,8 +408,12 @@ def backprop_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray, 
         return dw_gemm
     plan = _plan_for("weights", (x, dy), x.shape, filter_shape, dy, layout, strides, dilations,
                      pads, groups)
-    if plan is None:
-        return None
+    return None if plan is None else _filter_grad(plan, x, dy)
+
+
+def _filter_grad(plan: _Plan, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """Run a ``weights`` plan: the filter gradient of input ``x`` and output gradient
+    ``dy`` (each part into its own buffer, summed)."""
     xc, dyc = np.ascontiguousarray(x), np.ascontiguousarray(dy)
     bufs = [_aligned(plan.w_bytes) for _ in plan.parts]
     plan.run_parts(int(xc.ctypes.data), [int(b.ctypes.data) for b in bufs],
@@ -412,6 +425,48 @@ def backprop_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray, 
     plan.run_reorder(plan.parts[0].w_md, int(total.ctypes.data), plan.user_w_md,
                      int(dw.ctypes.data))
     return dw
+
+
+def backprop_both(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
+                  strides: Sequence[int], dilations: Sequence[int],
+                  pads: Sequence[int] | None, groups: int
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Both gradients of ``conv2d(x, w)`` for the output gradient ``dy``: ``(dx, dw)``, as
+    :func:`backprop_input` and :func:`backprop_filter` give them, computed at the same time,
+    one on each of two threads, each unsplit (they are independent: both read ``dy``, one
+    ``w``, the other ``x``); no split of either gradient into batch parts, no partial filter
+    gradients to sum.  ``None`` if oneDNN does not take either call or the process has one
+    thread (the caller then computes them one after the other).  Thread-safe."""
+    if _parallel.num_threads() < 2:
+        return None
+    d_gemm = (_usable((w, dy), layout, strides, (1, 1), pads, groups)
+              and tuple(int(v) for v in strides) != (1, 1)
+              and _pointwise(layout, groups, (w, dy), w.shape, pads))
+    d_plan = None if d_gemm else _plan_for(
+        "data", (w, dy), x.shape, w.shape, dy, layout, strides, dilations, pads, groups,
+        split=False)
+    w_gemm = _pointwise(layout, groups, (x, dy), w.shape, pads)
+    w_plan = None if w_gemm else _plan_for(
+        "weights", (x, dy), x.shape, w.shape, dy, layout, strides, dilations, pads, groups,
+        split=False)
+    if (not d_gemm and d_plan is None) or (not w_gemm and w_plan is None):
+        return None
+    out: list[Any] = [None, None]
+
+    def run(i: int) -> None:
+        if i == 0:
+            out[0] = (_input_grad(d_plan, w, dy) if d_plan is not None else
+                      _strided_pointwise_input(x.shape, w, dy, layout, strides, pads, groups,
+                                               threads=1))
+        else:
+            out[1] = (_filter_grad(w_plan, x, dy) if w_plan is not None else
+                      _pointwise_filter(x, w.shape, dy, layout, strides, pads, groups,
+                                        threads=1))
+
+    _parallel.parallel_for(run, 2)
+    if out[0] is None or out[1] is None:  # a 1x1 geometry the GEMMs do not take
+        return None
+    return out[0], out[1]
 
 
 GEMM_MIN_FILTER = 128 * 128
@@ -431,8 +486,8 @@ def _pointwise(layout: str, groups: int, arrays: tuple[np.ndarray, ...],
 
 
 def _pointwise_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray, layout: str,
-                      strides: Sequence[int], pads: Sequence[int] | None, groups: int
-                      ) -> np.ndarray | None:
+                      strides: Sequence[int], pads: Sequence[int] | None, groups: int,
+                      threads: int = 0) -> np.ndarray | None:
     """The filter gradient of a 1x1 NHWC convolution (no padding, one group, any stride) as
     one GEMM, ``dw[ci, co] = sum over (n, h, w) of x[n, h*s, w*s, ci] * dy[n, h, w, co]``, or
     ``None`` for any other call.  oneDNN 3.2's backward-weights kernel for these
@@ -452,19 +507,60 @@ def _pointwise_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray
     d = np.ascontiguousarray(dy).reshape(-1, co)
     if ci > co and a.shape[0] >= 3 * ci:  # the wider operand on the right: dnnl_sgemm ran
         # 1.2-1.3x faster so, where transposing the small result costs little
-        return np.ascontiguousarray(_rows_product(d, a).T).reshape(1, 1, ci, co)
-    return _rows_product(a, d).reshape(1, 1, ci, co)
+        return np.ascontiguousarray(_rows_product(d, a, threads).T).reshape(1, 1, ci, co)
+    return _rows_product(a, d, threads).reshape(1, 1, ci, co)
 
 
-def _rows_product(a: np.ndarray, d: np.ndarray) -> np.ndarray:
+def _strided_pointwise_input(input_shape: Sequence[int], w: np.ndarray, dy: np.ndarray,
+                             layout: str, strides: Sequence[int], pads: Sequence[int] | None,
+                             groups: int, threads: int = 0) -> np.ndarray | None:
+    """The input gradient of a strided 1x1 NHWC convolution (no padding, one group, a stride
+    above 1 on some axis) as one GEMM into the pixels the convolution read, or ``None`` for
+    any other call: ``dx[n, h*s, w*s, :] = dy[n, h, w, :] @ W.T``, every other pixel zero.
+    oneDNN 3.2's kernel for these (``brgconv_strided``) ran at 55-97 GFLOP/s per thread on
+    ResNet-50's shapes at batch 8 where ``dnnl_sgemm`` on the dense product runs at 110-130.
+    The batch is split into :func:`pytfrt.backends.cpu._parallel.num_threads` parts (at most
+    ``threads`` when given), each its GEMM and its scatter into its images."""
+    if (not _usable((w, dy), layout, strides, (1, 1), pads, groups) or len(input_shape) != 4
+            or tuple(int(v) for v in strides) == (1, 1)
+            or not _pointwise(layout, groups, (w, dy), w.shape, pads)):
+        return None
+    sh, sw = (int(v) for v in strides)
+    n, h, wd, ci = (int(v) for v in input_shape)
+    co = int(w.shape[3])
+    oh, ow = (h - 1) // sh + 1, (wd - 1) // sw + 1
+    if int(w.shape[2]) != ci or dy.shape != (n, oh, ow, co) or n * oh * ow == 0:
+        return None
+    wt = np.ascontiguousarray(w).reshape(ci, co).T
+    d = np.ascontiguousarray(dy).reshape(n, oh * ow, co)
+    dense = _aligned(4 * n * oh * ow * ci).reshape(n, oh * ow, ci)
+    dx = np.zeros((n, h, wd, ci), np.float32)
+    picked = dx[:, ::sh, ::sw, :]
+    k = _parallel.num_threads() if threads <= 0 else min(threads, _parallel.num_threads())
+    if n * oh * ow * ci * co < PARALLEL_MIN_MACS:
+        k = 1
+    k = min(k, n)
+    cuts = [n * i // k for i in range(k + 1)]
+
+    def part(i: int) -> None:
+        b0, b1 = cuts[i], cuts[i + 1]
+        rows = (b1 - b0) * oh * ow
+        _blas.sgemm(d[b0:b1].reshape(rows, co), wt, dense[b0:b1].reshape(rows, ci))
+        picked[b0:b1] = dense[b0:b1].reshape(b1 - b0, oh, ow, ci)
+
+    _parallel.parallel_for(part, k)
+    return dx
+
+
+def _rows_product(a: np.ndarray, d: np.ndarray, threads: int = 0) -> np.ndarray:
     """``a.T @ d`` of two C-contiguous float32 matrices with one row count, by ``dnnl_sgemm``
     on the threads: split by rows (each part its own partial, summed) or, when the result is
     large beside the rows (reading ``a`` twice costs less than summing partials), by 16-wide
-    blocks of ``d``'s columns written in place."""
+    blocks of ``d``'s columns written in place.  ``threads`` caps the threads (0: all)."""
     rows, m = a.shape
     n = d.shape[1]
     out = _aligned(4 * m * n).reshape(m, n)  # sgemm's blocking follows the alignment
-    k = _parallel.num_threads()
+    k = _parallel.num_threads() if threads <= 0 else min(threads, _parallel.num_threads())
     if k < 2 or rows * m * n < PARALLEL_MIN_MACS:
         _blas.sgemm(a.T, d, out)
     elif rows < 3 * n:

@@ -500,6 +500,31 @@ conv2d_backprop_filter = _forward(
     "``conv.conv2d_backprop_filter``).",
     fast="backprop_filter",
 )
+
+
+@_register("conv2d_grads")
+def conv2d_grads(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
+                 strides: Sequence[int], dilations: Sequence[int], pads: Sequence[int],
+                 groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(dx, dw)`` of ``y = conv2d(x, w)`` for the output gradient ``dy``: what
+    ``conv2d_backprop_input`` and ``conv2d_backprop_filter`` give.  float32 on two or more
+    threads: both at once, one per thread
+    (:func:`pytfrt.backends.cpu._dnnl_conv_bwd.backprop_both`); otherwise one after the other
+    (the two ops' kernels, which report bad operands)."""
+    attrs: dict[str, Any] = dict(layout=layout, strides=strides, dilations=dilations,
+                                 pads=pads, groups=groups)
+    if x.dtype == np.float32:
+        from pytfrt.backends.cpu import _dnnl_conv_bwd
+
+        both = _dnnl_conv_bwd.backprop_both(x, w, dy, **attrs)
+        if both is not None:
+            return both
+    return (conv2d_backprop_input(np.asarray(x.shape, np.int64), w, dy, static_shape=None,
+                                  **attrs),
+            conv2d_backprop_filter(x, np.asarray(w.shape, np.int64), dy, static_shape=None,
+                                   **attrs))
+
+
 max_pool2d_grad = _forward(
     "max_pool2d_grad", "pooling", ("x", "y", "dy"), _POOL,
     "The gradient of ``max_pool2d`` (``pooling.max_pool2d_grad``: the first maximum wins).",

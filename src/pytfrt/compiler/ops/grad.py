@@ -89,6 +89,18 @@ def _shape_operand(ctx: InferContext, i: int, dtype: str, rank: int) -> TType:
     return TType(dtype, (None,) * rank)
 
 
+def _conv_grads(ctx: InferContext) -> list[TType]:
+    """``conv2d_grads(x, w, dy)``: ``dx`` of ``x``'s type and ``dw`` of ``w``'s."""
+    if len(ctx.inputs) != 3:
+        raise ctx.error("takes 3 operands (x, w, dy)")
+    dtype = same_dtype(ctx)
+    _float(ctx, ctx.inputs[2], "dy")
+    for t, what in zip(ctx.inputs, ("x", "w", "dy"), strict=True):
+        if t.shape is not None and len(t.shape) != 4:
+            raise ctx.error(f"{what} must be rank 4, got {t}")
+    return [TType(dtype, ctx.inputs[0].shape), TType(dtype, ctx.inputs[1].shape)]
+
+
 def _conv_backprop(operands: tuple[str, ...]) -> Callable[[InferContext], list[TType]]:
     """The inference of a conv2d gradient with ``operands``: the ``*_shape`` one is the result's
     shape, the other two the float tensors it is computed from (``dy`` last)."""
@@ -243,6 +255,10 @@ for _name, _operands, _grad in (
 ):
     define(_name, _operands, _conv_backprop(_operands), {**_CONV, **_HINT}, family="grad",
            grad=_grad)
+define("conv2d_grads", ("x", "w", "dy"), _conv_grads, dict(_CONV), family="grad",
+       num_results=2, no_grad="made by -tg-pair-conv-grads, which runs after differentiation",
+       doc="(dx, dw): conv2d_backprop_input and conv2d_backprop_filter of one convolution "
+       "(input x, filter w, output gradient dy), computed together")
 define("max_pool2d_grad", ("x", "y", "dy"), _max_pool_grad, dict(_POOL), family="grad",
        grad=gr.max_pool2d_grad)
 define(

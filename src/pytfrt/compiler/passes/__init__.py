@@ -17,6 +17,7 @@ from pytfrt.compiler.passes.batch_stats import fuse_batch_stats
 from pytfrt.compiler.passes.batchnorm import fold_batch_norm
 from pytfrt.compiler.passes.blocked import dnnl_blocked
 from pytfrt.compiler.passes.buffers import plan_buffers
+from pytfrt.compiler.passes.conv_grads import pair_conv_grads
 from pytfrt.compiler.passes.cse import cse
 from pytfrt.compiler.passes.elementwise import fuse_elementwise
 from pytfrt.compiler.passes.epilogue import fuse_epilogue
@@ -62,6 +63,7 @@ PASSES: dict[str, Pass] = {
     "tg-fuse-layer-norm-grad": fuse_layer_norm_grad,
     "tg-fuse-softmax-grad": fuse_softmax_grad,
     "tg-fuse-attention-grad": fuse_attention_grad,
+    "tg-pair-conv-grads": pair_conv_grads,
     "tg-shape-plans": shape_plans,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
@@ -93,6 +95,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fuse-layer-norm-grad",
     "tg-fuse-softmax-grad",
     "tg-fuse-attention-grad",
+    "tg-pair-conv-grads",
     "tg-shape-plans",
     "tg-fuse-elementwise",
     "tg-dce",
