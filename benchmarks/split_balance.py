@@ -56,7 +56,7 @@ def _conv_labels(plans: list[tuple[Any, tuple[int, ...], bool]]) -> dict[int, st
             if not prims or len(prims) < 2:
                 continue
             split = ("channels" if prims[0].channels is not None
-                     else "batch" if prims[0].src_off and xs[0] > 1 else "rows")
+                     else "batch" if xs[0] > 1 else "rows")
             labels[int(prims[0].prim.value or 0)] = (
                 f"{plan.kh}x{plan.kw}/{plan.strides[0]} {xs[1]:>3} {plan.cin:>4} -> "
                 f"{plan.cout:<4} {'res' if res else '   '} {split}")
