@@ -3,8 +3,10 @@
 Compiles a zoo ONNX model (ResNet-50 by default), calls it ``--calls`` times with
 :func:`pytfrt.backends.cpu._spin_pool.trace` on (the native fork-join records, per job, when it
 was published and, per part, which thread ran it from when to when), and prints per group of
-convolutions (kind, input size, channels, residual, how it is split) the medians over calls
-of the summed per-layer figures, in microseconds:
+convolutions (kind, input size, channels, residual, how it is split: ``rows``, ``batch``,
+``channels`` -- ``copied`` when the parts go through per-thread buffers, ``16c`` for a
+convolution on channel-blocked activations) the medians over calls of the summed per-layer
+figures, in microseconds:
 
 * ``job``: publish to the end of the job's last part (what the split convolution costs the
   call, less the Python before it);
@@ -45,21 +47,28 @@ import zoo  # noqa: E402
 from pytfrt.tools.bench import format_table, machine_info, write_json  # noqa: E402
 
 
-def _conv_labels(plans: list[tuple[Any, tuple[int, ...], bool]]) -> dict[int, str]:
-    """The primitive handle of each split convolution's first part -> its group label."""
+def _conv_labels() -> dict[int, str]:
+    """The primitive handle of each split convolution's first part -> its group label (every
+    :class:`~pytfrt.backends.cpu._dnnl_conv.DnnlConv` alive: NHWC plans and blocked ones)."""
+    import gc
+
+    from pytfrt.backends.cpu import _dnnl_conv as dc
+
     labels: dict[int, str] = {}
-    for plan, xs, res in plans:
-        dnnl = plan.dnnl
-        if dnnl is None:
-            continue
-        for prims in dnnl._prims.values():
+    for conv in [o for o in gc.get_objects() if isinstance(o, dc.DnnlConv)]:
+        a = conv._attrs
+        for (shape, residual), prims in list(conv._prims.items()):
             if not prims or len(prims) < 2:
                 continue
-            split = ("channels" if prims[0].channels is not None
-                     else "batch" if prims[0].src_off and xs[0] > 1 else "rows")
+            n, _, h, _ = dc._nchw_dims(a["layout"], shape)
+            split = ("batch" if n > 1 else "channels" if prims[0].channels is not None
+                     else "rows")
+            if prims[0].channels is not None and not getattr(prims[0], "in_place", False):
+                split += " (copied)"
+            blocked = " 16c" if a["layout"] == getattr(dc, "BLOCKED", None) else ""
             labels[int(prims[0].prim.value or 0)] = (
-                f"{plan.kh}x{plan.kw}/{plan.strides[0]} {xs[1]:>3} {plan.cin:>4} -> "
-                f"{plan.cout:<4} {'res' if res else '   '} {split}")
+                f"{a['kh']}x{a['kw']}/{a['strides'][0]} {h:>3} {a['cin']:>4} -> "
+                f"{a['cout']:<4} {'res' if residual else '   '} {split}{blocked}")
     return labels
 
 
@@ -77,27 +86,9 @@ def _jobs(records: np.ndarray, helpers: int) -> list[dict[str, Any]]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import pytfrt
     from pytfrt.backends.cpu import _spin_pool
-    from pytfrt.backends.cpu import conv as convmod
 
-    seen: dict[int, tuple[Any, tuple[int, ...], bool]] = {}
-    orig_runner = convmod.runner
-
-    def runner(plan: Any) -> Any:
-        fn = orig_runner(plan)
-
-        def go(x: np.ndarray, residual: np.ndarray | None = None,
-               out: np.ndarray | None = None) -> np.ndarray:
-            seen[id(plan)] = (plan, tuple(x.shape), residual is not None)
-            return fn(x, residual, out)
-
-        return go
-
-    convmod.runner = runner  # type: ignore[assignment]
-    try:
-        zm = zoo.export(args.model, "/tmp/pytfrt-zoo", small=False, with_torch=False)
-        model = pytfrt.compile(str(zm.path))
-    finally:
-        convmod.runner = orig_runner  # type: ignore[assignment]
+    zm = zoo.export(args.model, "/tmp/pytfrt-zoo", small=False, with_torch=False)
+    model = pytfrt.compile(str(zm.path))
     feeds = zm.make_inputs(batch=args.batch)
     sess = None
     if args.onnxruntime:
@@ -114,7 +105,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pool = _spin_pool._pool
     if pool is None or _spin_pool.trace(None) is None and _spin_pool._spin_native.module() is None:
         raise SystemExit("no spin pool with the C loops in this process (one thread?)")
-    labels = _conv_labels(list(seen.values()))
+    labels = _conv_labels()
     rate = _spin_pool.cycles_per_us()
     buf = np.zeros(1 << 20, np.int64)
     per_group: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
