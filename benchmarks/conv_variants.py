@@ -24,14 +24,16 @@ layers), interleaved; thread CPU time per chain, medians and the median paired r
 ``--threads 2`` the same on both threads (wall time; :class:`_SplitChain`).
 
 ``knobs``: the zoo's ResNet-50 compiled once per ``--variant TAG:NAME=value[;NAME=value]``
-(``A``: as it is), each with those module settings of :mod:`pytfrt.backends.cpu._dnnl_conv` in
-force while its primitives are made (its first calls, which also make its activation buffers),
-then all of them and ONNX Runtime called in turn: per-call paired ratios over A.  Settings
-read only when a shape's primitives are made can differ between the models of one process:
-how a convolution splits (``PARTS_PER_THREAD``, ``CHANNEL_SPLIT_MAX_PIXELS``, ...) and where
-its prepared filter lives (``HUGE_PAGE_FILTERS``).  ``ARENA_STAGGER=<bytes>`` is the
-harness's own: the model's activation buffers then start that many more bytes past a page
-each than the last (:func:`_staggered_empty`) instead of all 64 bytes past one.
+(``A``: as it is), each with those module settings of :mod:`pytfrt.backends.cpu._dnnl_conv` or
+:mod:`pytfrt.backends.cpu._dnnl_blocked` (``BLOCKED_MAX_PIXELS=0``: no blocked stages, read by
+``-tg-dnnl-blocked`` at the compile) in force while its primitives are made (its first calls,
+which also make its activation buffers), then all of them and ONNX Runtime called in turn:
+per-call paired ratios over A.  Settings read only when a shape's primitives are made can differ
+between the models of one process: how a convolution splits (``PARTS_PER_THREAD``,
+``CHANNEL_SPLIT_MAX_PIXELS``, ...) and where its prepared filter lives (``HUGE_PAGE_FILTERS``).
+``ARENA_STAGGER=<bytes>`` is the harness's own: the model's activation buffers then start
+that many more bytes past a page each than the last (:func:`_staggered_empty`) instead of all
+64 bytes past one.
 
 Usage: ``python benchmarks/conv_variants.py residual [--batch 1] [--calls 40] [--per-layer]``;
 ``python benchmarks/conv_variants.py chain [--calls 30] [--threads 2]``;
@@ -476,6 +478,7 @@ def knobs(args: argparse.Namespace) -> None:
     import zoo
 
     import pytfrt
+    from pytfrt.backends.cpu import _dnnl_blocked as blocked
     from pytfrt.backends.cpu import _dnnl_conv as dc
     from pytfrt.backends.cpu import arena
 
@@ -488,12 +491,15 @@ def knobs(args: argparse.Namespace) -> None:
     for tag, values in [("A", {}), *map(_setting, args.variant)]:
         values = dict(values)
         stagger = int(values.pop("ARENA_STAGGER", 0))
-        unknown = [name for name in values if not name.isupper() or not hasattr(dc, name)]
+        where = {name: next((m for m in (dc, blocked) if hasattr(m, name)), None)
+                 for name in values}
+        unknown = [name for name, m in where.items() if not name.isupper() or m is None]
         if unknown:
-            raise SystemExit(f"--variant {tag}: no setting {', '.join(unknown)} in _dnnl_conv")
-        saved = {name: getattr(dc, name) for name in values}
+            raise SystemExit(f"--variant {tag}: no setting {', '.join(unknown)} in _dnnl_conv "
+                             "or _dnnl_blocked")
+        saved = {name: getattr(where[name], name) for name in values}
         for name, value in values.items():
-            setattr(dc, name, value)
+            setattr(where[name], name, value)
         if stagger:
             arena.empty = _staggered_empty(plain_empty, stagger)  # type: ignore[assignment]
         try:
@@ -501,7 +507,7 @@ def knobs(args: argparse.Namespace) -> None:
             _error(f"{tag} {values} ARENA_STAGGER={stagger}", model, feeds, ref)
         finally:
             for name, value in saved.items():
-                setattr(dc, name, value)
+                setattr(where[name], name, value)
             arena.empty = plain_empty  # type: ignore[assignment]
         calls[tag] = partial(model, **feeds)
     calls["ORT"] = lambda: sess.run(None, feeds)

@@ -88,6 +88,10 @@ SWITCHES: Final[dict[str, Switch]] = {
         Switch("PYTFRT_CONV", "choice", "onednn",
                "`builtin` turns oneDNN's convolution and pooling primitives off (the "
                "built-in algorithms run).", choices=("onednn", "builtin")),
+        Switch("PYTFRT_BLOCKED_CONV", "flag", True,
+               "`-tg-dnnl-blocked`: runs of convolutions on small images (ResNet-50's 14x14 "
+               "and 7x7 stages) in oneDNN's channel-blocked layout (off: all NHWC); read when "
+               "a model is compiled."),
         Switch("PYTFRT_RECURRENT_NUMBA", "flag", True,
                "The compiled (Numba) loops of the recurrent kernels (off: NumPy); read once, "
                "at import.", read="import"),

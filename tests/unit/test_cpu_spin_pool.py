@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytfrt.backends.cpu import _dnnl_conv, _parallel, _spin_pool, conv
+from pytfrt.backends.cpu import _dnnl_conv, _parallel, _spin_native, _spin_pool, conv
 
 _EXEC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                          ctypes.c_int64)
@@ -126,6 +126,37 @@ def test_every_part_runs_once_with_its_addresses(parts, helpers, calls):
             assert len(set(streams)) == len(streams) and len(set(scratch)) == len(scratch)
             assert set(streams) <= set(fake.streams)
     finally:
+        pool.stop()
+
+
+@pytest.mark.skipif(_spin_native.module() is None, reason="needs the C loops")
+def test_trace_records_each_job_and_the_thread_and_times_of_every_part():
+    fake = FakeDnnl()
+    pool = _spin_pool.Pool(fake.addresses(), 2, fake.new_stream)
+    try:
+        assert _spin_pool.trace(np.zeros(400, np.int64)) is None  # nothing traced before
+        for n in (5, 3):
+            assert _run(pool, fake, _table(n)) == 0
+        rec = _spin_pool.trace(None)
+        assert rec is not None and rec.shape == (2 + 5 + 3, _spin_pool.TRACE_FIELDS)
+        jobs = np.flatnonzero(rec[:, 0] == -1)
+        assert jobs.tolist() == [0, 6]
+        for at, n in zip(jobs, (5, 3), strict=True):
+            _, parts, published, prim = rec[at]
+            assert parts == n and prim == PRIM0
+            mine = rec[at + 1:at + 1 + n]
+            assert sorted(mine[:, 1]) == list(range(n))  # every part once
+            assert set(mine[:, 0]) <= {0, 1, 2}  # two helpers' slots and the caller's
+            assert (mine[:, 2] <= mine[:, 3]).all() and (mine[:, 2] >= published).all()
+        assert _run(pool, fake, _table(4)) == 0  # not traced any more
+        assert _spin_pool.trace(None) is None
+        small = np.zeros(8, np.int64)  # room for two records: the rest are dropped
+        _spin_pool.trace(small)
+        assert _run(pool, fake, _table(6)) == 0
+        rec = _spin_pool.trace(None)
+        assert rec is not None and len(rec) == 2 and rec[0, 0] == -1
+    finally:
+        _spin_pool.trace(None)
         pool.stop()
 
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from pytfrt import config
 from pytfrt.backends.cpu import _blas, _parallel, _silu, _spin_pool
+from pytfrt.backends.cpu._geometry import out_size
 from pytfrt.backends.cpu.op_math import ACTIVATIONS
 
 # -- the C API: enum values of oneDNN 3.x (oneapi/dnnl/dnnl_types.h, dnnl_common_types.h) ------
@@ -242,13 +243,38 @@ def available() -> bool:
     return library() is not None
 
 
+BLOCKED = "NCHW16c"
+"""The channel-blocked activation layout (oneDNN's ``nChw16c``): an NHWC image of ``C``
+channels (a multiple of :data:`BLOCK`) stored as ``(N, C / 16, H, W, 16)``, what ``-tg-dnnl-
+blocked`` gives runs of convolutions (:mod:`pytfrt.backends.cpu._dnnl_blocked`); filters stay
+HWIO as for ``NHWC``."""
+BLOCK = 16
+_TAG_NCHW16C = 78
+"""oneDNN's ``dnnl_nChw16c`` (``dnnl_aBcd16b``) format tag (the same value in oneDNN 3.2-3.12)."""
+
+
 def _nchw_dims(layout: str, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
     """``(N, C, H, W)`` of an activation shape in ``layout``."""
     if layout == "NHWC":
         n, h, w, c = shape
         return n, c, h, w
+    if layout == BLOCKED:
+        n, cb, h, w, b = shape
+        return n, cb * b, h, w
     n, c, h, w = shape
     return n, c, h, w
+
+
+def activation_md(lib: _Lib, layout: str, dims: tuple[int, int, int, int]) -> ctypes.c_void_p:
+    """A new memory descriptor of a C-contiguous float32 activation of NCHW ``dims`` in
+    ``layout`` (``NHWC``, ``NCHW`` or :data:`BLOCKED`), to be freed by the caller.
+
+    Raises:
+        RuntimeError: oneDNN returned an error status.
+    """
+    if layout == BLOCKED:
+        return lib.new("dnnl_memory_desc_create_with_tag", 4, _DIMS(*dims), _F32, _TAG_NCHW16C)
+    return lib.strided_md(dims, _md_strides(layout, dims))
 
 
 def _md_strides(layout: str, dims: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
@@ -264,7 +290,7 @@ def _weights_md_dims(
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """oneDNN weight dims (``OIHW`` or ``GOIHW``) and strides of a C-contiguous HWIO/OIHW."""
     cog = cout // groups
-    if layout == "NHWC":  # [kh, kw, cig, cout]
+    if layout in ("NHWC", BLOCKED):  # [kh, kw, cig, cout]
         s_o, s_i, s_h, s_w = 1, cout, kw * cig * cout, cig * cout
         s_g = cog
     else:  # [cout, cig, kh, kw]
@@ -295,6 +321,10 @@ class _Prim:
         self.channels: tuple[int, int] | None = None
         """Output channels ``[c0, c1)`` of a channel part (it writes a dense per-thread buffer
         that :meth:`DnnlConv.forward` copies into the output), ``None`` for other parts."""
+        self.in_place = False
+        """A channel part that writes its channels of the output directly (a batch-1
+        :data:`BLOCKED` output, where channel blocks ``[c0, c1)`` are one dense run): no
+        buffer, no copy."""
         self.pixels = 0
         """Output pixels of the part (batch x rows x columns)."""
         self.act_fn = 0
@@ -601,6 +631,8 @@ class DnnlConv:
         """The parts of the convolution of an input shape."""
         a = self._attrs
         layout = a["layout"]
+        if layout == BLOCKED:
+            return self._blocked_split(shape)
         n, c, h, w = _nchw_dims(layout, shape)
         kh, kw = a["kh"], a["kw"]
         sh, sw = a["strides"]
@@ -653,11 +685,43 @@ class DnnlConv:
             )
         return parts
 
+    def _blocked_split(self, shape: tuple[int, ...]) -> list[_Part]:
+        """The parts of a :data:`BLOCKED` convolution: one, or per thread a run of batch
+        items, or at batch 1 a run of whole 16-channel output blocks (each part writes its
+        blocks of the output in place and streams its share of the filter).  Rows never split
+        (a band of rows is not dense in ``nChw16c``)."""
+        a = self._attrs
+        n, c, h, w = _nchw_dims(BLOCKED, shape)
+        pt, pb, pl, pr = a["pads"]
+        oh = out_size(h, a["kh"], a["strides"][0], a["dilations"][0], pt, pb)
+        ow = out_size(w, a["kw"], a["strides"][1], a["dilations"][1], pl, pr)
+        cout = a["cout"]
+        assert oh is not None and ow is not None
+        whole: _Part = ((n, c, h, w), (n, cout, oh, ow), (pt, pb, pl, pr), 0, 0, None)
+        macs = n * oh * ow * cout * self._macs
+        threads = _parallel.num_threads()
+        k = min(PARTS_PER_THREAD * threads, macs // PART_MIN_MACS)
+        if threads < 2 or macs < PARALLEL_MIN_MACS or k < 2:
+            return [whole]
+        if n >= 2:
+            k = min(k, n)
+            bounds = [n * i // k for i in range(k + 1)]
+            return [((b1 - b0, c, h, w), (b1 - b0, cout, oh, ow), (pt, pb, pl, pr),
+                     4 * b0 * c * h * w, 4 * b0 * cout * oh * ow, None)
+                    for b0, b1 in zip(bounds, bounds[1:], strict=False)]
+        k = min(k, cout // BLOCK)
+        if k < 2:
+            return [whole]
+        bounds = [BLOCK * (cout // BLOCK * i // k) for i in range(k + 1)]
+        return [((1, c, h, w), (1, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 4 * c0 * oh * ow,
+                 (c0, c1)) for c0, c1 in zip(bounds, bounds[1:], strict=False)]
+
     def _create(self, p: _Prim, part: _Part, residual: int) -> None:
         lib, a = self._lib, self._attrs
         layout, groups = a["layout"], a["groups"]
         src, dst, (pt, pb, pl, pr), p.src_off, p.dst_off, p.channels = part
         p.residual = int(residual)
+        p.in_place = layout == BLOCKED and p.channels is not None
         p.pixels = dst[0] * dst[2] * dst[3]
         p.act_fn, p.act_n = self._act_fn, p.pixels * dst[1]
         if p.channels is not None and residual == RESIDUAL_OPERAND:
@@ -665,8 +729,8 @@ class DnnlConv:
         md_free, temp = "dnnl_memory_desc_destroy", _Prim(lib)
         _pin_one_thread()
         try:
-            p.src_md = p.own(md_free, lib.strided_md(src, _md_strides(layout, src)))
-            p.dst_md = p.own(md_free, lib.strided_md(dst, _md_strides(layout, dst)))
+            p.src_md = p.own(md_free, activation_md(lib, layout, src))
+            p.dst_md = p.own(md_free, activation_md(lib, layout, dst))
             cout, kh, kw = a["cout"], a["kh"], a["kw"]
             c0, c1 = p.channels or (0, cout)
             wdims, wstrides = _weights_md_dims(layout, kh, kw, a["cin"] // groups, cout, groups)
@@ -830,7 +894,7 @@ class DnnlConv:
                 job = self._jobs.setdefault(key, job)
         if run_job(self._lib, job, xa, ya, ra):
             return
-        if prims[0].channels is not None:
+        if prims[0].channels is not None and not prims[0].in_place:
             y2 = y.reshape(-1, y.shape[-1])
             _parallel.parallel_for(lambda i: self._run_channels(prims[i], xa, y2), len(prims))
         else:
@@ -1010,7 +1074,7 @@ def fill_channels(row: np.ndarray, p: _Prim, cout: int, itemsize: int = 4) -> in
     """The channel-part fields of ``p``'s :mod:`_spin_pool` row (``cout``: output channels of
     the whole convolution; ``itemsize``: bytes per output element, 1 for int8 results);
     returns the part buffer's size in bytes (0 for other parts)."""
-    if p.channels is None:
+    if p.channels is None or p.in_place:
         return 0
     c0, c1 = p.channels
     row[_spin_pool.CH_OFF] = itemsize * c0

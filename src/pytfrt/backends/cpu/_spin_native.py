@@ -16,7 +16,8 @@ arguments are NumPy arrays and Python ints; an array of the wrong kind raises
 ``run_row_arrays(row, fns, x, y, stream, scratch, buf)``,
 ``caller(ctrl, jobs, fns, table, xa, ya, ra, helpers)``,
 ``caller_arrays(ctrl, jobs, fns, table, x, y, helpers)``, ``cont(ctrl, jobs, fns, helpers)``,
-``wait_finished(ctrl, fns)``, ``helper(ctrl, jobs, fns, k, seen)`` and ``now()``.
+``wait_finished(ctrl, fns)``, ``helper(ctrl, jobs, fns, k, seen)`` and ``now()``; and
+``trace(buffer)``, for diagnostics only (:func:`pytfrt.backends.cpu._spin_pool.trace`).
 Thread-safe as :mod:`_spin_pool` describes (atomics on the control words).
 """
 
@@ -100,6 +101,17 @@ static int run_row_c(const int64_t *row, const int64_t *fns, int64_t xa, int64_t
     return st;
 }
 
+/* -- tracing (diagnostics: benchmarks/split_balance.py) ------------------------------------- */
+static int64_t *TRACE = NULL;
+static int64_t TRACE_CAP = 0, TRACE_N = 0;
+static PyObject *TRACE_OBJ = NULL;
+static void trace_rec(int64_t a, int64_t b, int64_t c, int64_t d) {
+    int64_t *t = __atomic_load_n(&TRACE, ACQ);
+    if (t == NULL) return;
+    int64_t k = __atomic_fetch_add(&TRACE_N, 4, SC);
+    if (k + 4 > TRACE_CAP) return;
+    t[k] = a; t[k + 1] = b; t[k + 2] = c; t[k + 3] = d;
+}
 static int64_t claim(int64_t *ctrl, int from_back) {
     int64_t at = L(CLAIM_);
     for (;;) {
@@ -120,8 +132,10 @@ static void run_slot(int64_t *ctrl, const int64_t *jobs, const int64_t *fns, int
     for (;;) {
         int64_t i = claim(ctrl, from_back);
         if (i < 0) return;
+        int64_t t0 = TRACE ? CYCLES() : 0;
         int st = run_row_c(jobs + i * NF, fns, ld_acq(ctrl, L(XA_)), ld_acq(ctrl, L(YA_)),
                            ld_acq(ctrl, L(RA_)), stream, scratch, buf);
+        if (TRACE) trace_rec(slot, i, t0, CYCLES());
         if (st != 0) cas(ctrl, L(ERROR_), 0, st);
         __atomic_fetch_add(ctrl + L(FINISHED_), 1, __ATOMIC_SEQ_CST);
     }
@@ -145,6 +159,7 @@ static int64_t wait_finished_c(int64_t *ctrl, const int64_t *fns) {
 
 static int64_t caller_c(int64_t *ctrl, int64_t *jobs, const int64_t *fns, const int64_t *table,
                         int64_t n, int64_t xa, int64_t ya, int64_t ra, int64_t helpers) {
+    if (TRACE) trace_rec(-1, n, CYCLES(), table[PRIM]);
     memcpy(jobs, table, (size_t)(n * NF) * sizeof(int64_t));
     ctrl[L(XA_)] = xa; ctrl[L(YA_)] = ya; ctrl[L(RA_)] = ra;
     ctrl[L(NPARTS_)] = n; ctrl[L(FINISHED_)] = 0; ctrl[L(ERROR_)] = 0;
@@ -313,6 +328,23 @@ static PyObject *py_helper(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromLongLong(r);
 }
 
+static PyObject *py_trace(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NARGS_CHECK("trace", 1)
+    int64_t *t = NULL;
+    if (args[0] != Py_None && (t = i64(args[0], 4, "trace buffer")) == NULL) return NULL;
+    int64_t written = __atomic_exchange_n(&TRACE, (int64_t *)NULL, SC) ? TRACE_N : 0;
+    if (written > TRACE_CAP) written = TRACE_CAP;
+    Py_XDECREF(TRACE_OBJ);
+    TRACE_OBJ = NULL;
+    TRACE_N = 0;
+    if (t != NULL) {
+        Py_INCREF(args[0]);
+        TRACE_OBJ = args[0];
+        TRACE_CAP = PyArray_SIZE((PyArrayObject *)args[0]) & ~(int64_t)3;
+        __atomic_store_n(&TRACE, t, SC);
+    }
+    return PyLong_FromLongLong(written);
+}
 static PyObject *py_now(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     NARGS_CHECK("now", 0)
     return PyLong_FromLongLong(CYCLES());
@@ -321,7 +353,7 @@ static PyObject *py_now(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 #define M(name) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, NULL}
 static PyMethodDef methods[] = {
     M(run_row), M(run_row_arrays), M(caller), M(caller_arrays), M(cont), M(wait_finished),
-    M(helper), M(now), {NULL, NULL, 0, NULL}};
+    M(helper), M(now), M(trace), {NULL, NULL, 0, NULL}};
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "MODNAME", NULL, -1, methods};
 PyMODINIT_FUNC PyInit_MODNAME(void) { import_array(); return PyModule_Create(&module_def); }
 """

@@ -355,6 +355,38 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+TRACE_FIELDS = 4
+"""int64 words per :func:`trace` record."""
+
+
+def trace(buffer: np.ndarray | None) -> np.ndarray | None:
+    """Record every job and part into ``buffer`` (C-contiguous int64, kept alive here until
+    the next call) from now on, or stop recording (``None``); returns the records written
+    since the previous call, as ``(n, TRACE_FIELDS)`` rows of that call's buffer (``None``
+    when there was none, or without the C loops: the Numba loops do not trace).  A job is
+    ``(-1, parts, publish time, its first part's PRIM)``, a part ``(thread slot, index, start,
+    end)``; times in :func:`_native.cycles` units (:func:`cycles_per_us`), slot ``helpers``
+    is the caller's.  Records past the buffer's end are dropped.  For diagnostics
+    (``benchmarks/split_balance.py``): call it while no job runs."""
+    mod = _spin_native.module()
+    if mod is None:
+        return None
+    global _traced
+    previous, _traced = _traced, buffer
+    written = int(mod.trace(buffer))
+    if previous is None:
+        return None
+    return previous[:written].reshape(-1, TRACE_FIELDS)
+
+
+_traced: np.ndarray | None = None
+
+
+def cycles_per_us() -> float:
+    """Rate of the fork-join's clock (:func:`trace`'s times), measured once per process."""
+    return _cycles_per_us()
+
+
 @functools.cache
 def _cycles_per_us() -> float:
     """Rate of :func:`_native.cycles` (measured over 20 ms once per process)."""

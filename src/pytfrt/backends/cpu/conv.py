@@ -560,6 +560,19 @@ def runner(plan: ConvPlan) -> Callable[..., np.ndarray]:
     dnnl = plan.dnnl
     if dnnl is None or plan.compute is not None or plan.algorithm not in ("auto", "dnnl"):
         return lambda x, residual=None, out=None: conv2d(plan, x, residual, out)
+    return launch_runner(dnnl, lambda x, residual, out: conv2d(plan, x, residual, out))
+
+
+def launch_runner(dnnl: _dnnl_conv.DnnlConv,
+                  slow: Callable[[np.ndarray, np.ndarray | None, np.ndarray | None], np.ndarray]
+                  ) -> Callable[..., np.ndarray]:
+    """``run(x, residual=None, out=None)``: ``slow(x, residual, out)`` (a convolution whose
+    oneDNN primitives are ``dnnl``'s) with the short path of :func:`runner`: once ``slow`` has
+    run a shape on the primitives, calls with C-contiguous float32 ``x`` of that shape, ``out``
+    of its output shape not overlapping ``x`` and no residual or the residual being ``out`` go
+    straight to the shape's :meth:`~pytfrt.backends.cpu._dnnl_conv.DnnlConv.launcher`.  Also
+    the blocked convolutions' (:meth:`pytfrt.backends.cpu._dnnl_blocked.BlockedConv.runner`).
+    Thread-safe."""
     fast: dict[tuple[int, ...], tuple[tuple[int, ...], Any, Any]] = {}
     """Input shape -> (output shape, launcher without residual, launcher with the residual in
     ``out``), for the shapes :func:`conv2d` has run (a launcher is ``None`` until its
@@ -578,7 +591,7 @@ def runner(plan: ConvPlan) -> Callable[..., np.ndarray]:
                 if go is not None and not overlap(out, x):
                     go(x, out)
                     return out
-        y = conv2d(plan, x, residual, out)
+        y = slow(x, residual, out)
         if x.__class__ is nd and y.__class__ is nd:
             entry = fast.get(x.shape)
             plain, into = (None, None) if entry is None else entry[1:]

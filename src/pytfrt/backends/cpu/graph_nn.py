@@ -410,6 +410,11 @@ def conv2d_prepare(w: np.ndarray, *extra: np.ndarray, layout: str, strides: tupl
     from pytfrt.backends.cpu.conv import plan_conv2d
 
     bias = extra[0] if epilogue_operands[0] and extra else None
+    if layout == "NCHW16c":  # -tg-dnnl-blocked's convolutions (explicit pads)
+        from pytfrt.backends.cpu._dnnl_blocked import BlockedConv
+
+        return BlockedConv(w, bias, strides=strides, dilations=dilations, pads=pads,
+                           groups=groups, activation=activation, alpha=alpha)
     if padding == "SAME":
         return _DeferredConv(w, bias, dict(layout=layout, strides=strides, dilations=dilations,
                                            groups=groups, activation=activation, alpha=alpha))
@@ -426,8 +431,11 @@ conv2d_prepare.opaque_result = True  # type: ignore[attr-defined]
 def conv2d(x: np.ndarray, plan: Any, *residual: np.ndarray,
            out: np.ndarray | None = None) -> np.ndarray:
     """``activation(conv(x, w) + bias + residual)`` with a prepared plan."""
+    from pytfrt.backends.cpu._dnnl_blocked import BlockedConv
     from pytfrt.backends.cpu.conv import conv2d as conv_run
 
+    if isinstance(plan, BlockedConv):
+        return plan(x, residual[0] if residual else None, out)
     if isinstance(plan, _DeferredConv):
         y = None if residual or plan.plans else plan.per_call(x, out)
         if y is not None:
@@ -446,12 +454,16 @@ conv2d.opaque_operands = frozenset({1})  # type: ignore[attr-defined]
 def _specialize_conv2d(constants: dict[int, Any]) -> Any:
     """:func:`conv2d` bound to a plan that is a constant of the model: the short path of
     :func:`pytfrt.backends.cpu.conv.runner` (``None`` for plans made per input size)."""
+    from pytfrt.backends.cpu._dnnl_blocked import BlockedConv
     from pytfrt.backends.cpu.conv import ConvPlan, runner
 
     plan = constants.get(1)
-    if not isinstance(plan, ConvPlan):
+    if isinstance(plan, BlockedConv):
+        run = plan.runner()
+    elif not isinstance(plan, ConvPlan):
         return None
-    run = runner(plan)
+    else:
+        run = runner(plan)
 
     def conv(x: np.ndarray, _plan: Any, *residual: np.ndarray,
              out: np.ndarray | None = None) -> np.ndarray:
@@ -660,10 +672,24 @@ def avg_pool2d(x: np.ndarray, *, layout: str, ksize: tuple[int, ...], strides: t
 
 @GRAPH_OPS.op("global_avg_pool")
 def global_avg_pool(x: np.ndarray, *, layout: str, out: np.ndarray | None = None) -> np.ndarray:
-    """Mean over the spatial dims, kept as size 1 (pooling.global_avg_pool)."""
+    """Mean over the spatial dims, kept as size 1 (pooling.global_avg_pool; a channel-blocked
+    ``NCHW16c`` image: _dnnl_blocked.global_avg_pool)."""
+    if layout == "NCHW16c":
+        from pytfrt.backends.cpu import _dnnl_blocked
+
+        return _dnnl_blocked.global_avg_pool(x, out)
     from pytfrt.backends.cpu.pooling import global_avg_pool as impl
 
     return impl(x, layout=layout, out=out)
+
+
+@GRAPH_OPS.op("reorder_layout")
+def reorder_layout(x: np.ndarray, *, src_layout: str, dst_layout: str,
+                   out: np.ndarray | None = None) -> np.ndarray:
+    """An image from one layout to another, ``NHWC <-> NCHW16c`` (_dnnl_blocked.reorder)."""
+    from pytfrt.backends.cpu import _dnnl_blocked
+
+    return _dnnl_blocked.reorder(x, src_layout, dst_layout, out)
 
 
 def _specialize_avg_pool2d(constants: dict[int, Any], **attrs: Any) -> Any:

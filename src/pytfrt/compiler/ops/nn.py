@@ -27,6 +27,11 @@ from pytfrt.compiler.ops.base import (
 from pytfrt.compiler.types import FLOAT_DTYPES, TType
 
 LAYOUTS = ("NHWC", "NCHW")
+BLOCKED = "NCHW16c"
+"""The channel-blocked layout of ``conv2d`` and ``global_avg_pool`` (oneDNN's ``nChw16c``): an
+NHWC image of ``C`` channels (a multiple of 16) as ``(N, C/16, H, W, 16)``, filters HWIO.  Only
+``-tg-dnnl-blocked`` makes it (after differentiation and the other rewrites), with
+``reorder_layout`` at its edges."""
 ACTIVATIONS: tuple[str, ...] = tuple(op_math.ACTIVATIONS)
 """The fused epilogue's activations (:data:`pytfrt.backends.cpu.op_math.ACTIVATIONS`)."""
 
@@ -100,6 +105,11 @@ def _window_out(size: int | None, k: int, s: int, d: int, p0: int, p1: int, ceil
 
 def _spatial(ctx: InferContext, x: TType) -> tuple[int, int, int]:
     """(H axis, W axis, C axis) of ``x`` for the op's layout."""
+    if ctx.attrs["layout"] == BLOCKED:
+        if x.rank is not None and x.rank != 5 or (x.shape is not None
+                                                  and x.shape[4] not in (None, 16)):
+            raise ctx.error(f"an {BLOCKED} input has shape (N, C/16, H, W, 16), got {x}")
+        return (2, 3, 1)
     if x.rank is not None and x.rank != 4:
         raise ctx.error(f"the input must have rank 4, got {x}")
     return (1, 2, 3) if ctx.attrs["layout"] == "NHWC" else (2, 3, 1)
@@ -128,7 +138,8 @@ def _conv2d(ctx: InferContext) -> list[TType]:
     groups = ctx.attrs["groups"]
     if groups < 1:
         raise ctx.error(f"groups must be >= 1, got {groups}")
-    nhwc = ctx.attrs["layout"] == "NHWC"
+    blocked = ctx.attrs["layout"] == BLOCKED
+    nhwc = ctx.attrs["layout"] in ("NHWC", BLOCKED)
     if w.shape is not None:
         kh, kw, cin_g, cout = (w.shape if nhwc else (w.shape[2], w.shape[3], w.shape[1],
                                                      w.shape[0]))
@@ -137,6 +148,11 @@ def _conv2d(ctx: InferContext) -> list[TType]:
     if x.shape is None:
         return [TType(dtype, None)]
     cin = x.shape[c_ax]
+    if blocked:
+        cin = None if cin is None else 16 * cin
+        if groups != 1 or (cout is not None and cout % 16):
+            raise ctx.error(f"an {BLOCKED} convolution needs groups 1 and output channels a "
+                            f"multiple of 16, got groups {groups}, {cout} channels")
     if cin is not None and cin_g is not None and cin != cin_g * groups:
         raise ctx.error(f"input channels {cin} do not match filter channels {cin_g} x groups "
                         f"{groups}")
@@ -147,7 +163,10 @@ def _conv2d(ctx: InferContext) -> list[TType]:
                                              pads[1], same=same)
     ow = None if kw is None else _window_out(x.shape[w_ax], kw, strides[1], dil[1], pads[2],
                                              pads[3], same=same)
-    shape = (x.shape[0], oh, ow, cout) if nhwc else (x.shape[0], cout, oh, ow)
+    shape: tuple[int | None, ...] = ((x.shape[0], oh, ow, cout) if nhwc
+                                     else (x.shape[0], cout, oh, ow))
+    if blocked:
+        shape = (x.shape[0], None if cout is None else cout // 16, oh, ow, 16)
     if any(d == 0 for d in (oh, ow)):
         raise ctx.error(f"the window does not fit the input {x}")
     out = TType(dtype, shape)
@@ -284,9 +303,12 @@ _WINDOW = {
 define("matmul", ("a", "b", "extra*"), _matmul,
        {"transpose_a": AttrSpec("bool", False), "transpose_b": AttrSpec("bool", False),
         **_epilogue_attrs()}, family="nn", grad=gr.matmul)
+_BLOCKED_OK = AttrSpec("str", REQUIRED, choices=(*LAYOUTS, BLOCKED))
+"""``layout`` of the ops that also take :data:`BLOCKED` images."""
+
 define("conv2d", ("x", "w", "extra*"), _conv2d,
-       {**_WINDOW, "dilations": AttrSpec("ints", (1, 1)), "groups": AttrSpec("int", 1),
-        **_epilogue_attrs()},
+       {**_WINDOW, "layout": _BLOCKED_OK, "dilations": AttrSpec("ints", (1, 1)),
+        "groups": AttrSpec("int", 1), **_epilogue_attrs()},
        family="nn", prepare="conv2d.prepare", prepare_operands=_conv_split, grad=gr.conv2d)
 define("conv2d_transpose", ("x", "w"), _conv2d_transpose,
        {"layout": _LAYOUT, "strides": AttrSpec("ints", (1, 1)),
@@ -322,9 +344,38 @@ for _name, _grad in (("max_pool2d", gr.max_pool2d), ("avg_pool2d", gr.avg_pool2d
            {**_WINDOW, "ksize": AttrSpec("ints"), "dilations": AttrSpec("ints", (1, 1)),
             "count_include_pad": AttrSpec("bool", False),
             "ceil_mode": AttrSpec("bool", False)}, family="nn", grad=_grad)
-for _name, _grad in (("global_avg_pool", gr.global_avg_pool),
-                     ("global_max_pool", gr.global_max_pool)):
-    define(_name, ("x",), _global_pool, {"layout": _LAYOUT}, family="nn", grad=_grad)
+define("global_avg_pool", ("x",), _global_pool, {"layout": _BLOCKED_OK}, family="nn",
+       grad=gr.global_avg_pool)
+define("global_max_pool", ("x",), _global_pool, {"layout": _LAYOUT}, family="nn",
+       grad=gr.global_max_pool)
+
+
+def _reorder_layout(ctx: InferContext) -> list[TType]:
+    (x,) = ctx.inputs
+    src, dst = ctx.attrs["src_layout"], ctx.attrs["dst_layout"]
+    if x.dtype != "f32":
+        raise ctx.error(f"needs a float32 image, got {x}")
+    if x.rank is not None and x.rank != (5 if src == BLOCKED else 4):
+        raise ctx.error(f"a {src} image has rank {5 if src == BLOCKED else 4}, got {x}")
+    if x.shape is None or src == dst:
+        return [TType(x.dtype, None if x.shape is None else tuple(x.shape))]
+    if src == "NHWC":
+        n, h, w, c = x.shape
+        if c is not None and c % 16:
+            raise ctx.error(f"{BLOCKED} needs channels a multiple of 16, got {x}")
+        return [TType(x.dtype, (n, None if c is None else c // 16, h, w, 16))]
+    n, cb, h, w, b = x.shape
+    if b not in (None, 16):
+        raise ctx.error(f"an {BLOCKED} image has shape (N, C/16, H, W, 16), got {x}")
+    return [TType(x.dtype, (n, h, w, None if cb is None else cb * 16))]
+
+
+define("reorder_layout", ("x",), _reorder_layout,
+       {"src_layout": AttrSpec("str", REQUIRED, choices=("NHWC", BLOCKED)),
+        "dst_layout": AttrSpec("str", REQUIRED, choices=("NHWC", BLOCKED))}, family="nn",
+       doc=f"an image from one layout to the other, NHWC <-> {BLOCKED} (made by "
+           "-tg-dnnl-blocked)",
+       no_grad="made by -tg-dnnl-blocked, which runs after differentiation")
 
 
 def _squeeze_excite(ctx: InferContext) -> list[TType]:

@@ -15,6 +15,7 @@ from pytfrt.compiler.passes.attention import fuse_attention
 from pytfrt.compiler.passes.attention_grad import fuse_attention_grad
 from pytfrt.compiler.passes.batch_stats import fuse_batch_stats
 from pytfrt.compiler.passes.batchnorm import fold_batch_norm
+from pytfrt.compiler.passes.blocked import dnnl_blocked
 from pytfrt.compiler.passes.buffers import plan_buffers
 from pytfrt.compiler.passes.conv_grads import pair_conv_grads
 from pytfrt.compiler.passes.cse import cse
@@ -66,6 +67,7 @@ PASSES: dict[str, Pass] = {
     "tg-shape-plans": shape_plans,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
+    "tg-dnnl-blocked": dnnl_blocked,
     "tg-plan-buffers": plan_buffers,
 }
 """Flag name (without the dash) -> pass."""
@@ -98,6 +100,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fuse-elementwise",
     "tg-dce",
     "tg-fuse-small-graph",
+    "tg-dnnl-blocked",
     "tg-plan-buffers",
 )
 """The passes ``-tg-default-pipeline`` (and ``pytfrt.compile``) run, in order."""

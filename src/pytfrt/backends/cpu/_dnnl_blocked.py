@@ -1,0 +1,366 @@
+"""Convolutions, layout reorders and global average pooling on channel-blocked activations
+(oneDNN's ``nChw16c``; pytfrt's layout name ``NCHW16c``).
+
+``-tg-dnnl-blocked`` (``pytfrt.compiler.passes.blocked``) keeps runs of convolutions on small
+images -- ResNet-50's 14x14 and 7x7 stages -- in this layout: an NHWC image of ``C`` channels (a
+multiple of 16) stored as a C-contiguous ``(N, C / 16, H, W, 16)`` array.  On it oneDNN 3.2 runs
+its ``jit_1x1:avx512_core`` / ``jit:avx512_core`` kernels (2-5% faster than ``brgconv`` on
+NHWC for those stages, ``docs/benchmarks.md``), and at batch 1 a convolution splits into runs
+of whole output-channel blocks, each a dense run of the output that its part writes in place
+(:meth:`pytfrt.backends.cpu._dnnl_conv.DnnlConv._blocked_split`).  oneDNN has only its
+reference kernel for a convolution between NHWC and ``nChw16c``, so the pass puts a
+``reorder_layout`` where a run starts or a value leaves it.
+
+What is here:
+
+* :class:`BlockedConv` -- the prepared ``conv2d {layout = "NCHW16c"}`` (filter HWIO, bias,
+  fused epilogue and residual as for NHWC); without oneDNN, or for a shape oneDNN has only its
+  reference kernel for, it reorders to NHWC and runs the ordinary NHWC plan;
+* :func:`reorder` -- ``NHWC <-> NCHW16c`` (a oneDNN reorder primitive per shape, or NumPy);
+* :func:`global_avg_pool` -- the mean over H and W of a blocked image, ``(N, C / 16, 1, 1, 16)``
+  (the same bytes as the NHWC ``(N, 1, 1, C)`` result).
+
+Thread-safety: every function and :class:`BlockedConv` may be called from several threads at
+once; they write only their ``out`` arrays.  Errors: shapes and dtypes that do not fit raise
+:class:`pytfrt.backends.cpu.ops.OpError`.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pytfrt.backends.cpu import _dnnl_conv as dc
+from pytfrt.backends.cpu import _parallel
+from pytfrt.backends.cpu.ops import OpError
+
+LAYOUT = dc.BLOCKED
+"""The layout name (``"NCHW16c"``)."""
+BLOCK = dc.BLOCK
+"""Channels per block (16: one AVX-512 register of float32)."""
+BLOCKED_MAX_PIXELS = 196
+"""``-tg-dnnl-blocked`` keeps convolutions whose input and output images have at most this
+many pixels (14x14) in the blocked layout (0: the pass is off).  Measured on ResNet-50's
+bottleneck chains (``benchmarks/conv_variants.py chain``): 14x14 and 7x7 2-5% faster blocked,
+28x28 level on one thread and 20% slower on two (split by channels, each part reading the whole
+input), ``docs/benchmarks.md``."""
+BLOCKED_WINDOW_MIN_PIXELS = 100
+"""Convolutions with a window larger than 1x1 inside a blocked run run blocked too (oneDNN's
+``jit:avx512_core`` on ``nChw16c``) when their output has at least this many pixels; smaller
+ones stay NHWC (``brgconv``) between a reorder out of the run and one back into it.  Per layer
+in ResNet-50 on one thread (thread time, both models in one process, 30 calls): blocked, the 3x3
+layers took 1.03x their NHWC time at 14x14 (256 channels, +47 us), 1.08x at 7x7 (512, +144 us)
+and 1.09x from 14x14 to 7x7 with stride 2 (+180 us), against 0.86-0.91x for the 1x1 layers that
+widen to 1024 / 2048 channels or narrow 2048 -> 512 and for the stride-2 1x1 shortcut; the two
+reorders around a 14x14x256 layer cost ~64 us in the model, around a 7x7x512 one ~55 (~90 for
+the stride-2 layer's).  So 14x14 (196 pixels) blocked, 7x7 (49) NHWC."""
+BLOCKED_MIN_CONVS = 3
+"""Fewest convolutions in a connected blocked run (a shorter run costs its reorders and gains
+little)."""
+
+
+def blocked_shape(nhwc: tuple[int, ...]) -> tuple[int, int, int, int, int]:
+    """The ``NCHW16c`` shape of an NHWC shape (``C`` a multiple of :data:`BLOCK`)."""
+    n, h, w, c = nhwc
+    return (n, c // BLOCK, h, w, BLOCK)
+
+
+def nhwc_shape(blocked: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """The NHWC shape of an ``NCHW16c`` shape."""
+    n, cb, h, w, b = blocked
+    return (n, h, w, cb * b)
+
+
+def _check(op: str, x: np.ndarray, rank: int) -> None:
+    if x.ndim != rank or x.dtype != np.float32 or (rank == 5 and x.shape[4] != BLOCK) or (
+            rank == 4 and x.shape[3] % BLOCK):
+        want = ("(N, C/16, H, W, 16)" if rank == 5 else "(N, H, W, C) with C a multiple of 16")
+        raise OpError(f"{op}: needs a float32 {want} array, got {x.dtype} {list(x.shape)}")
+
+
+# -- reorders ------------------------------------------------------------------------------
+
+_reorders: dict[tuple[str, tuple[int, ...]], Callable[[np.ndarray, np.ndarray], None] | None] = {}
+_reorder_prims: list[dc._Prim] = []
+"""The reorder primitives of :data:`_reorders` (kept alive with them)."""
+_reorder_lock = threading.Lock()
+MAX_REORDER_SHAPES = 64
+"""Most (direction, shape) pairs whose oneDNN reorder is kept (further ones use NumPy)."""
+
+
+SPLIT_MIN_ELEMENTS = 1 << 14
+"""Fewest elements of an image reordered on both threads (one part per thread: at batch 1
+runs of whole 16-channel blocks, else batch items)."""
+
+
+def _reorder_prim(lib: dc._Lib, to_blocked: bool, nhwc: tuple[int, ...], n0: int, n1: int,
+                  c0: int, c1: int) -> dc._Prim:
+    """The reorder of batch items ``[n0, n1)`` and channels ``[c0, c1)`` (whole blocks; all
+    channels unless ``n1 - n0 == 1``) of an ``nhwc`` image, NHWC <-> blocked.
+
+    Raises:
+        RuntimeError: oneDNN returned an error, or has only its reference reorder.
+    """
+    from pytfrt.backends.cpu._dnnl_layout import reorder_primitive
+
+    n, h, w, c = nhwc
+    dims = (n1 - n0, c1 - c0, h, w)
+    plain = lib.strided_md(dims, (h * w * c, 1, w * c, c))
+    blocked = dc.activation_md(lib, LAYOUT, dims)
+    plain_off, blocked_off = 4 * (n0 * h * w * c + c0), 4 * (n0 * c * h * w + c0 * h * w)
+    if to_blocked:
+        return reorder_primitive(lib, plain, blocked, plain_off, blocked_off)
+    return reorder_primitive(lib, blocked, plain, blocked_off, plain_off)
+
+
+def _reorder_launcher(to_blocked: bool, nhwc: tuple[int, ...]
+                      ) -> Callable[[np.ndarray, np.ndarray], None] | None:
+    """``go(x, y)`` running oneDNN's reorder of one shape for C-contiguous ``x`` and ``y``
+    (split over the threads from :data:`SPLIT_MIN_ELEMENTS`, else on the calling thread), or
+    ``None`` (no oneDNN, or only its reference reorder)."""
+    key = ("to" if to_blocked else "from", nhwc)
+    if key in _reorders:
+        return _reorders[key]
+    lib = dc.library()
+    with _reorder_lock:
+        if key in _reorders:
+            return _reorders[key]
+        if lib is None or len(_reorders) >= MAX_REORDER_SHAPES:
+            return None
+        n, h, w, c = nhwc
+        made: list[dc._Prim] = []
+        go: Callable[[np.ndarray, np.ndarray], None] | None = None
+        try:
+            whole = _reorder_prim(lib, to_blocked, nhwc, 0, n, 0, c)
+            made.append(whole)
+            one = dc.row_launcher(lib, whole, threading.Lock())
+            go = one
+            k = min(_parallel.num_threads(), n if n > 1 else c // BLOCK)
+            if k >= 2 and n * h * w * c >= SPLIT_MIN_ELEMENTS:
+                if n > 1:
+                    bounds = [n * i // k for i in range(k + 1)]
+                    parts = [(b0, b1, 0, c) for b0, b1 in zip(bounds, bounds[1:], strict=False)]
+                else:
+                    bounds = [BLOCK * (c // BLOCK * i // k) for i in range(k + 1)]
+                    parts = [(0, 1, c0, c1) for c0, c1 in zip(bounds, bounds[1:], strict=False)]
+                split = [_reorder_prim(lib, to_blocked, nhwc, *part) for part in parts]
+                made.extend(split)
+                job = dc._job(split, c, threading.Lock())
+
+                def go_split(x: np.ndarray, y: np.ndarray) -> None:
+                    if not dc.run_job(lib, job, 0, 0, 0, x, y):
+                        one(x, y)
+
+                go = go_split
+        except RuntimeError:
+            for p in made:
+                p.destroy()
+            made, go = [], None
+        _reorder_prims.extend(made)
+        _reorders[key] = go
+        return go
+
+
+def reorder(x: np.ndarray, src_layout: str, dst_layout: str,
+            out: np.ndarray | None = None) -> np.ndarray:
+    """``x`` (float32, C-contiguous or not) from ``src_layout`` to ``dst_layout`` (``NHWC`` ->
+    ``NCHW16c`` or back; the same layout: a copy), new or written into ``out`` (C-contiguous,
+    of the result's shape and dtype, not overlapping ``x``).
+
+    Raises:
+        OpError: another layout pair, or an array that does not fit ``src_layout``.
+    """
+    op = "reorder_layout"
+    pair = (src_layout, dst_layout)
+    if pair not in (("NHWC", LAYOUT), (LAYOUT, "NHWC"), ("NHWC", "NHWC"), (LAYOUT, LAYOUT)):
+        raise OpError(f"{op}: from {src_layout} to {dst_layout} is not supported (NHWC <-> "
+                      f"{LAYOUT})")
+    _check(op, x, 5 if src_layout == LAYOUT else 4)
+    to_blocked = src_layout == "NHWC"
+    if src_layout == dst_layout:
+        shape: tuple[int, ...] = x.shape
+    else:
+        shape = blocked_shape(x.shape) if to_blocked else nhwc_shape(x.shape)
+    if out is None or not (out.shape == shape and out.dtype == x.dtype
+                           and out.flags.c_contiguous) or np.may_share_memory(out, x):
+        y = np.empty(shape, np.float32)
+    else:
+        y = out
+    if src_layout == dst_layout:
+        np.copyto(y, x)
+    else:
+        nhwc = x.shape if to_blocked else shape
+        go = _reorder_launcher(to_blocked, tuple(nhwc)) if x.flags.c_contiguous else None
+        if go is not None:
+            go(x, y)
+        elif to_blocked:
+            n, h, w, c = x.shape
+            np.copyto(y, x.reshape(n, h, w, c // BLOCK, BLOCK).transpose(0, 3, 1, 2, 4))
+        else:
+            n, cb, h, w, b = x.shape
+            np.copyto(y.reshape(n, h, w, cb, b), x.transpose(0, 2, 3, 1, 4))
+    if out is not None and y is not out:
+        out[...] = y
+        return out
+    return y
+
+
+# -- global average pooling ------------------------------------------------------------------
+
+def global_avg_pool(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The mean over H and W of a blocked float32 ``(N, C/16, H, W, 16)`` image:
+    ``(N, C/16, 1, 1, 16)`` (its bytes are the NHWC ``(N, 1, 1, C)`` mean's), summed in float64
+    by :func:`pytfrt.backends.cpu.pooling.spatial_mean` (each block an NHWC image of 16 channels).
+
+    Raises:
+        OpError: ``x`` is not such an array.
+    """
+    from pytfrt.backends.cpu.pooling import spatial_mean
+
+    _check("global_avg_pool", x, 5)
+    n, cb, h, w, b = x.shape
+    shape = (n, cb, 1, 1, b)
+    y = out if out is not None and out.shape == shape and out.flags.c_contiguous and (
+        out.dtype == x.dtype) else np.empty(shape, np.float32)
+    spatial_mean(np.ascontiguousarray(x).reshape(n * cb, h, w, b), True, y.reshape(n * cb, b))
+    if out is not None and y is not out:
+        out[...] = y
+        return out
+    return y
+
+
+# -- convolutions ------------------------------------------------------------------------------
+
+class BlockedConv:
+    """A prepared float32 ``conv2d {layout = "NCHW16c"}``: ``act(conv(x, w) + bias
+    [+ residual])`` on blocked ``x`` and residual, blocked result.
+
+    Made once per convolution at load (``conv2d.prepare``) from the HWIO filter, which it keeps
+    referenced (:attr:`source`) only until oneDNN's primitives hold their prepared copy;
+    :meth:`filter` gives it back.  Thread-safe.
+    """
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray | None, *, strides: tuple[int, ...],
+                 dilations: tuple[int, ...], pads: tuple[int, ...], groups: int,
+                 activation: str, alpha: float) -> None:
+        if w.ndim != 4 or w.dtype != np.float32 or groups != 1 or w.shape[2] % BLOCK or (
+                w.shape[3] % BLOCK):
+            raise OpError(f"conv2d: layout {LAYOUT} needs a float32 HWIO filter with channels "
+                          f"in and out multiples of {BLOCK} and groups 1, got {w.dtype} "
+                          f"{list(w.shape)}, groups {groups}")
+        if bias is not None and (bias.shape != (w.shape[3],) or bias.dtype != np.float32):
+            raise OpError(f"conv2d: bias must have shape [{w.shape[3]}] and dtype float32, got "
+                          f"{list(bias.shape)} {bias.dtype}")
+        kh, kw, cin, cout = (int(d) for d in w.shape)
+        self.cin, self.cout = cin, cout
+        self._conv: dict[str, Any] = dict(
+            strides=tuple(strides), dilations=tuple(dilations), pads=tuple(pads), groups=1,
+            activation=activation, alpha=float(alpha))
+        self._bias = bias
+        attrs = dict(layout=LAYOUT, kh=kh, kw=kw, cin=cin, cout=cout, **self._conv)
+        wc = np.ascontiguousarray(w)
+        self.dnnl = dc.make(wc, bias, attrs)
+        """The oneDNN convolution (``None``: no oneDNN, or it cannot express the epilogue)."""
+        self._w: np.ndarray | None = None if self.dnnl is not None else wc
+        self.source: weakref.ref[np.ndarray] | None = (
+            weakref.ref(w) if wc is w and self.dnnl is not None else None)
+        """A weak reference to the caller's filter while it may still be read (the model
+        may then drop its own copy: :meth:`filter` rebuilds it)."""
+        self._nhwc: Any = None
+        self._lock = threading.Lock()
+
+    def filter(self) -> np.ndarray:
+        """The HWIO filter (read back from oneDNN's prepared copy once that exists)."""
+        if self.dnnl is not None:
+            return self.dnnl.user_filter()
+        assert self._w is not None
+        return self._w
+
+    def output_shape(self, x_shape: tuple[int, ...]) -> tuple[int, int, int, int, int]:
+        """The blocked output shape for a blocked input shape.
+
+        Raises:
+            OpError: not a blocked shape with the filter's input channels, or the window does
+                not fit.
+        """
+        from pytfrt.backends.cpu._geometry import out_size
+
+        if len(x_shape) != 5 or x_shape[4] != BLOCK or x_shape[1] * BLOCK != self.cin:
+            raise OpError(f"conv2d: a {LAYOUT} input of {self.cin} channels is "
+                          f"(N, {self.cin // BLOCK}, H, W, {BLOCK}), got {list(x_shape)}")
+        n, _, h, w, _ = x_shape
+        c = self._conv
+        kh_kw = self._kernel()
+        oh = out_size(h, kh_kw[0], c["strides"][0], c["dilations"][0], c["pads"][0], c["pads"][1])
+        ow = out_size(w, kh_kw[1], c["strides"][1], c["dilations"][1], c["pads"][2], c["pads"][3])
+        if not oh or not ow or oh <= 0 or ow <= 0:
+            raise OpError(f"conv2d: the window does not fit the input {list(x_shape)}")
+        return (n, self.cout // BLOCK, oh, ow, BLOCK)
+
+    def _kernel(self) -> tuple[int, int]:
+        if self.dnnl is not None:
+            a = self.dnnl._attrs
+            return a["kh"], a["kw"]
+        assert self._w is not None
+        return self._w.shape[0], self._w.shape[1]
+
+    def __call__(self, x: np.ndarray, residual: np.ndarray | None = None,
+                 out: np.ndarray | None = None) -> np.ndarray:
+        """Run it: ``x`` and ``residual`` blocked float32 (the residual of the output's
+        shape; it may be ``out`` itself), the result into ``out`` when that is a C-contiguous
+        array of the output's shape not overlapping ``x``, else new.
+
+        Raises:
+            OpError: operands of the wrong shape or dtype.
+        """
+        shape = self.output_shape(tuple(x.shape))
+        if x.dtype != np.float32:
+            raise OpError(f"conv2d: a {LAYOUT} input must be float32, got {x.dtype}")
+        if residual is not None and (residual.shape != shape or residual.dtype != np.float32):
+            raise OpError(f"conv2d: the residual must be float32 {list(shape)}, got "
+                          f"{residual.dtype} {list(residual.shape)}")
+        y = out if out is not None and out.shape == shape and out.dtype == np.float32 and (
+            out.flags.c_contiguous) and not np.may_share_memory(out, x) else None
+        if y is None:
+            y = np.empty(shape, np.float32)
+        in_dst = residual is not None and residual.ctypes.data == y.ctypes.data and (
+            residual.strides == y.strides)
+        mode = dc.RESIDUAL_IN_DST if residual is not None else dc.NO_RESIDUAL
+        if self.dnnl is not None and self.dnnl.ready(tuple(x.shape), mode):
+            if residual is not None and not in_dst:
+                np.copyto(y, residual)  # the sum post-op adds what y holds
+            self.dnnl.forward(np.ascontiguousarray(x), mode, y)
+        else:
+            self._fallback(x, residual, y)
+        if out is not None and y is not out:
+            out[...] = y
+            return out
+        return y
+
+    def _fallback(self, x: np.ndarray, residual: np.ndarray | None, y: np.ndarray) -> None:
+        """The NHWC plan on reordered operands (no oneDNN primitive for this shape)."""
+        from pytfrt.backends.cpu.conv import conv2d, plan_conv2d
+
+        with self._lock:
+            if self._nhwc is None:
+                self._nhwc = plan_conv2d(self.filter(), layout="NHWC", bias=self._bias,
+                                         **self._conv)
+        r = None if residual is None else reorder(residual, LAYOUT, "NHWC")
+        yn = conv2d(self._nhwc, reorder(x, LAYOUT, "NHWC"), r)
+        reorder(yn, "NHWC", LAYOUT, out=y)
+
+    def runner(self) -> Callable[..., np.ndarray]:
+        """``run(x, residual=None, out=None)``: :meth:`__call__` with a short path for a
+        compiled model's calls after the first -- C-contiguous float32 ``x`` of a shape run
+        before, ``out`` of its output shape not overlapping ``x``, no residual or the residual
+        being ``out`` -- straight into the shape's :meth:`~pytfrt.backends.cpu._dnnl_conv.
+        DnnlConv.launcher`.  Thread-safe."""
+        from pytfrt.backends.cpu.conv import launch_runner
+
+        if self.dnnl is None:
+            return self
+        return launch_runner(self.dnnl, self)

@@ -1,0 +1,199 @@
+"""Channel-blocked (``NCHW16c``) convolutions, reorders and global pooling
+(:mod:`pytfrt.backends.cpu._dnnl_blocked`) against PyTorch and NumPy, and ``-tg-dnnl-blocked``
+in a compiled ONNX model against ONNX Runtime (channel counts that are not multiples of 16
+stay NHWC)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytfrt.backends.cpu import _dnnl_blocked as bl
+from pytfrt.backends.cpu import _dnnl_conv
+from pytfrt.backends.cpu.ops import OpError
+
+torch = pytest.importorskip("torch")
+
+TOL = dict(rtol=1e-4, atol=1e-4)
+
+
+def _blocked(x: np.ndarray) -> np.ndarray:
+    """NHWC -> (N, C/16, H, W, 16) by index arithmetic (independent of the kernels)."""
+    n, h, w, c = x.shape
+    out = np.empty((n, c // 16, h, w, 16), x.dtype)
+    for k in range(c):
+        out[:, k // 16, :, :, k % 16] = x[:, :, :, k]
+    return out
+
+
+def _reference(x, w, b, stride, pad, residual):
+    y = torch.nn.functional.conv2d(
+        torch.from_numpy(x).permute(0, 3, 1, 2), torch.from_numpy(w).permute(3, 2, 0, 1),
+        torch.from_numpy(b), stride=stride, padding=pad,
+    ).permute(0, 2, 3, 1).numpy()
+    if residual is not None:
+        y = y + residual
+    return np.maximum(y, 0.0)
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+@pytest.mark.parametrize("shape", [(1, 5, 3, 48), (3, 5, 3, 48), (1, 14, 14, 96),
+                                   (2, 14, 14, 64)])
+def test_reorder_both_ways(monkeypatch, fallback, shape):
+    """Small images on the calling thread, larger ones in parts (channel blocks at batch 1,
+    batch items else) on both threads, and NumPy's copy without oneDNN."""
+    if fallback:
+        monkeypatch.setattr(bl, "_reorder_launcher", lambda *a: None)
+    n, h, w, c = shape
+    x = np.random.default_rng(n * h).standard_normal(shape).astype(np.float32)
+    y = bl.reorder(x, "NHWC", "NCHW16c")
+    assert y.shape == (n, c // 16, h, w, 16)
+    np.testing.assert_array_equal(y, _blocked(x))
+    out = np.empty_like(x)
+    assert bl.reorder(y, "NCHW16c", "NHWC", out=out) is out
+    np.testing.assert_array_equal(out, x)
+    with pytest.raises(OpError, match="multiple of 16"):
+        bl.reorder(x[..., :40], "NHWC", "NCHW16c")
+    assert bl.reorder(x, "NHWC", "NCHW16c", out=y) is y  # again: the kept primitives
+    np.testing.assert_array_equal(y, _blocked(x))
+    with pytest.raises(OpError, match="not supported"):
+        bl.reorder(x, "NHWC", "NCHW")
+
+
+def test_global_avg_pool_blocked():
+    x = np.random.default_rng(0).standard_normal((2, 7, 7, 64)).astype(np.float32)
+    y = bl.global_avg_pool(_blocked(x))
+    assert y.shape == (2, 4, 1, 1, 16)
+    np.testing.assert_allclose(y.reshape(2, 64), x.mean(axis=(1, 2)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not _dnnl_conv.available(), reason="needs oneDNN")
+@pytest.mark.parametrize("k,stride,cin,cout,n", [
+    (1, 1, 64, 256, 1), (3, 1, 32, 48, 1), (3, 2, 48, 32, 1), (1, 2, 32, 64, 2),
+    (3, 1, 256, 256, 1)])
+def test_blocked_conv_matches_torch(k, stride, cin, cout, n):
+    rng = np.random.default_rng(k * cin + cout)
+    w = (rng.standard_normal((k, k, cin, cout)) * 0.05).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    pad = k // 2
+    conv = bl.BlockedConv(w, b, strides=(stride, stride), dilations=(1, 1), pads=(pad,) * 4,
+                          groups=1, activation="relu", alpha=0.0)
+    assert conv.dnnl is not None
+    x = rng.standard_normal((n, 14, 14, cin)).astype(np.float32)
+    xb = _blocked(x)
+    ref = _reference(x, w, b, stride, pad, None)
+    run = conv.runner()
+    for _ in range(2):  # the first call makes the primitives, the second takes the short path
+        out = np.empty(conv.output_shape(xb.shape), np.float32)
+        assert run(xb, None, out) is out
+        np.testing.assert_allclose(out, _blocked(ref), **TOL)
+    assert conv.dnnl.impl(xb.shape).startswith(("jit", "brg"))
+    r = rng.standard_normal(ref.shape).astype(np.float32)
+    ref_r = _blocked(_reference(x, w, b, stride, pad, r))
+    for _ in range(2):  # the residual in the output buffer (the planner's in-place residual)
+        out = _blocked(r)
+        assert run(xb, out, out) is out
+        np.testing.assert_allclose(out, ref_r, **TOL)
+    np.testing.assert_allclose(conv(xb, _blocked(r)), ref_r, **TOL)  # a separate residual
+    assert np.array_equal(conv.filter(), w)  # read back from oneDNN's copy
+
+
+def test_blocked_conv_without_onednn(monkeypatch):
+    """No oneDNN primitive: the NHWC plan on reordered operands."""
+    monkeypatch.setattr(bl.dc, "make", lambda *a: None)
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((3, 3, 16, 32)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+    conv = bl.BlockedConv(w, b, strides=(1, 1), dilations=(1, 1), pads=(1, 1, 1, 1),
+                          groups=1, activation="relu", alpha=0.0)
+    assert conv.dnnl is None and conv.runner() is conv
+    x = rng.standard_normal((2, 6, 6, 16)).astype(np.float32)
+    r = rng.standard_normal((2, 6, 6, 32)).astype(np.float32)
+    np.testing.assert_allclose(conv(_blocked(x), _blocked(r)),
+                               _blocked(_reference(x, w, b, 1, 1, r)), **TOL)
+
+
+def test_blocked_conv_rejects_bad_operands():
+    w = np.zeros((1, 1, 16, 24), np.float32)
+    with pytest.raises(OpError, match="multiples of 16"):
+        bl.BlockedConv(w, None, strides=(1, 1), dilations=(1, 1), pads=(0,) * 4, groups=1,
+                       activation="none", alpha=0.0)
+    conv = bl.BlockedConv(np.zeros((1, 1, 16, 16), np.float32), None, strides=(1, 1),
+                          dilations=(1, 1), pads=(0,) * 4, groups=1, activation="none",
+                          alpha=0.0)
+    with pytest.raises(OpError, match="input of 16 channels"):
+        conv(np.zeros((1, 2, 4, 4, 16), np.float32))
+    with pytest.raises(OpError, match="residual"):
+        conv(np.zeros((1, 1, 4, 4, 16), np.float32), np.zeros((1, 1, 2, 2, 16), np.float32))
+
+
+def _onnx_model():
+    """A bottleneck block on 8x8 (32 -> 48 -> 48 -> 32 channels, the input as residual, the
+    middle one a 3x3 window), a
+    1x1 convolution and the global pool; the block's output also feeds a 1x1 convolution to 40
+    channels (not a multiple of 16: NHWC) and one 40 -> 40 after it."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits, nodes = [], []
+
+    def conv(name, x, cin, cout, k, relu=True):
+        w = (rng.standard_normal((cout, cin, k, k)) * (1.0 / (k * k * cin) ** 0.5))
+        inits.append(numpy_helper.from_array(w.astype(np.float32), name + "_w"))
+        inits.append(numpy_helper.from_array(
+            rng.standard_normal(cout).astype(np.float32) * 0.1, name + "_b"))
+        nodes.append(helper.make_node("Conv", [x, name + "_w", name + "_b"],
+                                      [name + ("_c" if relu else "")],
+                                      pads=[k // 2] * 4, kernel_shape=[k, k]))
+        if relu:
+            nodes.append(helper.make_node("Relu", [name + "_c"], [name]))
+        return name
+
+    a = conv("a", "x", 32, 48, 1)
+    b = conv("b", a, 48, 48, 3)
+    c = conv("c", b, 48, 32, 1, relu=False)
+    nodes.append(helper.make_node("Add", [c, "x"], ["s"]))
+    nodes.append(helper.make_node("Relu", ["s"], ["r"]))
+    d = conv("d", "r", 32, 32, 1)
+    nodes.append(helper.make_node("GlobalAveragePool", [d], ["pooled"]))
+    e = conv("e", "r", 32, 40, 1)
+    f = conv("f", e, 40, 40, 3)
+    graph = helper.make_graph(
+        nodes, "blocked", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                         ["N", 32, 8, 8])],
+        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info(f, TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.skipif(not _dnnl_conv.available(), reason="needs oneDNN")
+def test_compiled_model_matches_onnxruntime(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    import onnx
+
+    import pytfrt
+    from pytfrt.compiler.api import to_graph
+    from pytfrt.compiler.passes import DEFAULT_PIPELINE, run_passes
+
+    path = tmp_path / "blocked.onnx"
+    onnx.save(_onnx_model(), str(path))
+    gm = run_passes(to_graph(str(path)), DEFAULT_PIPELINE)
+    text = str(gm.module)
+    convs = [line for line in text.splitlines() if '"tg.conv2d"' in line]
+    blocked = [line for line in convs if 'layout = "NCHW16c"' in line]
+    # a, c, d blocked; b (a 3x3 window on 64 pixels) NHWC between two reorders; e and f (40
+    # channels) NHWC
+    assert len(convs) == 6 and len(blocked) == 3
+    assert sum("x40xf32>" in line for line in convs if line not in blocked) == 2
+    assert text.count('"tg.reorder_layout"') == 4  # into the block, around b, back for e
+    pools = [line for line in text.splitlines() if '"tg.global_avg_pool"' in line]
+    assert len(pools) == 1 and 'layout = "NCHW16c"' in pools[0]
+    model = pytfrt.compile(str(path))
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for n in (1, 2, 1):
+        x = np.random.default_rng(n).standard_normal((n, 32, 8, 8)).astype(np.float32)
+        want = sess.run(None, {"x": x})
+        got = model(x=x)
+        got = list(got.values()) if isinstance(got, dict) else list(got)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-5)
