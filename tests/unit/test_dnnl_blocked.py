@@ -37,19 +37,25 @@ def _reference(x, w, b, stride, pad, residual):
 
 
 @pytest.mark.parametrize("fallback", [False, True])
-@pytest.mark.parametrize("n", [1, 3])
-def test_reorder_both_ways(monkeypatch, fallback, n):
+@pytest.mark.parametrize("shape", [(1, 5, 3, 48), (3, 5, 3, 48), (1, 14, 14, 96),
+                                   (2, 14, 14, 64)])
+def test_reorder_both_ways(monkeypatch, fallback, shape):
+    """Small images on the calling thread, larger ones in parts (channel blocks at batch 1,
+    batch items else) on both threads, and NumPy's copy without oneDNN."""
     if fallback:
         monkeypatch.setattr(bl, "_reorder_launcher", lambda *a: None)
-    x = np.random.default_rng(n).standard_normal((n, 5, 3, 48)).astype(np.float32)
+    n, h, w, c = shape
+    x = np.random.default_rng(n * h).standard_normal(shape).astype(np.float32)
     y = bl.reorder(x, "NHWC", "NCHW16c")
-    assert y.shape == (n, 3, 5, 3, 16)
+    assert y.shape == (n, c // 16, h, w, 16)
     np.testing.assert_array_equal(y, _blocked(x))
     out = np.empty_like(x)
     assert bl.reorder(y, "NCHW16c", "NHWC", out=out) is out
     np.testing.assert_array_equal(out, x)
     with pytest.raises(OpError, match="multiple of 16"):
         bl.reorder(x[..., :40], "NHWC", "NCHW16c")
+    assert bl.reorder(x, "NHWC", "NCHW16c", out=y) is y  # again: the kept primitives
+    np.testing.assert_array_equal(y, _blocked(x))
     with pytest.raises(OpError, match="not supported"):
         bl.reorder(x, "NHWC", "NCHW")
 
@@ -122,7 +128,8 @@ def test_blocked_conv_rejects_bad_operands():
 
 
 def _onnx_model():
-    """A bottleneck block on 8x8 (32 -> 48 -> 48 -> 32 channels, the input as residual), a
+    """A bottleneck block on 8x8 (32 -> 48 -> 48 -> 32 channels, the input as residual, the
+    middle one a 3x3 window), a
     1x1 convolution and the global pool; the block's output also feeds a 1x1 convolution to 40
     channels (not a multiple of 16: NHWC) and one 40 -> 40 after it."""
     from onnx import TensorProto, helper, numpy_helper
@@ -174,9 +181,11 @@ def test_compiled_model_matches_onnxruntime(tmp_path):
     text = str(gm.module)
     convs = [line for line in text.splitlines() if '"tg.conv2d"' in line]
     blocked = [line for line in convs if 'layout = "NCHW16c"' in line]
-    assert len(convs) == 6 and len(blocked) == 4  # a, b, c, d; e and f (40 channels) NHWC
-    assert all("x40xf32>" in line for line in convs if line not in blocked)
-    assert text.count('"tg.reorder_layout"') == 2  # into the block, back for e
+    # a, c, d blocked; b (a 3x3 window on 64 pixels) NHWC between two reorders; e and f (40
+    # channels) NHWC
+    assert len(convs) == 6 and len(blocked) == 3
+    assert sum("x40xf32>" in line for line in convs if line not in blocked) == 2
+    assert text.count('"tg.reorder_layout"') == 4  # into the block, around b, back for e
     pools = [line for line in text.splitlines() if '"tg.global_avg_pool"' in line]
     assert len(pools) == 1 and 'layout = "NCHW16c"' in pools[0]
     model = pytfrt.compile(str(path))

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu import _dnnl_conv as dc
+from pytfrt.backends.cpu import _parallel
 from pytfrt.backends.cpu.ops import OpError
 
 LAYOUT = dc.BLOCKED
@@ -47,6 +48,16 @@ many pixels (14x14) in the blocked layout (0: the pass is off).  Measured on Res
 bottleneck chains (``benchmarks/conv_variants.py chain``): 14x14 and 7x7 2-5% faster blocked,
 28x28 level on one thread and 20% slower on two (split by channels, each part reading the whole
 input), ``docs/benchmarks.md``."""
+BLOCKED_WINDOW_MIN_PIXELS = 100
+"""Convolutions with a window larger than 1x1 inside a blocked run run blocked too (oneDNN's
+``jit:avx512_core`` on ``nChw16c``) when their output has at least this many pixels; smaller
+ones stay NHWC (``brgconv``) between a reorder out of the run and one back into it.  Per layer
+in ResNet-50 on one thread (thread time, both models in one process, 30 calls): blocked, the 3x3
+layers took 1.03x their NHWC time at 14x14 (256 channels, +47 us), 1.08x at 7x7 (512, +144 us)
+and 1.09x from 14x14 to 7x7 with stride 2 (+180 us), against 0.86-0.91x for the 1x1 layers that
+widen to 1024 / 2048 channels or narrow 2048 -> 512 and for the stride-2 1x1 shortcut; the two
+reorders around a 14x14x256 layer cost ~64 us in the model, around a 7x7x512 one ~55 (~90 for
+the stride-2 layer's).  So 14x14 (196 pixels) blocked, 7x7 (49) NHWC."""
 BLOCKED_MIN_CONVS = 3
 """Fewest convolutions in a connected blocked run (a shorter run costs its reorders and gains
 little)."""
@@ -81,10 +92,36 @@ MAX_REORDER_SHAPES = 64
 """Most (direction, shape) pairs whose oneDNN reorder is kept (further ones use NumPy)."""
 
 
+SPLIT_MIN_ELEMENTS = 1 << 14
+"""Fewest elements of an image reordered on both threads (one part per thread: at batch 1
+runs of whole 16-channel blocks, else batch items)."""
+
+
+def _reorder_prim(lib: dc._Lib, to_blocked: bool, nhwc: tuple[int, ...], n0: int, n1: int,
+                  c0: int, c1: int) -> dc._Prim:
+    """The reorder of batch items ``[n0, n1)`` and channels ``[c0, c1)`` (whole blocks; all
+    channels unless ``n1 - n0 == 1``) of an ``nhwc`` image, NHWC <-> blocked.
+
+    Raises:
+        RuntimeError: oneDNN returned an error, or has only its reference reorder.
+    """
+    from pytfrt.backends.cpu._dnnl_layout import reorder_primitive
+
+    n, h, w, c = nhwc
+    dims = (n1 - n0, c1 - c0, h, w)
+    plain = lib.strided_md(dims, (h * w * c, 1, w * c, c))
+    blocked = dc.activation_md(lib, LAYOUT, dims)
+    plain_off, blocked_off = 4 * (n0 * h * w * c + c0), 4 * (n0 * c * h * w + c0 * h * w)
+    if to_blocked:
+        return reorder_primitive(lib, plain, blocked, plain_off, blocked_off)
+    return reorder_primitive(lib, blocked, plain, blocked_off, plain_off)
+
+
 def _reorder_launcher(to_blocked: bool, nhwc: tuple[int, ...]
                       ) -> Callable[[np.ndarray, np.ndarray], None] | None:
-    """``go(x, y)`` running oneDNN's reorder of one shape on the calling thread, or ``None``
-    (no oneDNN, or only its reference reorder)."""
+    """``go(x, y)`` running oneDNN's reorder of one shape for C-contiguous ``x`` and ``y``
+    (split over the threads from :data:`SPLIT_MIN_ELEMENTS`, else on the calling thread), or
+    ``None`` (no oneDNN, or only its reference reorder)."""
     key = ("to" if to_blocked else "from", nhwc)
     if key in _reorders:
         return _reorders[key]
@@ -95,26 +132,35 @@ def _reorder_launcher(to_blocked: bool, nhwc: tuple[int, ...]
         if lib is None or len(_reorders) >= MAX_REORDER_SHAPES:
             return None
         n, h, w, c = nhwc
-        dims = (n, c, h, w)
-        p, temp = dc._Prim(lib), dc._Prim(lib)
-        md_free = "dnnl_memory_desc_destroy"
+        made: list[dc._Prim] = []
         go: Callable[[np.ndarray, np.ndarray], None] | None = None
         try:
-            plain = p.own(md_free, dc.activation_md(lib, "NHWC", dims))
-            blocked = p.own(md_free, dc.activation_md(lib, LAYOUT, dims))
-            p.src_md, p.dst_md = (plain, blocked) if to_blocked else (blocked, plain)
-            attr = dc.user_scratchpad_attr(lib, temp.own)
-            p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
-                "dnnl_reorder_primitive_desc_create", p.src_md, lib.engine, p.dst_md,
-                lib.engine, attr))
-            dc.query_impl(lib, p)
-            p.create_primitive()
-            go = dc.row_launcher(lib, p, threading.Lock())
-            _reorder_prims.append(p)
+            whole = _reorder_prim(lib, to_blocked, nhwc, 0, n, 0, c)
+            made.append(whole)
+            one = dc.row_launcher(lib, whole, threading.Lock())
+            go = one
+            k = min(_parallel.num_threads(), n if n > 1 else c // BLOCK)
+            if k >= 2 and n * h * w * c >= SPLIT_MIN_ELEMENTS:
+                if n > 1:
+                    bounds = [n * i // k for i in range(k + 1)]
+                    parts = [(b0, b1, 0, c) for b0, b1 in zip(bounds, bounds[1:], strict=False)]
+                else:
+                    bounds = [BLOCK * (c // BLOCK * i // k) for i in range(k + 1)]
+                    parts = [(0, 1, c0, c1) for c0, c1 in zip(bounds, bounds[1:], strict=False)]
+                split = [_reorder_prim(lib, to_blocked, nhwc, *part) for part in parts]
+                made.extend(split)
+                job = dc._job(split, c, threading.Lock())
+
+                def go_split(x: np.ndarray, y: np.ndarray) -> None:
+                    if not dc.run_job(lib, job, 0, 0, 0, x, y):
+                        one(x, y)
+
+                go = go_split
         except RuntimeError:
-            p.destroy()
-        finally:
-            temp.destroy()
+            for p in made:
+                p.destroy()
+            made, go = [], None
+        _reorder_prims.extend(made)
         _reorders[key] = go
         return go
 

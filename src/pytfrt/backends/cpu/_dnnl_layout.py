@@ -15,6 +15,7 @@ reference reorder for it: the caller then copies on its own thread.  Thread-safe
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -58,14 +59,29 @@ def _job(lib: dc._Lib, c: int, h: int, w: int) -> dc._Job | None:
 
 def _band(lib: dc._Lib, c: int, h: int, w: int, r0: int, r1: int) -> dc._Prim:
     """The reorder of rows ``[r0, r1)``: NCHW strides in, NHWC strides out."""
+    dims = (1, c, r1 - r0, w)
+    return reorder_primitive(lib, lib.strided_md(dims, (c * h * w, h * w, w, 1)),
+                             lib.strided_md(dims, (h * w * c, 1, w * c, c)),
+                             4 * r0 * w, 4 * r0 * w * c)
+
+
+def reorder_primitive(lib: dc._Lib, src_md: Any, dst_md: Any, src_off: int = 0,
+                      dst_off: int = 0) -> dc._Prim:
+    """A oneDNN reorder primitive from ``src_md`` to ``dst_md`` (memory descriptors handed
+    over: the result frees them, as it does on an error) at those byte offsets of the arrays it
+    is run on, with a user-managed scratchpad (:func:`pytfrt.backends.cpu._dnnl_conv.run_part`
+    and its jobs run it).  Also the channel-blocked layout's reorders
+    (:mod:`pytfrt.backends.cpu._dnnl_blocked`).
+
+    Raises:
+        RuntimeError: oneDNN returned an error status, or has only its reference reorder.
+    """
     p = dc._Prim(lib)
     temp = dc._Prim(lib)
     md_free = "dnnl_memory_desc_destroy"
-    dims = (1, c, r1 - r0, w)
+    p.src_md, p.dst_md = p.own(md_free, src_md), p.own(md_free, dst_md)
+    p.src_off, p.dst_off = src_off, dst_off
     try:
-        p.src_md = p.own(md_free, lib.strided_md(dims, (c * h * w, h * w, w, 1)))
-        p.dst_md = p.own(md_free, lib.strided_md(dims, (h * w * c, 1, w * c, c)))
-        p.src_off, p.dst_off = 4 * r0 * w, 4 * r0 * w * c
         attr = dc.user_scratchpad_attr(lib, temp.own)
         p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
             "dnnl_reorder_primitive_desc_create", p.src_md, lib.engine, p.dst_md, lib.engine,
