@@ -77,3 +77,24 @@ func.func @kept(%x: tensor<2x8x8x4xf32>, %w: tensor<1x1x4x6xf32>, %dy: tensor<2x
   %f = "tg.conv2d_backprop_filter"(%xd, %ws, %dyd) {layout = "NHWC", strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], groups = 1} : (tensor<?x8x8x4xf32>, tensor<4xi64>, tensor<?x8x8x6xf32>) -> tensor<1x1x4x6xf32>
   func.return %a, %b, %c, %d, %e, %f : tensor<2x8x8x4xf32>, tensor<1x1x4x6xf32>, tensor<2x8x8x4xf32>, tensor<1x1x4x6xf32>, tensor<?x8x8x4xf32>, tensor<1x1x4x6xf32>
 }
+
+// A bias added to the convolution's output: its gradient (the NHWC bias_add_grad of the
+// same dy) joins the pair, where the pair stands.  Read before the pair, it stays apart.
+// CHECK-LABEL: func.func @bias
+func.func @bias(%x: tensor<?x8x8x4xf32>, %w: tensor<3x3x4x6xf32>, %dy: tensor<?x8x8x6xf32>, %dy2: tensor<?x8x8x6xf32>) -> (tensor<?x8x8x4xf32>, tensor<3x3x4x6xf32>, tensor<6xf32>, tensor<?x8x8x4xf32>, tensor<3x3x4x6xf32>, tensor<6xf32>) {
+  %s = "tg.shape"(%x) {out_type = "i64"} : (tensor<?x8x8x4xf32>) -> tensor<4xi64>
+  %ws = "tg.constant"() {value = dense<[3, 3, 4, 6]> : tensor<4xi64>} : () -> tensor<4xi64>
+  // CHECK: %[[G:.*]]:3 = "tg.conv2d_bias_grads"(%arg0, %arg1, %arg2) {dilations = [1{{( : i64)?}}, 1{{( : i64)?}}], groups = 1{{( : i64)?}}, layout = "NHWC", pads = [1{{( : i64)?}}, 1{{( : i64)?}}, 1{{( : i64)?}}, 1{{( : i64)?}}], strides = [1{{( : i64)?}}, 1{{( : i64)?}}]} : (tensor<?x8x8x4xf32>, tensor<3x3x4x6xf32>, tensor<?x8x8x6xf32>) -> (tensor<?x8x8x4xf32>, tensor<3x3x4x6xf32>, tensor<6xf32>)
+  // CHECK: %[[B:.*]] = "tg.bias_add_grad"(%arg3)
+  // CHECK-NEXT: %[[N:.*]] = "tg.neg"(%[[B]])
+  // CHECK-NEXT: %[[H:.*]]:2 = "tg.conv2d_grads"(%arg0, %arg1, %arg3)
+  // CHECK: func.return %[[G]]#0, %[[G]]#1, %[[G]]#2, %[[H]]#0, %[[H]]#1, %[[N]]
+  %dx = "tg.conv2d_backprop_input"(%s, %w, %dy) {layout = "NHWC", strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], groups = 1} : (tensor<4xi64>, tensor<3x3x4x6xf32>, tensor<?x8x8x6xf32>) -> tensor<?x8x8x4xf32>
+  %dw = "tg.conv2d_backprop_filter"(%x, %ws, %dy) {layout = "NHWC", strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], groups = 1} : (tensor<?x8x8x4xf32>, tensor<4xi64>, tensor<?x8x8x6xf32>) -> tensor<3x3x4x6xf32>
+  %db = "tg.bias_add_grad"(%dy) {layout = "NHWC"} : (tensor<?x8x8x6xf32>) -> tensor<6xf32>
+  %db2 = "tg.bias_add_grad"(%dy2) {layout = "NHWC"} : (tensor<?x8x8x6xf32>) -> tensor<6xf32>
+  %n = "tg.neg"(%db2) : (tensor<6xf32>) -> tensor<6xf32>
+  %dx2 = "tg.conv2d_backprop_input"(%s, %w, %dy2) {layout = "NHWC", strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], groups = 1} : (tensor<4xi64>, tensor<3x3x4x6xf32>, tensor<?x8x8x6xf32>) -> tensor<?x8x8x4xf32>
+  %dw2 = "tg.conv2d_backprop_filter"(%x, %ws, %dy2) {layout = "NHWC", strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], groups = 1} : (tensor<?x8x8x4xf32>, tensor<4xi64>, tensor<?x8x8x6xf32>) -> tensor<3x3x4x6xf32>
+  func.return %dx, %dw, %db, %dx2, %dw2, %n : tensor<?x8x8x4xf32>, tensor<3x3x4x6xf32>, tensor<6xf32>, tensor<?x8x8x4xf32>, tensor<3x3x4x6xf32>, tensor<6xf32>
+}

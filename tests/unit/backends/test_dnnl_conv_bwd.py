@@ -297,12 +297,15 @@ def test_strided_pointwise_input_gradient_is_one_gemm(n, hw, cin, cout, strides)
     (8, 14, 256, 128, 1, 2, 0, 1),  # both GEMMs: strided input gradient, pointwise filter
     (3, 8, 128, 128, 1, 1, 0, 1),   # oneDNN's input gradient beside the filter GEMM
     (2, 7, 12, 18, 3, 2, 1, 3),     # grouped, strided
+    (2, 5, 256, 32, 3, 1, 1, 1),    # a small image: the filter gradient by im2col and a GEMM
+    (2, 6, 256, 16, 3, 1, 0, 1),    # the same, unpadded (4x4 outputs)
 ])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_conv2d_grads_gives_both_gradients(n, hw, cin, cout, k, stride, pad, groups, dtype,  # type: ignore[no-untyped-def]
                                            monkeypatch):
     """``conv2d_grads`` (both gradients at once, one per thread; float64 and a one-thread
-    process the two ops' kernels one after the other) against PyTorch autograd in float64."""
+    process the two ops' kernels one after the other) and ``conv2d_bias_grads`` (also the
+    bias gradient, on the thread done first) against PyTorch autograd in float64."""
     rng = np.random.default_rng(n + hw + cin)
     x = rng.standard_normal((n, cin, hw, hw)).astype(dtype)
     wt = rng.standard_normal((cout, cin // groups, k, k)).astype(dtype)
@@ -314,9 +317,18 @@ def test_conv2d_grads_gives_both_gradients(n, hw, cin, cout, k, stride, pad, gro
     kw = dict(layout="NHWC", strides=(stride, stride), dilations=(1, 1), pads=pads,
               groups=groups)
     want_dx, want_dw = dx_ref.transpose(0, 2, 3, 1), dw_ref.transpose(2, 3, 1, 0)
+    im2col = _dnnl_conv_bwd._im2col_filter(xh, wh.shape, dyh, "NHWC", (stride, stride),
+                                           (1, 1), pads, groups)
+    assert (im2col is not None) == (dtype == np.float32 and cin == 256 and k == 3)
+    if im2col is not None:
+        np.testing.assert_allclose(im2col, want_dw, rtol=0, atol=2e-5 * np.abs(want_dw).max())
     for threads in (_parallel.num_threads(), 1):
         monkeypatch.setattr(_parallel, "num_threads", lambda t=threads: t)
         dx, dw = GRAPH_OPS["conv2d_grads"](xh, wh, dyh, **kw)
         assert dx.dtype == dw.dtype == dtype
-        for got, want in ((dx, want_dx), (dw, want_dw)):
+        bx, bw, db = GRAPH_OPS["conv2d_bias_grads"](xh, wh, dyh, **kw)
+        assert db.dtype == dtype and db.shape == (cout,)
+        want_db = dy.sum(axis=(0, 2, 3))  # float64
+        for got, want in ((dx, want_dx), (dw, want_dw), (bx, want_dx), (bw, want_dw),
+                          (db, want_db)):
             np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -429,14 +429,17 @@ def _filter_grad(plan: _Plan, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
 
 def backprop_both(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
                   strides: Sequence[int], dilations: Sequence[int],
-                  pads: Sequence[int] | None, groups: int
-                  ) -> tuple[np.ndarray, np.ndarray] | None:
+                  pads: Sequence[int] | None, groups: int,
+                  extra: Callable[[], np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, ...] | None:
     """Both gradients of ``conv2d(x, w)`` for the output gradient ``dy``: ``(dx, dw)``, as
     :func:`backprop_input` and :func:`backprop_filter` give them, computed at the same time,
     one on each of two threads, each unsplit (they are independent: both read ``dy``, one
     ``w``, the other ``x``); no split of either gradient into batch parts, no partial filter
-    gradients to sum.  ``None`` if oneDNN does not take either call or the process has one
-    thread (the caller then computes them one after the other).  Thread-safe."""
+    gradients to sum.  With ``extra`` (a short computation, e.g. the bias gradient of
+    ``dy``), ``(dx, dw, extra())``: ``extra`` runs on whichever thread finishes its gradient
+    first.  ``None`` if oneDNN does not take either call or the process has one thread (the
+    caller then computes them one after the other).  Thread-safe."""
     if _parallel.num_threads() < 2:
         return None
     d_gemm = (_usable((w, dy), layout, strides, (1, 1), pads, groups)
@@ -451,22 +454,31 @@ def backprop_both(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
         split=False)
     if (not d_gemm and d_plan is None) or (not w_gemm and w_plan is None):
         return None
-    out: list[Any] = [None, None]
+    out: list[Any] = [None, None, None]
+    # shards from both ends: the caller takes dx, a helper dw, the first one done the middle
+    kinds = ("dx", "dw") if extra is None else ("dx", "extra", "dw")
 
     def run(i: int) -> None:
-        if i == 0:
+        if kinds[i] == "extra":
+            assert extra is not None
+            out[2] = extra()
+        elif kinds[i] == "dx":
             out[0] = (_input_grad(d_plan, w, dy) if d_plan is not None else
                       _strided_pointwise_input(x.shape, w, dy, layout, strides, pads, groups,
                                                threads=1))
+        elif w_plan is None:
+            out[1] = _pointwise_filter(x, w.shape, dy, layout, strides, pads, groups,
+                                       threads=1)
+        elif IM2COL and (dw := _im2col_filter(x, w.shape, dy, layout, strides, dilations,
+                                              pads, groups)) is not None:
+            out[1] = dw
         else:
-            out[1] = (_filter_grad(w_plan, x, dy) if w_plan is not None else
-                      _pointwise_filter(x, w.shape, dy, layout, strides, pads, groups,
-                                        threads=1))
+            out[1] = _filter_grad(w_plan, x, dy)
 
-    _parallel.parallel_for(run, 2)
+    _parallel.parallel_for(run, len(kinds))
     if out[0] is None or out[1] is None:  # a 1x1 geometry the GEMMs do not take
         return None
-    return out[0], out[1]
+    return (out[0], out[1]) if extra is None else (out[0], out[1], out[2])
 
 
 GEMM_MIN_FILTER = 128 * 128
@@ -509,6 +521,50 @@ def _pointwise_filter(x: np.ndarray, filter_shape: Sequence[int], dy: np.ndarray
         # 1.2-1.3x faster so, where transposing the small result costs little
         return np.ascontiguousarray(_rows_product(d, a, threads).T).reshape(1, 1, ci, co)
     return _rows_product(a, d, threads).reshape(1, 1, ci, co)
+
+
+IM2COL_MAX_PIXELS = 49
+"""Most output pixels per image for which a one-thread filter gradient of a stride-1 NHWC
+convolution with at least :data:`IM2COL_MIN_CHANNELS` input channels is im2col and one GEMM
+(:func:`_im2col_filter`)."""
+IM2COL_MIN_CHANNELS = 256
+
+
+def _im2col_filter(x: np.ndarray, w_shape: Sequence[int], dy: np.ndarray, layout: str,
+                   strides: Sequence[int], dilations: Sequence[int],
+                   pads: Sequence[int] | None, groups: int) -> np.ndarray | None:
+    """The filter gradient of a small-image stride-1 NHWC convolution (one group, no
+    dilation, at most :data:`IM2COL_MAX_PIXELS` output pixels per image, at least
+    :data:`IM2COL_MIN_CHANNELS` input channels: ResNet-50's 7x7 3x3 convolutions) on the
+    calling thread as im2col and one GEMM, ``dw = cols.T @ dy`` with ``cols`` the
+    ``(N*OH*OW, KH*KW*C)`` patches of the zero-padded input, or ``None`` for any other call.
+    oneDNN 3.2's one-part backward-weights kernel (``jit:avx512_core``) ran at ~120 GFLOP/s
+    there, the GEMM at ~150 with the copies."""
+    if (layout != "NHWC" or groups != 1 or len(w_shape) != 4 or x.dtype != np.float32
+            or dy.dtype != np.float32 or x.ndim != 4 or dy.ndim != 4
+            or tuple(int(v) for v in strides) != (1, 1)
+            or tuple(int(v) for v in dilations) != (1, 1)):
+        return None
+    kh, kw, ci, co = (int(v) for v in w_shape)
+    n, h, wd, c = x.shape
+    pt, pb, pl, pr = (int(v) for v in (pads if pads is not None else (0, 0, 0, 0)))
+    oh, ow = h + pt + pb - kh + 1, wd + pl + pr - kw + 1
+    if (c != ci or ci < IM2COL_MIN_CHANNELS or oh * ow > IM2COL_MAX_PIXELS or oh < 1
+            or ow < 1 or dy.shape != (n, oh, ow, co)):
+        return None
+    xp = np.zeros((n, h + pt + pb, wd + pl + pr, ci), np.float32)
+    xp[:, pt:pt + h, pl:pl + wd] = x
+    cols = np.empty((n, oh, ow, kh, kw, ci), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, :, i, j] = xp[:, i:i + oh, j:j + ow]
+    out = _aligned(4 * kh * kw * ci * co).reshape(kh * kw * ci, co)
+    _blas.sgemm(cols.reshape(-1, kh * kw * ci).T, np.ascontiguousarray(dy).reshape(-1, co), out)
+    return out.reshape(kh, kw, ci, co)
+
+
+IM2COL = True
+"""Whether a pair's small-image filter gradient may take :func:`_im2col_filter`."""
 
 
 def _strided_pointwise_input(input_shape: Sequence[int], w: np.ndarray, dy: np.ndarray,

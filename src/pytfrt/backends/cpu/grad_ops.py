@@ -505,24 +505,40 @@ conv2d_backprop_filter = _forward(
 @_register("conv2d_grads")
 def conv2d_grads(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
                  strides: Sequence[int], dilations: Sequence[int], pads: Sequence[int],
-                 groups: int) -> tuple[np.ndarray, np.ndarray]:
+                 groups: int) -> tuple[np.ndarray, ...]:
     """``(dx, dw)`` of ``y = conv2d(x, w)`` for the output gradient ``dy``: what
     ``conv2d_backprop_input`` and ``conv2d_backprop_filter`` give.  float32 on two or more
     threads: both at once, one per thread
     (:func:`pytfrt.backends.cpu._dnnl_conv_bwd.backprop_both`); otherwise one after the other
     (the two ops' kernels, which report bad operands)."""
-    attrs: dict[str, Any] = dict(layout=layout, strides=strides, dilations=dilations,
-                                 pads=pads, groups=groups)
+    return _conv_grads(x, w, dy, None, layout=layout, strides=strides, dilations=dilations,
+                       pads=pads, groups=groups)
+
+
+@_register("conv2d_bias_grads")
+def conv2d_bias_grads(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
+                      strides: Sequence[int], dilations: Sequence[int], pads: Sequence[int],
+                      groups: int) -> tuple[np.ndarray, ...]:
+    """``(dx, dw, db)``: :func:`conv2d_grads` and ``bias_add_grad(dy)`` (the gradient of a
+    bias added to the convolution's output), the bias gradient on whichever thread finishes
+    its convolution gradient first."""
+    return _conv_grads(x, w, dy, lambda: bias_add_grad(dy, layout=layout), layout=layout,
+                       strides=strides, dilations=dilations, pads=pads, groups=groups)
+
+
+def _conv_grads(x: np.ndarray, w: np.ndarray, dy: np.ndarray,
+                extra: Callable[[], np.ndarray] | None, **attrs: Any) -> tuple[np.ndarray, ...]:
     if x.dtype == np.float32:
         from pytfrt.backends.cpu import _dnnl_conv_bwd
 
-        both = _dnnl_conv_bwd.backprop_both(x, w, dy, **attrs)
+        both = _dnnl_conv_bwd.backprop_both(x, w, dy, extra=extra, **attrs)
         if both is not None:
             return both
-    return (conv2d_backprop_input(np.asarray(x.shape, np.int64), w, dy, static_shape=None,
-                                  **attrs),
-            conv2d_backprop_filter(x, np.asarray(w.shape, np.int64), dy, static_shape=None,
-                                   **attrs))
+    grads = (conv2d_backprop_input(np.asarray(x.shape, np.int64), w, dy, static_shape=None,
+                                   **attrs),
+             conv2d_backprop_filter(x, np.asarray(w.shape, np.int64), dy, static_shape=None,
+                                    **attrs))
+    return grads if extra is None else (*grads, extra())
 
 
 max_pool2d_grad = _forward(

@@ -90,7 +90,8 @@ def _shape_operand(ctx: InferContext, i: int, dtype: str, rank: int) -> TType:
 
 
 def _conv_grads(ctx: InferContext) -> list[TType]:
-    """``conv2d_grads(x, w, dy)``: ``dx`` of ``x``'s type and ``dw`` of ``w``'s."""
+    """``conv2d_grads(x, w, dy)``: ``dx`` of ``x``'s type and ``dw`` of ``w``'s;
+    ``conv2d_bias_grads`` also ``db`` of ``w``'s output channels."""
     if len(ctx.inputs) != 3:
         raise ctx.error("takes 3 operands (x, w, dy)")
     dtype = same_dtype(ctx)
@@ -98,7 +99,12 @@ def _conv_grads(ctx: InferContext) -> list[TType]:
     for t, what in zip(ctx.inputs, ("x", "w", "dy"), strict=True):
         if t.shape is not None and len(t.shape) != 4:
             raise ctx.error(f"{what} must be rank 4, got {t}")
-    return [TType(dtype, ctx.inputs[0].shape), TType(dtype, ctx.inputs[1].shape)]
+    grads = [TType(dtype, ctx.inputs[0].shape), TType(dtype, ctx.inputs[1].shape)]
+    if ctx.op == "conv2d_bias_grads":
+        w = ctx.inputs[1].shape
+        cout = None if w is None else w[3] if ctx.attrs["layout"] == "NHWC" else w[0]
+        grads.append(TType(dtype, (cout,)))
+    return grads
 
 
 def _conv_backprop(operands: tuple[str, ...]) -> Callable[[InferContext], list[TType]]:
@@ -259,6 +265,10 @@ define("conv2d_grads", ("x", "w", "dy"), _conv_grads, dict(_CONV), family="grad"
        num_results=2, no_grad="made by -tg-pair-conv-grads, which runs after differentiation",
        doc="(dx, dw): conv2d_backprop_input and conv2d_backprop_filter of one convolution "
        "(input x, filter w, output gradient dy), computed together")
+define("conv2d_bias_grads", ("x", "w", "dy"), _conv_grads, dict(_CONV), family="grad",
+       num_results=3, no_grad="made by -tg-pair-conv-grads, which runs after differentiation",
+       doc="(dx, dw, db): conv2d_grads and bias_add_grad(dy) (NHWC) of one convolution with "
+       "a bias, computed together")
 define("max_pool2d_grad", ("x", "y", "dy"), _max_pool_grad, dict(_POOL), family="grad",
        grad=gr.max_pool2d_grad)
 define(

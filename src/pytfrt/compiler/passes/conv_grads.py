@@ -16,9 +16,12 @@ fused op can stand where one of the two stood: before the first
 if ``x``, ``w`` and ``dy`` are defined before it, else before the second if nothing between
 them reads the first's result.  Each ``dy`` pairs at most one input gradient with one filter
 gradient.  ``conv2d_grads`` (``docs/graph_dialect.md``) computes the two at once, one per
-thread, each unsplit (``docs/kernels.md``).  Runs after differentiation and the gradient
-fusions that rewrite ``dy``'s producer (``-tg-fuse-batch-stats``).  Not thread-safe (one pass
-at a time per module).
+thread, each unsplit (``docs/kernels.md``).  Then a ``conv2d_grads`` and the NHWC
+``bias_add_grad(dy)`` of the same ``dy`` (a Keras ``Conv2D``'s bias) become one
+``conv2d_bias_grads`` (results dx, dw, db) where the pair stands, if nothing before it reads
+the bias gradient: its kernel sums the bias gradient on whichever thread finishes first.
+Runs after differentiation and the gradient fusions that rewrite ``dy``'s producer
+(``-tg-fuse-batch-stats``).  Not thread-safe (one pass at a time per module).
 """
 
 from __future__ import annotations
@@ -127,7 +130,44 @@ def pair_conv_grads(gm: GraphModule) -> GraphModule:
             index[fused] = index[site] - 0.5
             replace(gi, [fused.results[0]])
             replace(gf, [fused.results[1]])
+        _join_bias_grads(gm, block)
     return gm
+
+
+def _join_bias_grads(gm: GraphModule, block: Block) -> None:
+    """``conv2d_grads`` and an NHWC ``bias_add_grad`` of its ``dy`` into one
+    ``conv2d_bias_grads``, where the pair stands, when nothing before it reads the bias
+    gradient."""
+    ops = list(block.ops)
+    index = {op: i for i, op in enumerate(ops)}
+    biases: dict[SSAValue, Operation] = {}
+    for op in ops:
+        if op.name == "tg.bias_add_grad" and attrs_of(op)["layout"] == "NHWC":
+            biases.setdefault(op.operands[0], op)
+    for g in ops:
+        if g.name != "tg.conv2d_grads" or attrs_of(g)["layout"] != "NHWC":
+            continue
+        b = biases.pop(g.operands[2], None)
+        if b is None or any(_position(u.operation, block, index) < index[g]
+                            for u in b.results[0].uses):
+            continue
+        fused = new_op(gm, "conv2d_bias_grads", list(g.operands), attrs_of(g), g.location)
+        if [r.type for r in fused.results] != [*(r.type for r in g.results), b.results[0].type]:
+            fused.erase()
+            continue
+        block.insert_op_before(fused, g)
+        replace(g, list(fused.results[:2]))
+        replace(b, [fused.results[2]])
+
+
+def _position(op: Operation, block: Block, index: dict[Operation, int]) -> int:
+    """The position in ``block`` of ``op`` or of the op of ``block`` that holds it."""
+    while op.parent_block() is not block:
+        parent = op.parent_op()
+        if parent is None:
+            return -1
+        op = parent
+    return index.get(op, -1)
 
 
 __all__ = ["pair_conv_grads"]
