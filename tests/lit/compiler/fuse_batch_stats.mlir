@@ -155,3 +155,32 @@ func.func @residual_gradient_sums(%x: tensor<?x4x4x3xf32>, %d1: tensor<?x4x4x3xf
   // CHECK-NEXT: "tg.relu_grad_sums"(%[[DC]], %[[Y]], %arg0) {
   func.return %s, %t, %dz, %sz, %tz, %sc, %tc : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>
 }
+
+// Two batch norms read one gradient (a residual stage's main branch and its projection
+// shortcut): the second product's sum joins the relu_grad_sums pass; a b2 that broadcasts (a
+// per-channel vector) or whose batch size is not provably g's (another argument) does not.
+// CHECK-LABEL: func.func @second_dot
+func.func @second_dot(%x: tensor<?x4x4x3xf32>, %o: tensor<?x4x4x3xf32>, %d1: tensor<?x4x4x3xf32>, %d2: tensor<?x4x4x3xf32>, %c: tensor<3xf32>) -> (tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>) {
+  %y = "tg.relu"(%x) : (tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %x2 = "tg.neg"(%x) : (tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %dy = "tg.add"(%d1, %d2) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %g = "tg.relu_grad"(%dy, %y) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %p = "tg.mul"(%x, %g) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %t = "tg.reduce_sum"(%p) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %s = "tg.reduce_sum"(%g) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %p2 = "tg.mul"(%x2, %g) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %t2 = "tg.reduce_sum"(%p2) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %p3 = "tg.mul"(%g, %c) : (tensor<?x4x4x3xf32>, tensor<3xf32>) -> tensor<?x4x4x3xf32>
+  %t3 = "tg.reduce_sum"(%p3) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  %p4 = "tg.mul"(%g, %o) : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> tensor<?x4x4x3xf32>
+  %t4 = "tg.reduce_sum"(%p4) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>) -> tensor<1x1x1x3xf32>
+  // CHECK: %[[Y:.*]] = "tg.relu"(%arg0)
+  // CHECK-NEXT: %[[X2:.*]] = "tg.neg"(%arg0)
+  // CHECK-NEXT: %[[R:.*]]:4 = "tg.relu_grad_sums2"(%arg2, %[[Y]], %arg0, %[[X2]], %arg3) {axes = [0, 1, 2], keepdims = true} : (tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>, tensor<?x4x4x3xf32>) -> (tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>)
+  // CHECK-NEXT: %[[P3:.*]] = "tg.mul"(%[[R]]#0, %arg4)
+  // CHECK-NEXT: %[[T3:.*]] = "tg.reduce_sum"(%[[P3]])
+  // CHECK-NEXT: %[[P4:.*]] = "tg.mul"(%[[R]]#0, %arg1)
+  // CHECK-NEXT: %[[T4:.*]] = "tg.reduce_sum"(%[[P4]])
+  // CHECK-NEXT: func.return %[[R]]#1, %[[R]]#2, %[[R]]#3, %[[R]]#0, %[[T3]], %[[T4]]
+  func.return %s, %t, %t2, %g, %t3, %t4 : tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>, tensor<?x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1x1x1x3xf32>
+}

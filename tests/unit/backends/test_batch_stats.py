@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytfrt.backends.cpu.batch_stats import moments, relu_grad_sums, sum_and_dot
+from pytfrt.backends.cpu.batch_stats import moments, relu_grad_sums, relu_grad_sums2, sum_and_dot
 from pytfrt.backends.cpu.ops import OpError
 from pytfrt.compiler.api import compile_module, parse_graph
 
@@ -333,5 +333,85 @@ def test_two_gradient_pass_keeps_results(batch: int, batch2: int) -> None:
     d2 = rng.standard_normal((batch2, 4, 4, 3)).astype(np.float32)
     fast = compile_module(gm, optimize=False)(x, d1, d2)
     plain = compile_module(parse_graph(_TWO), optimize=False)(x, d1, d2)
+    for a, b in zip(fast, plain, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=shapes, lead=st.integers(1, 3), two=st.booleans(), per_channel=st.booleans(),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
+def test_relu_grad_sums2_match_numpy(shape, lead, two, per_channel, dtype,  # type: ignore[no-untyped-def]
+                                     seed):
+    """``relu_grad_sums2(dy, y, b, b2[, dy2])``: ``g`` bit for bit as TF's ReluGrad of
+    ``dy [+ dy2]``, its three sums against float64 NumPy (one pass, or the two-op fallback
+    when ``b2`` is a per-channel vector)."""
+    rng = np.random.default_rng(seed)
+    k = min(lead, len(shape) - 1)
+    axes = tuple(range(k))
+    dy, dy2, y, b = (rng.standard_normal(shape).astype(dtype) for _ in range(4))
+    y[..., 0] = 0.0
+    b2 = rng.standard_normal(shape[k:] if per_channel else shape).astype(dtype)
+    g, s, t, t2 = relu_grad_sums2(dy, y, b, b2, dy2 if two else None, axes=axes,
+                                  keepdims=False)
+    want = np.where(y > 0, dy + dy2 if two else dy, 0)
+    np.testing.assert_array_equal(g, want)
+    wd = want.astype(np.float64)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    assert s.dtype == t.dtype == t2.dtype == dtype
+    np.testing.assert_allclose(s, wd.sum(axis=axes), rtol=tol, atol=tol)
+    np.testing.assert_allclose(t, (wd * b).sum(axis=axes), rtol=tol, atol=tol)
+    np.testing.assert_allclose(t2, (wd * b2).sum(axis=axes), rtol=tol, atol=tol)
+
+
+def test_relu_grad_sums2_large_and_errors() -> None:
+    """Sharded rows (more than one shard); operands that do not broadcast raise."""
+    rng = np.random.default_rng(12)
+    dy, dy2, y, b, b2 = (rng.standard_normal((8, 14, 14, 64)).astype(np.float32)
+                         for _ in range(5))
+    g, s, t, t2 = relu_grad_sums2(dy, y, b, b2, dy2, axes=[0, 1, 2], keepdims=True)
+    want = np.where(y > 0, dy + dy2, 0)
+    np.testing.assert_array_equal(g, want)
+    wd = want.astype(np.float64)
+    for got, other in ((t, b), (t2, b2)):
+        np.testing.assert_allclose(got, (wd * other).sum(axis=(0, 1, 2), keepdims=True),
+                                   rtol=1e-5, atol=1e-4)
+    with pytest.raises(OpError, match="broadcast"):
+        relu_grad_sums2(dy, y, b, b2[:, :3], axes=[0, 1, 2])
+    with pytest.raises(OpError, match="share one dtype"):
+        relu_grad_sums2(dy, y, b, b2.astype(np.float64), axes=[0, 1, 2])
+
+
+# A residual stage's first block backward as TF's graph has it after differentiation: the block
+# input's two gradients added, the ReLU's gradient, and two batch norms' sums of it (the main
+# branch's, the projection shortcut's, which reads it through a reshape to its own shape).
+_TWO_NORMS = """
+func.func @main(%x: tensor<?x6x5x4xf32>, %d1: tensor<?x6x5x4xf32>, %d2: tensor<?x6x5x4xf32>) -> (tensor<?x6x5x4xf32>, tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>) {
+  %y = "tg.relu"(%x) : (tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %x2 = "tg.sigmoid"(%x) : (tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %dy = "tg.add"(%d1, %d2) : (tensor<?x6x5x4xf32>, tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %g = "tg.relu_grad"(%dy, %y) : (tensor<?x6x5x4xf32>, tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %s = "tg.reduce_sum"(%g) {axes = [0, 1, 2], keepdims = true} : (tensor<?x6x5x4xf32>) -> tensor<1x1x1x4xf32>
+  %p = "tg.mul"(%x, %g) : (tensor<?x6x5x4xf32>, tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %t = "tg.reduce_sum"(%p) {axes = [0, 1, 2], keepdims = true} : (tensor<?x6x5x4xf32>) -> tensor<1x1x1x4xf32>
+  %gr = "tg.reshape"(%g) {shape = [-1, 6, 5, 4]} : (tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %p2 = "tg.mul"(%gr, %x2) : (tensor<?x6x5x4xf32>, tensor<?x6x5x4xf32>) -> tensor<?x6x5x4xf32>
+  %t2 = "tg.reduce_sum"(%p2) {axes = [0, 1, 2], keepdims = true} : (tensor<?x6x5x4xf32>) -> tensor<1x1x1x4xf32>
+  func.return %g, %s, %t, %t2 : tensor<?x6x5x4xf32>, tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>
+}
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize("batch", [1, 9])
+def test_second_dot_pass_keeps_results(batch: int) -> None:
+    """Compiled with the passes (one ``relu_grad_sums2``) and without: the same results."""
+    from pytfrt.compiler.passes import default_pipeline
+
+    gm = default_pipeline(parse_graph(_TWO_NORMS))
+    names = [op.name for op in gm.function("main").body.block.ops]
+    assert "tg.relu_grad_sums2" in names and "tg.reduce_sum" not in names
+    rng = np.random.default_rng(batch)
+    x, d1, d2 = (rng.standard_normal((batch, 6, 5, 4)).astype(np.float32) for _ in range(3))
+    fast = compile_module(gm, optimize=False)(x, d1, d2)
+    plain = compile_module(parse_graph(_TWO_NORMS), optimize=False)(x, d1, d2)
     for a, b in zip(fast, plain, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)

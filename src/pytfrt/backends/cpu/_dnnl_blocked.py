@@ -58,6 +58,12 @@ and 1.09x from 14x14 to 7x7 with stride 2 (+180 us), against 0.86-0.91x for the 
 widen to 1024 / 2048 channels or narrow 2048 -> 512 and for the stride-2 1x1 shortcut; the two
 reorders around a 14x14x256 layer cost ~64 us in the model, around a 7x7x512 one ~55 (~90 for
 the stride-2 layer's).  So 14x14 (196 pixels) blocked, 7x7 (49) NHWC."""
+BLOCKED_MIN_MACS_PER_MOVED = 1000
+"""Fewest multiply-adds of a blocked run's convolutions per element its reorders copy.  In
+ResNet-50 a reordered element cost 0.6-0.7 ns of one thread inside the model and a blocked 1x1
+layer gained ~8% of ~0.012 ns per multiply-add (~0.001 ns): break-even near 600.  ResNet-50's
+stages 3 and 4 have more than 3,000 per element (7 reorders); MobileNetV3-small's 7x7
+projections (their inputs from depthwise layers, each reordered) 100-200."""
 BLOCKED_MIN_CONVS = 3
 """Fewest convolutions in a connected blocked run (a shorter run costs its reorders and gains
 little)."""

@@ -957,6 +957,7 @@ def user_scratchpad_attr(lib: _Lib,
     Raises:
         RuntimeError: oneDNN returned an error status.
     """
+    _blas.pin_thread()  # a primitive made on a thread of two OpenMP threads keeps using two
     attr = own("dnnl_primitive_attr_destroy", lib.new("dnnl_primitive_attr_create"))
     lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, _SCRATCHPAD_USER)
     return attr
@@ -1111,6 +1112,7 @@ def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int, x: np.ndarray | Non
     """
     if not SPIN_POOL or len(job.table) > _spin_pool.MAX_PARTS:
         return False
+    _blas.pin_thread()  # the caller runs parts too: one OpenMP thread (see _pin_one_thread)
     pool = _spin_pool.pool(lib.addresses, _parallel.num_threads() - 1, lib.new_stream_handle)
     if pool is None or not pool.lock.acquire(blocking=False):
         return False

@@ -1,5 +1,5 @@
-"""Batch-statistics kernels of a training step: ``tg.moments``, ``tg.sum_and_dot`` and
-``tg.relu_grad_sums``.
+"""Batch-statistics kernels of a training step: ``tg.moments``, ``tg.sum_and_dot``,
+``tg.relu_grad_sums`` and ``tg.relu_grad_sums2``.
 
 A batch-norm layer in training computes per-channel statistics over every other axis, forward
 and backward.  TensorFlow's graph of it (Keras' ``BatchNormalization`` through
@@ -19,7 +19,8 @@ replaces each group with one op whose kernel here makes a single pass:
   that is a per-channel vector (it broadcasts over the reduced axes only: TF's gradient of a
   product with a per-channel factor) is not read per element: ``sum(a * b) = sum(a) * b``,
   from the same float64 sums (10x faster than NumPy's broadcasting product on a ResNet-50
-  activation).
+  activation).  ``relu_grad_sums2(dy, y, b, b2[, dy2])`` adds ``sum(g * b2)`` to the same
+  pass (two batch norms reading one gradient: a residual stage's projection shortcut).
 
 The fast path is a reduction over the leading axes ``0..k-1`` of C-contiguous float32/float64
 operands of one shape (an NHWC tensor's ``N, H, W``): the rows are split into shards run on the
@@ -170,6 +171,32 @@ def _relu2_dot_rows(dy, dy2, y, b, g, r0, r1, s1, s2):  # type: ignore[no-untype
     _flush(a1, a2, s1, s2)
 
 
+@numba.njit(nogil=True, cache=True, fastmath=True)
+def _relu_dots_rows(dy, dy2, two, y, b, b2, g, r0, r1, s1, s2, s3):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``g = relu_grad(dy [+ dy2 if two], y)`` over rows ``r0..r1`` and three sums of it:
+    ``s1 += sum(g)``, ``s2 += sum(g * b)``, ``s3 += sum(g * b2)`` (two batch norms reading one
+    gradient: a residual stage's main branch and its projection shortcut)."""
+    k = dy.shape[1]
+    a1 = np.zeros(k)
+    a2 = np.zeros(k)
+    a3 = np.zeros(k)
+    for r in range(r0, r1):
+        if two:
+            for c in range(k):
+                g[r, c] = dy[r, c] + dy2[r, c] if y[r, c] > 0 else 0.0
+        else:
+            for c in range(k):
+                g[r, c] = dy[r, c] if y[r, c] > 0 else 0.0
+        for c in range(k):
+            v = np.float64(g[r, c])
+            a1[c] += v
+            a2[c] += v * np.float64(b[r, c])
+            a3[c] += v * np.float64(b2[r, c])
+    _flush(a1, a2, s1, s2)
+    for c in range(k):
+        s3[c] += a3[c]
+
+
 def _per_item(dy_shape: tuple[int, ...], shape: tuple[int, ...], k: int) -> bool:
     """Whether ``dy_shape`` is ``shape`` with axes ``1..k-1`` of size 1 (one row per batch item
     broadcast over the reduced axes after the batch axis)."""
@@ -245,19 +272,19 @@ def _shape_of_result(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> tu
     return tuple(d for i, d in enumerate(x.shape) if i not in axes)
 
 
-def _sharded(kernel: object, rows: int, width: int, *args: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """Run ``kernel(*args, r0, r1, s1, s2)`` over row shards; the summed ``(s1, s2)``."""
+def _sharded(kernel: object, rows: int, width: int, *args: object, sums: int = 2
+             ) -> tuple[np.ndarray, ...]:
+    """Run ``kernel(*args, r0, r1, s1, ..., s<sums>)`` over row shards; the summed
+    ``(s1, ..., s<sums>)``."""
     parts = chunks(rows, max(1, _SHARD_ELEMENTS // max(width, 1)))
-    s1 = np.zeros((len(parts), width))
-    s2 = np.zeros((len(parts), width))
+    acc = [np.zeros((len(parts), width)) for _ in range(sums)]
 
     def run(i: int) -> None:
         r0, r1 = parts[i]
-        kernel(*args, r0, r1, s1[i], s2[i])  # type: ignore[operator]
+        kernel(*args, r0, r1, *(a[i] for a in acc))  # type: ignore[operator]
 
     parallel_for(run, len(parts))
-    return s1.sum(axis=0), s2.sum(axis=0)
+    return tuple(a.sum(axis=0) for a in acc)
 
 
 def channel_sums(x: np.ndarray) -> np.ndarray | None:
@@ -411,3 +438,36 @@ def relu_grad_sums(dy: np.ndarray, y: np.ndarray, b: np.ndarray, dy2: np.ndarray
     s1, s2 = _sharded(_relu_dot_rows, rows, width, dy.reshape(two), y.reshape(two),
                       b.reshape(two), g.reshape(two))
     return g, s1.astype(dy.dtype).reshape(shape), s2.astype(dy.dtype).reshape(shape)
+
+
+@GRAPH_OPS.op("relu_grad_sums2")
+def relu_grad_sums2(dy: np.ndarray, y: np.ndarray, b: np.ndarray, b2: np.ndarray,
+                    dy2: np.ndarray | None = None, *, axes: Sequence[int], keepdims: bool = True
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`relu_grad_sums` with a second product's sum: ``(g, sum(g), sum(g * b),
+    sum(g * b2))`` for ``g = relu_grad(dy [+ dy2], y)``, in one pass when ``dy``, ``dy2``,
+    ``y``, ``b`` and ``b2`` are C-contiguous float arrays of one shape and the sums are over
+    the leading axes (a residual stage's first block: the main branch's last batch norm and
+    the projection shortcut's batch norm both read the block input's gradient).  Otherwise
+    :func:`relu_grad_sums` then :func:`sum_and_dot` of ``g`` and ``b2`` (the same values).
+
+    Raises:
+        OpError: what :func:`relu_grad_sums` and :func:`sum_and_dot` raise.
+    """
+    op = "relu_grad_sums2"
+    _float(op, dy, y, b, b2, *(() if dy2 is None else (dy2,)))
+    ax = _norm_axes(op, y.ndim, axes)
+    view = _rows(y, ax)
+    same = [a for a in (dy, b, b2) + (() if dy2 is None else (dy2,))
+            if a.shape == y.shape and a.flags.c_contiguous]
+    if view is not None and len(same) == (3 if dy2 is None else 4):
+        g = np.empty_like(y)
+        flat = [a.reshape(view) for a in (dy, y, b, b2, g)]
+        second = flat[0] if dy2 is None else dy2.reshape(view)
+        s1, s2, s3 = _sharded(_relu_dots_rows, *view, flat[0], second, dy2 is not None,
+                              *flat[1:], sums=3)
+        shape = _shape_of_result(y, ax, keepdims)
+        return (g, s1.astype(y.dtype).reshape(shape), s2.astype(y.dtype).reshape(shape),
+                s3.astype(y.dtype).reshape(shape))
+    g, s, t = relu_grad_sums(dy, y, b, dy2, axes=axes, keepdims=keepdims)
+    return g, s, t, sum_and_dot(g, b2, axes=axes, keepdims=keepdims)[1]

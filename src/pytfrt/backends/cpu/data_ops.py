@@ -77,6 +77,41 @@ def split(x: np.ndarray, *, axis: int, sizes: tuple[int, ...]) -> tuple[np.ndarr
     return tuple(np.ascontiguousarray(p) for p in np.split(x, bounds, axis=axis))
 
 
+_SPLIT_BYTES = 1 << 21
+"""A slice's or constant pad's copy from this many bytes is split over the helper threads (a
+ResNet-50 b8 step's stem: a 26 MB slice and pad took 9.5 and 5.6 ms on one thread)."""
+
+
+def _split_axis(shape: tuple[int, ...]) -> int | None:
+    """The first axis with at least as many entries as threads (shards along it write whole
+    sub-blocks), or ``None``."""
+    from pytfrt.backends.cpu._parallel import num_threads
+
+    n = num_threads()
+    return next((i for i, d in enumerate(shape) if d >= n), None) if n > 1 else None
+
+
+def _copy_split(out: np.ndarray, src: np.ndarray) -> bool:
+    """``out[...] = src`` (same shape) on the helper threads, sharded along one axis; ``False``
+    (nothing written) if the copy is small or no axis splits."""
+    if out.nbytes < _SPLIT_BYTES:
+        return False
+    axis = _split_axis(out.shape)
+    if axis is None:
+        return False
+    from pytfrt.backends.cpu._parallel import chunks, parallel_for
+
+    parts = chunks(out.shape[axis], 1)
+    lead = (slice(None),) * axis
+
+    def run(i: int) -> None:
+        sl = (*lead, slice(*parts[i]))
+        np.copyto(out[sl], src[sl])
+
+    parallel_for(run, len(parts))
+    return True
+
+
 @GRAPH_OPS.op("slice")
 def slice_(x: np.ndarray, *operands: np.ndarray, starts: tuple[int, ...], ends: tuple[int, ...],
            axes: tuple[int, ...], steps: tuple[int, ...]) -> np.ndarray:
@@ -92,7 +127,12 @@ def slice_(x: np.ndarray, *operands: np.ndarray, starts: tuple[int, ...], ends: 
         if st == 0:
             raise OpError("slice: a step must not be 0")
         idx[a] = slice(s, e, st)  # Python's clamping is ONNX's (also for negative steps)
-    return np.ascontiguousarray(x[tuple(idx)])
+    view = x[tuple(idx)]
+    if view.nbytes >= _SPLIT_BYTES and not view.flags.c_contiguous:
+        out = np.empty(view.shape, view.dtype)
+        if _copy_split(out, view):
+            return out
+    return np.ascontiguousarray(view)
 
 
 @GRAPH_OPS.op("pad")
@@ -106,6 +146,19 @@ def pad(x: np.ndarray, *pads_t: np.ndarray, pads: tuple[int, ...], mode: str,
     crop = [slice(max(-p[i], 0), x.shape[i] - max(-p[i + r], 0)) for i in range(r)]
     x = x[tuple(crop)]
     width = [(max(p[i], 0), max(p[i + r], 0)) for i in range(r)]
+    if mode == "constant" and x.nbytes >= _SPLIT_BYTES:
+        out = np.empty(tuple(d + b + a for d, (b, a) in zip(x.shape, width, strict=True)),
+                       x.dtype)
+        inner = tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, width, strict=True))
+        if _copy_split(out[inner], x):
+            fill = x.dtype.type(value)
+            for i, (b, a) in enumerate(width):  # the border slabs (corners written twice)
+                lead = (slice(None),) * i
+                if b:
+                    out[(*lead, slice(0, b))] = fill
+                if a:
+                    out[(*lead, slice(out.shape[i] - a, None))] = fill
+            return out
     if mode == "constant":
         return np.pad(x, width, mode="constant", constant_values=x.dtype.type(value))
     numpy_mode: Any = mode  # reflect, edge, wrap: NumPy's meanings are ONNX's

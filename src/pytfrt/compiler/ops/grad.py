@@ -378,6 +378,23 @@ define("relu_grad_sums", ("dy", "y", "b", "dy2?"), _relu_grad_sums, _STATS, fami
            "axis; dy2, a second gradient of y's type, added as add does, in the same pass)")
 
 
+
+def _relu_grad_sums2(ctx: InferContext) -> list[TType]:
+    dy, y, b, b2 = ctx.inputs[:4]
+    if len(ctx.inputs) > 4 and (dy.shape != y.shape or ctx.inputs[4].shape != y.shape):
+        raise ctx.error(f"dy and dy2 must have y's type, got {dy}, {ctx.inputs[4]} and {y}")
+    sums = _batch_stats(ctx)
+    if dy.shape is not None and y.shape is not None and len(dy.shape) != len(y.shape):
+        raise ctx.error(f"dy and y must have one shape, got {dy} and {y}")
+    return [dy if dy.shape == y.shape else TType(dy.dtype, y.shape), sums[0], *sums]
+
+
+define("relu_grad_sums2", ("dy", "y", "b", "b2", "dy2?"), _relu_grad_sums2, _STATS,
+       family="grad", num_results=4, no_grad=_MADE,
+       doc="relu_grad_sums with a second product: g, sum(g), sum(g * b), sum(g * b2) over "
+           "axes in one pass (two batch norms reading one gradient: a residual stage's main "
+           "branch and its projection shortcut)")
+
 # -- stateless random numbers (dropout in a training step) ------------------------------------
 
 

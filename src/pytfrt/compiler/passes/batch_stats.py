@@ -3,7 +3,8 @@ per-channel vectors no longer broadcast to full tensors.
 
 TensorFlow's graph of a batch-norm layer in training (Keras' ``BatchNormalization``:
 ``tf.nn.moments``, then the ops of its gradient) reads each activation several times and
-materialises per-channel values as activation-sized tensors.  Three rewrites, in order:
+materialises per-channel values as activation-sized tensors.  Four rewrites, in order (the
+third after the fourth, which may expose more of the second):
 
 1. **Moments.** ``m = reduce_mean(x) {axes, keepdims}``, ``d = squared_difference(x, m)``
    (either order; its other users may only be ``shape`` ops, which then read ``x``: ``d`` has
@@ -16,7 +17,11 @@ materialises per-channel values as activation-sized tensors.  Three rewrites, in
    a ``dy = add(p, q)`` used only there, ``p`` and ``q`` of ``y``'s type (a residual block
    input's two gradients), becomes ``relu_grad_sums(p, y, b, q)`` (whose kernel adds them as
    the ``add`` did should their run-time shapes differ).
-3. **Broadcasts.** ``broadcast_to(v, s)`` whose users are fusable elementwise ops
+3. **A second product.** ``g, s, t = relu_grad_sums(dy, y, b[, dy2])`` and ``t2 =
+   reduce_sum(mul(g, b2))`` (same axes and keepdims, ``b2`` of ``g``'s shape) become
+   ``g, s, t, t2 = relu_grad_sums2(dy, y, b, b2[, dy2])``: two batch norms reading one
+   gradient (a residual stage's main branch and projection shortcut), one pass.
+4. **Broadcasts.** ``broadcast_to(v, s)`` whose users are fusable elementwise ops
    (:data:`pytfrt.backends.cpu.fused.SCALAR`) is moved below a user whose other operands
    broadcast into ``v`` (``div(broadcast_to(v, s), n)`` -> ``broadcast_to(div(v, n), s)``) and
    dropped at a user whose result has the same shape without it (``add(y, broadcast_to(v,
@@ -326,6 +331,47 @@ def _relu_into_sums(gm: GraphModule, block: Block, stats: Operation, shapes: Sha
         _erase(src)
 
 
+def _second_dots(gm: GraphModule, block: Block, shapes: Shapes) -> None:
+    """``g, s, t = relu_grad_sums(dy, y, b[, dy2])`` and ``t2 = reduce_sum(mul(g, b2))`` (same
+    axes and keepdims, the ``mul`` used only there, ``b2`` of ``y``'s type and provably its
+    shape, defined before the sums; ``g`` may reach the ``mul`` through a reshape to its own
+    shape) -> ``g, s, t, t2 = relu_grad_sums2(dy, y, b, b2[, dy2])``: a second batch norm
+    reading the same gradient (a residual stage's projection shortcut) sums its product in
+    the same pass instead of materialising it."""
+    for r_op in [op for op in block.ops if op.name == "tg.relu_grad_sums"]:
+        g = r_op.results[0]
+        key = _key(r_op)
+        where = _position(block)
+        y = r_op.operands[1]
+        uses = list(g.uses)
+        for use in list(uses):  # g reshaped to its own shape (TF's gradient of a residual add)
+            rs = use.operation
+            if rs.name == "tg.reshape" and shapes.get(rs.results[0]) == shapes.get(y):
+                uses += list(rs.results[0].uses)
+        for use in uses:
+            p_op = use.operation
+            if p_op.name != "tg.mul" or p_op.parent is not block:
+                continue
+            t_op = single_use(p_op.results[0])
+            if t_op is None or t_op.name != "tg.reduce_sum" or _key(t_op) != key:
+                continue
+            b2 = p_op.operands[1 - use.index]
+            if (p_op.operands[0] is p_op.operands[1] or not _floats(b2)
+                    or ttype(b2) != ttype(g) or ttype(g) != ttype(y)
+                    or shapes.get(b2) != shapes.get(y)
+                    or (isinstance(b2.owner, Operation)
+                        and where.get(b2.owner, len(where)) >= where[r_op])):
+                continue
+            dy, _, b, *extra = r_op.operands
+            fused = new_op(gm, "relu_grad_sums2", [dy, y, b, b2, *extra], attrs_of(r_op),
+                           loc=r_op.location)
+            block.insert_op_before(fused, r_op)
+            replace(t_op, [fused.results[3]])
+            _erase(p_op)
+            replace(r_op, list(fused.results[:3]))
+            break
+
+
 def _per_item_of(shapes: Shapes, bt: Operation, y: SSAValue, axes: Sequence[int]) -> bool:
     """Whether ``bt = broadcast_to(v, shape(y))`` broadcasts ``v`` to ``y``'s shape (the
     symbolic shapes say so) with ``v`` of ``y``'s rank, size 1 on axes ``1..k-1`` and ``y``'s
@@ -394,4 +440,5 @@ def fuse_batch_stats(gm: GraphModule) -> GraphModule:
         _broadcasts(gm, block, shapes)
         for stats in [op for op in block.ops if op.name == "tg.sum_and_dot"]:
             _relu_into_sums(gm, block, stats, shapes)  # a broadcast_to only now next to it
+        _second_dots(gm, block, shapes)
     return gm

@@ -19,8 +19,10 @@ kernel is 8-9% slower than ``brgconv`` on NHWC) is a *bridge*: it stays NHWC, re
 reorder out of the run and feeding one back into it.  Then, until nothing changes, a candidate
 whose result no other candidate (as its input or fused residual, or through a bridge) and no
 ``global_avg_pool`` reads is dropped (it would only be reordered back); finally every
-connected run (bridges connect) of fewer than ``BLOCKED_MIN_CONVS`` blocked convolutions is
-dropped.  What remains is rewritten:
+connected run (bridges connect) of fewer than ``BLOCKED_MIN_CONVS`` blocked convolutions, or
+of fewer than ``BLOCKED_MIN_MACS_PER_MOVED`` multiply-adds per element its reorders copy (the
+7x7 projections of a mobile net, whose inputs come from depthwise layers), is dropped.  What
+remains is rewritten:
 
 * each convolution becomes ``conv2d {layout = "NCHW16c"}`` on blocked ``(N, C/16, H, W, 16)``
   values (filter, bias, activation and residual as they were);
@@ -56,9 +58,9 @@ from pytfrt.compiler.passes.common import (
 LAYOUT = "NCHW16c"
 
 
-def _settings() -> tuple[int, int, int] | None:
-    """``(max pixels, min convolutions, min pixels of a blocked window)``, or ``None`` when
-    the pass is off."""
+def _settings() -> tuple[int, int, int, int] | None:
+    """``(max pixels, min convolutions, min pixels of a blocked window, min multiply-adds per
+    reordered element)``, or ``None`` when the pass is off."""
     from pytfrt.backends.cpu import _dnnl_blocked, _dnnl_conv
 
     if not config.flag("PYTFRT_BLOCKED_CONV") or not _dnnl_conv.available():
@@ -66,7 +68,7 @@ def _settings() -> tuple[int, int, int] | None:
     if _dnnl_blocked.BLOCKED_MAX_PIXELS <= 0:
         return None
     return (_dnnl_blocked.BLOCKED_MAX_PIXELS, _dnnl_blocked.BLOCKED_MIN_CONVS,
-            _dnnl_blocked.BLOCKED_WINDOW_MIN_PIXELS)
+            _dnnl_blocked.BLOCKED_WINDOW_MIN_PIXELS, _dnnl_blocked.BLOCKED_MIN_MACS_PER_MOVED)
 
 
 def _image_ok(v: SSAValue, max_pixels: int) -> bool:
@@ -117,8 +119,8 @@ def _blocked_reads(op: Operation, v: SSAValue, chosen: set[Operation],
     return op.name == "tg.global_avg_pool" and attrs_of(op)["layout"] == "NHWC"
 
 
-def _choose(ops: list[Operation], max_pixels: int, min_convs: int,
-            window_min_pixels: int) -> set[Operation]:
+def _choose(ops: list[Operation], max_pixels: int, min_convs: int, window_min_pixels: int,
+            min_macs_per_moved: int) -> set[Operation]:
     """The convolutions to rewrite (see the module docstring)."""
     chosen = {op for op in ops if _candidate(op, max_pixels)}
     bridges = {op for op in chosen if _bridge(op, window_min_pixels)}
@@ -147,9 +149,42 @@ def _choose(ops: list[Operation], max_pixels: int, min_convs: int,
             if isinstance(src, Operation) and src in chosen:
                 parent[root(src)] = root(op)
     sizes: dict[Operation, int] = {}
+    macs: dict[Operation, int] = {}
+    moved: dict[Operation, int] = {}
+    """Per run: its convolutions, their multiply-adds per image, and the elements per image
+    its reorders copy (values read into it, results read outside it)."""
+    entering: set[SSAValue] = set()
     for op in chosen:
-        sizes[root(op)] = sizes.get(root(op), 0) + 1
-    return {op for op in chosen if sizes[root(op)] >= min_convs}
+        r = root(op)
+        sizes[r] = sizes.get(r, 0) + 1
+        macs[r] = macs.get(r, 0) + _macs(op)
+        for v in (op.operands[0], _residual(op)):
+            if v is not None and v.owner not in chosen and v not in entering:
+                entering.add(v)
+                moved[r] = moved.get(r, 0) + _pixels_x_channels(v)
+        if any(not (u.operation in chosen and u.operation.operands[0] is op.results[0]
+                    or u.operation in chosen and _residual(u.operation) is op.results[0]
+                    or u.operation.name == "tg.global_avg_pool")
+               for u in op.results[0].uses):
+            moved[r] = moved.get(r, 0) + _pixels_x_channels(op.results[0])
+    return {op for op in chosen if sizes[root(op)] >= min_convs
+            and macs[root(op)] >= min_macs_per_moved * moved.get(root(op), 0)}
+
+
+def _pixels_x_channels(v: SSAValue) -> int:
+    """Elements per image of a static NHWC value."""
+    shape = ttype(v).shape
+    assert shape is not None  # (candidates' values: static)
+    _, h, w, c = (d or 0 for d in shape)
+    return h * w * c
+
+
+def _macs(op: Operation) -> int:
+    """Multiply-adds per image of a candidate convolution."""
+    shape = ttype(op.operands[1]).shape
+    assert shape is not None
+    kh, kw, cin, _ = (d or 0 for d in shape)
+    return kh * kw * cin * _pixels_x_channels(op.results[0])
 
 
 def _insert_after_def(block: Block, v: SSAValue, op: Operation) -> None:
