@@ -27,7 +27,9 @@ loaded machine, where wall time is mostly waiting for a core), and pytfrt's time
 timers cost a few microseconds per kernel, the timed repetitions included).
 
 Prints a table; writes ``train.json`` and ``train.png`` into ``benchmarks/results`` (or
-``--out``). Run: ``.venv/bin/python benchmarks/train.py`` (``--help``).
+``--out``). ``--skip-passes`` leaves passes out of pytfrt's default pipeline (one pass's
+before/after in alternating runs). Run: ``.venv/bin/python benchmarks/train.py``
+(``--help``).
 """
 
 from __future__ import annotations
@@ -286,7 +288,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true",
                         help="also process CPU per step and pytfrt's time per kernel")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--skip-passes", default="",
+                        help="comma-separated passes left out of pytfrt's default pipeline "
+                        "(a before/after of one pass, e.g. tg-pair-conv-grads)")
     args = parser.parse_args(argv)
+    if args.skip_passes:
+        from pytfrt.compiler import passes
+
+        skip = set(args.skip_passes.split(","))
+        unknown = skip - set(passes.DEFAULT_PIPELINE)
+        if unknown:
+            parser.error(f"not in the default pipeline: {', '.join(sorted(unknown))}")
+        passes.DEFAULT_PIPELINE = tuple(p for p in passes.DEFAULT_PIPELINE if p not in skip)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     timers = None
     if args.profile:  # before the first compile: the kernels are made from the wrapped table
