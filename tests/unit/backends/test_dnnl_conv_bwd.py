@@ -1,8 +1,10 @@
 """oneDNN's convolution backward-data and backward-weights primitives (``_dnnl_conv_bwd``, the
 float32 path of the ``conv2d_backprop_input``/``conv2d_backprop_filter`` graph ops) against
 PyTorch autograd in float64: random geometries (strides, dilations, asymmetric pads, groups,
-both layouts), a batch split into parallel parts (whose filter gradients are summed), and the
-fallback to the built-in path for what oneDNN is not given."""
+both layouts), a batch split into parallel parts (whose filter gradients are summed), the
+pair kernels ``conv2d_grads``/``conv2d_bias_grads`` (both gradients at once, one per thread)
+on the same random geometries, the GEMM paths, and the fallback to the built-in path for what
+oneDNN is not given."""
 
 from __future__ import annotations
 
@@ -48,6 +50,11 @@ def _check(layout, n, h, w, cin, cout, k, strides, dilations, pads, groups, seed
     assert dx.shape == dx_ref.shape and dw.shape == dw_ref.shape
     np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4 * max(1, np.abs(dx_ref).max()))
     np.testing.assert_allclose(dw, dw_ref, rtol=1e-4, atol=1e-4 * max(1, np.abs(dw_ref).max()))
+    # the pair kernel (both at once, the bias gradient in the middle) on the same geometry
+    px, pw, pb = GRAPH_OPS["conv2d_bias_grads"](x, wt, dy, **attrs)
+    db_ref = dy.astype(np.float64).sum(axis=(0, 1, 2) if layout == "NHWC" else (0, 2, 3))
+    for got, want in ((px, dx_ref), (pw, dw_ref), (pb, db_ref)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(1, np.abs(want).max()))
 
 
 @settings(max_examples=20, deadline=None)
