@@ -45,6 +45,7 @@ from pytfrt.executor.loader import load_program
 from pytfrt.executor.sync_executor import SyncBEFFunction, static_call, unpack_results
 from pytfrt.host.async_value import AsyncValue, make_available
 from pytfrt.host.execution_context import ExecutionContext, RequestContext, ResourceContext
+from pytfrt.host.heap import keep_freed_memory
 from pytfrt.host.host_context import HostContext
 from pytfrt.host.kernel_frame import result_list
 from pytfrt.signature import Signature, TensorSpec
@@ -602,6 +603,8 @@ class CompiledModel:
         self._pack = _packer(signature)
         # calls that update variables run one at a time, in the order they take the lock
         self._lock: threading.Lock | None = threading.Lock() if self._variables else None
+        if self._variables:  # a train step: its freed tensors are reused next step
+            keep_freed_memory()
         # planned activation buffers: one arena per concurrent call, from a pool
         main_args = program.get(MAIN).argument_types
         self._arena_index = num_resources if (
