@@ -24,6 +24,8 @@ import ctypes
 import os
 import threading
 
+from pytfrt import config
+
 MMAP_THRESHOLD = 64 << 20
 """Bytes from which a block is still its own ``mmap`` (returned to the system when freed)."""
 TRIM_THRESHOLD = 256 << 20
@@ -44,7 +46,7 @@ def keep_freed_memory() -> bool:
 
 
 def _apply() -> bool:
-    if os.environ.get("PYTFRT_KEEP_HEAP", "1") == "0" or any(
+    if not config.flag("PYTFRT_KEEP_HEAP") or any(
             k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")):
         return False
     try:
