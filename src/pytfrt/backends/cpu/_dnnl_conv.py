@@ -1130,10 +1130,10 @@ def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int, x: np.ndarray | Non
 def run_calls(fn: int, context: int, n: int) -> bool:
     """Run ``fn(context, i)`` for ``0 <= i < n`` as call parts on :mod:`_spin_pool`
     (:func:`_spin_pool.call_table`; this thread and the helpers, the thread pinned to one
-    oneDNN thread first).  ``False`` (nothing run) with one thread, without oneDNN (no pool),
-    with more than :data:`_spin_pool.MAX_PARTS` parts or while another thread uses the pool:
-    the caller then takes its other path.  Whatever ``context`` points at must stay alive
-    until this returns.
+    oneDNN thread first by :func:`run_job`).  ``False`` (nothing run) with one thread,
+    without oneDNN (no pool), with more than :data:`_spin_pool.MAX_PARTS` parts or while
+    another thread uses the pool: the caller then takes its other path.  Whatever
+    ``context`` points at must stay alive until this returns.
 
     Raises:
         RuntimeError: a part returned a nonzero status.
@@ -1143,7 +1143,6 @@ def run_calls(fn: int, context: int, n: int) -> bool:
     lib = library()
     if lib is None:
         return False
-    _blas.pin_thread()
     return run_job(lib, _Job(_spin_pool.call_table(fn, context, n), 0, 0), 0, 0, 0)
 
 

@@ -442,9 +442,7 @@ def backprop_both(x: np.ndarray, w: np.ndarray, dy: np.ndarray, *, layout: str,
     caller then computes them one after the other).  Thread-safe."""
     if _parallel.num_threads() < 2:
         return None
-    d_gemm = (_usable((w, dy), layout, strides, (1, 1), pads, groups)
-              and tuple(int(v) for v in strides) != (1, 1)
-              and _pointwise(layout, groups, (w, dy), w.shape, pads))
+    d_gemm = _strided_pointwise(w, dy, layout, strides, pads, groups)
     d_plan = None if d_gemm else _plan_for(
         "data", (w, dy), x.shape, w.shape, dy, layout, strides, dilations, pads, groups,
         split=False)
@@ -567,6 +565,15 @@ IM2COL = True
 """Whether a pair's small-image filter gradient may take :func:`_im2col_filter`."""
 
 
+def _strided_pointwise(w: np.ndarray, dy: np.ndarray, layout: str, strides: Sequence[int],
+                       pads: Sequence[int] | None, groups: int) -> bool:
+    """Whether a convolution's input gradient may take :func:`_strided_pointwise_input`'s
+    GEMM: a 1x1 NHWC filter, no padding, one group, a stride above 1 on some axis."""
+    return (_usable((w, dy), layout, strides, (1, 1), pads, groups)
+            and tuple(int(v) for v in strides) != (1, 1)
+            and _pointwise(layout, groups, (w, dy), w.shape, pads))
+
+
 def _strided_pointwise_input(input_shape: Sequence[int], w: np.ndarray, dy: np.ndarray,
                              layout: str, strides: Sequence[int], pads: Sequence[int] | None,
                              groups: int, threads: int = 0) -> np.ndarray | None:
@@ -577,9 +584,7 @@ def _strided_pointwise_input(input_shape: Sequence[int], w: np.ndarray, dy: np.n
     ResNet-50's shapes at batch 8 where ``dnnl_sgemm`` on the dense product runs at 110-130.
     The batch is split into :func:`pytfrt.backends.cpu._parallel.num_threads` parts (at most
     ``threads`` when given), each its GEMM and its scatter into its images."""
-    if (not _usable((w, dy), layout, strides, (1, 1), pads, groups) or len(input_shape) != 4
-            or tuple(int(v) for v in strides) == (1, 1)
-            or not _pointwise(layout, groups, (w, dy), w.shape, pads)):
+    if len(input_shape) != 4 or not _strided_pointwise(w, dy, layout, strides, pads, groups):
         return None
     sh, sw = (int(v) for v in strides)
     n, h, wd, ci = (int(v) for v in input_shape)
