@@ -60,6 +60,35 @@ def test_reorder_both_ways(monkeypatch, fallback, shape):
         bl.reorder(x, "NHWC", "NCHW")
 
 
+@pytest.mark.parametrize("fallback", [False, True])
+@pytest.mark.parametrize("shape,strides", [((1, 28, 28, 512), (2, 2)), ((1, 15, 13, 48), (2, 2)),
+                                           ((2, 9, 10, 32), (3, 2)), ((1, 5, 7, 16), (1, 3))])
+def test_reorder_subsampled(monkeypatch, fallback, shape, strides):
+    """NHWC -> NCHW16c of every sh-th row and sw-th column (odd sizes: the last row or column
+    read is the last one that a 1x1 convolution of those strides reads), against index
+    arithmetic on NumPy's strided view; on both threads for the large image."""
+    if fallback:
+        monkeypatch.setattr(bl, "_reorder_launcher", lambda *a: None)
+    sh, sw = strides
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    want = _blocked(np.ascontiguousarray(x[:, ::sh, ::sw, :]))
+    out = np.full(want.shape, np.nan, np.float32)
+    for _ in range(2):  # the kept primitives the second time
+        assert bl.reorder(x, "NHWC", "NCHW16c", out, strides=strides) is out
+        np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(bl.reorder(x, "NHWC", "NCHW16c", strides=strides), want)
+
+
+def test_reorder_subsampled_rejects_bad_strides():
+    x = np.zeros((1, 4, 4, 16), np.float32)
+    with pytest.raises(OpError, match="NHWC -> NCHW16c only"):
+        bl.reorder(_blocked(x), "NCHW16c", "NHWC", strides=(2, 2))
+    with pytest.raises(OpError, match="two positive integers"):
+        bl.reorder(x, "NHWC", "NCHW16c", strides=(0, 2))
+    with pytest.raises(OpError, match="two positive integers"):
+        bl.reorder(x, "NHWC", "NCHW16c", strides=(2,))
+
+
 def test_global_avg_pool_blocked():
     x = np.random.default_rng(0).standard_normal((2, 7, 7, 64)).astype(np.float32)
     y = bl.global_avg_pool(_blocked(x))
@@ -200,3 +229,80 @@ def test_compiled_model_matches_onnxruntime(tmp_path, monkeypatch):
         got = list(got.values()) if isinstance(got, dict) else list(got)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-5)
+
+
+def _strided_entry_model():
+    """A 1x1 stride-2 projection 16x16x64 -> 8x8x256 (the strided entry; 256 input pixels,
+    more than the blocked layout's 196), a 3x3 stride-2 convolution from the same image
+    (NHWC: not 1x1), a 1x1 widening of its result with the projection as residual, a
+    narrowing 1x1, and the global pool -- the shape of ResNet-50's stage-3 entry, small."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    inits, nodes = [], []
+
+    def conv(name, x, cin, cout, k, stride=1, relu=True):
+        w = (rng.standard_normal((cout, cin, k, k)) * (1.0 / (k * k * cin) ** 0.5))
+        inits.append(numpy_helper.from_array(w.astype(np.float32), name + "_w"))
+        inits.append(numpy_helper.from_array(
+            rng.standard_normal(cout).astype(np.float32) * 0.1, name + "_b"))
+        nodes.append(helper.make_node("Conv", [x, name + "_w", name + "_b"],
+                                      [name + ("_c" if relu else "")], pads=[k // 2] * 4,
+                                      kernel_shape=[k, k], strides=[stride, stride]))
+        if relu:
+            nodes.append(helper.make_node("Relu", [name + "_c"], [name]))
+        return name
+
+    p = conv("p", "x", 64, 256, 1, stride=2, relu=False)
+    a = conv("a", "x", 64, 64, 3, stride=2)
+    b = conv("b", a, 64, 256, 1, relu=False)
+    nodes.append(helper.make_node("Add", [b, p], ["s"]))
+    nodes.append(helper.make_node("Relu", ["s"], ["r"]))
+    c = conv("c", "r", 256, 64, 1)
+    d = conv("d", c, 64, 256, 1, relu=False)
+    nodes.append(helper.make_node("Add", [d, "r"], ["t"]))
+    nodes.append(helper.make_node("GlobalAveragePool", ["t"], ["pooled"]))
+    graph = helper.make_graph(
+        nodes, "entry", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                       ["N", 64, 15, 16])],
+        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.skipif(not _dnnl_conv.available(), reason="needs oneDNN")
+@pytest.mark.parametrize("entry", [True, False])
+def test_strided_entry_matches_onnxruntime(tmp_path, monkeypatch, entry):
+    """The strided 1x1 projection reads a subsampling reorder and runs blocked at stride 1
+    (an odd input height: 15 rows -> 8); with the entry off it stays NHWC."""
+    ort = pytest.importorskip("onnxruntime")
+    import onnx
+
+    import pytfrt
+    from pytfrt.compiler.api import to_graph
+    from pytfrt.compiler.passes import DEFAULT_PIPELINE, run_passes
+
+    path = tmp_path / "entry.onnx"
+    onnx.save(_strided_entry_model(), str(path))
+    monkeypatch.setattr(bl, "BLOCKED_STRIDED_ENTRY", entry)
+    monkeypatch.setattr(bl, "BLOCKED_MIN_MACS_PER_MOVED", 0)
+    text = str(run_passes(to_graph(str(path)), DEFAULT_PIPELINE).module)
+    reorders = [line for line in text.splitlines() if '"tg.reorder_layout"' in line]
+    convs = [line for line in text.splitlines() if '"tg.conv2d"' in line]
+    blocked = [line for line in convs if 'layout = "NCHW16c"' in line]
+    if entry:  # the projection's subsampled input, the 3x3 layer's output
+        assert len(reorders) == 2 and sum("strides = [2" in r for r in reorders) == 1
+        assert "x15x16x64xf32>) -> tensor<?x4x8x8x16xf32>" in reorders[0] + reorders[1]
+        assert len(blocked) == 4
+    else:  # the projection on NHWC (here the run, two convolutions, is too short to keep)
+        assert not any("strides = [" in r for r in reorders) and len(blocked) < 4
+    model = pytfrt.compile(str(path))
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for n in (1, 2, 1):
+        x = np.random.default_rng(n).standard_normal((n, 64, 15, 16)).astype(np.float32)
+        want = sess.run(None, {"x": x})[0]
+        got = model(x=x)
+        if isinstance(got, dict):
+            (got,) = got.values()
+        elif isinstance(got, (list, tuple)):
+            (got,) = got
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)

@@ -109,3 +109,49 @@ func.func @cheap(%x: tensor<1x4x4x16xf32>) -> tensor<1x1x1x16xf32> {
   %p = "tg.global_avg_pool"(%c) {layout = "NHWC"} : (tensor<1x4x4x16xf32>) -> tensor<1x1x1x16xf32>
   func.return %p : tensor<1x1x1x16xf32>
 }
+
+// A strided entry: a 1x1 stride-2 projection without padding from a 16x16 image (256 pixels,
+// more than the blocked layout's 196) into an 8x8 run reads a subsampling reorder of only the
+// pixels it uses and runs blocked at stride 1; the 3x3 stride-2 layer beside it (not 1x1)
+// stays NHWC, its result reordered into the run.
+// CHECK-LABEL: func.func @strided_entry
+func.func @strided_entry(%x: tensor<1x16x16x256xf32>) -> tensor<1x1x1x1024xf32> {
+  %wp = "tg.constant"() {value = dense<0.5> : tensor<1x1x256x1024xf32>} : () -> tensor<1x1x256x1024xf32>
+  %w3 = "tg.constant"() {value = dense<0.5> : tensor<3x3x256x256xf32>} : () -> tensor<3x3x256x256xf32>
+  %wu = "tg.constant"() {value = dense<0.5> : tensor<1x1x256x1024xf32>} : () -> tensor<1x1x256x1024xf32>
+  %wd = "tg.constant"() {value = dense<0.5> : tensor<1x1x1024x256xf32>} : () -> tensor<1x1x1024x256xf32>
+  // CHECK: %[[S:.*]] = "tg.reorder_layout"(%arg0) {dst_layout = "NCHW16c", src_layout = "NHWC", strides = [2{{( : i64)?}}, 2{{( : i64)?}}]} : (tensor<1x16x16x256xf32>) -> tensor<1x16x8x8x16xf32>
+  // CHECK: %[[P:.*]] = "tg.conv2d"(%[[S]], %{{.*}}) {{{.*}}layout = "NCHW16c"{{.*}}strides = [1{{( : i64)?}}, 1{{( : i64)?}}]{{.*}} : (tensor<1x16x8x8x16xf32>, tensor<1x1x256x1024xf32>) -> tensor<1x64x8x8x16xf32>
+  // CHECK: %[[W:.*]] = "tg.conv2d"(%arg0, %{{.*}}) {layout = "NHWC", pads = [1{{.*}}strides = [2
+  // CHECK-NEXT: %[[WB:.*]] = "tg.reorder_layout"(%[[W]]) {dst_layout = "NCHW16c", src_layout = "NHWC"} : (tensor<1x8x8x256xf32>)
+  // CHECK: %[[U:.*]] = "tg.conv2d"(%[[WB]], %{{.*}}, %[[P]]) {{{.*}}layout = "NCHW16c"
+  // CHECK: %[[D:.*]] = "tg.conv2d"(%[[U]], {{.*}}layout = "NCHW16c"
+  // CHECK: "tg.conv2d"(%[[D]], %{{.*}}, %[[U]]) {{{.*}}layout = "NCHW16c"
+  // CHECK-NOT: "tg.reorder_layout"
+  // CHECK: func.return
+  %p = "tg.conv2d"(%x, %wp) {layout = "NHWC", strides = [2, 2]} : (tensor<1x16x16x256xf32>, tensor<1x1x256x1024xf32>) -> tensor<1x8x8x1024xf32>
+  %w = "tg.conv2d"(%x, %w3) {layout = "NHWC", pads = [1, 1, 1, 1], strides = [2, 2]} : (tensor<1x16x16x256xf32>, tensor<3x3x256x256xf32>) -> tensor<1x8x8x256xf32>
+  %u = "tg.conv2d"(%w, %wu, %p) {layout = "NHWC", activation = "relu", epilogue_operands = [0, 1]} : (tensor<1x8x8x256xf32>, tensor<1x1x256x1024xf32>, tensor<1x8x8x1024xf32>) -> tensor<1x8x8x1024xf32>
+  %d = "tg.conv2d"(%u, %wd) {layout = "NHWC", activation = "relu"} : (tensor<1x8x8x1024xf32>, tensor<1x1x1024x256xf32>) -> tensor<1x8x8x256xf32>
+  %e = "tg.conv2d"(%d, %wu, %u) {layout = "NHWC", activation = "relu", epilogue_operands = [0, 1]} : (tensor<1x8x8x256xf32>, tensor<1x1x256x1024xf32>, tensor<1x8x8x1024xf32>) -> tensor<1x8x8x1024xf32>
+  %g = "tg.global_avg_pool"(%e) {layout = "NHWC"} : (tensor<1x8x8x1024xf32>) -> tensor<1x1x1x1024xf32>
+  %r = "tg.reshape"(%g) {shape = [1, 1, 1, 1024]} : (tensor<1x1x1x1024xf32>) -> tensor<1x1x1x1024xf32>
+  func.return %r : tensor<1x1x1x1024xf32>
+}
+
+// A strided 1x1 layer with padding, or a strided one from an image already small enough
+// (8x8: an ordinary candidate, oneDNN's kernel strides itself), reads no subsampling reorder.
+// CHECK-LABEL: func.func @no_entry
+// CHECK-NOT: "tg.reorder_layout"{{.*}}strides
+// CHECK: func.return
+func.func @no_entry(%x: tensor<1x16x16x256xf32>, %y: tensor<1x8x8x256xf32>) -> (tensor<1x9x9x1024xf32>, tensor<1x4x4x1024xf32>) {
+  %wp = "tg.constant"() {value = dense<0.5> : tensor<1x1x256x1024xf32>} : () -> tensor<1x1x256x1024xf32>
+  %wd = "tg.constant"() {value = dense<0.5> : tensor<1x1x1024x256xf32>} : () -> tensor<1x1x1024x256xf32>
+  %p = "tg.conv2d"(%x, %wp) {layout = "NHWC", pads = [1, 1, 1, 1], strides = [2, 2]} : (tensor<1x16x16x256xf32>, tensor<1x1x256x1024xf32>) -> tensor<1x9x9x1024xf32>
+  %a = "tg.conv2d"(%p, %wd) {layout = "NHWC"} : (tensor<1x9x9x1024xf32>, tensor<1x1x1024x256xf32>) -> tensor<1x9x9x256xf32>
+  %b = "tg.conv2d"(%a, %wp, %p) {layout = "NHWC", epilogue_operands = [0, 1]} : (tensor<1x9x9x256xf32>, tensor<1x1x256x1024xf32>, tensor<1x9x9x1024xf32>) -> tensor<1x9x9x1024xf32>
+  %q = "tg.conv2d"(%y, %wp) {layout = "NHWC", strides = [2, 2]} : (tensor<1x8x8x256xf32>, tensor<1x1x256x1024xf32>) -> tensor<1x4x4x1024xf32>
+  %c = "tg.conv2d"(%q, %wd) {layout = "NHWC"} : (tensor<1x4x4x1024xf32>, tensor<1x1x1024x256xf32>) -> tensor<1x4x4x256xf32>
+  %e = "tg.conv2d"(%c, %wp, %q) {layout = "NHWC", epilogue_operands = [0, 1]} : (tensor<1x4x4x256xf32>, tensor<1x1x256x1024xf32>, tensor<1x4x4x1024xf32>) -> tensor<1x4x4x1024xf32>
+  func.return %b, %e : tensor<1x9x9x1024xf32>, tensor<1x4x4x1024xf32>
+}

@@ -64,6 +64,13 @@ ResNet-50 a reordered element cost 0.6-0.7 ns of one thread inside the model and
 layer gained ~8% of ~0.012 ns per multiply-add (~0.001 ns): break-even near 600.  ResNet-50's
 stages 3 and 4 have more than 3,000 per element (7 reorders); MobileNetV3-small's 7x7
 projections (their inputs from depthwise layers, each reordered) 100-200."""
+BLOCKED_STRIDED_ENTRY = True
+"""Whether a 1x1 convolution without padding and of stride 2 (or more) from a larger image
+into a blocked run joins it (``-tg-dnnl-blocked``'s *strided entry*, ResNet-50's stage-3
+shortcut, 28x28x512 -> 14x14x1024): its input is reordered *subsampled* -- only the pixels
+the convolution reads, a quarter of them -- into the blocked layout, where it runs as a 1x1
+convolution of stride 1 (``jit_1x1``) writing the run's first blocked value directly, instead
+of ``brgconv_1x1`` on NHWC followed by a reorder of its four-times-larger output."""
 BLOCKED_MIN_CONVS = 3
 """Fewest convolutions in a connected blocked run (a shorter run costs its reorders and gains
 little)."""
@@ -90,7 +97,7 @@ def _check(op: str, x: np.ndarray, rank: int) -> None:
 
 # -- reorders ------------------------------------------------------------------------------
 
-_reorders: dict[tuple[str, tuple[int, ...]], Callable[[np.ndarray, np.ndarray], None] | None] = {}
+_reorders: dict[tuple[str, tuple[int, ...], tuple[int, int]], Callable[[np.ndarray, np.ndarray], None] | None] = {}
 _reorder_prims: list[dc._Prim] = []
 """The reorder primitives of :data:`_reorders` (kept alive with them)."""
 _reorder_lock = threading.Lock()
@@ -104,9 +111,10 @@ runs of whole 16-channel blocks, else batch items)."""
 
 
 def _reorder_prim(lib: dc._Lib, to_blocked: bool, nhwc: tuple[int, ...], n0: int, n1: int,
-                  c0: int, c1: int) -> dc._Prim:
+                  c0: int, c1: int, strides: tuple[int, int] = (1, 1)) -> dc._Prim:
     """The reorder of batch items ``[n0, n1)`` and channels ``[c0, c1)`` (whole blocks; all
-    channels unless ``n1 - n0 == 1``) of an ``nhwc`` image, NHWC <-> blocked.
+    channels unless ``n1 - n0 == 1``) of an ``nhwc`` image, NHWC <-> blocked; NHWC -> blocked
+    may read every ``strides[0]``-th row and ``strides[1]``-th column (:func:`reorder`).
 
     Raises:
         RuntimeError: oneDNN returned an error, or has only its reference reorder.
@@ -114,21 +122,25 @@ def _reorder_prim(lib: dc._Lib, to_blocked: bool, nhwc: tuple[int, ...], n0: int
     from pytfrt.backends.cpu._dnnl_layout import reorder_primitive
 
     n, h, w, c = nhwc
-    dims = (n1 - n0, c1 - c0, h, w)
-    plain = lib.strided_md(dims, (h * w * c, 1, w * c, c))
+    sh, sw = strides
+    oh, ow = -(-h // sh), -(-w // sw)
+    dims = (n1 - n0, c1 - c0, oh, ow)
+    plain = lib.strided_md(dims, (h * w * c, 1, sh * w * c, sw * c))
     blocked = dc.activation_md(lib, LAYOUT, dims)
-    plain_off, blocked_off = 4 * (n0 * h * w * c + c0), 4 * (n0 * c * h * w + c0 * h * w)
+    plain_off, blocked_off = 4 * (n0 * h * w * c + c0), 4 * (n0 * c * oh * ow + c0 * oh * ow)
     if to_blocked:
         return reorder_primitive(lib, plain, blocked, plain_off, blocked_off)
     return reorder_primitive(lib, blocked, plain, blocked_off, plain_off)
 
 
-def _reorder_launcher(to_blocked: bool, nhwc: tuple[int, ...]
+def _reorder_launcher(to_blocked: bool, nhwc: tuple[int, ...],
+                      strides: tuple[int, int] = (1, 1)
                       ) -> Callable[[np.ndarray, np.ndarray], None] | None:
-    """``go(x, y)`` running oneDNN's reorder of one shape for C-contiguous ``x`` and ``y``
-    (split over the threads from :data:`SPLIT_MIN_ELEMENTS`, else on the calling thread), or
+    """``go(x, y)`` running oneDNN's reorder of one shape (NHWC ``nhwc``, subsampled by
+    ``strides`` into the blocked layout) for C-contiguous ``x`` and ``y`` (split over the
+    threads from :data:`SPLIT_MIN_ELEMENTS` elements written, else on the calling thread), or
     ``None`` (no oneDNN, or only its reference reorder)."""
-    key = ("to" if to_blocked else "from", nhwc)
+    key = ("to" if to_blocked else "from", nhwc, strides)
     if key in _reorders:
         return _reorders[key]
     lib = dc.library()
@@ -141,19 +153,21 @@ def _reorder_launcher(to_blocked: bool, nhwc: tuple[int, ...]
         made: list[dc._Prim] = []
         go: Callable[[np.ndarray, np.ndarray], None] | None = None
         try:
-            whole = _reorder_prim(lib, to_blocked, nhwc, 0, n, 0, c)
+            whole = _reorder_prim(lib, to_blocked, nhwc, 0, n, 0, c, strides)
             made.append(whole)
             one = dc.row_launcher(lib, whole, threading.Lock())
             go = one
             k = min(_parallel.num_threads(), n if n > 1 else c // BLOCK)
-            if k >= 2 and n * h * w * c >= SPLIT_MIN_ELEMENTS:
+            written = n * -(-h // strides[0]) * -(-w // strides[1]) * c
+            if k >= 2 and written >= SPLIT_MIN_ELEMENTS:
                 if n > 1:
                     bounds = [n * i // k for i in range(k + 1)]
                     parts = [(b0, b1, 0, c) for b0, b1 in zip(bounds, bounds[1:], strict=False)]
                 else:
                     bounds = [BLOCK * (c // BLOCK * i // k) for i in range(k + 1)]
                     parts = [(0, 1, c0, c1) for c0, c1 in zip(bounds, bounds[1:], strict=False)]
-                split = [_reorder_prim(lib, to_blocked, nhwc, *part) for part in parts]
+                split = [_reorder_prim(lib, to_blocked, nhwc, *part, strides)
+                         for part in parts]
                 made.extend(split)
                 job = dc._job(split, c, threading.Lock())
 
@@ -172,25 +186,36 @@ def _reorder_launcher(to_blocked: bool, nhwc: tuple[int, ...]
 
 
 def reorder(x: np.ndarray, src_layout: str, dst_layout: str,
-            out: np.ndarray | None = None) -> np.ndarray:
+            out: np.ndarray | None = None, *, strides: tuple[int, ...] = (1, 1)) -> np.ndarray:
     """``x`` (float32, C-contiguous or not) from ``src_layout`` to ``dst_layout`` (``NHWC`` ->
     ``NCHW16c`` or back; the same layout: a copy), new or written into ``out`` (C-contiguous,
-    of the result's shape and dtype, not overlapping ``x``).
+    of the result's shape and dtype, not overlapping ``x``).  ``strides`` ``(sh, sw)``
+    (``NHWC`` -> ``NCHW16c`` only) subsample the image first: rows ``0, sh, 2 sh, ...`` and
+    columns ``0, sw, ...``, what a 1x1 convolution of those strides without padding reads, so
+    that it runs as a 1x1 convolution of stride 1 on the blocked result (``-tg-dnnl-blocked``).
 
     Raises:
-        OpError: another layout pair, or an array that does not fit ``src_layout``.
+        OpError: another layout pair, strides with another pair or not positive, or an array
+            that does not fit ``src_layout``.
     """
     op = "reorder_layout"
     pair = (src_layout, dst_layout)
     if pair not in (("NHWC", LAYOUT), (LAYOUT, "NHWC"), ("NHWC", "NHWC"), (LAYOUT, LAYOUT)):
         raise OpError(f"{op}: from {src_layout} to {dst_layout} is not supported (NHWC <-> "
                       f"{LAYOUT})")
+    sh, sw = step = _strides(op, strides)
+    if step != (1, 1) and pair != ("NHWC", LAYOUT):
+        raise OpError(f"{op}: strides subsample NHWC -> {LAYOUT} only, not {src_layout} -> "
+                      f"{dst_layout}")
     _check(op, x, 5 if src_layout == LAYOUT else 4)
     to_blocked = src_layout == "NHWC"
     if src_layout == dst_layout:
         shape: tuple[int, ...] = x.shape
+    elif to_blocked:
+        n, h, w, c = x.shape
+        shape = blocked_shape((n, -(-h // sh), -(-w // sw), c))
     else:
-        shape = blocked_shape(x.shape) if to_blocked else nhwc_shape(x.shape)
+        shape = nhwc_shape(x.shape)
     if out is None or not (out.shape == shape and out.dtype == x.dtype
                            and out.flags.c_contiguous) or np.may_share_memory(out, x):
         y = np.empty(shape, np.float32)
@@ -200,12 +225,13 @@ def reorder(x: np.ndarray, src_layout: str, dst_layout: str,
         np.copyto(y, x)
     else:
         nhwc = x.shape if to_blocked else shape
-        go = _reorder_launcher(to_blocked, tuple(nhwc)) if x.flags.c_contiguous else None
+        go = _reorder_launcher(to_blocked, tuple(nhwc), step) if x.flags.c_contiguous else None
         if go is not None:
             go(x, y)
         elif to_blocked:
-            n, h, w, c = x.shape
-            np.copyto(y, x.reshape(n, h, w, c // BLOCK, BLOCK).transpose(0, 3, 1, 2, 4))
+            xs = x[:, ::sh, ::sw, :]
+            n, h, w, c = xs.shape
+            np.copyto(y, xs.reshape(n, h, w, c // BLOCK, BLOCK).transpose(0, 3, 1, 2, 4))
         else:
             n, cb, h, w, b = x.shape
             np.copyto(y.reshape(n, h, w, cb, b), x.transpose(0, 2, 3, 1, 4))
@@ -213,6 +239,14 @@ def reorder(x: np.ndarray, src_layout: str, dst_layout: str,
         out[...] = y
         return out
     return y
+
+
+def _strides(op: str, strides: tuple[int, ...]) -> tuple[int, int]:
+    """``strides`` as two positive ints, or :class:`OpError`."""
+    step = tuple(int(s) for s in strides)
+    if len(step) != 2 or min(step) < 1:
+        raise OpError(f"{op}: strides are two positive integers, got {list(strides)}")
+    return step[0], step[1]
 
 
 # -- global average pooling ------------------------------------------------------------------

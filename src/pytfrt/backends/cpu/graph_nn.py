@@ -685,11 +685,13 @@ def global_avg_pool(x: np.ndarray, *, layout: str, out: np.ndarray | None = None
 
 @GRAPH_OPS.op("reorder_layout")
 def reorder_layout(x: np.ndarray, *, src_layout: str, dst_layout: str,
+                   strides: tuple[int, ...] = (1, 1),
                    out: np.ndarray | None = None) -> np.ndarray:
-    """An image from one layout to another, ``NHWC <-> NCHW16c`` (_dnnl_blocked.reorder)."""
+    """An image from one layout to another, ``NHWC <-> NCHW16c``, NHWC -> ``NCHW16c``
+    subsampled by ``strides`` (_dnnl_blocked.reorder)."""
     from pytfrt.backends.cpu import _dnnl_blocked
 
-    return _dnnl_blocked.reorder(x, src_layout, dst_layout, out)
+    return _dnnl_blocked.reorder(x, src_layout, dst_layout, out, strides=strides)
 
 
 def _specialize_avg_pool2d(constants: dict[int, Any], **attrs: Any) -> Any:

@@ -357,12 +357,20 @@ def _reorder_layout(ctx: InferContext) -> list[TType]:
         raise ctx.error(f"needs a float32 image, got {x}")
     if x.rank is not None and x.rank != (5 if src == BLOCKED else 4):
         raise ctx.error(f"a {src} image has rank {5 if src == BLOCKED else 4}, got {x}")
+    sh, sw = strides = tuple(ctx.attrs["strides"])
+    if len(strides) != 2 or min(strides) < 1:
+        raise ctx.error(f"strides are two positive integers, got {list(strides)}")
+    if strides != (1, 1) and (src, dst) != ("NHWC", BLOCKED):
+        raise ctx.error(f"strides subsample an NHWC image into {BLOCKED} only, not {src} -> "
+                        f"{dst}")
     if x.shape is None or src == dst:
         return [TType(x.dtype, None if x.shape is None else tuple(x.shape))]
     if src == "NHWC":
         n, h, w, c = x.shape
         if c is not None and c % 16:
             raise ctx.error(f"{BLOCKED} needs channels a multiple of 16, got {x}")
+        h = None if h is None else -(-h // sh)
+        w = None if w is None else -(-w // sw)
         return [TType(x.dtype, (n, None if c is None else c // 16, h, w, 16))]
     n, cb, h, w, b = x.shape
     if b not in (None, 16):
@@ -372,9 +380,11 @@ def _reorder_layout(ctx: InferContext) -> list[TType]:
 
 define("reorder_layout", ("x",), _reorder_layout,
        {"src_layout": AttrSpec("str", REQUIRED, choices=("NHWC", BLOCKED)),
-        "dst_layout": AttrSpec("str", REQUIRED, choices=("NHWC", BLOCKED))}, family="nn",
-       doc=f"an image from one layout to the other, NHWC <-> {BLOCKED} (made by "
-           "-tg-dnnl-blocked)",
+        "dst_layout": AttrSpec("str", REQUIRED, choices=("NHWC", BLOCKED)),
+        "strides": AttrSpec("ints", (1, 1), implicit=True)}, family="nn",
+       doc=f"an image from one layout to the other, NHWC <-> {BLOCKED}; NHWC -> {BLOCKED} "
+           "may subsample it (`strides`: every sh-th row and sw-th column from the first, "
+           "the input of a strided 1x1 convolution; made by -tg-dnnl-blocked)",
        no_grad="made by -tg-dnnl-blocked, which runs after differentiation")
 
 

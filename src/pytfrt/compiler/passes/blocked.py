@@ -13,7 +13,11 @@ Which convolutions (:func:`_candidate`): ``tg.conv2d`` in ``NHWC``, float32, ``g
 explicit pads (not ``SAME``), a constant filter, static H, W and channels, input and output
 channels multiples of 16 and input and output images of at most ``BLOCKED_MAX_PIXELS`` pixels
 (so a stage's strided entry from a larger image stays NHWC: reordering its large input would
-cost more than its output).  A candidate with a window larger than 1x1 and an output of fewer
+cost more than its output) -- except a *strided entry* (``BLOCKED_STRIDED_ENTRY``): a 1x1
+convolution without padding, of strides other than 1, from a larger image reads only every
+``sh``-th row and ``sw``-th column, so its input is reordered subsampled
+(``reorder_layout {strides = [sh, sw]}``, as many pixels as its output has) and it becomes a
+blocked 1x1 convolution of stride 1 (ResNet-50's stage-3 shortcut).  A candidate with a window larger than 1x1 and an output of fewer
 than ``BLOCKED_WINDOW_MIN_PIXELS`` pixels (the 7x7 stage's 3x3 layers, where oneDNN's blocked
 kernel is 8-9% slower than ``brgconv`` on NHWC) is a *bridge*: it stays NHWC, reading a
 reorder out of the run and feeding one back into it.  Then, until nothing changes, a candidate
@@ -28,7 +32,7 @@ remains is rewritten:
   values (filter, bias, activation and residual as they were);
 * an NHWC value a blocked convolution reads (input or residual) gets one
   ``reorder_layout {src_layout = "NHWC", dst_layout = "NCHW16c"}`` after its definition,
-  shared by all its blocked readers;
+  shared by all its blocked readers (a strided entry's input one with its ``strides``);
 * a blocked result read by anything else gets one ``reorder_layout`` back to NHWC;
 * a ``global_avg_pool`` of a blocked result reads it blocked; its ``(N, C/16, 1, 1, 16)`` result
   is reshaped to the NHWC ``(N, 1, 1, C)`` (the same bytes, no copy).
@@ -58,9 +62,9 @@ from pytfrt.compiler.passes.common import (
 LAYOUT = "NCHW16c"
 
 
-def _settings() -> tuple[int, int, int, int] | None:
+def _settings() -> tuple[int, int, int, int, bool] | None:
     """``(max pixels, min convolutions, min pixels of a blocked window, min multiply-adds per
-    reordered element)``, or ``None`` when the pass is off."""
+    reordered element, strided entries)``, or ``None`` when the pass is off."""
     from pytfrt.backends.cpu import _dnnl_blocked, _dnnl_conv
 
     if not config.flag("PYTFRT_BLOCKED_CONV") or not _dnnl_conv.available():
@@ -68,7 +72,8 @@ def _settings() -> tuple[int, int, int, int] | None:
     if _dnnl_blocked.BLOCKED_MAX_PIXELS <= 0:
         return None
     return (_dnnl_blocked.BLOCKED_MAX_PIXELS, _dnnl_blocked.BLOCKED_MIN_CONVS,
-            _dnnl_blocked.BLOCKED_WINDOW_MIN_PIXELS, _dnnl_blocked.BLOCKED_MIN_MACS_PER_MOVED)
+            _dnnl_blocked.BLOCKED_WINDOW_MIN_PIXELS, _dnnl_blocked.BLOCKED_MIN_MACS_PER_MOVED,
+            bool(_dnnl_blocked.BLOCKED_STRIDED_ENTRY))
 
 
 def _image_ok(v: SSAValue, max_pixels: int) -> bool:
@@ -81,7 +86,7 @@ def _image_ok(v: SSAValue, max_pixels: int) -> bool:
             and h * w <= max_pixels)
 
 
-def _candidate(op: Operation, max_pixels: int) -> bool:
+def _candidate(op: Operation, max_pixels: int, strided_entry: bool) -> bool:
     if op.name != "tg.conv2d" or len(op.results) != 1:
         return False
     a = attrs_of(op)
@@ -89,7 +94,25 @@ def _candidate(op: Operation, max_pixels: int) -> bool:
         return False
     if producer(op.operands[1], "tg.constant") is None:
         return False
-    return _image_ok(op.operands[0], max_pixels) and _image_ok(op.results[0], max_pixels)
+    if not _image_ok(op.results[0], max_pixels):
+        return False
+    return _image_ok(op.operands[0], max_pixels) or (
+        strided_entry and _entry_strides(op) is not None)
+
+
+def _entry_strides(op: Operation) -> tuple[int, int] | None:
+    """A *strided entry*'s strides: a 1x1 convolution without padding, of strides other than
+    ``(1, 1)``, on an image of more than the blocked pixels (the input otherwise a candidate's),
+    reads only every ``sh``-th row and ``sw``-th column -- a subsampling reorder of just those
+    pixels into the blocked layout, then a 1x1 convolution of stride 1.  ``None`` for any
+    other convolution."""
+    a, shape = attrs_of(op), ttype(op.operands[1]).shape
+    if shape is None or tuple(shape[:2]) != (1, 1) or any(a["pads"]):
+        return None
+    sh, sw = (int(s) for s in a["strides"])
+    if (sh, sw) == (1, 1) or not _image_ok(op.operands[0], 1 << 62):
+        return None
+    return sh, sw
 
 
 def _residual(op: Operation) -> SSAValue | None:
@@ -120,9 +143,9 @@ def _blocked_reads(op: Operation, v: SSAValue, chosen: set[Operation],
 
 
 def _choose(ops: list[Operation], max_pixels: int, min_convs: int, window_min_pixels: int,
-            min_macs_per_moved: int) -> set[Operation]:
+            min_macs_per_moved: int, strided_entry: bool) -> set[Operation]:
     """The convolutions to rewrite (see the module docstring)."""
-    chosen = {op for op in ops if _candidate(op, max_pixels)}
+    chosen = {op for op in ops if _candidate(op, max_pixels, strided_entry)}
     bridges = {op for op in chosen if _bridge(op, window_min_pixels)}
     chosen -= bridges
     changed = True
@@ -161,7 +184,7 @@ def _choose(ops: list[Operation], max_pixels: int, min_convs: int, window_min_pi
         for v in (op.operands[0], _residual(op)):
             if v is not None and v.owner not in chosen and v not in entering:
                 entering.add(v)
-                moved[r] = moved.get(r, 0) + _pixels_x_channels(v)
+                moved[r] = moved.get(r, 0) + _pixels_x_channels(v, _subsampled(op, v, max_pixels))
         if any(not (u.operation in chosen and u.operation.operands[0] is op.results[0]
                     or u.operation in chosen and _residual(u.operation) is op.results[0]
                     or u.operation.name == "tg.global_avg_pool")
@@ -171,12 +194,20 @@ def _choose(ops: list[Operation], max_pixels: int, min_convs: int, window_min_pi
             and macs[root(op)] >= min_macs_per_moved * moved.get(root(op), 0)}
 
 
-def _pixels_x_channels(v: SSAValue) -> int:
-    """Elements per image of a static NHWC value."""
+def _subsampled(op: Operation, v: SSAValue, max_pixels: int) -> tuple[int, int]:
+    """The strides with which a chosen convolution ``op`` reads ``v`` blocked: a strided
+    entry's for its input (:func:`_entry_strides`), else ``(1, 1)``."""
+    if op.operands[0] is not v or _image_ok(v, max_pixels):
+        return (1, 1)
+    return _entry_strides(op) or (1, 1)
+
+
+def _pixels_x_channels(v: SSAValue, strides: tuple[int, int] = (1, 1)) -> int:
+    """Elements per image of a static NHWC value (subsampled by ``strides``)."""
     shape = ttype(v).shape
     assert shape is not None  # (candidates' values: static)
     _, h, w, c = (d or 0 for d in shape)
-    return h * w * c
+    return -(-h // strides[0]) * -(-w // strides[1]) * c
 
 
 def _macs(op: Operation) -> int:
@@ -197,12 +228,21 @@ def _insert_after_def(block: Block, v: SSAValue, op: Operation) -> None:
         block.insert_op_before(op, first)
 
 
-def _rewrite(gm: GraphModule, block: Block, chosen: set[Operation]) -> None:
+def _rewrite(gm: GraphModule, block: Block, chosen: set[Operation], max_pixels: int) -> None:
     blocked: dict[SSAValue, SSAValue] = {}
     """An NHWC value -> its blocked form (a rewritten convolution's result or a reorder)."""
+    subsampled: dict[tuple[SSAValue, tuple[int, int]], SSAValue] = {}
+    """An NHWC value and strides -> its subsampling reorder's result (strided entries)."""
     order = [op for op in block.ops if op in chosen]
 
-    def blocked_of(v: SSAValue) -> SSAValue:
+    def blocked_of(v: SSAValue, strides: tuple[int, int] = (1, 1)) -> SSAValue:
+        if strides != (1, 1):
+            if (v, strides) not in subsampled:
+                r = new_op(gm, "reorder_layout", [v], {"src_layout": "NHWC",
+                                                       "dst_layout": LAYOUT, "strides": strides})
+                _insert_after_def(block, v, r)
+                subsampled[v, strides] = r.results[0]
+            return subsampled[v, strides]
         if v not in blocked:
             r = new_op(gm, "reorder_layout", [v], {"src_layout": "NHWC", "dst_layout": LAYOUT})
             _insert_after_def(block, v, r)
@@ -215,7 +255,10 @@ def _rewrite(gm: GraphModule, block: Block, chosen: set[Operation]) -> None:
         attrs = {k: v for k, v in a.items() if k != "padding"}
         attrs["layout"] = LAYOUT
         operands = list(op.operands)
-        operands[0] = blocked_of(operands[0])
+        step = _subsampled(op, operands[0], max_pixels)
+        if step != (1, 1):  # the reorder subsamples: a 1x1 convolution of stride 1 on it
+            attrs["strides"] = (1, 1)
+        operands[0] = blocked_of(operands[0], step)
         if a["epilogue_operands"][1]:
             operands[-1] = blocked_of(operands[-1])
         new = new_op(gm, "conv2d", operands, attrs, op.location)
@@ -255,7 +298,7 @@ def dnnl_blocked(gm: GraphModule) -> GraphModule:
         block = f.body.block
         chosen = _choose(list(block.ops), *settings)
         if chosen:
-            _rewrite(gm, block, chosen)
+            _rewrite(gm, block, chosen, settings[0])
     return gm
 
 
