@@ -180,23 +180,34 @@ def test_compiled_model_keeps_one_copy_of_a_large_weight(tmp_path):
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_column_parts_of_a_large_weight(monkeypatch, threads):
     """Parts cover the columns once, in order, on 64-column boundaries; a weight of more than
-    ``MAX_PART_WEIGHTS`` elements gets a multiple of the thread count (the LM head of GPT-2:
-    10 parts on one or two threads), smaller ones one part per thread."""
+    ``MAX_PART_WEIGHTS`` elements or ``MAX_PART_COLUMNS`` columns per thread gets a multiple
+    of the thread count (at most the spin pool's ``MAX_PARTS``), parts no wider than
+    ``MAX_PART_COLUMNS`` then (the LM head of GPT-2: 61 parts of 832 columns on two threads,
+    where ``MAX_PARTS`` binds); smaller ones one part per thread."""
     monkeypatch.setattr(_dnnl_matmul._parallel, "num_threads", lambda: threads)
-    for k, n in ((768, 50257), (768, 3072), (3072, 768), (64, 700)):
+    most = _dnnl_matmul._spin_pool.MAX_PARTS
+    for k, n in ((768, 50257), (768, 3072), (768, 2304), (3072, 768), (768, 768), (64, 700)):
         parts = _dnnl_matmul.column_parts(k, n)
         assert parts[0][0] == 0 and parts[-1][1] == n
         assert all(a[1] == b[0] for a, b in zip(parts, parts[1:], strict=False))
         assert all(c0 % 64 == 0 and c1 > c0 for c0, c1 in parts)
+        assert len(parts) <= most
+        wide = n > _dnnl_matmul.MAX_PART_COLUMNS * threads
         big = k * n > _dnnl_matmul.MAX_PART_WEIGHTS * threads
-        if big:
-            assert len(parts) % threads == 0 or parts[-1][1] - parts[-1][0] < 64 * threads
-            assert all(k * (c1 - c0) <= _dnnl_matmul.MAX_PART_WEIGHTS + 64 * k
-                       for c0, c1 in parts)
+        if big or wide:
+            capped = -(-n // _dnnl_matmul.MAX_PART_COLUMNS) > most - threads
+            assert len(parts) % threads == 0 or parts[-1][1] - parts[-1][0] < 64 * threads \
+                or capped
+            if not capped:
+                assert all(c1 - c0 <= _dnnl_matmul.MAX_PART_COLUMNS for c0, c1 in parts)
+            if big:
+                assert all(k * (c1 - c0) <= _dnnl_matmul.MAX_PART_WEIGHTS + 64 * k
+                           for c0, c1 in parts)
         elif k * n >= threads * _dnnl_matmul.PART_MIN_WEIGHTS:
             assert len(parts) == threads
-    if threads in (1, 2):
-        assert len(_dnnl_matmul.column_parts(768, 50257)) == 10
+    if threads == 2:  # BERT's and GPT-2's dense layers on this machine's two threads
+        assert [len(_dnnl_matmul.column_parts(k, n)) for k, n in (
+            (768, 768), (768, 2304), (768, 3072), (3072, 768), (768, 50257))] == [2, 4, 4, 2, 61]
     assert len(_dnnl_matmul.column_parts(768, 50257, 3)) == 3
 
 

@@ -221,3 +221,70 @@ def test_attention_softmax_wide_logits_and_infinite_mask() -> None:
         want = _oracle(q, k, v, mask, 1.0)
         assert np.isfinite(y).all()
         assert np.abs(y - want).max() <= 2e-5 * np.abs(want).max()
+
+
+def _native_rows():  # type: ignore[no-untyped-def]
+    import ctypes
+
+    from pytfrt.backends.cpu import _softmax_native
+
+    address = _softmax_native.address()
+    if not address:
+        pytest.skip("no C compiler or no AVX-512")
+    i64 = ctypes.c_int64
+    return ctypes.CFUNCTYPE(ctypes.c_int, i64, i64, i64, i64, i64)(address)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 9), cols=st.integers(1, 70),
+       kind=st.sampled_from(["none", "row", "full"]), seed=st.integers(0, 2**16))
+def test_native_softmax_rows_match_numpy(rows, cols, kind, seed):  # type: ignore[no-untyped-def]
+    """The AVX-512 row softmax (``_softmax_native``) alone: rows of any length (whole and
+    partial 16-lane vectors), no mask, one mask row broadcast (row stride 0) or a mask per row
+    with torch's very negative entries, logits spread over hundreds, against float64 NumPy;
+    masked entries exactly 0, nothing subnormal, the input's other rows untouched."""
+    rows_fn = _native_rows()
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((rows + 1, cols)) * 60).astype(np.float32)
+    mask = None
+    if kind != "none":
+        mask = (rng.standard_normal((rows if kind == "full" else 1, cols)) * 3).astype(np.float32)
+        mask[:, 1::3] = NEG
+        mask[:, 0] = 0.0
+    s = x.copy()
+    stride = cols if kind == "full" else 0
+    assert rows_fn(s.ctypes.data, rows, cols, 0 if mask is None else mask.ctypes.data,
+                   stride) == 0
+    z = x[:rows].astype(np.float64) + (0.0 if mask is None else mask.astype(np.float64))
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(s[:rows], want, rtol=5e-6, atol=1e-30 + 3e-7 * want.max())
+    if mask is not None:
+        assert (s[:rows][np.broadcast_to(mask == NEG, (rows, cols))] == 0).all()
+    tiny = s[:rows][s[:rows] != 0]
+    assert (np.abs(tiny) >= np.finfo(np.float32).tiny).all()
+    np.testing.assert_array_equal(s[rows], x[rows])
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_attention_softmax_paths(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The attention's compiled loop with the native row softmax and with its Numba loops
+    (``_softmax_native.ENABLED``; a mask whose last axis broadcasts always takes the Numba
+    loops): BERT's 128-wide rows, an odd width, a per-row and a broadcast mask, against the
+    oracle."""
+    from pytfrt.backends.cpu import _softmax_native
+    from pytfrt.backends.cpu import attention as module
+
+    if native:
+        _native_rows()
+    monkeypatch.setattr(_softmax_native, "ENABLED", native)
+    monkeypatch.setattr(module, "_compiled", None)
+    monkeypatch.setattr(module, "_part_fn", None)
+    rng = np.random.default_rng(11)
+    for s, h, mask in ((128, 4, _mask("padding", rng, 2, 4, 128, 128, np.float32)),
+                       (37, 3, _mask("full", rng, 2, 3, 37, 37, np.float32)),
+                       (21, 2, rng.standard_normal((2, 1, 21, 1)).astype(np.float32))):
+        q, k, v = (rng.standard_normal((2, s, h, 16)).astype(np.float32) * 3 for _ in range(3))
+        y = attention(q, k, v, mask, scale=0.25, has_mask=True)
+        want = _oracle(q, k, v, mask, 0.25)
+        assert np.abs(y - want).max() <= 2e-5 * np.abs(want).max()

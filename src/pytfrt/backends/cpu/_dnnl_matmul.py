@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu import _dnnl_conv as dc
-from pytfrt.backends.cpu import _parallel
+from pytfrt.backends.cpu import _parallel, _spin_pool
 from pytfrt.backends.cpu._dnnl_int8 import _Runner
 
 MIN_MACS = 1 << 21
@@ -59,6 +59,13 @@ threads: a language model's LM head (``768 x 50257``, 154 MB) into 10.  The spin
 threads claim parts as they finish, so a thread that loses its core for a while (a loaded
 machine, a virtual CPU's neighbours) delays the product by one part instead of by half of
 it; on one thread the product costs the same in 2 to 16 parts (docs/kernels.md)."""
+MAX_PART_COLUMNS = 768
+"""Most columns per column part: a wider weight gets more parts (a multiple of the thread
+count, at most :data:`pytfrt.backends.cpu._spin_pool.MAX_PARTS`).  oneDNN's matmul primitive
+runs a part of 384-896 columns at ``K = 768`` 8-15% faster per thread than one of 1024-1536
+(one thread, ``128 x 768 x 3072``: 155 GFLOP/s in parts of 768 columns, 125-129 in parts of
+1024 or 1536; the LM head ``64 x 768 x 50257``: 35.2 ms in parts of 832 against 39.7 in ten
+parts of 5056 and 52.7 in parts of 1024) -- docs/kernels.md, "How wide a column part is"."""
 _COLUMN_ALIGN = 64
 """Column parts start at multiples of this many columns (whole 64-float blocks of the packed
 weight, 256-byte aligned output columns)."""
@@ -222,12 +229,14 @@ class PackedMatMul(_Runner):
 def column_parts(k: int, n: int, parts: int | None = None) -> list[tuple[int, int]]:
     """The column parts ``[c0, c1)`` of a ``[k, n]`` weight: ``parts`` of them, by default as
     many as threads, or a multiple of that for a weight of more than
-    :data:`MAX_PART_WEIGHTS` elements; fewer for a small weight (:data:`PART_MIN_WEIGHTS` each
-    at least), starting at multiples of 64 columns.  A runner keeps them for every row count,
-    so its packed columns serve them all."""
+    :data:`MAX_PART_WEIGHTS` elements or :data:`MAX_PART_COLUMNS` columns per thread (at most
+    :data:`~pytfrt.backends.cpu._spin_pool.MAX_PARTS`); fewer for a small weight
+    (:data:`PART_MIN_WEIGHTS` each at least), starting at multiples of 64 columns.  A runner
+    keeps them for every row count, so its packed columns serve them all."""
     if parts is None:
         threads = _parallel.num_threads()
-        parts = threads * max(1, -(-k * n // (MAX_PART_WEIGHTS * threads)))
+        parts = min(_spin_pool.MAX_PARTS, threads * max(
+            1, -(-k * n // (MAX_PART_WEIGHTS * threads)), -(-n // (MAX_PART_COLUMNS * threads))))
     parts = max(1, min(parts, (k * n) // PART_MIN_WEIGHTS, -(-n // _COLUMN_ALIGN)))
     width = -(-n // parts)
     width = -(-width // _COLUMN_ALIGN) * _COLUMN_ALIGN

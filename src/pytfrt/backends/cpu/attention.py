@@ -20,7 +20,9 @@ or absent by :func:`pytfrt.backends.cpu._parallel.parallel_for`'s threads; per p
 compiled function (GIL released) runs ``dnnl_sgemm`` on the strided head
 views -- no transposed copy, the scale folded into the GEMM's ``alpha`` --, the mask, a
 row-wise softmax with a vectorised ``exp`` (:func:`_exp_parts`, within about 2e-7
-relative), and the second ``dnnl_sgemm`` writing straight into the result's head columns.
+relative; on an AVX-512 CPU with an additive mask of unit column stride, or none, the
+same computation as :mod:`pytfrt.backends.cpu._softmax_native`'s C function), and the
+second ``dnnl_sgemm`` writing straight into the result's head columns.
 Without oneDNN the same computation runs in NumPy.
 
 Operands: float32 (or float64, NumPy path) ``q``, ``k``, ``v`` with unit-stride last axes;
@@ -31,11 +33,12 @@ only ``out``).  Errors:
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
 
-from pytfrt.backends.cpu import _dnnl_conv, _spin_pool
+from pytfrt.backends.cpu import _dnnl_conv, _softmax_native, _spin_pool
 from pytfrt.backends.cpu._blas import gemm_cfunc, pin_thread
 from pytfrt.backends.cpu._geometry import check_out
 from pytfrt.backends.cpu._jit import numba, real_numba
@@ -327,6 +330,26 @@ def _kernel() -> Any:
     f = gemm_cfunc()
     softmax_rows = _softmax_rows
     no, tr = np.uint8(ord("N")), np.uint8(ord("T"))
+    native = _softmax_native.address()
+    if native:
+        i64 = ctypes.c_int64
+        native_rows = ctypes.CFUNCTYPE(ctypes.c_int, i64, i64, i64, i64, i64)(native)
+
+        @numba.njit(nogil=True)
+        def softmax(s, sq, sk, mask, moff, ms2, ms3, has_mask, mant, bits, select,
+                    fill):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+            if select or (has_mask and ms3 != 1):
+                softmax_rows(s, sq, sk, mask, moff, ms2, ms3, has_mask, mant, bits, select,
+                             fill)
+                return 0
+            return native_rows(s.ctypes.data, sq, sk,
+                               mask.ctypes.data + 4 * moff if has_mask else 0, ms2)
+    else:
+        @numba.njit(nogil=True)
+        def softmax(s, sq, sk, mask, moff, ms2, ms3, has_mask, mant, bits, select,
+                    fill):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+            softmax_rows(s, sq, sk, mask, moff, ms2, ms3, has_mask, mant, bits, select, fill)
+            return 0
 
     @numba.njit(nogil=True)
     def run(g, addr, mask, ms, has_mask, scale, lo, hi, select, fill):  # type: ignore[no-untyped-def]
@@ -345,8 +368,8 @@ def _kernel() -> Any:
             py = addr[3] + 4 * (bi * g[15] + hh * g[17])
             # scores [Sq, Sk] = scale * q_bh [Sq, D] @ k_bh^T (rows of q and k are strided)
             status |= f(no, tr, sq, sk, d, scale, pq, g[7], pk, g[10], zero, ps, sk)
-            softmax_rows(s, sq, sk, mask, bi * ms[0] + hh * ms[1], ms[2], ms[3], has_mask,
-                         mant, bits, select, fill)
+            status |= softmax(s, sq, sk, mask, bi * ms[0] + hh * ms[1], ms[2], ms[3],
+                              has_mask, mant, bits, select, fill)
             # y_bh [Sq, Dv] = p [Sq, Sk] @ v_bh [Sk, Dv], written into the result's head columns
             status |= f(no, no, sq, dv, sk, one, ps, sk, pv, g[13], zero, py, g[16])
         return status
