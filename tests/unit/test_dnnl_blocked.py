@@ -306,3 +306,36 @@ def test_strided_entry_matches_onnxruntime(tmp_path, monkeypatch, entry):
         elif isinstance(got, (list, tuple)):
             (got,) = got
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+def test_specialized_reorder_layout(strides):
+    """The compiled models' bound ``reorder_layout``: the prepared native reorder for kept
+    shapes into a fitting ``out``; a new shape, no ``out``, a strided ``out`` or input, and
+    the way back all give the general function's result (against index arithmetic)."""
+    from pytfrt.backends.cpu.graph_nn import reorder_layout
+
+    sh, sw = strides
+    to = reorder_layout.specialize({}, src_layout="NHWC", dst_layout="NCHW16c",
+                                   strides=strides)
+    back = reorder_layout.specialize({}, src_layout="NCHW16c", dst_layout="NHWC")
+    rng = np.random.default_rng(3)
+    for shape in [(1, 14, 14, 64), (1, 14, 14, 64), (2, 5, 7, 32), (1, 28, 28, 512)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        want = _blocked(np.ascontiguousarray(x[:, ::sh, ::sw, :]))
+        out = np.full(want.shape, np.nan, np.float32)
+        assert to(x, out) is out
+        np.testing.assert_array_equal(out, want)
+        np.testing.assert_array_equal(to(x), want)  # no out: a new array
+        wide = np.full(want.shape[:-1] + (32,), np.nan, np.float32)
+        assert to(x, wide[..., :16]) is not None  # a strided out: through the general path
+        np.testing.assert_array_equal(wide[..., :16], want)
+        if strides == (1, 1):
+            plain = np.full(x.shape, np.nan, np.float32)
+            assert back(want, plain) is plain
+            np.testing.assert_array_equal(plain, x)
+    strided = rng.standard_normal((1, 6, 6, 64)).astype(np.float32)[:, :, :, :32]
+    np.testing.assert_array_equal(to(strided), _blocked(np.ascontiguousarray(
+        strided[:, ::sh, ::sw, :])))
+    with pytest.raises(OpError, match="float32"):
+        to(np.zeros((1, 4, 4, 16)))  # float64: the general path's error

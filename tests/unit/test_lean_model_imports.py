@@ -6,7 +6,10 @@ or oneDNN versions (``docs/kernels.md``, "What a model imports").  The ONNX mode
 and saved here; a fresh interpreter then ``pytfrt.load``s it, runs it on two threads and
 reports its outputs and which heavy modules it imported.  The outputs are checked against
 ONNX's reference evaluator; no Numba, llvmlite, SciPy, ONNX, xDSL or compiler module may be
-loaded.  Memory itself is measured by ``benchmarks/memory.py``, never asserted here.
+loaded.  The compile path, in a fresh interpreter too, must not load OpenSSL (``hashlib``) or
+``concurrent.futures`` (and with it ``logging``): nothing in a compile needs them, and together
+they cost it ~4 MB (``docs/benchmarks.md``).  Memory itself is measured by
+``benchmarks/memory.py``, never asserted here.
 """
 
 from __future__ import annotations
@@ -86,6 +89,36 @@ def test_saved_cnn_runs_without_numba_scipy_or_compiler(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["heavy"] == [], f"a saved CNN's run imported {got['heavy']}"
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    np.testing.assert_allclose(np.array(got["y"], np.float32), np.ravel(want), rtol=1e-4,
+                               atol=1e-5)
+
+
+COMPILE_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import pytfrt
+    model = pytfrt.compile(sys.argv[1])
+    y = model(x=np.load(sys.argv[2]))
+    y = list(y.values())[0] if isinstance(y, dict) else y
+    unneeded = [m for m in json.loads(sys.argv[3]) if m in sys.modules]
+    print(json.dumps({"y": np.asarray(y).ravel().tolist(), "unneeded": unneeded}))
+""")
+COMPILE_UNNEEDED = ("hashlib", "_hashlib", "concurrent.futures")
+
+
+def test_compile_path_leaves_openssl_and_futures_unloaded(tmp_path: Path) -> None:
+    model = _model()
+    path = tmp_path / "lean.onnx"
+    save(model, str(path))
+    x = np.random.default_rng(2).standard_normal((1, 3, 160, 160)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    proc = subprocess.run(
+        [sys.executable, "-c", COMPILE_CHILD, str(path), str(tmp_path / "x.npy"),
+         json.dumps(COMPILE_UNNEEDED)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["unneeded"] == [], f"compiling a CNN imported {got['unneeded']}"
     (want,) = ReferenceEvaluator(model).run(None, {"x": x})
     np.testing.assert_allclose(np.array(got["y"], np.float32), np.ravel(want), rtol=1e-4,
                                atol=1e-5)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
-import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,6 +195,8 @@ def fingerprint() -> str:
     or lowering invalidates them even when the version string did not move. Thread-safe
     (computed once per process); reads the package's ``.py`` files.
     """
+    import hashlib  # here, not at the top: OpenSSL's library costs a compile ~3.5 MB of memory
+
     import pytfrt
 
     digest = hashlib.sha256(getattr(pytfrt, "__version__", "0").encode() + b"\0")

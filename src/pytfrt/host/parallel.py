@@ -35,10 +35,12 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytfrt import config
+
+if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Future
 
 R = TypeVar("R")
 
@@ -261,6 +263,8 @@ def submit(fn: Callable[..., R], *args: Any) -> Future[R]:
     ``future.cancel()`` succeeds while no helper has started it.  With a budget of one thread
     (no helpers) it runs now, on this thread.
     """
+    from concurrent.futures import Future  # here: it imports logging, which a compile never needs
+
     future: Future[R] = Future()
     task = _Task(future, fn, args)
     if _NUM_THREADS <= 1:

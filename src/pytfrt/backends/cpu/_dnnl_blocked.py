@@ -97,7 +97,8 @@ def _check(op: str, x: np.ndarray, rank: int) -> None:
 
 # -- reorders ------------------------------------------------------------------------------
 
-_reorders: dict[tuple[str, tuple[int, ...], tuple[int, int]], Callable[[np.ndarray, np.ndarray], None] | None] = {}
+_Launch = Callable[[np.ndarray, np.ndarray], None]
+_reorders: dict[tuple[str, tuple[int, ...], tuple[int, int], int], _Launch | None] = {}
 _reorder_prims: list[dc._Prim] = []
 """The reorder primitives of :data:`_reorders` (kept alive with them)."""
 _reorder_lock = threading.Lock()
@@ -140,7 +141,7 @@ def _reorder_launcher(to_blocked: bool, nhwc: tuple[int, ...],
     ``strides`` into the blocked layout) for C-contiguous ``x`` and ``y`` (split over the
     threads from :data:`SPLIT_MIN_ELEMENTS` elements written, else on the calling thread), or
     ``None`` (no oneDNN, or only its reference reorder)."""
-    key = ("to" if to_blocked else "from", nhwc, strides)
+    key = ("to" if to_blocked else "from", nhwc, strides, SPLIT_MIN_ELEMENTS)
     if key in _reorders:
         return _reorders[key]
     lib = dc.library()
@@ -183,6 +184,34 @@ def _reorder_launcher(to_blocked: bool, nhwc: tuple[int, ...],
         _reorder_prims.extend(made)
         _reorders[key] = go
         return go
+
+
+def reorder_launcher(shape: tuple[int, ...], src_layout: str, dst_layout: str,
+                     strides: tuple[int, ...] = (1, 1)
+                     ) -> tuple[tuple[int, ...], Callable[[np.ndarray, np.ndarray], None]] | None:
+    """``(result shape, go(x, y))``: :func:`reorder` of a float32 image of ``shape`` prepared
+    once (oneDNN's primitives), for a caller that keeps it per shape and checks that ``x`` and
+    ``y`` are C-contiguous float32 arrays of these shapes that do not overlap; ``None`` where
+    that path does not apply (another layout pair or shape, no oneDNN primitive: the caller
+    runs :func:`reorder`, which reports bad operands)."""
+    pair = (src_layout, dst_layout)
+    try:
+        step = _strides("reorder_layout", strides)
+    except OpError:
+        return None
+    if min(shape, default=0) <= 0:
+        return None
+    out: tuple[int, ...]
+    if pair == ("NHWC", LAYOUT) and len(shape) == 4 and shape[3] % BLOCK == 0:
+        n, h, w, c = shape
+        out = blocked_shape((n, -(-h // step[0]), -(-w // step[1]), c))
+        go = _reorder_launcher(True, tuple(shape), step)
+    elif pair == (LAYOUT, "NHWC") and step == (1, 1) and len(shape) == 5 and shape[4] == BLOCK:
+        out = nhwc_shape(shape)
+        go = _reorder_launcher(False, tuple(out))
+    else:
+        return None
+    return None if go is None else (out, go)
 
 
 def reorder(x: np.ndarray, src_layout: str, dst_layout: str,

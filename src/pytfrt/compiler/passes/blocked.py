@@ -15,12 +15,13 @@ channels multiples of 16 and input and output images of at most ``BLOCKED_MAX_PI
 (so a stage's strided entry from a larger image stays NHWC: reordering its large input would
 cost more than its output) -- except a *strided entry* (``BLOCKED_STRIDED_ENTRY``): a 1x1
 convolution without padding, of strides other than 1, from a larger image reads only every
-``sh``-th row and ``sw``-th column, so its input is reordered subsampled
-(``reorder_layout {strides = [sh, sw]}``, as many pixels as its output has) and it becomes a
-blocked 1x1 convolution of stride 1 (ResNet-50's stage-3 shortcut).  A candidate with a window larger than 1x1 and an output of fewer
-than ``BLOCKED_WINDOW_MIN_PIXELS`` pixels (the 7x7 stage's 3x3 layers, where oneDNN's blocked
-kernel is 8-9% slower than ``brgconv`` on NHWC) is a *bridge*: it stays NHWC, reading a
-reorder out of the run and feeding one back into it.  Then, until nothing changes, a candidate
+``sh``-th row and ``sw``-th column, so its input is reordered subsampled (``reorder_layout
+{strides = [sh, sw]}``, as many pixels as its output has) and it becomes a blocked 1x1
+convolution of stride 1 (ResNet-50's stage-3 shortcut). A candidate with a window larger than
+1x1 and an output of fewer than ``BLOCKED_WINDOW_MIN_PIXELS`` pixels (the 7x7 stage's 3x3
+layers, where oneDNN's blocked kernel is 8-9% slower than ``brgconv`` on NHWC) is a *bridge*:
+it stays NHWC, reading a reorder out of the run and feeding one back into it.
+Then, until nothing changes, a candidate
 whose result no other candidate (as its input or fused residual, or through a bridge) and no
 ``global_avg_pool`` reads is dropped (it would only be reordered back); finally every
 connected run (bridges connect) of fewer than ``BLOCKED_MIN_CONVS`` blocked convolutions, or
