@@ -98,12 +98,25 @@ def test_errors():
         norm.softmax(x, out=np.empty((3, 2), np.float32))
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.integers(1, 6), st.integers(1, 40), st.booleans(), st.booleans(), st.booleans(),
-       st.integers(0, 2**31 - 1))
-def test_layer_norm_rows_kernel_matches_float64(rows, d, with_gamma, with_beta, in_place, seed):
-    """The float32 last-axis kernel (one pass per row, float64 sums) against float64 NumPy,
-    including ``out=x``."""
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 100), st.booleans(), st.booleans(), st.booleans(),
+       st.booleans(), st.integers(0, 2**31 - 1))
+def test_layer_norm_rows_kernel_matches_float64(rows, d, with_gamma, with_beta, in_place,
+                                                native, seed):
+    """The float32 last-axis kernel against float64 NumPy, including ``out=x``: the C loops
+    (``_layer_norm_native``; rows shorter and longer than their 32 lanes, with partial
+    vectors) and the Numba loops."""
+    from unittest import mock
+
+    from pytfrt.backends.cpu import _layer_norm_native
+
+    if native and _layer_norm_native.module() is None:
+        return  # no C compiler: the Numba case covers the kernel
+    with mock.patch.object(_layer_norm_native, "ENABLED", native):
+        _layer_norm_rows_case(rows, d, with_gamma, with_beta, in_place, seed)
+
+
+def _layer_norm_rows_case(rows, d, with_gamma, with_beta, in_place, seed):  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(seed)
     x = (rng.standard_normal((rows, d)) * 5 + 3).astype(np.float32)
     gamma = rng.standard_normal(d).astype(np.float32) if with_gamma else None
@@ -116,3 +129,30 @@ def test_layer_norm_rows_kernel_matches_float64(rows, d, with_gamma, with_beta, 
     got = norm.layer_norm(src, gamma, beta, axis=-1, epsilon=1e-5, out=src if in_place else None)
     assert got.dtype == np.float32 and (got is src) == in_place
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=2e-5)
+
+
+def test_layer_norm_native_rejects_bad_arrays():
+    """The C loops check what they are given (the callers pass checked operands; a wrong
+    array raises instead of reading out of bounds)."""
+    from pytfrt.backends.cpu import _layer_norm_native
+
+    native = _layer_norm_native.module()
+    if native is None:
+        pytest.skip("no C compiler")
+    x = np.ones((3, 8), np.float32)
+    g = np.ones(8, np.float32)
+    none = np.empty(0, np.float32)
+    with pytest.raises(TypeError, match="float32"):
+        native.rows(x.astype(np.float64), g, g, 1e-5, x)
+    with pytest.raises(TypeError, match="C-contiguous"):
+        native.rows(x, g, g, 1e-5, np.ones((8, 3), np.float32).T)
+    with pytest.raises(ValueError, match="shape"):
+        native.rows(x, g, g, 1e-5, np.ones((3, 7), np.float32))
+    with pytest.raises(ValueError, match="gamma"):
+        native.rows(x, np.ones(7, np.float32), none, 1e-5, x)
+    with pytest.raises(ValueError, match="shape"):
+        native.add_rows(x, np.ones((2, 8), np.float32), g, g, 1e-5, x, x)
+    y = np.empty_like(x)
+    native.rows(np.arange(24, dtype=np.float32).reshape(3, 8), none, none, 0.0, y)
+    want = (np.arange(8) - 3.5) / np.sqrt(np.var(np.arange(8)))
+    np.testing.assert_allclose(y, np.broadcast_to(want, (3, 8)), rtol=1e-6)

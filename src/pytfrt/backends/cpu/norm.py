@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pytfrt.backends.cpu import _layer_norm_native
 from pytfrt.backends.cpu._geometry import check_out
 from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu.ops import OpError
@@ -95,7 +96,7 @@ def layer_norm(
         g, b = _vector(gamma, d), _vector(beta, d)
         if g is not None and b is not None:  # the common case, without the general checks
             y = np.empty_like(x) if out is None else out
-            _layer_norm_rows(x.reshape(-1, d), g, b, float(epsilon), y.reshape(-1, d))
+            _norm_rows(x.reshape(-1, d), g, b, float(epsilon), y.reshape(-1, d))
             return y
     op = "layer_norm"
     work = _check_float(op, x)
@@ -106,9 +107,31 @@ def layer_norm(
                                              and out.dtype == np.float32)):
         d = x.shape[-1]
         y = np.empty_like(x) if out is None else out
-        _layer_norm_rows(x.reshape(-1, d), *rows, float(epsilon), y.reshape(-1, d))
+        _norm_rows(x.reshape(-1, d), *rows, float(epsilon), y.reshape(-1, d))
         return y
     return _layer_norm_numpy(x, gamma, beta, ax, epsilon, work, out)
+
+
+def _norm_rows(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float,
+               y: np.ndarray) -> None:
+    """:func:`_layer_norm_rows` through :mod:`pytfrt.backends.cpu._layer_norm_native`'s C
+    loops where they are built, else the Numba loops."""
+    native = _layer_norm_native.module()
+    if native is not None:
+        native.rows(x, gamma, beta, eps, y)
+    else:
+        _layer_norm_rows(x, gamma, beta, eps, y)
+
+
+def _add_norm_rows(a: np.ndarray, b: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
+                   eps: float, s: np.ndarray, y: np.ndarray) -> None:
+    """:func:`_add_layer_norm_rows` through the C loops where they are built (as
+    :func:`_norm_rows`)."""
+    native = _layer_norm_native.module()
+    if native is not None:
+        native.add_rows(a, b, gamma, beta, eps, s, y)
+    else:
+        _add_layer_norm_rows(a, b, gamma, beta, eps, s, y)
 
 
 def _vector(p: np.ndarray | None, d: int) -> np.ndarray | None:
@@ -244,8 +267,8 @@ def add_layer_norm(
         g, bt = _vector(gamma, d), _vector(beta, d)
         if g is not None and bt is not None:  # the common case, without the general checks
             s, y = np.empty_like(a), np.empty_like(a)
-            _add_layer_norm_rows(a.reshape(-1, d), b.reshape(-1, d), g, bt, float(epsilon),
-                                 s.reshape(-1, d), y.reshape(-1, d))
+            _add_norm_rows(a.reshape(-1, d), b.reshape(-1, d), g, bt, float(epsilon),
+                           s.reshape(-1, d), y.reshape(-1, d))
             return s, y
     op = "add_layer_norm"
     _check_float(op, a)
@@ -259,8 +282,8 @@ def add_layer_norm(
             d = a.shape[-1]
             s = np.empty_like(a)
             y = np.empty_like(a)
-            _add_layer_norm_rows(a.reshape(-1, d), b.reshape(-1, d), *rows, float(epsilon),
-                                 s.reshape(-1, d), y.reshape(-1, d))
+            _add_norm_rows(a.reshape(-1, d), b.reshape(-1, d), *rows, float(epsilon),
+                           s.reshape(-1, d), y.reshape(-1, d))
             return s, y
     try:
         s = np.add(a, b)
