@@ -339,3 +339,29 @@ def test_specialized_reorder_layout(strides):
         strided[:, ::sh, ::sw, :])))
     with pytest.raises(OpError, match="float32"):
         to(np.zeros((1, 4, 4, 16)))  # float64: the general path's error
+
+
+@pytest.mark.parametrize("shape", [(1, 7, 7, 2048), (1, 9, 5, 496), (1, 2, 2, 32)])
+def test_global_avg_pool_blocked_split(shape):
+    """One large batch-1 image: oneDNN average poolings of channel-block runs on both threads
+    (odd block counts and windows), through the general function and the compiled models'
+    bound one (which also takes a strided ``out`` and a float64 input to the general path);
+    a small image on the calling thread.  Against NumPy's float64 mean."""
+    from pytfrt.backends.cpu.graph_nn import global_avg_pool
+
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    n, h, w, c = shape
+    want = x.astype(np.float64).mean(axis=(1, 2)).reshape(n, c // 16, 1, 1, 16)
+    xb = _blocked(x)
+    bound = global_avg_pool.specialize({}, layout="NCHW16c")
+    for run in (bl.global_avg_pool, bound, bound):  # the bound one keeps its launcher
+        out = np.full(want.shape, np.nan, np.float32)
+        assert run(xb, out) is out
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    wide = np.full(want.shape[:-1] + (32,), np.nan, np.float32)
+    bound(xb, wide[..., :16])
+    np.testing.assert_allclose(wide[..., :16], want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(OpError, match="float32"):
+        bound(xb.astype(np.float64), None)
+    if _dnnl_conv.available() and x.size >= bl.POOL_SPLIT_MIN_ELEMENTS:
+        assert bl.pool_launcher(xb.shape) is not None

@@ -25,6 +25,7 @@ from pytfrt.backends.cpu import _dnnl_conv as dc
 from pytfrt.backends.cpu import _parallel
 
 _POOLING_MAX = 0x1FF  # dnnl_pooling_max (oneapi/dnnl/dnnl_types.h)
+POOLING_AVG = 0x3FF  # dnnl_pooling_avg_exclude_padding
 MAX_PRIMITIVES = 256
 """Most pooling primitives kept (further shapes run the NumPy path)."""
 
@@ -55,31 +56,34 @@ _DTYPES = {np.dtype(np.float32): dc._F32, np.dtype(np.uint8): 6, np.dtype(np.int
 def _create(lib: dc._Lib, key: tuple[Any, ...]) -> dc._Prim:
     layout, src, dst, kernel, strides, dil, pad_l, pad_r, dtype = key
     dt = _DTYPES[np.dtype(dtype)]
+    dc._pin_one_thread()
+    return pooling_primitive(
+        lib, _POOLING_MAX, lib.strided_md(src, dc._md_strides(layout, src), dt),
+        lib.strided_md(dst, dc._md_strides(layout, dst), dt), strides, kernel, dil, pad_l, pad_r)
+
+
+def pooling_primitive(lib: dc._Lib, alg: int, src_md: Any, dst_md: Any,
+                      strides: tuple[int, ...], kernel: tuple[int, ...], dil: tuple[int, ...],
+                      pad_l: tuple[int, ...], pad_r: tuple[int, ...]) -> dc._Prim:
+    """A oneDNN forward-inference pooling primitive of algorithm ``alg`` (``dnnl_alg_kind_t``:
+    :data:`_POOLING_MAX`, :data:`POOLING_AVG`) from ``src_md`` to ``dst_md`` (memory
+    descriptors handed over: the result frees them, as it does on an error), with a
+    user-managed scratchpad.  Also the blocked layout's global mean
+    (:mod:`pytfrt.backends.cpu._dnnl_blocked`).
+
+    Raises:
+        RuntimeError: oneDNN returned an error status, or has only its reference pooling.
+    """
     p = dc._Prim(lib)
     temp = dc._Prim(lib)
     md_free = "dnnl_memory_desc_destroy"
-    dc._pin_one_thread()
+    p.src_md, p.dst_md = p.own(md_free, src_md), p.own(md_free, dst_md)
     try:
-        p.src_md = p.own(md_free, lib.strided_md(src, dc._md_strides(layout, src), dt))
-        p.dst_md = p.own(md_free, lib.strided_md(dst, dc._md_strides(layout, dst), dt))
         attr = dc.user_scratchpad_attr(lib, temp.own)
-        p.pd = p.own(
-            "dnnl_primitive_desc_destroy",
-            lib.new(
-                "dnnl_pooling_forward_primitive_desc_create",
-                lib.engine,
-                dc._FORWARD_INFERENCE,
-                _POOLING_MAX,
-                p.src_md,
-                p.dst_md,
-                dc._DIMS(*strides),
-                dc._DIMS(*kernel),
-                dc._DIMS(*dil),
-                dc._DIMS(*pad_l),
-                dc._DIMS(*pad_r),
-                attr,
-            ),
-        )
+        p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
+            "dnnl_pooling_forward_primitive_desc_create", lib.engine, dc._FORWARD_INFERENCE,
+            alg, p.src_md, p.dst_md, dc._DIMS(*strides), dc._DIMS(*kernel), dc._DIMS(*dil),
+            dc._DIMS(*pad_l), dc._DIMS(*pad_r), attr))
         dc.query_impl(lib, p)
         p.create_primitive()
     except RuntimeError:

@@ -757,6 +757,8 @@ def _specialize_global_avg_pool(constants: dict[int, Any], *, layout: str) -> An
     compiler or for a bad layout (the general path reports it)."""
     from pytfrt.backends.cpu import _se_native
 
+    if layout == "NCHW16c":
+        return _blocked_global_avg_pool()
     native = _se_native.module() if layout in ("NHWC", "NCHW") else None
     if native is None:
         return None
@@ -783,6 +785,32 @@ def _specialize_global_avg_pool(constants: dict[int, Any], *, layout: str) -> An
 
 
 global_avg_pool.specialize = _specialize_global_avg_pool  # type: ignore[attr-defined]
+
+
+def _blocked_global_avg_pool() -> Any:
+    """The ``NCHW16c`` :func:`global_avg_pool` of a compiled model: per input shape the
+    two-thread launcher (``_dnnl_blocked.pool_launcher``) looked up once, then one native job
+    per call for a C-contiguous float32 image into a fitting ``out`` not overlapping it; any
+    other operand, or a shape without a launcher, takes the general path."""
+    from pytfrt.backends.cpu._dnnl_blocked import pool_launcher
+
+    kept: dict[tuple[int, ...], Any] = {}
+    nd, overlap, f32 = np.ndarray, np.may_share_memory, np.dtype(np.float32)
+
+    def pool(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if x.__class__ is nd and out is not None and out.__class__ is nd:
+            go = kept.get(x.shape)
+            if go is None and x.shape not in kept and len(kept) < MAX_POOL_SHAPES:
+                go = kept[x.shape] = pool_launcher(x.shape)
+            if (go is not None and x.dtype == f32 and out.dtype == f32
+                    and out.shape == (*x.shape[:2], 1, 1, x.shape[-1])
+                    and x.flags.c_contiguous and out.flags.c_contiguous
+                    and not overlap(x, out)):
+                go(x, out)
+                return out
+        return global_avg_pool(x, layout="NCHW16c", out=out)
+
+    return pool
 
 
 @GRAPH_OPS.op("global_max_pool")
