@@ -226,16 +226,19 @@ def test_many_column_parts_match_numpy(monkeypatch):
     _check_rows(runner, w, bias, (64, 13, 1, 64), rng)
 
 
-def _gelu64(v):
-    return torch.nn.functional.gelu(torch.from_numpy(np.asarray(v, np.float64))).numpy()
+def _gelu64(v, tanh=False):
+    return torch.nn.functional.gelu(torch.from_numpy(np.asarray(v, np.float64)),
+                                    approximate="tanh" if tanh else "none").numpy()
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(1, 9), st.integers(1, 70), st.integers(0, 40), st.integers(0, 2**31 - 1))
-def test_native_gelu_block_matches_float64(rows, width, gap, seed):
+@given(st.integers(1, 9), st.integers(1, 70), st.integers(0, 40), st.booleans(),
+       st.integers(0, 2**31 - 1))
+def test_native_gelu_block_matches_float64(rows, width, gap, tanh, seed):
     """``_gelu_native``'s function alone on a strided block (rows of any width, whole and
-    partial 16-lane vectors): the float64 GELU within the approximation's 1.5e-7 of ``erf``
-    (scaled by ``|x| / 2``), exact zeros far below 0, nothing outside the block written."""
+    partial 16-lane vectors), both forms: the float64 GELU within the approximation's 1.5e-7
+    of ``erf`` (scaled by ``|x| / 2``; the tanh form within 2e-6 relative), exact zeros far
+    below 0, nothing outside the block written."""
     import ctypes
 
     from pytfrt.backends.cpu import _gelu_native
@@ -251,11 +254,11 @@ def test_native_gelu_block_matches_float64(rows, width, gap, seed):
     if width > 1:
         buf[0, 1] = 20.0  # far above: x itself
     before = buf.copy()
-    geometry = _gelu_native.geometry(rows, width, stride)
+    geometry = _gelu_native.geometry(rows, width, stride, tanh)
     assert geometry is not None
     assert fn(buf.ctypes.data, geometry) == 0
     x = before[:, :width].astype(np.float64)
-    want = _gelu64(x)
+    want = _gelu64(x, tanh)
     err = np.abs(buf[:, :width] - want)
     assert (err <= 2e-6 * np.abs(want) + 1e-7 * np.abs(x) + 1e-30).all(), err.max()
     assert buf[0, 0] == 0.0
@@ -265,7 +268,8 @@ def test_native_gelu_block_matches_float64(rows, width, gap, seed):
 
 
 @pytest.mark.parametrize("native", [False, True])
-def test_dense_gelu_after_parts_matches_torch(monkeypatch, native):
+@pytest.mark.parametrize("act", ["gelu", "gelu_tanh"])
+def test_dense_gelu_after_parts_matches_torch(monkeypatch, native, act):
     """A GELU dense layer split into parts whose widths differ, with the native GELU applied
     to each part's block by the spin pool (or in a part run on the caller) and with oneDNN's
     post-op instead, against float64 torch; several row counts."""
@@ -280,13 +284,13 @@ def test_dense_gelu_after_parts_matches_torch(monkeypatch, native):
     k, n = 96, 700
     w = rng.standard_normal((k, n)).astype(np.float32) * 0.3
     bias = rng.standard_normal(n).astype(np.float32)
-    runner = _dnnl_matmul.make(w, bias, "gelu", 0.0, residual=False)
+    runner = _dnnl_matmul.make(w, bias, act, 0.0, residual=False)
     assert runner is not None and len(runner._cols) >= 4 and bool(runner._act_fn) == native
     for m in (64, 7, 1):
         a = rng.standard_normal((m, k)).astype(np.float32)
         y = np.full((m, n), np.nan, np.float32)
         assert runner.ready((m, k))
         runner.run(a, y)
-        want = _gelu64(a.astype(np.float64) @ w + bias)
+        want = _gelu64(a.astype(np.float64) @ w + bias, act == "gelu_tanh")
         np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5)
     assert all(bool(p.act_fn) == native for p in runner._prims[(1, k)])

@@ -78,12 +78,14 @@ class PackedMatMul(_Runner):
 
     def __init__(self, lib: dc._Lib, w: np.ndarray, bias: np.ndarray | None,
                  eltwise: tuple[int, float, float] | None, residual: bool,
-                 act_fn: int = 0) -> None:
+                 act_fn: int = 0, tanh: bool = False) -> None:
         super().__init__(lib)
         self._act_fn = act_fn
-        """:func:`pytfrt.backends.cpu._gelu_native.address` when the activation is ``gelu``
+        """:func:`pytfrt.backends.cpu._gelu_native.address` when the activation is a GELU
         and that function takes the post-op's place (applied to each part's block by the
         spin pool after the primitive), else 0."""
+        self._tanh = tanh
+        """Whether that GELU is the tanh form."""
         self._w: np.ndarray | None = w
         self.k, self.n = w.shape
         self._bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
@@ -112,7 +114,7 @@ class PackedMatMul(_Runner):
             any_w = temp.own(free, lib.new("dnnl_memory_desc_create_with_tag", 2,
                                            dc._DIMS(k, c1 - c0), dc._F32, dc._FORMAT_ANY))
             eltwise = self._eltwise
-            block = _gelu_native.geometry(m, c1 - c0, n) if self._act_fn else None
+            block = _gelu_native.geometry(m, c1 - c0, n, self._tanh) if self._act_fn else None
             if block is not None:  # the part's GELU after the primitive, not as a post-op
                 eltwise = None
                 p.act_fn, p.act_n = self._act_fn, block
@@ -269,5 +271,5 @@ def make(w: np.ndarray, bias: np.ndarray | None, activation: str, alpha: float,
     eltwise = dc.eltwise_for(activation, alpha)
     if eltwise is None and activation != "none":
         return None
-    act_fn = _gelu_native.address() if activation == "gelu" else 0
-    return PackedMatMul(lib, w, bias, eltwise, residual, act_fn)
+    act_fn = _gelu_native.address() if activation in ("gelu", "gelu_tanh") else 0
+    return PackedMatMul(lib, w, bias, eltwise, residual, act_fn, activation == "gelu_tanh")

@@ -1,22 +1,26 @@
-"""float32 GELU (the ``erf`` form) in place over a block of rows, as a C function for native code.
+"""float32 GELU (the ``erf`` form or the tanh form) in place over a block of rows, as a C
+function for native code.
 
 Private helper of :mod:`pytfrt.backends.cpu._dnnl_matmul`.  A Transformer's first MLP
-projection (BERT: ``128 x 768 x 3072`` per layer) ends in a GELU.  As oneDNN's ``gelu_erf``
-post-op of the column parts' ``gemm:jit:f32`` primitives it cost 4% of the product on one
-thread but 9-18% with both threads running parts at once (docs/kernels.md, "GELU after the
-column parts").  The parts now run without the post-op and the spin pool applies this
-function to each part's block of the output right after the primitive, while the block is in
-the thread's cache (``_spin_pool``'s ``ACT_FN``, as the convolutions' SiLU).
+projection (BERT: ``128 x 768 x 3072`` per layer, GPT-2: ``64 x 768 x 3072``) ends in a GELU.
+As oneDNN's ``gelu_erf`` post-op of the column parts' ``gemm:jit:f32`` primitives it cost 4%
+of the product on one thread but 9-18% with both threads running parts at once
+(docs/kernels.md, "GELU after the column parts"; ``gelu_tanh`` 6-9%).  The parts now run
+without the post-op and the spin pool applies this function to each part's block of the
+output right after the primitive, while the block is in the thread's cache (``_spin_pool``'s
+``ACT_FN``, as the convolutions' SiLU).
 
 The function: ``int gelu_rows_f32(float *y, int64 geometry)`` (returns 0), ``geometry`` =
-``rows | width << 20 | stride << 40`` (:func:`geometry`): ``rows`` rows of ``width`` floats,
-``stride`` floats apart.  ``gelu(x) = x / 2 * (1 + erf(x / sqrt 2))`` with ``erf`` by
-Abramowitz and Stegun's 7.1.26 (``1 - t (a1 + t (a2 + ...)) exp(-z^2)``,
+``rows | width << 20 | stride << 40 | tanh << 62`` (:func:`geometry`): ``rows`` rows of
+``width`` floats, ``stride`` floats apart.  ``gelu(x) = x / 2 * (1 + erf(x / sqrt 2))`` with
+``erf`` by Abramowitz and Stegun's 7.1.26 (``1 - t (a1 + t (a2 + ...)) exp(-z^2)``,
 ``t = 1 / (1 + p z)``: absolute error below 1.5e-7, the approximation oneDNN's own post-op
-uses), ``1 - erf`` formed without cancellation for negative ``x`` and ``exp(-z^2)`` taken as
-0 below ``exp(-80)`` (no subnormal outputs).  AVX-512 only (``scalef``, masked tails);
-:func:`address` is 0 (the caller keeps oneDNN's post-op) on other CPUs, without a C
-compiler, or with :data:`ENABLED` false.  Thread-safe (a pure function of its block).
+uses), ``1 - erf`` formed without cancellation for negative ``x``; the tanh form
+``x / 2 * (1 + tanh(u)) = x sigmoid(2u)``, ``u = sqrt(2 / pi) (x + 0.044715 x^3)``, from
+``exp(-2|u|)``; exponentials below ``exp(-80)`` taken as 0 (no subnormal outputs).  AVX-512
+only (``scalef``, masked tails); :func:`address` is 0 (the caller keeps oneDNN's post-op) on
+other CPUs, without a C compiler, or with :data:`ENABLED` false.  Thread-safe (a pure
+function of its block).
 """
 
 from __future__ import annotations
@@ -25,20 +29,39 @@ from pytfrt.backends.cpu import _ccompile
 from pytfrt.backends.cpu._softmax_native import native_address, with_module
 
 ENABLED = True
-"""Whether float32 ``gelu`` epilogues of dense layers use :func:`address`'s function (read
-when a layer's primitives are made; ``False``: oneDNN's ``gelu_erf`` post-op)."""
+"""Whether float32 ``gelu`` and ``gelu_tanh`` epilogues of dense layers use :func:`address`'s
+function (read when a layer's primitives are made; ``False``: oneDNN's ``gelu_erf`` and
+``gelu_tanh`` post-ops)."""
 
 MAX_DIM = 1 << 20
-"""Rows and width of a block must be below this (and the stride below 2^23) to fit the
+"""Rows and width of a block must be below this (and the stride below 2^22) to fit the
 packed geometry."""
 
 SOURCE = r"""
 EXP_AVX512
 
-__attribute__((target("avx512f,avx512dq"), optimize("O3")))
-static int gelu_rows_f32(float *y, int64_t geometry) {
-    const int64_t rows = geometry & 0xFFFFF, width = (geometry >> 20) & 0xFFFFF;
-    const int64_t stride = geometry >> 40;
+/* x / 2 (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2 / pi) (x + 0.044715 x^3): with
+   e = exp(-2|u|) (0 below exp(-80)), x / (1 + e) for u >= 0 and x e / (1 + e) below */
+__attribute__((target("avx512f,avx512dq"), always_inline))
+static inline __m512 gelu_tanh_avx512(__m512 x) {
+    const __m512 c = _mm512_set1_ps(0.7978845608028654f), c3 = _mm512_set1_ps(0.044715f);
+    const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+    const __m512 floor80 = _mm512_set1_ps(-80.0f);
+    const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+    __m512 u = _mm512_mul_ps(c, _mm512_fmadd_ps(_mm512_mul_ps(c3, x), _mm512_mul_ps(x, x), x));
+    __m512 a = _mm512_mul_ps(_mm512_set1_ps(-2.0f), _mm512_and_ps(u, sign));
+    __mmask16 keep = _mm512_cmp_ps_mask(a, floor80, _CMP_GE_OQ);
+    __m512 e = _mm512_maskz_mov_ps(keep, exp_avx512(_mm512_max_ps(a, floor80)));
+    __m512 d = _mm512_add_ps(one, e);
+    __m512 r = _mm512_rcp14_ps(d);
+    r = _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, two));               /* one Newton step */
+    __mmask16 neg = _mm512_cmp_ps_mask(u, _mm512_setzero_ps(), _CMP_LT_OQ);
+    return _mm512_mul_ps(_mm512_mask_mul_ps(x, neg, x, e), r);
+}
+
+/* x / 2 (1 + erf(x / sqrt 2)), erf by Abramowitz and Stegun 7.1.26 */
+__attribute__((target("avx512f,avx512dq"), always_inline))
+static inline __m512 gelu_erf_avx512(__m512 x) {
     const __m512 rsqrt2 = _mm512_set1_ps(0.70710678118654752f), p = _mm512_set1_ps(0.3275911f);
     const __m512 a1 = _mm512_set1_ps(0.254829592f), a2 = _mm512_set1_ps(-0.284496736f);
     const __m512 a3 = _mm512_set1_ps(1.421413741f), a4 = _mm512_set1_ps(-1.453152027f);
@@ -46,28 +69,36 @@ static int gelu_rows_f32(float *y, int64_t geometry) {
     const __m512 two = _mm512_set1_ps(2.0f), half = _mm512_set1_ps(0.5f);
     const __m512 floor80 = _mm512_set1_ps(-80.0f);
     const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+    __m512 z = _mm512_and_ps(_mm512_mul_ps(x, rsqrt2), sign);          /* |x| / sqrt 2 */
+    __m512 d = _mm512_fmadd_ps(p, z, one);
+    __m512 t = _mm512_rcp14_ps(d);
+    t = _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, two));               /* one Newton step */
+    __m512 q = _mm512_fmadd_ps(a5, t, a4);
+    q = _mm512_fmadd_ps(q, t, a3);
+    q = _mm512_fmadd_ps(q, t, a2);
+    q = _mm512_fmadd_ps(q, t, a1);
+    q = _mm512_mul_ps(q, t);
+    /* 1 - erf(z) = q exp(-z^2), zero below exp(-80) */
+    __m512 e = _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z);
+    __mmask16 keep = _mm512_cmp_ps_mask(e, floor80, _CMP_GE_OQ);
+    __m512 erfc = _mm512_maskz_mul_ps(keep, q, exp_avx512(_mm512_max_ps(e, floor80)));
+    /* x >= 0: 1 + erf = 2 - erfc; x < 0: 1 - erf(|z|) = erfc */
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    __m512 s = _mm512_mask_blend_ps(neg, _mm512_sub_ps(two, erfc), erfc);
+    return _mm512_mul_ps(_mm512_mul_ps(half, x), s);
+}
+
+__attribute__((target("avx512f,avx512dq"), optimize("O3")))
+static int gelu_rows_f32(float *y, int64_t geometry) {
+    const int64_t rows = geometry & 0xFFFFF, width = (geometry >> 20) & 0xFFFFF;
+    const int64_t stride = (geometry >> 40) & 0x3FFFFF, tanh_form = geometry >> 62;
     for (int64_t r = 0; r < rows; r++) {
         float *row = y + r * stride;
         for (int64_t j = 0; j < width; j += 16) {
             __mmask16 k = tail_mask(width - j);
             __m512 x = _mm512_maskz_loadu_ps(k, row + j);
-            __m512 z = _mm512_and_ps(_mm512_mul_ps(x, rsqrt2), sign);      /* |x| / sqrt 2 */
-            __m512 d = _mm512_fmadd_ps(p, z, one);
-            __m512 t = _mm512_rcp14_ps(d);
-            t = _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, two));           /* one Newton step */
-            __m512 q = _mm512_fmadd_ps(a5, t, a4);
-            q = _mm512_fmadd_ps(q, t, a3);
-            q = _mm512_fmadd_ps(q, t, a2);
-            q = _mm512_fmadd_ps(q, t, a1);
-            q = _mm512_mul_ps(q, t);
-            /* 1 - erf(z) = q exp(-z^2), zero below exp(-80) */
-            __m512 e = _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z);
-            __mmask16 keep = _mm512_cmp_ps_mask(e, floor80, _CMP_GE_OQ);
-            __m512 erfc = _mm512_maskz_mul_ps(keep, q, exp_avx512(_mm512_max_ps(e, floor80)));
-            /* x >= 0: 1 + erf = 2 - erfc; x < 0: 1 - erf(|z|) = erfc */
-            __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-            __m512 s = _mm512_mask_blend_ps(neg, _mm512_sub_ps(two, erfc), erfc);
-            _mm512_mask_storeu_ps(row + j, k, _mm512_mul_ps(_mm512_mul_ps(half, x), s));
+            _mm512_mask_storeu_ps(row + j, k, tanh_form ? gelu_tanh_avx512(x)
+                                                        : gelu_erf_avx512(x));
         }
     }
     return 0;
@@ -83,10 +114,10 @@ def address() -> int:
     return native_address(_extension) if ENABLED else 0
 
 
-def geometry(rows: int, width: int, stride: int) -> int | None:
+def geometry(rows: int, width: int, stride: int, tanh: bool = False) -> int | None:
     """The packed ``geometry`` argument for a block of ``rows`` rows of ``width`` floats
-    ``stride`` floats apart, or ``None`` when it does not fit."""
-    if not (0 <= rows < MAX_DIM and 0 <= width < MAX_DIM and 0 <= stride < 1 << 23):
+    ``stride`` floats apart (``tanh``: the tanh form), or ``None`` when it does not fit."""
+    if not (0 <= rows < MAX_DIM and 0 <= width < MAX_DIM and 0 <= stride < 1 << 22):
         return None
-    return rows | width << 20 | stride << 40
+    return rows | width << 20 | stride << 40 | int(tanh) << 62
 
