@@ -224,3 +224,69 @@ def test_many_column_parts_match_numpy(monkeypatch):
     runner = _dnnl_matmul.make(w, bias, "gelu_tanh", 0.0, residual=True)
     assert runner is not None and len(runner._cols) >= 8
     _check_rows(runner, w, bias, (64, 13, 1, 64), rng)
+
+
+def _gelu64(v):
+    return torch.nn.functional.gelu(torch.from_numpy(np.asarray(v, np.float64))).numpy()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 70), st.integers(0, 40), st.integers(0, 2**31 - 1))
+def test_native_gelu_block_matches_float64(rows, width, gap, seed):
+    """``_gelu_native``'s function alone on a strided block (rows of any width, whole and
+    partial 16-lane vectors): the float64 GELU within the approximation's 1.5e-7 of ``erf``
+    (scaled by ``|x| / 2``), exact zeros far below 0, nothing outside the block written."""
+    import ctypes
+
+    from pytfrt.backends.cpu import _gelu_native
+
+    address = _gelu_native.address()
+    if not address:
+        pytest.skip("no C compiler or no AVX-512")
+    fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64)(address)
+    rng = np.random.default_rng(seed)
+    stride = width + gap
+    buf = (rng.standard_normal((rows, stride)) * 4).astype(np.float32)
+    buf[0, 0] = -30.0  # far below 0: exactly 0
+    if width > 1:
+        buf[0, 1] = 20.0  # far above: x itself
+    before = buf.copy()
+    geometry = _gelu_native.geometry(rows, width, stride)
+    assert geometry is not None
+    assert fn(buf.ctypes.data, geometry) == 0
+    x = before[:, :width].astype(np.float64)
+    want = _gelu64(x)
+    err = np.abs(buf[:, :width] - want)
+    assert (err <= 2e-6 * np.abs(want) + 1e-7 * np.abs(x) + 1e-30).all(), err.max()
+    assert buf[0, 0] == 0.0
+    np.testing.assert_array_equal(buf[:, width:], before[:, width:])
+    tiny = buf[buf != 0]
+    assert (np.abs(tiny) >= np.finfo(np.float32).tiny).all()
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_dense_gelu_after_parts_matches_torch(monkeypatch, native):
+    """A GELU dense layer split into parts whose widths differ, with the native GELU applied
+    to each part's block by the spin pool (or in a part run on the caller) and with oneDNN's
+    post-op instead, against float64 torch; several row counts."""
+    from pytfrt.backends.cpu import _gelu_native
+
+    if native and not _gelu_native.address():
+        pytest.skip("no C compiler or no AVX-512")
+    monkeypatch.setattr(_gelu_native, "ENABLED", native)
+    monkeypatch.setattr(_dnnl_matmul, "PART_MIN_WEIGHTS", 16)
+    monkeypatch.setattr(_dnnl_matmul, "MAX_PART_COLUMNS", 128)
+    rng = np.random.default_rng(5)
+    k, n = 96, 700
+    w = rng.standard_normal((k, n)).astype(np.float32) * 0.3
+    bias = rng.standard_normal(n).astype(np.float32)
+    runner = _dnnl_matmul.make(w, bias, "gelu", 0.0, residual=False)
+    assert runner is not None and len(runner._cols) >= 4 and bool(runner._act_fn) == native
+    for m in (64, 7, 1):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        y = np.full((m, n), np.nan, np.float32)
+        assert runner.ready((m, k))
+        runner.run(a, y)
+        want = _gelu64(a.astype(np.float64) @ w + bias)
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-5)
+    assert all(bool(p.act_fn) == native for p in runner._prims[(1, k)])

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu import _dnnl_conv as dc
-from pytfrt.backends.cpu import _parallel, _spin_pool
+from pytfrt.backends.cpu import _gelu_native, _parallel, _spin_pool
 from pytfrt.backends.cpu._dnnl_int8 import _Runner
 
 MIN_MACS = 1 << 21
@@ -77,8 +77,13 @@ class PackedMatMul(_Runner):
     :meth:`run` compute a product."""
 
     def __init__(self, lib: dc._Lib, w: np.ndarray, bias: np.ndarray | None,
-                 eltwise: tuple[int, float, float] | None, residual: bool) -> None:
+                 eltwise: tuple[int, float, float] | None, residual: bool,
+                 act_fn: int = 0) -> None:
         super().__init__(lib)
+        self._act_fn = act_fn
+        """:func:`pytfrt.backends.cpu._gelu_native.address` when the activation is ``gelu``
+        and that function takes the post-op's place (applied to each part's block by the
+        spin pool after the primitive), else 0."""
         self._w: np.ndarray | None = w
         self.k, self.n = w.shape
         self._bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
@@ -106,19 +111,24 @@ class PackedMatMul(_Runner):
             p.dst_md = p.own(free, lib.strided_md((m, c1 - c0), (n, 1)))
             any_w = temp.own(free, lib.new("dnnl_memory_desc_create_with_tag", 2,
                                            dc._DIMS(k, c1 - c0), dc._F32, dc._FORMAT_ANY))
+            eltwise = self._eltwise
+            block = _gelu_native.geometry(m, c1 - c0, n) if self._act_fn else None
+            if block is not None:  # the part's GELU after the primitive, not as a post-op
+                eltwise = None
+                p.act_fn, p.act_n = self._act_fn, block
             bias_md = None
             if self._bias is not None:
                 bias_md = temp.own(free, lib.strided_md((1, c1 - c0), (n, 1)))
                 p.bias = p.own("dnnl_memory_destroy", lib.new(
                     "dnnl_memory_create", bias_md, lib.engine, self._bias.ctypes.data + 4 * c0))
             attr = dc.user_scratchpad_attr(lib, temp.own)
-            if self.residual or self._eltwise is not None:
+            if self.residual or eltwise is not None:
                 po = temp.own("dnnl_post_ops_destroy", lib.new("dnnl_post_ops_create"))
                 if self.residual:  # read from its own buffer, same strides as the output
                     p.residual = dc.RESIDUAL_OPERAND
                     lib.call("dnnl_post_ops_append_binary", po, dc._BINARY_ADD, p.dst_md)
-                if self._eltwise is not None:
-                    lib.call("dnnl_post_ops_append_eltwise", po, *self._eltwise)
+                if eltwise is not None:
+                    lib.call("dnnl_post_ops_append_eltwise", po, *eltwise)
                 lib.call("dnnl_primitive_attr_set_post_ops", attr, po)
             p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
                 "dnnl_matmul_primitive_desc_create", lib.engine, p.src_md, any_w, bias_md,
@@ -259,4 +269,5 @@ def make(w: np.ndarray, bias: np.ndarray | None, activation: str, alpha: float,
     eltwise = dc.eltwise_for(activation, alpha)
     if eltwise is None and activation != "none":
         return None
-    return PackedMatMul(lib, w, bias, eltwise, residual)
+    act_fn = _gelu_native.address() if activation == "gelu" else 0
+    return PackedMatMul(lib, w, bias, eltwise, residual, act_fn)
