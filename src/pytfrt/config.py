@@ -92,6 +92,10 @@ SWITCHES: Final[dict[str, Switch]] = {
                "`-tg-dnnl-blocked`: runs of convolutions on small images (ResNet-50's 14x14 "
                "and 7x7 stages) in oneDNN's channel-blocked layout (off: all NHWC); read when "
                "a model is compiled."),
+        Switch("PYTFRT_CONV_NCHW_INPUT", "flag", True,
+               "`-tg-conv-nchw-input`: a first convolution with 16 output channels reads the "
+               "NCHW input image itself instead of its NHWC transpose (off: the transpose "
+               "stays); read when a model is compiled."),
         Switch("PYTFRT_KEEP_HEAP", "flag", True,
                "A train step's freed tensors stay in the process heap for the next step "
                "(glibc's mmap and trim thresholds raised, docs/host.md); read when the first "

@@ -21,7 +21,7 @@ The graph-dialect passes (``-tg-infer-shapes``, ``-tg-fold-quant``, ``-tg-consta
 ``-tg-flatten-weight-grads``, ``-tg-fold-reshapes``, ``-tg-fuse-layer-norm-grad``,
 ``-tg-fuse-softmax-grad``, ``-tg-fuse-attention-grad``, ``-tg-pair-conv-grads``,
 ``-tg-shape-plans``, ``-tg-fuse-elementwise``,
-``-tg-fuse-small-graph``, ``-tg-dnnl-blocked``, ``-tg-plan-buffers``,
+``-tg-fuse-small-graph``, ``-tg-conv-nchw-input``, ``-tg-dnnl-blocked``, ``-tg-plan-buffers``,
 ``-tg-default-pipeline``) run in command-line order (:mod:`pytfrt.compiler.passes.opt`);
 ``-tg-print-after-all`` also prints the module after each of them, to stderr.
 Without ``--allow-unregistered-dialect`` ops of unknown dialects are rejected;
@@ -82,6 +82,7 @@ TG_PASSES = (
     "tg-shape-plans",
     "tg-fuse-elementwise",
     "tg-fuse-small-graph",
+    "tg-conv-nchw-input",
     "tg-dnnl-blocked",
     "tg-plan-buffers",
     "tg-default-pipeline",

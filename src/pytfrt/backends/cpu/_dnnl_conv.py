@@ -249,6 +249,13 @@ channels (a multiple of :data:`BLOCK`) stored as ``(N, C / 16, H, W, 16)``, what
 blocked`` gives runs of convolutions (:mod:`pytfrt.backends.cpu._dnnl_blocked`); filters stay
 HWIO as for ``NHWC``."""
 BLOCK = 16
+STEM = "NCHW>NHWC"
+"""The layout of a convolution reading an NCHW image and writing NHWC (``-tg-conv-nchw-input``:
+a network's first convolution reads the caller's NCHW image without the transpose before it).
+Filters are HWIO as for ``NHWC``.  oneDNN 3.2 has a fast (``jit:avx512_core``) kernel for an
+NCHW source only with an ``nChw16c`` destination, which is NHWC when the output has exactly
+16 channels (MobileNetV3's stem); other channel counts get its reference kernel, which
+:class:`DnnlConv` does not use (the caller falls back to a transpose and an NHWC convolution)."""
 _TAG_NCHW16C = 78
 """oneDNN's ``dnnl_nChw16c`` (``dnnl_aBcd16b``) format tag (the same value in oneDNN 3.2-3.12)."""
 
@@ -290,7 +297,7 @@ def _weights_md_dims(
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """oneDNN weight dims (``OIHW`` or ``GOIHW``) and strides of a C-contiguous HWIO/OIHW."""
     cog = cout // groups
-    if layout in ("NHWC", BLOCKED):  # [kh, kw, cig, cout]
+    if layout in ("NHWC", BLOCKED, STEM):  # [kh, kw, cig, cout]
         s_o, s_i, s_h, s_w = 1, cout, kw * cig * cout, cig * cout
         s_g = cog
     else:  # [cout, cig, kh, kw]
@@ -667,7 +674,7 @@ class DnnlConv:
                 )
                 for b0, b1 in zip(bounds, bounds[1:], strict=False)
             ]
-        if layout != "NHWC":
+        if layout != "NHWC":  # STEM too: a band of NCHW rows is not dense (oneDNN's ref kernel)
             return [whole]
         k = min(k, oh)
         if k < 2:
@@ -729,8 +736,13 @@ class DnnlConv:
         md_free, temp = "dnnl_memory_desc_destroy", _Prim(lib)
         _pin_one_thread()
         try:
-            p.src_md = p.own(md_free, activation_md(lib, layout, src))
-            p.dst_md = p.own(md_free, activation_md(lib, layout, dst))
+            if layout == STEM:  # NCHW images -> NHWC (= nChw16c at 16 channels)
+                p.src_md = p.own(md_free, activation_md(lib, "NCHW", src))
+                p.dst_md = p.own(md_free, activation_md(
+                    lib, BLOCKED if dst[1] == BLOCK else "NHWC", dst))
+            else:
+                p.src_md = p.own(md_free, activation_md(lib, layout, src))
+                p.dst_md = p.own(md_free, activation_md(lib, layout, dst))
             cout, kh, kw = a["cout"], a["kh"], a["kw"]
             c0, c1 = p.channels or (0, cout)
             wdims, wstrides = _weights_md_dims(layout, kh, kw, a["cin"] // groups, cout, groups)

@@ -606,6 +606,91 @@ def launch_runner(dnnl: _dnnl_conv.DnnlConv,
     return run
 
 
+class StemConv:
+    """A prepared ``conv2d {layout = "NCHW>NHWC"}`` (:data:`_dnnl_conv.STEM`, made by
+    ``-tg-conv-nchw-input``): ``act(conv(x, w) + bias)`` of an NCHW image ``x`` with an HWIO
+    filter, NHWC result -- the NHWC convolution of ``transpose(x, [0, 2, 3, 1])``.
+
+    On one thread (:func:`pytfrt.backends.cpu._parallel.num_threads`), where oneDNN has a fast
+    kernel reading the NCHW image itself (float32, 16 output channels: :data:`_dnnl_conv.STEM`),
+    that kernel runs and the image is never transposed.  Otherwise the image is transposed into
+    a buffer this plan keeps per thread and input shape (the copy on both threads,
+    :func:`pytfrt.backends.cpu._layout_copy.nchw_to_nhwc`) and an NHWC :func:`plan_conv2d` plan
+    runs (split over the threads): oneDNN's NCHW kernel cannot be split into row bands (a band
+    of NCHW rows is not dense and gets its reference kernel), and the one-part convolution
+    measured no faster in MobileNetV3-small on two threads than the transpose and the split
+    one (``docs/benchmarks.md``).  No residual.  Thread-safe; errors are :class:`OpError`
+    naming ``conv2d``.
+    """
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray | None, *, strides: Sequence[int],
+                 dilations: Sequence[int], pads: Sequence[int], groups: int,
+                 activation: str, alpha: float) -> None:
+        from pytfrt.backends.cpu import _parallel
+
+        kw: dict[str, Any] = dict(strides=tuple(strides), dilations=tuple(dilations),
+                                  pads=tuple(pads), groups=groups, activation=activation,
+                                  alpha=float(alpha))
+        self._nhwc = plan_conv2d(w, layout="NHWC", bias=bias, **kw)  # validates the filter too
+        self._run_nhwc = runner(self._nhwc)
+        self._local = threading.local()
+        self.dnnl: _dnnl_conv.DnnlConv | None = None
+        """oneDNN's convolution from the NCHW image (``None``: not used by this plan)."""
+        if (_parallel.num_threads() < 2 and w.dtype == np.float32 and groups == 1
+                and w.ndim == 4 and w.shape[3] == _dnnl_conv.BLOCK):
+            kh, kw_, cin, cout = (int(d) for d in w.shape)
+            attrs = dict(layout=_dnnl_conv.STEM, kh=kh, kw=kw_, cin=cin, cout=cout, **kw)
+            self.dnnl = _dnnl_conv.make(np.ascontiguousarray(w), bias, attrs)
+
+    def _transposed(self, x: np.ndarray) -> np.ndarray:
+        """``x`` in NHWC, in this thread's buffer for its shape and dtype."""
+        from pytfrt.backends.cpu import _layout_copy
+
+        shape = (x.shape[0], x.shape[2], x.shape[3], x.shape[1])
+        buf = getattr(self._local, "buf", None)
+        if buf is None or buf.shape != shape or buf.dtype != x.dtype:
+            buf = self._local.buf = arena.empty(shape, x.dtype)
+        if x.dtype not in _layout_copy.FLOATS:
+            np.copyto(buf, x.transpose(0, 2, 3, 1))
+            return buf
+        return _layout_copy.nchw_to_nhwc(x, buf)
+
+    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The convolution of the NCHW image ``x`` into ``out`` (NHWC; made if ``None``)."""
+        check_rank4("conv2d", x)
+        n, c, h, w = x.shape
+        shape = self._nhwc.output_shape((n, h, w, c))  # checks the channels and window
+        dnnl = self.dnnl
+        if (dnnl is not None and x.dtype == np.float32 and x.flags.c_contiguous
+                and dnnl.ready(x.shape, _dnnl_conv.NO_RESIDUAL)):
+            check_out("conv2d", out, shape, np.dtype(np.float32))
+            if out is not None and np.may_share_memory(out, x):
+                raise OpError("conv2d: out must not overlap the input")
+            y = out if out is not None and out.flags.c_contiguous else np.empty(shape, np.float32)
+            dnnl.forward(x, _dnnl_conv.NO_RESIDUAL, y)
+            if out is not None and y is not out:
+                out[...] = y
+                return out
+            return y
+        if out is not None and np.may_share_memory(out, x):
+            raise OpError("conv2d: out must not overlap the input")
+        return self._run_nhwc(self._transposed(x), None, out)  # type: ignore[no-any-return]
+
+    def runner(self) -> Callable[..., np.ndarray]:
+        """``run(x, residual=None, out=None)``: :meth:`__call__`, through :func:`launch_runner`'s
+        short path when oneDNN reads the NCHW image (a residual is an error: the pass never
+        fuses one)."""
+        def slow(x: np.ndarray, residual: np.ndarray | None,
+                 out: np.ndarray | None) -> np.ndarray:
+            if residual is not None:
+                raise OpError("conv2d: layout NCHW>NHWC takes no residual")
+            return self(x, out)
+
+        if self.dnnl is None:
+            return lambda x, residual=None, out=None: slow(x, residual, out)
+        return launch_runner(self.dnnl, slow)
+
+
 DENSE_MAX_ROWS = 8
 """Most rows (batch items) for which :func:`dense_runner` runs a dense layer."""
 DENSE_MIN_WEIGHTS = 1 << 19

@@ -415,6 +415,11 @@ def conv2d_prepare(w: np.ndarray, *extra: np.ndarray, layout: str, strides: tupl
 
         return BlockedConv(w, bias, strides=strides, dilations=dilations, pads=pads,
                            groups=groups, activation=activation, alpha=alpha)
+    if layout == "NCHW>NHWC":  # -tg-conv-nchw-input's first convolutions (explicit pads)
+        from pytfrt.backends.cpu.conv import StemConv
+
+        return StemConv(w, bias, strides=strides, dilations=dilations, pads=pads,
+                        groups=groups, activation=activation, alpha=alpha)
     if padding == "SAME":
         return _DeferredConv(w, bias, dict(layout=layout, strides=strides, dilations=dilations,
                                            groups=groups, activation=activation, alpha=alpha))
@@ -432,10 +437,15 @@ def conv2d(x: np.ndarray, plan: Any, *residual: np.ndarray,
            out: np.ndarray | None = None) -> np.ndarray:
     """``activation(conv(x, w) + bias + residual)`` with a prepared plan."""
     from pytfrt.backends.cpu._dnnl_blocked import BlockedConv
+    from pytfrt.backends.cpu.conv import StemConv
     from pytfrt.backends.cpu.conv import conv2d as conv_run
 
     if isinstance(plan, BlockedConv):
         return plan(x, residual[0] if residual else None, out)
+    if isinstance(plan, StemConv):
+        if residual:
+            raise OpError("conv2d: layout NCHW>NHWC takes no residual")
+        return plan(x, out)
     if isinstance(plan, _DeferredConv):
         y = None if residual or plan.plans else plan.per_call(x, out)
         if y is not None:
@@ -455,10 +465,10 @@ def _specialize_conv2d(constants: dict[int, Any]) -> Any:
     """:func:`conv2d` bound to a plan that is a constant of the model: the short path of
     :func:`pytfrt.backends.cpu.conv.runner` (``None`` for plans made per input size)."""
     from pytfrt.backends.cpu._dnnl_blocked import BlockedConv
-    from pytfrt.backends.cpu.conv import ConvPlan, runner
+    from pytfrt.backends.cpu.conv import ConvPlan, StemConv, runner
 
     plan = constants.get(1)
-    if isinstance(plan, BlockedConv):
+    if isinstance(plan, BlockedConv | StemConv):
         run = plan.runner()
     elif not isinstance(plan, ConvPlan):
         return None

@@ -32,6 +32,9 @@ BLOCKED = "NCHW16c"
 NHWC image of ``C`` channels (a multiple of 16) as ``(N, C/16, H, W, 16)``, filters HWIO.  Only
 ``-tg-dnnl-blocked`` makes it (after differentiation and the other rewrites), with
 ``reorder_layout`` at its edges."""
+STEM = "NCHW>NHWC"
+"""The ``conv2d`` layout of a convolution that reads an NCHW image and writes NHWC, filter HWIO
+(made by ``-tg-conv-nchw-input`` from ``conv2d {NHWC}(transpose(x, [0, 2, 3, 1]))``)."""
 ACTIVATIONS: tuple[str, ...] = tuple(op_math.ACTIVATIONS)
 """The fused epilogue's activations (:data:`pytfrt.backends.cpu.op_math.ACTIVATIONS`)."""
 
@@ -112,7 +115,7 @@ def _spatial(ctx: InferContext, x: TType) -> tuple[int, int, int]:
         return (2, 3, 1)
     if x.rank is not None and x.rank != 4:
         raise ctx.error(f"the input must have rank 4, got {x}")
-    return (1, 2, 3) if ctx.attrs["layout"] == "NHWC" else (2, 3, 1)
+    return (1, 2, 3) if ctx.attrs["layout"] == "NHWC" else (2, 3, 1)  # NCHW, STEM: NCHW in
 
 
 def _pair(ctx: InferContext, name: str, n: int = 2) -> tuple[int, ...]:
@@ -139,7 +142,7 @@ def _conv2d(ctx: InferContext) -> list[TType]:
     if groups < 1:
         raise ctx.error(f"groups must be >= 1, got {groups}")
     blocked = ctx.attrs["layout"] == BLOCKED
-    nhwc = ctx.attrs["layout"] in ("NHWC", BLOCKED)
+    nhwc = ctx.attrs["layout"] in ("NHWC", BLOCKED, STEM)  # HWIO filter, NHWC-like output
     if w.shape is not None:
         kh, kw, cin_g, cout = (w.shape if nhwc else (w.shape[2], w.shape[3], w.shape[1],
                                                      w.shape[0]))
@@ -305,9 +308,11 @@ define("matmul", ("a", "b", "extra*"), _matmul,
         **_epilogue_attrs()}, family="nn", grad=gr.matmul)
 _BLOCKED_OK = AttrSpec("str", REQUIRED, choices=(*LAYOUTS, BLOCKED))
 """``layout`` of the ops that also take :data:`BLOCKED` images."""
+_CONV_LAYOUT = AttrSpec("str", REQUIRED, choices=(*LAYOUTS, BLOCKED, STEM))
+"""``conv2d``'s ``layout``: also :data:`STEM`."""
 
 define("conv2d", ("x", "w", "extra*"), _conv2d,
-       {**_WINDOW, "layout": _BLOCKED_OK, "dilations": AttrSpec("ints", (1, 1)),
+       {**_WINDOW, "layout": _CONV_LAYOUT, "dilations": AttrSpec("ints", (1, 1)),
         "groups": AttrSpec("int", 1), **_epilogue_attrs()},
        family="nn", prepare="conv2d.prepare", prepare_operands=_conv_split, grad=gr.conv2d)
 define("conv2d_transpose", ("x", "w"), _conv2d_transpose,

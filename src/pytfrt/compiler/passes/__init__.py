@@ -18,6 +18,7 @@ from pytfrt.compiler.passes.batchnorm import fold_batch_norm
 from pytfrt.compiler.passes.blocked import dnnl_blocked
 from pytfrt.compiler.passes.buffers import plan_buffers
 from pytfrt.compiler.passes.conv_grads import pair_conv_grads
+from pytfrt.compiler.passes.conv_nchw_input import conv_nchw_input
 from pytfrt.compiler.passes.cse import cse
 from pytfrt.compiler.passes.elementwise import fuse_elementwise
 from pytfrt.compiler.passes.epilogue import fuse_epilogue
@@ -67,6 +68,7 @@ PASSES: dict[str, Pass] = {
     "tg-shape-plans": shape_plans,
     "tg-fuse-elementwise": fuse_elementwise,
     "tg-fuse-small-graph": fuse_small_graph,
+    "tg-conv-nchw-input": conv_nchw_input,
     "tg-dnnl-blocked": dnnl_blocked,
     "tg-plan-buffers": plan_buffers,
 }
@@ -100,6 +102,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
     "tg-fuse-elementwise",
     "tg-dce",
     "tg-fuse-small-graph",
+    "tg-conv-nchw-input",
     "tg-dnnl-blocked",
     "tg-plan-buffers",
 )
