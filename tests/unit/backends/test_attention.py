@@ -269,17 +269,14 @@ def test_native_softmax_rows_match_numpy(rows, cols, kind, seed):  # type: ignor
 @pytest.mark.parametrize("native", [False, True])
 def test_attention_softmax_paths(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The attention's compiled loop with the native row softmax and with its Numba loops
-    (``_softmax_native.ENABLED``; a mask whose last axis broadcasts always takes the Numba
-    loops): BERT's 128-wide rows, an odd width, a per-row and a broadcast mask, against the
-    oracle."""
+    (``_softmax_native.ENABLED``, read per call; a mask whose last axis broadcasts always
+    takes the Numba loops): BERT's 128-wide rows, an odd width, a per-row and a broadcast
+    mask, against the oracle."""
     from pytfrt.backends.cpu import _softmax_native
-    from pytfrt.backends.cpu import attention as module
 
     if native:
         _native_rows()
     monkeypatch.setattr(_softmax_native, "ENABLED", native)
-    monkeypatch.setattr(module, "_compiled", None)
-    monkeypatch.setattr(module, "_part_fn", None)
     rng = np.random.default_rng(11)
     for s, h, mask in ((128, 4, _mask("padding", rng, 2, 4, 128, 128, np.float32)),
                        (37, 3, _mask("full", rng, 2, 3, 37, 37, np.float32)),

@@ -30,7 +30,7 @@ from pytfrt.backends.cpu import _ccompile
 
 ENABLED = True
 """Whether the attention kernel uses :func:`address`'s function (``False``: its Numba loops;
-read when the attention's compiled loop is first built)."""
+read on every call: each setting has its compiled loop)."""
 
 EXP_AVX512 = r"""
 #define PY_SSIZE_T_CLEAN

@@ -319,18 +319,20 @@ def _softmax_rows(s: Any, sq: int, sk: int, mask: Any, moff: int, ms2: int, ms3:
             row[j] *= inv
 
 
-_compiled: Any = None
+_compiled: dict[int, Any] = {}
+"""The compiled loops, by the address of the native softmax they call (0: the Numba loops)."""
 
 
 def _kernel() -> Any:
-    """The compiled loop over (batch, head) pairs, built on first use (about 1 s)."""
-    global _compiled
-    if _compiled is not None:
-        return _compiled
+    """The compiled loop over (batch, head) pairs for the current
+    :data:`pytfrt.backends.cpu._softmax_native.ENABLED`, built on first use (about 1 s)."""
+    native = _softmax_native.address()
+    compiled = _compiled.get(native)
+    if compiled is not None:
+        return compiled
     f = gemm_cfunc()
     softmax_rows = _softmax_rows
     no, tr = np.uint8(ord("N")), np.uint8(ord("T"))
-    native = _softmax_native.address()
     if native:
         i64 = ctypes.c_int64
         native_rows = ctypes.CFUNCTYPE(ctypes.c_int, i64, i64, i64, i64, i64)(native)
@@ -374,19 +376,20 @@ def _kernel() -> Any:
             status |= f(no, no, sq, dv, sk, one, ps, sk, pv, g[13], zero, py, g[16])
         return status
 
-    _compiled = run
+    _compiled[native] = run
     return run
 
 
-_part_fn: Any = None
+_part_fn: dict[int, Any] = {}
+"""The call-part functions, keyed as :data:`_compiled`."""
 
 
 def _part_address() -> int | None:
     """The address of ``int32 part(int64 *context, int64 i)``: shard ``i`` of the pairs
     described by a context (:data:`_CTX_SHARDS`), a C callable for the spin pool's call parts;
     ``None`` without oneDNN's ``dnnl_sgemm``.  Built on first use (about 1 s)."""
-    global _part_fn
-    if _part_fn is None:
+    native = _softmax_native.address()
+    if native not in _part_fn:
         if gemm_cfunc() is None:
             return None
         run = _kernel()
@@ -406,5 +409,5 @@ def _part_address() -> int | None:
                        np.float32(scale), ctx[first + 2 * i], ctx[first + 2 * i + 1], False,
                        np.float32(0.0))
 
-        _part_fn = part
-    return int(_part_fn.address)
+        _part_fn[native] = part
+    return int(_part_fn[native].address)
