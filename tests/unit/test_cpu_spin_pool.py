@@ -491,5 +491,6 @@ def test_threads_that_make_or_run_primitives_use_one_openmp_thread():
     for name in ("runs", "reorder"):
         before, after, max_threads, _ = got[name]
         assert max_threads == 1, name
-        assert after == before, f"{name}: {after - before} OpenMP threads started"
+        # at most: the thread of the step before may still be leaving /proc/self/task
+        assert after <= before, f"{name}: {after - before} OpenMP threads started"
     assert got["runs"][3] == got["makes"][3]
