@@ -65,63 +65,52 @@ CHILD = textwrap.dedent("""
     import json, sys
     import numpy as np
     import pytfrt
-    model = pytfrt.load(sys.argv[1])
-    x = np.load(sys.argv[2])
+    how, path, x_path, watched = sys.argv[1:]
+    model = pytfrt.load(path) if how == "load" else pytfrt.compile(path)
+    x = np.load(x_path)
     outs = [model(x=x) for _ in range(3)]
     y = outs[-1]
     y = list(y.values())[0] if isinstance(y, dict) else y
-    heavy = [m for m in json.loads(sys.argv[3]) if m in sys.modules]
-    print(json.dumps({"y": np.asarray(y).ravel().tolist(), "heavy": heavy}))
-""")
-
-
-def test_saved_cnn_runs_without_numba_scipy_or_compiler(tmp_path: Path) -> None:
-    model = _model()
-    path = tmp_path / "lean.onnx"
-    save(model, str(path))
-    pytfrt.compile(str(path)).save(str(tmp_path / "saved"))
-    x = np.random.default_rng(1).standard_normal((1, 3, 160, 160)).astype(np.float32)
-    np.save(tmp_path / "x.npy", x)
-    env = {**os.environ, "OMP_NUM_THREADS": "2"}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tmp_path / "saved"), str(tmp_path / "x.npy"),
-         json.dumps(HEAVY)], capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["heavy"] == [], f"a saved CNN's run imported {got['heavy']}"
-    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
-    np.testing.assert_allclose(np.array(got["y"], np.float32), np.ravel(want), rtol=1e-4,
-                               atol=1e-5)
-
-
-COMPILE_CHILD = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    import pytfrt
-    model = pytfrt.compile(sys.argv[1])
-    y = model(x=np.load(sys.argv[2]))
-    y = list(y.values())[0] if isinstance(y, dict) else y
-    unneeded = [m for m in json.loads(sys.argv[3]) if m in sys.modules]
-    print(json.dumps({"y": np.asarray(y).ravel().tolist(), "unneeded": unneeded}))
+    imported = [m for m in json.loads(watched) if m in sys.modules]
+    print(json.dumps({"y": np.asarray(y).ravel().tolist(), "imported": imported}))
 """)
 COMPILE_UNNEEDED = ("hashlib", "_hashlib", "concurrent.futures")
 
 
-def test_compile_path_leaves_openssl_and_futures_unloaded(tmp_path: Path) -> None:
+def _fresh_run(tmp_path: Path, how: str, watched: tuple[str, ...], seed: int) -> list[str]:
+    """Run the lean model in a fresh interpreter on two threads -- ``pytfrt.load`` of it
+    compiled and saved here (``how="load"``) or ``pytfrt.compile`` of the ``.onnx`` file --,
+    check its output against ONNX's reference evaluator, and return which of ``watched``
+    that interpreter imported."""
     model = _model()
     path = tmp_path / "lean.onnx"
     save(model, str(path))
-    x = np.random.default_rng(2).standard_normal((1, 3, 160, 160)).astype(np.float32)
+    target = path
+    if how == "load":
+        target = tmp_path / "saved"
+        pytfrt.compile(str(path)).save(str(target))
+    x = np.random.default_rng(seed).standard_normal((1, 3, 160, 160)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
     proc = subprocess.run(
-        [sys.executable, "-c", COMPILE_CHILD, str(path), str(tmp_path / "x.npy"),
-         json.dumps(COMPILE_UNNEEDED)], capture_output=True, text=True, timeout=300)
+        [sys.executable, "-c", CHILD, how, str(target), str(tmp_path / "x.npy"),
+         json.dumps(watched)], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["unneeded"] == [], f"compiling a CNN imported {got['unneeded']}"
     (want,) = ReferenceEvaluator(model).run(None, {"x": x})
     np.testing.assert_allclose(np.array(got["y"], np.float32), np.ravel(want), rtol=1e-4,
                                atol=1e-5)
+    return list(got["imported"])
+
+
+def test_saved_cnn_runs_without_numba_scipy_or_compiler(tmp_path: Path) -> None:
+    heavy = _fresh_run(tmp_path, "load", HEAVY, seed=1)
+    assert heavy == [], f"a saved CNN's run imported {heavy}"
+
+
+def test_compile_path_leaves_openssl_and_futures_unloaded(tmp_path: Path) -> None:
+    unneeded = _fresh_run(tmp_path, "compile", COMPILE_UNNEEDED, seed=2)
+    assert unneeded == [], f"compiling a CNN imported {unneeded}"
 
 
 def test_kernel_modules_take_numba_from_the_lazy_stand_in() -> None:
