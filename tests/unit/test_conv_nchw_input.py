@@ -64,7 +64,7 @@ def test_stem_conv_matches_numpy(monkeypatch, threads, shape, cout, k, stride, p
     # a strided view of the image, and a non-contiguous out
     xs = np.asfortranarray(x)
     out2 = np.zeros((*want.shape[:-1], 2 * cout), np.float32)[..., ::2]
-    np.testing.assert_allclose(stem(xs, out2), want, **TOL)
+    np.testing.assert_allclose(stem(xs, out=out2), want, **TOL)
     x_before = x.copy()
     run(x, None, None)
     np.testing.assert_array_equal(x, x_before)  # the input is never written
@@ -79,12 +79,12 @@ def test_stem_conv_rejects_bad_operands(monkeypatch):
     with pytest.raises(OpError, match="channels"):
         stem(np.ones((1, 4, 8, 8), np.float32))
     with pytest.raises(OpError, match="out"):
-        stem(np.ones((1, 3, 8, 8), np.float32), np.empty((1, 3, 3, 16), np.float32))
+        stem(np.ones((1, 3, 8, 8), np.float32), out=np.empty((1, 3, 3, 16), np.float32))
     with pytest.raises(OpError, match="no residual"):
         stem.runner()(np.ones((1, 3, 8, 8), np.float32), np.ones((1, 4, 4, 16), np.float32))
     buf = np.ones(512, np.float32)
     with pytest.raises(OpError, match="overlap"):
-        stem(buf[:192].reshape(1, 3, 8, 8), buf[128:384].reshape(1, 4, 4, 16))
+        stem(buf[:192].reshape(1, 3, 8, 8), out=buf[128:384].reshape(1, 4, 4, 16))
 
 
 def _onnx_stem_model(cout: int):

@@ -655,8 +655,12 @@ class StemConv:
             return buf
         return _layout_copy.nchw_to_nhwc(x, buf)
 
-    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """The convolution of the NCHW image ``x`` into ``out`` (NHWC; made if ``None``)."""
+    def __call__(self, x: np.ndarray, residual: np.ndarray | None = None,
+                 out: np.ndarray | None = None) -> np.ndarray:
+        """The convolution of the NCHW image ``x`` into ``out`` (NHWC; made if ``None``); a
+        ``residual`` is an error (the pass never fuses one)."""
+        if residual is not None:
+            raise OpError("conv2d: layout NCHW>NHWC takes no residual")
         check_rank4("conv2d", x)
         n, c, h, w = x.shape
         shape = self._nhwc.output_shape((n, h, w, c))  # checks the channels and window
@@ -678,17 +682,10 @@ class StemConv:
 
     def runner(self) -> Callable[..., np.ndarray]:
         """``run(x, residual=None, out=None)``: :meth:`__call__`, through :func:`launch_runner`'s
-        short path when oneDNN reads the NCHW image (a residual is an error: the pass never
-        fuses one)."""
-        def slow(x: np.ndarray, residual: np.ndarray | None,
-                 out: np.ndarray | None) -> np.ndarray:
-            if residual is not None:
-                raise OpError("conv2d: layout NCHW>NHWC takes no residual")
-            return self(x, out)
-
+        short path when oneDNN reads the NCHW image."""
         if self.dnnl is None:
-            return lambda x, residual=None, out=None: slow(x, residual, out)
-        return launch_runner(self.dnnl, slow)
+            return self
+        return launch_runner(self.dnnl, self)
 
 
 DENSE_MAX_ROWS = 8

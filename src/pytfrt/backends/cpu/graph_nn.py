@@ -440,12 +440,8 @@ def conv2d(x: np.ndarray, plan: Any, *residual: np.ndarray,
     from pytfrt.backends.cpu.conv import StemConv
     from pytfrt.backends.cpu.conv import conv2d as conv_run
 
-    if isinstance(plan, BlockedConv):
+    if isinstance(plan, BlockedConv | StemConv):
         return plan(x, residual[0] if residual else None, out)
-    if isinstance(plan, StemConv):
-        if residual:
-            raise OpError("conv2d: layout NCHW>NHWC takes no residual")
-        return plan(x, out)
     if isinstance(plan, _DeferredConv):
         y = None if residual or plan.plans else plan.per_call(x, out)
         if y is not None:
