@@ -18,6 +18,19 @@ arguments are NumPy arrays and Python ints; an array of the wrong kind raises
 ``caller_arrays(ctrl, jobs, fns, table, x, y, helpers)``, ``cont(ctrl, jobs, fns, helpers)``,
 ``wait_finished(ctrl, fns)``, ``helper(ctrl, jobs, fns, k, seen)`` and ``now()``; and
 ``trace(buffer)``, for diagnostics only (:func:`pytfrt.backends.cpu._spin_pool.trace`).
+Unlike the Numba loops, ``caller`` wakes sleeping helpers itself (they sleep on a futex on the
+job sequence word: ``helper`` returns only when asked to stop, ``wake(ctrl)`` after setting
+the stop word).
+
+The native entry (:func:`pytfrt.backends.cpu._spin_pool.try_job` and ``bound``):
+``register(pool)`` (a tuple ``(ctrl, jobs, fns, helpers, lock, budget, budget_lock, slots)``,
+or ``None``) names the process's pool; ``forget()`` drops it without a reference count (a
+forked child); ``try_job(table, scratch, buf, xa, ya, ra)`` runs a job on it if it can now
+(``True``), else returns ``False``, and marks the calling thread as pinned;
+``launch((table, scratch, buf, slow, gate), x, y)`` is ``try_job`` for two arrays'
+addresses, or ``slow(x, y)`` when it cannot run the job now (or ``gate["SPIN_POOL"]`` is
+false, or the thread was never marked pinned).  Both raise ``RuntimeError`` for a part's
+nonzero status, after the lock and the budget's slots are given back.
 Thread-safe as :mod:`_spin_pool` describes (atomics on the control words).
 """
 

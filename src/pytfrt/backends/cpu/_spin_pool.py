@@ -18,7 +18,13 @@ call.  Here the whole fork-join is native code:
   counter;
 * each helper thread polls for the next job in a GIL-free native loop for up to
   :data:`SPIN_US` after its last part (so consecutive operations of one model call find it
-  awake), then sleeps on a condition variable until the next :meth:`Pool.run` wakes it.
+  awake), then sleeps until the next job's caller wakes it (the C loops: on a futex on the
+  job sequence word, natively; the Numba loops: on a condition variable, from :meth:`Pool.run`).
+
+With the C loops a whole job is also one native call, lock and budget included
+(:func:`try_job`; :func:`bound` makes a launcher of it that falls back to a Python path when
+the pool cannot take the job now): no Python frame between a convolution's launcher and its
+finished job.
 
 A part is claimed by exactly one thread (one atomic word holds the front and back of the
 unclaimed range), so the caller never waits for a helper that has not started: it claims the
