@@ -939,7 +939,8 @@ class DnnlConv:
                 if not run_job(lib, job, 0, 0, 0, x, y):
                     forward(x, residual, y)
 
-            return go_split
+            # the steady state: one native call (go_split when the pool is not free)
+            return _spin_pool.bound(job.table, job.scratch, job.buf, go_split, globals())
         return row_launcher(lib, prims[0], lock)
 
     def _run_channels(self, p: _Prim, xa: int, y2: np.ndarray) -> None:
@@ -1125,6 +1126,10 @@ def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int, x: np.ndarray | Non
     if not SPIN_POOL or len(job.table) > _spin_pool.MAX_PARTS:
         return False
     _blas.pin_thread()  # the caller runs parts too: one OpenMP thread (see _pin_one_thread)
+    if x is not None and y is not None:
+        xa, ya, ra = int(x.ctypes.data), int(y.ctypes.data), 0
+    if _spin_pool.try_job(job.table, job.scratch, job.buf, xa, ya, ra):  # one native call
+        return True
     pool = _spin_pool.pool(lib.addresses, _parallel.num_threads() - 1, lib.new_stream_handle)
     if pool is None or not pool.lock.acquire(blocking=False):
         return False
