@@ -555,6 +555,82 @@ static PyObject *py_launch(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
+/* -- a shape-checked launcher call: conv.launch_runner's short path, natively --------------- */
+
+static PyObject *S_OUT;
+
+/* ``run(x, residual=None, out=None)`` (or with ``skip``, ``run(x, plan, *residual, out=None)``)
+   for ctx = (fast, slow, skip): the launcher fast[x.shape] = (out shape, plain, into) when x and
+   out are C-contiguous float32 ndarrays of those shapes, the residual is absent (plain) or out
+   itself (into), and they do not overlap; else slow(x, residual, out). */
+static PyObject *py_run_launcher(PyObject *self, PyObject *const *args, Py_ssize_t nargsf,
+                                 PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 2 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 3) {
+        PyErr_SetString(PyExc_TypeError, "run_launcher() takes (fast, slow, skip) and x");
+        return NULL;
+    }
+    PyObject *fast = PyTuple_GET_ITEM(args[0], 0), *slow = PyTuple_GET_ITEM(args[0], 1);
+    Py_ssize_t skip = PyObject_IsTrue(PyTuple_GET_ITEM(args[0], 2)) ? 1 : 0;
+    PyObject *x = args[1], *residual = Py_None, *out = Py_None;
+    Py_ssize_t extra = nargs - 2 - skip;  /* positional after x (and the plan) */
+    if (extra < 0 || extra > (skip ? 1 : 2)) {
+        PyErr_Format(PyExc_TypeError, "conv run() got %zd positional arguments", nargs - 1);
+        return NULL;
+    }
+    if (extra >= 1) residual = args[2 + skip];
+    if (extra == 2) out = args[3 + skip];
+    if (kwnames != NULL) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+            PyObject *k = PyTuple_GET_ITEM(kwnames, i);
+            if (PyUnicode_Compare(k, S_OUT) != 0 || extra == 2) {
+                PyErr_Format(PyExc_TypeError, "conv run() got an unexpected keyword argument %R",
+                             k);
+                return NULL;
+            }
+            out = args[nargs + i];
+        }
+    }
+    if (out != Py_None && Py_TYPE(x) == &PyArray_Type && Py_TYPE(out) == &PyArray_Type
+        && PyDict_Check(fast)) {
+        PyArrayObject *xa = (PyArrayObject *)x, *oa = (PyArrayObject *)out;
+        int nd = PyArray_NDIM(xa);
+        PyObject *shape = PyTuple_New(nd);
+        if (shape == NULL) return NULL;
+        for (int i = 0; i < nd; i++) {
+            PyObject *d = PyLong_FromSsize_t(PyArray_DIM(xa, i));
+            if (d == NULL) { Py_DECREF(shape); return NULL; }
+            PyTuple_SET_ITEM(shape, i, d);
+        }
+        PyObject *entry = PyDict_GetItemWithError(fast, shape);  /* borrowed */
+        Py_DECREF(shape);
+        if (entry == NULL && PyErr_Occurred()) return NULL;
+        if (entry != NULL && PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 3
+            && PyArray_TYPE(xa) == NPY_FLOAT32 && PyArray_TYPE(oa) == NPY_FLOAT32
+            && PyArray_IS_C_CONTIGUOUS(xa) && PyArray_IS_C_CONTIGUOUS(oa)) {
+            PyObject *want = PyTuple_GET_ITEM(entry, 0);
+            int same = PyTuple_Check(want) && PyTuple_GET_SIZE(want) == PyArray_NDIM(oa);
+            for (int i = 0; same && i < PyArray_NDIM(oa); i++)
+                same = PyLong_AsSsize_t(PyTuple_GET_ITEM(want, i)) == PyArray_DIM(oa, i);
+            if (PyErr_Occurred()) return NULL;
+            PyObject *go = !same ? Py_None : residual == Py_None ? PyTuple_GET_ITEM(entry, 1)
+                           : residual == out ? PyTuple_GET_ITEM(entry, 2) : Py_None;
+            char *x0 = PyArray_BYTES(xa), *o0 = PyArray_BYTES(oa);
+            char *x1 = x0 + PyArray_NBYTES(xa), *o1 = o0 + PyArray_NBYTES(oa);
+            if (go != Py_None && (x1 <= o0 || o1 <= x0)) {
+                PyObject *call[2] = {x, out};
+                PyObject *r = PyObject_Vectorcall(go, call, 2, NULL);
+                if (r == NULL) return NULL;
+                Py_DECREF(r);
+                Py_INCREF(out);
+                return out;
+            }
+        }
+    }
+    PyObject *call[3] = {x, residual, out};
+    return PyObject_Vectorcall(slow, call, 3, NULL);
+}
+
 static PyObject *py_trace(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     NARGS_CHECK("trace", 1)
     int64_t *t = NULL;
@@ -581,14 +657,17 @@ static PyObject *py_now(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     M(run_row), M(run_row_arrays), M(caller), M(caller_arrays), M(cont), M(wait_finished),
     M(helper), M(now), M(trace), M(register), M(forget), M(wake), M(try_job),
-    M(launch), {NULL, NULL, 0, NULL}};
+    M(launch),
+    {"run_launcher", (PyCFunction)(void (*)(void))py_run_launcher, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
+    {NULL, NULL, 0, NULL}};
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "MODNAME", NULL, -1, methods};
 PyMODINIT_FUNC PyInit_MODNAME(void) {
     import_array();
 #define INTERN(v, s) if ((v = PyUnicode_InternFromString(s)) == NULL) return NULL
     INTERN(S_ACQUIRE, "acquire"); INTERN(S_RELEASE, "release"); INTERN(S_FREE, "free");
     INTERN(S_QUEUE, "queue"); INTERN(S_READY, "ready"); INTERN(S_NOTIFY, "notify");
-    INTERN(S_GATE, "SPIN_POOL");
+    INTERN(S_GATE, "SPIN_POOL"); INTERN(S_OUT, "out");
     return PyModule_Create(&module_def);
 }
 """

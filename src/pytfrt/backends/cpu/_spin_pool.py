@@ -651,3 +651,22 @@ def _forget_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def native_runner(fast: dict[tuple[int, ...], tuple[tuple[int, ...], Any, Any]],
+                  run: Any) -> Any:
+    """``run`` (a convolution's ``run(x, residual=None, out=None)``,
+    :func:`pytfrt.backends.cpu.conv.launch_runner`) with its short path in C: when ``x`` and
+    ``out`` are C-contiguous float32 ndarrays, ``fast[x.shape]`` is ``(out shape, plain,
+    into)`` with ``out`` of that shape, the residual is ``None`` (``plain``) or ``out`` itself
+    (``into``), that launcher is not ``None`` and ``x`` and ``out`` do not overlap, it calls
+    ``launcher(x, out)`` and returns ``out``; every other call is ``run(x, residual, out)``
+    (which keeps ``fast`` up to date).  The result's ``kernel`` attribute is the same in the
+    form of a compute function, ``kernel(x, plan, *residual, out=None)`` (the plan operand
+    ignored).  ``run`` itself (no ``kernel``) without the C module.  Thread-safe as ``run``."""
+    mod = _spin_native.module()
+    if mod is None:
+        return run
+    native = functools.partial(mod.run_launcher, (fast, run, False))
+    native.kernel = functools.partial(mod.run_launcher, (fast, run, True))  # type: ignore[attr-defined]
+    return native
