@@ -1,0 +1,193 @@
+"""Two-part convolution splits that follow the threads' speeds (``_part_balance``): every
+split variant of a batch-1 row split computes the convolution (against PyTorch, odd sizes,
+each residual mode), the estimate and the table a job runs next follow known part end times
+(the ``stamp`` function called from two threads), and a part's own activation still runs."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from pytfrt.backends.cpu import _dnnl_conv, _parallel, _part_balance, _silu, _spin_pool, conv
+
+needs_stamp = pytest.mark.skipif(not _part_balance.stamp_address(),
+                                 reason="needs a C compiler")
+needs_dnnl = pytest.mark.skipif(
+    not _dnnl_conv.available() or _parallel.num_threads() < 2 or not _part_balance.stamp_address(),
+    reason="needs oneDNN, two threads and a C compiler")
+
+_STAMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+
+
+@pytest.fixture
+def gain(monkeypatch):
+    """Restores the process's estimate and gain after a test that sets them."""
+    before = _part_balance.share()
+    yield lambda g: monkeypatch.setattr(_part_balance, "GAIN", g)
+    monkeypatch.undo()
+    _part_balance.set_share(before)
+
+
+def _tables(n: int) -> list[tuple[float, np.ndarray]]:
+    shares = _part_balance.SHARES[:n]
+    out = []
+    for k, share in enumerate(shares):
+        t = np.zeros((2, _spin_pool.NF), np.int64)
+        t[:, _spin_pool.PRIM] = [100 + 2 * k, 101 + 2 * k]  # tells the variants apart
+        out.append((share, t))
+    return out
+
+
+def _stamp_parts(table: np.ndarray, first: int, gap_s: float, same_thread: bool) -> None:
+    """Call ``stamp`` for the two parts of ``table``: part ``first`` ends, then ``gap_s``
+    later the other one (on another thread unless ``same_thread``)."""
+    stamp = _STAMP(_part_balance.stamp_address())
+
+    def end(i: int) -> None:
+        assert stamp(0, int(table[i, _spin_pool.ACT_N])) == 0
+
+    end(first)
+    time.sleep(gap_s)
+    if same_thread:
+        end(1 - first)
+    else:
+        t = threading.Thread(target=end, args=(1 - first,))
+        t.start()
+        t.join()
+
+
+@needs_stamp
+def test_the_estimate_and_the_next_table_follow_the_part_ends(gain):
+    gain(1.0)  # the estimate jumps to what a job measured: known answers
+    _part_balance.set_share(0.5)
+    variants = _tables(5)
+    live = np.zeros((2, _spin_pool.NF), np.int64)
+    cycles_per_ms = 1e3 * _spin_pool.cycles_per_us()
+    keep = _part_balance.job_context(live, variants, 2, 4 * cycles_per_ms, _spin_pool.ACT_FN,
+                                     _spin_pool.ACT_N)
+    job = keep[0]
+    assert np.array_equal(live, variants[2][1]) and job[_part_balance.J_CUR] == 2
+    # the helper's part (index 1) ends >= 2 ms after the caller's of a job nominally 4 ms on
+    # one thread: the caller could take 0.5 + 2 / 8 -- clamped to the largest share
+    _stamp_parts(variants[2][1], 0, 0.002, same_thread=False)
+    assert _part_balance.share() == pytest.approx(0.625)
+    assert job[_part_balance.J_CUR] == 4 and np.array_equal(live, variants[4][1])
+    # now the caller's part ends late: back to the smallest share
+    _stamp_parts(variants[4][1], 1, 0.002, same_thread=False)
+    assert _part_balance.share() == pytest.approx(0.375)
+    assert job[_part_balance.J_CUR] == 0 and np.array_equal(live, variants[0][1])
+    # both parts on one thread (the helper was asleep): the estimate stays, but the table
+    # follows an estimate set meanwhile
+    _part_balance.set_share(0.56)
+    _stamp_parts(variants[0][1], 0, 0.002, same_thread=True)
+    assert _part_balance.share() == pytest.approx(0.56)
+    assert job[_part_balance.J_CUR] == 3 and np.array_equal(live, variants[3][1])
+
+
+@needs_stamp
+def test_a_small_difference_moves_the_estimate_by_the_gain(gain):
+    gain(0.5)
+    _part_balance.set_share(0.5)
+    variants = _tables(5)
+    live = np.zeros((2, _spin_pool.NF), np.int64)
+    cycles_per_ms = 1e3 * _spin_pool.cycles_per_us()
+    keep = _part_balance.job_context(live, variants, 2, 1000 * cycles_per_ms,
+                                     _spin_pool.ACT_FN, _spin_pool.ACT_N)
+    _stamp_parts(variants[2][1], 0, 0.02, same_thread=False)  # >= 20 ms of a 1 s job
+    s = _part_balance.share()
+    assert 0.5 + 0.5 * 0.01 <= s < 0.5 + 0.5 * 0.1  # want 0.5 + d / 2 s: 0.01 for 20 ms
+    assert keep[0][_part_balance.J_CUR] == 2  # still closest to the even split
+
+
+@needs_stamp
+def test_a_parts_own_activation_runs_before_the_stamp(gain):
+    fn = _silu.address()
+    if not fn:
+        pytest.skip("no SiLU function")
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal(1000).astype(np.float32) * 4
+    expect = y / (1 + np.exp(-y.astype(np.float64)))
+    variants = _tables(2)
+    for _, t in variants:
+        t[:, _spin_pool.ACT_FN] = fn
+        t[:, _spin_pool.ACT_N] = [600, 400]
+    live = np.zeros((2, _spin_pool.NF), np.int64)
+    keep = _part_balance.job_context(live, variants, 0, 1e9, _spin_pool.ACT_FN,
+                                     _spin_pool.ACT_N)
+    assert keep and (live[:, _spin_pool.ACT_FN] == _part_balance.stamp_address()).all()
+    stamp = _STAMP(_part_balance.stamp_address())
+    assert stamp(y.ctypes.data, int(live[0, _spin_pool.ACT_N])) == 0
+    assert stamp(y.ctypes.data + 4 * 600, int(live[1, _spin_pool.ACT_N])) == 0
+    np.testing.assert_allclose(y, expect, rtol=1e-5, atol=1e-30)
+
+
+def _reference(x, w, b, stride, pad, residual):
+    torch = pytest.importorskip("torch")
+    y = torch.nn.functional.conv2d(
+        torch.from_numpy(x).permute(0, 3, 1, 2), torch.from_numpy(w).permute(3, 2, 0, 1),
+        torch.from_numpy(b), stride=stride, padding=pad,
+    ).permute(0, 2, 3, 1).numpy()
+    return np.maximum(y if residual is None else y + residual, 0)
+
+
+@needs_dnnl
+@pytest.mark.parametrize("h,w,k,stride,cin,cout", [
+    (23, 17, 3, 1, 24, 40), (30, 30, 3, 2, 16, 32), (19, 11, 1, 1, 64, 48)])
+@pytest.mark.parametrize("residual", ["none", "operand", "in place"])
+def test_every_row_split_variant_computes_the_convolution(monkeypatch, gain, h, w, k, stride,
+                                                          cin, cout, residual):
+    gain(0.0)  # the estimate stays where the test sets it: the variant is the test's choice
+    monkeypatch.setattr(_dnnl_conv, "SPIN_POOL", True)
+    rng = np.random.default_rng(h * w + k)
+    wt = (rng.standard_normal((k, k, cin, cout)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    pad = k // 2
+    plan = conv.plan_conv2d(wt, layout="NHWC", strides=(stride, stride), pads=(pad,) * 4,
+                            bias=b, activation="relu", algorithm="dnnl")
+    x = rng.standard_normal((1, h, w, cin)).astype(np.float32)
+    oh = (h + 2 * pad - k) // stride + 1
+    r = rng.standard_normal((1, oh, (w + 2 * pad - k) // stride + 1, cout)).astype(np.float32)
+    mode = {"none": _dnnl_conv.NO_RESIDUAL, "operand": _dnnl_conv.RESIDUAL_OPERAND,
+            "in place": _dnnl_conv.RESIDUAL_IN_DST}[residual]
+    prims = plan.dnnl._get(x.shape, mode)
+    assert prims is not None and len(prims) == 2 and prims[0].variants
+    shares = [s for s, _ in prims[0].variants]
+    assert shares == sorted(shares) and len(shares) >= 4 and shares[0] < 0.45 < 0.55 < shares[-1]
+    # each variant's first part has its share of the output rows, the two all of them
+    total = sum(p.pixels for p in prims)
+    for share, parts in prims[0].variants:
+        assert parts[0].pixels + parts[1].pixels == total
+        assert parts[0].pixels == pytest.approx(share * total)
+
+    def call() -> np.ndarray:
+        if residual == "none":
+            return conv.conv2d(plan, x)
+        if residual == "operand":
+            return conv.conv2d(plan, x, r)
+        out = r.copy()
+        return conv.conv2d(plan, x, out, out=out)
+
+    expect = _reference(x, wt, b, stride, pad, None if residual == "none" else r)
+    ran = set()
+    for k_var, (share, _) in enumerate(prims[0].variants):
+        _part_balance.set_share(share)
+        call()  # the run that ends on this estimate picks the variant for the next one
+        job = plan.dnnl._jobs[(x.shape, mode)]
+        ran.add(int(job.keep[1][0][_part_balance.J_CUR]))
+        assert job.keep[1][0][_part_balance.J_CUR] == k_var
+        np.testing.assert_allclose(call(), expect, rtol=1e-4, atol=1e-4)
+    assert ran == set(range(len(shares)))
+
+
+@needs_dnnl
+def test_no_variants_when_switched_off(monkeypatch):
+    monkeypatch.setattr(_part_balance, "ENABLED", False)
+    rng = np.random.default_rng(5)
+    wt = (rng.standard_normal((3, 3, 16, 32)) * 0.1).astype(np.float32)
+    plan = conv.plan_conv2d(wt, layout="NHWC", pads=(1,) * 4, algorithm="dnnl")
+    prims = plan.dnnl._get((1, 40, 40, 16), _dnnl_conv.NO_RESIDUAL)
+    assert prims is not None and len(prims) == 2 and prims[0].variants is None
