@@ -23,7 +23,9 @@ before the helper means the caller could have taken ``f + d / 2T``.  The estimat
 the process: the speeds are the virtual CPUs', not the layers') moves half-way there
 (:data:`GAIN`), clamped to the variants' range, and the job's table -- the rows the pool copies
 when it publishes the job -- is overwritten with the nearest variant's rows for its next run.
-A job whose two parts ran on one thread (the helper was asleep) leaves the estimate alone.
+A job whose two parts ran on one thread (the helper was asleep), or whose parts' ends are
+further apart than the whole job's nominal time (a thread was preempted, which no split point
+can follow), leaves the estimate alone.
 Writing the table is safe: it happens inside the job's last part, before the pool counts it
 finished, and the table is read only when its job is published again, by the thread that waits
 for that count.
@@ -85,10 +87,13 @@ static double SHARE = 0.5, GAIN = 0.5;
 static void update(int64_t *j) {
     int64_t nv = j[J_NV], cur = j[J_CUR];
     double s = SHARE;
-    if (j[J_TID0] != j[J_TID1] && j[J_T] > 0) {  /* else one thread ran both parts */
+    double d = (double)(j[J_END1] - j[J_END0]), t = (double)j[J_T];
+    /* not when one thread ran both parts, nor when the ends are further apart than the whole
+       job should take (a thread was preempted: no speed a split could follow) */
+    if (j[J_TID0] != j[J_TID1] && t > 0 && d <= t && -d <= t) {
         double lo = j[J_VARS + 1] / ONE, hi = j[J_VARS + 2 * (nv - 1) + 1] / ONE;
         double f = j[J_VARS + 2 * cur + 1] / ONE;
-        double want = f + (double)(j[J_END1] - j[J_END0]) / (2.0 * (double)j[J_T]);
+        double want = f + d / (2.0 * t);
         if (want < lo) want = lo;
         if (want > hi) want = hi;
         SHARE = s = s + GAIN * (want - s);
