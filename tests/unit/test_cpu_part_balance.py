@@ -174,16 +174,105 @@ def test_every_row_split_variant_computes_the_convolution(monkeypatch, gain, h, 
         out = r.copy()
         return conv.conv2d(plan, x, out, out=out)
 
-    expect = _reference(x, wt, b, stride, pad, None if residual == "none" else r)
-    ran = set()
-    for k_var, (share, _) in enumerate(prims[0].variants):
+    _each_variant(plan.dnnl, (x.shape, mode), call,
+                  _reference(x, wt, b, stride, pad, None if residual == "none" else r))
+
+
+def _each_variant(dnnl, key, call, expect) -> None:
+    """Set the estimate to each variant's share, then check that the next call runs that
+    variant and computes ``expect``."""
+    variants = dnnl._get(*key)[0].variants
+    for k_var, (share, _) in enumerate(variants):
         _part_balance.set_share(share)
         call()  # the run that ends on this estimate picks the variant for the next one
-        job = plan.dnnl._jobs[(x.shape, mode)]
-        ran.add(int(job.keep[1][0][_part_balance.J_CUR]))
-        assert job.keep[1][0][_part_balance.J_CUR] == k_var
+        context = dnnl._jobs[key].keep[1][0]
+        assert context[_part_balance.J_CUR] == k_var
         np.testing.assert_allclose(call(), expect, rtol=1e-4, atol=1e-4)
-    assert ran == set(range(len(shares)))
+
+
+def _filter_copies(dnnl) -> int:
+    """Prepared filters that are not views of another (each a copy of filter elements)."""
+    return sum(not isinstance(h.keep, _dnnl_conv._Prim) for h in dnnl._weights)
+
+
+@needs_dnnl
+@pytest.mark.parametrize("in_place", [False, True])
+def test_channel_split_variants_share_one_prepared_filter(monkeypatch, gain, in_place):
+    """A 7x7 image's 3x3 convolution (split by output channels through per-thread buffers):
+    every variant against PyTorch, one prepared copy of the filter for all of them, the
+    user's filter read back exactly from the views."""
+    gain(0.0)
+    monkeypatch.setattr(_dnnl_conv, "SPIN_POOL", True)
+    rng = np.random.default_rng(11)
+    cin, cout = 128, 256
+    wt = (rng.standard_normal((3, 3, cin, cout)) * 0.05).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    plan = conv.plan_conv2d(wt, layout="NHWC", pads=(1,) * 4, bias=b, activation="relu",
+                            algorithm="dnnl")
+    x = rng.standard_normal((1, 7, 7, cin)).astype(np.float32)
+    r = rng.standard_normal((1, 7, 7, cout)).astype(np.float32)
+    mode = _dnnl_conv.RESIDUAL_IN_DST if in_place else _dnnl_conv.NO_RESIDUAL
+    prims = plan.dnnl._get(x.shape, mode)
+    assert prims[0].channels is not None and prims[0].variants
+    bounds = [parts[0].channels[1] for _, parts in prims[0].variants]
+    # 96-160 channels for the caller; a bound inside one of the prepared filter's blocks of
+    # output channels (oneDNN's NHWC kernel blocks them by 32 here) has no view: left out
+    assert bounds == sorted(bounds) and {96, 128, 160} <= set(bounds) <= set(range(96, 161, 16))
+    assert _filter_copies(plan.dnnl) == 1
+
+    def call() -> np.ndarray:
+        if not in_place:
+            return conv.conv2d(plan, x)
+        out = r.copy()
+        return conv.conv2d(plan, x, out, out=out)
+
+    _each_variant(plan.dnnl, (x.shape, mode), call,
+                  _reference(x, wt, b, 1, 1, r if in_place else None))
+    assert np.array_equal(plan.filter(), wt)
+
+
+@needs_dnnl
+def test_blocked_channel_split_variants(gain):
+    """``nChw16c`` channel parts written in place: every variant against PyTorch."""
+    from pytfrt.backends.cpu import _dnnl_blocked as bl
+
+    gain(0.0)
+    rng = np.random.default_rng(12)
+    cin, cout = 64, 256
+    wt = (rng.standard_normal((1, 1, cin, cout)) * 0.05).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    bc = bl.BlockedConv(wt, b, strides=(1, 1), dilations=(1, 1), pads=(0,) * 4, groups=1,
+                        activation="relu", alpha=0.0)
+    x = rng.standard_normal((1, 14, 14, cin)).astype(np.float32)
+    xb = np.ascontiguousarray(x.reshape(1, 14, 14, cin // 16, 16).transpose(0, 3, 1, 2, 4))
+    ref = _reference(x, wt, b, 1, 0, None)
+    expect = np.ascontiguousarray(ref.reshape(1, 14, 14, cout // 16, 16).transpose(0, 3, 1, 2, 4))
+    run = bc.runner()
+    out = np.empty(bc.output_shape(xb.shape), np.float32)
+    run(xb, None, out)
+    prims = bc.dnnl._get(xb.shape, _dnnl_conv.NO_RESIDUAL)
+    assert prims[0].variants and _filter_copies(bc.dnnl) == 1
+    _each_variant(bc.dnnl, (xb.shape, _dnnl_conv.NO_RESIDUAL), lambda: run(xb, None, out),
+                  expect)
+    assert np.array_equal(bc.filter(), wt)
+
+
+@needs_dnnl
+@pytest.mark.parametrize("n", [3, 8])
+def test_batch_split_variants(monkeypatch, gain, n):
+    gain(0.0)
+    monkeypatch.setattr(_dnnl_conv, "SPIN_POOL", True)
+    rng = np.random.default_rng(n)
+    wt = (rng.standard_normal((3, 3, 32, 48)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(48).astype(np.float32)
+    plan = conv.plan_conv2d(wt, layout="NHWC", pads=(1,) * 4, bias=b, activation="relu",
+                            algorithm="dnnl")
+    x = rng.standard_normal((n, 13, 11, 32)).astype(np.float32)
+    prims = plan.dnnl._get(x.shape, _dnnl_conv.NO_RESIDUAL)
+    firsts = [parts[0].src_dims[0] for _, parts in prims[0].variants]
+    assert firsts == {3: [1, 2], 8: [3, 4, 5]}[n]
+    _each_variant(plan.dnnl, (x.shape, _dnnl_conv.NO_RESIDUAL), lambda: conv.conv2d(plan, x),
+                  _reference(x, wt, b, 1, 1, None))
 
 
 @needs_dnnl

@@ -334,6 +334,8 @@ class _Prim:
         buffer, no copy."""
         self.pixels = 0
         """Output pixels of the part (batch x rows x columns)."""
+        self.src_dims: tuple[int, int, int, int] = (0, 0, 0, 0)
+        """The part's input dims, NCHW order."""
         self.act_fn = 0
         """The address of a function applied in place to the part's output after the
         primitive (:data:`_spin_pool.ACT_FN`; 0: none)."""
@@ -683,18 +685,7 @@ class DnnlConv:
             return self._channel_parts(shape, channel_bounds(cout, k))
         if n >= 2:
             k = min(parts_wanted, n)
-            bounds = [n * i // k for i in range(k + 1)]
-            return [
-                (
-                    (b1 - b0, c, h, w),
-                    (b1 - b0, cout, oh, ow),
-                    (pt, pb, pl, pr),
-                    4 * b0 * c * h * w,
-                    4 * b0 * cout * oh * ow,
-                    None,
-                )
-                for b0, b1 in zip(bounds, bounds[1:], strict=False)
-            ]
+            return self._batch_parts(shape, [n * i // k for i in range(k + 1)])
         if layout != "NHWC":  # STEM too: a band of NCHW rows is not dense (oneDNN's ref kernel)
             return [whole]
         k = min(k, oh)
@@ -731,10 +722,18 @@ class DnnlConv:
         batch-1 NHWC bands of rows in two parts (each share rounded to whole rows, the even
         share being ``_split``'s; shares that round alike are made once)."""
         a = self._attrs
-        if not self._balanced(shape, len(made), made[0].channels is not None):
+        kind = _split_kind(shape, made)
+        if not self._balanced(shape, len(made), kind):
             return []
-        if made[0].channels is not None:  # whole 16-channel blocks
-            blocks, even = a["cout"] // BLOCK, made[0].channels[1] // BLOCK
+        if kind == "batch":  # whole images
+            n, even = shape[0], made[0].src_dims[0]
+            wanted = {even} | {min(max(round(share * n), 1), n - 1)
+                               for share in _part_balance.SHARES if share != 0.5}
+            return [(b / n, None if b == even else self._batch_parts(shape, [0, b, n]))
+                    for b in sorted(wanted)]
+        first = made[0].channels
+        if first is not None:  # whole 16-channel blocks
+            blocks, even = a["cout"] // BLOCK, first[1] // BLOCK
             wanted = {even} | {min(max(round(share * blocks), 1), blocks - 1)
                                for share in _part_balance.SHARES if share != 0.5}
             return [(b / blocks, None if b == even else self._channel_parts(
@@ -749,17 +748,20 @@ class DnnlConv:
         return [(rows / oh, None if rows == even else self._row_parts(shape, [0, rows, oh]))
                 for rows in sorted(wanted)]
 
-    def _balanced(self, shape: tuple[int, ...], parts: int, channels: bool) -> bool:
-        """Whether a split of ``parts`` parts (by output ``channels``, else rows) of this
-        input shape gets variants that follow the threads' speeds (:mod:`_part_balance`):
-        two parts of one image, by rows in ``NHWC`` or by channels in ``NHWC`` and
-        :data:`BLOCKED` (the variants' filters then views of one prepared filter,
-        :meth:`_whole_filter`)."""
-        layout = self._attrs["layout"]
-        return (parts == 2 and shape[0] == 1 and bool(_part_balance.stamp_address())
-                and (layout in ("NHWC", BLOCKED) if channels else layout == "NHWC")
-                and (not channels or self._attrs["cout"] % BLOCK == 0)
-                and self._attrs["groups"] == 1)
+    def _balanced(self, shape: tuple[int, ...], parts: int, kind: str) -> bool:
+        """Whether a split of ``parts`` parts of this input shape by ``kind`` (``"batch"``,
+        ``"rows"``, ``"channels"``: :func:`_split_kind`) gets variants that follow the threads'
+        speeds (:mod:`_part_balance`): two parts -- of at least three images, or of one image
+        by rows in ``NHWC`` or by output channels in ``NHWC`` and :data:`BLOCKED` (the
+        variants' filters then views of one prepared filter, :meth:`_whole_filter`)."""
+        a = self._attrs
+        if parts != 2 or a["groups"] != 1 or not _part_balance.stamp_address():
+            return False
+        if kind == "batch":
+            return shape[0] >= 3
+        if kind == "channels":
+            return shape[0] == 1 and a["layout"] in ("NHWC", BLOCKED) and a["cout"] % BLOCK == 0
+        return shape[0] == 1 and a["layout"] == "NHWC"
 
     def _whole_filter(self, shape: tuple[int, ...], residual: int,
                       parts: list[_Part]) -> _Prim | None:
@@ -769,7 +771,8 @@ class DnnlConv:
         that variants with other channel bounds cost no copy of the filter.  ``None`` when
         the split gets no variants or oneDNN makes no fast primitive of the whole.  Called
         with ``self._lock`` held."""
-        if not parts or parts[0][5] is None or not self._balanced(shape, len(parts), True):
+        if not parts or parts[0][5] is None or not self._balanced(shape, len(parts),
+                                                                   "channels"):
             return None
         cout = self._attrs["cout"]
         temp = _Prim(self._lib)
@@ -888,15 +891,26 @@ class DnnlConv:
             return [whole]
         if n >= 2:
             k = min(k, n)
-            bounds = [n * i // k for i in range(k + 1)]
-            return [((b1 - b0, c, h, w), (b1 - b0, cout, oh, ow), (pt, pb, pl, pr),
-                     4 * b0 * c * h * w, 4 * b0 * cout * oh * ow, None)
-                    for b0, b1 in zip(bounds, bounds[1:], strict=False)]
+            return self._batch_parts(shape, [n * i // k for i in range(k + 1)])
         k = min(k, cout // BLOCK)
         if k < 2:
             return [whole]
         return self._channel_parts(shape, [BLOCK * (cout // BLOCK * i // k)
                                            for i in range(k + 1)])
+
+    def _batch_parts(self, shape: tuple[int, ...], bounds: list[int]) -> list[_Part]:
+        """The parts computing images ``[bounds[i], bounds[i + 1])`` of the batch (dense
+        slices of input and output in every layout)."""
+        a = self._attrs
+        _, c, h, w = _nchw_dims(a["layout"], shape)
+        pt, pb, pl, pr = a["pads"]
+        oh = out_size(h, a["kh"], a["strides"][0], a["dilations"][0], pt, pb)
+        ow = out_size(w, a["kw"], a["strides"][1], a["dilations"][1], pl, pr)
+        assert oh is not None and ow is not None
+        cout = a["cout"]
+        return [((b1 - b0, c, h, w), (b1 - b0, cout, oh, ow), (pt, pb, pl, pr),
+                 4 * b0 * c * h * w, 4 * b0 * cout * oh * ow, None)
+                for b0, b1 in zip(bounds, bounds[1:], strict=False)]
 
     def _channel_parts(self, shape: tuple[int, ...], bounds: list[int]) -> list[_Part]:
         """The parts writing output channels ``[bounds[i], bounds[i + 1])``: each reads the
@@ -919,6 +933,7 @@ class DnnlConv:
         p.residual = int(residual)
         p.in_place = layout == BLOCKED and p.channels is not None
         p.pixels = dst[0] * dst[2] * dst[3]
+        p.src_dims = src
         p.act_fn, p.act_n = self._act_fn, p.pixels * dst[1]
         if p.channels is not None and residual == RESIDUAL_OPERAND:
             raise RuntimeError("channel parts add the residual from their own buffer")
@@ -1444,6 +1459,14 @@ def _part_buffer(shape: tuple[int, ...]) -> np.ndarray:
 
 
 _part_local = threading.local()
+
+
+def _split_kind(shape: tuple[int, ...], parts: list[_Prim]) -> str:
+    """How an input shape's ``parts`` split it: ``"channels"`` (output channels), ``"batch"``
+    (images) or ``"rows"`` (bands of output rows of one image)."""
+    if parts[0].channels is not None:
+        return "channels"
+    return "batch" if parts[0].src_dims[0] < shape[0] else "rows"
 
 
 def _destroy(prims: dict[Any, list[_Prim] | None], weights: list[_Prim],
