@@ -25,9 +25,16 @@ _STAMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
 
 @pytest.fixture
 def gain(monkeypatch):
-    """Restores the process's estimate and gain after a test that sets them."""
+    """``gain(g, deadband=0)`` sets the estimate's gain and dead band (no dead band: every
+    variant can be chosen by setting the estimate to its share); the process's estimate and
+    settings are restored after the test."""
     before = _part_balance.share()
-    yield lambda g: monkeypatch.setattr(_part_balance, "GAIN", g)
+
+    def set_gain(g: float, deadband: float = 0.0) -> None:
+        monkeypatch.setattr(_part_balance, "GAIN", g)
+        monkeypatch.setattr(_part_balance, "DEADBAND", deadband)
+
+    yield set_gain
     monkeypatch.undo()
     _part_balance.set_share(before)
 
@@ -89,6 +96,11 @@ def test_the_estimate_and_the_next_table_follow_the_part_ends(gain):
     _stamp_parts(variants[0][1], 0, 0.002, same_thread=True)
     assert _part_balance.share() == pytest.approx(0.56)
     assert job[_part_balance.J_CUR] == 3 and np.array_equal(live, variants[3][1])
+    # within the dead band around 0.5 the even split runs
+    gain(1.0, deadband=0.07)
+    _part_balance.set_share(0.56)
+    _stamp_parts(variants[3][1], 0, 0.002, same_thread=True)
+    assert job[_part_balance.J_CUR] == 2 and np.array_equal(live, variants[2][1])
 
 
 @needs_stamp

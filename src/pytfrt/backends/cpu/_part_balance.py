@@ -20,9 +20,10 @@ microseconds of each other (the helper polls for the job), so the difference of 
 the difference of the parts' times; with ``T`` the job's nominal time on one thread (its
 multiply-adds at :data:`MACS_PER_US`), running the caller's share ``f`` and ending ``d``
 before the helper means the caller could have taken ``f + d / 2T``.  The estimate (one for
-the process: the speeds are the virtual CPUs', not the layers') moves half-way there
-(:data:`GAIN`), clamped to the variants' range, and the job's table -- the rows the pool copies
-when it publishes the job -- is overwritten with the nearest variant's rows for its next run.
+the process: the speeds are the virtual CPUs', not the layers') moves a quarter of the way
+there (:data:`GAIN`), clamped to the variants' range, and the job's table -- the rows the pool
+copies when it publishes the job -- is overwritten with the nearest variant's rows for its next
+run (the even split while the estimate is within :data:`DEADBAND` of 0.5).
 A job whose two parts ran on one thread (the helper was asleep), or whose parts' ends are
 further apart than the whole job's nominal time (a thread was preempted, which no split point
 can follow), leaves the estimate alone.
@@ -53,8 +54,12 @@ the widest measured speed difference, 1.4-1.5x, wants 0.58-0.6."""
 MACS_PER_US = 70_000.0
 """Nominal multiply-adds per microsecond of one thread (ResNet-50's 3x3 and 1x1 parts run at
 55-80k alone: an error only scales the step of the estimate)."""
-GAIN = 0.5
+GAIN = 0.25
 """How far the estimate moves towards what the last job measured."""
+DEADBAND = 0.05
+"""A job keeps its even split while the estimate is within this of 0.5: on a quiet machine
+the estimate wanders by a few hundredths (parts of one layer differ a little -- the edge
+rows' padding, the residual), and each switch of split costs more than it gains there."""
 
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
@@ -82,7 +87,7 @@ enum { P_JOB, P_INDEX, P_FN, P_N };
 #define ONE 1048576.0
 
 typedef int (*actfn)(int64_t, int64_t);
-static double SHARE = 0.5, GAIN = 0.5;
+static double SHARE = 0.5, GAIN = 0.25, DEADBAND = 0.05;
 
 static void update(int64_t *j) {
     int64_t nv = j[J_NV], cur = j[J_CUR];
@@ -100,6 +105,7 @@ static void update(int64_t *j) {
     }
     int64_t best = cur;
     double gap = 2.0;
+    if (s > 0.5 - DEADBAND && s < 0.5 + DEADBAND) s = 0.5;
     for (int64_t k = 0; k < nv; k++) {
         double g = j[J_VARS + 2 * k + 1] / ONE - s;
         if (g < 0) g = -g;
@@ -133,9 +139,9 @@ static PyObject *get_share(PyObject *self, PyObject *unused) {
     return PyFloat_FromDouble(SHARE);
 }
 static PyObject *set_share(PyObject *self, PyObject *args) {
-    double s, g;
-    if (!PyArg_ParseTuple(args, "dd", &s, &g)) return NULL;
-    SHARE = s; GAIN = g;
+    double s, g, d;
+    if (!PyArg_ParseTuple(args, "ddd", &s, &g, &d)) return NULL;
+    SHARE = s; GAIN = g; DEADBAND = d;
     Py_RETURN_NONE;
 }
 static PyMethodDef methods[] = {
@@ -162,7 +168,7 @@ def stamp_address() -> int:
     mod = _module()
     if mod is None:
         return 0
-    mod.set_share(mod.share(), GAIN)  # GAIN is read when the first job is built
+    mod.set_share(mod.share(), GAIN, DEADBAND)  # read when a job is built
     return int(mod.address())
 
 
@@ -173,10 +179,11 @@ def share() -> float:
 
 
 def set_share(value: float) -> None:
-    """Set the estimate (and :data:`GAIN`): tests and benchmarks start from a known state."""
+    """Set the estimate (and :data:`GAIN`, :data:`DEADBAND`): tests and benchmarks start from
+    a known state."""
     mod = _module()
     if mod is not None:
-        mod.set_share(float(value), float(GAIN))
+        mod.set_share(float(value), float(GAIN), float(DEADBAND))
 
 
 def job_context(live: np.ndarray, variants: list[tuple[float, np.ndarray]], current: int,
