@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytfrt.backends.cpu import _dnnl_conv, _parallel, _spin_native, _spin_pool, conv
+from pytfrt.host import parallel
 
 _EXEC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                          ctypes.c_int64)
@@ -494,3 +495,124 @@ def test_threads_that_make_or_run_primitives_use_one_openmp_thread():
         # at most: the thread of the step before may still be leaving /proc/self/task
         assert after <= before, f"{name}: {after - before} OpenMP threads started"
     assert got["runs"][3] == got["makes"][3]
+
+
+# -- the native entry (try_job, bound): the whole job in one call from a launcher -----------
+
+needs_c = pytest.mark.skipif(_spin_native.module() is None, reason="needs the C loops")
+
+
+class _Entry:
+    """A pool of :class:`FakeDnnl` registered as the native entry's pool (the process's pool,
+    if any, registered again afterwards), and a ``slow`` stand-in that records its calls."""
+
+    def __init__(self, fake: FakeDnnl, helpers: int = 2) -> None:
+        self.fake = fake
+        self.pool = _spin_pool.Pool(fake.addresses(), helpers, fake.new_stream)
+        self.pool.reserve(4096, 64)
+        self.slow_calls: list[tuple[int, int]] = []
+        self.mod = _spin_native.module()
+        _spin_pool._register(self.pool)
+
+    def slow(self, x: np.ndarray, y: np.ndarray) -> str:
+        self.slow_calls.append((int(x.ctypes.data), int(y.ctypes.data)))
+        return "slow"
+
+    def close(self) -> None:
+        _spin_pool._register(_spin_pool._pool)
+        self.pool.stop()
+
+
+@pytest.fixture
+def entry():
+    e = _Entry(FakeDnnl())
+    e.mod.try_job(np.zeros((0, _spin_pool.NF), np.int64), 0, 0, 0, 0, 0)  # this thread pinned
+    yield e
+    e.close()
+
+
+@needs_c
+def test_bound_launcher_runs_the_job_natively_with_the_arrays_addresses(entry):
+    x, y = np.zeros(4, np.float32), np.zeros(8, np.float32)
+    free = parallel.budget().free
+    go = _spin_pool.bound(_table(5), 4096, 64, entry.slow, {"SPIN_POOL": True})
+    assert go is not entry.slow
+    for _ in range(3):
+        entry.fake.runs.clear()
+        assert go(x, y) is None and not entry.slow_calls
+        assert sorted(i for i, *_ in entry.fake.runs) == list(range(5))
+        for i, _, _, got in entry.fake.runs:
+            assert got["src"] == x.ctypes.data + 10 * i and got["dst"] == y.ctypes.data + 100 * i
+    assert not entry.pool.lock.locked() and parallel.budget().free == free
+
+
+@needs_c
+def test_bound_launcher_takes_the_slow_path_when_the_pool_cannot_run_it(entry):
+    x, y = np.zeros(4, np.float32), np.zeros(8, np.float32)
+    gate = {"SPIN_POOL": True}
+    go = _spin_pool.bound(_table(3), 4096, 64, entry.slow, gate)
+    want = (int(x.ctypes.data), int(y.ctypes.data))
+
+    def slow_only() -> None:
+        entry.slow_calls.clear()
+        entry.fake.runs.clear()
+        assert go(x, y) == "slow" and entry.slow_calls == [want] and not entry.fake.runs
+
+    with entry.pool.lock:  # another thread's job holds the pool (and its budget slots)
+        slow_only()
+    gate["SPIN_POOL"] = False  # the pool switched off
+    slow_only()
+    gate["SPIN_POOL"] = True
+    big = _spin_pool.bound(_table(3), 1 << 30, 64, entry.slow, gate)  # scratchpad not reserved
+    entry.slow_calls.clear()
+    assert big(x, y) == "slow" and entry.slow_calls == [want]
+    if entry.pool.lock.slots:  # the budget's helper slots all taken (say, by a parallel_for)
+        taken = parallel.num_threads() - 1
+        assert parallel.try_reserve(taken)
+        try:
+            slow_only()
+        finally:
+            parallel.release(taken)
+    result: list[str] = []  # a thread that never pinned its oneDNN through try_job
+    t = threading.Thread(target=lambda: result.append(go(x, y)))
+    t.start()
+    t.join()
+    assert result == ["slow"]
+    entry.mod.forget()  # as in a forked child: the parent's pool is not its own
+    slow_only()
+    _spin_pool._register(entry.pool)
+    entry.fake.runs.clear()
+    assert go(x, y) is None and len(entry.fake.runs) == 3  # free again: the native path
+
+
+@needs_c
+def test_native_entry_raises_the_status_and_gives_back_the_lock_and_slots(entry):
+    entry.fake.fail[1] = 7
+    free = parallel.budget().free
+    go = _spin_pool.bound(_table(4), 0, 0, entry.slow, {"SPIN_POOL": True})
+    x = np.zeros(2, np.float32)
+    with pytest.raises(RuntimeError, match="status 7"):
+        go(x, x)
+    assert sorted(i for i, *_ in entry.fake.runs) == [0, 1, 2, 3]  # the others still ran
+    assert not entry.pool.lock.locked() and parallel.budget().free == free
+    with pytest.raises(RuntimeError, match="status 7"):
+        entry.mod.try_job(_table(4), 0, 0, 0, 0, 0)
+    entry.fake.fail.clear()
+    assert entry.mod.try_job(_table(4), 0, 0, 0, 0, 0) is True
+    assert not entry.pool.lock.locked() and parallel.budget().free == free
+
+
+def test_without_the_c_loops_bound_is_the_slow_path_and_try_job_runs_nothing(monkeypatch):
+    def slow(x: np.ndarray, y: np.ndarray) -> None:
+        return None
+
+    monkeypatch.setattr(_spin_native.module, "enabled", False)
+    assert _spin_pool.bound(_table(3), 0, 0, slow, {"SPIN_POOL": True}) is slow
+    monkeypatch.setattr(_spin_pool, "loops", _spin_pool._NumbaLoops)
+    fake = FakeDnnl()
+    pool = _spin_pool.Pool(fake.addresses(), 1, fake.new_stream)
+    monkeypatch.setattr(_spin_pool, "_pool", pool)
+    try:
+        assert _spin_pool.try_job(_table(3), 0, 0, 0, 0, 0) is False and not fake.runs
+    finally:
+        pool.stop()

@@ -297,6 +297,16 @@ def release(count: int) -> None:
     _give_back(_state, count)
 
 
+def budget() -> Any:
+    """The budget's current state, for native code that does what :func:`try_reserve` and
+    :func:`release` do without Python frames (the spin pool's native entry,
+    :func:`pytfrt.backends.cpu._spin_pool.try_job`): holding its ``lock``, it takes slots
+    from the int ``free`` if that many are free, and gives them back by adding to ``free``
+    and, when ``queue`` is not empty, ``ready.notify(count)``.  A forked child has a new
+    state (ask again after a fork)."""
+    return _state
+
+
 def chunks(total: int, min_size: int, max_size: int = 0) -> list[tuple[int, int]]:
     """``[start, end)`` ranges covering ``range(total)``: ``2 * num_threads()`` of them (spare
     shards absorb imbalance), fewer if they would be smaller than ``min_size``, more if they

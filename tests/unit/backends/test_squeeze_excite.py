@@ -54,6 +54,32 @@ def test_kernel_matches_numpy(layout, activation, gate, dtype):  # type: ignore[
     assert not big[1::2].any()
 
 
+@pytest.mark.parametrize("c,r,pixels", [(5, 3, (3, 3)), (16, 4, (7, 5)), (37, 70, (2, 9)),
+                                         (63, 8, (4, 4)), (130, 64, (3, 1))])
+def test_the_c_kernel_at_block_edges(c, r, pixels):  # type: ignore[no-untyped-def]
+    """The C kernel's blocked loops against the float64 oracle: channel sums of fewer than
+    64 channels (blocks of 16 channels, four interleaved pixel sums: odd pixel counts and
+    channels past the last block) and the fully connected layers' blocks of 64 outputs (with
+    outputs past the last block), the input left unchanged, and in place."""
+    from pytfrt.backends.cpu import _se_native
+
+    mod = _se_native.module()
+    if mod is None:
+        pytest.skip("no C compiler")
+    rng = np.random.default_rng(c)
+    x = (rng.standard_normal((1, *pixels, c)) + 0.3).astype(np.float32)
+    ws = _weights(rng, c, r, np.float32)
+    want = _oracle(x, *ws, "NHWC", "silu", "sigmoid")
+    x3 = x.reshape(1, -1, c)
+    y = np.full_like(x3, np.nan)
+    x.flags.writeable = False
+    mod.se(x3, *ws, 6, 0.0, 0, 0.0, 0.0, True, y)
+    np.testing.assert_allclose(y.reshape(x.shape), want, rtol=2e-6, atol=2e-6)
+    xi = x3.copy()
+    mod.se(xi, *ws, 6, 0.0, 0, 0.0, 0.0, True, xi)
+    np.testing.assert_array_equal(xi, y)
+
+
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 def test_float32_without_the_c_kernels(monkeypatch, layout):  # type: ignore[no-untyped-def]
     # no C compiler: the Numba kernels (and the C ones, the default) meet the same oracle

@@ -191,7 +191,7 @@ def _make_reorder(to_blocked: bool, nhwc: tuple[int, ...], strides: tuple[int, i
                 if not dc.run_job(lib, job, 0, 0, 0, x, y):
                     one(x, y)
 
-            go = go_split
+            go = dc.bind_job(job, go_split)
     except RuntimeError:
         for p in made:
             p.destroy()
@@ -354,7 +354,7 @@ def _make_pool(shape: tuple[int, ...]) -> _Launch | None:
         if not dc.run_job(lib, job, 0, 0, 0, x, y):
             _mean(x, y)
 
-    return go_split
+    return dc.bind_job(job, go_split)
 
 
 def _mean(x: np.ndarray, y: np.ndarray) -> None:

@@ -1148,7 +1148,7 @@ class DnnlConv:
                 if not run_job(lib, job, 0, 0, 0, x, y):
                     forward(x, residual, y)
 
-            return go_split
+            return bind_job(job, go_split)
         return row_launcher(lib, prims[0], lock)
 
     def _run_channels(self, p: _Prim, xa: int, y2: np.ndarray) -> None:
@@ -1354,6 +1354,10 @@ def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int, x: np.ndarray | Non
     if not SPIN_POOL or len(job.table) > _spin_pool.MAX_PARTS:
         return False
     _blas.pin_thread()  # the caller runs parts too: one OpenMP thread (see _pin_one_thread)
+    if x is not None and y is not None:
+        xa, ya, ra = int(x.ctypes.data), int(y.ctypes.data), 0
+    if _spin_pool.try_job(job.table, job.scratch, job.buf, xa, ya, ra):  # one native call
+        return True
     pool = _spin_pool.pool(lib.addresses, _parallel.num_threads() - 1, lib.new_stream_handle)
     if pool is None or not pool.lock.acquire(blocking=False):
         return False
@@ -1366,6 +1370,19 @@ def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int, x: np.ndarray | Non
     if st != 0:
         raise RuntimeError(f"oneDNN dnnl_primitive_execute failed with status {st}")
     return True
+
+
+def bind_job(job: _Job, slow: Callable[[np.ndarray, np.ndarray], None]
+             ) -> Callable[[np.ndarray, np.ndarray], None]:
+    """``go(x, y)``: :func:`run_job` of ``job`` for the C-contiguous arrays ``x`` and ``y`` in
+    one native call (:func:`_spin_pool.bound`: no Python frame) while :data:`SPIN_POOL` is on
+    and the pool is free, else ``slow(x, y)`` (which should try :func:`run_job` itself, then
+    its other path).  ``slow`` itself without the spin pool's C module.  Thread-safe.
+
+    Raises (from ``go``):
+        RuntimeError: oneDNN returned an error status.
+    """
+    return _spin_pool.bound(job.table, job.scratch, job.buf, slow, globals())  # type: ignore[no-any-return]
 
 
 def run_calls(fn: int, context: int, n: int) -> bool:

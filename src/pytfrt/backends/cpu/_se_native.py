@@ -36,8 +36,9 @@ SOURCE = r"""
 #include <math.h>
 #include <stdlib.h>
 
-/* the loops vectorised (no fast-math: IEEE float rounding, sums in the written order per
-   channel) for the CPU the process runs on */
+/* the loops vectorised (no fast-math: IEEE float rounding; the channel sums in double, in
+   pixel order or, with few channels, as four interleaved partial sums) for the CPU the process
+   runs on */
 #pragma GCC optimize("O3")
 #define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
 
@@ -63,14 +64,29 @@ static double act_of(double v, long act, double alpha) {
     }
 }
 
-/* out = v @ w + b, w row-major (n_in, n_out) */
+/* out = v @ w + b, w row-major (n_in, n_out): per block of AFB outputs the sums stay in
+   registers over all n_in rows (one load of w per product; each output summed in row order,
+   each product rounded and then added, as the plain loop for the last outputs does) */
+#define AFB 64
 HOT static void affine(const float *restrict v, const float *restrict w,
                        const float *restrict b, float *restrict out, long n_in, long n_out) {
-    for (long j = 0; j < n_out; j++) out[j] = b[j];
+    long j = 0;
+    for (; j + AFB <= n_out; j += AFB) {
+        float acc[AFB];
+        for (int k = 0; k < AFB; k++) acc[k] = b[j + k];
+        for (long i = 0; i < n_in; i++) {
+            float vi = v[i];
+            const float *wi = w + i * n_out + j;
+            for (int k = 0; k < AFB; k++) acc[k] += vi * wi[k];
+        }
+        for (int k = 0; k < AFB; k++) out[j + k] = acc[k];
+    }
+    if (j == n_out) return;
+    for (long t = j; t < n_out; t++) out[t] = b[t];
     for (long i = 0; i < n_in; i++) {
         float vi = v[i];
         const float *wi = w + i * n_out;
-        for (long j = 0; j < n_out; j++) out[j] += vi * wi[j];
+        for (long t = j; t < n_out; t++) out[t] += vi * wi[t];
     }
 }
 
@@ -87,9 +103,39 @@ static void excite_c(const float *s, const float *w1, const float *b1, const flo
     }
 }
 
+/* the channel sums of an NHWC image of fewer than 4 * PSB channels: per block of PSB
+   channels, PSI interleaved partial sums (pixels q, q + PSI, ...) in registers, added at the
+   end (one running sum per channel is an addition's latency per pixel: 56x56x16 8.9 -> 6.2 us;
+   with more channels the running sums of one pixel are independent enough) */
+#define PSB 16
+#define PSI 4
+HOT static void few_channel_sums(const float *restrict x, long npix, long c_n,
+                                 double *restrict acc) {
+    long c0 = 0;
+    for (; c0 + PSB <= c_n; c0 += PSB) {
+        double a[PSI][PSB] = {{0}};
+        long q = 0;
+        for (; q + PSI <= npix; q += PSI)
+            for (int k = 0; k < PSI; k++) {
+                const float *row = x + (q + k) * c_n + c0;
+                for (int c = 0; c < PSB; c++) a[k][c] += row[c];
+            }
+        for (; q < npix; q++)
+            for (int c = 0; c < PSB; c++) a[0][c] += x[q * c_n + c0 + c];
+        for (int c = 0; c < PSB; c++) acc[c0 + c] = (a[0][c] + a[1][c]) + (a[2][c] + a[3][c]);
+    }
+    for (long c = c0; c < c_n; c++) {
+        double t = 0.0;
+        for (long q = 0; q < npix; q++) t += x[q * c_n + c];
+        acc[c] = t;
+    }
+}
+
 HOT static void means(const float *restrict x, long npix, long c_n, int nhwc,
                       double *restrict acc) {
-    if (nhwc) {
+    if (nhwc && c_n < 4 * PSB) {
+        few_channel_sums(x, npix, c_n, acc);
+    } else if (nhwc) {
         for (long c = 0; c < c_n; c++) acc[c] = 0.0;
         for (long q = 0; q < npix; q++) {
             const float *row = x + q * c_n;

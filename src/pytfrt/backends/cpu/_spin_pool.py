@@ -18,7 +18,13 @@ call.  Here the whole fork-join is native code:
   counter;
 * each helper thread polls for the next job in a GIL-free native loop for up to
   :data:`SPIN_US` after its last part (so consecutive operations of one model call find it
-  awake), then sleeps on a condition variable until the next :meth:`Pool.run` wakes it.
+  awake), then sleeps until the next job's caller wakes it (the C loops: on a futex on the
+  job sequence word, natively; the Numba loops: on a condition variable, from :meth:`Pool.run`).
+
+With the C loops a whole job is also one native call, lock and budget included
+(:func:`try_job`; :func:`bound` makes a launcher of it that falls back to a Python path when
+the pool cannot take the job now): no Python frame between a convolution's launcher and its
+finished job.
 
 A part is claimed by exactly one thread (one atomic word holds the front and back of the
 unclaimed range), so the caller never waits for a helper that has not started: it claims the
@@ -98,6 +104,9 @@ scratchpad address, part-buffer address and whether it sleeps (``_H_*`` words). 
 ``0 .. helpers - 1`` are the helpers', slot ``helpers`` the caller's (whichever thread holds
 :attr:`Pool.lock`: one at a time)."""
 _H_STREAM, _H_SCRATCH, _H_BUF, _H_SLEEPING = range(4)
+_R_SCRATCH, _R_BUF = 1, 2
+"""Words of the :data:`_STOP` line holding the scratchpad and part-buffer bytes every thread
+slot has (:meth:`Pool.reserve`; the native entry :func:`bound` runs only jobs that fit)."""
 _MAX_HELPERS = 15
 
 SPIN_US = 300
@@ -495,6 +504,7 @@ class Pool:
         if scratch <= self._reserved[0] and buf <= self._reserved[1]:
             return
         self._reserved = (max(scratch, self._reserved[0]), max(buf, self._reserved[1]))
+        self.ctrl[_at(_STOP) + _R_SCRATCH] = self.ctrl[_at(_STOP) + _R_BUF] = 0
         for k in range(self.helpers + 1):
             mine = _at(_HELPERS + k)
             if self.scratch[k].size < scratch + 64:
@@ -503,6 +513,8 @@ class Pool:
             if self.bufs[k].size < buf + 64:
                 self.bufs[k] = np.empty(max(buf + 64, 1 << 16), np.uint8)
                 self.ctrl[mine + _H_BUF] = (self.bufs[k].ctypes.data + 63) & ~63
+        self.ctrl[_at(_STOP) + _R_SCRATCH] = min(s.size for s in self.scratch) - 64
+        self.ctrl[_at(_STOP) + _R_BUF] = min(b.size for b in self.bufs) - 64
 
     def run(self, table: np.ndarray, xa: int, ya: int, ra: int) -> int:
         """Run the parts of ``table`` (``(n, NF)`` int64, ``n <= MAX_PARTS``) for these
@@ -537,6 +549,9 @@ class Pool:
     def stop(self) -> None:
         """Ask the helpers to exit (tests; the process's helpers are daemons)."""
         self.ctrl[_at(_STOP)] = 1
+        wake = getattr(self._loops, "wake", None)
+        if wake is not None:  # the C helpers sleep on a futex
+            wake(self.ctrl)
         with self.wake:
             self.wake.notify_all()
         for t in self.threads:
@@ -558,21 +573,100 @@ def pool(fns: tuple[int, int, int], helpers: int, new_stream: Any) -> Pool | Non
     with _pool_lock:
         if _pool is None and not _unavailable:
             try:
-                _pool = Pool(fns, helpers, new_stream)
+                made = Pool(fns, helpers, new_stream)
             except (OSError, AttributeError, RuntimeError):  # no sched_yield, no stream
                 _unavailable = True
+            else:
+                _register(made)
+                _pool = made
     return _pool
+
+
+def _register(p: Pool | None) -> None:
+    """Make ``p`` the pool of the native entry (:func:`try_job`, :func:`bound`; ``None``:
+    none), with the current thread budget (:func:`pytfrt.host.parallel.budget`)."""
+    register = getattr(_spin_native.module() if p is None else p._loops, "register", None)
+    if register is None:  # the Numba loops: no native entry
+        return
+    if p is None:
+        register(None)
+        return
+    budget = parallel.budget()
+    register((p.ctrl, p.jobs, p.fns, p.helpers, p.lock._lock, budget, budget.lock,
+                  p.lock.slots))
 
 
 _unavailable = False
 """Whether making the pool failed once (callers then keep their Python path)."""
 
 
+def try_job(table: np.ndarray, scratch: int, buf: int, xa: int, ya: int, ra: int) -> bool:
+    """Run the job of ``table`` for these addresses on the process's pool in one native call
+    -- the pool's lock and the budget's slots taken without waiting, the job posted, sleeping
+    helpers woken, the caller's parts run, the helpers' waited for, slots and lock given back
+    -- if that is possible now: the pool exists (:func:`pool`), it has the C loops,
+    ``scratch`` and ``buf`` bytes are reserved
+    (:meth:`Pool.reserve`), and the lock and the slots are free.  ``False``: nothing ran (the
+    caller takes the Python path, :meth:`Pool.run`, or its other one).  Call it only on a
+    thread whose oneDNN runs on one OpenMP thread (:func:`pytfrt.backends.cpu._blas.pin_thread`
+    has run on it): the native entry notes that, and :func:`bound`'s launchers run jobs only
+    on threads where this has been called.
+
+    Raises:
+        RuntimeError: a part returned a nonzero status (oneDNN's, named in the message).
+    """
+    if _pool is None:
+        return False
+    fn = getattr(_pool._loops, "try_job", None)
+    return fn is not None and bool(fn(table, scratch, buf, xa, ya, ra))
+
+
+def bound(table: np.ndarray, scratch: int, buf: int, slow: Any,
+          gate: dict[str, Any]) -> Any:
+    """``go(x, y)`` for C-contiguous arrays ``x`` and ``y``: :func:`try_job` of ``table`` for
+    their addresses (no residual operand) while ``gate["SPIN_POOL"]`` is true, else (or when
+    that does not run it) ``slow(x, y)`` -- with no Python frame between the caller and the
+    finished job: ``go`` is the C module's ``launch`` bound to its context (``slow`` itself
+    when there are no C loops or more than :data:`MAX_PARTS` parts).  Whatever the table's
+    rows point at must stay alive as long as ``go``.  Thread-safe.
+
+    Raises (from ``go``):
+        RuntimeError: a part returned a nonzero status.
+    """
+    mod = _spin_native.module()
+    if mod is None or not 0 < len(table) <= MAX_PARTS:
+        return slow
+    return functools.partial(mod.launch, (table, int(scratch), int(buf), slow, gate))
+
+
 def _forget_after_fork() -> None:
     global _pool, _pool_lock
+    if _pool is not None:
+        forget = getattr(_pool._loops, "forget", None)
+        if forget is not None:
+            forget()  # the native entry stops using the parent's pool
     _pool = None
     _pool_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def native_runner(fast: dict[tuple[int, ...], tuple[tuple[int, ...], Any, Any]],
+                  run: Any) -> Any:
+    """``run`` (a convolution's ``run(x, residual=None, out=None)``,
+    :func:`pytfrt.backends.cpu.conv.launch_runner`) with its short path in C: when ``x`` and
+    ``out`` are C-contiguous float32 ndarrays, ``fast[x.shape]`` is ``(out shape, plain,
+    into)`` with ``out`` of that shape, the residual is ``None`` (``plain``) or ``out`` itself
+    (``into``), that launcher is not ``None`` and ``x`` and ``out`` do not overlap, it calls
+    ``launcher(x, out)`` and returns ``out``; every other call is ``run(x, residual, out)``
+    (which keeps ``fast`` up to date).  The result's ``kernel`` attribute is the same in the
+    form of a compute function, ``kernel(x, plan, *residual, out=None)`` (the plan operand
+    ignored).  ``run`` itself (no ``kernel``) without the C module.  Thread-safe as ``run``."""
+    mod = _spin_native.module()
+    if mod is None:
+        return run
+    native = functools.partial(mod.run_launcher, (fast, run, False))
+    native.kernel = functools.partial(mod.run_launcher, (fast, run, True))  # type: ignore[attr-defined]
+    return native

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu import _conv_gemm as cg
-from pytfrt.backends.cpu import _depthwise, _dnnl_conv, _winograd, arena
+from pytfrt.backends.cpu import _depthwise, _dnnl_conv, _spin_pool, _winograd, arena
 from pytfrt.backends.cpu._blas import sgemm
 from pytfrt.backends.cpu._epilogue import epilogue_2d
 from pytfrt.backends.cpu._geometry import (
@@ -572,6 +572,9 @@ def launch_runner(dnnl: _dnnl_conv.DnnlConv,
     of its output shape not overlapping ``x`` and no residual or the residual being ``out`` go
     straight to the shape's :meth:`~pytfrt.backends.cpu._dnnl_conv.DnnlConv.launcher`.  Also
     the blocked convolutions' (:meth:`pytfrt.backends.cpu._dnnl_blocked.BlockedConv.runner`).
+    With the spin pool's C module those checks are native too
+    (:func:`pytfrt.backends.cpu._spin_pool.native_runner`; ``run.kernel`` is then the same
+    call in the compute function's form, ``kernel(x, plan, *residual, out=None)``).
     Thread-safe."""
     fast: dict[tuple[int, ...], tuple[tuple[int, ...], Any, Any]] = {}
     """Input shape -> (output shape, launcher without residual, launcher with the residual in
@@ -603,7 +606,7 @@ def launch_runner(dnnl: _dnnl_conv.DnnlConv,
                 fast[x.shape] = (y.shape, plain, into)
         return y
 
-    return run
+    return _spin_pool.native_runner(fast, run)
 
 
 class StemConv:

@@ -470,6 +470,10 @@ def _specialize_conv2d(constants: dict[int, Any]) -> Any:
         return None
     else:
         run = runner(plan)
+    kernel = getattr(run, "kernel", None)  # the native short path in the kernel's own form
+    if kernel is not None:
+        kernel.num_arrays = 1
+        return kernel
 
     def conv(x: np.ndarray, _plan: Any, *residual: np.ndarray,
              out: np.ndarray | None = None) -> np.ndarray:
