@@ -13,6 +13,8 @@ figures, in microseconds:
 * ``caller`` / ``helper``: the parts' run times on the calling thread and on the helper;
 * ``imbalance``: ``|caller - helper|`` per job (the time one thread waits for the other, or
   runs the other's part);
+* ``caller waits`` / ``helper waits``: how long after its last part ended the caller waited
+  for the helper's to end (or the helper, idle, for the caller's) -- the join's cost;
 * ``lag``: publish to the helper's first part start (0 when the helper was polling);
 * ``alone``: share of the jobs where the caller ran every part (the helper asleep or busy).
 
@@ -23,7 +25,8 @@ median call printed beside pytfrt's.  Only the C loops trace (with the Numba fal
 script stops).  Run at ``chrt -f 10`` when no other process runs at real-time priority.
 
 Usage: ``python benchmarks/split_balance.py [--model resnet50] [--batch 1] [--calls 40]
-[--onnxruntime]``; writes ``benchmarks/results/split_balance_<model>_b<batch>.json``.
+[--onnxruntime] [--set MODULE.NAME=VALUE ...] [--name SUFFIX]``; writes
+``benchmarks/results/split_balance_<model>_b<batch><SUFFIX>.json``.
 """
 
 from __future__ import annotations
@@ -66,9 +69,11 @@ def _conv_labels() -> dict[int, str]:
             if prims[0].channels is not None and not getattr(prims[0], "in_place", False):
                 split += " (copied)"
             blocked = " 16c" if a["layout"] == getattr(dc, "BLOCKED", None) else ""
-            labels[int(prims[0].prim.value or 0)] = (
-                f"{a['kh']}x{a['kw']}/{a['strides'][0]} {h:>3} {a['cin']:>4} -> "
-                f"{a['cout']:<4} {'res' if residual else '   '} {split}{blocked}")
+            label = (f"{a['kh']}x{a['kw']}/{a['strides'][0]} {h:>3} {a['cin']:>4} -> "
+                     f"{a['cout']:<4} {'res' if residual else '   '} {split}{blocked}")
+            # every split variant's first part (_part_balance) counts for the convolution
+            for _, parts in getattr(prims[0], "variants", None) or [(0.5, prims)]:
+                labels[int(parts[0].prim.value or 0)] = label
     return labels
 
 
@@ -133,13 +138,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             g["caller"] += mine
             g["helper"] += other
             g["imbalance"] += abs(mine - other)
+            if job["caller"] and job["helper"]:  # who waits for whom at the join
+                gap = (max(t1 for _, t1 in job["helper"])
+                       - max(t1 for _, t1 in job["caller"])) / rate
+                g["caller_waits"] += max(gap, 0.0)
+                g["helper_waits"] += max(-gap, 0.0)
             g["lag"] += (min(t0 for t0, _ in job["helper"]) - job["publish"]) / rate \
                 if job["helper"] else 0.0
             g["alone"] += not job["helper"]
         for label, g in call.items():
             for k, v in g.items():
                 per_group[label][k].append(v)
-        for k in ("job", "caller", "helper", "imbalance", "alone", "layers"):
+        for k in ("job", "caller", "helper", "imbalance", "caller_waits", "helper_waits",
+                  "alone", "layers"):
             totals[k].append(sum(g[k] for g in call.values()))
         if sess is not None:
             t0 = time.perf_counter()
@@ -150,10 +161,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for label, per in sorted(per_group.items(), key=lambda kv: -med(kv[1]["job"])):
         rows.append(dict(group=label, layers=int(med(per["layers"])), job_us=med(per["job"]),
                          caller_us=med(per["caller"]), helper_us=med(per["helper"]),
-                         imbalance_us=med(per["imbalance"]), lag_us=med(per["lag"]),
+                         imbalance_us=med(per["imbalance"]),
+                         caller_waits_us=med(per["caller_waits"] or [0.0]),
+                         helper_waits_us=med(per["helper_waits"] or [0.0]),
+                         lag_us=med(per["lag"]),
                          alone=sum(per["alone"]) / max(sum(per["layers"]), 1)))
     whole = {k: med(v) for k, v in totals.items()}
     return dict(command="benchmarks/split_balance.py " + " ".join(sys.argv[1:]),
+                settings=args.set,
                 machine=machine_info(), model=args.model, batch=args.batch, calls=args.calls,
                 wall_ms=1e3 * med(walls),
                 onnxruntime_wall_ms=1e3 * med(ort_walls) if ort_walls else None,
@@ -167,21 +182,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=40)
     p.add_argument("--onnxruntime", action="store_true")
     p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                   help="set a module switch first, as models.py --set (e.g. "
+                   "pytfrt.backends.cpu._part_balance.ENABLED=False)")
+    p.add_argument("--name", default="", help="result file suffix")
     args = p.parse_args(argv)
+    from models import _apply_switches
+
+    _apply_switches(args.set)
     rec = run(args)
     print(format_table(
-        ["group", "n", "job us", "caller us", "helper us", "imbalance us", "lag us", "alone"],
+        ["group", "n", "job us", "caller us", "helper us", "imbalance us", "caller waits",
+         "helper waits", "lag us", "alone"],
         [[r["group"], r["layers"], f"{r['job_us']:.0f}", f"{r['caller_us']:.0f}",
-          f"{r['helper_us']:.0f}", f"{r['imbalance_us']:.0f}", f"{r['lag_us']:.1f}",
-          f"{r['alone']:.2f}"] for r in rec["groups"]]))
+          f"{r['helper_us']:.0f}", f"{r['imbalance_us']:.0f}", f"{r['caller_waits_us']:.0f}",
+          f"{r['helper_waits_us']:.0f}", f"{r['lag_us']:.1f}", f"{r['alone']:.2f}"]
+         for r in rec["groups"]]))
     w = rec["per_call"]
     print(f"\n{args.model} b{args.batch}: call {rec['wall_ms']:.2f} ms"
           + (f" (ONNX Runtime {rec['onnxruntime_wall_ms']:.2f})" if rec["onnxruntime_wall_ms"]
              else "")
           + f"; per call (medians): {w['layers']:.0f} jobs {w['job']:.0f} us, caller's parts "
           f"{w['caller']:.0f}, helper's {w['helper']:.0f}, imbalance {w['imbalance']:.0f}, "
+          f"the caller waiting {w['caller_waits']:.0f}, the helper {w['helper_waits']:.0f}, "
           f"jobs the caller ran alone {w['alone']:.0f}")
-    write_json(Path(args.out) / f"split_balance_{args.model}_b{args.batch}.json", rec)
+    write_json(Path(args.out) / f"split_balance_{args.model}_b{args.batch}{args.name}.json", rec)
     return 0
 
 

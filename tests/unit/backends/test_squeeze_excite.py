@@ -100,12 +100,19 @@ def test_float32_without_the_c_kernels(monkeypatch, layout):  # type: ignore[no-
 
 
 @pytest.mark.parametrize("n,h,w", [(1, 33, 32), (1, 2, 520), (1, 34, 31), (3, 12, 30)])
-def test_large_inputs_split_over_the_threads(n, h, w):
-    """NHWC float32 of at least ``_dnnl_se.SPLIT_MIN_ELEMENTS``: row bands of one image or
-    batch bands on both threads (oneDNN pooling and binary primitives, folds 4, 4, 31, 5)
-    when available, the same results."""
+@pytest.mark.parametrize("one_image", [False, True])
+def test_large_inputs_split_over_the_threads(monkeypatch, n, h, w, one_image):  # type: ignore[no-untyped-def]
+    """NHWC float32 of at least ``_dnnl_se.SPLIT_MIN_ELEMENTS``: batch bands on both threads,
+    and row bands of one image with ``ONE_IMAGE`` (oneDNN pooling and binary primitives,
+    folds 4, 4, 31, 5) when available; one image on the calling thread by default.  The same
+    results either way."""
     from pytfrt.backends.cpu import _dnnl_se, _parallel
 
+    monkeypatch.setattr(_dnnl_se, "ONE_IMAGE", one_image)
+    if n == 1 and not one_image:
+        c = 64
+        assert not _dnnl_se.run(np.zeros((1, h, w, c), np.float32),
+                                np.zeros((1, h, w, c), np.float32), lambda m, g: None)
     rng = np.random.default_rng(h)
     c, r = 64, 8
     x = rng.standard_normal((n, h, w, c)).astype(np.float32) + 0.3
@@ -117,7 +124,7 @@ def test_large_inputs_split_over_the_threads(n, h, w):
     xi = x.copy()  # in place
     assert squeeze_excite(xi, *ws, activation="silu", gate="sigmoid", out=xi) is xi
     np.testing.assert_allclose(xi, want, rtol=2e-6, atol=2e-6)
-    if _dnnl_se.dc.available() and _parallel.num_threads() >= 2:
+    if _dnnl_se.dc.available() and _parallel.num_threads() >= 2 and (n > 1 or one_image):
         assert _dnnl_se._plans.get((n, h, w, c)) is not None  # the split path ran
 
 

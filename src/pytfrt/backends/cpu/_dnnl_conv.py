@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pytfrt import config
-from pytfrt.backends.cpu import _blas, _parallel, _silu, _spin_pool
+from pytfrt.backends.cpu import _blas, _parallel, _part_balance, _silu, _spin_pool
 from pytfrt.backends.cpu._geometry import out_size
 from pytfrt.backends.cpu.op_math import ACTIVATIONS
 
@@ -334,6 +334,8 @@ class _Prim:
         buffer, no copy."""
         self.pixels = 0
         """Output pixels of the part (batch x rows x columns)."""
+        self.src_dims: tuple[int, int, int, int] = (0, 0, 0, 0)
+        """The part's input dims, NCHW order."""
         self.act_fn = 0
         """The address of a function applied in place to the part's output after the
         primitive (:data:`_spin_pool.ACT_FN`; 0: none)."""
@@ -346,6 +348,12 @@ class _Prim:
         self.rows: dict[int, np.ndarray] = {}
         """Per thread, the :mod:`_spin_pool` row of :attr:`per_thread`'s memory objects
         (:meth:`DnnlConv._run`)."""
+        self.variants: list[tuple[float, list[_Prim]]] | None = None
+        """On the first part of a two-part split that follows the threads' speeds
+        (:mod:`_part_balance`): every variant of the split, ``(the caller's share of the work,
+        its parts)`` by ascending share, this split among them."""
+        self.macs = 0
+        """Multiply-adds of the whole convolution (on a variant's first part)."""
         self.extra: list[tuple[int, ctypes.c_void_p]] = []
         """More ``(argument, memory)`` pairs every execution passes (the run-time scales and
         zero points of an int8 primitive, :mod:`_dnnl_int8`)."""
@@ -530,6 +538,9 @@ class _Job(NamedTuple):
     table: np.ndarray
     scratch: int
     buf: int
+    keep: Any = None
+    """What the table's rows point into besides the primitives (a balanced job's variant
+    tables and contexts, :mod:`_part_balance`)."""
 
 
 class DnnlConv:
@@ -578,10 +589,15 @@ class DnnlConv:
         self._origin: list[_Prim] = []
         """The holders that together hold every output channel once the user's filter is
         released (:meth:`user_filter` reads the filter back from them)."""
+        self._views_only = False
+        """Set while split variants are made: a filter must be a view (:meth:`_view`)."""
+        self._variant_prims: list[list[_Prim]] = []
+        """The parts of the split variants (:meth:`_make_variants`) besides :attr:`_prims`'."""
         self._jobs: dict[tuple[tuple[int, ...], int], _Job] = {}
         """The :mod:`_spin_pool` job of each split shape and mode (made on first use)."""
         self._lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _destroy, self._prims, self._weights)
+        self._finalizer = weakref.finalize(self, _destroy, self._prims, self._weights,
+                                           self._variant_prims)
 
     def ready(self, x_shape: tuple[int, ...], residual: int) -> bool:
         """Whether oneDNN has (non-reference) primitives for this input shape (made now if
@@ -612,8 +628,10 @@ class DnnlConv:
         with self._lock:
             if key not in self._prims:
                 made: list[_Prim] = []
+                parts = self._split(shape)
+                whole = self._whole_filter(shape, residual, parts)
                 try:
-                    for part in self._split(shape):
+                    for part in parts:
                         p = _Prim(self._lib)
                         made.append(p)
                         self._create(p, part, residual)
@@ -628,6 +646,13 @@ class DnnlConv:
                     self._prims[key] = None
                 else:
                     self._prims[key] = made
+                    if (made[0].channels is None if whole is None
+                            else all(self._is_view(p.weights) for p in made)):
+                        self._make_variants(shape, residual, made)
+                if whole is not None and not self._in_use(whole):
+                    self._weights.remove(whole)  # the parts could not take views of it
+                    whole.destroy()
+                if self._prims[key] is not None:
                     if self._w is not None:  # keep one prepared copy of the filter only
                         self._origin = [h for h in self._weights
                                         if any(p.weights is h.weights for p in made)]
@@ -657,30 +682,28 @@ class DnnlConv:
         if (layout == "NHWC" and a["groups"] == 1 and k >= 2 and cout >= 16 * k
                 and (oh * ow <= CHANNEL_SPLIT_MAX_PIXELS and n * oh * ow <= CHANNEL_SPLIT_MAX_ROWS
                      or n == 1 and filter_heavy(oh * ow, self._macs))):
-            bounds = channel_bounds(cout, k)
-            return [((n, c, h, w), (n, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 0, (c0, c1))
-                    for c0, c1 in zip(bounds, bounds[1:], strict=False)]
+            return self._channel_parts(shape, channel_bounds(cout, k))
         if n >= 2:
             k = min(parts_wanted, n)
-            bounds = [n * i // k for i in range(k + 1)]
-            return [
-                (
-                    (b1 - b0, c, h, w),
-                    (b1 - b0, cout, oh, ow),
-                    (pt, pb, pl, pr),
-                    4 * b0 * c * h * w,
-                    4 * b0 * cout * oh * ow,
-                    None,
-                )
-                for b0, b1 in zip(bounds, bounds[1:], strict=False)
-            ]
+            return self._batch_parts(shape, [n * i // k for i in range(k + 1)])
         if layout != "NHWC":  # STEM too: a band of NCHW rows is not dense (oneDNN's ref kernel)
             return [whole]
         k = min(k, oh)
         if k < 2:
             return [whole]
+        return self._row_parts(shape, [oh * i // k for i in range(k + 1)])
+
+    def _row_parts(self, shape: tuple[int, ...], bounds: list[int]) -> list[_Part]:
+        """The parts of a batch-1 NHWC convolution in bands of output rows ``[bounds[i],
+        bounds[i + 1])``: each part's input rows and pads from the geometry."""
+        a = self._attrs
+        _, c, h, w = _nchw_dims(a["layout"], shape)
+        kh, sh, dh = a["kh"], a["strides"][0], a["dilations"][0]
+        pt, _, pl, pr = a["pads"]
+        ow = out_size(w, a["kw"], a["strides"][1], a["dilations"][1], pl, pr)
+        assert ow is not None
+        cout = a["cout"]
         parts: list[_Part] = []
-        bounds = [oh * i // k for i in range(k + 1)]
         for r0, r1 in zip(bounds, bounds[1:], strict=False):
             first = r0 * sh - pt  # input row of the part's first tap (may be negative)
             last = (r1 - 1) * sh - pt + dh * (kh - 1)
@@ -691,6 +714,162 @@ class DnnlConv:
                 (src, (1, cout, r1 - r0, ow), pads, 4 * i0 * w * c, 4 * r0 * ow * cout, None)
             )
         return parts
+
+    def _variant_splits(self, shape: tuple[int, ...], made: list[_Prim]
+                        ) -> list[tuple[float, list[_Part] | None]]:
+        """The two-part splits of this shape for :data:`_part_balance.SHARES` (``None`` for
+        the split ``made`` already is), or ``[]`` when its split does not get variants:
+        batch-1 NHWC bands of rows in two parts (each share rounded to whole rows, the even
+        share being ``_split``'s; shares that round alike are made once)."""
+        a = self._attrs
+        kind = _split_kind(shape, made)
+        if not self._balanced(shape, len(made), kind):
+            return []
+        if kind == "batch":  # whole images
+            n, even = shape[0], made[0].src_dims[0]
+            wanted = {even} | {min(max(round(share * n), 1), n - 1)
+                               for share in _part_balance.SHARES if share != 0.5}
+            return [(b / n, None if b == even else self._batch_parts(shape, [0, b, n]))
+                    for b in sorted(wanted)]
+        first = made[0].channels
+        if first is not None:  # whole 16-channel blocks
+            blocks, even = a["cout"] // BLOCK, first[1] // BLOCK
+            wanted = {even} | {min(max(round(share * blocks), 1), blocks - 1)
+                               for share in _part_balance.SHARES if share != 0.5}
+            return [(b / blocks, None if b == even else self._channel_parts(
+                shape, [0, BLOCK * b, a["cout"]])) for b in sorted(wanted)]
+        _, _, h, _ = _nchw_dims(a["layout"], shape)
+        pt, pb, _, _ = a["pads"]
+        oh = out_size(h, a["kh"], a["strides"][0], a["dilations"][0], pt, pb)
+        assert oh is not None
+        even = oh // 2  # the rows of _split's first part
+        wanted = {even} | {min(max(round(share * oh), 1), oh - 1)
+                           for share in _part_balance.SHARES if share != 0.5}
+        return [(rows / oh, None if rows == even else self._row_parts(shape, [0, rows, oh]))
+                for rows in sorted(wanted)]
+
+    def _balanced(self, shape: tuple[int, ...], parts: int, kind: str) -> bool:
+        """Whether a split of ``parts`` parts of this input shape by ``kind`` (``"batch"``,
+        ``"rows"``, ``"channels"``: :func:`_split_kind`) gets variants that follow the threads'
+        speeds (:mod:`_part_balance`): two parts -- of at least three images, or of one image
+        by rows in ``NHWC`` or by output channels in ``NHWC`` and :data:`BLOCKED` (the
+        variants' filters then views of one prepared filter, :meth:`_whole_filter`)."""
+        a = self._attrs
+        if parts != 2 or a["groups"] != 1 or not _part_balance.stamp_address():
+            return False
+        if kind == "batch":
+            return shape[0] >= 3
+        if kind == "channels":
+            return shape[0] == 1 and a["layout"] in ("NHWC", BLOCKED) and a["cout"] % BLOCK == 0
+        return shape[0] == 1 and a["layout"] == "NHWC"
+
+    def _whole_filter(self, shape: tuple[int, ...], residual: int,
+                      parts: list[_Part]) -> _Prim | None:
+        """For a split by output channels that gets variants: the holder of the whole filter
+        prepared as the whole convolution's primitive wants it, made now (its primitive is
+        not kept), from which the parts take their channels as views (:meth:`_view`) -- so
+        that variants with other channel bounds cost no copy of the filter.  ``None`` when
+        the split gets no variants or oneDNN makes no fast primitive of the whole.  Called
+        with ``self._lock`` held."""
+        if not parts or parts[0][5] is None or not self._balanced(shape, len(parts),
+                                                                   "channels"):
+            return None
+        cout = self._attrs["cout"]
+        temp = _Prim(self._lib)
+        try:
+            self._create(temp, self._channel_parts(shape, [0, cout])[0], residual)
+        except RuntimeError:
+            return None
+        finally:
+            temp.destroy()
+        for holder in self._weights:
+            if holder.channels == (0, cout) and not isinstance(holder.keep, _Prim):
+                return holder
+        return None
+
+    def _is_view(self, weights: ctypes.c_void_p) -> bool:
+        """Whether a prepared filter is a view of another holder's (:meth:`_view`)."""
+        return any(h.weights is weights and isinstance(h.keep, _Prim) for h in self._weights)
+
+    def _in_use(self, holder: _Prim) -> bool:
+        """Whether a primitive reads ``holder``'s filter, directly or through a view."""
+        readers = {id(h.weights) for h in self._weights if h.keep is holder}
+        readers.add(id(holder.weights))
+        return any(id(p.weights) in readers
+                   for ps in [*self._prims.values(), *self._variant_prims] for p in ps or ())
+
+    def _view(self, user_md: ctypes.c_void_p, w_md: int,
+              channels: tuple[int, int]) -> ctypes.c_void_p | None:
+        """Output channels ``[c0, c1)`` of the filter in format ``w_md`` as a view into a
+        holder of the whole filter (``channels (0, cout)``), if that holder's bytes at ``c0``'s
+        offset are exactly what reordering those channels into ``w_md`` gives (the formats
+        whose output-channel blocks are outermost: ``OIhw16i16o`` of oneDNN's blocked
+        kernels), else ``None``.  Called with ``self._lock`` held."""
+        lib, cout = self._lib, self._attrs["cout"]
+        c0, c1 = channels
+        size = int(lib.fn["dnnl_memory_desc_get_size"](w_md))
+        for whole in self._weights:
+            if whole.channels != (0, cout) or channels == (0, cout) or isinstance(
+                    whole.keep, _Prim):
+                continue
+            total = int(lib.fn["dnnl_memory_desc_get_size"](whole.src_md))
+            if total % cout or size != total // cout * (c1 - c0):
+                continue
+            addr = _data_handle(lib, whole.weights) + total // cout * c0
+            probe = np.empty(size, np.uint8)
+            temp = _Prim(lib)
+            try:
+                md = temp.own("dnnl_memory_desc_destroy", _clone_md(lib, w_md))
+                mem = temp.own("dnnl_memory_destroy", lib.new(
+                    "dnnl_memory_create", md, lib.engine, probe.ctypes.data))
+                user = self._w if self._w is not None else self._read_back()
+                self._reorder(user_md, user.ctypes.data + 4 * c0 * self._o_stride(), md, mem)
+            finally:
+                temp.destroy()
+            if not np.array_equal(probe, np.ctypeslib.as_array(
+                    (ctypes.c_uint8 * size).from_address(addr))):
+                continue
+            holder = _Prim(lib)
+            holder.channels, holder.keep = channels, whole
+            holder.src_md = holder.own("dnnl_memory_desc_destroy", _clone_md(lib, w_md))
+            holder.weights = holder.own("dnnl_memory_destroy", lib.new(
+                "dnnl_memory_create", w_md, lib.engine, ctypes.c_void_p(addr)))
+            self._weights.append(holder)
+            return holder.weights
+        return None
+
+    def _make_variants(self, shape: tuple[int, ...], residual: int, made: list[_Prim]) -> None:
+        """Give ``made`` (a new split) its variants (:attr:`_Prim.variants`) where it gets
+        them; a variant oneDNN makes no fast primitive for is left out.  Called with
+        ``self._lock`` held."""
+        splits = self._variant_splits(shape, made)
+        if len(splits) < 2:
+            return
+        variants: list[tuple[float, list[_Prim]]] = []
+        for share, parts in splits:
+            if parts is None:
+                variants.append((share, made))
+                continue
+            prims: list[_Prim] = []
+            self._views_only = made[0].channels is not None
+            try:
+                for part in parts:
+                    p = _Prim(self._lib)
+                    prims.append(p)
+                    self._create(p, part, residual)
+                    if p.impl not in (made[0].impl, made[1].impl):
+                        raise RuntimeError(f"another implementation {p.impl}")
+            except RuntimeError:
+                for p in prims:
+                    p.destroy()
+                continue
+            finally:
+                self._views_only = False
+            variants.append((share, prims))
+            self._variant_prims.append(prims)
+        if len(variants) >= 2:
+            made[0].variants = variants
+            made[0].macs = sum(p.pixels for p in made) * self._attrs["cout"] * self._macs
 
     def _blocked_split(self, shape: tuple[int, ...]) -> list[_Part]:
         """The parts of a :data:`BLOCKED` convolution: one, or per thread a run of batch
@@ -712,15 +891,39 @@ class DnnlConv:
             return [whole]
         if n >= 2:
             k = min(k, n)
-            bounds = [n * i // k for i in range(k + 1)]
-            return [((b1 - b0, c, h, w), (b1 - b0, cout, oh, ow), (pt, pb, pl, pr),
-                     4 * b0 * c * h * w, 4 * b0 * cout * oh * ow, None)
-                    for b0, b1 in zip(bounds, bounds[1:], strict=False)]
+            return self._batch_parts(shape, [n * i // k for i in range(k + 1)])
         k = min(k, cout // BLOCK)
         if k < 2:
             return [whole]
-        bounds = [BLOCK * (cout // BLOCK * i // k) for i in range(k + 1)]
-        return [((1, c, h, w), (1, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 4 * c0 * oh * ow,
+        return self._channel_parts(shape, [BLOCK * (cout // BLOCK * i // k)
+                                           for i in range(k + 1)])
+
+    def _batch_parts(self, shape: tuple[int, ...], bounds: list[int]) -> list[_Part]:
+        """The parts computing images ``[bounds[i], bounds[i + 1])`` of the batch (dense
+        slices of input and output in every layout)."""
+        a = self._attrs
+        _, c, h, w = _nchw_dims(a["layout"], shape)
+        pt, pb, pl, pr = a["pads"]
+        oh = out_size(h, a["kh"], a["strides"][0], a["dilations"][0], pt, pb)
+        ow = out_size(w, a["kw"], a["strides"][1], a["dilations"][1], pl, pr)
+        assert oh is not None and ow is not None
+        cout = a["cout"]
+        return [((b1 - b0, c, h, w), (b1 - b0, cout, oh, ow), (pt, pb, pl, pr),
+                 4 * b0 * c * h * w, 4 * b0 * cout * oh * ow, None)
+                for b0, b1 in zip(bounds, bounds[1:], strict=False)]
+
+    def _channel_parts(self, shape: tuple[int, ...], bounds: list[int]) -> list[_Part]:
+        """The parts writing output channels ``[bounds[i], bounds[i + 1])``: each reads the
+        whole input; in :data:`BLOCKED` (batch 1) each writes its blocks of the output in place,
+        else its own buffer."""
+        a = self._attrs
+        n, c, h, w = _nchw_dims(a["layout"], shape)
+        pt, pb, pl, pr = a["pads"]
+        oh = out_size(h, a["kh"], a["strides"][0], a["dilations"][0], pt, pb)
+        ow = out_size(w, a["kw"], a["strides"][1], a["dilations"][1], pl, pr)
+        assert oh is not None and ow is not None
+        step = oh * ow if a["layout"] == BLOCKED else 0  # output elements per channel
+        return [((n, c, h, w), (n, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 4 * c0 * step,
                  (c0, c1)) for c0, c1 in zip(bounds, bounds[1:], strict=False)]
 
     def _create(self, p: _Prim, part: _Part, residual: int) -> None:
@@ -730,6 +933,7 @@ class DnnlConv:
         p.residual = int(residual)
         p.in_place = layout == BLOCKED and p.channels is not None
         p.pixels = dst[0] * dst[2] * dst[3]
+        p.src_dims = src
         p.act_fn, p.act_n = self._act_fn, p.pixels * dst[1]
         if p.channels is not None and residual == RESIDUAL_OPERAND:
             raise RuntimeError("channel parts add the residual from their own buffer")
@@ -815,6 +1019,11 @@ class DnnlConv:
             if holder.channels == channels and lib.fn["dnnl_memory_desc_equal"](
                     holder.src_md, w_md):
                 return holder.weights
+        view = self._view(user_md, w_md, channels)
+        if view is not None:
+            return view
+        if self._views_only:
+            raise RuntimeError("a split variant would need its own copy of the filter")
         holder = _Prim(lib)
         holder.channels = channels
         holder.src_md = holder.own("dnnl_memory_desc_destroy", _clone_md(lib, w_md))
@@ -1102,13 +1311,33 @@ def _job(prims: list[_Prim], cout: int, lock: threading.Lock, itemsize: int = 4)
     """The :mod:`_spin_pool` job of a split primitive (``cout``: output channels of the whole
     convolution, for channel parts, whose outputs have ``itemsize`` bytes per element); its
     memory objects (:data:`_POOL_STATE`) are used only under the pool's lock."""
+    table, buf = _table(prims, cout, lock, itemsize)
+    variants = prims[0].variants
+    if not variants:
+        return _Job(table, max(p.scratch for p in prims), buf)
+    tables: list[tuple[float, np.ndarray]] = []
+    scratch = 0
+    for share, parts in variants:
+        t, b = _table(parts, cout, lock, itemsize)
+        tables.append((share, t))
+        buf, scratch = max(buf, b), max(scratch, *(p.scratch for p in parts))
+    current = next(k for k, (_, parts) in enumerate(variants) if parts is prims)
+    nominal = prims[0].macs / _part_balance.MACS_PER_US * _spin_pool.cycles_per_us()
+    keep = _part_balance.job_context(table, tables, current, nominal, _spin_pool.ACT_FN,
+                                     _spin_pool.ACT_N)
+    return _Job(table, scratch, buf, (tables, keep))
+
+
+def _table(prims: list[_Prim], cout: int, lock: threading.Lock,
+           itemsize: int) -> tuple[np.ndarray, int]:
+    """The :mod:`_spin_pool` table of a split's parts and the largest part buffer one needs."""
     table = np.zeros((len(prims), _spin_pool.NF), np.int64)
     buf = 0
     for i, p in enumerate(prims):
         row = table[i]
         _fill_row(row, p, p.state(_POOL_STATE, lock))
         buf = max(buf, fill_channels(row, p, cout, itemsize))
-    return _Job(table, max(p.scratch for p in prims), buf)
+    return table, buf
 
 
 def run_job(lib: _Lib, job: _Job, xa: int, ya: int, ra: int, x: np.ndarray | None = None,
@@ -1249,11 +1478,22 @@ def _part_buffer(shape: tuple[int, ...]) -> np.ndarray:
 _part_local = threading.local()
 
 
-def _destroy(prims: dict[Any, list[_Prim] | None], weights: list[_Prim]) -> None:
-    for ps in prims.values():
+def _split_kind(shape: tuple[int, ...], parts: list[_Prim]) -> str:
+    """How an input shape's ``parts`` split it: ``"channels"`` (output channels), ``"batch"``
+    (images) or ``"rows"`` (bands of output rows of one image)."""
+    if parts[0].channels is not None:
+        return "channels"
+    return "batch" if parts[0].src_dims[0] < shape[0] else "rows"
+
+
+def _destroy(prims: dict[Any, list[_Prim] | None], weights: list[_Prim],
+             more: list[list[_Prim]] | None = None) -> None:
+    for ps in [*prims.values(), *(more or ())]:
         for p in ps or ():
             p.destroy()
     prims.clear()
+    if more is not None:
+        more.clear()
     for holder in weights:
         holder.destroy()
     weights.clear()

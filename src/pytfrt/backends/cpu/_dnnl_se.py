@@ -16,9 +16,10 @@ with its own means and gate):
 3. one oneDNN binary ``mul`` primitive per band, ``x`` times the gate broadcast over the
    pixels, into ``y``.
 
-:func:`run` returns ``False`` (nothing written) when oneDNN or the pool's helpers are not
-available, another thread is using the pool, or oneDNN has only its reference kernels for
-the shape: the caller then runs its one-thread kernel.  Thread-safe.
+:func:`run` returns ``False`` (nothing written) for one image unless :data:`ONE_IMAGE` is
+set, and when oneDNN or the pool's helpers are not available, another thread is using the
+pool, or oneDNN has only its reference kernels for the shape: the caller then runs its
+one-thread kernel.  Thread-safe.
 """
 
 from __future__ import annotations
@@ -33,12 +34,22 @@ from pytfrt.backends.cpu import _dnnl_conv as dc
 from pytfrt.backends.cpu import _parallel, _spin_pool
 
 SPLIT_MIN_ELEMENTS = 1 << 16
-"""Fewest elements of ``x`` for which a batch-1 squeeze-excite is split over the threads.
-Measured at real-time priority on the shared machine, medians of interleaved calls:
-EfficientNet-B0 10.2 -> 9.3 ms per call (its blocks from 112x112x32 to 14x14x672 split);
+"""Fewest elements of ``x`` for which a squeeze-excite is split over the threads.  Measured
+for one image (before squeeze-excite ran in place; see :data:`ONE_IMAGE`) at real-time
+priority on the shared machine, medians of interleaved calls: EfficientNet-B0 10.2 -> 9.3 ms
+per call (its blocks from 112x112x32 to 14x14x672 split);
 MobileNetV3-small, whose blocks are at most 56x56x16, no change (2.41 / 2.34 ms), nor with the
 threshold at 30k elements (2.39).  Alone, hot: 112x112x32 187 -> 141 us, 56x56x96 118 ->
 86, 28x28x240 61 -> 54 (the two passes are memory-bound)."""
+ONE_IMAGE = False
+"""Whether one image (batch 1) is split too, in output-row bands (``False``: :func:`run`
+declines it and the caller's one-thread kernel runs; read per call, for A/B runs).  Since
+squeeze-excite runs in place in compiled models (``-tg-plan-buffers``), the one-thread C
+kernel measured faster on EfficientNet-B0 at batch 1 than these two jobs: the model's call
+0.933x, 0.965x, 0.952x of the split one's time with ONNX Runtime and OpenVINO called in turn
+(load 4-5), 0.974x and 0.925x at real-time priority, 0.980x without OpenVINO
+(docs/benchmarks.md): each job is a fork-join that waits for a helper the loaded machine
+often deschedules, against blocks bound by the memory system."""
 MAX_SHAPES = 128
 """Most image shapes whose primitives are kept (further shapes run on one thread)."""
 _POOLING_AVG = 0x3FF  # dnnl_pooling_avg_exclude_padding (oneapi/dnnl/dnnl_types.h)
@@ -168,6 +179,8 @@ def run(x: np.ndarray, y: np.ndarray, excite: Callable[[np.ndarray, np.ndarray],
     shape; it may be ``x`` itself), where ``excite(means, gate)`` writes one image's ``(C,)``
     float32 gate from its ``(C,)`` float32 channel means.  ``False``: nothing was computed
     (see the module docstring)."""
+    if x.shape[0] == 1 and not ONE_IMAGE:
+        return False
     lib = dc.library()
     threads = _parallel.num_threads()
     if lib is None or threads < 2 or x.size < SPLIT_MIN_ELEMENTS:
