@@ -314,9 +314,17 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
         head += [f"if {' or '.join(quick)}:", f"    r{r} = _in{i}(r{r})"]
     body: list[str] = []
     releasable: list[tuple[Any, int, int]] = []
+    certified = set(inputs)  # registers whose shapes follow from the inputs' (see _render_kernel)
+    steady = arena_reg >= 0 and bool(inputs)
+    if steady:  # the whole-call steady state: see _render_kernel
+        body += ["K = False", f"Q = ({''.join(f'r{r}.shape, ' for r in inputs)})",
+                 "D = A.steady != Q", "A.steady = None"]
     for i, (k, release) in enumerate(zip(info.kernels[1:], info.release_after, strict=True)):
-        body += _render_kernel(i, k, ref, register_types, resources, ns, releasable)
+        body += _render_kernel(i, k, ref, register_types, resources, ns, releasable,
+                               certified if steady else None)
         body += [f"r{r} = None" for r in release]
+    if steady:
+        body += ["if not K:", "    A.steady = Q"]
     outs = [ref(r) for r in info.result_registers]
     body += _render_output_checks(model.signature.outputs, outs, ns)
     structure = model.signature.structure
@@ -476,8 +484,23 @@ def own_pages(array: np.ndarray) -> np.ndarray:
 
 def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Sequence[str],
                    resources: dict[int, Any], ns: dict[str, Any],
-                   releasable: list[tuple[Any, int, int]]) -> list[str]:
-    """The lines of one kernel of :func:`_render_call`."""
+                   releasable: list[tuple[Any, int, int]],
+                   certified: set[int] | None = None) -> list[str]:
+    """The lines of one kernel of :func:`_render_call`.
+
+    A kernel with a planned buffer tests, before writing into it, that its operands have the
+    shapes of the last time it wrote there and that the buffer has its output shape
+    (:meth:`Arena.run`, inlined).  With ``certified`` (the call has an arena and inputs) a
+    buffered kernel whose shape-carrying operands are all *certified* -- the model's inputs
+    and the results of such kernels, the set this function extends -- skips that test while
+    the call's ``D`` is false: ``D`` starts false only when the arena's last call completed
+    with the same input shapes and kept no new buffer (``A.steady``), and becomes true at the
+    first buffer kept in this call.  Until then every certified operand has the shape it had
+    in that call (a buffered kernel's result shape follows from its operands' shapes: the
+    buffer test relies on that already) and every slot holds the buffer that call used.  A
+    kernel reading a result of any other kernel (a view, a kernel without a planned buffer,
+    one not made from a compute function) always tests, and a kept buffer sets ``D`` and
+    ``K`` (the call is not steady)."""
     ck = getattr(k.fn, "__pytfrt_compute__", None)
     targets = ", ".join(f"r{r}" for r in k.results)
     if ck is None or len(ck.attrs) != len(k.attrs):
@@ -540,9 +563,9 @@ def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Se
         return [f"r{t} = {invoke(None)}", *fix]
     slot, site = buffer
     # the buffer fits if the op sees the input shapes of last time (resources never change)
-    key = [f"{ref(r)}.shape" for j, r in enumerate(operands)
-           if r not in resources and j not in ck.opaque]
-    return [
+    shaped = [r for j, r in enumerate(operands) if r not in resources and j not in ck.opaque]
+    key = [f"{ref(r)}.shape" for r in shaped]
+    test = [
         f"k = ({''.join(x + ', ' for x in key)})",
         f"m = M.get({site})",
         f"b = S.get({slot})",
@@ -551,6 +574,13 @@ def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Se
         "else:",
         f"    r{t} = A.keep({slot}, {site}, k, _arr({invoke(None)}))",
     ]
+    if certified is None:
+        return test
+    test.append("    D = K = True")
+    if not all(r in certified for r in shaped):
+        return test
+    certified.add(t)
+    return ["if D:", *(f"    {x}" for x in test), "else:", f"    r{t} = {invoke(f'S[{slot}]')}"]
 
 
 class CompiledModel:

@@ -118,11 +118,16 @@ def owns(r: np.ndarray) -> bool:
 class Arena:
     """Slot buffers and, per site, the last (input shapes, output shape, dtype)."""
 
-    __slots__ = ("slots", "memo")
+    __slots__ = ("slots", "memo", "steady")
 
     def __init__(self) -> None:
         self.slots: dict[int, np.ndarray] = {}
         self.memo: dict[int, tuple[Any, tuple[int, ...], np.dtype]] = {}
+        self.steady: tuple[Any, ...] | None = None
+        """The model inputs' shapes of this arena's last call if it completed without keeping
+        a new buffer (every planned kernel found its buffer): a generated call with the same
+        input shapes may skip the buffer tests of kernels whose operands' shapes follow from
+        the inputs' (``pytfrt.model``'s ``_render_kernel``); ``None`` otherwise."""
 
     def run(self, slot: int, site: int, fn: Callable[..., Any], arrays: list[Any],
             kwargs: dict[str, Any]) -> Any:
