@@ -25,7 +25,8 @@ median call printed beside pytfrt's.  Only the C loops trace (with the Numba fal
 script stops).  Run at ``chrt -f 10`` when no other process runs at real-time priority.
 
 Usage: ``python benchmarks/split_balance.py [--model resnet50] [--batch 1] [--calls 40]
-[--onnxruntime]``; writes ``benchmarks/results/split_balance_<model>_b<batch>.json``.
+[--onnxruntime] [--set MODULE.NAME=VALUE ...] [--name SUFFIX]``; writes
+``benchmarks/results/split_balance_<model>_b<batch><SUFFIX>.json``.
 """
 
 from __future__ import annotations
@@ -167,6 +168,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                          alone=sum(per["alone"]) / max(sum(per["layers"]), 1)))
     whole = {k: med(v) for k, v in totals.items()}
     return dict(command="benchmarks/split_balance.py " + " ".join(sys.argv[1:]),
+                settings=args.set,
                 machine=machine_info(), model=args.model, batch=args.batch, calls=args.calls,
                 wall_ms=1e3 * med(walls),
                 onnxruntime_wall_ms=1e3 * med(ort_walls) if ort_walls else None,
@@ -180,7 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=40)
     p.add_argument("--onnxruntime", action="store_true")
     p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                   help="set a module switch first, as models.py --set (e.g. "
+                   "pytfrt.backends.cpu._part_balance.ENABLED=False)")
+    p.add_argument("--name", default="", help="result file suffix")
     args = p.parse_args(argv)
+    from models import _apply_switches
+
+    _apply_switches(args.set)
     rec = run(args)
     print(format_table(
         ["group", "n", "job us", "caller us", "helper us", "imbalance us", "caller waits",
@@ -197,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{w['caller']:.0f}, helper's {w['helper']:.0f}, imbalance {w['imbalance']:.0f}, "
           f"the caller waiting {w['caller_waits']:.0f}, the helper {w['helper_waits']:.0f}, "
           f"jobs the caller ran alone {w['alone']:.0f}")
-    write_json(Path(args.out) / f"split_balance_{args.model}_b{args.batch}.json", rec)
+    write_json(Path(args.out) / f"split_balance_{args.model}_b{args.batch}{args.name}.json", rec)
     return 0
 
 
