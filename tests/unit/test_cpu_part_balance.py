@@ -23,6 +23,12 @@ needs_dnnl = pytest.mark.skipif(
 _STAMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
 
 
+@pytest.fixture(autouse=True)
+def small_convs_too(monkeypatch):
+    """The tests' convolutions are small: variants for them too (see the last test)."""
+    monkeypatch.setattr(_part_balance, "MIN_MACS", 0)
+
+
 @pytest.fixture
 def gain(monkeypatch):
     """``gain(g, deadband=0)`` sets the estimate's gain and dead band (no dead band: every
@@ -320,10 +326,13 @@ def test_batch_split_variants(monkeypatch, gain, n):
 
 
 @needs_dnnl
-def test_no_variants_when_switched_off(monkeypatch):
-    monkeypatch.setattr(_part_balance, "ENABLED", False)
+@pytest.mark.parametrize("enabled,min_macs,expect", [
+    (False, 0, False), (True, 10_000_000, False), (True, 7_372_800, True)])
+def test_no_variants_when_switched_off_or_small(monkeypatch, enabled, min_macs, expect):
+    monkeypatch.setattr(_part_balance, "ENABLED", enabled)
+    monkeypatch.setattr(_part_balance, "MIN_MACS", min_macs)
     rng = np.random.default_rng(5)
     wt = (rng.standard_normal((3, 3, 16, 32)) * 0.1).astype(np.float32)
     plan = conv.plan_conv2d(wt, layout="NHWC", pads=(1,) * 4, algorithm="dnnl")
-    prims = plan.dnnl._get((1, 40, 40, 16), _dnnl_conv.NO_RESIDUAL)
-    assert prims is not None and len(prims) == 2 and prims[0].variants is None
+    prims = plan.dnnl._get((1, 40, 40, 16), _dnnl_conv.NO_RESIDUAL)  # 40 * 40 * 32 * 144 MACs
+    assert prims is not None and len(prims) == 2 and bool(prims[0].variants) == expect

@@ -743,7 +743,7 @@ class DnnlConv:
         share being ``_split``'s; shares that round alike are made once)."""
         a = self._attrs
         kind = _split_kind(shape, made)
-        if not self._balanced(shape, len(made), kind):
+        if not self._balanced(shape, len(made), kind, sum(p.pixels for p in made)):
             return []
         if kind == "batch":  # whole images
             n, even = shape[0], made[0].src_dims[0]
@@ -768,14 +768,16 @@ class DnnlConv:
         return [(rows / oh, None if rows == even else self._row_parts(shape, [0, rows, oh]))
                 for rows in sorted(wanted)]
 
-    def _balanced(self, shape: tuple[int, ...], parts: int, kind: str) -> bool:
+    def _balanced(self, shape: tuple[int, ...], parts: int, kind: str, pixels: int) -> bool:
         """Whether a split of ``parts`` parts of this input shape by ``kind`` (``"batch"``,
-        ``"rows"``, ``"channels"``: :func:`_split_kind`) gets variants that follow the threads'
-        speeds (:mod:`_part_balance`): two parts -- of at least three images, or of one image
-        by rows in ``NHWC`` or by output channels in ``NHWC`` and :data:`BLOCKED` (the
-        variants' filters then views of one prepared filter, :meth:`_whole_filter`)."""
+        ``"rows"``, ``"channels"``: :func:`_split_kind`) with ``pixels`` output pixels in all
+        gets variants that follow the threads' speeds (:mod:`_part_balance`): two parts of at
+        least :data:`_part_balance.MIN_MACS` multiply-adds -- of at least three images, or of
+        one image by rows in ``NHWC`` or by output channels in ``NHWC`` and :data:`BLOCKED`
+        (the variants' filters then views of one prepared filter, :meth:`_whole_filter`)."""
         a = self._attrs
-        if parts != 2 or a["groups"] != 1 or not _part_balance.stamp_address():
+        if (parts != 2 or a["groups"] != 1 or not _part_balance.stamp_address()
+                or pixels * a["cout"] * self._macs < _part_balance.MIN_MACS):
             return False
         if kind == "batch":
             return shape[0] >= 3
@@ -791,8 +793,10 @@ class DnnlConv:
         that variants with other channel bounds cost no copy of the filter.  ``None`` when
         the split gets no variants or oneDNN makes no fast primitive of the whole.  Called
         with ``self._lock`` held."""
-        if not parts or parts[0][5] is None or not self._balanced(shape, len(parts),
-                                                                   "channels"):
+        if not parts or parts[0][5] is None:
+            return None
+        dst = parts[0][1]
+        if not self._balanced(shape, len(parts), "channels", dst[0] * dst[2] * dst[3]):
             return None
         cout = self._attrs["cout"]
         temp = _Prim(self._lib)
