@@ -333,6 +333,15 @@ def test_no_variants_when_switched_off_or_small(monkeypatch, enabled, min_macs, 
     monkeypatch.setattr(_part_balance, "MIN_MACS", min_macs)
     rng = np.random.default_rng(5)
     wt = (rng.standard_normal((3, 3, 16, 32)) * 0.1).astype(np.float32)
-    plan = conv.plan_conv2d(wt, layout="NHWC", pads=(1,) * 4, algorithm="dnnl")
+    b = rng.standard_normal(32).astype(np.float32)
+    plan = conv.plan_conv2d(wt, layout="NHWC", pads=(1,) * 4, bias=b, activation="relu",
+                            algorithm="dnnl")
     prims = plan.dnnl._get((1, 40, 40, 16), _dnnl_conv.NO_RESIDUAL)  # 40 * 40 * 32 * 144 MACs
     assert prims is not None and len(prims) == 2 and bool(prims[0].variants) == expect
+    if expect:  # switched off after the variants were made: the job is the even split's
+        monkeypatch.setattr(_part_balance, "ENABLED", False)
+        x = rng.standard_normal((1, 40, 40, 16)).astype(np.float32)
+        np.testing.assert_allclose(conv.conv2d(plan, x), _reference(x, wt, b, 1, 1, None),
+                                   rtol=1e-4, atol=1e-4)
+        job = plan.dnnl._jobs[((1, 40, 40, 16), _dnnl_conv.NO_RESIDUAL)]
+        assert job.keep is None

@@ -1337,7 +1337,7 @@ def _job(prims: list[_Prim], cout: int, lock: threading.Lock, itemsize: int = 4)
     memory objects (:data:`_POOL_STATE`) are used only under the pool's lock."""
     table, buf = _table(prims, cout, lock, itemsize)
     variants = prims[0].variants
-    if not variants:
+    if not variants or not _part_balance.stamp_address():  # (switched off since they were made)
         return _Job(table, max(p.scratch for p in prims), buf)
     tables: list[tuple[float, np.ndarray]] = []
     scratch = 0
