@@ -23,6 +23,12 @@ needs_dnnl = pytest.mark.skipif(
 _STAMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
 
 
+@pytest.fixture(autouse=True)
+def small_convs_too(monkeypatch):
+    """The tests' convolutions are small: variants for them too (see the last test)."""
+    monkeypatch.setattr(_part_balance, "MIN_MACS", 0)
+
+
 @pytest.fixture
 def gain(monkeypatch):
     """``gain(g, deadband=0)`` sets the estimate's gain and dead band (no dead band: every
@@ -269,8 +275,40 @@ def test_blocked_channel_split_variants(gain):
     assert np.array_equal(bc.filter(), wt)
 
 
+def test_batch_bounds_put_the_middle_images_in_parts_of_their_own(monkeypatch):
+    assert _dnnl_conv.batch_bounds(8, 2) == [0, 3, 4, 5, 8]
+    assert _dnnl_conv.batch_bounds(5, 2) == [0, 1, 2, 3, 5]
+    assert _dnnl_conv.batch_bounds(4, 2) == [0, 1, 2, 3, 4]
+    assert _dnnl_conv.batch_bounds(3, 2) == [0, 1, 3]
+    assert _dnnl_conv.batch_bounds(8, 4) == [0, 2, 4, 6, 8]
+    monkeypatch.setattr(_dnnl_conv, "BATCH_MIDDLE_IMAGES", False)
+    assert _dnnl_conv.batch_bounds(8, 2) == [0, 4, 8]
+
+
 @needs_dnnl
-@pytest.mark.parametrize("n", [3, 8])
+@pytest.mark.parametrize("n", [4, 5, 8])
+@pytest.mark.parametrize("residual", ["none", "in place"])
+def test_batches_with_middle_image_parts_match_torch(monkeypatch, n, residual):
+    monkeypatch.setattr(_dnnl_conv, "SPIN_POOL", True)
+    rng = np.random.default_rng(n + 40)
+    wt = (rng.standard_normal((3, 3, 16, 24)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(24).astype(np.float32)
+    plan = conv.plan_conv2d(wt, layout="NHWC", pads=(1,) * 4, bias=b, activation="relu",
+                            algorithm="dnnl")
+    x = rng.standard_normal((n, 9, 10, 16)).astype(np.float32)
+    r = rng.standard_normal((n, 9, 10, 24)).astype(np.float32)
+    mode = _dnnl_conv.RESIDUAL_IN_DST if residual == "in place" else _dnnl_conv.NO_RESIDUAL
+    prims = plan.dnnl._get(x.shape, mode)
+    assert [p.src_dims[0] for p in prims] == list(np.diff(_dnnl_conv.batch_bounds(n, 2)))
+    for _ in range(2):
+        out = r.copy()
+        got = conv.conv2d(plan, x, out, out=out) if mode else conv.conv2d(plan, x)
+        np.testing.assert_allclose(got, _reference(x, wt, b, 1, 1, r if mode else None),
+                                   rtol=1e-4, atol=1e-4)
+
+
+@needs_dnnl
+@pytest.mark.parametrize("n", [3])
 def test_batch_split_variants(monkeypatch, gain, n):
     gain(0.0)
     monkeypatch.setattr(_dnnl_conv, "SPIN_POOL", True)
@@ -282,16 +320,28 @@ def test_batch_split_variants(monkeypatch, gain, n):
     x = rng.standard_normal((n, 13, 11, 32)).astype(np.float32)
     prims = plan.dnnl._get(x.shape, _dnnl_conv.NO_RESIDUAL)
     firsts = [parts[0].src_dims[0] for _, parts in prims[0].variants]
-    assert firsts == {3: [1, 2], 8: [3, 4, 5]}[n]
+    assert firsts == [1, 2]
     _each_variant(plan.dnnl, (x.shape, _dnnl_conv.NO_RESIDUAL), lambda: conv.conv2d(plan, x),
                   _reference(x, wt, b, 1, 1, None))
 
 
 @needs_dnnl
-def test_no_variants_when_switched_off(monkeypatch):
-    monkeypatch.setattr(_part_balance, "ENABLED", False)
+@pytest.mark.parametrize("enabled,min_macs,expect", [
+    (False, 0, False), (True, 10_000_000, False), (True, 7_372_800, True)])
+def test_no_variants_when_switched_off_or_small(monkeypatch, enabled, min_macs, expect):
+    monkeypatch.setattr(_part_balance, "ENABLED", enabled)
+    monkeypatch.setattr(_part_balance, "MIN_MACS", min_macs)
     rng = np.random.default_rng(5)
     wt = (rng.standard_normal((3, 3, 16, 32)) * 0.1).astype(np.float32)
-    plan = conv.plan_conv2d(wt, layout="NHWC", pads=(1,) * 4, algorithm="dnnl")
-    prims = plan.dnnl._get((1, 40, 40, 16), _dnnl_conv.NO_RESIDUAL)
-    assert prims is not None and len(prims) == 2 and prims[0].variants is None
+    b = rng.standard_normal(32).astype(np.float32)
+    plan = conv.plan_conv2d(wt, layout="NHWC", pads=(1,) * 4, bias=b, activation="relu",
+                            algorithm="dnnl")
+    prims = plan.dnnl._get((1, 40, 40, 16), _dnnl_conv.NO_RESIDUAL)  # 40 * 40 * 32 * 144 MACs
+    assert prims is not None and len(prims) == 2 and bool(prims[0].variants) == expect
+    if expect:  # switched off after the variants were made: the job is the even split's
+        monkeypatch.setattr(_part_balance, "ENABLED", False)
+        x = rng.standard_normal((1, 40, 40, 16)).astype(np.float32)
+        np.testing.assert_allclose(conv.conv2d(plan, x), _reference(x, wt, b, 1, 1, None),
+                                   rtol=1e-4, atol=1e-4)
+        job = plan.dnnl._jobs[((1, 40, 40, 16), _dnnl_conv.NO_RESIDUAL)]
+        assert job.keep is None

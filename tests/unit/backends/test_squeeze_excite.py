@@ -231,10 +231,15 @@ def test_a_keras_efficientnet_block_through_the_tf_front_end():
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("shape", [(5, 7), (40, 40)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_specialised_kernel_matches_numpy(layout, shape, dtype):  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("one_image", [False, True])
+def test_the_specialised_kernel_matches_numpy(monkeypatch, layout, shape, dtype, one_image):  # type: ignore[no-untyped-def]
     """The compiled model's version (weights and attributes bound once): one image straight
-    to the kernel (the 40x40 NHWC float32 one split over the threads), in place, into an
-    ``out``; other calls (a batch, a strided input) and errors through the general path."""
+    to the kernel (with ``_dnnl_se.ONE_IMAGE`` the 40x40 NHWC float32 one split over the
+    threads), in place, into an ``out``; other calls (a batch, a strided input) and errors
+    through the general path."""
+    from pytfrt.backends.cpu import _dnnl_se
+
+    monkeypatch.setattr(_dnnl_se, "ONE_IMAGE", one_image)
     rng = np.random.default_rng(6)
     c, r = 64, 8
     ws = _weights(rng, c, r, dtype)

@@ -506,6 +506,26 @@ def channel_bounds(cout: int, k: int) -> list[int]:
     return [cout if i == k else 16 * ((cout * i // k + 8) // 16) for i in range(k + 1)]
 
 
+BATCH_MIDDLE_IMAGES = True
+"""Whether a batch of at least four images split between two threads puts its two middle
+images in parts of their own (``batch_bounds``)."""
+
+
+def batch_bounds(n: int, k: int) -> list[int]:
+    """``k + 1`` bounds of ``k`` parts of a batch of ``n`` images: ``k`` runs as even as
+    whole images allow -- except that for two parts of at least four images
+    (:data:`BATCH_MIDDLE_IMAGES`) the two middle images are parts of their own, four parts in
+    all (8 images: 3 + 1 + 1 + 3).  The caller claims parts from the front and the helper
+    from the back, so on two threads of one speed each still runs half the batch, while a
+    thread that finishes its run first also takes the middle image(s) the other has not
+    started: a vCPU running 1.4x slower for a while then costs the job 5/8 instead of 5.6/8
+    of the batch's time, with no estimate to learn (``docs/kernels.md``)."""
+    if k == 2 and n >= 4 and BATCH_MIDDLE_IMAGES:
+        h = n // 2
+        return [0, h - 1, h, h + 1, n]
+    return [n * i // k for i in range(k + 1)]
+
+
 CHANNEL_SPLIT_FILTER_RATIO = 8.0
 """At batch 1, a convolution whose filter has at least this many times as many elements as
 its output (and at most :data:`CHANNEL_SPLIT_FILTER_MAX_ROWS` output pixels) is split by
@@ -685,7 +705,7 @@ class DnnlConv:
             return self._channel_parts(shape, channel_bounds(cout, k))
         if n >= 2:
             k = min(parts_wanted, n)
-            return self._batch_parts(shape, [n * i // k for i in range(k + 1)])
+            return self._batch_parts(shape, batch_bounds(n, k))
         if layout != "NHWC":  # STEM too: a band of NCHW rows is not dense (oneDNN's ref kernel)
             return [whole]
         k = min(k, oh)
@@ -723,7 +743,7 @@ class DnnlConv:
         share being ``_split``'s; shares that round alike are made once)."""
         a = self._attrs
         kind = _split_kind(shape, made)
-        if not self._balanced(shape, len(made), kind):
+        if not self._balanced(shape, len(made), kind, sum(p.pixels for p in made)):
             return []
         if kind == "batch":  # whole images
             n, even = shape[0], made[0].src_dims[0]
@@ -748,14 +768,16 @@ class DnnlConv:
         return [(rows / oh, None if rows == even else self._row_parts(shape, [0, rows, oh]))
                 for rows in sorted(wanted)]
 
-    def _balanced(self, shape: tuple[int, ...], parts: int, kind: str) -> bool:
+    def _balanced(self, shape: tuple[int, ...], parts: int, kind: str, pixels: int) -> bool:
         """Whether a split of ``parts`` parts of this input shape by ``kind`` (``"batch"``,
-        ``"rows"``, ``"channels"``: :func:`_split_kind`) gets variants that follow the threads'
-        speeds (:mod:`_part_balance`): two parts -- of at least three images, or of one image
-        by rows in ``NHWC`` or by output channels in ``NHWC`` and :data:`BLOCKED` (the
-        variants' filters then views of one prepared filter, :meth:`_whole_filter`)."""
+        ``"rows"``, ``"channels"``: :func:`_split_kind`) with ``pixels`` output pixels in all
+        gets variants that follow the threads' speeds (:mod:`_part_balance`): two parts of at
+        least :data:`_part_balance.MIN_MACS` multiply-adds -- of at least three images, or of
+        one image by rows in ``NHWC`` or by output channels in ``NHWC`` and :data:`BLOCKED`
+        (the variants' filters then views of one prepared filter, :meth:`_whole_filter`)."""
         a = self._attrs
-        if parts != 2 or a["groups"] != 1 or not _part_balance.stamp_address():
+        if (parts != 2 or a["groups"] != 1 or not _part_balance.stamp_address()
+                or pixels * a["cout"] * self._macs < _part_balance.MIN_MACS):
             return False
         if kind == "batch":
             return shape[0] >= 3
@@ -771,8 +793,10 @@ class DnnlConv:
         that variants with other channel bounds cost no copy of the filter.  ``None`` when
         the split gets no variants or oneDNN makes no fast primitive of the whole.  Called
         with ``self._lock`` held."""
-        if not parts or parts[0][5] is None or not self._balanced(shape, len(parts),
-                                                                   "channels"):
+        if not parts or parts[0][5] is None:
+            return None
+        dst = parts[0][1]
+        if not self._balanced(shape, len(parts), "channels", dst[0] * dst[2] * dst[3]):
             return None
         cout = self._attrs["cout"]
         temp = _Prim(self._lib)
@@ -891,7 +915,7 @@ class DnnlConv:
             return [whole]
         if n >= 2:
             k = min(k, n)
-            return self._batch_parts(shape, [n * i // k for i in range(k + 1)])
+            return self._batch_parts(shape, batch_bounds(n, k))
         k = min(k, cout // BLOCK)
         if k < 2:
             return [whole]
@@ -1313,7 +1337,7 @@ def _job(prims: list[_Prim], cout: int, lock: threading.Lock, itemsize: int = 4)
     memory objects (:data:`_POOL_STATE`) are used only under the pool's lock."""
     table, buf = _table(prims, cout, lock, itemsize)
     variants = prims[0].variants
-    if not variants:
+    if not variants or not _part_balance.stamp_address():  # (switched off since they were made)
         return _Job(table, max(p.scratch for p in prims), buf)
     tables: list[tuple[float, np.ndarray]] = []
     scratch = 0

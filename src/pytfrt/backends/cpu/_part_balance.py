@@ -51,6 +51,11 @@ ENABLED = True
 SHARES = (0.375, 0.4375, 0.5, 0.5625, 0.625)
 """The caller's shares of a job's work its variants are made for (the even split included);
 the widest measured speed difference, 1.4-1.5x, wants 0.58-0.6."""
+MIN_MACS = 10_000_000
+"""Fewest multiply-adds of a convolution whose split gets variants (~150 us on one thread):
+every split convolution of ResNet-50 but none of MobileNetV3-small, whose peak memory the
+variants' primitives took from 1.21x to 1.29x ONNX Runtime's (101 -> 107 MB) for jobs of
+10-100 us, where a join's wait is a few microseconds."""
 MACS_PER_US = 70_000.0
 """Nominal multiply-adds per microsecond of one thread (ResNet-50's 3x3 and 1x1 parts run at
 55-80k alone: an error only scales the step of the estimate)."""

@@ -150,7 +150,7 @@ def _specialize(constants: dict[int, object], *, layout: str = "NHWC",
                         out.__class__ is nd and out.shape == x.shape and out.dtype == dt
                         and out.flags.c_contiguous and not overlap(out, x)))):
             y = arena.empty(x.shape, dt) if out is None else out
-            if split and _dnnl_se.run(x, y, excite):
+            if split and _dnnl_se.ONE_IMAGE and _dnnl_se.run(x, y, excite):
                 return y
             _, d1, d2, d3 = x.shape
             shape3 = (1, d1 * d2, d3) if nhwc else (1, d1, d2 * d3)
