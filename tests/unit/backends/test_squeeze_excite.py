@@ -55,12 +55,15 @@ def test_kernel_matches_numpy(layout, activation, gate, dtype):  # type: ignore[
 
 
 @pytest.mark.parametrize("c,r,pixels", [(5, 3, (3, 3)), (16, 4, (7, 5)), (37, 70, (2, 9)),
-                                         (63, 8, (4, 4)), (130, 64, (3, 1))])
+                                         (63, 8, (4, 4)), (130, 64, (3, 1)), (144, 48, (3, 5)),
+                                         (81, 20, (13, 1)), (200, 33, (2, 2)),
+                                         (300, 16, (3, 3))])
 def test_the_c_kernel_at_block_edges(c, r, pixels):  # type: ignore[no-untyped-def]
     """The C kernel's blocked loops against the float64 oracle: channel sums of fewer than
     64 channels (blocks of 16 channels, four interleaved pixel sums: odd pixel counts and
-    channels past the last block) and the fully connected layers' blocks of 64 outputs (with
-    outputs past the last block), the input left unchanged, and in place."""
+    channels past the last block), of more (groups of eight pixels, blocks of 64 then 16
+    channels, then single channels), the fully connected layers' blocks of 64, 48, 32 and 16
+    outputs (with outputs past the last block), the input left unchanged, and in place."""
     from pytfrt.backends.cpu import _se_native
 
     mod = _se_native.module()
@@ -78,6 +81,39 @@ def test_the_c_kernel_at_block_edges(c, r, pixels):  # type: ignore[no-untyped-d
     xi = x3.copy()
     mod.se(xi, *ws, 6, 0.0, 0, 0.0, 0.0, True, xi)
     np.testing.assert_array_equal(xi, y)
+
+
+@pytest.mark.parametrize("act", [0, 6])
+def test_the_c_kernels_sigmoid_over_floats_range(act):  # type: ignore[no-untyped-def]
+    """The C gate's float32 sigmoid (``act`` 0) and the hidden layer's SiLU (``act`` 6) against
+    float64 from -87 to 88 and past it (the gate is the second layer's bias: zero weights),
+    and at the edges: NaN stays NaN, inf gives 1, -inf (nearly) 0."""
+    from pytfrt.backends.cpu import _se_native
+
+    mod = _se_native.module()
+    if mod is None:
+        pytest.skip("no C compiler")
+    rng = np.random.default_rng(act)
+    v = np.concatenate([np.linspace(-87, 88, 4001), rng.standard_normal(999) * 8,
+                        [0.0, -0.0, 1e-30, -1e-30, -87.0, 88.0]]).astype(np.float32)
+    n = v.size
+    h, g = np.empty(n, np.float32), np.empty(n, np.float32)
+    z = np.zeros(n, np.float32)
+    want = 1 / (1 + np.exp(-v.astype(np.float64)))
+    if act == 0:
+        mod.excite(z, np.zeros((n, 1), np.float32), z[:1], np.zeros((1, n), np.float32), v,
+                   0, 0.0, 0, 0.0, 0.0, h[:1], g)
+        got = g
+    else:  # the hidden layer of an identity first layer: its SiLU
+        eye = np.eye(n, dtype=np.float32)
+        mod.excite(v, eye, z, eye, z, 6, 0.0, 0, 0.0, 0.0, h, g)
+        got, want = h, v * want
+    np.testing.assert_allclose(got, want, rtol=3e-7, atol=1e-37)
+    edges = np.float32([np.nan, np.inf, -np.inf, -100.0, 100.0])
+    mod.excite(np.zeros(5, np.float32), np.zeros((5, 1), np.float32), z[:1],
+               np.zeros((1, 5), np.float32), edges, 0, 0.0, 0, 0.0, 0.0, h[:1], g[:5])
+    assert np.isnan(g[0]) and g[1] == 1.0 and g[4] == 1.0
+    assert 0.0 <= g[2] < 1e-37 and 0.0 <= g[3] < 1e-37
 
 
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])

@@ -11,7 +11,8 @@ memory).  These are the same loops in C, compiled once per machine into the on-d
 Numba) with:
 
 * ``spatial_mean(x, nhwc, y)`` -- ``y[n, c]`` = the mean over pixels of ``x`` (``(N, P, C)`` if
-  ``nhwc`` else ``(N, C, P)``), summed in double;
+  ``nhwc`` else ``(N, C, P)``), summed in double (with 64 channels or more, of float32 sums of
+  eight pixels);
 * ``excite(s, w1, b1, w2, b2, act, alpha, gate, ga, gb, h, gv)`` -- the gate ``gv`` (``C``) of
   the channel means ``s``: ``gate(act(s @ w1 + b1) @ w2 + b2)``, ``h`` the hidden scratch;
 * ``se(x, w1, b1, w2, b2, act, alpha, gate, ga, gb, nhwc, y)`` -- the whole block per batch
@@ -36,9 +37,9 @@ SOURCE = r"""
 #include <math.h>
 #include <stdlib.h>
 
-/* the loops vectorised (no fast-math: IEEE float rounding; the channel sums in double, in
-   pixel order or, with few channels, as four interleaved partial sums) for the CPU the process
-   runs on */
+/* the loops vectorised (no fast-math: IEEE float rounding; the channel sums in double, of
+   float32 sums of eight pixels or, with few channels, as four interleaved partial sums) for
+   the CPU the process runs on */
 #pragma GCC optimize("O3")
 #define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
 
@@ -64,23 +65,39 @@ static double act_of(double v, long act, double alpha) {
     }
 }
 
-/* out = v @ w + b, w row-major (n_in, n_out): per block of AFB outputs the sums stay in
-   registers over all n_in rows (one load of w per product; each output summed in row order,
-   each product rounded and then added, as the plain loop for the last outputs does) */
+/* out = v @ w + b, w row-major (n_in, n_out): per block of AFB (then 48, 32 or 16) outputs
+   the sums stay in registers over all n_in rows (one load of w per product; each output
+   summed in row order, each product rounded and then added, as the plain loop for the last
+   fewer than 16 outputs does).  The hidden layers of squeeze-excite blocks are narrow (4-48
+   outputs in EfficientNet-B0): summed through memory, each row's additions wait for the last
+   row's stores */
 #define AFB 64
+#define AFFINE_BLOCK(W)                                                                       \
+    static inline __attribute__((always_inline)) void affine_##W(                            \
+        const float *restrict v, const float *restrict w, const float *restrict b,            \
+        float *restrict out, long n_in, long n_out, long j) {                                 \
+        float acc[W];                                                                         \
+        for (int k = 0; k < W; k++) acc[k] = b[j + k];                                        \
+        for (long i = 0; i < n_in; i++) {                                                     \
+            float vi = v[i];                                                                  \
+            const float *wi = w + i * n_out + j;                                              \
+            for (int k = 0; k < W; k++) acc[k] += vi * wi[k];                                 \
+        }                                                                                     \
+        for (int k = 0; k < W; k++) out[j + k] = acc[k];                                      \
+    }
+AFFINE_BLOCK(64)
+AFFINE_BLOCK(48)
+AFFINE_BLOCK(32)
+AFFINE_BLOCK(16)
+
 HOT static void affine(const float *restrict v, const float *restrict w,
                        const float *restrict b, float *restrict out, long n_in, long n_out) {
     long j = 0;
-    for (; j + AFB <= n_out; j += AFB) {
-        float acc[AFB];
-        for (int k = 0; k < AFB; k++) acc[k] = b[j + k];
-        for (long i = 0; i < n_in; i++) {
-            float vi = v[i];
-            const float *wi = w + i * n_out + j;
-            for (int k = 0; k < AFB; k++) acc[k] += vi * wi[k];
-        }
-        for (int k = 0; k < AFB; k++) out[j + k] = acc[k];
-    }
+    for (; j + AFB <= n_out; j += AFB) affine_64(v, w, b, out, n_in, n_out, j);
+    long rest = n_out - j;
+    if (rest >= 48) { affine_48(v, w, b, out, n_in, n_out, j); j += 48; }
+    else if (rest >= 32) { affine_32(v, w, b, out, n_in, n_out, j); j += 32; }
+    else if (rest >= 16) { affine_16(v, w, b, out, n_in, n_out, j); j += 16; }
     if (j == n_out) return;
     for (long t = j; t < n_out; t++) out[t] = b[t];
     for (long i = 0; i < n_in; i++) {
@@ -92,15 +109,53 @@ HOT static void affine(const float *restrict v, const float *restrict w,
 
 typedef struct { long act, gate; double alpha, ga, gb; } params;
 
+/* float32 sigmoid 1 / (1 + e^-v) in a loop the compiler vectorises (a C library exp per
+   channel, ~20 ns, was most of the gate's time: 1152 channels ~23 us): e^-v = 2^k e^r with
+   k = round(-v log2 e) (2^k built in the exponent field), r = -v - k ln 2
+   in two steps (ln 2's high part times k is exact) and e^r by its Taylor polynomial of degree
+   7 (|r| <= ln 2 / 2: 5e-9 relative), v clamped to [-87, 88] first (2^k stays a normal
+   number or zero); within 3 float32 roundings of the float64 sigmoid for v >= -87, about 1e-38
+   below (0 in float64 from -745 on); NaN gives NaN, -inf 1.6e-38 and inf 1 */
+static inline __attribute__((always_inline)) float sigmoid_f(float v) {
+    float u = v < -87.0f ? 87.0f : (v > 88.0f ? -88.0f : -v);  /* NaN stays NaN */
+    float k = __builtin_rintf(u * 1.44269504088896341f);
+    float r = (u - k * 0.693359375f) + k * 2.12194440e-4f;
+    float e = 1.0f / 5040.0f;
+    e = e * r + 1.0f / 720.0f;
+    e = e * r + 1.0f / 120.0f;
+    e = e * r + 1.0f / 24.0f;
+    e = e * r + 1.0f / 6.0f;
+    e = e * r + 0.5f;
+    e = e * r + 1.0f;
+    e = e * r + 1.0f;
+    union { int i; float f; } two = {.i = ((int)k + 127) << 23};
+    return 1.0f / (1.0f + e * two.f);
+}
+
+HOT static void sigmoid_f32(float *restrict g, long n) {
+    for (long c = 0; c < n; c++) g[c] = sigmoid_f(g[c]);
+}
+
+HOT static void silu_f32(float *restrict g, long n) {
+    for (long c = 0; c < n; c++) g[c] = g[c] * sigmoid_f(g[c]);
+}
+
+HOT static void hard_sigmoid_f32(float *restrict g, long n, double ga, double gb) {
+    for (long c = 0; c < n; c++) g[c] = (float)fmin(fmax(ga * g[c] + gb, 0.0), 1.0);
+}
+
+static void gate_c(float *g, long n, const params *p) {
+    if (p->gate == 0) sigmoid_f32(g, n);
+    else hard_sigmoid_f32(g, n, p->ga, p->gb);
+}
+
 static void excite_c(const float *s, const float *w1, const float *b1, const float *w2,
                      const float *b2, long c_n, long r_n, const params *p, float *h, float *gv) {
     affine(s, w1, b1, h, c_n, r_n);
-    for (long r = 0; r < r_n; r++) h[r] = (float)act_of(h[r], p->act, p->alpha);
+    if (p->act == 6) silu_f32(h, r_n);
+    else for (long r = 0; r < r_n; r++) h[r] = (float)act_of(h[r], p->act, p->alpha);
     affine(h, w2, b2, gv, r_n, c_n);
-    for (long c = 0; c < c_n; c++) {
-        double v = gv[c];
-        gv[c] = (float)(p->gate == 0 ? sigm(v) : fmin(fmax(p->ga * v + p->gb, 0.0), 1.0));
-    }
+    gate_c(gv, c_n, p);
 }
 
 /* the channel sums of an NHWC image of fewer than 4 * PSB channels: per block of PSB
@@ -131,16 +186,39 @@ HOT static void few_channel_sums(const float *restrict x, long npix, long c_n,
     }
 }
 
+/* the channel sums of an NHWC image of at least 4 * PSB channels: per group of MSP pixels,
+   float32 partial sums of blocks of MCB (then 16) channels in registers, each group's added
+   into the double sums (a double sum per channel read and written per pixel: 56x56x144 68 ->
+   35 us, 7x7x1152 8.1 -> 6.0 us, one thread, hot) */
+#define MSP 8
+#define MCB 64
+#define CHANNEL_BLOCK(W)                                                                      \
+    {                                                                                         \
+        float part[W];                                                                        \
+        for (int c = 0; c < W; c++) part[c] = x0[c0 + c];                                     \
+        for (long q = 1; q < qn; q++)                                                         \
+            for (int c = 0; c < W; c++) part[c] += x0[q * c_n + c0 + c];                      \
+        for (int c = 0; c < W; c++) acc[c0 + c] += part[c];                                   \
+    }
+HOT static void many_channel_sums(const float *restrict x, long npix, long c_n,
+                                  double *restrict acc) {
+    for (long c = 0; c < c_n; c++) acc[c] = 0.0;
+    for (long q0 = 0; q0 < npix; q0 += MSP) {
+        long qn = npix - q0 < MSP ? npix - q0 : MSP, c0 = 0;
+        const float *x0 = x + q0 * c_n;
+        for (; c0 + MCB <= c_n; c0 += MCB) CHANNEL_BLOCK(MCB)
+        for (; c0 + 16 <= c_n; c0 += 16) CHANNEL_BLOCK(16)
+        for (long q = 0; q < qn; q++)
+            for (long c = c0; c < c_n; c++) acc[c] += x0[q * c_n + c];
+    }
+}
+
 HOT static void means(const float *restrict x, long npix, long c_n, int nhwc,
                       double *restrict acc) {
     if (nhwc && c_n < 4 * PSB) {
         few_channel_sums(x, npix, c_n, acc);
     } else if (nhwc) {
-        for (long c = 0; c < c_n; c++) acc[c] = 0.0;
-        for (long q = 0; q < npix; q++) {
-            const float *row = x + q * c_n;
-            for (long c = 0; c < c_n; c++) acc[c] += row[c];
-        }
+        many_channel_sums(x, npix, c_n, acc);
     } else {
         for (long c = 0; c < c_n; c++) {
             const float *row = x + c * npix;
