@@ -16,6 +16,13 @@ channels) beside the sum of ONNX Runtime's kernel times for the same layers: the
 comparison in one process, on one machine state (ONNX Runtime's kernel times leave out its
 time between nodes; pytfrt's include the Python of each conv call, ~3-10 us).
 
+The channel-blocked convolutions of ``-tg-dnnl-blocked`` (``BlockedConv.runner``: ResNet-50's
+14x14 and 7x7 stages) are timed too, keyed by their image height as the NHWC ones.  A strided
+entry (``BLOCKED_STRIDED_ENTRY``) runs as a 1x1 convolution of stride 1 on the subsampled
+image, so it appears as ``1x1/1`` at the smaller height (ResNet-50's stage-3 shortcut: ``1x1/1
+14 512 1024`` here, ``1x1/2 28 512 1024`` in ONNX Runtime's column) and the reorders
+(``reorder_layout``) are not counted.
+
 Usage: ``python benchmarks/conv_profile.py [--model keras_resnet50|<zoo name>] [--batch 1]
 [--calls 15] [--onnxruntime]``; writes ``benchmarks/results/conv_profile_<model>_b<batch>.json``.
 """
@@ -23,6 +30,7 @@ Usage: ``python benchmarks/conv_profile.py [--model keras_resnet50|<zoo name>] [
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections import defaultdict
@@ -37,6 +45,7 @@ if str(HERE) not in sys.path:
 
 import zoo  # noqa: E402
 
+from pytfrt.backends.cpu._dnnl_blocked import BlockedConv  # noqa: E402
 from pytfrt.tools.bench import format_table, machine_info, write_json  # noqa: E402
 
 
@@ -104,6 +113,23 @@ def _layer_key(kh: int, kw: int, stride: int, h: int, cin: int, cout: int) -> tu
     return (f"{kh}x{kw}/{stride}", h, cin, cout)
 
 
+class _Blocked:
+    """A channel-blocked convolution (``BlockedConv``) seen through the attributes of a
+    ``ConvPlan`` the report reads (its input shape is ``[N, C/16, H, W, 16]``)."""
+
+    def __init__(self, conv: Any) -> None:
+        a = conv.dnnl._attrs
+        self.conv, self.dnnl = conv, conv.dnnl
+        self.kh, self.kw, self.cin, self.cout = a["kh"], a["kw"], a["cin"], a["cout"]
+        self.strides, self.groups = a["strides"], 1
+
+    def output_shape(self, xs: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(self.conv.output_shape(xs))
+
+    def algorithm_for(self, ys: tuple[int, ...]) -> str:
+        return "blocked"
+
+
 def _median_ms(v: list[float]) -> float:
     return float(np.median(v)) * 1e3
 
@@ -116,14 +142,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     seen: dict[int, tuple[Any, tuple[int, ...], bool]] = {}
     timing = [False]
     orig, orig_runner = convmod.conv2d, convmod.runner
+    orig_blocked_runner = BlockedConv.runner
 
-    def timed_runner(plan: Any) -> Any:
-        """The model's conv kernels are bound to their plans when it is compiled
-        (``conv.runner``): time the bound functions, on the calls of the timed loop."""
-        fn = orig_runner(plan)
+    def timed(fn: Any, plan: Any) -> Any:
+        """``fn`` (a conv kernel bound to ``plan``) timed on the calls of the timed loop."""
 
-        def timed(x: np.ndarray, residual: np.ndarray | None = None,
-                  out: np.ndarray | None = None) -> np.ndarray:
+        def run(x: np.ndarray, residual: np.ndarray | None = None,
+                out: np.ndarray | None = None) -> np.ndarray:
             if not timing[0]:
                 return fn(x, residual, out)
             c0, t0 = time.process_time(), time.perf_counter()
@@ -133,13 +158,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             seen[id(plan)] = (plan, tuple(x.shape), residual is not None)
             return y
 
-        return timed
+        return run
+
+    def timed_runner(plan: Any) -> Any:
+        """The model's conv kernels are bound to their plans when it is compiled
+        (``conv.runner``): time the bound functions."""
+        return timed(orig_runner(plan), plan)
+
+    def timed_blocked_runner(conv: Any) -> Any:
+        """The same for the channel-blocked convolutions (``BlockedConv.runner``)."""
+        fn = orig_blocked_runner(conv)
+        return fn if conv.dnnl is None else timed(fn, _Blocked(conv))
 
     convmod.runner = timed_runner  # type: ignore[assignment]
+    BlockedConv.runner = timed_blocked_runner  # type: ignore[method-assign]
     try:
         model, feeds, path = _compile(args.model, args.batch)
     finally:
         convmod.runner = orig_runner  # type: ignore[assignment]
+        BlockedConv.runner = orig_blocked_runner  # type: ignore[method-assign]
     sess = None
     if args.onnxruntime:
         if path is None:
@@ -172,12 +209,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ys = plan.output_shape(xs)
         r = rng.standard_normal(ys).astype(np.float32) if res else None
         out = np.empty(ys, np.float32)
+        call = plan.conv if isinstance(plan, _Blocked) else functools.partial(orig, plan)
         for _ in range(3):
-            orig(plan, x, r, out)
+            call(x, r, out)
         aw, ac = [], []
         for _ in range(args.calls):
             c0, t0 = time.process_time(), time.perf_counter()
-            orig(plan, x, r, out)
+            call(x, r, out)
             aw.append(time.perf_counter() - t0)
             ac.append(time.process_time() - c0)
         flops = 2.0 * np.prod(ys) * plan.kh * plan.kw * plan.cin // plan.groups
@@ -185,7 +223,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         parts = plan.dnnl.parts(xs, int(res)) if plan.dnnl is not None else 0
         kind = "dw" if plan.groups == plan.cin and plan.groups > 1 else (
             f"g{plan.groups}" if plan.groups > 1 else "")
-        key = (f"{plan.kh}x{plan.kw}/{plan.strides[0]}{kind}", xs[1], plan.cin, plan.cout, res,
+        h = xs[2] if isinstance(plan, _Blocked) else xs[1]
+        key = (f"{plan.kh}x{plan.kw}/{plan.strides[0]}{kind}", h, plan.cin, plan.cout, res,
                impl or plan.algorithm_for(ys), parts)
         g = groups.setdefault(key, dict(n=0, model_ms=0, model_cpu_ms=0, alone_ms=0,
                                         alone_cpu_ms=0, gflop=0))
