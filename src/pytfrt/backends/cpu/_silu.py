@@ -10,28 +10,27 @@ is still in cache (``_spin_pool.run_row``), measured ~7% less per convolution wi
 both threads 7.44 -> 7.11 ms per call (medians of 100 interleaved calls, real-time priority;
 outputs within 9e-8 of the post-op's).
 
-The function: ``int silu_f32(float *y, int64 n)`` (returns 0): ``x / (1 + exp(-x))``,
-``exp(-x)`` as ``2^(n + f)`` (split, a degree-6 polynomial for ``2^f`` on ``[-0.5, 0.5]``;
-``-x`` at least -87, so from ``x < -88.7`` on the exponential is ``inf`` and the result ``-0``);
-IEEE semantics at the edges (NaN stays NaN, ``inf`` gives ``inf``, ``-inf`` NaN as the formula
-does).  The AVX-512 version is written with intrinsics: ``2^n`` applied by ``scalef`` and the
-division replaced by ``rcp14`` and one Newton step, 18 vector operations per 16 outputs against
-the compiled scalar loop's 22 with a ``vdivps`` (0.35 -> 0.29 ns per element in L1, one thread;
-EfficientNet-B0 at batch 1, both threads, 8.83 -> 8.49 ms median per call, 150 interleaved calls
-at real-time priority beside ONNX Runtime's 8.59).  It now splits ``t = n + f`` with ``floor``
-instead (``f`` in ``[0, 1)`` by one ``reduce``, and ``scalef`` applies ``2^floor(t)`` from ``t``
-itself) and a degree-5 polynomial fitted to ``2^f``'s relative error on ``[0, 1)`` (1.5e-7): 15
-operations, ~9% less per element, EfficientNet-B0 0.971x per call (docs/benchmarks.md).  The
+The function: ``int silu_f32(float *y, int64 n)`` (returns 0): ``x / (1 + exp(-x))``, ``exp(-x)``
+as ``2^(n + f)`` (split, a degree-6 polynomial for ``2^f`` on ``[-0.5, 0.5]``; ``-x`` at least
+-87, so from ``x < -88.7`` on the exponential is ``inf`` and the result ``-0``); IEEE semantics at
+the edges (NaN stays NaN, ``inf`` gives ``inf``, ``-inf`` NaN as the formula does).  The AVX-512
+version is written with intrinsics: ``2^n`` applied by ``scalef`` and the division replaced by
+``rcp14`` and one Newton step, 18 vector operations per 16 outputs against the compiled scalar
+loop's 22 with a ``vdivps`` (0.35 -> 0.29 ns per element in L1, one thread; EfficientNet-B0 at
+batch 1, both threads, 8.83 -> 8.49 ms median per call, 150 interleaved calls at real-time
+priority beside ONNX Runtime's 8.59).  It now splits ``t = n + f`` with ``floor`` instead (``f``
+in ``[0, 1)`` by one ``reduce``, and ``scalef`` applies ``2^floor(t)`` from ``t`` itself) and a
+degree-5 polynomial fitted to ``2^f``'s relative error on ``[0, 1)`` (1.5e-7), and without a
+clamp: 14 operations, EfficientNet-B0 0.971x and then 0.983x per call (docs/benchmarks.md).  The
 AVX2 version (8 lanes) is written the same way with ``rcp`` and a Newton step, ``2^n`` put into
-the exponent field, and masked loads and stores for the last partial vector: GCC did not
-vectorise the scalar loop it replaces (a ``vdivps`` per element; see docs/kernels.md for the
+the exponent field, and masked loads and stores for the last partial vector: GCC did not vectorise
+the scalar loop it replaces (a ``vdivps`` per element; see docs/kernels.md for the
 figures).  :data:`ISA` picks the AVX2 version on an AVX-512 CPU (tests run both).  Within 5e-6
 relative of the float64 SiLU over float32's range, 1e-30 absolute where that underflows
 (``tests/unit/test_cpu_silu.py``).  It is compiled once per machine with the C compiler
 (:mod:`pytfrt.backends.cpu._ccompile`: a cached extension module), the CPU picking a version at
-run time; :func:`address` is ``0`` (the caller keeps oneDNN's post-op) without a compiler, on
-CPUs without AVX2 and FMA, or with :data:`ENABLED` false.  Thread-safe (pure function of its
-buffer).
+run time; :func:`address` is ``0`` (the caller keeps oneDNN's post-op) without a compiler, on CPUs
+without AVX2 and FMA, or with :data:`ENABLED` false.  Thread-safe (pure function of its buffer).
 """
 
 from __future__ import annotations
@@ -65,18 +64,18 @@ SOURCE = r"""
 
 __attribute__((target("avx512f,avx512dq"), optimize("O3")))
 static int silu_avx512(float *y, int64_t n) {
-    /* t = -x log2(e), at least -87 log2(e) (exp(-x) stays normal); f = t - floor(t) in one
-       reduce, and scalef applies 2^floor(t) itself (no rounding or subtraction of its own);
-       no upper bound: from x < -88.7 on, scalef makes exp(-x) inf and the result -0, as in
-       SILU_BODY.  NaN stays NaN (max returns its 2nd operand), -inf gives NaN (exp(-x) inf,
-       x times 0), inf gives inf.  15 vector operations per 16 outputs. */
-    const __m512 lo = _mm512_set1_ps(-87.0f * 1.44269504088896341f);
+    /* t = -x log2(e), unclamped; f = t - floor(t) in one reduce, and scalef applies
+       2^floor(t) itself (no rounding or subtraction of its own).  From x > 87 on exp(-x)
+       becomes subnormal and then 0 (the result x); from x < -88.7 on scalef makes it inf and
+       the result -0, as in SILU_BODY.  reduce gives +0 for an infinite t: inf gives inf
+       (exp(-x) = 0), -inf NaN (exp(-x) inf, x times 0); NaN stays NaN.  14 vector operations
+       per 16 outputs. */
     const __m512 nlog2e = _mm512_set1_ps(-1.44269504088896341f), one = _mm512_set1_ps(1.0f);
     const __m512 inf = _mm512_set1_ps(__builtin_inff());
     for (int64_t i = 0; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
         __m512 v = _mm512_maskz_loadu_ps(m, y + i);
-        __m512 t = _mm512_max_ps(lo, _mm512_mul_ps(v, nlog2e));
+        __m512 t = _mm512_mul_ps(v, nlog2e);
         __m512 f = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
         __m512 p = EXP2_POLY01(_mm512_fmadd_ps, _mm512_set1_ps, f);
         __m512 d = _mm512_add_ps(one, _mm512_scalef_ps(p, t));   /* 1 + exp(-x), inf beyond */
