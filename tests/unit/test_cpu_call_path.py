@@ -3,7 +3,7 @@ convolution's whole call -- the runner's shape checks (``_spin_pool.native_runne
 pool's lock and budget, the job (``_spin_pool.bound``) -- runs with no Python frame between
 the generated call code and oneDNN.  Checked: the native runner gives ``conv2d``'s bits on
 its short path and hands every other case (residual operand, overlapping or non-contiguous
-arrays, another dtype or shape) to the Python runner; it rejects bad arguments with
+arrays, another dtype, byte order or shape) to the Python runner; it rejects bad arguments with
 ``TypeError``; and a compiled ONNX CNN called from two threads at once with two batch sizes
 agrees with ONNX Runtime while its split convolutions run as pool jobs."""
 
@@ -68,6 +68,12 @@ def test_native_runner_short_path_and_every_other_case_through_conv2d():
     np.testing.assert_array_equal(run(xs, None, np.empty_like(want)), want)
     with pytest.raises(OpError):
         run(x, None, np.empty((1, 28, 28, 63), np.float32))  # not the shape's output shape
+    # float32 in the other byte order (NumPy's type number is float32's): the Python runner,
+    # which names the dtype (the launcher would read or write the bytes as native float32)
+    with pytest.raises(OpError, match="dtype"):
+        run(x.astype(x.dtype.newbyteorder()), None, np.empty_like(want))
+    with pytest.raises(OpError, match="dtype"):
+        run(x, None, np.empty(want.shape, want.dtype.newbyteorder()))
     # out overlapping a C-contiguous input: conv2d's error, not the launcher
     flat = np.zeros(2 * x.size, np.float32)
     xo = flat[:x.size].reshape(x.shape)

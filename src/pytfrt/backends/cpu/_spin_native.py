@@ -561,7 +561,8 @@ static PyObject *S_OUT;
 
 /* ``run(x, residual=None, out=None)`` (or with ``skip``, ``run(x, plan, *residual, out=None)``)
    for ctx = (fast, slow, skip): the launcher fast[x.shape] = (out shape, plain, into) when x and
-   out are C-contiguous float32 ndarrays of those shapes, the residual is absent (plain) or out
+   out are C-contiguous, aligned, native-byte-order float32 ndarrays of those shapes (out
+   writeable), the residual is absent (plain) or out
    itself (into), and they do not overlap; else slow(x, residual, out). */
 static PyObject *py_run_launcher(PyObject *self, PyObject *const *args, Py_ssize_t nargsf,
                                  PyObject *kwnames) {
@@ -607,6 +608,8 @@ static PyObject *py_run_launcher(PyObject *self, PyObject *const *args, Py_ssize
         if (entry == NULL && PyErr_Occurred()) return NULL;
         if (entry != NULL && PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 3
             && PyArray_TYPE(xa) == NPY_FLOAT32 && PyArray_TYPE(oa) == NPY_FLOAT32
+            && PyArray_ISNOTSWAPPED(xa) && PyArray_ISNOTSWAPPED(oa)  /* native float32 */
+            && PyArray_ISALIGNED(xa) && PyArray_ISALIGNED(oa) && PyArray_ISWRITEABLE(oa)
             && PyArray_IS_C_CONTIGUOUS(xa) && PyArray_IS_C_CONTIGUOUS(oa)) {
             PyObject *want = PyTuple_GET_ITEM(entry, 0);
             int same = PyTuple_Check(want) && PyTuple_GET_SIZE(want) == PyArray_NDIM(oa);

@@ -657,7 +657,8 @@ def native_runner(fast: dict[tuple[int, ...], tuple[tuple[int, ...], Any, Any]],
                   run: Any) -> Any:
     """``run`` (a convolution's ``run(x, residual=None, out=None)``,
     :func:`pytfrt.backends.cpu.conv.launch_runner`) with its short path in C: when ``x`` and
-    ``out`` are C-contiguous float32 ndarrays, ``fast[x.shape]`` is ``(out shape, plain,
+    ``out`` are C-contiguous, aligned float32 ndarrays in the machine's byte order (``out``
+    writeable), ``fast[x.shape]`` is ``(out shape, plain,
     into)`` with ``out`` of that shape, the residual is ``None`` (``plain``) or ``out`` itself
     (``into``), that launcher is not ``None`` and ``x`` and ``out`` do not overlap, it calls
     ``launcher(x, out)`` and returns ``out``; every other call is ``run(x, residual, out)``
