@@ -713,6 +713,16 @@ class DnnlConv:
             return [whole]
         return self._row_parts(shape, [oh * i // k for i in range(k + 1)])
 
+    def _out_hw(self, h: int, w: int) -> tuple[int, int]:
+        """The output's rows and columns for an input of ``h`` rows and ``w`` columns (a shape
+        the primitives are made for: the window fits)."""
+        a = self._attrs
+        pt, pb, pl, pr = a["pads"]
+        oh = out_size(h, a["kh"], a["strides"][0], a["dilations"][0], pt, pb)
+        ow = out_size(w, a["kw"], a["strides"][1], a["dilations"][1], pl, pr)
+        assert oh is not None and ow is not None
+        return oh, ow
+
     def _row_parts(self, shape: tuple[int, ...], bounds: list[int]) -> list[_Part]:
         """The parts of a batch-1 NHWC convolution in bands of output rows ``[bounds[i],
         bounds[i + 1])``: each part's input rows and pads from the geometry."""
@@ -720,8 +730,7 @@ class DnnlConv:
         _, c, h, w = _nchw_dims(a["layout"], shape)
         kh, sh, dh = a["kh"], a["strides"][0], a["dilations"][0]
         pt, _, pl, pr = a["pads"]
-        ow = out_size(w, a["kw"], a["strides"][1], a["dilations"][1], pl, pr)
-        assert ow is not None
+        ow = self._out_hw(h, w)[1]
         cout = a["cout"]
         parts: list[_Part] = []
         for r0, r1 in zip(bounds, bounds[1:], strict=False):
@@ -758,10 +767,8 @@ class DnnlConv:
                                for share in _part_balance.SHARES if share != 0.5}
             return [(b / blocks, None if b == even else self._channel_parts(
                 shape, [0, BLOCK * b, a["cout"]])) for b in sorted(wanted)]
-        _, _, h, _ = _nchw_dims(a["layout"], shape)
-        pt, pb, _, _ = a["pads"]
-        oh = out_size(h, a["kh"], a["strides"][0], a["dilations"][0], pt, pb)
-        assert oh is not None
+        _, _, h, w = _nchw_dims(a["layout"], shape)
+        oh = self._out_hw(h, w)[0]
         even = oh // 2  # the rows of _split's first part
         wanted = {even} | {min(max(round(share * oh), 1), oh - 1)
                            for share in _part_balance.SHARES if share != 0.5}
@@ -903,10 +910,8 @@ class DnnlConv:
         a = self._attrs
         n, c, h, w = _nchw_dims(BLOCKED, shape)
         pt, pb, pl, pr = a["pads"]
-        oh = out_size(h, a["kh"], a["strides"][0], a["dilations"][0], pt, pb)
-        ow = out_size(w, a["kw"], a["strides"][1], a["dilations"][1], pl, pr)
+        oh, ow = self._out_hw(h, w)
         cout = a["cout"]
-        assert oh is not None and ow is not None
         whole: _Part = ((n, c, h, w), (n, cout, oh, ow), (pt, pb, pl, pr), 0, 0, None)
         macs = n * oh * ow * cout * self._macs
         threads = _parallel.num_threads()
@@ -928,9 +933,7 @@ class DnnlConv:
         a = self._attrs
         _, c, h, w = _nchw_dims(a["layout"], shape)
         pt, pb, pl, pr = a["pads"]
-        oh = out_size(h, a["kh"], a["strides"][0], a["dilations"][0], pt, pb)
-        ow = out_size(w, a["kw"], a["strides"][1], a["dilations"][1], pl, pr)
-        assert oh is not None and ow is not None
+        oh, ow = self._out_hw(h, w)
         cout = a["cout"]
         return [((b1 - b0, c, h, w), (b1 - b0, cout, oh, ow), (pt, pb, pl, pr),
                  4 * b0 * c * h * w, 4 * b0 * cout * oh * ow, None)
@@ -943,9 +946,7 @@ class DnnlConv:
         a = self._attrs
         n, c, h, w = _nchw_dims(a["layout"], shape)
         pt, pb, pl, pr = a["pads"]
-        oh = out_size(h, a["kh"], a["strides"][0], a["dilations"][0], pt, pb)
-        ow = out_size(w, a["kw"], a["strides"][1], a["dilations"][1], pl, pr)
-        assert oh is not None and ow is not None
+        oh, ow = self._out_hw(h, w)
         step = oh * ow if a["layout"] == BLOCKED else 0  # output elements per channel
         return [((n, c, h, w), (n, c1 - c0, oh, ow), (pt, pb, pl, pr), 0, 4 * c0 * step,
                  (c0, c1)) for c0, c1 in zip(bounds, bounds[1:], strict=False)]
