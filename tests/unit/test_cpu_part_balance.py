@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from cpu_refs import conv_in_mode, conv_relu_nhwc
 
 from pytfrt.backends.cpu import _dnnl_conv, _parallel, _part_balance, _silu, _spin_pool, conv
 
@@ -149,15 +150,6 @@ def test_a_parts_own_activation_runs_before_the_stamp(gain):
     np.testing.assert_allclose(y, expect, rtol=1e-5, atol=1e-30)
 
 
-def _reference(x, w, b, stride, pad, residual):
-    torch = pytest.importorskip("torch")
-    y = torch.nn.functional.conv2d(
-        torch.from_numpy(x).permute(0, 3, 1, 2), torch.from_numpy(w).permute(3, 2, 0, 1),
-        torch.from_numpy(b), stride=stride, padding=pad,
-    ).permute(0, 2, 3, 1).numpy()
-    return np.maximum(y if residual is None else y + residual, 0)
-
-
 @needs_dnnl
 @pytest.mark.parametrize("h,w,k,stride,cin,cout", [
     (23, 17, 3, 1, 24, 40), (30, 30, 3, 2, 16, 32), (19, 11, 1, 1, 64, 48)])
@@ -188,15 +180,10 @@ def test_every_row_split_variant_computes_the_convolution(monkeypatch, gain, h, 
         assert parts[0].pixels == pytest.approx(share * total)
 
     def call() -> np.ndarray:
-        if residual == "none":
-            return conv.conv2d(plan, x)
-        if residual == "operand":
-            return conv.conv2d(plan, x, r)
-        out = r.copy()
-        return conv.conv2d(plan, x, out, out=out)
+        return conv_in_mode(plan, x, r, residual)
 
     _each_variant(plan.dnnl, (x.shape, mode), call,
-                  _reference(x, wt, b, stride, pad, None if residual == "none" else r))
+                  conv_relu_nhwc(x, wt, b, stride, pad, None if residual == "none" else r))
 
 
 def _each_variant(dnnl, key, call, expect) -> None:
@@ -242,13 +229,10 @@ def test_channel_split_variants_share_one_prepared_filter(monkeypatch, gain, in_
     assert _filter_copies(plan.dnnl) == 1
 
     def call() -> np.ndarray:
-        if not in_place:
-            return conv.conv2d(plan, x)
-        out = r.copy()
-        return conv.conv2d(plan, x, out, out=out)
+        return conv_in_mode(plan, x, r, "in place" if in_place else "none")
 
     _each_variant(plan.dnnl, (x.shape, mode), call,
-                  _reference(x, wt, b, 1, 1, r if in_place else None))
+                  conv_relu_nhwc(x, wt, b, 1, 1, r if in_place else None))
     assert np.array_equal(plan.filter(), wt)
 
 
@@ -266,7 +250,7 @@ def test_blocked_channel_split_variants(gain):
                         activation="relu", alpha=0.0)
     x = rng.standard_normal((1, 14, 14, cin)).astype(np.float32)
     xb = np.ascontiguousarray(x.reshape(1, 14, 14, cin // 16, 16).transpose(0, 3, 1, 2, 4))
-    ref = _reference(x, wt, b, 1, 0, None)
+    ref = conv_relu_nhwc(x, wt, b, 1, 0, None)
     expect = np.ascontiguousarray(ref.reshape(1, 14, 14, cout // 16, 16).transpose(0, 3, 1, 2, 4))
     run = bc.runner()
     out = np.empty(bc.output_shape(xb.shape), np.float32)
@@ -306,7 +290,7 @@ def test_batches_with_middle_image_parts_match_torch(monkeypatch, n, residual):
     for _ in range(2):
         out = r.copy()
         got = conv.conv2d(plan, x, out, out=out) if mode else conv.conv2d(plan, x)
-        np.testing.assert_allclose(got, _reference(x, wt, b, 1, 1, r if mode else None),
+        np.testing.assert_allclose(got, conv_relu_nhwc(x, wt, b, 1, 1, r if mode else None),
                                    rtol=1e-4, atol=1e-4)
 
 
@@ -325,7 +309,7 @@ def test_batch_split_variants(monkeypatch, gain, n):
     firsts = [parts[0].src_dims[0] for _, parts in prims[0].variants]
     assert firsts == [1, 2]
     _each_variant(plan.dnnl, (x.shape, _dnnl_conv.NO_RESIDUAL), lambda: conv.conv2d(plan, x),
-                  _reference(x, wt, b, 1, 1, None))
+                  conv_relu_nhwc(x, wt, b, 1, 1, None))
 
 
 @needs_dnnl
@@ -344,7 +328,7 @@ def test_no_variants_when_switched_off_or_small(monkeypatch, enabled, min_macs, 
     if expect:  # switched off after the variants were made: the job is the even split's
         monkeypatch.setattr(_part_balance, "ENABLED", False)
         x = rng.standard_normal((1, 40, 40, 16)).astype(np.float32)
-        np.testing.assert_allclose(conv.conv2d(plan, x), _reference(x, wt, b, 1, 1, None),
+        np.testing.assert_allclose(conv.conv2d(plan, x), conv_relu_nhwc(x, wt, b, 1, 1, None),
                                    rtol=1e-4, atol=1e-4)
         job = plan.dnnl._jobs[((1, 40, 40, 16), _dnnl_conv.NO_RESIDUAL)]
         assert job.keep is None

@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 import pytest
+from cpu_refs import conv_in_mode, conv_relu_nhwc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -294,12 +295,7 @@ def _plan(k: int, cin: int, cout: int, seed: int) -> tuple[conv.ConvPlan, np.nda
 
 
 def _torch_reference(plan: conv.ConvPlan, x: np.ndarray, r: np.ndarray | None) -> np.ndarray:
-    torch = pytest.importorskip("torch")
-    w = torch.from_numpy(np.array(plan.filter())).permute(3, 2, 0, 1)
-    y = torch.nn.functional.conv2d(torch.from_numpy(x).permute(0, 3, 1, 2), w,
-                                   torch.from_numpy(plan.bias), padding=plan.kh // 2)
-    y = y.permute(0, 2, 3, 1).numpy()
-    return np.maximum(y if r is None else y + r, 0)
+    return conv_relu_nhwc(x, np.array(plan.filter()), plan.bias, 1, plan.kh // 2, r)
 
 
 def _jobs_run() -> int:
@@ -331,15 +327,7 @@ def test_split_convs_through_the_pool_match_the_python_path(monkeypatch, n, h, c
     assert len(prims) == (len(_dnnl_conv.batch_bounds(n, 2)) - 1 if kind == "batch" else 2)
     assert (prims[0].channels is not None) == (kind == "channels")
 
-    def call() -> np.ndarray:
-        if residual == "none":
-            return conv.conv2d(plan, x)
-        if residual == "operand":
-            return conv.conv2d(plan, x, r)
-        out = r.copy()
-        return conv.conv2d(plan, x, out, out=out)
-
-    pooled, python = _both_paths(monkeypatch, call)
+    pooled, python = _both_paths(monkeypatch, lambda: conv_in_mode(plan, x, r, residual))
     np.testing.assert_array_equal(pooled, python)
     np.testing.assert_allclose(pooled, _torch_reference(plan, x, None if residual == "none"
                                                         else r), rtol=1e-4, atol=1e-4)
