@@ -32,6 +32,7 @@ import numpy as np
 
 from pytfrt.backends.cpu import _dnnl_conv as dc
 from pytfrt.backends.cpu import _parallel, _spin_pool
+from pytfrt.backends.cpu._dnnl_pool import POOLING_AVG, pooling_primitive
 
 SPLIT_MIN_ELEMENTS = 1 << 16
 """Fewest elements of ``x`` for which a squeeze-excite is split over the threads.  Measured
@@ -52,7 +53,6 @@ kernel measured faster on EfficientNet-B0 at batch 1 than these two jobs: the mo
 often deschedules, against blocks bound by the memory system."""
 MAX_SHAPES = 128
 """Most image shapes whose primitives are kept (further shapes run on one thread)."""
-_POOLING_AVG = 0x3FF  # dnnl_pooling_avg_exclude_padding (oneapi/dnnl/dnnl_types.h)
 _BINARY_MUL = 0x1FFF1  # dnnl_binary_mul
 _ARG_SRC_1 = 2  # DNNL_ARG_SRC_1
 
@@ -116,14 +116,13 @@ class _Plan:
 
     def _pool(self, lib: dc._Lib, band: tuple[int, int, int, int], src_off: int,
               dst_off: int) -> dc._Prim:
-        p, attr = self._new(lib, band, (band[0], band[1], 1, 1), src_off, dst_off)
-        zero = dc._DIMS(0, 0)
-        p.pd = p.own("dnnl_primitive_desc_destroy", lib.new(
-            "dnnl_pooling_forward_primitive_desc_create", lib.engine, dc._FORWARD_INFERENCE,
-            _POOLING_AVG, p.src_md, p.dst_md, dc._DIMS(1, 1), dc._DIMS(band[2], band[3]),
-            zero, zero, zero, attr))
-        dc.query_impl(lib, p)
-        p.create_primitive()
+        dst = (band[0], band[1], 1, 1)
+        p = pooling_primitive(lib, POOLING_AVG,
+                              lib.strided_md(band, dc._md_strides("NHWC", band)),
+                              lib.strided_md(dst, dc._md_strides("NHWC", dst)),
+                              (1, 1), (band[2], band[3]), (0, 0), (0, 0), (0, 0))
+        self.prims.append(p)
+        p.src_off, p.dst_off = src_off, dst_off
         return p
 
     def _mul(self, lib: dc._Lib, band: tuple[int, int, int, int], gate_md: Any,
