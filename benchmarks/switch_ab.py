@@ -14,7 +14,8 @@ and the ratios B/A and each side against ONNX Runtime.
 
 Usage: ``chrt -f 10 python benchmarks/switch_ab.py MODEL.onnx --input ids --shape 1x128
 --a pytfrt.backends.cpu._gelu_native.ENABLED=False --b pytfrt.backends.cpu._gelu_native.ENABLED=True
-[--calls 30]`` (token ids: int64 in ``[0, 100)``).
+[--calls 30] [--dtype float32]`` (token ids: int64 in ``[0, 100)``; a float dtype: N(0, 1)
+values, e.g. a CNN's image).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _setter(switches: list[str]) -> Callable[[], None]:
 
 
 def run(path: str, input_name: str, shape: tuple[int, ...], a: list[str], b: list[str],
-        calls: int, warmup: int = 3) -> dict[str, Any]:
+        calls: int, warmup: int = 3, dtype: str = "int64") -> dict[str, Any]:
     """Median and fastest ms per peer (``A``, ``B``, ``onnxruntime``) and the outputs' errors."""
     import onnxruntime as ort
 
@@ -65,7 +66,9 @@ def run(path: str, input_name: str, shape: tuple[int, ...], a: list[str], b: lis
     so.inter_op_num_threads = 1
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    feeds = {input_name: np.random.default_rng(0).integers(0, 100, shape).astype(np.int64)}
+    rng = np.random.default_rng(0)
+    feeds = {input_name: rng.integers(0, 100, shape).astype(np.int64) if dtype == "int64"
+             else rng.standard_normal(shape).astype(dtype)}
     theirs = sess.run(None, feeds)[0]
     fns: dict[str, Callable[[], Any]] = {"onnxruntime": lambda: sess.run(None, feeds)}
     errors = {}
@@ -101,9 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--a", nargs="*", default=[], metavar="MODULE.NAME=VALUE")
     parser.add_argument("--b", nargs="*", default=[], metavar="MODULE.NAME=VALUE")
     parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--dtype", default="int64",
+                        help="input dtype: int64 (token ids) or a float type (N(0, 1) values)")
     args = parser.parse_args(argv)
     r = run(args.model, args.input, tuple(int(d) for d in args.shape.split("x")), args.a,
-            args.b, args.calls)
+            args.b, args.calls, dtype=args.dtype)
     med, low = r["median_ms"], r["min_ms"]
     print(f"outputs within {max(r['errors'].values()):.1e} relative of ONNX Runtime")
     for p in med:

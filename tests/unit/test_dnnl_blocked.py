@@ -128,8 +128,11 @@ def test_blocked_conv_matches_torch(k, stride, cin, cout, n):
 
 
 def test_blocked_conv_without_onednn(monkeypatch):
-    """No oneDNN primitive: the NHWC plan on reordered operands."""
+    """No oneDNN primitive (nor the native Winograd): the NHWC plan on reordered operands."""
+    from pytfrt.backends.cpu import _winograd_native
+
     monkeypatch.setattr(bl.dc, "make", lambda *a: None)
+    monkeypatch.setattr(_winograd_native.module, "enabled", False)
     rng = np.random.default_rng(5)
     w = (rng.standard_normal((3, 3, 16, 32)) * 0.1).astype(np.float32)
     b = rng.standard_normal(32).astype(np.float32)

@@ -431,6 +431,15 @@ class BlockedConv:
         may then drop its own copy: :meth:`filter` rebuilds it)."""
         self._nhwc: Any = None
         self._lock = threading.Lock()
+        from pytfrt.backends.cpu import _winograd_native as wn
+        from pytfrt.backends.cpu._epilogue import ACTIVATION_CODES
+
+        code = ACTIVATION_CODES.get(activation, -1)
+        self._wino = wn.WinoConv(self.filter, bias, tuple(pads), code, alpha, blocked=True,
+                                 channels=(cin, cout)) if (
+            wn.eligible(kh, kw, strides, dilations, groups, code)) else None
+        """The native Winograd (3x3 stride-1 convolutions; the shapes
+        :func:`~pytfrt.backends.cpu._winograd_native.wins` picks run it)."""
 
     def filter(self) -> np.ndarray:
         """The HWIO filter (read back from oneDNN's prepared copy once that exists)."""
@@ -489,7 +498,10 @@ class BlockedConv:
         in_dst = residual is not None and residual.ctypes.data == y.ctypes.data and (
             residual.strides == y.strides)
         mode = dc.RESIDUAL_IN_DST if residual is not None else dc.NO_RESIDUAL
-        if self.dnnl is not None and self.dnnl.ready(tuple(x.shape), mode):
+        if self._wino_runs(shape):
+            assert self._wino is not None
+            self._wino.run(x, residual, y)
+        elif self.dnnl is not None and self.dnnl.ready(tuple(x.shape), mode):
             if residual is not None and not in_dst:
                 np.copyto(y, residual)  # the sum post-op adds what y holds
             self.dnnl.forward(np.ascontiguousarray(x), mode, y)
@@ -520,6 +532,22 @@ class BlockedConv:
         DnnlConv.launcher`.  Thread-safe."""
         from pytfrt.backends.cpu.conv import launch_runner
 
-        if self.dnnl is None:
+        if self.dnnl is None and self._wino is None:
             return self
-        return launch_runner(self.dnnl, self)
+        return launch_runner(self.dnnl, self, self._native)
+
+    def _wino_runs(self, out_shape: tuple[int, ...]) -> bool:
+        """Whether an output shape runs on the native Winograd."""
+        from pytfrt.backends.cpu import _winograd_native as wn
+
+        return self._wino is not None and wn.wins(self.cin, self.cout, out_shape[2],
+                                                  out_shape[3])
+
+    def _native(self, x_shape: tuple[int, ...], y_shape: tuple[int, ...]) -> Any:
+        """The native Winograd's launchers (no residual, residual in ``out``) of a shape that
+        runs it (:func:`pytfrt.backends.cpu.conv.launch_runner`), else ``None``."""
+        if not self._wino_runs(y_shape):
+            return None
+        assert self._wino is not None
+        return (self._wino.launcher(x_shape, y_shape, False),
+                self._wino.launcher(x_shape, y_shape, True))

@@ -49,7 +49,14 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu import _conv_gemm as cg
-from pytfrt.backends.cpu import _depthwise, _dnnl_conv, _spin_pool, _winograd, arena
+from pytfrt.backends.cpu import (
+    _depthwise,
+    _dnnl_conv,
+    _spin_pool,
+    _winograd,
+    _winograd_native,
+    arena,
+)
 from pytfrt.backends.cpu._blas import sgemm
 from pytfrt.backends.cpu._epilogue import epilogue_2d
 from pytfrt.backends.cpu._geometry import (
@@ -69,7 +76,8 @@ from pytfrt.backends.cpu.gemm import apply_epilogue
 from pytfrt.backends.cpu.ops import OpError
 
 FLOAT_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
-ALGORITHMS = ("auto", "gemm", "winograd", "winograd2", "winograd4", "depthwise", "dnnl")
+ALGORITHMS = ("auto", "gemm", "winograd", "winograd2", "winograd4", "winograd_native",
+              "depthwise", "dnnl")
 GEMM_FLOPS = 200e9
 """Cost model: sustained GEMM FLOP/s of one core (oneDNN, AVX-512; measured)."""
 WEIGHT_BYTES_PER_S = 20e9
@@ -78,6 +86,7 @@ MOVE_S = {"gemm": 0.3e-9, "winograd2": 0.25e-9, "winograd4": 0.5e-9}
 """Cost model: seconds per element of im2col copy / Winograd transform (measured)."""
 WINOGRAD_MIN_CHANNELS = 8
 """Fewest input and output channels for which a plan prepares Winograd."""
+
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,11 +122,16 @@ class ConvPlan:
     as one small matrix product (squeeze-and-excite blocks)."""
     filter_shape: tuple[int, ...] = ()
     """The shape of the filter given to :func:`plan_conv2d` (HWIO or OIHW)."""
+    wino_native: bool = False
+    """Whether the plan may run the native Winograd (:mod:`_winograd_native`: a float32 NHWC
+    3x3 stride-1 ungrouped plan with an activation it applies, on an AVX-512 CPU with a C
+    compiler); :meth:`algorithm_for` says for which shapes ``auto`` does."""
     source: weakref.ref[np.ndarray] | None = None
     """A weak reference to the filter array given to :func:`plan_conv2d` when it was not
     copied (``copy=False``): its owner may drop it and rely on :meth:`filter` instead."""
     _cache: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _native: dict[str, _winograd_native.WinoConv] = field(default_factory=dict, repr=False)
 
     def _made(self, key: Any, make: Any) -> np.ndarray:
         """``self._cache[key]``, made by ``make()`` on first use (thread-safe, read-only)."""
@@ -155,6 +169,19 @@ class ConvPlan:
         """The F(tile x tile, 3x3) transformed filter, made once (thread-safe)."""
         return self._made(tile, lambda: _winograd.filter_transform(
             _hwio(self.filter(), self.layout), tile))
+
+    def native_winograd(self) -> _winograd_native.WinoConv:
+        """The native Winograd of this plan (its filter transformed and packed on first use;
+        thread-safe)."""
+        wc = self._native.get("wino")
+        if wc is None:
+            with self._lock:
+                wc = self._native.get("wino")
+                if wc is None:
+                    wc = self._native["wino"] = _winograd_native.WinoConv(
+                        lambda: _hwio(self.filter(), self.layout), self.bias, self.pads,
+                        self.act_code, self.alpha, channels=(self.cin, self.cout))
+        return wc
 
     def filter(self) -> np.ndarray:
         """The filter as given to :func:`plan_conv2d` (HWIO for NHWC, OIHW for NCHW), read-only.
@@ -209,13 +236,17 @@ class ConvPlan:
         """The algorithm :func:`conv2d` runs for an output shape (in the plan's layout)."""
         if self.compute is not None:
             return self.compute.algorithm_for(out_shape)
+        if self.wino_native and (self.algorithm == "winograd_native" or (
+                self.algorithm == "auto"
+                and _winograd_native.wins(self.cin, self.cout, out_shape[1], out_shape[2]))):
+            return "winograd_native"
         if self.dnnl is not None and self.algorithm in ("auto", "dnnl"):
             return "dnnl"
         return self.builtin_algorithm_for(out_shape)
 
     def builtin_algorithm_for(self, out_shape: Sequence[int]) -> str:
         """The algorithm without oneDNN's primitive (its fallback for shapes it cannot run)."""
-        if self.algorithm == "winograd":
+        if self.algorithm in ("winograd", "winograd_native"):  # native: its fallback
             costs = {a: estimate_ms(self, out_shape, a) for a in ("winograd2", "winograd4")}
             return min(costs, key=costs.__getitem__)
         if self.algorithm not in ("auto", "dnnl"):
@@ -350,7 +381,10 @@ def plan_conv2d(
         activation, alpha: applied last (:mod:`pytfrt.backends.cpu.activations`).
         algorithm: ``"auto"`` (chosen per input shape), or force ``"gemm"``, ``"winograd"``
             (float32 3x3 stride-1 undilated, groups 1; the tile size chosen per shape),
-            ``"winograd2"``, ``"winograd4"``, ``"depthwise"`` (``groups == cin``) or
+            ``"winograd2"``, ``"winograd4"``, ``"winograd_native"`` (float32 NHWC 3x3 stride-1,
+            groups 1: :mod:`_winograd_native`, or where that cannot run -- no AVX-512, no C
+            compiler, another activation or layout -- the Numba ``"winograd"``),
+            ``"depthwise"`` (``groups == cin``) or
             ``"dnnl"`` (float32, the oneDNN library installed) -- for tests and benchmarks.
 
     Raises:
@@ -457,6 +491,10 @@ def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any],
         and groups == 1
         and w.dtype == np.float32
     )
+    wino_native = (w.dtype == np.float32 and layout == "NHWC"
+                   and algorithm in ("auto", "winograd_native")
+                   and _winograd_native.eligible(kh, kw, attrs["strides"], attrs["dilations"],
+                                                 groups, attrs["act_code"]))
     if algorithm.startswith("winograd") and not winograd_ok:
         raise OpError(
             f"{op}: algorithm 'winograd' needs a float32 3x3 filter, stride 1, dilation 1, groups 1"
@@ -475,6 +513,7 @@ def _pack(w: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any],
     gemv_ok = kh == kw == 1 and groups == 1 and attrs["pads"] == (0, 0, 0, 0) and (
         algorithm in ("auto", "gemm"))
     plan = ConvPlan(dtype=w.dtype, winograd_ok=use_winograd, bias=bias, dnnl=dnnl,
+                    wino_native=wino_native,
                     gemv_ok=gemv_ok, filter_shape=tuple(w.shape), source=source, **attrs)
     if dnnl is None:  # the packed filter is what the plan holds (a view of w where possible)
         packed = _packed(w, attrs)
@@ -558,20 +597,33 @@ def runner(plan: ConvPlan) -> Callable[..., np.ndarray]:
     through :func:`conv2d`.  Thread-safe.
     """
     dnnl = plan.dnnl
-    if dnnl is None or plan.compute is not None or plan.algorithm not in ("auto", "dnnl"):
+    wino = plan.wino_native and plan.compute is None
+    if (not wino and dnnl is None) or plan.compute is not None or plan.algorithm not in (
+            "auto", "dnnl", "winograd_native"):
         return lambda x, residual=None, out=None: conv2d(plan, x, residual, out)
-    return launch_runner(dnnl, lambda x, residual, out: conv2d(plan, x, residual, out))
+
+    def native(x_shape: tuple[int, ...], y_shape: tuple[int, ...]) -> tuple[Any, Any] | None:
+        if not wino or plan.algorithm_for(y_shape) != "winograd_native":
+            return None
+        wc = plan.native_winograd()
+        return wc.launcher(x_shape, y_shape, False), wc.launcher(x_shape, y_shape, True)
+
+    return launch_runner(dnnl, lambda x, residual, out: conv2d(plan, x, residual, out), native)
 
 
-def launch_runner(dnnl: _dnnl_conv.DnnlConv,
-                  slow: Callable[[np.ndarray, np.ndarray | None, np.ndarray | None], np.ndarray]
-                  ) -> Callable[..., np.ndarray]:
+def launch_runner(dnnl: _dnnl_conv.DnnlConv | None,
+                  slow: Callable[[np.ndarray, np.ndarray | None, np.ndarray | None], np.ndarray],
+                  native: Callable[[tuple[int, ...], tuple[int, ...]], tuple[Any, Any] | None]
+                  | None = None) -> Callable[..., np.ndarray]:
     """``run(x, residual=None, out=None)``: ``slow(x, residual, out)`` (a convolution whose
     oneDNN primitives are ``dnnl``'s) with the short path of :func:`runner`: once ``slow`` has
     run a shape on the primitives, calls with C-contiguous float32 ``x`` of that shape, ``out``
     of its output shape not overlapping ``x`` and no residual or the residual being ``out`` go
     straight to the shape's :meth:`~pytfrt.backends.cpu._dnnl_conv.DnnlConv.launcher`.  Also
     the blocked convolutions' (:meth:`pytfrt.backends.cpu._dnnl_blocked.BlockedConv.runner`).
+    ``native(x_shape, y_shape)``, if given, returns the launchers without and with the residual
+    in ``out`` of a shape that does not run on ``dnnl`` (the native Winograd,
+    :meth:`ConvPlan.native_winograd`), or ``None``.
     With the spin pool's C module those checks are native too
     (:func:`pytfrt.backends.cpu._spin_pool.native_runner`; ``run.kernel`` is then the same
     call in the compute function's form, ``kernel(x, plan, *residual, out=None)``).
@@ -581,7 +633,7 @@ def launch_runner(dnnl: _dnnl_conv.DnnlConv,
     ``out``), for the shapes :func:`conv2d` has run (a launcher is ``None`` until its
     primitives are made)."""
     nd, f32 = np.ndarray, np.dtype(np.float32)
-    launcher, prepared, overlap = dnnl.launcher, dnnl.prepared, np.may_share_memory
+    overlap = np.may_share_memory
     none, in_dst = _dnnl_conv.NO_RESIDUAL, _dnnl_conv.RESIDUAL_IN_DST
 
     def run(x: np.ndarray, residual: np.ndarray | None = None,
@@ -598,10 +650,14 @@ def launch_runner(dnnl: _dnnl_conv.DnnlConv,
         if x.__class__ is nd and y.__class__ is nd:
             entry = fast.get(x.shape)
             plain, into = (None, None) if entry is None else entry[1:]
-            if plain is None and prepared(x.shape, none):
-                plain = launcher(x.shape, none)
-            if into is None and prepared(x.shape, in_dst):
-                into = launcher(x.shape, in_dst)
+            own = None if native is None or entry is not None else native(x.shape, y.shape)
+            if own is not None:
+                plain, into = own
+            elif dnnl is not None:
+                if plain is None and dnnl.prepared(x.shape, none):
+                    plain = dnnl.launcher(x.shape, none)
+                if into is None and dnnl.prepared(x.shape, in_dst):
+                    into = dnnl.launcher(x.shape, in_dst)
             if entry is None or plain is not entry[1] or into is not entry[2]:
                 fast[x.shape] = (y.shape, plain, into)
         return y
@@ -814,6 +870,9 @@ def _forward(
 ) -> np.ndarray:
     """Run ``plan`` into the C-contiguous ``y`` (shapes and dtypes checked)."""
     algo = plan.algorithm_for(y.shape)
+    if algo == "winograd_native":
+        plan.native_winograd().run(x, residual, y)
+        return y
     if algo == "dnnl":
         assert plan.dnnl is not None
         mode = _dnnl_conv.NO_RESIDUAL
