@@ -237,6 +237,57 @@ def test_channel_split_variants_share_one_prepared_filter(monkeypatch, gain, in_
 
 
 @needs_dnnl
+@pytest.mark.parametrize("blocked, kh, cin, cout", [(False, 3, 128, 256), (False, 1, 64, 96),
+                                                    (True, 1, 64, 256)])
+def test_the_submemory_test_of_a_view_agrees_with_reordering(blocked, kh, cin, cout):
+    """Whether output channels [c0, c1) of the prepared whole filter can be a view is decided
+    from oneDNN's memory descriptors: wherever they say yes, reordering those channels of the
+    user's filter into the part's format (the byte probe) must give exactly the bytes there;
+    and they must say yes for some bounds (the splits of ResNet-50 all take that path)."""
+    from pytfrt.backends.cpu import _dnnl_blocked as bl
+
+    rng = np.random.default_rng(13)
+    wt = (rng.standard_normal((kh, kh, cin, cout)) * 0.05).astype(np.float32)
+    pads = (kh // 2,) * 4
+    if blocked:
+        dnnl = bl.BlockedConv(wt, None, strides=(1, 1), dilations=(1, 1), pads=pads, groups=1,
+                              activation="relu", alpha=0.0).dnnl
+        shape, layout = (1, cin // 16, 14, 14, 16), _dnnl_conv.BLOCKED
+    else:
+        dnnl = conv.plan_conv2d(wt, layout="NHWC", pads=pads, algorithm="dnnl").dnnl
+        shape, layout = (1, 14, 14, cin), "NHWC"
+    lib, none = dnnl._lib, _dnnl_conv.NO_RESIDUAL
+    temp = _dnnl_conv._Prim(lib)
+    try:
+        dnnl._create(temp, dnnl._channel_parts(shape, [0, cout])[0], none)
+        whole = next(h for h in dnnl._weights if h.channels == (0, cout))
+        total = int(lib.fn["dnnl_memory_desc_get_size"](whole.src_md))
+        dims, strides = _dnnl_conv._weights_md_dims(layout, kh, kh, cin, cout, 1)
+        said_yes = 0
+        for c0 in range(0, cout, 16):
+            for c1 in range(c0 + 16, cout + 1 - (c0 == 0) * 16, 16):
+                part = _dnnl_conv._Prim(lib)
+                try:
+                    dnnl._create(part, dnnl._channel_parts(shape, [c0, c1])[0], none)
+                    w_md = lib.fn["dnnl_primitive_desc_query_md"](
+                        part.pd, _dnnl_conv._Q_WEIGHTS_MD, 0)
+                    size = int(lib.fn["dnnl_memory_desc_get_size"](w_md))
+                    if size != total // cout * (c1 - c0) or not _dnnl_conv._channels_are_submemory(
+                            lib, whole.src_md, w_md, (c0, c1), total // cout):
+                        continue
+                    said_yes += 1
+                    user_md = part.own("dnnl_memory_desc_destroy",
+                                       lib.strided_md((c1 - c0, *dims[1:]), strides))
+                    addr = _dnnl_conv._data_handle(lib, whole.weights) + total // cout * c0
+                    assert dnnl._reorders_to(user_md, w_md, c0, addr, size), (c0, c1)
+                finally:
+                    part.destroy()
+        assert said_yes > 0
+    finally:
+        temp.destroy()
+
+
+@needs_dnnl
 def test_blocked_channel_split_variants(gain):
     """``nChw16c`` channel parts written in place: every variant against PyTorch."""
     from pytfrt.backends.cpu import _dnnl_blocked as bl

@@ -110,6 +110,8 @@ class _Lib:
             "dnnl_memory_desc_clone": ([pp, p], ctypes.c_int),
             "dnnl_memory_desc_equal": ([p, p], ctypes.c_int),
             "dnnl_memory_desc_get_size": ([p], ctypes.c_size_t),
+            "dnnl_memory_desc_create_submemory": ([pp, p, _DIMS, _DIMS], ctypes.c_int),
+            "dnnl_memory_desc_query": ([p, ctypes.c_int, p], ctypes.c_int),
             "dnnl_primitive_attr_create": ([pp], ctypes.c_int),
             "dnnl_primitive_attr_destroy": ([p], ctypes.c_int),
             "dnnl_primitive_attr_set_scratchpad_mode": ([p, ctypes.c_int], ctypes.c_int),
@@ -835,7 +837,9 @@ class DnnlConv:
         holder of the whole filter (``channels (0, cout)``), if that holder's bytes at ``c0``'s
         offset are exactly what reordering those channels into ``w_md`` gives (the formats
         whose output-channel blocks are outermost: ``OIhw16i16o`` of oneDNN's blocked
-        kernels), else ``None``.  Called with ``self._lock`` held."""
+        kernels), else ``None``.  Decided from the memory descriptors
+        (:func:`_channels_are_submemory`) or, where they do not show it, by reordering those
+        channels into a probe buffer and comparing bytes.  Called with ``self._lock`` held."""
         lib, cout = self._lib, self._attrs["cout"]
         c0, c1 = channels
         size = int(lib.fn["dnnl_memory_desc_get_size"](w_md))
@@ -847,18 +851,8 @@ class DnnlConv:
             if total % cout or size != total // cout * (c1 - c0):
                 continue
             addr = _data_handle(lib, whole.weights) + total // cout * c0
-            probe = np.empty(size, np.uint8)
-            temp = _Prim(lib)
-            try:
-                md = temp.own("dnnl_memory_desc_destroy", _clone_md(lib, w_md))
-                mem = temp.own("dnnl_memory_destroy", lib.new(
-                    "dnnl_memory_create", md, lib.engine, probe.ctypes.data))
-                user = self._w if self._w is not None else self._read_back()
-                self._reorder(user_md, user.ctypes.data + 4 * c0 * self._o_stride(), md, mem)
-            finally:
-                temp.destroy()
-            if not np.array_equal(probe, np.ctypeslib.as_array(
-                    (ctypes.c_uint8 * size).from_address(addr))):
+            if not (_channels_are_submemory(lib, whole.src_md, w_md, channels, total // cout)
+                    or self._reorders_to(user_md, w_md, c0, addr, size)):
                 continue
             holder = _Prim(lib)
             holder.channels, holder.keep = channels, whole
@@ -868,6 +862,25 @@ class DnnlConv:
             self._weights.append(holder)
             return holder.weights
         return None
+
+    def _reorders_to(self, user_md: ctypes.c_void_p, w_md: int, c0: int, addr: int,
+                     size: int) -> bool:
+        """Whether reordering the user's filter channels from ``c0`` (``user_md``) into the
+        format ``w_md`` gives exactly the ``size`` bytes at ``addr`` (a reorder into a probe
+        buffer).  Called with ``self._lock`` held."""
+        lib = self._lib
+        probe = np.empty(size, np.uint8)
+        temp = _Prim(lib)
+        try:
+            md = temp.own("dnnl_memory_desc_destroy", _clone_md(lib, w_md))
+            mem = temp.own("dnnl_memory_destroy", lib.new(
+                "dnnl_memory_create", md, lib.engine, probe.ctypes.data))
+            user = self._w if self._w is not None else self._read_back()
+            self._reorder(user_md, user.ctypes.data + 4 * c0 * self._o_stride(), md, mem)
+        finally:
+            temp.destroy()
+        return bool(np.array_equal(probe, np.ctypeslib.as_array(
+            (ctypes.c_uint8 * size).from_address(addr))))
 
     def _make_variants(self, shape: tuple[int, ...], residual: int, made: list[_Prim]) -> None:
         """Give ``made`` (a new split) its variants (:attr:`_Prim.variants`) where it gets
@@ -1467,6 +1480,45 @@ def _data_handle(lib: _Lib, mem: ctypes.c_void_p) -> int:
     h = ctypes.c_void_p()
     lib.call("dnnl_memory_get_data_handle", mem, ctypes.byref(h))
     return int(h.value or 0)
+
+
+_Q_NDIMS, _Q_DIMS, _Q_SUBMEMORY_OFFSET = 256, 257, 259
+"""``dnnl_query_ndims_s32``, ``dnnl_query_dims``, ``dnnl_query_submemory_offset_s64``."""
+
+
+def _channels_are_submemory(lib: _Lib, whole_md: Any, w_md: Any, channels: tuple[int, int],
+                            channel_bytes: int) -> bool:
+    """Whether output channels ``[c0, c1)`` of a filter laid out as ``whole_md`` (its first
+    dimension the output channels) are, from byte ``c0 * channel_bytes`` on, laid out exactly
+    as ``w_md`` lays out a filter of ``c1 - c0`` channels: oneDNN's sub-memory of those
+    channels starts there and, moved to channel 0, equals ``w_md``.  ``False`` where oneDNN
+    makes no such sub-memory (channel bounds inside a block) or the layouts differ."""
+    c0, c1 = channels
+    ndims = ctypes.c_int()
+    dims = ctypes.POINTER(_DIMS)()
+    query = lib.fn["dnnl_memory_desc_query"]
+    if (query(whole_md, _Q_NDIMS, ctypes.byref(ndims)) != 0
+            or query(whole_md, _Q_DIMS, ctypes.byref(dims)) != 0):
+        return False
+    n = ndims.value
+    sub_dims = _DIMS(c1 - c0, *list(dims.contents)[1:n])
+    temp = _Prim(lib)
+    try:
+        at_c0, at_0 = ctypes.c_void_p(), ctypes.c_void_p()
+        create = lib.fn["dnnl_memory_desc_create_submemory"]
+        if create(ctypes.byref(at_c0), whole_md, sub_dims, _DIMS(c0, *[0] * (n - 1))) != 0:
+            return False
+        temp.own("dnnl_memory_desc_destroy", at_c0)
+        if create(ctypes.byref(at_0), whole_md, sub_dims, _DIMS(*[0] * n)) != 0:
+            return False
+        temp.own("dnnl_memory_desc_destroy", at_0)
+        offset = ctypes.c_int64()
+        if query(at_c0, _Q_SUBMEMORY_OFFSET, ctypes.byref(offset)) != 0:
+            return False
+        return (offset.value * 4 == c0 * channel_bytes
+                and lib.fn["dnnl_memory_desc_equal"](at_0, w_md) == 1)
+    finally:
+        temp.destroy()
 
 
 def _clone_md(lib: _Lib, md: int) -> ctypes.c_void_p:
