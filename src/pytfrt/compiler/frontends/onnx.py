@@ -44,18 +44,21 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytfrt.compiler.builder import GraphModule
 
 def load_model(model_or_path: Any) -> tuple[onnx.ModelProto, str]:
-    """``(ModelProto, origin)`` for a path or a ``ModelProto``; the origin names it in errors."""
-    import onnx
+    """``(ModelProto, origin)`` for a path or a ``ModelProto``; the origin names it in errors.
+    A file is read as ``onnx.load`` reads it (external data included), without importing
+    ``onnx`` (:mod:`~pytfrt.compiler.frontends.onnx_proto`)."""
+    from pytfrt.compiler.frontends.onnx_proto import ModelProto, load_external_data
 
-    if isinstance(model_or_path, onnx.ModelProto):
+    if isinstance(model_or_path, ModelProto):
         return model_or_path, "<onnx.ModelProto>"
     if isinstance(model_or_path, str | os.PathLike):
         path = Path(model_or_path)
         if not path.is_file():
             raise OnnxImportError(f"{path}: no such ONNX file")
         try:
-            model = onnx.load(str(path))
-        except Exception as exc:  # onnx raises DecodeError and friends
+            model = ModelProto.FromString(path.read_bytes())
+            load_external_data(model, str(path.parent))
+        except Exception as exc:  # protobuf raises DecodeError, onnx its own errors
             raise OnnxImportError(f"{path}: not a readable ONNX model: {exc}") from exc
         if not model.graph.node and not model.graph.output:
             raise OnnxImportError(f"{path}: not an ONNX model (empty graph)")
@@ -67,15 +70,22 @@ def load_model(model_or_path: Any) -> tuple[onnx.ModelProto, str]:
 
 
 def _upgrade(model: onnx.ModelProto, origin: str) -> onnx.ModelProto:
-    import onnx
+    """``model`` itself when its opset needs no upgrade, else upgraded to :data:`MIN_OPSET`
+    with ONNX's version converter; ``onnx`` is imported only for an opset above
+    :data:`~pytfrt.compiler.frontends.onnx_proto.ONNX_KNOWN_OPSET` (to ask ``onnx.defs``
+    whether it knows it) or below :data:`MIN_OPSET`."""
+    from pytfrt.compiler.frontends.onnx_proto import ONNX_KNOWN_OPSET
 
     opset = _default_opset(model)
-    newest = onnx.defs.onnx_opset_version()
-    if opset > newest:
-        raise OnnxImportError(
-            f"{origin}: opset {opset} is newer than this importer knows (the installed onnx "
-            f"{onnx.__version__} knows opsets up to {newest}): upgrade onnx, or export the "
-            f"model with opset <= {newest}")
+    if opset > ONNX_KNOWN_OPSET:
+        import onnx
+
+        newest = onnx.defs.onnx_opset_version()
+        if opset > newest:
+            raise OnnxImportError(
+                f"{origin}: opset {opset} is newer than this importer knows (the installed "
+                f"onnx {onnx.__version__} knows opsets up to {newest}): upgrade onnx, or export "
+                f"the model with opset <= {newest}")
     if opset >= MIN_OPSET or not any(n.domain in ("", "ai.onnx") for n in model.graph.node):
         return model
     from onnx import version_converter

@@ -62,9 +62,8 @@ def tg_dtype(onnx_type: int, *, where: str = "") -> str:
     try:
         return _ONNX_DTYPES[onnx_type]
     except KeyError:
-        from onnx import TensorProto
-
         from pytfrt.compiler.errors import UnsupportedOpError
+        from pytfrt.compiler.frontends.onnx_proto import TensorProto
 
         try:
             name = TensorProto.DataType.Name(onnx_type)
@@ -97,7 +96,7 @@ def initializer_array(init: Any, origin: str, base_dir: str = "") -> np.ndarray:
     """The array of initializer ``init``, its declared size checked first (a damaged file may
     declare terabytes); any failure is an :class:`OnnxImportError` naming the initializer.
     ``base_dir``: where external data lives (for a tensor whose data is not loaded yet)."""
-    from onnx import numpy_helper
+    from pytfrt.compiler.frontends.onnx_proto import to_array
 
     n = 1
     for d in init.dims:
@@ -107,7 +106,7 @@ def initializer_array(init: Any, origin: str, base_dir: str = "") -> np.ndarray:
             f"{origin}: initializer {init.name!r} declares shape {list(init.dims)} "
             f"({n} elements): the file is damaged; export the model again")
     try:
-        return numpy_helper.to_array(init, base_dir)
+        return to_array(init, base_dir)
     except Exception as exc:  # noqa: BLE001 - onnx/NumPy errors name no initializer
         raise OnnxImportError(
             f"{origin}: initializer {init.name!r} (shape {list(init.dims)}) cannot be read "

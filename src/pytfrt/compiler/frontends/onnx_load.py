@@ -124,10 +124,8 @@ def _split_tensor(fh: IO[bytes], start: int, stop: int, base_dir: str, origin: s
                   ) -> tuple[str, np.ndarray] | None:
     """The initializer at ``[start, stop)`` as ``(name, array)``, or ``None`` to leave it in
     the ModelProto (the usual path)."""
-    import onnx
-    from onnx import helper
-
     from pytfrt.compiler.frontends.onnx_common import initializer_array
+    from pytfrt.compiler.frontends.onnx_proto import TensorProto, np_dtype
 
     head = bytearray()
     raw: tuple[int, int] | None = None
@@ -136,14 +134,14 @@ def _split_tensor(fh: IO[bytes], start: int, stop: int, base_dir: str, origin: s
             raw = (value, fstop)  # the last occurrence wins, as in protobuf
         else:
             head += _read(fh, fstart, fstop)
-    tensor = onnx.TensorProto.FromString(bytes(head))
-    if raw is None and tensor.data_location == onnx.TensorProto.EXTERNAL:
+    tensor = TensorProto.FromString(bytes(head))
+    if raw is None and tensor.data_location == TensorProto.EXTERNAL:
         # read from its file by onnx (size and path checked): one copy, as a bytes object
         return tensor.name, initializer_array(tensor, origin, base_dir)
     if (raw is None or raw[1] - raw[0] < SPLIT_BYTES or tensor.data_type not in _PLAIN_TYPES
             or tensor.HasField("segment") or any(d < 0 for d in tensor.dims)):
         return None
-    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type))
+    dtype = np_dtype(tensor.data_type)
     count = 1
     for d in tensor.dims:
         count *= d
@@ -167,8 +165,7 @@ def load_split(path: str | os.PathLike[str], origin: str = ""
     :class:`~pytfrt.compiler.frontends.onnx_common.OnnxImportError` for an external
     initializer that cannot be read (``origin`` names the model in that message).
     """
-    import onnx
-    from onnx import external_data_helper
+    from pytfrt.compiler.frontends.onnx_proto import ModelProto, load_external_data
 
     if sys.byteorder != "little":
         raise WireError("big-endian machine: raw_data needs byte swapping")
@@ -191,6 +188,6 @@ def load_split(path: str | os.PathLike[str], origin: str = ""
                 weights[split[0]] = split[1]
             model_bytes += _encode_varint(_MODEL_GRAPH << 3 | 2)
             model_bytes += _encode_varint(len(graph)) + graph
-    model = onnx.ModelProto.FromString(bytes(model_bytes))
-    external_data_helper.load_external_data_for_model(model, base_dir)
+    model = ModelProto.FromString(bytes(model_bytes))
+    load_external_data(model, base_dir)
     return model, weights

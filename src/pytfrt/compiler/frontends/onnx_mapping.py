@@ -458,7 +458,15 @@ class OnnxGraphImporter:
                 self.values[name] = out
 
     def _evaluate(self, node: Any) -> list[Any] | None:
-        """Run ``node`` on its known inputs with ONNX's reference implementation."""
+        """Run ``node`` on its known inputs: in NumPy for the simple ops
+        :mod:`~pytfrt.compiler.frontends.onnx_fold` evaluates, else with ONNX's reference
+        implementation; ``None`` when it cannot be evaluated."""
+        from pytfrt.compiler.frontends.onnx_fold import fold
+
+        if node.domain in ("", "ai.onnx"):
+            done = fold(node, [self.known[n] if n else None for n in node.input], self.opset)
+            if done is not None:
+                return done
         from onnx.reference import ReferenceEvaluator
 
         try:
@@ -545,13 +553,13 @@ class OnnxGraphImporter:
         return self.f.op("cast", [v], loc=loc, to=low) if v.dtype == "f32" else v
 
     def attrs(self, node: Any) -> dict[str, Any]:
-        from onnx import helper
+        from pytfrt.compiler.frontends.onnx_proto import attribute_value
 
         if isinstance(node, _AttrNode):
             return dict(node.overrides)
         out = {}
         for a in node.attribute:
-            v = helper.get_attribute_value(a)
+            v = attribute_value(a)
             if isinstance(v, bytes):
                 v = v.decode()
             out[a.name] = v
@@ -642,9 +650,9 @@ def optional_element(vi: Any) -> Any:
     (the same object when it is not optional)."""
     if not vi.type.HasField("optional_type"):
         return vi
-    import onnx
+    from pytfrt.compiler.frontends.onnx_proto import ValueInfoProto
 
-    out = onnx.ValueInfoProto()
+    out = ValueInfoProto()
     out.name = vi.name
     out.type.CopyFrom(vi.type.optional_type.elem_type)
     return out
@@ -1755,10 +1763,10 @@ def _expand(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 
 @onnx_op("ConstantOfShape", note="`fill(shape, value)` (known shape: a constant)")
 def _constant_of_shape(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-    from onnx import numpy_helper
+    from pytfrt.compiler.frontends.onnx_proto import to_array
 
     a = [x for x in node.attribute if x.name == "value"]
-    value = numpy_helper.to_array(a[0].t).reshape(()) if a else np.zeros((), np.float32)
+    value = to_array(a[0].t).reshape(()) if a else np.zeros((), np.float32)
     return [ctx.op("fill", [ctx.input(node, 0), ctx.constant(value, f"{node.output[0]}/value")])]
 
 

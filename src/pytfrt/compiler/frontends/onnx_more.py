@@ -233,9 +233,9 @@ def _deform_conv(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 @onnx_op("ai.onnx.ml.TreeEnsemble", note="`tree_ensemble` (onnx_more family; the trees as "
          "attributes; post_transform none, softmax, logistic, softmax_zero)")
 def _tree_ensemble(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-    from onnx import TensorProto, numpy_helper
+    from pytfrt.compiler.frontends.onnx_proto import TensorProto, to_array
 
-    a = {k: numpy_helper.to_array(v) if isinstance(v, TensorProto) else v
+    a = {k: to_array(v) if isinstance(v, TensorProto) else v
          for k, v in ctx.attrs(node).items()}
 
     def ints(name: str) -> list[int]:

@@ -39,15 +39,15 @@ import numpy as np
 
 def _constants(graph: Any) -> dict[str, float]:
     """Scalar (single-element) float constants of the graph: initializers and Constant nodes."""
-    from onnx import numpy_helper
+    from pytfrt.compiler.frontends.onnx_proto import to_array
 
     out: dict[str, float] = {}
     for t in graph.initializer:
         if len(t.dims) <= 1 and np.prod(t.dims, dtype=np.int64) == 1:
-            out[t.name] = float(numpy_helper.to_array(t).reshape(-1)[0])
+            out[t.name] = float(to_array(t).reshape(-1)[0])
     for n in graph.node:
         if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
-            a = numpy_helper.to_array(n.attribute[0].t)
+            a = to_array(n.attribute[0].t)
             if a.size == 1 and a.dtype.kind == "f":
                 out[n.output[0]] = float(a.reshape(-1)[0])
     return out
@@ -66,7 +66,7 @@ def _uses(graph: Any, nodes: list[Any]) -> Counter[str]:
 
 def fuse_silu(graph: Any, nodes: list[Any]) -> list[Any]:
     """``nodes`` with each ``Mul(x, Sigmoid(x))`` (sigmoid used only there) as one SiLU node."""
-    from onnx import helper
+    from pytfrt.compiler.frontends.onnx_proto import make_node
 
     producer = {o: i for i, n in enumerate(nodes) for o in n.output}
     uses = _uses(graph, nodes)
@@ -83,7 +83,7 @@ def fuse_silu(graph: Any, nodes: list[Any]) -> list[Any]:
                     and uses[n.input[k]] == 1
                 ):
                     dropped.add(si)
-                    n = helper.make_node(
+                    n = make_node(
                         "Silu",
                         [n.input[1 - k]],
                         list(n.output),
@@ -98,7 +98,7 @@ def fuse_silu(graph: Any, nodes: list[Any]) -> list[Any]:
 def fuse_gelu(graph: Any, nodes: list[Any] | None = None) -> list[Any]:
     """``nodes`` (default: ``graph``'s) with every erf- or tanh-GELU chain replaced by one
     ``Gelu``."""
-    from onnx import helper
+    from pytfrt.compiler.frontends.onnx_proto import make_node
 
     nodes = list(graph.node) if nodes is None else list(nodes)
     consts = _constants(graph)
@@ -213,7 +213,7 @@ def fuse_gelu(graph: Any, nodes: list[Any] | None = None) -> list[Any]:
             out_node = mi
             chain.append(hp)
         name = nodes[out_node].name or nodes[out_node].output[0]
-        gelu = helper.make_node(
+        gelu = make_node(
             "Gelu", [x], [nodes[out_node].output[0]], name=f"{name}:gelu",
             approximate="none" if erf.op_type == "Erf" else "tanh",
         )

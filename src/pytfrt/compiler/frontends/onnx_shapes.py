@@ -105,9 +105,9 @@ def infer(imp: OnnxGraphImporter, node: Any) -> Partial | None:
     if t in ("Identity", "Cast"):
         to = np.dtype(np.int64) if t == "Identity" else None
         if t == "Cast":
-            from onnx import helper
+            from pytfrt.compiler.frontends.onnx_proto import np_dtype
 
-            to = np.dtype(helper.tensor_dtype_to_np_dtype(int(_attr(imp, node, "to", 7))))
+            to = np_dtype(int(_attr(imp, node, "to", 7)))
             if to.kind not in "iu":
                 return None
         return Partial(first.elements, first.scalar, to or first.dtype)

@@ -197,7 +197,7 @@ class SpecializingModel:
 def _all_nodes(graph: Any) -> list[Any]:
     """``graph``'s nodes and those of every subgraph (``If`` branches, ``Loop``/``Scan``
     bodies), whose outputs the importer may bind in the outer scope."""
-    from onnx import AttributeProto
+    from pytfrt.compiler.frontends.onnx_proto import AttributeProto
 
     out = []
     for node in graph.node:

@@ -55,8 +55,7 @@ def _tfidf(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
 
 def _ml_list(a: dict[str, Any], stem: str) -> tuple[list[Any], str] | None:
     """LabelEncoder's ``<stem>_strings/_int64s/_floats/_tensor``: (values, tg dtype)."""
-    from onnx import numpy_helper
-
+    from pytfrt.compiler.frontends.onnx_proto import to_array
     from pytfrt.compiler.types import dtype_name
 
     for suffix, dtype in (("_strings", "string"), ("_int64s", "i64"), ("_floats", "f32")):
@@ -64,7 +63,7 @@ def _ml_list(a: dict[str, Any], stem: str) -> tuple[list[Any], str] | None:
             vals = [v.decode() if isinstance(v, bytes) else v for v in a[f"{stem}{suffix}"]]
             return vals, dtype
     if f"{stem}_tensor" in a:
-        arr = numpy_helper.to_array(a[f"{stem}_tensor"])
+        arr = to_array(a[f"{stem}_tensor"])
         kind = "string" if arr.dtype.kind in "OSU" else dtype_name(arr.dtype)
         vals = [v.decode() if isinstance(v, bytes) else v for v in arr.reshape(-1).tolist()]
         return vals, kind
