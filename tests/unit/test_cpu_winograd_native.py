@@ -293,3 +293,20 @@ def test_blocked_layout(shape, res):
         out = _blocked(r)
         assert run(_blocked(x), out if res else None, out) is out
         _close(out, want, wn.tile_for(n, h, w))
+
+
+@pytest.mark.parametrize("tile", [4, 2])
+@pytest.mark.parametrize("cin,cout", [(17, 33), (64, 200), (3, 16)])
+def test_packed_filter_is_the_transformed_filter_reordered(tile, cin, cout):
+    """The C packing against ``_winograd.filter_transform`` (NumPy, float64) laid out by hand:
+    per position, per 64-column block (zero-padded to a multiple of 16), rows of the block."""
+    from pytfrt.backends.cpu import _winograd
+
+    f = np.random.default_rng(cout).standard_normal((3, 3, cin, cout)).astype(np.float32)
+    u = _winograd.filter_transform(f, tile)
+    ne, coutp = u.shape[0], -(-cout // 16) * 16
+    up = np.zeros((ne, cin, coutp), np.float32)
+    up[:, :, :cout] = u
+    want = np.concatenate([up[:, :, j:j + 64].reshape(ne, -1) for j in range(0, coutp, 64)],
+                          axis=1).ravel()
+    np.testing.assert_allclose(wn.pack_filter(f, tile), want, rtol=1e-6, atol=1e-7)

@@ -408,12 +408,61 @@ static PyObject *py_launch(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     return r;
 }
 
+/* pack(w, g, u): u = the packed G w G^T (see pack_filter) of the HWIO float32 filter w
+   (3, 3, cin, cout), g the float64 (A, 3) matrix G, u float32 of A^2 cin coutp elements; each
+   element summed in double (G's rows, then its columns) and rounded once */
+static PyObject *py_pack(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 3) { PyErr_SetString(PyExc_TypeError, "pack(w, g, u)"); return NULL; }
+    PyArrayObject *wa = (PyArrayObject *)args[0], *ga = (PyArrayObject *)args[1];
+    PyArrayObject *ua = (PyArrayObject *)args[2];
+    if (!PyArray_Check(args[0]) || !PyArray_Check(args[1]) || !PyArray_Check(args[2])
+        || PyArray_TYPE(wa) != NPY_FLOAT32 || PyArray_NDIM(wa) != 4
+        || !PyArray_IS_C_CONTIGUOUS(wa) || PyArray_DIM(wa, 0) != 3 || PyArray_DIM(wa, 1) != 3
+        || PyArray_TYPE(ga) != NPY_FLOAT64 || PyArray_NDIM(ga) != 2
+        || !PyArray_IS_C_CONTIGUOUS(ga) || PyArray_DIM(ga, 1) != 3 || PyArray_DIM(ga, 0) > 8
+        || PyArray_TYPE(ua) != NPY_FLOAT32 || !PyArray_IS_C_CONTIGUOUS(ua)
+        || !PyArray_ISWRITEABLE(ua)) {
+        PyErr_SetString(PyExc_TypeError, "pack(w, g, u): float32 (3, 3, cin, cout), float64 "
+                        "(A, 3), writeable float32");
+        return NULL;
+    }
+    const int64_t cin = PyArray_DIM(wa, 2), cout = PyArray_DIM(wa, 3);
+    const int64_t coutp = (cout + 15) / 16 * 16, na = PyArray_DIM(ga, 0);
+    if (PyArray_SIZE(ua) != na * na * cin * coutp) {
+        PyErr_SetString(PyExc_TypeError, "pack: u has the wrong size");
+        return NULL;
+    }
+    const float *w = (const float *)PyArray_DATA(wa);
+    const double *g = (const double *)PyArray_DATA(ga);
+    float *u = (float *)PyArray_DATA(ua);
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t c = 0; c < cin; c++)
+        for (int64_t k = 0; k < coutp; k++) {
+            double f[3][3], t[8][3];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    f[i][j] = k < cout ? w[((i * 3 + j) * cin + c) * cout + k] : 0.0;
+            for (int a = 0; a < na; a++)
+                for (int j = 0; j < 3; j++)
+                    t[a][j] = g[a * 3] * f[0][j] + g[a * 3 + 1] * f[1][j] + g[a * 3 + 2] * f[2][j];
+            const int64_t k0 = k / NBW * NBW, bw = coutp - k0 < NBW ? coutp - k0 : NBW;
+            float *uk = u + k0 * cin + c * bw + (k - k0);
+            for (int a = 0; a < na; a++)
+                for (int b = 0; b < na; b++)
+                    uk[(a * na + b) * cin * coutp] = (float)(
+                        t[a][0] * g[b * 3] + t[a][1] * g[b * 3 + 1] + t[a][2] * g[b * 3 + 2]);
+        }
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_part_address(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     return PyLong_FromVoidPtr(have_avx512() ? (void *)part : NULL);
 }
 
 #define M(name) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, NULL}
-static PyMethodDef methods[] = {M(serial), M(launch), M(part_address), {NULL, NULL, 0, NULL}};
+static PyMethodDef methods[] = {M(serial), M(launch), M(pack), M(part_address),
+                                {NULL, NULL, 0, NULL}};
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "MODNAME", NULL, -1, methods};
 PyMODINIT_FUNC PyInit_MODNAME(void) { import_array(); return PyModule_Create(&module_def); }
 """
@@ -464,19 +513,22 @@ def block_tiles(cin: int, tile: int) -> int:
 
 
 def pack_filter(hwio: np.ndarray, tile: int) -> np.ndarray:
-    """``U`` of a ``(3, 3, cin, cout)`` float32 filter packed for the micro-kernel: per
-    position ``e``, per block of 64 output channels (``cout`` padded to a multiple of 16 with
-    zeros), ``cin`` rows of the block's columns; 64-byte aligned, read-only."""
+    """``U = G g G^T`` of a ``(3, 3, cin, cout)`` float32 filter (``G`` of
+    :mod:`pytfrt.backends.cpu._winograd`, as its ``filter_transform``: summed in float64, rounded
+    once) packed for the micro-kernel: per position ``e``, per block of 64 output channels
+    (``cout`` padded to a multiple of 16 with zeros), ``cin`` rows of the block's columns;
+    64-byte aligned, read-only.  Computed in C (the float64 ``einsum`` of ``filter_transform``
+    and the copies into this order took ~0.1 s for a 512-channel filter: the first call of
+    ResNet-50 grew by ~0.2 s at batch 1)."""
     from pytfrt.backends.cpu import _winograd, arena
 
-    u = _winograd.filter_transform(np.ascontiguousarray(hwio, np.float32), tile)
-    ne, cin, cout = u.shape
-    coutp = -(-cout // 16) * 16
-    up = np.zeros((ne, cin, coutp), np.float32)
-    up[:, :, :cout] = u
-    blocks = [up[:, :, j:j + 64] for j in range(0, coutp, 64)]
+    mod = module()
+    assert mod is not None
+    _, _, cin, cout = hwio.shape
+    ne, coutp = (tile + 2) ** 2, -(-cout // 16) * 16
     packed = arena.empty((ne * cin * coutp,), np.float32)
-    packed[...] = np.concatenate([b.reshape(ne, -1) for b in blocks], axis=1).ravel()
+    mod.pack(np.ascontiguousarray(hwio, np.float32), _winograd._G if tile == 4 else _winograd._G2,
+             packed)
     packed.flags.writeable = False
     return packed
 
