@@ -87,7 +87,7 @@ def test_launcher_against_torch(n, h, w, cin, cout, bias, res, act, tile, pads, 
 
 @pytest.mark.parametrize("tile", [4, 2])
 @pytest.mark.parametrize("shape", [(1, 56, 56, 64, 64), (2, 28, 28, 128, 128),
-                                   (1, 30, 29, 48, 80)])
+                                   (1, 30, 29, 48, 80), (1, 9, 7, 256, 272)])
 def test_network_layers_in_parts(monkeypatch, tile, shape):
     """ResNet-like layers (many tile blocks: several parts) with bias, ReLU and the residual
     in place, on the spin pool when there are two threads (its trace shows the job's parts),

@@ -60,6 +60,15 @@ ran 0.77x oneDNN's time with F(4x4), 1.26x faster with F(2x2); 14x14x256 level).
 BLOCK_BYTES = 384 << 10
 """Bytes of a tile block's ``V`` (all channels) and ``M`` (one 64-channel block) together:
 sets the tiles per block ``T`` (:func:`block_tiles`), kept within L2 (1 MiB per core here)."""
+SPLIT_FILTER_BYTES = 2 << 20
+"""Transformed filters of at least this many bytes are split between the threads by output
+channels when a call has few tile blocks (:func:`split`): every tile block reads the whole
+filter it uses, so with the tiles split alone each thread reads all of it once per block --
+at batch 1 the filter, not the arithmetic, sets the time (28x28x128 0.49 -> 0.42 ms,
+14x14x256 0.75 -> 0.56, 7x7x512 1.28 -> 0.74, against oneDNN's 0.99, 0.98 and 0.91; at batch 8,
+many blocks, it measured level or 5-7% slower)."""
+WIDE_BLOCK_BYTES = 768 << 10
+""":data:`BLOCK_BYTES` for a split filter: larger blocks, fewer passes over the filter."""
 ACTS = {0: 0, 1: 1, 2: 2, 3: 3}
 """Activation codes (:data:`pytfrt.backends.cpu._epilogue.ACTIVATION_CODES`) the kernel
 applies: none, ReLU, ReLU6, leaky ReLU."""
@@ -67,7 +76,7 @@ applies: none, ReLU, ReLU6, leaky ReLU."""
 # context words (an int64 array per input shape, read by the C part function)
 (C_X, C_Y, C_U, C_BIAS, C_NB, C_H, C_W, C_CIN, C_COUT, C_COUTP, C_OH, C_OW, C_PT, C_PL, C_TH,
  C_TW, C_NTILES, C_TB, C_NPARTS, C_ACT, C_ALPHA, C_RES, C_TILE, C_BUSY, C_XPS, C_XCS, C_YPS,
- C_YCS) = range(28)
+ C_YCS, C_CGROUPS) = range(29)
 NCTX = 32
 
 SOURCE = r"""
@@ -80,7 +89,7 @@ SOURCE = r"""
 #include <string.h>
 
 enum { X, Y, U, BIAS, NB, H, W, CIN, COUT, COUTP, OH, OW, PT, PL, TH, TW, NTILES, TB, NPARTS,
-       ACT, ALPHA, RES, TILE, BUSY, XPS, XCS, YPS, YCS, NCTX = 32 };
+       ACT, ALPHA, RES, TILE, BUSY, XPS, XCS, YPS, YCS, CGROUPS, NCTX = 32 };
 /* XPS, XCS (YPS, YCS): the input's (output's) floats between pixels and between blocks of 16
    channels -- NHWC: (channels, 16); NCHW16c: (16, H * W * 16) */
 #define NBW 64  /* output channels per column block of U and M */
@@ -279,8 +288,10 @@ static void gemm_rows(int R, int NC, const float *a, int64_t lda, const float *b
     switch (R * 8 + NC) { KROW(1) KROW(2) KROW(3) KROW(4) KROW(5) KROW(6) default: break; }
 }
 
-/* tiles t0 .. t0 + tn of the job: V, then per 64-channel block the products and outputs */
-static void block(const int64_t *c, int64_t t0, int64_t tn, float *v, float *mm) {
+/* tiles t0 .. t0 + tn of the job: V, then per 64-channel block from output channel cb0 to
+   cb1 the products and outputs */
+static void block(const int64_t *c, int64_t t0, int64_t tn, int64_t cb0, int64_t cb1, float *v,
+                  float *mm) {
     const float *x = (const float *)(intptr_t)c[X];
     float *y = (float *)(intptr_t)c[Y];
     const float *u = (const float *)(intptr_t)c[U];
@@ -291,7 +302,7 @@ static void block(const int64_t *c, int64_t t0, int64_t tn, float *v, float *mm)
         if (f4) input4(c, x, t0 + tr, v, ldv, tr);
         else input2(c, x, t0 + tr, v, ldv, tr);
     }
-    for (int64_t ch0 = 0; ch0 < coutp; ch0 += NBW) {
+    for (int64_t ch0 = cb0; ch0 < cb1; ch0 += NBW) {
         const int64_t bw = coutp - ch0 < NBW ? coutp - ch0 : NBW;
         const int nc = (int)(bw / 16);
         for (int64_t e = 0; e < ne; e++) {
@@ -309,12 +320,16 @@ static void block(const int64_t *c, int64_t t0, int64_t tn, float *v, float *mm)
     }
 }
 
-/* part i of the job: its range of tile blocks */
+/* part i of the job: its range of tile blocks for its group of output channels (the parts
+   are group-major: NPARTS / CGROUPS parts per group) */
 static int part(int64_t ctx, int64_t i) {
     const int64_t *c = (const int64_t *)(intptr_t)ctx;
-    const int64_t nt = c[NTILES], tb = c[TB], np = c[NPARTS];
-    const int64_t nblocks = (nt + tb - 1) / tb;
-    const int64_t b0 = i * nblocks / np, b1 = (i + 1) * nblocks / np;
+    const int64_t nt = c[NTILES], tb = c[TB], ng = c[CGROUPS], np = c[NPARTS] / ng;
+    const int64_t nblocks = (nt + tb - 1) / tb, g = i / np, j = i % np;
+    const int64_t b0 = j * nblocks / np, b1 = (j + 1) * nblocks / np;
+    const int64_t ncb = (c[COUTP] + NBW - 1) / NBW;  /* 64-channel blocks */
+    const int64_t cb0 = g * ncb / ng * NBW, cb1e = (g + 1) * ncb / ng * NBW;
+    const int64_t cb1 = cb1e < c[COUTP] ? cb1e : c[COUTP];
     const int64_t ne = c[TILE] == 4 ? 36 : 16;
     const int64_t vn = (ne * tb * c[CIN] + 15) / 16 * 16;  /* M 64-byte aligned */
     float *v = scratch((size_t)(vn + ne * tb * NBW));
@@ -322,7 +337,7 @@ static int part(int64_t ctx, int64_t i) {
     float *mm = v + vn;
     for (int64_t b = b0; b < b1; b++) {
         const int64_t t0 = b * tb;
-        block(c, t0, nt - t0 < tb ? nt - t0 : tb, v, mm);
+        block(c, t0, nt - t0 < tb ? nt - t0 : tb, cb0, cb1, v, mm);
     }
     return 0;
 }
@@ -505,11 +520,34 @@ def tile_for(n: int, oh: int, ow: int) -> int:
     return 4 if n * -(-oh // 4) * -(-ow // 4) >= F4_MIN_TILES else 2
 
 
-def block_tiles(cin: int, tile: int) -> int:
+def block_tiles(cin: int, tile: int, budget: int = BLOCK_BYTES) -> int:
     """Tiles per block for ``cin`` input channels: ``V`` (``(tile + 2)^2 x T x cin``) and one
-    64-channel block of ``M`` within :data:`BLOCK_BYTES`, at least 6 (one micro-kernel's rows)."""
+    64-channel block of ``M`` within ``budget`` bytes, at least 6 (one micro-kernel's rows)."""
     ne = (tile + 2) ** 2
-    return max(6, BLOCK_BYTES // (4 * ne * (cin + 64)))
+    return max(6, budget // (4 * ne * (cin + 64)))
+
+
+def split(ntiles: int, cin: int, coutp: int, tile: int, threads: int) -> tuple[int, int, int]:
+    """``(tiles per block, channel groups, parts)`` of a job: blocks of :func:`block_tiles`
+    (about equal); with more than one thread and at most two blocks per thread, a transformed
+    filter of at least :data:`SPLIT_FILTER_BYTES` split into ``threads`` groups of output
+    channels (and blocks of :data:`WIDE_BLOCK_BYTES`), else the block count rounded up to a
+    multiple of ``threads``;
+    at most ``_spin_pool.MAX_PARTS`` parts (a part runs a range of blocks)."""
+    from pytfrt.backends.cpu import _spin_pool
+
+    ne = (tile + 2) ** 2
+    groups = 1
+    if (threads > 1 and ne * cin * coutp * 4 >= SPLIT_FILTER_BYTES
+            and -(-ntiles // block_tiles(cin, tile)) <= 2 * threads):
+        groups = min(threads, -(-coutp // 64))
+    tb = block_tiles(cin, tile, WIDE_BLOCK_BYTES if groups > 1 else BLOCK_BYTES)
+    nblocks = -(-ntiles // tb)
+    if threads > 1 and groups == 1:
+        nblocks = -(-nblocks // threads) * threads
+    tb = -(-ntiles // nblocks)
+    nblocks = -(-ntiles // tb)
+    return tb, groups, groups * min(nblocks, _spin_pool.MAX_PARTS // groups)
 
 
 def pack_filter(hwio: np.ndarray, tile: int) -> np.ndarray:
@@ -578,8 +616,6 @@ class WinoConv:
     def context(self, x_shape: tuple[int, ...], out_shape: tuple[int, ...], res: bool,
                 threads: int) -> np.ndarray:
         """The C context of one input shape (:data:`C_X` and :data:`C_Y` set per call)."""
-        from pytfrt.backends.cpu import _spin_pool
-
         if self.blocked:
             nb, _, h, w, _ = x_shape
             _, _, oh, ow, _ = out_shape
@@ -591,11 +627,7 @@ class WinoConv:
         tile = self.tile or tile_for(nb, oh, ow)
         th, tw = -(-oh // tile), -(-ow // tile)
         ntiles = nb * th * tw
-        nblocks = -(-ntiles // block_tiles(self.cin, tile))
-        if threads > 1:
-            nblocks = -(-nblocks // threads) * threads
-        tb = -(-ntiles // nblocks)
-        nblocks = -(-ntiles // tb)
+        tb, groups, nparts = split(ntiles, self.cin, self.coutp, tile, threads)
         c = np.zeros(NCTX, np.int64)
         c[C_U] = self.packed(tile).ctypes.data
         c[C_BIAS] = 0 if self.bias is None else self.bias.ctypes.data
@@ -603,7 +635,7 @@ class WinoConv:
             nb, h, w, self.cin, self.cout, self.coutp, oh, ow)
         c[C_PT], c[C_PL] = self.pads[0], self.pads[2]
         c[[C_TH, C_TW, C_NTILES, C_TB]] = th, tw, ntiles, tb
-        c[C_NPARTS] = min(nblocks, _spin_pool.MAX_PARTS)
+        c[C_NPARTS], c[C_CGROUPS] = nparts, groups
         c[C_ACT] = self.act
         c.view(np.float64)[C_ALPHA] = self.alpha
         c[C_RES], c[C_TILE] = int(res), tile
