@@ -11,13 +11,19 @@ module picks.  The contenders' rounds alternate (the same machine state for each
 gives each one's median milliseconds per layer call and oneDNN's time over it, plus the largest
 difference from oneDNN's output relative to its largest magnitude.
 
+With ``--isa avx2`` the native Winograd runs its AVX2 kernels (``_winograd_native.ISA``); run
+with ``ONEDNN_MAX_CPU_ISA=AVX2`` in the environment oneDNN is limited to AVX2 too: what an
+AVX2-only machine would run.
+
 Usage: ``python benchmarks/winograd_layers.py [--batches 1 8] [--filters 6] [--rounds 25]
-[--name winograd_layers]``; writes ``benchmarks/results/<name>.json`` and ``.png``.
+[--isa avx2] [--name winograd_layers]``; writes ``benchmarks/results/<name>.json`` and
+``.png``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -114,8 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--filters", type=int, default=6,
                         help="different filters cycled per contender (cold weights)")
     parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument("--isa", choices=["avx2"], default=None,
+                        help="the native Winograd's AVX2 kernels (default: the widest)")
     parser.add_argument("--name", default="winograd_layers")
     args = parser.parse_args(argv)
+    from pytfrt.backends.cpu import _winograd_native as wn
+
+    wn.ISA = args.isa
     rows = measure(args.batches, args.filters, args.rounds)
     table = []
     for r in rows:
@@ -129,9 +140,10 @@ def main(argv: list[str] | None = None) -> int:
                         *(f"dnnl/{k}" for k in names), "auto tile", "max rel err"], table))
     command = "benchmarks/winograd_layers.py " + " ".join(
         ["--batches", *map(str, args.batches), "--filters", str(args.filters), "--rounds",
-         str(args.rounds), "--name", args.name])
-    save_results(args.name, {"command": command, "machine": machine_info(), "rows": rows},
-                 _plot(rows))
+         str(args.rounds), *(["--isa", args.isa] if args.isa else []), "--name", args.name])
+    env = {k: os.environ[k] for k in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA") if k in os.environ}
+    save_results(args.name, {"command": command, "environment": env, "machine": machine_info(),
+                             "rows": rows}, _plot(rows))
     return 0
 
 
