@@ -436,6 +436,41 @@ static PyObject *py_launch(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     return r;
 }
 
+/* pack's loops: per input channel and 16 output channels (within one block of ubw: ubw is a
+   multiple of 16), G f (the filter's rows) then (G f) G^T, vectorised over the 16 channels */
+#define PK 16
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3")))
+static void pack_c(const float *w, const double *g, int64_t na, int64_t cin, int64_t cout,
+                   int64_t coutp, int64_t ubw, float *u) {
+    for (int64_t c = 0; c < cin; c++)
+        for (int64_t k = 0; k < coutp; k += PK) {
+            double f[3][3][PK], t[8][3][PK];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) {
+                    const float *src = w + ((i * 3 + j) * cin + c) * cout + k;
+                    if (k + PK <= cout)
+                        for (int q = 0; q < PK; q++) f[i][j][q] = src[q];
+                    else
+                        for (int q = 0; q < PK; q++) f[i][j][q] = k + q < cout ? src[q] : 0.0;
+                }
+            for (int a = 0; a < na; a++)
+                for (int j = 0; j < 3; j++)
+                    for (int q = 0; q < PK; q++)
+                        t[a][j][q] = g[a * 3] * f[0][j][q] + g[a * 3 + 1] * f[1][j][q]
+                                     + g[a * 3 + 2] * f[2][j][q];
+            const int64_t k0 = k / ubw * ubw, bw = coutp - k0 < ubw ? coutp - k0 : ubw;
+            float *uk = u + k0 * cin + c * bw + (k - k0);
+            for (int a = 0; a < na; a++)
+                for (int b = 0; b < na; b++) {
+                    float *dst = uk + (a * na + b) * cin * coutp;
+                    for (int q = 0; q < PK; q++)
+                        dst[q] = (float)(t[a][0][q] * g[b * 3] + t[a][1][q] * g[b * 3 + 1]
+                                         + t[a][2][q] * g[b * 3 + 2]);
+                }
+        }
+}
+#undef PK
+
 /* pack(w, g, u, ubw): u = the packed G w G^T (see pack_filter; blocks of ubw columns) of the
    HWIO float32 filter w (3, 3, cin, cout), g the float64 (A, 3) matrix G, u float32 of A^2 cin
    coutp elements; each element summed in double (G's rows, then its columns), rounded once */
@@ -470,22 +505,7 @@ static PyObject *py_pack(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     const double *g = (const double *)PyArray_DATA(ga);
     float *u = (float *)PyArray_DATA(ua);
     Py_BEGIN_ALLOW_THREADS
-    for (int64_t c = 0; c < cin; c++)
-        for (int64_t k = 0; k < coutp; k++) {
-            double f[3][3], t[8][3];
-            for (int i = 0; i < 3; i++)
-                for (int j = 0; j < 3; j++)
-                    f[i][j] = k < cout ? w[((i * 3 + j) * cin + c) * cout + k] : 0.0;
-            for (int a = 0; a < na; a++)
-                for (int j = 0; j < 3; j++)
-                    t[a][j] = g[a * 3] * f[0][j] + g[a * 3 + 1] * f[1][j] + g[a * 3 + 2] * f[2][j];
-            const int64_t k0 = k / ubwa * ubwa, bw = coutp - k0 < ubwa ? coutp - k0 : ubwa;
-            float *uk = u + k0 * cin + c * bw + (k - k0);
-            for (int a = 0; a < na; a++)
-                for (int b = 0; b < na; b++)
-                    uk[(a * na + b) * cin * coutp] = (float)(
-                        t[a][0] * g[b * 3] + t[a][1] * g[b * 3 + 1] + t[a][2] * g[b * 3 + 2]);
-        }
+    pack_c(w, g, na, cin, cout, coutp, ubwa, u);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
