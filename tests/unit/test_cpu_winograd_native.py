@@ -20,7 +20,18 @@ from pytfrt.backends.cpu import _winograd_native as wn
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-pytestmark = pytest.mark.skipif(not wn.available(), reason="no C compiler or no AVX-512F")
+pytestmark = pytest.mark.skipif(not wn.available(), reason="no C compiler or no AVX2/AVX-512F")
+ISAS = [pytest.param(i, id=name) for i, name in enumerate(("avx512", "avx2"))]
+
+
+@pytest.fixture(params=ISAS)
+def isa(request, monkeypatch):
+    """Each kernel version this CPU runs (the AVX2 one through ``wn.ISA`` on an AVX-512 CPU)."""
+    if not wn.part_addresses()[request.param]:
+        pytest.skip("the CPU lacks this instruction set")
+    monkeypatch.setattr(wn, "ISA", "avx2" if request.param else None)
+    assert wn._part_address() == wn.part_addresses()[request.param]
+    return request.param
 
 ACTS = {"none": 0, "relu": 1, "relu6": 2, "leaky_relu": 3}
 REL = {4: 2e-5, 2: 2e-6}
@@ -60,8 +71,8 @@ def _close(got, want, tile):
        cin=st.integers(1, 40), cout=st.integers(1, 70), bias=st.booleans(),
        res=st.booleans(), act=st.sampled_from(list(ACTS)), tile=st.sampled_from([4, 2]),
        pads=st.tuples(*[st.integers(0, 2)] * 4), threads=st.sampled_from([1, 2]),
-       seed=st.integers(0, 2**16))
-def test_launcher_against_torch(n, h, w, cin, cout, bias, res, act, tile, pads, threads,
+       avx2=st.booleans(), seed=st.integers(0, 2**16))
+def test_launcher_against_torch(n, h, w, cin, cout, bias, res, act, tile, pads, threads, avx2,
                                 seed):
     oh, ow = h + pads[0] + pads[1] - 2, w + pads[2] + pads[3] - 2
     if oh < 1 or ow < 1:
@@ -72,12 +83,15 @@ def test_launcher_against_torch(n, h, w, cin, cout, bias, res, act, tile, pads, 
     wc = wn.WinoConv(f, b, pads, ACTS[act], alpha, tile)
     y = rng.standard_normal((n, oh, ow, cout)).astype(np.float32)
     r = y.copy() if res else None
-    old = _parallel.num_threads
+    if avx2 and not wn.part_addresses()[1]:
+        return
+    old, old_isa = _parallel.num_threads, wn.ISA
     try:
         _parallel.num_threads = lambda: threads  # type: ignore[assignment]
+        wn.ISA = "avx2" if avx2 else None
         go = wc.launcher(x.shape, y.shape, res)
     finally:
-        _parallel.num_threads = old  # type: ignore[assignment]
+        _parallel.num_threads, wn.ISA = old, old_isa  # type: ignore[assignment]
     go(x, y)
     _close(y, _reference(x, f, b, pads, act, alpha, r), tile)
     if not res:  # again into the same buffer (nothing of the last call left)
@@ -87,8 +101,8 @@ def test_launcher_against_torch(n, h, w, cin, cout, bias, res, act, tile, pads, 
 
 @pytest.mark.parametrize("tile", [4, 2])
 @pytest.mark.parametrize("shape", [(1, 56, 56, 64, 64), (2, 28, 28, 128, 128),
-                                   (1, 30, 29, 48, 80)])
-def test_network_layers_in_parts(monkeypatch, tile, shape):
+                                   (1, 30, 29, 48, 80), (1, 9, 7, 256, 272)])
+def test_network_layers_in_parts(monkeypatch, tile, shape, isa):
     """ResNet-like layers (many tile blocks: several parts) with bias, ReLU and the residual
     in place, on the spin pool when there are two threads (its trace shows the job's parts),
     and on one thread."""
@@ -271,7 +285,7 @@ def _blocked(x):
 
 @pytest.mark.parametrize("shape", [(1, 14, 14, 64, 32), (2, 7, 7, 32, 48), (8, 7, 7, 32, 32)])
 @pytest.mark.parametrize("res", [False, True])
-def test_blocked_layout(shape, res):
+def test_blocked_layout(shape, res, isa):
     """``NCHW16c`` images (:class:`_dnnl_blocked.BlockedConv`'s) with bias, ReLU and the
     residual in place; F(4x4) or F(2x2) by the number of tiles."""
     from pytfrt.backends.cpu._dnnl_blocked import BlockedConv
@@ -293,3 +307,22 @@ def test_blocked_layout(shape, res):
         out = _blocked(r)
         assert run(_blocked(x), out if res else None, out) is out
         _close(out, want, wn.tile_for(n, h, w))
+
+
+@pytest.mark.parametrize("width", [64, 16])
+@pytest.mark.parametrize("tile", [4, 2])
+@pytest.mark.parametrize("cin,cout", [(17, 33), (64, 200), (3, 16)])
+def test_packed_filter_is_the_transformed_filter_reordered(tile, cin, cout, width):
+    """The C packing against ``_winograd.filter_transform`` (NumPy, float64) laid out by hand:
+    per position, per block of ``width`` columns (zero-padded to a multiple of 16), rows of the
+    block."""
+    from pytfrt.backends.cpu import _winograd
+
+    f = np.random.default_rng(cout).standard_normal((3, 3, cin, cout)).astype(np.float32)
+    u = _winograd.filter_transform(f, tile)
+    ne, coutp = u.shape[0], -(-cout // 16) * 16
+    up = np.zeros((ne, cin, coutp), np.float32)
+    up[:, :, :cout] = u
+    want = np.concatenate([up[:, :, j:j + width].reshape(ne, -1)
+                           for j in range(0, coutp, width)], axis=1).ravel()
+    np.testing.assert_allclose(wn.pack_filter(f, tile, width), want, rtol=1e-6, atol=1e-7)

@@ -1,4 +1,4 @@
-"""Winograd F(4x4, 3x3) / F(2x2, 3x3) convolution of float32 NHWC images in C (AVX-512).
+"""Winograd F(4x4, 3x3) / F(2x2, 3x3) convolution of float32 NHWC images in C (AVX-512, AVX2).
 
 Private helper of :mod:`pytfrt.backends.cpu.conv` (the ``winograd_native`` algorithm; see
 ``docs/kernels.md``, "Native Winograd").  The Numba/BLAS Winograd of
@@ -9,26 +9,28 @@ blocks* that keep their data in L1/L2:
 
 * the transformed filter ``U = G g G^T`` (:func:`pytfrt.backends.cpu._winograd.filter_transform`)
   is packed once per plan in the GEMM micro-kernel's order: per transform position ``e`` and
-  block of 64 output channels (the last one 16, 32 or 48 wide; ``cout`` padded to a multiple of
-  16 with zeros), ``cin`` rows of that block's columns;
+  block of 64 output channels (16 for the AVX2 kernels; the last one 16, 32 or 48 wide;
+  ``cout`` padded to a multiple of 16 with zeros), ``cin`` rows of that block's columns;
 * a part of the job is a range of tile blocks of ``T`` tiles (:func:`block_tiles`); per block,
   the input transform ``B^T d B`` of each tile's ``(m + 2)^2 x cin`` patch (zero outside the
   image) into ``V[e][t][c]``, then per block of 64 output channels the ``(m + 2)^2`` products
   ``M[e] = V[e] U[e]`` (a 6-row x 4-zmm register-blocked micro-kernel: broadcast FMAs of ``V``
-  against 64 columns of ``U``) and the output transform ``A^T M A`` of those channels, with the
-  epilogue (bias, the residual already in ``y``, ReLU / ReLU6 / leaky ReLU) applied in
-  registers and written straight into ``y``;
+  against 64 columns of ``U``; AVX2: 6 x 2 ymm, 16 columns) and the output transform
+  ``A^T M A`` of those channels, with the epilogue (bias, the residual already in ``y``, ReLU
+  / ReLU6 / leaky ReLU) applied in registers and written straight into ``y``;
 * the parts run as *call parts* on :mod:`pytfrt.backends.cpu._spin_pool`'s helpers (the GIL
   released, one native call for the whole convolution: :meth:`WinoConv.launcher`) or, with one
   thread, all on the caller.
 
-:data:`module` is the compiled C module (``None`` without a C compiler); :func:`available` is
-false also on CPUs without AVX-512F (the callers keep oneDNN or the Numba Winograd there).
-Accuracy: F(4x4) with the points 0, +-1, +-2 (Lavin & Gray's matrices) rounds more than a direct
-convolution (errors ~1e-6 relative of the output's scale per layer, see the tests); F(2x2)
-~2e-7.  Thread-safety: a :class:`WinoConv` is immutable after construction except its caches
-(filled under a lock); its launchers may be called from any thread (a second concurrent caller
-of the same launcher runs on its own thread instead of the pool).
+:data:`module` is the compiled C module (``None`` without a C compiler): the kernels are
+written once with the vector operations as macros and compiled for AVX-512F and for AVX2 with
+FMA, the CPU picking at run time (:data:`ISA`); :func:`available` is false without a compiler or
+on CPUs with neither (the callers keep oneDNN or the Numba Winograd there).  Accuracy: F(4x4)
+with the points 0, +-1, +-2 (Lavin & Gray's matrices) rounds more than a direct convolution
+(6e-6 to 1.4e-5 of the output's largest magnitude per layer with 64-512 channels); F(2x2)
+several times less.  Thread-safety: a :class:`WinoConv` is immutable after construction
+except its caches (filled under a lock); its launchers may be called from any thread (a second
+concurrent caller of the same launcher runs on its own thread instead of the pool).
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ MIN_PIXELS = 7 * 7
 """Fewest output pixels per image for which :func:`wins` picks the native Winograd."""
 MAX_CHANNELS = 512
 """Most input or output channels for which :func:`wins` picks the native Winograd."""
+AVX2_MAX_CHANNELS = 256
+""":data:`MAX_CHANNELS` with the AVX2 kernels (against oneDNN limited to AVX2,
+``ONEDNN_MAX_CPU_ISA=AVX2``: 7x7x512 0.89x oneDNN's speed at batch 1, 0.92x at batch 8;
+the layers with up to 256 channels 1.35-2.2x)."""
 MIN_CHANNELS = 32
 """Fewest input and output channels for which :func:`wins` picks the native Winograd (fewer:
 the transforms' share grows and oneDNN's kernels were not measured against it)."""
@@ -60,6 +66,18 @@ ran 0.77x oneDNN's time with F(4x4), 1.26x faster with F(2x2); 14x14x256 level).
 BLOCK_BYTES = 384 << 10
 """Bytes of a tile block's ``V`` (all channels) and ``M`` (one 64-channel block) together:
 sets the tiles per block ``T`` (:func:`block_tiles`), kept within L2 (1 MiB per core here)."""
+SPLIT_FILTER_BYTES = 2 << 20
+"""Transformed filters of at least this many bytes are split between the threads by output
+channels when a call has few tile blocks (:func:`split`): every tile block reads the whole
+filter it uses, so with the tiles split alone each thread reads all of it once per block --
+at batch 1 the filter, not the arithmetic, sets the time (28x28x128 0.49 -> 0.42 ms,
+14x14x256 0.75 -> 0.56, 7x7x512 1.28 -> 0.74, against oneDNN's 0.99, 0.98 and 0.91; at batch 8,
+many blocks, it measured level or 5-7% slower)."""
+WIDE_BLOCK_BYTES = 768 << 10
+""":data:`BLOCK_BYTES` for a split filter: larger blocks, fewer passes over the filter."""
+ISA: str | None = None
+"""``"avx2"``: the AVX2 kernels even on an AVX-512 CPU (tests, and measuring what an AVX2-only
+machine runs; read when a launcher is made); ``None``: the widest the CPU has."""
 ACTS = {0: 0, 1: 1, 2: 2, 3: 3}
 """Activation codes (:data:`pytfrt.backends.cpu._epilogue.ACTIVATION_CODES`) the kernel
 applies: none, ReLU, ReLU6, leaky ReLU."""
@@ -67,10 +85,10 @@ applies: none, ReLU, ReLU6, leaky ReLU."""
 # context words (an int64 array per input shape, read by the C part function)
 (C_X, C_Y, C_U, C_BIAS, C_NB, C_H, C_W, C_CIN, C_COUT, C_COUTP, C_OH, C_OW, C_PT, C_PL, C_TH,
  C_TW, C_NTILES, C_TB, C_NPARTS, C_ACT, C_ALPHA, C_RES, C_TILE, C_BUSY, C_XPS, C_XCS, C_YPS,
- C_YCS) = range(28)
+ C_YCS, C_CGROUPS, C_PART) = range(30)
 NCTX = 32
 
-SOURCE = r"""
+_HEAD = r"""
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -80,16 +98,14 @@ SOURCE = r"""
 #include <string.h>
 
 enum { X, Y, U, BIAS, NB, H, W, CIN, COUT, COUTP, OH, OW, PT, PL, TH, TW, NTILES, TB, NPARTS,
-       ACT, ALPHA, RES, TILE, BUSY, XPS, XCS, YPS, YCS, NCTX = 32 };
+       ACT, ALPHA, RES, TILE, BUSY, XPS, XCS, YPS, YCS, CGROUPS, PART, NCTX = 32 };
 /* XPS, XCS (YPS, YCS): the input's (output's) floats between pixels and between blocks of 16
    channels -- NHWC: (channels, 16); NCHW16c: (16, H * W * 16) */
 #define NBW 64  /* output channels per column block of U and M */
 
-static int HAVE = -1;  /* whether the CPU has AVX-512F (checked once) */
-static int have_avx512(void) {
-    if (HAVE < 0) { __builtin_cpu_init(); HAVE = __builtin_cpu_supports("avx512f") ? 1 : 0; }
-    return HAVE;
-}
+#include <immintrin.h>
+#define AI static inline __attribute__((always_inline))
+typedef int (*part_fn)(int64_t, int64_t);
 
 /* per-thread scratch (V and M of one tile block), grown as needed, kept for the thread */
 static __thread float *SCR = NULL;
@@ -103,56 +119,51 @@ static float *scratch(size_t n) {
     return SCR;
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,fma")
-#pragma GCC optimize("O3")
-#include <immintrin.h>
+"""
 
-#define AI static inline __attribute__((always_inline))
-
+_KERNELS = r"""
 /* B^T d for F(4x4, 3x3) (d: 6 vectors) */
-AI void bt6(const __m512 *d, __m512 *o) {
-    const __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(5.0f);
-    const __m512 two = _mm512_set1_ps(2.0f);
-    __m512 p = _mm512_fnmadd_ps(four, d[2], d[4]);           /* d4 - 4 d2 */
-    __m512 q = _mm512_fnmadd_ps(four, d[1], d[3]);           /* d3 - 4 d1 */
-    __m512 r = _mm512_sub_ps(d[4], d[2]);                     /* d4 - d2 */
-    __m512 s = _mm512_sub_ps(d[3], d[1]);                     /* d3 - d1 */
-    o[0] = _mm512_fnmadd_ps(five, d[2], _mm512_fmadd_ps(four, d[0], d[4]));
-    o[1] = _mm512_add_ps(p, q);
-    o[2] = _mm512_sub_ps(p, q);
-    o[3] = _mm512_fmadd_ps(two, s, r);
-    o[4] = _mm512_fnmadd_ps(two, s, r);
-    o[5] = _mm512_fnmadd_ps(five, d[3], _mm512_fmadd_ps(four, d[1], d[5]));
+AI void bt6_@(const vf *d, vf *o) {
+    const vf four = VSET1(4.0f), five = VSET1(5.0f), two = VSET1(2.0f);
+    vf p = VFNMA(four, d[2], d[4]);           /* d4 - 4 d2 */
+    vf q = VFNMA(four, d[1], d[3]);           /* d3 - 4 d1 */
+    vf r = VSUB(d[4], d[2]);                  /* d4 - d2 */
+    vf s = VSUB(d[3], d[1]);                  /* d3 - d1 */
+    o[0] = VFNMA(five, d[2], VFMA(four, d[0], d[4]));
+    o[1] = VADD(p, q);
+    o[2] = VSUB(p, q);
+    o[3] = VFMA(two, s, r);
+    o[4] = VFNMA(two, s, r);
+    o[5] = VFNMA(five, d[3], VFMA(four, d[1], d[5]));
 }
 
 /* A^T m for F(4x4, 3x3) (m: 6 vectors, 4 results) */
-AI void at6(const __m512 *m, __m512 *o) {
-    const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
-    const __m512 eight = _mm512_set1_ps(8.0f);
-    __m512 a = _mm512_add_ps(m[1], m[2]), b = _mm512_sub_ps(m[1], m[2]);
-    __m512 c = _mm512_add_ps(m[3], m[4]), d = _mm512_sub_ps(m[3], m[4]);
-    o[0] = _mm512_add_ps(_mm512_add_ps(m[0], a), c);
-    o[1] = _mm512_fmadd_ps(two, d, b);
-    o[2] = _mm512_fmadd_ps(four, c, a);
-    o[3] = _mm512_add_ps(_mm512_fmadd_ps(eight, d, b), m[5]);
+AI void at6_@(const vf *m, vf *o) {
+    const vf two = VSET1(2.0f), four = VSET1(4.0f), eight = VSET1(8.0f);
+    vf a = VADD(m[1], m[2]), b = VSUB(m[1], m[2]);
+    vf c = VADD(m[3], m[4]), d = VSUB(m[3], m[4]);
+    o[0] = VADD(VADD(m[0], a), c);
+    o[1] = VFMA(two, d, b);
+    o[2] = VFMA(four, c, a);
+    o[3] = VADD(VFMA(eight, d, b), m[5]);
 }
 
 /* B^T d for F(2x2, 3x3) (d: 4 vectors) */
-AI void bt4(const __m512 *d, __m512 *o) {
-    o[0] = _mm512_sub_ps(d[0], d[2]);
-    o[1] = _mm512_add_ps(d[1], d[2]);
-    o[2] = _mm512_sub_ps(d[2], d[1]);
-    o[3] = _mm512_sub_ps(d[1], d[3]);
+AI void bt4_@(const vf *d, vf *o) {
+    o[0] = VSUB(d[0], d[2]);
+    o[1] = VADD(d[1], d[2]);
+    o[2] = VSUB(d[2], d[1]);
+    o[3] = VSUB(d[1], d[3]);
 }
 
 /* A^T m for F(2x2, 3x3) (m: 4 vectors, 2 results) */
-AI void at4(const __m512 *m, __m512 *o) {
-    o[0] = _mm512_add_ps(_mm512_add_ps(m[0], m[1]), m[2]);
-    o[1] = _mm512_sub_ps(_mm512_sub_ps(m[1], m[2]), m[3]);
+AI void at4_@(const vf *m, vf *o) {
+    o[0] = VADD(VADD(m[0], m[1]), m[2]);
+    o[1] = VSUB(VSUB(m[1], m[2]), m[3]);
 }
 
-/* the input transform of tile t into row tr of V (V[e] at v + e * ldv, rows of cin) */
+/* the input transform of tile t into row tr of V (V[e] at v + e * ldv, rows of cin); channel
+   ch of a pixel is at ch / 16 * cs + ch % 16 from it (NHWC: cs = 16; NCHW16c: a block plane) */
 #define INPUT_TRANSFORM(NAME, A, MT, BT)                                                      \
 static void NAME(const int64_t *c, const float *x, int64_t t, float *v, int64_t ldv,          \
                  int64_t tr) {                                                                \
@@ -164,41 +175,38 @@ static void NAME(const int64_t *c, const float *x, int64_t t, float *v, int64_t 
     float *vt = v + tr * cin;                                                                 \
     int okc[A];                                                                               \
     for (int j = 0; j < A; j++) okc[j] = c0 + j >= 0 && c0 + j < w;                           \
-    for (int64_t ch = 0; ch < cin; ch += 16) {                                                \
-        const __mmask16 m = cin - ch >= 16 ? (__mmask16)0xFFFF                                \
-                                           : (__mmask16)((1u << (cin - ch)) - 1);             \
-        __m512 tmp[A][A];                                                                     \
+    for (int64_t ch = 0; ch < cin; ch += VW) {                                                \
+        const vm m = VMASK(cin - ch);                                                         \
+        vf tmp[A][A];                                                                         \
         for (int i = 0; i < A; i++) {                                                         \
             const int64_t r = r0 + i;                                                         \
-            __m512 d[A];                                                                      \
+            vf d[A];                                                                          \
             if (r < 0 || r >= h) {                                                            \
-                for (int j = 0; j < A; j++) d[j] = _mm512_setzero_ps();                       \
+                for (int j = 0; j < A; j++) d[j] = VZERO();                                   \
             } else {                                                                          \
-                const float *row = xn + (r * w + c0) * ps + ch / 16 * cs;                     \
+                const float *row = xn + (r * w + c0) * ps + ch / 16 * cs + ch % 16;           \
                 for (int j = 0; j < A; j++)                                                   \
-                    d[j] = okc[j] ? _mm512_maskz_loadu_ps(m, row + j * ps)                    \
-                                  : _mm512_setzero_ps();                                      \
+                    d[j] = okc[j] ? VLOADM(m, row + j * ps) : VZERO();                        \
             }                                                                                 \
             BT(d, tmp[i]);                                                                    \
         }                                                                                     \
         for (int k = 0; k < A; k++) {                                                         \
-            __m512 d[A], o[A];                                                                \
+            vf d[A], o[A];                                                                    \
             for (int i = 0; i < A; i++) d[i] = tmp[i][k];                                     \
             BT(d, o);                                                                         \
-            for (int a = 0; a < A; a++)                                                       \
-                _mm512_mask_storeu_ps(vt + (a * A + k) * ldv + ch, m, o[a]);                  \
+            for (int a = 0; a < A; a++) VSTOREM(vt + (a * A + k) * ldv + ch, m, o[a]);        \
         }                                                                                     \
     }                                                                                         \
 }
-INPUT_TRANSFORM(input4, 6, 4, bt6)
-INPUT_TRANSFORM(input2, 4, 2, bt4)
+INPUT_TRANSFORM(input4_@, 6, 4, bt6_@)
+INPUT_TRANSFORM(input2_@, 4, 2, bt4_@)
+#undef INPUT_TRANSFORM
 
-AI __m512 activate(__m512 v, int64_t act, __m512 alpha) {
-    const __m512 zero = _mm512_setzero_ps();
+AI vf activate_@(vf v, int64_t act, vf alpha) {
     switch (act) {
-    case 1: return _mm512_max_ps(v, zero);
-    case 2: return _mm512_min_ps(_mm512_max_ps(v, zero), _mm512_set1_ps(6.0f));
-    case 3: return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, alpha);
+    case 1: return VMAX(v, VZERO());
+    case 2: return VMIN(VMAX(v, VZERO()), VSET1(6.0f));
+    case 3: return VLEAKY(v, alpha);
     default: return v;
     }
 }
@@ -215,72 +223,81 @@ static void NAME(const int64_t *c, const float *mm, int64_t ldm, int64_t tr, int
     const float *bias = (const float *)(intptr_t)c[BIAS];                                     \
     const int64_t act = c[ACT], res = c[RES];                                                 \
     double alpha_d; memcpy(&alpha_d, &c[ALPHA], sizeof alpha_d);                              \
-    const __m512 alpha = _mm512_set1_ps((float)alpha_d);                                      \
+    const vf alpha = VSET1((float)alpha_d);                                                   \
     const float *mt = mm + tr * NBW;                                                          \
     const int64_t ps = c[YPS], cs = c[YCS];                                                   \
     float *yt = y + n * oh * ow * cout + (oy * ow + ox) * ps;                                 \
-    for (int64_t cc = 0; cc < bw; cc += 16) {                                                 \
+    for (int64_t cc = 0; cc < bw; cc += VW) {                                                 \
         const int64_t ch = ch0 + cc;                                                          \
         if (ch >= cout) break;                                                                \
-        const __mmask16 m = cout - ch >= 16 ? (__mmask16)0xFFFF                               \
-                                            : (__mmask16)((1u << (cout - ch)) - 1);           \
-        __m512 tmp[A][MT];                                                                    \
+        const vm m = VMASK(cout - ch);                                                        \
+        vf tmp[A][MT];                                                                        \
         for (int i = 0; i < A; i++) {                                                         \
-            __m512 d[A];                                                                      \
-            for (int j = 0; j < A; j++) d[j] = _mm512_load_ps(mt + (i * A + j) * ldm + cc);   \
+            vf d[A];                                                                          \
+            for (int j = 0; j < A; j++) d[j] = VLOAD(mt + (i * A + j) * ldm + cc);            \
             AT(d, tmp[i]);                                                                    \
         }                                                                                     \
-        const __m512 b = bias ? _mm512_loadu_ps(bias + ch) : _mm512_setzero_ps();             \
+        const vf b = bias ? VLOADU(bias + ch) : VZERO();                                      \
         for (int q = 0; q < nc; q++) {                                                        \
-            __m512 d[A], o[MT];                                                               \
+            vf d[A], o[MT];                                                                   \
             for (int i = 0; i < A; i++) d[i] = tmp[i][q];                                     \
             AT(d, o);                                                                         \
             for (int p = 0; p < nr; p++) {                                                    \
-                float *dst = yt + (p * ow + q) * ps + ch / 16 * cs;                           \
-                __m512 val = _mm512_add_ps(o[p], b);                                          \
-                if (res) val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, dst));             \
-                _mm512_mask_storeu_ps(dst, m, activate(val, act, alpha));                     \
+                float *dst = yt + (p * ow + q) * ps + ch / 16 * cs + ch % 16;                 \
+                vf val = VADD(o[p], b);                                                       \
+                if (res) val = VADD(val, VLOADM(m, dst));                                     \
+                VSTOREM(dst, m, activate_@(val, act, alpha));                                 \
             }                                                                                 \
         }                                                                                     \
     }                                                                                         \
 }
-OUTPUT_TRANSFORM(output4, 6, 4, at6)
-OUTPUT_TRANSFORM(output2, 4, 2, at4)
+OUTPUT_TRANSFORM(output4_@, 6, 4, at6_@)
+OUTPUT_TRANSFORM(output2_@, 4, 2, at4_@)
+#undef OUTPUT_TRANSFORM
 
-/* C (R x NC*16, rows ldc apart) = A (R x k, rows lda apart) B (k x NC*16, packed rows) */
-AI void kern(const int R, const int NC, const float *a, int64_t lda, const float *b, int64_t k,
-             float *cc, int64_t ldc) {
-    __m512 acc[6][4];
+/* C (R x NC vectors, rows ldc apart) = A (R x k, rows lda apart) B (k x NC vectors, rows ldb
+   apart): R rows of broadcast FMAs into R x NC accumulators */
+AI void kern_@(const int R, const int NC, const float *a, int64_t lda, const float *b,
+               int64_t ldb, int64_t k, float *cc, int64_t ldc) {
+    vf acc[6][NCMAX];
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-        for (int q = 0; q < NC; q++) acc[r][q] = _mm512_setzero_ps();
+        for (int q = 0; q < NC; q++) acc[r][q] = VZERO();
     for (int64_t p = 0; p < k; p++) {
-        __m512 bq[4];
+        vf bq[NCMAX];
 #pragma GCC unroll 4
-        for (int q = 0; q < NC; q++) bq[q] = _mm512_load_ps(b + p * NC * 16 + q * 16);
+        for (int q = 0; q < NC; q++) bq[q] = VLOAD(b + p * ldb + q * VW);
 #pragma GCC unroll 6
         for (int r = 0; r < R; r++) {
-            const __m512 av = _mm512_set1_ps(a[r * lda + p]);
+            const vf av = VSET1(a[r * lda + p]);
 #pragma GCC unroll 4
-            for (int q = 0; q < NC; q++) acc[r][q] = _mm512_fmadd_ps(av, bq[q], acc[r][q]);
+            for (int q = 0; q < NC; q++) acc[r][q] = VFMA(av, bq[q], acc[r][q]);
         }
     }
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-        for (int q = 0; q < NC; q++) _mm512_store_ps(cc + r * ldc + q * 16, acc[r][q]);
+        for (int q = 0; q < NC; q++) VSTORE(cc + r * ldc + q * VW, acc[r][q]);
 }
 
-#define K(R, NC) case (R) * 8 + (NC): kern(R, NC, a, lda, b, k, cc, ldc); break;
+#define K(R, NC) case (R) * 8 + (NC): kern_@(R, NC, a, lda, b, ldb, k, cc, ldc); break;
+#if NCMAX == 4
 #define KROW(R) K(R, 1) K(R, 2) K(R, 3) K(R, 4)
-static void gemm_rows(int R, int NC, const float *a, int64_t lda, const float *b, int64_t k,
-                      float *cc, int64_t ldc) {
+#else
+#define KROW(R) K(R, 1) K(R, 2)
+#endif
+static void gemm_rows_@(int R, int NC, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, int64_t k, float *cc, int64_t ldc) {
     switch (R * 8 + NC) { KROW(1) KROW(2) KROW(3) KROW(4) KROW(5) KROW(6) default: break; }
 }
+#undef K
+#undef KROW
 
-/* tiles t0 .. t0 + tn of the job: V, then per 64-channel block the products and outputs */
-static void block(const int64_t *c, int64_t t0, int64_t tn, float *v, float *mm) {
+/* tiles t0 .. t0 + tn of the job: V, then per 64-channel block from output channel cb0 to
+   cb1 the products and outputs */
+static void block_@(const int64_t *c, int64_t t0, int64_t tn, int64_t cb0, int64_t cb1,
+                    float *v, float *mm) {
     const float *x = (const float *)(intptr_t)c[X];
     float *y = (float *)(intptr_t)c[Y];
     const float *u = (const float *)(intptr_t)c[U];
@@ -288,33 +305,41 @@ static void block(const int64_t *c, int64_t t0, int64_t tn, float *v, float *mm)
     const int f4 = c[TILE] == 4;
     const int64_t ne = f4 ? 36 : 16, ldv = tb * cin, ldm = tb * NBW;
     for (int64_t tr = 0; tr < tn; tr++) {
-        if (f4) input4(c, x, t0 + tr, v, ldv, tr);
-        else input2(c, x, t0 + tr, v, ldv, tr);
+        if (f4) input4_@(c, x, t0 + tr, v, ldv, tr);
+        else input2_@(c, x, t0 + tr, v, ldv, tr);
     }
-    for (int64_t ch0 = 0; ch0 < coutp; ch0 += NBW) {
-        const int64_t bw = coutp - ch0 < NBW ? coutp - ch0 : NBW;
-        const int nc = (int)(bw / 16);
+    for (int64_t ch0 = cb0; ch0 < cb1; ch0 += NBW) {
+        const int64_t bw = coutp - ch0 < NBW ? coutp - ch0 : NBW, nv = bw / VW;
         for (int64_t e = 0; e < ne; e++) {
-            const float *ue = u + e * cin * coutp + ch0 * cin;
-            for (int64_t r = 0; r < tn; r += 6) {
-                const int rows = tn - r < 6 ? (int)(tn - r) : 6;
-                gemm_rows(rows, nc, v + e * ldv + r * cin, cin, ue, cin,
-                          mm + e * ldm + r * NBW, NBW);
+            for (int64_t q0 = 0; q0 < nv; q0 += NCMAX) {
+                /* U's columns col .. col + ubw: a block of its packing (UBW wide) */
+                const int64_t col = ch0 + q0 * VW, ubw = coutp - col < UBW ? coutp - col : UBW;
+                const float *ue = u + e * cin * coutp + col * cin;
+                const int nc = (int)(ubw / VW);
+                for (int64_t r = 0; r < tn; r += 6) {
+                    const int rows = tn - r < 6 ? (int)(tn - r) : 6;
+                    gemm_rows_@(rows, nc, v + e * ldv + r * cin, cin, ue, ubw, cin,
+                                mm + e * ldm + r * NBW + q0 * VW, NBW);
+                }
             }
         }
         for (int64_t tr = 0; tr < tn; tr++) {
-            if (f4) output4(c, mm, ldm, tr, t0 + tr, ch0, bw, y);
-            else output2(c, mm, ldm, tr, t0 + tr, ch0, bw, y);
+            if (f4) output4_@(c, mm, ldm, tr, t0 + tr, ch0, bw, y);
+            else output2_@(c, mm, ldm, tr, t0 + tr, ch0, bw, y);
         }
     }
 }
 
-/* part i of the job: its range of tile blocks */
-static int part(int64_t ctx, int64_t i) {
+/* part i of the job: its range of tile blocks for its group of output channels (the parts
+   are group-major: NPARTS / CGROUPS parts per group) */
+static int part_@(int64_t ctx, int64_t i) {
     const int64_t *c = (const int64_t *)(intptr_t)ctx;
-    const int64_t nt = c[NTILES], tb = c[TB], np = c[NPARTS];
-    const int64_t nblocks = (nt + tb - 1) / tb;
-    const int64_t b0 = i * nblocks / np, b1 = (i + 1) * nblocks / np;
+    const int64_t nt = c[NTILES], tb = c[TB], ng = c[CGROUPS], np = c[NPARTS] / ng;
+    const int64_t nblocks = (nt + tb - 1) / tb, g = i / np, j = i % np;
+    const int64_t b0 = j * nblocks / np, b1 = (j + 1) * nblocks / np;
+    const int64_t ncb = (c[COUTP] + NBW - 1) / NBW;  /* 64-channel blocks */
+    const int64_t cb0 = g * ncb / ng * NBW, cb1e = (g + 1) * ncb / ng * NBW;
+    const int64_t cb1 = cb1e < c[COUTP] ? cb1e : c[COUTP];
     const int64_t ne = c[TILE] == 4 ? 36 : 16;
     const int64_t vn = (ne * tb * c[CIN] + 15) / 16 * 16;  /* M 64-byte aligned */
     float *v = scratch((size_t)(vn + ne * tb * NBW));
@@ -322,14 +347,17 @@ static int part(int64_t ctx, int64_t i) {
     float *mm = v + vn;
     for (int64_t b = b0; b < b1; b++) {
         const int64_t t0 = b * tb;
-        block(c, t0, nt - t0 < tb ? nt - t0 : tb, v, mm);
+        block_@(c, t0, nt - t0 < tb ? nt - t0 : tb, cb0, cb1, v, mm);
     }
     return 0;
 }
-#pragma GCC pop_options
+"""
+
+_TAIL = r"""
 
 static int serial_c(int64_t *c) {
     int st = 0;
+    part_fn part = (part_fn)(intptr_t)c[PART];
     for (int64_t i = 0; i < c[NPARTS] && st == 0; i++) st = part((int64_t)(intptr_t)c, i);
     return st;
 }
@@ -379,7 +407,7 @@ static PyObject *py_serial(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     if (n != 3) { PyErr_SetString(PyExc_TypeError, "serial(ctx, x, y)"); return NULL; }
     int64_t *c = ctx_of(args[0]), xa, ya;
     if (!c || addr_of(args[1], &xa, "x") || addr_of(args[2], &ya, "y")) return NULL;
-    if (!have_avx512()) { PyErr_SetString(PyExc_RuntimeError, "no AVX-512F"); return NULL; }
+    if (!c[PART]) { PyErr_SetString(PyExc_RuntimeError, "no part function"); return NULL; }
     return run_serial(c, xa, ya);
 }
 
@@ -393,7 +421,7 @@ static PyObject *py_launch(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     }
     int64_t *c = ctx_of(PyTuple_GET_ITEM(args[0], 0)), xa, ya;
     if (!c || addr_of(args[1], &xa, "x") || addr_of(args[2], &ya, "y")) return NULL;
-    if (!have_avx512()) { PyErr_SetString(PyExc_RuntimeError, "no AVX-512F"); return NULL; }
+    if (!c[PART]) { PyErr_SetString(PyExc_RuntimeError, "no part function"); return NULL; }
     int64_t idle = 0;
     if (!__atomic_compare_exchange_n(c + BUSY, &idle, 1, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE)) {
@@ -408,15 +436,159 @@ static PyObject *py_launch(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     return r;
 }
 
-static PyObject *py_part_address(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    return PyLong_FromVoidPtr(have_avx512() ? (void *)part : NULL);
+/* pack's loops: per input channel and 16 output channels (within one block of ubw: ubw is a
+   multiple of 16), G f (the filter's rows) then (G f) G^T, vectorised over the 16 channels */
+#define PK 16
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3")))
+static void pack_c(const float *w, const double *g, int64_t na, int64_t cin, int64_t cout,
+                   int64_t coutp, int64_t ubw, float *u) {
+    for (int64_t c = 0; c < cin; c++)
+        for (int64_t k = 0; k < coutp; k += PK) {
+            double f[3][3][PK], t[8][3][PK];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) {
+                    const float *src = w + ((i * 3 + j) * cin + c) * cout + k;
+                    if (k + PK <= cout)
+                        for (int q = 0; q < PK; q++) f[i][j][q] = src[q];
+                    else
+                        for (int q = 0; q < PK; q++) f[i][j][q] = k + q < cout ? src[q] : 0.0;
+                }
+            for (int a = 0; a < na; a++)
+                for (int j = 0; j < 3; j++)
+                    for (int q = 0; q < PK; q++)
+                        t[a][j][q] = g[a * 3] * f[0][j][q] + g[a * 3 + 1] * f[1][j][q]
+                                     + g[a * 3 + 2] * f[2][j][q];
+            const int64_t k0 = k / ubw * ubw, bw = coutp - k0 < ubw ? coutp - k0 : ubw;
+            float *uk = u + k0 * cin + c * bw + (k - k0);
+            for (int a = 0; a < na; a++)
+                for (int b = 0; b < na; b++) {
+                    float *dst = uk + (a * na + b) * cin * coutp;
+                    for (int q = 0; q < PK; q++)
+                        dst[q] = (float)(t[a][0][q] * g[b * 3] + t[a][1][q] * g[b * 3 + 1]
+                                         + t[a][2][q] * g[b * 3 + 2]);
+                }
+        }
+}
+#undef PK
+
+/* pack(w, g, u, ubw): u = the packed G w G^T (see pack_filter; blocks of ubw columns) of the
+   HWIO float32 filter w (3, 3, cin, cout), g the float64 (A, 3) matrix G, u float32 of A^2 cin
+   coutp elements; each element summed in double (G's rows, then its columns), rounded once */
+static PyObject *py_pack(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 4) { PyErr_SetString(PyExc_TypeError, "pack(w, g, u, ubw)"); return NULL; }
+    const int64_t ubwa = PyLong_AsLongLong(args[3]);
+    if (ubwa == -1 && PyErr_Occurred()) return NULL;
+    if (ubwa < 16 || ubwa % 16) {
+        PyErr_SetString(PyExc_ValueError, "pack: ubw must be a positive multiple of 16");
+        return NULL;
+    }
+    PyArrayObject *wa = (PyArrayObject *)args[0], *ga = (PyArrayObject *)args[1];
+    PyArrayObject *ua = (PyArrayObject *)args[2];
+    if (!PyArray_Check(args[0]) || !PyArray_Check(args[1]) || !PyArray_Check(args[2])
+        || PyArray_TYPE(wa) != NPY_FLOAT32 || PyArray_NDIM(wa) != 4
+        || !PyArray_IS_C_CONTIGUOUS(wa) || PyArray_DIM(wa, 0) != 3 || PyArray_DIM(wa, 1) != 3
+        || PyArray_TYPE(ga) != NPY_FLOAT64 || PyArray_NDIM(ga) != 2
+        || !PyArray_IS_C_CONTIGUOUS(ga) || PyArray_DIM(ga, 1) != 3 || PyArray_DIM(ga, 0) > 8
+        || PyArray_TYPE(ua) != NPY_FLOAT32 || !PyArray_IS_C_CONTIGUOUS(ua)
+        || !PyArray_ISWRITEABLE(ua)) {
+        PyErr_SetString(PyExc_TypeError, "pack(w, g, u): float32 (3, 3, cin, cout), float64 "
+                        "(A, 3), writeable float32");
+        return NULL;
+    }
+    const int64_t cin = PyArray_DIM(wa, 2), cout = PyArray_DIM(wa, 3);
+    const int64_t coutp = (cout + 15) / 16 * 16, na = PyArray_DIM(ga, 0);
+    if (PyArray_SIZE(ua) != na * na * cin * coutp) {
+        PyErr_SetString(PyExc_TypeError, "pack: u has the wrong size");
+        return NULL;
+    }
+    const float *w = (const float *)PyArray_DATA(wa);
+    const double *g = (const double *)PyArray_DATA(ga);
+    float *u = (float *)PyArray_DATA(ua);
+    Py_BEGIN_ALLOW_THREADS
+    pack_c(w, g, na, cin, cout, coutp, ubwa, u);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* part_addresses(): (the AVX-512 part function or 0, the AVX2 one or 0) for this CPU */
+static PyObject *py_part_addresses(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    __builtin_cpu_init();
+    int a5 = __builtin_cpu_supports("avx512f");
+    int a2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return Py_BuildValue("(NN)", PyLong_FromVoidPtr(a5 ? (void *)part_avx512 : NULL),
+                         PyLong_FromVoidPtr(a2 ? (void *)part_avx2 : NULL));
 }
 
 #define M(name) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, NULL}
-static PyMethodDef methods[] = {M(serial), M(launch), M(part_address), {NULL, NULL, 0, NULL}};
+static PyMethodDef methods[] = {M(serial), M(launch), M(pack), M(part_addresses),
+                                {NULL, NULL, 0, NULL}};
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "MODNAME", NULL, -1, methods};
 PyMODINIT_FUNC PyInit_MODNAME(void) { import_array(); return PyModule_Create(&module_def); }
 """
+
+_AVX512 = r"""
+#define VW 16
+#define NCMAX 4
+#define UBW 64
+#define vf __m512
+#define vm __mmask16
+#define VZERO() _mm512_setzero_ps()
+#define VSET1(x) _mm512_set1_ps(x)
+#define VADD _mm512_add_ps
+#define VSUB _mm512_sub_ps
+#define VMAX _mm512_max_ps
+#define VMIN _mm512_min_ps
+#define VFMA _mm512_fmadd_ps
+#define VFNMA _mm512_fnmadd_ps
+#define VLOAD _mm512_load_ps
+#define VLOADU _mm512_loadu_ps
+#define VSTORE _mm512_store_ps
+#define VMASK(n) ((n) >= 16 ? (vm)0xFFFF : (vm)((1u << (n)) - 1))
+#define VLOADM(m, p) _mm512_maskz_loadu_ps(m, p)
+#define VSTOREM(p, m, v) _mm512_mask_storeu_ps(p, m, v)
+#define VLEAKY(v, a) _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, VZERO(), _CMP_LT_OQ), v, a)
+"""
+
+_AVX2 = r"""
+#define VW 8
+#define NCMAX 2
+#define UBW 16
+#define vf __m256
+#define vm __m256i
+#define VZERO() _mm256_setzero_ps()
+#define VSET1(x) _mm256_set1_ps(x)
+#define VADD _mm256_add_ps
+#define VSUB _mm256_sub_ps
+#define VMAX _mm256_max_ps
+#define VMIN _mm256_min_ps
+#define VFMA _mm256_fmadd_ps
+#define VFNMA _mm256_fnmadd_ps
+#define VLOAD _mm256_load_ps
+#define VLOADU _mm256_loadu_ps
+#define VSTORE _mm256_store_ps
+#define VMASK(n) _mm256_cmpgt_epi32(_mm256_set1_epi32((n) >= 8 ? 8 : (int)(n)), \
+                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define VLOADM(m, p) _mm256_maskload_ps(p, m)
+#define VSTOREM(p, m, v) _mm256_maskstore_ps(p, m, v)
+#define VLEAKY(v, a) _mm256_blendv_ps(v, _mm256_mul_ps(v, a), _mm256_cmp_ps(v, VZERO(), _CMP_LT_OQ))
+"""
+
+_UNDEF = ("VW", "NCMAX", "UBW", "vf", "vm", "VZERO", "VSET1", "VADD", "VSUB", "VMAX", "VMIN",
+          "VFMA", "VFNMA", "VLOAD", "VLOADU", "VSTORE", "VMASK", "VLOADM", "VSTOREM", "VLEAKY")
+
+
+def _section(isa: str, target: str, defines: str) -> str:
+    """The kernels for one instruction set: :data:`_KERNELS` with its vector macros, compiled
+    for ``target`` (the CPU picks at run time: ``part_addresses``)."""
+    return (f'#pragma GCC push_options\n#pragma GCC target("{target}")\n'
+            f'#pragma GCC optimize("O3")\n{defines}{_KERNELS.replace("@", isa)}'
+            + "".join(f"#undef {m}\n" for m in _UNDEF) + "#pragma GCC pop_options\n")
+
+
+SOURCE = (_HEAD + _section("avx512", "avx512f,fma", _AVX512) + _section("avx2", "avx2,fma", _AVX2)
+          + _TAIL)
+"""The C module: the kernels written once (:data:`_KERNELS`, vector operations as macros) for
+AVX-512F (16 lanes, 6 x 4 accumulators) and for AVX2 with FMA (8 lanes, 6 x 2: 16 registers)."""
 
 module = _ccompile.OptionalExtension(SOURCE, "pytfrt_winograd_")
 """``module()``: the compiled module, or ``None`` (no C compiler, or ``module.enabled`` set
@@ -424,13 +596,26 @@ false: the callers keep their other paths)."""
 
 
 @functools.cache
-def _part_address() -> int:
+def part_addresses() -> tuple[int, int]:
+    """``(AVX-512 part function, AVX2 one)``, each ``0`` where the CPU (or the lack of a C
+    compiler) rules it out; compiled on first use."""
     mod = module()
-    return 0 if mod is None else int(mod.part_address() or 0)
+    if mod is None:
+        return 0, 0
+    avx512, avx2 = mod.part_addresses()
+    return int(avx512 or 0), int(avx2 or 0)
+
+
+def _part_address() -> int:
+    """The part function this process runs: AVX-512 where the CPU has it unless :data:`ISA` is
+    ``"avx2"``, else AVX2 (``0``: neither)."""
+    avx512, avx2 = part_addresses() if module.enabled else (0, 0)
+    return avx2 if ISA == "avx2" or not avx512 else avx512
 
 
 def available() -> bool:
-    """Whether the native Winograd can run here (a C compiler and an AVX-512F CPU)."""
+    """Whether the native Winograd can run here (a C compiler and a CPU with AVX-512F, or AVX2
+    and FMA)."""
     return module.enabled and module() is not None and _part_address() != 0
 
 
@@ -445,10 +630,11 @@ def eligible(kh: int, kw: int, strides: tuple[int, ...], dilations: tuple[int, .
 def wins(cin: int, cout: int, oh: int, ow: int) -> bool:
     """Whether ``auto`` runs an :func:`eligible` convolution with an ``oh x ow`` output on the
     native Winograd rather than oneDNN's direct convolution (:data:`ENABLED`,
-    :data:`MIN_PIXELS`, :data:`MIN_CHANNELS`, :data:`MAX_CHANNELS`; measured per layer and in
-    ResNet-50, ``docs/kernels.md``)."""
+    :data:`MIN_PIXELS`, :data:`MIN_CHANNELS`, :data:`MAX_CHANNELS` or with the AVX2 kernels
+    :data:`AVX2_MAX_CHANNELS`; measured per layer and in ResNet-50, ``docs/kernels.md``)."""
+    most = MAX_CHANNELS if _part_address() == part_addresses()[0] else AVX2_MAX_CHANNELS
     return (ENABLED and oh * ow >= MIN_PIXELS and min(cin, cout) >= MIN_CHANNELS
-            and max(cin, cout) <= MAX_CHANNELS)
+            and max(cin, cout) <= most)
 
 
 def tile_for(n: int, oh: int, ow: int) -> int:
@@ -456,27 +642,54 @@ def tile_for(n: int, oh: int, ow: int) -> int:
     return 4 if n * -(-oh // 4) * -(-ow // 4) >= F4_MIN_TILES else 2
 
 
-def block_tiles(cin: int, tile: int) -> int:
+def block_tiles(cin: int, tile: int, budget: int = BLOCK_BYTES) -> int:
     """Tiles per block for ``cin`` input channels: ``V`` (``(tile + 2)^2 x T x cin``) and one
-    64-channel block of ``M`` within :data:`BLOCK_BYTES`, at least 6 (one micro-kernel's rows)."""
+    64-channel block of ``M`` within ``budget`` bytes, at least 6 (one micro-kernel's rows)."""
     ne = (tile + 2) ** 2
-    return max(6, BLOCK_BYTES // (4 * ne * (cin + 64)))
+    return max(6, budget // (4 * ne * (cin + 64)))
 
 
-def pack_filter(hwio: np.ndarray, tile: int) -> np.ndarray:
-    """``U`` of a ``(3, 3, cin, cout)`` float32 filter packed for the micro-kernel: per
-    position ``e``, per block of 64 output channels (``cout`` padded to a multiple of 16 with
-    zeros), ``cin`` rows of the block's columns; 64-byte aligned, read-only."""
+def split(ntiles: int, cin: int, coutp: int, tile: int, threads: int) -> tuple[int, int, int]:
+    """``(tiles per block, channel groups, parts)`` of a job: blocks of :func:`block_tiles`
+    (about equal); with more than one thread and at most two blocks per thread, a transformed
+    filter of at least :data:`SPLIT_FILTER_BYTES` split into ``threads`` groups of output
+    channels (and blocks of :data:`WIDE_BLOCK_BYTES`), else the block count rounded up to a
+    multiple of ``threads``;
+    at most ``_spin_pool.MAX_PARTS`` parts (a part runs a range of blocks)."""
+    from pytfrt.backends.cpu import _spin_pool
+
+    ne = (tile + 2) ** 2
+    groups = 1
+    if (threads > 1 and ne * cin * coutp * 4 >= SPLIT_FILTER_BYTES
+            and -(-ntiles // block_tiles(cin, tile)) <= 2 * threads):
+        groups = min(threads, -(-coutp // 64))
+    tb = block_tiles(cin, tile, WIDE_BLOCK_BYTES if groups > 1 else BLOCK_BYTES)
+    nblocks = -(-ntiles // tb)
+    if threads > 1 and groups == 1:
+        nblocks = -(-nblocks // threads) * threads
+    tb = -(-ntiles // nblocks)
+    nblocks = -(-ntiles // tb)
+    return tb, groups, groups * min(nblocks, _spin_pool.MAX_PARTS // groups)
+
+
+def pack_filter(hwio: np.ndarray, tile: int, width: int = 64) -> np.ndarray:
+    """``U = G g G^T`` of a ``(3, 3, cin, cout)`` float32 filter (``G`` of
+    :mod:`pytfrt.backends.cpu._winograd`, as its ``filter_transform``: summed in float64, rounded
+    once) packed for the micro-kernel: per position ``e``, per block of ``width`` output
+    channels (64 for the AVX-512 kernels, 16 for AVX2: the columns one micro-kernel call reads;
+    ``cout`` padded to a multiple of 16 with zeros), ``cin`` rows of the block's columns;
+    64-byte aligned, read-only.  Computed in C (the float64 ``einsum`` of ``filter_transform``
+    and the copies into this order took ~0.1 s for a 512-channel filter: the first call of
+    ResNet-50 grew by ~0.2 s at batch 1)."""
     from pytfrt.backends.cpu import _winograd, arena
 
-    u = _winograd.filter_transform(np.ascontiguousarray(hwio, np.float32), tile)
-    ne, cin, cout = u.shape
-    coutp = -(-cout // 16) * 16
-    up = np.zeros((ne, cin, coutp), np.float32)
-    up[:, :, :cout] = u
-    blocks = [up[:, :, j:j + 64] for j in range(0, coutp, 64)]
+    mod = module()
+    assert mod is not None
+    _, _, cin, cout = hwio.shape
+    ne, coutp = (tile + 2) ** 2, -(-cout // 16) * 16
     packed = arena.empty((ne * cin * coutp,), np.float32)
-    packed[...] = np.concatenate([b.reshape(ne, -1) for b in blocks], axis=1).ravel()
+    mod.pack(np.ascontiguousarray(hwio, np.float32), _winograd._G if tile == 4 else _winograd._G2,
+             packed, width)
     packed.flags.writeable = False
     return packed
 
@@ -502,7 +715,7 @@ class WinoConv:
             self._filter = lambda: w
         self.cin, self.cout = channels
         self.coutp = -(-self.cout // 16) * 16
-        self._u: dict[int, np.ndarray] = {}
+        self._u: dict[tuple[int, int], np.ndarray] = {}
         self.bias = None
         if bias is not None:
             b = np.zeros(self.coutp, np.float32)
@@ -513,21 +726,19 @@ class WinoConv:
         self._launchers: dict[tuple[Any, ...], Any] = {}
         self._lock = threading.Lock()
 
-    def packed(self, tile: int) -> np.ndarray:
-        """:func:`pack_filter` for ``tile``, made once (thread-safe)."""
-        u = self._u.get(tile)
+    def packed(self, tile: int, width: int = 64) -> np.ndarray:
+        """:func:`pack_filter` for ``tile`` and ``width``, made once (thread-safe)."""
+        u = self._u.get((tile, width))
         if u is None:
             with self._lock:
-                u = self._u.get(tile)
+                u = self._u.get((tile, width))
                 if u is None:
-                    u = self._u[tile] = pack_filter(self._filter(), tile)
+                    u = self._u[(tile, width)] = pack_filter(self._filter(), tile, width)
         return u
 
     def context(self, x_shape: tuple[int, ...], out_shape: tuple[int, ...], res: bool,
                 threads: int) -> np.ndarray:
         """The C context of one input shape (:data:`C_X` and :data:`C_Y` set per call)."""
-        from pytfrt.backends.cpu import _spin_pool
-
         if self.blocked:
             nb, _, h, w, _ = x_shape
             _, _, oh, ow, _ = out_shape
@@ -539,23 +750,21 @@ class WinoConv:
         tile = self.tile or tile_for(nb, oh, ow)
         th, tw = -(-oh // tile), -(-ow // tile)
         ntiles = nb * th * tw
-        nblocks = -(-ntiles // block_tiles(self.cin, tile))
-        if threads > 1:
-            nblocks = -(-nblocks // threads) * threads
-        tb = -(-ntiles // nblocks)
-        nblocks = -(-ntiles // tb)
+        tb, groups, nparts = split(ntiles, self.cin, self.coutp, tile, threads)
         c = np.zeros(NCTX, np.int64)
-        c[C_U] = self.packed(tile).ctypes.data
+        part = _part_address()
+        c[C_U] = self.packed(tile, 64 if part == part_addresses()[0] else 16).ctypes.data
         c[C_BIAS] = 0 if self.bias is None else self.bias.ctypes.data
         c[[C_NB, C_H, C_W, C_CIN, C_COUT, C_COUTP, C_OH, C_OW]] = (
             nb, h, w, self.cin, self.cout, self.coutp, oh, ow)
         c[C_PT], c[C_PL] = self.pads[0], self.pads[2]
         c[[C_TH, C_TW, C_NTILES, C_TB]] = th, tw, ntiles, tb
-        c[C_NPARTS] = min(nblocks, _spin_pool.MAX_PARTS)
+        c[C_NPARTS], c[C_CGROUPS] = nparts, groups
         c[C_ACT] = self.act
         c.view(np.float64)[C_ALPHA] = self.alpha
         c[C_RES], c[C_TILE] = int(res), tile
         c[[C_XPS, C_XCS, C_YPS, C_YCS]] = strides
+        c[C_PART] = part
         return c
 
     def launcher(self, x_shape: tuple[int, ...], out_shape: tuple[int, ...],
@@ -574,7 +783,7 @@ class WinoConv:
         assert mod is not None
         threads = _parallel.num_threads()
         ctx = self.context(tuple(x_shape), tuple(out_shape), res, threads)
-        fn, address, nparts = _part_address(), int(ctx.ctypes.data), int(ctx[C_NPARTS])
+        fn, address, nparts = int(ctx[C_PART]), int(ctx.ctypes.data), int(ctx[C_NPARTS])
         serial = mod.serial
 
         def slow(x: np.ndarray, y: np.ndarray) -> None:

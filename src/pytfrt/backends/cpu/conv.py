@@ -21,6 +21,11 @@ runs the plan on any input with the right channel count.  Algorithms (``docs/ker
   1.8x the filter's size, which is what limits them on small images); epilogue fused into the
   output transform.  ``auto`` picks among ``gemm`` and the two by a cost model of GEMM work,
   filter traffic and transform work (:func:`estimate_ms`), per input shape.
+* ``winograd_native`` -- F(4x4, 3x3) / F(2x2, 3x3) in C with AVX-512 for float32 NHWC 3x3
+  stride-1 ungrouped convolutions with ReLU-like or no activation
+  (:mod:`pytfrt.backends.cpu._winograd_native`: tile blocks in L2, one native call on both
+  threads); ``auto`` runs it instead of ``dnnl`` for the shapes
+  :func:`pytfrt.backends.cpu._winograd_native.wins` picks.
 * ``depthwise`` -- direct compiled loops (``groups == cin``), epilogue fused.
 * ``dnnl`` -- oneDNN's convolution primitive with the epilogue as fused post-ops
   (:mod:`pytfrt.backends.cpu._dnnl_conv`): float32 NHWC plans run it under ``auto`` whenever
