@@ -118,16 +118,18 @@ def test_network_layers_in_parts(monkeypatch, tile, shape, isa):
         ctx = wc.context(x.shape, r.shape, True, threads)
         nparts = int(ctx[wn.C_NPARTS])
         assert nparts > 1 or threads == 1
-        for _ in range(2):  # the first call may make the pool: the second runs on it
-            _spin_pool.trace(np.zeros(4096, np.int64))
+        go(x, r.copy())  # the first call may make the pool
+        _spin_pool.trace(np.zeros(1 << 14, np.int64))
+        for _ in range(4):  # (a call finding the pool's slots taken runs on this thread)
             y = r.copy()
             go(x, y)
-            records = _spin_pool.trace(None)
-        _close(y, want, tile)
+            _close(y, want, tile)
+        records = _spin_pool.trace(None)
         if threads == 2 and records is not None and _spin_pool._pool is not None:
             jobs = records[records[:, 0] == -1]
-            assert len(jobs) == 1 and jobs[0, 1] == nparts
-            assert sorted(records[records[:, 0] >= 0, 1]) == list(range(nparts))
+            assert len(jobs) >= 1 and (jobs[:, 1] == nparts).all()  # jobs of call parts
+            parts = records[records[:, 0] >= 0, 1]  # each job ran every part once
+            assert sorted(parts) == sorted(list(range(nparts)) * len(jobs))
 
 
 def test_concurrent_callers_of_one_launcher():
