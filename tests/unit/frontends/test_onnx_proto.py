@@ -277,3 +277,37 @@ def test_fold_leaves_other_cases_to_onnx_reference() -> None:
     assert fold(helper.make_node("Squeeze", ["x"], ["y"], axes=[0]), [x], 11) is None
     assert fold(helper.make_node("Gather", ["x", "i"], ["y"]), [x, np.array([5])], 17) is None
     assert fold(helper.make_node("Constant", [], ["c"], value_string="s"), [], 17) is None
+
+
+def _relu_matmul(opset: int) -> tuple[Any, np.ndarray]:
+    w = np.random.default_rng(2).standard_normal((64, 32)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+        "mm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 32])],
+        [numpy_helper.from_array(w, "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), w
+
+
+@pytest.mark.parametrize("suffix, opset, external", [
+    (".textproto", 17, False),  # a text format: read by onnx.load, as before
+    (".onnx", 11, True),  # old opset: load_model + version converter, external data
+    (".onnx", 17, True),  # load_split: the external initializer read by onnx's reader
+])
+def test_load_model_reads_what_onnx_load_reads(tmp_path: Path, suffix: str, opset: int,
+                                               external: bool) -> None:
+    from pytfrt.compiler.frontends.onnx import load_model
+
+    model, w = _relu_matmul(opset)
+    path = tmp_path / f"m{suffix}"
+    onnx.save_model(model, str(path), save_as_external_data=external,
+                    all_tensors_to_one_file=True, location="w.bin", size_threshold=0)
+    got, origin = load_model(path)
+    assert origin == str(path)
+    assert got.SerializeToString() == onnx.load(str(path)).SerializeToString()
+    import pytfrt
+
+    x = np.random.default_rng(3).standard_normal((2, 64)).astype(np.float32)
+    compiled = pytfrt.compile(str(path) if suffix == ".onnx" else got)
+    np.testing.assert_allclose(np.asarray(compiled(x)), np.maximum(x @ w, 0), rtol=1e-5,
+                               atol=1e-5)

@@ -43,10 +43,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from pytfrt.compiler.builder import GraphModule
 
+_TEXT_SUFFIXES = frozenset({".txtpb", ".textproto", ".prototxt", ".pbtxt", ".json", ".onnxjson",
+                            ".onnxtxt", ".onnxtext"})
+"""File suffixes ``onnx.load`` reads as a text format (any other file is binary protobuf)."""
+
+
 def load_model(model_or_path: Any) -> tuple[onnx.ModelProto, str]:
     """``(ModelProto, origin)`` for a path or a ``ModelProto``; the origin names it in errors.
-    A file is read as ``onnx.load`` reads it (external data included), without importing
-    ``onnx`` (:mod:`~pytfrt.compiler.frontends.onnx_proto`)."""
+    A file is read as ``onnx.load`` reads it: binary protobuf (external data included) without
+    importing ``onnx`` (:mod:`~pytfrt.compiler.frontends.onnx_proto`), a text format (told by
+    the suffix, as ``onnx.load`` tells it) by ``onnx.load``."""
     from pytfrt.compiler.frontends.onnx_proto import ModelProto, load_external_data
 
     if isinstance(model_or_path, ModelProto):
@@ -56,8 +62,13 @@ def load_model(model_or_path: Any) -> tuple[onnx.ModelProto, str]:
         if not path.is_file():
             raise OnnxImportError(f"{path}: no such ONNX file")
         try:
-            model = ModelProto.FromString(path.read_bytes())
-            load_external_data(model, str(path.parent))
+            if path.suffix.lower() in _TEXT_SUFFIXES:
+                import onnx  # (onnx.load reads these formats, told by the suffix)
+
+                model = onnx.load(str(path))
+            else:
+                model = ModelProto.FromString(path.read_bytes())
+                load_external_data(model, str(path.parent))
         except Exception as exc:  # protobuf raises DecodeError, onnx its own errors
             raise OnnxImportError(f"{path}: not a readable ONNX model: {exc}") from exc
         if not model.graph.node and not model.graph.output:
