@@ -14,12 +14,16 @@ lists it).  What it guarantees:
   pools carry ``layout = "NCHW"``, filters stay ``OIHW``);
 * a node whose inputs are all known at import time (initializers, ``Constant`` nodes, the
   ``Shape`` of a statically shaped value, and what is computed from those) is evaluated at
-  import time with ONNX's own reference implementation (``onnx.reference``), so static shape
+  import time (the simple ops in NumPy by :mod:`~pytfrt.compiler.frontends.onnx_fold`, the
+  others by ONNX's own reference implementation, ``onnx.reference``), so static shape
   subgraphs (``Shape``/``Gather``/``Concat``/``Reshape``) disappear; when a shape depends on a
   dynamic dimension, the subgraph is emitted as ops and runs at run time (``tg.shape``,
   ``tg.gather``, ``tg.concat``, the tensor-operand forms of ``reshape``/``slice``/``tile``...);
 * an ONNX op it cannot express raises :class:`pytfrt.compiler.UnsupportedOpError` naming the op
   type, the node name and the model file.
+
+The common path does not import the ``onnx`` package, only ONNX's protobuf module
+(:mod:`~pytfrt.compiler.frontends.onnx_proto` says when ``onnx`` itself is imported).
 
 Thread-safety: each call builds its own state; concurrent imports are independent.
 """

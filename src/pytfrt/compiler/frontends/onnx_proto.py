@@ -27,8 +27,9 @@ Helpers, each equal to ``onnx``'s own for what the front end meets and deferring
 What still imports ``onnx`` (lazily, where it runs): the version converter (opsets older than
 :data:`~pytfrt.compiler.frontends.onnx_common.MIN_OPSET`), the expansion of ops defined as
 ONNX functions, import-time evaluation of ops :mod:`~pytfrt.compiler.frontends.onnx_fold`
-does not evaluate itself (``onnx.reference``), and ``onnx.defs`` for an opset above
-:data:`ONNX_KNOWN_OPSET`.
+does not evaluate itself (``onnx.reference``), ``onnx.defs`` for an opset above
+:data:`ONNX_KNOWN_OPSET`, a model file in a text format (``onnx.load``), and the helpers
+above for what they leave to ``onnx``.
 
 Thread-safety: the module is loaded once at import (under the import lock); the helpers are
 pure functions.
