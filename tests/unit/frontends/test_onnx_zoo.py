@@ -134,3 +134,48 @@ def test_torch_attention_with_dynamic_batch_and_sequence(tmp_path: Path) -> None
         (want,) = run_ort(path, {"ids": ids})
         got = np.asarray(compiled(ids=ids))
         assert max_rel_error([got], [want]) <= TOL, (b, s)
+
+
+def test_zoo_models_compile_without_importing_onnx(zoo_dir: Path) -> None:
+    """Compiling and calling the zoo's models in a fresh process leaves the ``onnx`` package
+    unimported (the front end reads ONNX's protobuf module only; docs/compiler.md)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    names = ["resnet50", "mobilenet_v3_small", "efficientnet_b0", "transformer"]
+    try:
+        import transformers  # noqa: F401
+
+        names += ["bert", "gpt2"]
+    except ImportError:
+        pass
+    zms = [zoo_module().export(n, zoo_dir, small=True, with_torch=False) for n in names]
+    feeds = {zm.name: zm.make_inputs(batch=1, seed=1) for zm in zms}
+    for zm in zms:
+        np.savez(zoo_dir / f"{zm.name}.feeds.npz", **feeds[zm.name])
+    code = f"""
+import json, sys
+import numpy as np
+import pytfrt
+outs = {{}}
+for name, path in {[(zm.name, str(zm.path)) for zm in zms]!r}:
+    feeds = dict(np.load({str(zoo_dir)!r} + "/" + name + ".feeds.npz"))
+    got = pytfrt.compile(path)(**feeds)
+    outs[name] = np.asarray(got if not isinstance(got, (tuple, list, dict)) else
+                            (list(got.values()) if isinstance(got, dict) else got)[0]).tolist()
+print(json.dumps({{"outs": outs, "onnx": sorted(m for m in sys.modules
+                                              if m == "onnx" or m.startswith("onnx."))}}))
+"""
+    src = str(Path(__file__).resolve().parents[3] / "src")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=600, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["onnx"] == []
+    for zm in zms:
+        want = run_ort(zm.path, feeds[zm.name])[0]
+        err = max_rel_error([np.asarray(got["outs"][zm.name], want.dtype)], [want])
+        assert err <= TOL, f"{zm.name}: relative error {err:.3g} > {TOL}"

@@ -7,7 +7,8 @@ whose import costs more memory than the import itself (:mod:`.onnx_proto`).  The
 exporters leave to fold are few and simple: ``Constant``, ``Identity``, ``ConstantOfShape``
 and the shape arithmetic around ``Reshape`` (``Shape``, ``Gather``, ``Squeeze``,
 ``Unsqueeze``, ``Concat``, ``Add``/``Sub``/``Mul``) -- BERT's and GPT-2's exports fold only
-these.  :func:`fold` evaluates them exactly as ``onnx.reference`` does (same NumPy calls,
+these (the zoo's small transformer also ``Slice``, ``Div``, ``Mod``, ``Cast``, ``Sqrt``).
+:func:`fold` evaluates them exactly as ``onnx.reference`` does (same NumPy calls,
 same result dtypes; tests compare the two) and returns ``None`` for everything else -- another
 op, a case it does not reproduce (attribute references, opsets before 13, mixed dtypes),
 or an input the op rejects -- which the caller then hands to ``onnx.reference``, so the
@@ -23,7 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.compiler.frontends.onnx_proto import attribute_value, to_array
+from pytfrt.compiler.frontends.onnx_proto import (
+    FIXED_TYPES,
+    TensorProto,
+    attribute_value,
+    np_dtype,
+    to_array,
+)
 
 Folder = Callable[[Sequence[np.ndarray], dict[str, Any], int], np.ndarray | None]
 
@@ -118,7 +125,16 @@ def _concat(ins: Sequence[np.ndarray], attrs: dict[str, Any], opset: int) -> np.
     return np.concatenate(tuple(ins), axis)
 
 
-_BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}
+def _truncating_divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``Div``: integers rounded toward zero (C's division, as ``onnx.reference``)."""
+    if x.dtype.kind not in "iu":
+        return np.asarray(np.divide(x, y))
+    q, r = np.floor_divide(x, y), np.remainder(x, y)
+    return np.asarray(q + ((r != 0) & ((x < 0) ^ (y < 0))).astype(q.dtype))
+
+
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], Any]] = {
+    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": _truncating_divide}
 
 
 def _make_binary(op_type: str) -> Folder:
@@ -135,6 +151,57 @@ def _make_binary(op_type: str) -> Folder:
 
 for _t in _BINARY:
     _FOLDERS[_t] = _make_binary(_t)
+
+
+@_folder("Mod")
+def _mod(ins: Sequence[np.ndarray], attrs: dict[str, Any], opset: int) -> np.ndarray | None:
+    if (len(ins) != 2 or set(attrs) - {"fmod"} or opset < 13 or ins[0].dtype != ins[1].dtype
+            or ins[0].dtype.kind not in "iuf"):
+        return None
+    fmod = int(attrs.get("fmod", 0))
+    if fmod not in (0, 1) or (fmod == 0 and ins[0].dtype.kind == "f"):
+        return None  # (Mod of floats must be fmod=1)
+    return np.asarray((np.fmod if fmod else np.mod)(ins[0], ins[1]))
+
+
+@_folder("Sqrt")
+def _sqrt(ins: Sequence[np.ndarray], attrs: dict[str, Any], opset: int) -> np.ndarray | None:
+    if len(ins) != 1 or attrs or ins[0].dtype.kind != "f":
+        return None
+    return np.asarray(np.sqrt(ins[0]).astype(ins[0].dtype))
+
+
+@_folder("Cast")
+def _cast(ins: Sequence[np.ndarray], attrs: dict[str, Any], opset: int) -> np.ndarray | None:
+    """Between the fixed-width numeric types other than bfloat16 (``astype``, as
+    ``onnx.reference``; its saturation and rounding modes concern float8 only)."""
+    if (len(ins) != 1 or "to" not in attrs or set(attrs) - {"to", "saturate", "round_mode"}
+            or ins[0].dtype.kind not in "biuf" or opset < 13):
+        return None
+    to = int(attrs["to"])
+    if to not in FIXED_TYPES or to == TensorProto.BFLOAT16:
+        return None
+    return np.asarray(ins[0].astype(np_dtype(to)))
+
+
+@_folder("Slice")
+def _slice(ins: Sequence[np.ndarray], attrs: dict[str, Any], opset: int) -> np.ndarray | None:
+    """Python slicing of the data by ``starts``/``ends``[/``axes``[/``steps``]] (which clamps
+    as ONNX's Slice does), as ``onnx.reference``."""
+    if not 3 <= len(ins) <= 5 or attrs or opset < 13 or ins[0].ndim == 0:
+        return None
+    data, *index = ins
+    if any(v.dtype.kind != "i" or v.ndim > 1 for v in index):
+        return None
+    starts, ends, *rest = (np.atleast_1d(v) for v in index)
+    axes = rest[0] if rest else np.arange(len(starts))
+    steps = rest[1] if len(rest) > 1 else np.ones(len(starts), np.int64)
+    if not len(starts) == len(ends) == len(axes) == len(steps) or not np.all(steps):
+        return None
+    slices = [slice(0, n) for n in data.shape]
+    for st, en, ax, sp in zip(starts, ends, axes, steps, strict=True):
+        slices[int(ax)] = slice(int(st), int(en), int(sp))
+    return np.asarray(data[tuple(slices)])
 
 
 @_folder("Gather")

@@ -96,7 +96,9 @@ TypeProto: Any = pb2.TypeProto
 
 # the fixed-width element types read here: the front end's element-type table (bf16 resolved
 # to ml_dtypes.bfloat16, as onnx's, on first use only)
-_FIXED = frozenset(t for t, name in _ONNX_DTYPES.items() if name != "string")
+FIXED_TYPES = frozenset(t for t, name in _ONNX_DTYPES.items() if name != "string")
+"""The ONNX element types of fixed width :func:`to_array` and :func:`np_dtype` read
+themselves (bf16 as ``ml_dtypes.bfloat16``, as ``onnx``)."""
 _BITS16 = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.INT16,
                      TensorProto.UINT16})
 _FIELD = {
@@ -111,7 +113,7 @@ _FIELD = {
 def np_dtype(data_type: int) -> np.dtype[Any]:
     """The NumPy dtype of ONNX element type ``data_type`` (``onnx.helper``'s for the others;
     ``KeyError`` for an unknown type, as there)."""
-    if data_type in _FIXED:
+    if data_type in FIXED_TYPES:
         from pytfrt.compiler.types import np_dtype as tg_np_dtype
 
         return np.dtype(tg_np_dtype(_ONNX_DTYPES[data_type]))
@@ -123,7 +125,7 @@ def np_dtype(data_type: int) -> np.dtype[Any]:
 def to_array(tensor: Any, base_dir: str = "") -> np.ndarray:
     """The array of ``TensorProto`` ``tensor``: what ``onnx.numpy_helper.to_array`` returns
     (a read-only view of ``raw_data``, or a new array of a typed field), and its errors."""
-    if (tensor.data_type not in _FIXED or sys.byteorder != "little"
+    if (tensor.data_type not in FIXED_TYPES or sys.byteorder != "little"
             or tensor.data_location == TensorProto.EXTERNAL or tensor.HasField("segment")):
         from onnx import numpy_helper
 
