@@ -34,23 +34,6 @@ _NO_FOLD = frozenset(
     }
 )
 
-# ONNX TensorProto data type -> tg element type name.
-_ONNX_DTYPES: dict[int, str] = {
-    1: "f32",
-    2: "ui8",
-    3: "i8",
-    4: "ui16",
-    5: "i16",
-    6: "i32",
-    7: "i64",
-    9: "i1",
-    10: "f16",
-    11: "f64",
-    12: "ui32",
-    13: "ui64",
-    16: "bf16",
-    8: "string",
-}
 
 
 class OnnxImportError(ValueError):
@@ -59,6 +42,8 @@ class OnnxImportError(ValueError):
 
 def tg_dtype(onnx_type: int, *, where: str = "") -> str:
     """The ``tg`` element type name of an ONNX ``TensorProto`` data type."""
+    from pytfrt.compiler.frontends.onnx_proto import _ONNX_DTYPES
+
     try:
         return _ONNX_DTYPES[onnx_type]
     except KeyError:

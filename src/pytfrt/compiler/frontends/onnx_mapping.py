@@ -26,7 +26,6 @@ from pytfrt.backends.cpu._geometry import same_pad
 from pytfrt.compiler.errors import UnsupportedOpError
 from pytfrt.compiler.frontends.onnx_common import (
     _NO_FOLD,
-    _ONNX_DTYPES,
     FOLD_LIMIT,
     OnnxImportError,
     _default_opset,
@@ -35,6 +34,7 @@ from pytfrt.compiler.frontends.onnx_common import (
     tg_dtype,
 )
 from pytfrt.compiler.frontends.onnx_patterns import fuse_patterns
+from pytfrt.compiler.frontends.onnx_proto import _ONNX_DTYPES
 from pytfrt.compiler.frontends.onnx_shapes import Partial, reshape_target
 from pytfrt.compiler.frontends.onnx_shapes import infer as infer_partial
 

@@ -46,8 +46,6 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.compiler.frontends.onnx_common import _ONNX_DTYPES
-
 PB2_NAME = "pytfrt._onnx_ml_pb2"
 """The module name ``onnx/onnx_ml_pb2.py`` is executed under when ``onnx`` is not imported."""
 
@@ -93,6 +91,24 @@ ValueInfoProto: Any = pb2.ValueInfoProto
 FunctionProto: Any = pb2.FunctionProto
 TypeProto: Any = pb2.TypeProto
 
+
+# ONNX TensorProto data type -> tg element type name.
+_ONNX_DTYPES: dict[int, str] = {
+    1: "f32",
+    2: "ui8",
+    3: "i8",
+    4: "ui16",
+    5: "i16",
+    6: "i32",
+    7: "i64",
+    9: "i1",
+    10: "f16",
+    11: "f64",
+    12: "ui32",
+    13: "ui64",
+    16: "bf16",
+    8: "string",
+}
 
 # the fixed-width element types read here: the front end's element-type table (bf16 resolved
 # to ml_dtypes.bfloat16, as onnx's, on first use only)
