@@ -21,7 +21,7 @@ runs the plan on any input with the right channel count.  Algorithms (``docs/ker
   1.8x the filter's size, which is what limits them on small images); epilogue fused into the
   output transform.  ``auto`` picks among ``gemm`` and the two by a cost model of GEMM work,
   filter traffic and transform work (:func:`estimate_ms`), per input shape.
-* ``winograd_native`` -- F(4x4, 3x3) / F(2x2, 3x3) in C with AVX-512 for float32 NHWC 3x3
+* ``winograd_native`` -- F(4x4, 3x3) / F(2x2, 3x3) in C (AVX-512 or AVX2) for float32 NHWC 3x3
   stride-1 ungrouped convolutions with ReLU-like or no activation
   (:mod:`pytfrt.backends.cpu._winograd_native`: tile blocks in L2, one native call on both
   threads); ``auto`` runs it instead of ``dnnl`` for the shapes
@@ -93,7 +93,6 @@ WINOGRAD_MIN_CHANNELS = 8
 """Fewest input and output channels for which a plan prepares Winograd."""
 
 
-
 @dataclass(frozen=True, eq=False)
 class ConvPlan:
     """A convolution with its filter prepared (by :func:`plan_conv2d`, run by :func:`conv2d`)."""
@@ -129,8 +128,8 @@ class ConvPlan:
     """The shape of the filter given to :func:`plan_conv2d` (HWIO or OIHW)."""
     wino_native: bool = False
     """Whether the plan may run the native Winograd (:mod:`_winograd_native`: a float32 NHWC
-    3x3 stride-1 ungrouped plan with an activation it applies, on an AVX-512 CPU with a C
-    compiler); :meth:`algorithm_for` says for which shapes ``auto`` does."""
+    3x3 stride-1 ungrouped plan with an activation it applies, on an AVX-512 or AVX2 CPU with a
+    C compiler); :meth:`algorithm_for` says for which shapes ``auto`` does."""
     source: weakref.ref[np.ndarray] | None = None
     """A weak reference to the filter array given to :func:`plan_conv2d` when it was not
     copied (``copy=False``): its owner may drop it and rely on :meth:`filter` instead."""
@@ -387,7 +386,7 @@ def plan_conv2d(
         algorithm: ``"auto"`` (chosen per input shape), or force ``"gemm"``, ``"winograd"``
             (float32 3x3 stride-1 undilated, groups 1; the tile size chosen per shape),
             ``"winograd2"``, ``"winograd4"``, ``"winograd_native"`` (float32 NHWC 3x3 stride-1,
-            groups 1: :mod:`_winograd_native`, or where that cannot run -- no AVX-512, no C
+            groups 1: :mod:`_winograd_native`, or where that cannot run -- no AVX2, no C
             compiler, another activation or layout -- the Numba ``"winograd"``),
             ``"depthwise"`` (``groups == cin``) or
             ``"dnnl"`` (float32, the oneDNN library installed) -- for tests and benchmarks.
