@@ -50,6 +50,39 @@ def test_an_initializer_with_missing_data_names_itself() -> None:
         import_onnx(_relu_model(13, init))
 
 
+def _two_node_model(second_output: str, initializer: str | None = None) -> onnx.ModelProto:
+    """``c = Relu(x)``, then ``Neg(x)`` into ``second_output``, graph output ``c``."""
+    nodes = [helper.make_node("Relu", ["x"], ["c"], name="first"),
+             helper.make_node("Neg", ["x"], [second_output], name="second")]
+    inits = [] if initializer is None else [
+        helper.make_tensor(initializer, TensorProto.FLOAT, [2], [1.0, 2.0])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         [2])],
+                              [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])],
+                              initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("second, initializer", [("c", None), ("x", None), ("w", "w")])
+def test_a_value_defined_twice_is_refused_as_onnx_refuses_it(second: str,
+                                                             initializer: str | None) -> None:
+    """A node output that redefines a value (another node's output, a graph input, an
+    initializer) breaks ONNX's single assignment: ONNX's checker and ONNX Runtime refuse the
+    model, and so does the importer, naming the value and the node, instead of letting one
+    definition shadow the other."""
+    ort = pytest.importorskip("onnxruntime")
+    model = _two_node_model(second, initializer)
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.checker.check_model(model, full_check=True)
+    with pytest.raises(Exception):  # noqa: B017 - ONNX Runtime's own error class
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(OnnxImportError, match=f"value '{second}' is defined twice .*'second'"):
+        import_onnx(model)
+    # a distinct name imports and computes relu (NumPy is the oracle)
+    x = np.array([-1.5, 2.0], np.float32)
+    np.testing.assert_array_equal(pytfrt.compile(_two_node_model("d"))(x), np.maximum(x, 0))
+
+
 @pytest.mark.timeout(900)  # importing TensorFlow on a loaded machine
 def test_a_corrupt_keras_file_says_it_is_damaged(tmp_path: Path) -> None:
     pytest.importorskip("tensorflow")

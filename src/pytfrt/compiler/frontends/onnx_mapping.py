@@ -141,6 +141,7 @@ class OnnxGraphImporter:
         from pytfrt.compiler.builder import GraphBuilder
 
         g = self.graph
+        self._check_single_assignment()
         for init in g.initializer:
             self.known[init.name] = initializer_array(init, self.origin)
         self.known.update(self.weights)
@@ -583,6 +584,22 @@ class OnnxGraphImporter:
 
     def _fail_graph(self, message: str) -> NoReturn:
         raise OnnxImportError(f"{self.origin}: {message}")
+
+    def _check_single_assignment(self) -> None:
+        """Each value of the graph is defined once -- a graph input or an initializer (a name
+        may be both: an input with a default), or one output of one node -- as ONNX requires
+        (static single assignment): a second definition would silently shadow the first."""
+        g = self.graph
+        defined = {i.name for i in g.input} | {t.name for t in g.initializer}
+        for node in g.node:
+            for name in node.output:
+                if not name:
+                    continue
+                if name in defined:
+                    self._fail_graph(
+                        f"value {name!r} is defined twice (again by node "
+                        f"{node.name or node.op_type!r}): an ONNX graph defines each value once")
+                defined.add(name)
 
     def used_outputs(self, node: Any) -> list[int]:
         """Indices of ``node``'s outputs that some node or graph output consumes."""
