@@ -33,6 +33,7 @@ def isa(request, monkeypatch):
     assert wn._part_address() == wn.part_addresses()[request.param]
     return request.param
 
+
 ACTS = {"none": 0, "relu": 1, "relu6": 2, "leaky_relu": 3}
 REL = {4: 2e-5, 2: 2e-6}
 """Largest error allowed relative to the reference's largest magnitude (float32 rounding of
