@@ -749,33 +749,29 @@ class DnnlConv:
     def _variant_splits(self, shape: tuple[int, ...], made: list[_Prim]
                         ) -> list[tuple[float, list[_Part] | None]]:
         """The two-part splits of this shape for :data:`_part_balance.SHARES` (``None`` for
-        the split ``made`` already is), or ``[]`` when its split does not get variants:
-        batch-1 NHWC bands of rows in two parts (each share rounded to whole rows, the even
-        share being ``_split``'s; shares that round alike are made once)."""
+        the split ``made`` already is), or ``[]`` when its split does not get variants
+        (:meth:`_balanced`): each share rounded to whole units of the split -- images, 16-channel
+        blocks or output rows -- the even share being ``made``'s; shares that round alike are
+        made once."""
         a = self._attrs
         kind = _split_kind(shape, made)
         if not self._balanced(shape, len(made), kind, sum(p.pixels for p in made)):
             return []
+        make: Callable[[tuple[int, ...], list[int]], list[_Part]]
         if kind == "batch":  # whole images
-            n, even = shape[0], made[0].src_dims[0]
-            wanted = {even} | {min(max(round(share * n), 1), n - 1)
-                               for share in _part_balance.SHARES if share != 0.5}
-            return [(b / n, None if b == even else self._batch_parts(shape, [0, b, n]))
-                    for b in sorted(wanted)]
-        first = made[0].channels
-        if first is not None:  # whole 16-channel blocks
-            blocks, even = a["cout"] // BLOCK, first[1] // BLOCK
-            wanted = {even} | {min(max(round(share * blocks), 1), blocks - 1)
-                               for share in _part_balance.SHARES if share != 0.5}
-            return [(b / blocks, None if b == even else self._channel_parts(
-                shape, [0, BLOCK * b, a["cout"]])) for b in sorted(wanted)]
-        _, _, h, w = _nchw_dims(a["layout"], shape)
-        oh = self._out_hw(h, w)[0]
-        even = oh // 2  # the rows of _split's first part
-        wanted = {even} | {min(max(round(share * oh), 1), oh - 1)
+            units, even, scale, make = shape[0], made[0].src_dims[0], 1, self._batch_parts
+        elif kind == "channels":  # whole 16-channel blocks (cout is a multiple: _balanced)
+            assert made[0].channels is not None
+            units, even = a["cout"] // BLOCK, made[0].channels[1] // BLOCK
+            scale, make = BLOCK, self._channel_parts
+        else:  # whole rows; the even share is _split's first part
+            _, _, h, w = _nchw_dims(a["layout"], shape)
+            units = self._out_hw(h, w)[0]
+            even, scale, make = units // 2, 1, self._row_parts
+        wanted = {even} | {min(max(round(share * units), 1), units - 1)
                            for share in _part_balance.SHARES if share != 0.5}
-        return [(rows / oh, None if rows == even else self._row_parts(shape, [0, rows, oh]))
-                for rows in sorted(wanted)]
+        return [(b / units, None if b == even else make(shape, [0, scale * b, scale * units]))
+                for b in sorted(wanted)]
 
     def _balanced(self, shape: tuple[int, ...], parts: int, kind: str, pixels: int) -> bool:
         """Whether a split of ``parts`` parts of this input shape by ``kind`` (``"batch"``,
