@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu import _ccompile
+from pytfrt.backends.cpu._epilogue import ACTIVATION_CODES
 
 ENABLED = True
 """Whether ``auto`` convolutions may pick the native Winograd (:func:`wins`; ``False``: oneDNN's
@@ -78,9 +79,11 @@ WIDE_BLOCK_BYTES = 768 << 10
 ISA: str | None = None
 """``"avx2"``: the AVX2 kernels even on an AVX-512 CPU (tests, and measuring what an AVX2-only
 machine runs; read when a launcher is made); ``None``: the widest the CPU has."""
-ACTS = {0: 0, 1: 1, 2: 2, 3: 3}
-"""Activation codes (:data:`pytfrt.backends.cpu._epilogue.ACTIVATION_CODES`) the kernel
-applies: none, ReLU, ReLU6, leaky ReLU."""
+ACTS = {ACTIVATION_CODES[name]: k
+        for k, name in enumerate(("none", "relu", "relu6", "leaky_relu"))}
+"""Activation code (:data:`pytfrt.backends.cpu._epilogue.ACTIVATION_CODES`) -> the number the
+kernel's ``activate`` switches on, for the activations it applies: none, ReLU, ReLU6, leaky
+ReLU."""
 
 # context words (an int64 array per input shape, read by the C part function)
 (C_X, C_Y, C_U, C_BIAS, C_NB, C_H, C_W, C_CIN, C_COUT, C_COUTP, C_OH, C_OW, C_PT, C_PL, C_TH,
