@@ -304,3 +304,26 @@ def test_op_without_handler_folds_with_onnx_reference() -> None:
     (got,) = run_pytfrt(model, {})
     (want,) = run_ort(one_node_model("HannWindow", {"n": n}), {"n": n})
     _assert_same(got, want, exact=False)
+
+
+def test_importer_is_freed_without_a_collection() -> None:
+    """Folding leaves no reference cycle through the importer (which holds the model and its
+    arrays: a cycle kept them alive until a garbage collection, 100 MB more at BERT's
+    compile peak)."""
+    import gc
+
+    from pytfrt.compiler.frontends.onnx_mapping import OnnxGraphImporter
+
+    x = np.arange(6, dtype=np.int64)
+    ins = {"a": x, "b": x[::-1].copy()}
+    model = one_node_model("Add", ins, initializers=ins)
+    gc.collect()
+    gc.disable()
+    try:
+        gm = import_onnx(model)
+        alive = [o for o in gc.get_objects() if type(o) is OnnxGraphImporter]
+    finally:
+        gc.enable()
+    assert [op.name for op in gm.function("main").body.block.ops] == ["tg.constant",
+                                                                        "func.return"]
+    assert not alive

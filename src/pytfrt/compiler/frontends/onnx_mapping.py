@@ -431,17 +431,7 @@ class OnnxGraphImporter:
                 if res is not None:
                     known.update(zip(op.results, res, strict=True))
 
-        def array(o: Out) -> Out:
-            if isinstance(o, SeqOut):
-                return SeqOut(array(e) for e in o)
-            if o is EMPTY or isinstance(o, np.ndarray | np.generic):
-                return o
-            arr = known.get(o.ssa)
-            if arr is None:
-                arr = o.const if o.const is not None else const_value(self.gb, o.ssa)
-            return o if arr is None else arr
-
-        arrays = [array(o) for o in outs]
+        arrays = [self._as_known(o, known) for o in outs]
         if any(not _is_known(o) for o in arrays):
             return list(outs)
         inside = set(emitted)
@@ -461,6 +451,22 @@ class OnnxGraphImporter:
                 if v is not None and v.ssa in gone:
                     del self.values[name]
         return arrays
+
+    def _as_known(self, out: Out, known: Mapping[Any, np.ndarray]) -> Out:
+        """A handler's output with each ``tg`` Value replaced by its array when it is a
+        constant or in ``known`` (SSA value -> array: the ops folded by :meth:`_fold_emitted`).
+        (A method, not a closure: a recursive closure is a reference cycle, which would keep
+        the importer -- the model and its arrays -- alive until a garbage collection.)"""
+        from pytfrt.compiler.passes.common import const_value
+
+        if isinstance(out, SeqOut):
+            return SeqOut(self._as_known(e, known) for e in out)
+        if out is EMPTY or isinstance(out, np.ndarray | np.generic):
+            return out
+        arr = known.get(out.ssa)
+        if arr is None:
+            arr = out.const if out.const is not None else const_value(self.gb, out.ssa)
+        return out if arr is None else arr
 
     def _expand(self, node: Any) -> bool:
         """Import ``node`` as its ONNX function body (the op's definition in terms of other
