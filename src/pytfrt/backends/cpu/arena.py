@@ -176,8 +176,8 @@ class Arena:
     share bytes -- and makes each slot's buffer a view of it.  The next call with the same
     shapes writes every planned result into the block (MobileNetV3-small's 26 slots: 5.3 MB
     as separate buffers, docs/benchmarks.md has the packed size).  A slot whose sites see
-    different shapes in one call is left out of the block (its buffer is the last result, as
-    without a plan)."""
+    different shapes in one call, or holds object arrays (strings), is left out of the block
+    (its buffer is the last result, as without a plan)."""
 
     __slots__ = ("slots", "memo", "steady", "plan", "pending", "loose")
 
@@ -216,6 +216,11 @@ class Arena:
             self.memo[site] = (key, r.shape, r.dtype)
             plan = self.plan
             if plan is None or slot in self.loose or slot not in plan.lives:
+                self.slots[slot] = r
+                return r
+            if r.dtype.hasobject:  # references (strings): not bytes a block can hold
+                self.loose.add(slot)
+                self.pending.pop(slot, None)
                 self.slots[slot] = r
                 return r
             seen = self.pending.get(slot)
