@@ -188,7 +188,8 @@ class Arena:
         self.pending: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
         """Planned slots given a new shape in this call: packed at its end."""
         self.loose: set[int] = set()
-        """Planned slots whose sites disagree on the shape: kept as without a plan."""
+        """Planned slots whose sites disagree on the shape in one call, or that hold object
+        arrays: kept as without a plan."""
         self.steady: tuple[Any, ...] | None = None
         """The model inputs' shapes of this arena's last call if it completed without keeping
         a new buffer (every planned kernel found its buffer): a generated call with the same
