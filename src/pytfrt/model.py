@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt import config
-from pytfrt.backends.cpu.arena import Arena
+from pytfrt.backends.cpu.arena import Arena, SlotPlan
 from pytfrt.bef.program import Program
 from pytfrt.executor.loader import load_program
 from pytfrt.executor.sync_executor import SyncBEFFunction, static_call, unpack_results
@@ -319,12 +319,19 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
     if steady:  # the whole-call steady state: see _render_kernel
         body += ["K = False", f"Q = ({''.join(f'r{r}.shape, ' for r in inputs)})",
                  "D = A.steady != Q", "A.steady = None"]
+    lives: dict[int, list[tuple[int, int]]] = {}  # the arena's SlotPlan, from the kernels
     for i, (k, release) in enumerate(zip(info.kernels[1:], info.release_after, strict=True)):
-        body += _render_kernel(i, k, ref, register_types, resources, ns, releasable,
+        body += _render_kernel(i, k, ref, register_types, resources, ns, releasable, lives,
                                certified if steady else None)
         body += [f"r{r} = None" for r in release]
+    # slots given new shapes share one block from the next call on (Arena.pack)
     if steady:
         body += ["if not K:", "    A.steady = Q"]
+        if lives:
+            body += ["elif A.pending:", "    A.pack()"]
+    elif lives:
+        body += ["if A.pending:", "    A.pack()"]
+    ns["_plan"] = SlotPlan(lives) if lives else None
     outs = [ref(r) for r in info.result_registers]
     body += _render_output_checks(model.signature.outputs, outs, ns)
     structure = model.signature.structure
@@ -346,7 +353,7 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
         indent += "    "
     if arena_reg >= 0:
         lines += [f"{indent}try:", f"{indent}    A = _pool.pop()", f"{indent}except IndexError:",
-                  f"{indent}    A = _Arena()", f"{indent}S = A.slots", f"{indent}M = A.memo"]
+                  f"{indent}    A = _Arena(_plan)", f"{indent}S = A.slots", f"{indent}M = A.memo"]
     lines.append(f"{indent}try:")
     lines += [f"{indent}    {x}" for x in body]
     lines += [f"{indent}except Exception as exc:", f"{indent}    raise _err(exc) from None"]
@@ -485,6 +492,7 @@ def own_pages(array: np.ndarray) -> np.ndarray:
 def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Sequence[str],
                    resources: dict[int, Any], ns: dict[str, Any],
                    releasable: list[tuple[Any, int, int]],
+                   lives: dict[int, list[tuple[int, int]]],
                    certified: set[int] | None = None) -> list[str]:
     """The lines of one kernel of :func:`_render_call`.
 
@@ -500,7 +508,8 @@ def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Se
     buffer test relies on that already) and every slot holds the buffer that call used.  A
     kernel reading a result of any other kernel (a view, a kernel without a planned buffer,
     one not made from a compute function) always tests, and a kept buffer sets ``D`` and
-    ``K`` (the call is not steady)."""
+    ``K`` (the call is not steady).  A planned buffer's lifetime (``tg.buffer``'s ``first``
+    and ``last``) is added to ``lives``, the arena's :class:`SlotPlan`."""
     ck = getattr(k.fn, "__pytfrt_compute__", None)
     targets = ", ".join(f"r{r}" for r in k.results)
     if ck is None or len(ck.attrs) != len(k.attrs):
@@ -561,7 +570,9 @@ def _render_kernel(i: int, k: Any, ref: Callable[[int], str], register_types: Se
                                                 f"    r{t} = _arr(r{t})"]
     if buffer is None:
         return [f"r{t} = {invoke(None)}", *fix]
-    slot, site = buffer
+    slot, site = buffer[0], buffer[1]  # [slot, site, first, last] (or [slot, site]: older BEF)
+    if len(buffer) == 4:
+        lives.setdefault(slot, []).append((buffer[2], buffer[3]))
     # the buffer fits if the op sees the input shapes of last time (resources never change)
     shaped = [r for j, r in enumerate(operands) if r not in resources and j not in ck.opaque]
     key = [f"{ref(r)}.shape" for r in shaped]

@@ -7,13 +7,13 @@
 // later (by %d), so %c2 gets a slot of its own.
 // CHECK-LABEL: func.func @main
 func.func @main(%x: tensor<1x4x4x2xui8>, %w: tensor<1x1x2x2xi8>, %s: tensor<2xf32>) -> tensor<1x4x4x2xui8> {
-  // CHECK: %[[A:.*]] = "tg.max_pool2d"(%arg0) {{.*}}tg.buffer = [0, 0]}
+  // CHECK: %[[A:.*]] = "tg.max_pool2d"(%arg0) {{.*}}tg.buffer = [0, 0, 0, 2]}
   %a = "tg.max_pool2d"(%x) {layout = "NHWC", ksize = [1, 1], strides = [1, 1]} : (tensor<1x4x4x2xui8>) -> tensor<1x4x4x2xui8>
-  // CHECK: %[[B:.*]] = "tg.max_pool2d"(%[[A]]) {{.*}}tg.buffer = [1, 1]}
+  // CHECK: %[[B:.*]] = "tg.max_pool2d"(%[[A]]) {{.*}}tg.buffer = [1, 1, 1, 3]}
   %b = "tg.max_pool2d"(%a) {layout = "NHWC", ksize = [1, 1], strides = [1, 1]} : (tensor<1x4x4x2xui8>) -> tensor<1x4x4x2xui8>
-  // CHECK: %[[C1:.*]] = "tg.qconv2d"(%[[B]], %arg1, %arg2, %[[A]]) {{.*}}tg.buffer = [0, 2]}
+  // CHECK: %[[C1:.*]] = "tg.qconv2d"(%[[B]], %arg1, %arg2, %[[A]]) {{.*}}tg.buffer = [0, 2, 2, 4]}
   %c1 = "tg.qconv2d"(%b, %w, %s, %a) {layout = "NHWC", x_scale = 0.5 : f32, y_scale = 0.25 : f32, residual_scale = 0.5 : f32, epilogue_operands = [0, 1]} : (tensor<1x4x4x2xui8>, tensor<1x1x2x2xi8>, tensor<2xf32>, tensor<1x4x4x2xui8>) -> tensor<1x4x4x2xui8>
-  // CHECK: %[[C2:.*]] = "tg.qconv2d"(%[[B]], %arg1, %arg2, %[[C1]]) {{.*}}tg.buffer = [2, 3]}
+  // CHECK: %[[C2:.*]] = "tg.qconv2d"(%[[B]], %arg1, %arg2, %[[C1]]) {{.*}}tg.buffer = [2, 3, 3, 4]}
   %c2 = "tg.qconv2d"(%b, %w, %s, %c1) {layout = "NHWC", x_scale = 0.5 : f32, y_scale = 0.25 : f32, residual_scale = 0.5 : f32, epilogue_operands = [0, 1]} : (tensor<1x4x4x2xui8>, tensor<1x1x2x2xi8>, tensor<2xf32>, tensor<1x4x4x2xui8>) -> tensor<1x4x4x2xui8>
   // CHECK: %[[D:.*]] = "tg.qconv2d"(%[[C2]], %arg1, %arg2, %[[C1]])
   // CHECK-NOT: tg.buffer

@@ -48,11 +48,12 @@ def empty(shape: Sequence[int], dtype: Any) -> np.ndarray:
     return _aligned(np.empty(nbytes + ALIGNMENT, np.uint8), shape, dt)
 
 
-def _aligned(raw: np.ndarray, shape: Sequence[int], dt: np.dtype) -> np.ndarray:
-    """The aligned array of ``shape`` over the uint8 block ``raw`` (its ``base``), recorded
-    as one :func:`owns` accepts."""
+def _aligned(raw: np.ndarray, shape: Sequence[int], dt: np.dtype, at: int = 0) -> np.ndarray:
+    """The array of ``shape`` over the uint8 block ``raw`` (its ``base``) starting ``at``
+    bytes (a multiple of :data:`ALIGNMENT`) past ``raw``'s first aligned byte, recorded as one
+    :func:`owns` accepts."""
     nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    off = -raw.ctypes.data % ALIGNMENT
+    off = -raw.ctypes.data % ALIGNMENT + at
     a = raw[off:off + nbytes].view(dt).reshape(shape)
     key = id(a)
 
@@ -115,14 +116,80 @@ def owns(r: np.ndarray) -> bool:
     return ref is not None and ref() is r
 
 
+class SlotPlan:
+    """When each slot of a model's arena holds a live value: ``slot -> [(first, last), ...]``,
+    the op positions of ``@main`` from each value's definition to its last use
+    (``-tg-plan-buffers``'s ``tg.buffer = [slot, site, first, last]``).  Two slots
+    *conflict* when some value of one is alive at an op where some value of the other is (the
+    op that reads one and writes the other included); only conflicting slots need distinct
+    bytes.  Immutable after construction; thread-safe."""
+
+    __slots__ = ("lives", "_conflicts")
+
+    def __init__(self, lives: dict[int, list[tuple[int, int]]]) -> None:
+        self.lives = {s: sorted(v) for s, v in lives.items()}
+        self._conflicts: dict[int, frozenset[int]] | None = None
+
+    def conflicts(self) -> dict[int, frozenset[int]]:
+        """``slot -> the slots it conflicts with`` (computed once; a benign race computes it
+        twice)."""
+        if self._conflicts is None:
+            spans = sorted((a, b, s) for s, v in self.lives.items() for a, b in v)
+            found: dict[int, set[int]] = {s: set() for s in self.lives}
+            for i, (_a, b, s) in enumerate(spans):  # spans sorted by start: sweep forwards
+                for a2, _b2, s2 in spans[i + 1:]:
+                    if a2 > b:
+                        break
+                    if s2 != s:
+                        found[s].add(s2)
+                        found[s2].add(s)
+            self._conflicts = {s: frozenset(v) for s, v in found.items()}
+        return self._conflicts
+
+    def place(self, sizes: dict[int, int]) -> tuple[dict[int, int], int]:
+        """``(slot -> byte offset, total bytes)`` for slots of these sizes: largest first, each
+        at the lowest :data:`ALIGNMENT`-aligned offset where it overlaps no placed slot it
+        conflicts with (the greedy-by-size placement of TensorFlow Lite's arena planner)."""
+        conflicts = self.conflicts()
+        offsets: dict[int, int] = {}
+        placed: list[tuple[int, int, int]] = []  # (start, end, slot)
+        for s in sorted(sizes, key=lambda s: (-sizes[s], s)):
+            size = -(-sizes[s] // ALIGNMENT) * ALIGNMENT
+            others = conflicts.get(s, frozenset())
+            off = 0
+            for start, end, _t in sorted(p for p in placed if p[2] in others):
+                if off + size <= start:
+                    break
+                off = max(off, end)
+            offsets[s] = off
+            placed.append((off, off + size, s))
+        return offsets, max((end for _s, end, _t in placed), default=0)
+
+
 class Arena:
-    """Slot buffers and, per site, the last (input shapes, output shape, dtype)."""
+    """Slot buffers and, per site, the last (input shapes, output shape, dtype).
 
-    __slots__ = ("slots", "memo", "steady")
+    With a :class:`SlotPlan` the slots share one block: :meth:`keep` notes a fresh result's
+    shape and dtype for its slot without keeping the result (so a call that keeps holds no
+    more memory than its live values), and :meth:`pack`, at the end of such a call, places
+    every slot in a new block by the plan -- slots whose values are never alive together
+    share bytes -- and makes each slot's buffer a view of it.  The next call with the same
+    shapes writes every planned result into the block (MobileNetV3-small's 26 slots: 5.3 MB
+    as separate buffers, docs/benchmarks.md has the packed size).  A slot whose sites see
+    different shapes in one call, or holds object arrays (strings), is left out of the block
+    (its buffer is the last result, as without a plan)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("slots", "memo", "steady", "plan", "pending", "loose")
+
+    def __init__(self, plan: SlotPlan | None = None) -> None:
         self.slots: dict[int, np.ndarray] = {}
         self.memo: dict[int, tuple[Any, tuple[int, ...], np.dtype]] = {}
+        self.plan = plan
+        self.pending: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
+        """Planned slots given a new shape in this call: packed at its end."""
+        self.loose: set[int] = set()
+        """Planned slots whose sites disagree on the shape in one call, or that hold object
+        arrays: kept as without a plan."""
         self.steady: tuple[Any, ...] | None = None
         """The model inputs' shapes of this arena's last call if it completed without keeping
         a new buffer (every planned kernel found its buffer): a generated call with the same
@@ -144,8 +211,44 @@ class Arena:
 
     def keep(self, slot: int, site: int, key: Any, r: Any) -> Any:
         """Remember ``r`` (a fresh result for inputs of shapes ``key``) as ``slot``'s buffer
-        (if it is an array the op may write into next time); returns ``r``."""
+        (if it is an array the op may write into next time) -- with a plan, its shape and
+        dtype, for :meth:`pack`; returns ``r``."""
         if type(r) is np.ndarray and r.flags.c_contiguous and r.flags.writeable and owns(r):
             self.memo[site] = (key, r.shape, r.dtype)
-            self.slots[slot] = r
+            plan = self.plan
+            if plan is None or slot in self.loose or slot not in plan.lives:
+                self.slots[slot] = r
+                return r
+            if r.dtype.hasobject:  # references (strings): not bytes a block can hold
+                self.loose.add(slot)
+                self.pending.pop(slot, None)
+                self.slots[slot] = r
+                return r
+            seen = self.pending.get(slot)
+            if seen is not None and (seen[0] != r.shape or seen[1] != r.dtype):
+                self.loose.add(slot)  # two shapes in one call: no place in the block
+                del self.pending[slot]
+                self.slots[slot] = r
+                return r
+            self.pending[slot] = (r.shape, r.dtype)
         return r
+
+    def pack(self) -> None:
+        """Give every planned slot a buffer in one new block (see the class docstring).  Called
+        when a call has finished with :attr:`pending` slots: no value of the call is alive any
+        more, and the old buffers are dropped before the block is made (its pages are touched
+        only by the next call)."""
+        plan = self.plan
+        assert plan is not None
+        shapes = {s: (b.shape, b.dtype) for s, b in self.slots.items()
+                  if s in plan.lives and s not in self.loose}
+        shapes.update(self.pending)
+        self.pending.clear()
+        for s in shapes:
+            self.slots.pop(s, None)
+        offsets, total = plan.place(
+            {s: int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+             for s, (shape, dt) in shapes.items()})
+        block = np.empty(total + ALIGNMENT, np.uint8)
+        for s, (shape, dt) in shapes.items():
+            self.slots[s] = _aligned(block, shape, dt, offsets[s])

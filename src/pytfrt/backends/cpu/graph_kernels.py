@@ -237,7 +237,8 @@ def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Call
 
     With ``buffered`` (for ``fn`` with an ``out`` parameter): the ``tg.<op>.buf`` kernel, which
     takes a :class:`~pytfrt.backends.cpu.arena.Arena` as its first operand and the attribute
-    ``buffer = [slot, site]``, and runs ``fn`` through ``Arena.run``.
+    ``buffer = [slot, site, first, last]`` (or ``[slot, site]``), and runs ``fn`` through
+    ``Arena.run``.
 
     Raises:
         TypeError: if ``fn`` has ``**kwargs``.
@@ -282,7 +283,7 @@ def make_kernel(op: str, fn: Callable[..., Any], buffered: bool = False) -> Call
         plain_kw = f", {call_kw}" if call_kw else ""
         body = (
             f"arrays = {arrays}\n"
-            f"    slot, site = p_buffer\n"
+            f"    slot, site = p_buffer[0], p_buffer[1]\n"
             f"    key = [{shape} for x in arrays]\n"
             f"    m = arena.memo.get(site)\n"
             f"    if m is not None and m[0] == key:\n"

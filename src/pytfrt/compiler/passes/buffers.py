@@ -2,8 +2,12 @@
 
 Every op whose compute function can write into an ``out`` buffer (the runtime table's
 functions with an ``out`` parameter) and whose result is an intermediate value gets the
-attribute ``tg.buffer = [slot, site]``: ``site`` numbers the op, ``slot`` names the arena
-buffer it writes.  A linear scan over ``@main`` in program order hands out slots:
+attribute ``tg.buffer = [slot, site, first, last]``: ``site`` numbers the op, ``slot`` names
+the arena buffer it writes, and ``[first, last]`` is its result's lifetime in op positions of
+``@main`` (its own position to its last use, views included).  The arena places the slots of
+one call in one block by these lifetimes (:meth:`pytfrt.backends.cpu.arena.Arena.pack`: slots
+whose values are never alive at the same op share bytes).  A linear scan over ``@main`` in
+program order hands out slots:
 
 * a value's lifetime ends at its last use -- extended through every op that may return a view
   of its operand (ops without an ``out`` buffer: ``reshape``, ``slice``, ...), so a buffer is
@@ -135,8 +139,8 @@ def plan_buffers(gm: GraphModule) -> GraphModule:
                 else:
                     slot, n_slots = n_slots, n_slots + 1
             slot_of[r] = slot
-            op.attributes[BUFFER_ATTR] = b.ArrayAttr([b.IntegerAttr(slot, b.i64),
-                                                      b.IntegerAttr(site, b.i64)])
+            plan = (slot, site, i, max(last.get(r, i), i))
+            op.attributes[BUFFER_ATTR] = b.ArrayAttr([b.IntegerAttr(x, b.i64) for x in plan])
             site += 1
         for v in dying:
             s = slot_of.pop(v)
