@@ -128,6 +128,19 @@ def test_cast(data: st.DataObject, src: Any, to: int) -> None:
     _check("Cast", {"x": x}, to=to)
 
 
+@pytest.mark.parametrize("to", [TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
+                                TensorProto.INT8, TensorProto.UINT16, TensorProto.INT16,
+                                TensorProto.UINT32, TensorProto.UINT64, TensorProto.BOOL])
+@pytest.mark.parametrize("src", [np.float32, np.float64])
+def test_cast_out_of_range_and_nan(src: Any, to: int) -> None:
+    """What the spec leaves undefined (NaN, infinities, out-of-range floats to integers) comes
+    out as ONNX Runtime's on the same machine (C conversions, folded and run alike)."""
+    x = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 300.7, -300.7, 255.9, -0.9, 128.5,
+                  -129.5], src)
+    with np.errstate(invalid="ignore"):
+        _check("Cast", {"x": x}, to=to)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64, np.float16]))
 def test_sqrt_identity_shape(data: st.DataObject, dtype: Any) -> None:
