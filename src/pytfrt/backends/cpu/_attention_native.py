@@ -97,32 +97,37 @@ static float word_float(int64_t w) {
 """
 
 _KERNELS = r"""
-/* the mask of query row r (of the pair whose mask starts at moff) applied to one row of
-   scores: an additive mask of unit column stride is returned for the softmax's first pass,
-   other masks are applied here */
-static inline const float *mask_row_@(const int64_t *c, float *row, int64_t moff, int64_t r,
-                                      float fill) {
+/* rows of cols scores at s, each softmaxed in place, the additive mask row i at m + i * ms
+   (unit column stride; m NULL: none) added first.  Not inlined into its callers: inlined, the
+   attention's per-pair loop ran ~3% slower */
+__attribute__((noinline))
+static void rows_@(float *s, int64_t rows, int64_t cols, const float *m, int64_t ms) {
+    for (int64_t i = 0; i < rows; i++) softmax_row_@(s + i * cols, cols, m ? m + i * ms : NULL);
+}
+
+/* the mask of query row r (of the pair whose mask starts at moff) applied to a row of
+   scores, unless it is additive with unit column stride (then rows_@ adds it) */
+static inline void mask_row_@(const int64_t *c, float *row, int64_t moff, int64_t r,
+                              float fill) {
     const int64_t sk = c[SK], ms3 = c[MS3], base = moff + r * c[MS2];
     if (c[MODE] == 1) {
         const float *m = (const float *)c[MASK] + base;
-        if (ms3 == 1) return m;
         for (int64_t j = 0; j < sk; j++) row[j] += m[j * ms3];
-    } else if (c[MODE] == 2) {
+    } else if (ms3 == 1) {
         const uint8_t *m = (const uint8_t *)c[MASK] + base;
-        if (ms3 == 1) {
-            for (int64_t j = 0; j < sk; j++) row[j] = m[j] ? row[j] : fill;
-        } else {
-            for (int64_t j = 0; j < sk; j++) row[j] = m[j * ms3] ? row[j] : fill;
-        }
+        for (int64_t j = 0; j < sk; j++) row[j] = m[j] ? row[j] : fill;
+    } else {
+        const uint8_t *m = (const uint8_t *)c[MASK] + base;
+        for (int64_t j = 0; j < sk; j++) row[j] = m[j * ms3] ? row[j] : fill;
     }
-    return NULL;
 }
 
 /* the pairs [lo, hi) of a context */
 static int pairs_@(const int64_t *c, int64_t lo, int64_t hi) {
-    const int64_t sq = c[SQ], h = c[H], d = c[D], sk = c[SK], dv = c[DV];
+    const int64_t sq = c[SQ], h = c[H], d = c[D], sk = c[SK], dv = c[DV], mode = c[MODE];
     const float scale = word_float(c[SCALE]), fill = word_float(c[FILL]);
     const sgemm_fn gemm = (sgemm_fn)c[GEMM];
+    const int inline_mask = mode == 1 && c[MS3] == 1;
     int64_t rb = ROW_BLOCK / sk;
     rb = rb < 1 ? 1 : (rb > sq ? sq : rb);
     float *s = scratch(rb * sk);
@@ -140,10 +145,10 @@ static int pairs_@(const int64_t *c, int64_t lo, int64_t hi) {
             /* scores [n, Sk] = scale * q rows [n, D] @ k_bh^T (rows of q and k strided) */
             status |= gemm('N', 'T', n, sk, d, scale, q + i0 * c[QS1], c[QS1], k, c[KS1], 0.0f,
                            s, sk);
-            for (int64_t i = 0; i < n; i++) {
-                float *row = s + i * sk;
-                softmax_row_@(row, sk, mask_row_@(c, row, moff, i0 + i, fill));
-            }
+            if (mode != 0 && !inline_mask)
+                for (int64_t i = 0; i < n; i++) mask_row_@(c, s + i * sk, moff, i0 + i, fill);
+            rows_@(s, n, sk, inline_mask ? (const float *)c[MASK] + moff + i0 * c[MS2] : NULL,
+                   c[MS2]);
             /* y rows [n, Dv] = p [n, Sk] @ v_bh [Sk, Dv], into the result's head columns */
             status |= gemm('N', 'N', n, dv, sk, 1.0f, s, sk, v, c[VS1], 0.0f, y + i0 * c[YS1],
                            c[YS1]);
@@ -162,9 +167,7 @@ static int part_@(int64_t context, int64_t i) {
    mask + 4 * i * mask_row_stride (0: none) */
 static int softmax_rows_@(int64_t s, int64_t rows, int64_t cols, int64_t mask,
                           int64_t mask_row_stride) {
-    for (int64_t i = 0; i < rows; i++)
-        softmax_row_@((float *)s + i * cols, cols,
-                      mask ? (const float *)mask + i * mask_row_stride : NULL);
+    rows_@((float *)s, rows, cols, (const float *)mask, mask_row_stride);
     return 0;
 }
 """
@@ -201,8 +204,8 @@ def _section(isa: str, target: str | None) -> str:
     """:data:`_KERNELS` for one version, compiled for ``target`` (``None``: portable C)."""
     body = _KERNELS.replace("@", isa)
     if target is None:
-        return f'#pragma GCC push_options\n#pragma GCC optimize("O3")\n{body}' \
-               "#pragma GCC pop_options\n"
+        return (f'#pragma GCC push_options\n#pragma GCC optimize("O3", "no-trapping-math")\n'
+                f'{body}#pragma GCC pop_options\n')
     return ("#if defined(__x86_64__) || defined(__i386__)\n#pragma GCC push_options\n"
             f'#pragma GCC target("{target}")\n#pragma GCC optimize("O3")\n{body}'
             "#pragma GCC pop_options\n#endif\n")
@@ -244,17 +247,25 @@ def version() -> str | None:
     return next((name for name in _VERSIONS if name in found), None)
 
 
+_chosen: dict[tuple[bool, bool, str | None], int] = {}
+""":func:`part_address` by the switches it depends on (it runs on every attention call)."""
+
+
 def part_address() -> int:
     """The address of ``int part(int64 context, int64 i)`` for :func:`version` (0: none)."""
-    name = version()
-    return 0 if name is None else _addresses()[name][0]
+    key = (ENABLED, module.enabled, ISA)
+    address = _chosen.get(key)
+    if address is None:
+        name = version()
+        address = _chosen[key] = 0 if name is None else _addresses()[name][0]
+    return address
 
 
 def softmax_rows_address(name: str) -> int:
     """The address of version ``name``'s ``int softmax_rows(int64 s, int64 rows, int64 cols,
     int64 mask, int64 mask_row_stride)`` (the row softmax alone, for tests), 0 where it does
     not run."""
-    return _addresses().get(name, (0, 0))[1]
+    return _addresses().get(name, (0, 0))[1] if module.enabled else 0
 
 
 @functools.cache

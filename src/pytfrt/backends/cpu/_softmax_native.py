@@ -148,17 +148,33 @@ static inline __m256i tail_mask8(int64_t left) {
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* softmax_row_avx512 at 8 lanes, the tails by masked loads and stores */
+/* 8 floats at p, of which `left` (< 8: a row's last partial vector) are the row's: the others
+   read as `fill`; and the store of those lanes.  Whole vectors take plain loads and stores
+   (a masked store, vmaskmovps, is slow on AMD's cores) */
+__attribute__((target("avx2,fma"), always_inline))
+static inline __m256 load8(const float *p, int64_t left, __m256 fill) {
+    if (left >= 8) return _mm256_loadu_ps(p);
+    __m256i k = tail_mask8(left);
+    return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, k), _mm256_castsi256_ps(k));
+}
+
+__attribute__((target("avx2,fma"), always_inline))
+static inline void store8(float *p, int64_t left, __m256 v) {
+    if (left >= 8) _mm256_storeu_ps(p, v);
+    else _mm256_maskstore_ps(p, tail_mask8(left), v);
+}
+
+/* softmax_row_avx512 at 8 lanes */
 __attribute__((target("avx2,fma"), always_inline))
 static inline void softmax_row_avx2(float *row, int64_t cols, const float *m) {
     const __m256 ninf = _mm256_set1_ps(-__builtin_inff()), floor80 = _mm256_set1_ps(-80.0f);
+    const __m256 zero = _mm256_setzero_ps();
     __m256 vmax = ninf;
     for (int64_t j = 0; j < cols; j += 8) {
-        __m256i k = tail_mask8(cols - j);
-        __m256 v = _mm256_blendv_ps(ninf, _mm256_maskload_ps(row + j, k), _mm256_castsi256_ps(k));
+        __m256 v = load8(row + j, cols - j, ninf);
         if (m) {
-            v = _mm256_add_ps(v, _mm256_maskload_ps(m + j, k));
-            _mm256_maskstore_ps(row + j, k, v);
+            v = _mm256_add_ps(v, load8(m + j, cols - j, zero));
+            store8(row + j, cols - j, v);
         }
         vmax = _mm256_max_ps(vmax, v);
     }
@@ -166,28 +182,27 @@ static inline void softmax_row_avx2(float *row, int64_t cols, const float *m) {
     h = _mm_max_ps(h, _mm_movehl_ps(h, h));
     h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
     const __m256 mx = _mm256_set1_ps(_mm_cvtss_f32(h));
-    __m256 vsum = _mm256_setzero_ps();
-    for (int64_t j = 0; j < cols; j += 8) {
-        __m256i k = tail_mask8(cols - j);
-        __m256 d = _mm256_sub_ps(_mm256_maskload_ps(row + j, k), mx);
-        __m256 keep = _mm256_and_ps(_mm256_cmp_ps(d, floor80, _CMP_GE_OQ), _mm256_castsi256_ps(k));
+    __m256 vsum = zero;
+    for (int64_t j = 0; j < cols; j += 8) {            /* tail lanes: -inf, so e = 0 */
+        __m256 d = _mm256_sub_ps(load8(row + j, cols - j, ninf), mx);
+        __m256 keep = _mm256_cmp_ps(d, floor80, _CMP_GE_OQ);
         __m256 e = _mm256_and_ps(keep, exp_avx2(_mm256_max_ps(d, floor80)));
         vsum = _mm256_add_ps(vsum, e);
-        _mm256_maskstore_ps(row + j, k, e);
+        store8(row + j, cols - j, e);
     }
     __m128 t = _mm_add_ps(_mm256_castps256_ps128(vsum), _mm256_extractf128_ps(vsum, 1));
     t = _mm_add_ps(t, _mm_movehl_ps(t, t));
     t = _mm_add_ss(t, _mm_shuffle_ps(t, t, 1));
     const __m256 inv = _mm256_set1_ps(1.0f / _mm_cvtss_f32(t));
-    for (int64_t j = 0; j < cols; j += 8) {
-        __m256i k = tail_mask8(cols - j);
-        _mm256_maskstore_ps(row + j, k, _mm256_mul_ps(_mm256_maskload_ps(row + j, k), inv));
-    }
+    for (int64_t j = 0; j < cols; j += 8)
+        store8(row + j, cols - j, _mm256_mul_ps(load8(row + j, cols - j, zero), inv));
 }
 #endif
 
 /* the same algorithm in portable C (any CPU): n = round(x / ln 2) as an integer, 2^n as
-   (127 + n) << 23 */
+   (127 + n) << 23; without trapping math (FP exception flags only) its loops vectorise */
+#pragma GCC push_options
+#pragma GCC optimize("O3", "no-trapping-math")
 static inline float exp_generic(float x) {
     int32_t ni = (int32_t)(0.5f - x * 1.4426950408889634f);            /* -round(x / ln 2) */
     float n = -(float)ni;
@@ -200,21 +215,30 @@ static inline float exp_generic(float x) {
 }
 
 static inline void softmax_row_generic(float *row, int64_t cols, const float *m) {
-    float mx = -__builtin_inff(), sum = 0.0f;
-    for (int64_t j = 0; j < cols; j++) {
-        float v = row[j];
-        if (m) row[j] = v = v + m[j];
-        mx = v > mx ? v : mx;
-    }
-    for (int64_t j = 0; j < cols; j++) {
+    /* eight running maxima and sums (loops the compiler can vectorise without reordering a
+       single chain of float operations), exp(x - max) in a loop of its own */
+    float mx8[8], sum8[8], mx = -__builtin_inff(), sum = 0.0f;
+    int64_t j, c8 = cols - cols % 8;
+    if (m)
+        for (j = 0; j < cols; j++) row[j] += m[j];
+    for (int l = 0; l < 8; l++) mx8[l] = -__builtin_inff(), sum8[l] = 0.0f;
+    for (j = 0; j < c8; j += 8)
+        for (int l = 0; l < 8; l++) mx8[l] = row[j + l] > mx8[l] ? row[j + l] : mx8[l];
+    for (; j < cols; j++) mx = row[j] > mx ? row[j] : mx;
+    for (int l = 0; l < 8; l++) mx = mx8[l] > mx ? mx8[l] : mx;
+    for (j = 0; j < cols; j++) {
         float d = row[j] - mx;
-        float e = d >= -80.0f ? exp_generic(d) : 0.0f;
-        row[j] = e;
-        sum += e;
+        float e = exp_generic(d > -80.0f ? d : -80.0f);
+        row[j] = d >= -80.0f ? e : 0.0f;
     }
+    for (j = 0; j < c8; j += 8)
+        for (int l = 0; l < 8; l++) sum8[l] += row[j + l];
+    for (; j < cols; j++) sum += row[j];
+    for (int l = 0; l < 8; l++) sum += sum8[l];
     const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < cols; j++) row[j] *= inv;
+    for (j = 0; j < cols; j++) row[j] *= inv;
 }
+#pragma GCC pop_options
 """
 """C of a row softmax (in place, an optional additive mask row of unit stride added first):
 ``softmax_row_avx512``, ``softmax_row_avx2`` (both on x86 only, each compiled for its

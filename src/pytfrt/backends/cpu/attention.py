@@ -33,6 +33,7 @@ only ``out``).  Errors:
 from __future__ import annotations
 
 import ctypes
+import struct
 
 import numpy as np
 
@@ -167,21 +168,23 @@ def _run_fast(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
     if len(shards) < num_threads() <= pairs:
         shards = chunks(pairs, -(-pairs // num_threads()))
     nat = _attention_native
-    ctx = np.zeros(nat.C_SHARDS + 2 * len(shards), np.int64)
     it = q.itemsize
-    for word, a in ((nat.C_QS0, q), (nat.C_KS0, k), (nat.C_VS0, v), (nat.C_YS0, y)):
-        ctx[word:word + 3] = [st // it for st in a.strides[:3]]
-    ctx[:nat.C_QS0] = b, sq, h, d, sk, dv
-    ctx[nat.C_Q:nat.C_Y + 1] = q.ctypes.data, k.ctypes.data, v.ctypes.data, y.ctypes.data
-    if mask is not None:
+    words = [b, sq, h, d, sk, dv]  # the context, word by word (_attention_native.C_*)
+    for a in (q, k, v, y):
+        words += (a.strides[0] // it, a.strides[1] // it, a.strides[2] // it)
+    words += (q.ctypes.data, k.ctypes.data, v.ctypes.data, y.ctypes.data)
+    if mask is None:
+        words += (0, 0, 0, 0, 0, 0, nat.MODE_NONE)
+    else:
         mc = np.ascontiguousarray(mask).reshape((1,) * (4 - mask.ndim) + mask.shape)
-        ctx[nat.C_MASK], ctx[nat.C_MASK_LEN] = mc.ctypes.data, mc.size
-        ctx[nat.C_MS0:nat.C_MS3 + 1] = [st // mc.itemsize if n > 1 else 0
-                                        for st, n in zip(mc.strides, mc.shape, strict=True)]
-        ctx[nat.C_MODE] = nat.MODE_SELECT if sel is not None else nat.MODE_ADD
-    ctx[nat.C_SCALE:nat.C_FILL + 1].view(np.float64)[:] = scale, sel[0] if sel else 0.0
-    ctx[nat.C_GEMM] = _gemm_address()
-    ctx[nat.C_SHARDS:] = np.asarray(shards, np.int64).reshape(-1)
+        words += (mc.ctypes.data, mc.size)
+        words += (st // mc.itemsize if n > 1 else 0 for st, n in zip(mc.strides, mc.shape,
+                                                                      strict=True))
+        words.append(nat.MODE_SELECT if sel is not None else nat.MODE_ADD)
+    words += (_bits(scale), _bits(sel[0] if sel else 0.0), _gemm_address())
+    for lo, hi in shards:
+        words += (lo, hi)
+    ctx = np.array(words, np.int64)
     # ctx, the mask's copy (mc), q, k, v and y stay referenced until the parts return
     if (2 <= len(shards) <= _spin_pool.MAX_PARTS and num_threads() >= 2
             and _dnnl_conv.run_calls(part, ctx.ctypes.data, len(shards))):
@@ -200,8 +203,22 @@ def _run_fast(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
         raise RuntimeError(f"attention: dnnl_sgemm failed with status {errors[0]}")
 
 
+_F64 = struct.Struct("<d")
+_I64 = struct.Struct("<q")
+
+
+def _bits(x: float) -> int:
+    """The bits of a float64, as the int64 a context word holds."""
+    return int(_I64.unpack(_F64.pack(x))[0])
+
+
+_gemm: list[int] = []
+
+
 def _gemm_address() -> int:
     """The address of ``dnnl_sgemm`` (:func:`gemm_cfunc`'s function)."""
-    address = ctypes.cast(gemm_cfunc(), ctypes.c_void_p).value
-    assert address is not None
-    return address
+    if not _gemm:
+        address = ctypes.cast(gemm_cfunc(), ctypes.c_void_p).value
+        assert address is not None
+        _gemm.append(address)
+    return _gemm[0]
