@@ -325,12 +325,12 @@ def _render_call(model: CompiledModel, info: Any, register_types: Sequence[str]
                                certified if steady else None)
         body += [f"r{r} = None" for r in release]
     # slots given new shapes share one block from the next call on (Arena.pack)
-    pack = ["if A.pending:", "    A.pack()"] if lives else []
     if steady:
-        body += ["if not K:", "    A.steady = Q", *(f"el{x}" if x.startswith("if") else x
-                                                    for x in pack)]
-    else:
-        body += pack
+        body += ["if not K:", "    A.steady = Q"]
+        if lives:
+            body += ["elif A.pending:", "    A.pack()"]
+    elif lives:
+        body += ["if A.pending:", "    A.pack()"]
     ns["_plan"] = SlotPlan(lives) if lives else None
     outs = [ref(r) for r in info.result_registers]
     body += _render_output_checks(model.signature.outputs, outs, ns)

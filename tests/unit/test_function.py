@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pytfrt
 from pytfrt import eager
@@ -226,3 +228,22 @@ def test_indexing_matches_numpy(key):
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
     f = pytfrt.function(lambda x: x[key])
     np.testing.assert_array_equal(f(a), a[key])
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 4), start=st.none() | st.integers(-7, 7),
+       stop=st.none() | st.integers(-7, 7), step=st.sampled_from([None, 1, 2, -1, -3]))
+def test_basic_slices_match_numpy(n: int, start: int | None, stop: int | None,
+                                  step: int | None) -> None:
+    """NumPy's clamping of out-of-range bounds, also for negative steps (where ``tg.slice``,
+    ONNX's, differs: a start before the first element selects nothing in NumPy)."""
+    key = slice(start, stop, step)
+    x = np.arange(n, dtype=np.float32)
+
+    @pytfrt.function
+    def f(t):
+        return t[key]
+
+    got = f(x)
+    assert got.shape == x[key].shape
+    np.testing.assert_array_equal(got, x[key])

@@ -86,6 +86,16 @@ def test_a_slot_whose_sites_disagree_on_the_shape_stays_out_of_the_block() -> No
     assert arena.slots[0] is b and arena.slots[1].shape == (5,)
 
 
+def test_object_arrays_stay_out_of_the_block() -> None:
+    arena = Arena(SlotPlan({0: [(0, 1)], 1: [(1, 2)]}))
+    strings = np.array(["a", "bc"], dtype=object)
+    arena.keep(0, 0, [], strings)
+    arena.keep(1, 1, [], np.ones(3, np.float32))
+    arena.pack()
+    assert arena.loose == {0} and arena.slots[0] is strings
+    assert arena.slots[1].shape == (3,) and arena.slots[1].base is not None
+
+
 RNG = np.random.default_rng(11)
 WS = [RNG.standard_normal(s).astype(np.float32) for s in ((16, 64), (64, 48), (48, 32),
                                                            (32, 24), (24, 8))]

@@ -4,8 +4,8 @@
   process leaves ``onnx`` out of ``sys.modules``; its outputs match ONNX Runtime's.
 * ``onnx_proto``'s classes are ``onnx``'s, whichever is imported first.
 * ``onnx_proto``'s helpers agree with ``onnx``'s (``numpy_helper.to_array``,
-  ``helper.get_attribute_value``, ``helper.make_node``, ``tensor_dtype_to_np_dtype``), and
-  ``onnx_fold`` with ``onnx.reference`` -- the oracles.
+  ``helper.get_attribute_value``, ``helper.make_node``, ``tensor_dtype_to_np_dtype``) -- the
+  oracles (import-time folding: ``test_onnx_import_fold.py``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ ort = pytest.importorskip("onnxruntime")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from pytfrt.compiler.frontends import onnx_proto  # noqa: E402
-from pytfrt.compiler.frontends.onnx_fold import fold  # noqa: E402
 
 _SRC = str(Path(__file__).resolve().parents[3] / "src")
 
@@ -190,119 +188,6 @@ def test_attribute_value_errors_as_onnx() -> None:
     with pytest.raises(ValueError, match="reference attribute"):
         onnx_proto.attribute_value(ref)
     assert onnx_proto.attribute_value(onnx.AttributeProto(name="u")) is None
-
-
-def _reference(node: Any, inputs: list[np.ndarray], opset: int = 17) -> list[np.ndarray] | None:
-    try:
-        ev = ReferenceEvaluator(node, opsets={"": opset})
-        with np.errstate(all="ignore"):  # (division by zero: the same values either way)
-            res = ev.run(None, {n: v for n, v in zip(node.input, inputs, strict=True) if n})
-        return [np.asarray(r) for r in res]
-    except Exception:  # noqa: BLE001 - what the importer treats as "cannot fold"
-        return None
-
-
-def _check_fold(node: Any, inputs: list[np.ndarray], opset: int = 17,
-                must: bool = True) -> None:
-    """Where ``fold`` answers, ``onnx.reference`` answers the same arrays; ``must``: ``fold``
-    answers whenever ``onnx.reference`` does."""
-    got = fold(node, inputs, opset)
-    want = _reference(node, inputs, opset)
-    assert got is None or want is not None, (node.op_type, got)
-    assert got is not None or want is None or not must, (node.op_type, want)
-    if got is None or want is None:
-        return
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_array_equal(g, w)
-
-
-_INT_OR_FLOAT = st.sampled_from([np.float32, np.float64, np.float16, np.int64, np.int32,
-                                 np.uint8])
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_fold_matches_onnx_reference(data: st.DataObject) -> None:
-    op = data.draw(st.sampled_from(["Identity", "Shape", "Squeeze", "Unsqueeze", "Concat",
-                                    "Add", "Sub", "Mul", "Div", "Mod", "Gather", "Reshape",
-                                    "ConstantOfShape", "Sqrt", "Cast", "Slice"]))
-    dtype = data.draw(_INT_OR_FLOAT)
-    shape = data.draw(st.lists(st.integers(1, 3), min_size=0, max_size=3))
-    x = np.asarray(np.random.default_rng(data.draw(st.integers(0, 99))).standard_normal(shape)
-                   * 9).astype(dtype)
-    attrs: dict[str, Any] = {}
-    if op in ("Identity", "Shape"):
-        ins = [x]
-    elif op in ("Squeeze", "Unsqueeze"):
-        axes = data.draw(st.lists(st.integers(-4, 3), min_size=1, max_size=2))
-        ins = [x, np.array(axes, np.int64)]
-    elif op == "Concat":
-        attrs["axis"] = data.draw(st.integers(-3, 2))
-        ins = [x, x[..., :1] if x.ndim else x]
-    elif op in ("Add", "Sub", "Mul", "Div", "Mod"):
-        if op == "Mod":
-            attrs["fmod"] = data.draw(st.integers(0, 1))
-        y = np.flip(x) if data.draw(st.booleans()) else np.full(x.shape[-1:], 3, dtype)
-        ins = [x, np.where(y == 0, np.ones((), dtype), y) if data.draw(st.booleans()) else y]
-    elif op == "Sqrt":
-        ins = [np.abs(x) if data.draw(st.booleans()) else x]
-    elif op == "Cast":
-        attrs["to"] = data.draw(st.sampled_from([TensorProto.FLOAT, TensorProto.DOUBLE,
-                                                 TensorProto.FLOAT16, TensorProto.INT64,
-                                                 TensorProto.INT32, TensorProto.UINT8,
-                                                 TensorProto.INT8, TensorProto.BOOL]))
-        ins = [x]
-    elif op == "Slice":
-        n = data.draw(st.integers(1, 3))
-        bound = st.integers(-4, 4) | st.sampled_from([2**63 - 1, -(2**63)])
-        ins = [x, np.array(data.draw(st.lists(bound, min_size=n, max_size=n)), np.int64),
-               np.array(data.draw(st.lists(bound, min_size=n, max_size=n)), np.int64)]
-        if data.draw(st.booleans()):
-            ins.append(np.array(data.draw(st.lists(st.integers(-3, 2), min_size=n,
-                                                   max_size=n)), np.int64))
-            if data.draw(st.booleans()):
-                ins.append(np.array(data.draw(st.lists(st.sampled_from([-2, -1, 1, 2]),
-                                                       min_size=n, max_size=n)), np.int64))
-    elif op == "Gather":
-        attrs["axis"] = data.draw(st.integers(-2, 1))
-        idx = data.draw(st.lists(st.integers(-3, 2), max_size=3) | st.integers(-3, 2))
-        ins = [x, np.array(idx, np.int64)]
-    elif op == "Reshape":
-        attrs["allowzero"] = data.draw(st.integers(0, 1))
-        target = data.draw(st.lists(st.sampled_from([-1, 0, 1, 2, 3, 6]), min_size=1,
-                                    max_size=3))
-        ins = [x, np.array(target, np.int64)]
-    else:
-        ins = [np.array(data.draw(st.lists(st.integers(0, 3), max_size=3)), np.int64)]
-        value = np.array([data.draw(st.integers(0, 5))], dtype)
-        attrs["value"] = numpy_helper.from_array(value)
-    node = helper.make_node(op, [f"i{k}" for k in range(len(ins))], ["o"], **attrs)
-    # not valid ONNX, though onnx.reference computes something: Gather on a scalar, Sqrt of
-    # integers, Mod of floats without fmod=1
-    invalid = ((op == "Gather" and x.ndim == 0) or (op == "Sqrt" and x.dtype.kind != "f")
-               or (op == "Mod" and attrs["fmod"] == 0 and x.dtype.kind == "f"))
-    _check_fold(node, ins, must=not invalid)
-
-
-@pytest.mark.parametrize("attr, value", [("value", np.array([[1.5, 2]], np.float32)),
-                                         ("value_float", 0.25), ("value_floats", [1.0, 2.5]),
-                                         ("value_int", 3), ("value_ints", [4, -5])])
-def test_fold_constant_matches_onnx_reference(attr: str, value: Any) -> None:
-    if isinstance(value, np.ndarray):
-        value = numpy_helper.from_array(value)
-    node = helper.make_node("Constant", [], ["c"], **{attr: value})
-    assert fold(node, [], 17) is not None
-    _check_fold(node, [])
-
-
-def test_fold_leaves_other_cases_to_onnx_reference() -> None:
-    x = np.ones((2, 3), np.float32)
-    assert fold(helper.make_node("Tanh", ["x"], ["y"]), [x], 17) is None
-    assert fold(helper.make_node("Add", ["x", "z"], ["y"]), [x, x.astype(np.float64)], 17) is None
-    assert fold(helper.make_node("Squeeze", ["x"], ["y"], axes=[0]), [x], 11) is None
-    assert fold(helper.make_node("Gather", ["x", "i"], ["y"]), [x, np.array([5])], 17) is None
-    assert fold(helper.make_node("Constant", [], ["c"], value_string="s"), [], 17) is None
 
 
 def _relu_matmul(opset: int) -> tuple[Any, np.ndarray]:

@@ -176,8 +176,8 @@ class Arena:
     share bytes -- and makes each slot's buffer a view of it.  The next call with the same
     shapes writes every planned result into the block (MobileNetV3-small's 26 slots: 5.3 MB
     as separate buffers, docs/benchmarks.md has the packed size).  A slot whose sites see
-    different shapes in one call is left out of the block (its buffer is the last result, as
-    without a plan)."""
+    different shapes in one call, or holds object arrays (strings), is left out of the block
+    (its buffer is the last result, as without a plan)."""
 
     __slots__ = ("slots", "memo", "steady", "plan", "pending", "loose")
 
@@ -188,7 +188,8 @@ class Arena:
         self.pending: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
         """Planned slots given a new shape in this call: packed at its end."""
         self.loose: set[int] = set()
-        """Planned slots whose sites disagree on the shape: kept as without a plan."""
+        """Planned slots whose sites disagree on the shape in one call, or that hold object
+        arrays: kept as without a plan."""
         self.steady: tuple[Any, ...] | None = None
         """The model inputs' shapes of this arena's last call if it completed without keeping
         a new buffer (every planned kernel found its buffer): a generated call with the same
@@ -216,6 +217,11 @@ class Arena:
             self.memo[site] = (key, r.shape, r.dtype)
             plan = self.plan
             if plan is None or slot in self.loose or slot not in plan.lives:
+                self.slots[slot] = r
+                return r
+            if r.dtype.hasobject:  # references (strings): not bytes a block can hold
+                self.loose.add(slot)
+                self.pending.pop(slot, None)
                 self.slots[slot] = r
                 return r
             seen = self.pending.get(slot)

@@ -15,7 +15,7 @@ import numpy as np
 
 from pytfrt.backends.cpu import _layout_copy
 from pytfrt.backends.cpu.op_table import OpTable
-from pytfrt.backends.cpu.ops import OpError
+from pytfrt.backends.cpu.ops import OpError, onnx_slice
 
 GRAPH_OPS = OpTable()
 """Op name -> compute function (see the module docstring)."""
@@ -126,7 +126,7 @@ def slice_(x: np.ndarray, *operands: np.ndarray, starts: tuple[int, ...], ends: 
     for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
         if st == 0:
             raise OpError("slice: a step must not be 0")
-        idx[a] = slice(s, e, st)  # Python's clamping is ONNX's (also for negative steps)
+        idx[a] = onnx_slice(s, e, st, x.shape[a])
     view = x[tuple(idx)]
     if view.nbytes >= _SPLIT_BYTES and not view.flags.c_contiguous:
         out = np.empty(view.shape, view.dtype)

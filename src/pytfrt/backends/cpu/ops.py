@@ -459,6 +459,29 @@ def flatten(a: np.ndarray, out: np.ndarray) -> None:
         out.reshape(-1)[:] = a.reshape(-1)
 
 
+def onnx_slice(start: int, end: int, step: int, dim: int) -> slice:
+    """ONNX ``Slice``'s bounds on an axis of size ``dim`` as a Python slice (the one rule of
+    ``tg.slice``'s kernel and shape inference).
+
+    Per the ONNX spec (https://onnx.ai/onnx/operators/onnx__Slice.html): a negative start or end
+    counts from the end (``+ dim``); then for ``step > 0`` both are clamped to ``[0, dim]``,
+    for ``step < 0`` the start to ``[0, dim - 1]`` and the end to ``[-1, dim - 1]`` (``-1``:
+    through element 0).  Python's own clamping differs in one case: a negative step with a
+    start below ``-dim`` selects nothing in Python but starts at element 0 in ONNX.  ``step``
+    must not be 0."""
+    if start < 0:
+        start += dim
+    if end < 0:
+        end += dim
+    if step > 0:
+        return slice(min(max(start, 0), dim), min(max(end, 0), dim), step)
+    if dim == 0:
+        return slice(0, 0, step)
+    start = min(max(start, 0), dim - 1)
+    end = min(max(end, -1), dim - 1)
+    return slice(start, None if end < 0 else end, step)
+
+
 def slice_shape(a: Sequence[int], begin: Sequence[int], out: Sequence[int]) -> Dims:
     """``out`` must fit inside ``a`` at ``begin``.
 

@@ -14,11 +14,14 @@ lists it).  What it guarantees:
   pools carry ``layout = "NCHW"``, filters stay ``OIHW``);
 * a node whose inputs are all known at import time (initializers, ``Constant`` nodes, the
   ``Shape`` of a statically shaped value, and what is computed from those) is evaluated at
-  import time (the simple ops in NumPy by :mod:`~pytfrt.compiler.frontends.onnx_fold`, the
-  others by ONNX's own reference implementation, ``onnx.reference``), so static shape
-  subgraphs (``Shape``/``Gather``/``Concat``/``Reshape``) disappear; when a shape depends on a
-  dynamic dimension, the subgraph is emitted as ops and runs at run time (``tg.shape``,
-  ``tg.gather``, ``tg.concat``, the tensor-operand forms of ``reshape``/``slice``/``tile``...);
+  import time: imported by its handler, whose ``tg`` ops are then evaluated with the runtime's
+  compute functions (the evaluation ``-tg-constant-fold`` uses, so folding and running agree
+  bit for bit) and dropped; ONNX's reference implementation (``onnx.reference``) only
+  evaluates a node without a handler, or one whose handler cannot take these constants.
+  Static shape subgraphs (``Shape``/``Gather``/``Concat``/``Reshape``) thus disappear; when
+  a shape depends on a dynamic dimension, the subgraph is emitted as ops and runs at run time
+  (``tg.shape``, ``tg.gather``, ``tg.concat``, the tensor-operand forms of
+  ``reshape``/``slice``/``tile``...);
 * an ONNX op it cannot express raises :class:`pytfrt.compiler.UnsupportedOpError` naming the op
   type, the node name and the model file.
 

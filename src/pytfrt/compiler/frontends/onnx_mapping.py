@@ -6,6 +6,17 @@ checks that they agree).  A handler receives the :class:`OnnxGraphImporter` (the
 and the ``NodeProto``; it returns one entry per node output: a ``tg`` ``Value``, or a NumPy
 array when the output is known at import time.
 
+Import-time folding: a node whose inputs are all known (initializers, ``Constant`` nodes,
+static shapes and what is computed from them) is imported by its handler like any other, and
+the ``tg`` ops it emitted are evaluated on those constants by the runtime's compute functions
+(:func:`pytfrt.compiler.passes.fold.evaluate`, shared with ``-tg-constant-fold``); its outputs
+are bound as known arrays and the ops erased (:meth:`OnnxGraphImporter._fold_emitted`).  So
+a value folded at import is the value the same op computes at run time.  ``onnx.reference``
+(imported only then) evaluates the nodes without a handler (e.g. ``HannWindow``, otherwise
+imported as its ONNX function body), those whose handler raises on these constants, and the
+``Constant`` forms :func:`_constant` does not read (``sparse_value``, strings).  Random ops
+and ``DequantizeLinear`` are never folded (``_NO_FOLD``), nor control flow.
+
 Conventions: ONNX inputs that the catalogue takes as attributes (axes, perms, pads, ...) must be
 known at import time (initializers, ``Constant`` nodes or static shape arithmetic); otherwise the
 handler raises ``UnsupportedOpError`` saying which input must be constant.  Inputs that the
@@ -16,6 +27,7 @@ dynamic shapes run at run time.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -82,6 +94,14 @@ _NOTES: dict[str, str] = {}
 MS_OPS: dict[str, Handler] = {}
 """``com.microsoft`` op type -> handler: the contrib ops ONNX Runtime's quantizer writes in
 QOperator models (``QLinearAdd``, ``QGemm``...; filled by ``onnx_quant``)."""
+
+
+def _is_known(out: Out) -> bool:
+    """Whether a handler's output is known at import time (an array, an empty optional, or a
+    sequence of arrays)."""
+    if isinstance(out, SeqOut):
+        return all(_is_known(e) for e in out)
+    return out is EMPTY or isinstance(out, np.ndarray | np.generic)
 
 
 def onnx_op(*op_types: str, note: str = "") -> Callable[[Handler], Handler]:
@@ -329,24 +349,21 @@ class OnnxGraphImporter:
                 return
             self.unsupported(node, f"custom domain {domain!r}")
         present = [n for n in node.input if n]
-        if (
+        foldable = bool(
             node.op_type not in _NO_FOLD
             and present
             and all(n in self.known for n in present)
             and sum(self.known[n].size for n in present) <= FOLD_LIMIT
             and node.op_type not in ("If", "Loop", "Scan")
-        ):
-            results = self._evaluate(node)
-            if results is not None:
-                self._bind(node, results)
-                return
-        if not present and node.op_type not in ONNX_OPS and node.op_type not in _NO_FOLD:
-            results = self._evaluate(node)  # e.g. constant generators without inputs
+        )
+        if node.op_type not in ONNX_OPS and node.op_type not in _NO_FOLD and (
+                foldable or not present):  # no handler: ONNX's reference implementation
+            results = self._reference(node)
             if results is not None:
                 self._bind(node, results)
                 return
         partial = infer_partial(self, node)
-        if partial is not None and partial.known and len(node.output) == 1:
+        if not foldable and partial is not None and partial.known and len(node.output) == 1:
             self._bind(node, [partial.array()])  # a shape element computation, known now
             return
         handler = ONNX_OPS.get(node.op_type)
@@ -354,15 +371,102 @@ class OnnxGraphImporter:
             if self._expand(node):
                 return
             self.unsupported(node)
+        mark, n_weights = self.f.block.last_op, len(self.gb.weights)
         try:
             outs = handler(self, node)
-        except UnsupportedOpError as exc:
-            if getattr(exc, "runtime_operands", None) or not self._expand(node):
+        except Exception as exc:
+            if foldable:  # the handler cannot take these constants: evaluate the node itself
+                results = self._reference(node)
+                if results is not None:
+                    self._bind(node, results)
+                    return
+            if (not isinstance(exc, UnsupportedOpError)
+                    or getattr(exc, "runtime_operands", None) or not self._expand(node)):
                 raise
             return
+        if foldable:
+            outs = self._fold_emitted(node, mark, n_weights, outs)
         self._bind(node, outs)
         if partial is not None and node.output[0] in self.values:
             self.partial[node.output[0]] = partial
+
+    def _fold_emitted(self, node: Any, mark: Any, n_weights: int, outs: Sequence[Out]
+                      ) -> list[Out]:
+        """Import-time folding of ``node``, whose inputs are all known: evaluate the ``tg``
+        ops its handler just emitted (after op ``mark`` of the block) with the runtime's
+        compute functions (:func:`pytfrt.compiler.passes.fold.evaluate`, the evaluation of
+        ``-tg-constant-fold``).  When every output comes out known, they are returned as
+        arrays and the emitted ops are erased, with the weights added since the builder had
+        ``n_weights`` that only they used; otherwise ``outs`` as they are (those ops run at
+        run time)."""
+        from pytfrt.compiler.passes.common import const_value
+
+        block = self.f.block
+        op = block.first_op if mark is None else mark.next_op
+        emitted = []
+        while op is not None:
+            emitted.append(op)
+            op = op.next_op
+        known: dict[Any, np.ndarray] = {}
+        table = None
+        for op in emitted:
+            if op.name == "tg.constant":
+                continue  # read below, where an op uses it
+            values = []
+            for v in op.operands:
+                arr = known.get(v)
+                if arr is None:
+                    arr = const_value(self.gb, v)
+                if arr is None:
+                    break
+                values.append(arr)
+            else:
+                if table is None:
+                    from pytfrt.backends.cpu.graph_kernels import graph_ops
+
+                    table = graph_ops()
+                from pytfrt.compiler.passes.fold import evaluate
+
+                res = evaluate(op, values, table)
+                if res is not None:
+                    known.update(zip(op.results, res, strict=True))
+
+        arrays = [self._as_known(o, known) for o in outs]
+        if any(not _is_known(o) for o in arrays):
+            return list(outs)
+        inside = set(emitted)
+        if all(u.operation in inside for op in emitted for r in op.results for u in r.uses):
+            gone = {r for op in emitted for r in op.results}
+            dropped = {getattr(op.attributes["weight"], "data", None) for op in emitted
+                       if op.name == "tg.constant" and "weight" in op.attributes}
+            for op in reversed(emitted):
+                op.detach()
+                op.erase()
+            weights = self.gb.weights
+            for name in list(itertools.islice(reversed(weights), len(weights) - n_weights)):
+                if name in dropped:
+                    del weights[name]
+            for name in node.input:  # constants the handler made of the inputs
+                v = self.values.get(name)
+                if v is not None and v.ssa in gone:
+                    del self.values[name]
+        return arrays
+
+    def _as_known(self, out: Out, known: Mapping[Any, np.ndarray]) -> Out:
+        """A handler's output with each ``tg`` Value replaced by its array when it is a
+        constant or in ``known`` (SSA value -> array: the ops folded by :meth:`_fold_emitted`).
+        (A method, not a closure: a recursive closure is a reference cycle, which would keep
+        the importer -- the model and its arrays -- alive until a garbage collection.)"""
+        from pytfrt.compiler.passes.common import const_value
+
+        if isinstance(out, SeqOut):
+            return SeqOut(self._as_known(e, known) for e in out)
+        if out is EMPTY or isinstance(out, np.ndarray | np.generic):
+            return out
+        arr = known.get(out.ssa)
+        if arr is None:
+            arr = out.const if out.const is not None else const_value(self.gb, out.ssa)
+        return out if arr is None else arr
 
     def _expand(self, node: Any) -> bool:
         """Import ``node`` as its ONNX function body (the op's definition in terms of other
@@ -458,16 +562,14 @@ class OnnxGraphImporter:
             else:
                 self.values[name] = out
 
-    def _evaluate(self, node: Any) -> list[Any] | None:
-        """Run ``node`` on its known inputs: in NumPy for the simple ops
-        :mod:`~pytfrt.compiler.frontends.onnx_fold` evaluates, else with ONNX's reference
-        implementation; ``None`` when it cannot be evaluated."""
-        from pytfrt.compiler.frontends.onnx_fold import fold
+    def _reference(self, node: Any) -> list[Any] | None:
+        """``node`` run on its known inputs by ONNX's reference implementation
+        (``onnx.reference``, imported here only), or ``None`` when it cannot be evaluated.
 
-        if node.domain in ("", "ai.onnx"):
-            done = fold(node, [self.known[n] if n else None for n in node.input], self.opset)
-            if done is not None:
-                return done
+        Import-time folding goes through pytfrt's own ops (:meth:`_fold_emitted`); this is
+        the fallback for a node without a handler in :data:`ONNX_OPS` (or an ONNX function
+        body), for a node whose handler cannot import it with these constant inputs, and for
+        the forms of ``Constant`` :func:`_constant` does not read itself."""
         from onnx.reference import ReferenceEvaluator
 
         try:
@@ -1991,9 +2093,21 @@ def _trilu(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
     return [ctx.op("trilu", [ctx.input(node, 0)], upper=upper, k=int(k.reshape(-1)[0]))]
 
 
+_CONSTANT_LISTS = {"value_float": np.float32, "value_floats": np.float32,
+                   "value_int": np.int64, "value_ints": np.int64}
+
+
 @onnx_op("Constant", note="a known value (import-time constant)")
 def _constant(ctx: OnnxGraphImporter, node: Any) -> list[Out]:
-    res = ctx._evaluate(node)
+    from pytfrt.compiler.frontends.onnx_proto import attribute_value, to_array
+
+    if len(node.attribute) == 1 and not node.attribute[0].ref_attr_name:
+        (a,) = node.attribute
+        if a.name == "value":
+            return [to_array(a.t)]
+        if a.name in _CONSTANT_LISTS:
+            return [np.array(attribute_value(a), dtype=_CONSTANT_LISTS[a.name])]
+    res = ctx._reference(node)  # sparse_value, value_string(s)
     if res is None:
         ctx.unsupported(node, "this form of Constant")
     return res
@@ -2012,8 +2126,9 @@ def ops_markdown() -> str:
         "Generated from `pytfrt.compiler.frontends.onnx_mapping.ONNX_OPS` by",
         "`ops_markdown()` (a test checks that this section and the table agree). Default domain,",
         "opsets 13 and later (older models are upgraded with ONNX's version converter). A node",
-        "whose inputs are all known at import time is evaluated then (with `onnx.reference`),",
-        "whatever its type. Every other node needs a row here, or an ONNX function body in its",
+        "whose inputs are all known at import time is evaluated then (its ops by pytfrt's",
+        "kernels; an op without a row here by `onnx.reference`), whatever its type. Every",
+        "other node needs a row here, or an ONNX function body in its",
         "schema (Attention, the loss ops, RMSNormalization, LayerNormalization's extra outputs,",
         "CenterCropPad, RotaryEmbedding...: imported as that body, op by op); else the import",
         "raises `UnsupportedOpError`. An operand the graph dialect needs as an attribute that",

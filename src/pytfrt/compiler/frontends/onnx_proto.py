@@ -26,8 +26,9 @@ Helpers, each equal to ``onnx``'s own for what the front end meets and deferring
 
 What still imports ``onnx`` (lazily, where it runs): the version converter (opsets older than
 :data:`~pytfrt.compiler.frontends.onnx_common.MIN_OPSET`), the expansion of ops defined as
-ONNX functions, import-time evaluation of ops :mod:`~pytfrt.compiler.frontends.onnx_fold`
-does not evaluate itself (``onnx.reference``), ``onnx.defs`` for an opset above
+ONNX functions, import-time evaluation of a node pytfrt has no handler for, or whose handler
+cannot take its constant inputs (``onnx.reference``; every other node is folded through
+pytfrt's own ops, :mod:`~pytfrt.compiler.frontends.onnx_mapping`), ``onnx.defs`` for an opset above
 :data:`ONNX_KNOWN_OPSET`, a model file in a text format (``onnx.load``), and the helpers
 above for what they leave to ``onnx``.
 

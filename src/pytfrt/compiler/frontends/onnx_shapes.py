@@ -11,8 +11,9 @@ per ONNX value, a :class:`Partial` -- its elements as ints or ``None`` (unknown 
 * ``Reshape`` with a target that has a single unknown element uses the attribute form with
   ``-1`` there, instead of building the shape at run time.
 
-Only element-wise integer arithmetic on these vectors is evaluated here (the rest of constant
-evaluation is ONNX's reference implementation, see :mod:`pytfrt.compiler.frontends.onnx`).
+Only element-wise integer arithmetic on these vectors is evaluated here, for vectors with
+unknown elements; a node whose inputs are all known is folded through pytfrt's own ops instead
+(:meth:`~pytfrt.compiler.frontends.onnx_mapping.OnnxGraphImporter._fold_emitted`).
 Pure functions of the importer's state; not thread-safe beyond that.
 """
 
@@ -102,15 +103,15 @@ def infer(imp: OnnxGraphImporter, node: Any) -> Partial | None:
         return Partial(tuple(dims), False, i64)
     if first is None:
         return None
-    if t in ("Identity", "Cast"):
-        to = np.dtype(np.int64) if t == "Identity" else None
-        if t == "Cast":
-            from pytfrt.compiler.frontends.onnx_proto import np_dtype
+    if t == "Identity":
+        return first
+    if t == "Cast":
+        from pytfrt.compiler.frontends.onnx_proto import np_dtype
 
-            to = np_dtype(int(_attr(imp, node, "to", 7)))
-            if to.kind not in "iu":
-                return None
-        return Partial(first.elements, first.scalar, to or first.dtype)
+        to = np_dtype(int(_attr(imp, node, "to", 7)))
+        if to.kind not in "iu":
+            return None
+        return Partial(first.elements, first.scalar, to)
     if t == "Gather" and not first.scalar and int(_attr(imp, node, "axis", 0)) == 0:
         k = imp.known.get(node.input[1])
         if k is None or k.ndim > 1:
@@ -144,9 +145,10 @@ def infer(imp: OnnxGraphImporter, node: Any) -> Partial | None:
         a, b = first.elements, ins[1].elements
         if len(a) != len(b) and 1 not in (len(a), len(b)):
             return None
-        n = max(len(a), len(b))
-        a = a * n if len(a) == 1 else a
-        b = b * n if len(b) == 1 else b
+        if len(a) == 1:  # broadcast (to an empty vector too)
+            a = a * len(b)
+        elif len(b) == 1:
+            b = b * len(a)
         return Partial(
             tuple(_arith(t, x, y) for x, y in zip(a, b, strict=True)),
             first.scalar and ins[1].scalar,

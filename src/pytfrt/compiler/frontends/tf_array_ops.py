@@ -185,7 +185,14 @@ def apply_index(cx: Any, x: TV, index: tuple[Any, ...]) -> TV:
             if step == 0:
                 raise ConversionError("slice step 0")
             full = e.start in (None, 0) and e.stop is None and step == 1
-            if not full:
+            dim = x.shape[in_axis] if x.shape is not None else None
+            if (step < 0 and e.start is not None and dim is not None
+                    and int(e.start) < -dim):  # NumPy: nothing; tg.slice (ONNX): from 0
+                starts.append(0)
+                ends.append(0)
+                axes.append(in_axis)
+                steps.append(step)
+            elif not full:
                 starts.append(e.start if e.start is not None else (0 if step > 0 else _BIG))
                 ends.append(e.stop if e.stop is not None else (_BIG if step > 0 else -_BIG))
                 axes.append(in_axis)

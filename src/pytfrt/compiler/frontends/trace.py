@@ -466,6 +466,8 @@ def getitem(x: TracedValue, key: Any) -> TracedValue:
         if isinstance(k, slice):
             s, e, st = k.indices(d)
             n = len(range(s, e, st))
+            if n == 0:  # (``indices`` gives -1 for an empty backward slice: tg.slice's last)
+                s = e = 0
             if (s, e, st) != (0, d, 1):
                 starts.append(s)
                 ends.append(e if (e >= 0 or st > 0) else -d - 1)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from pytfrt.backends.cpu._geometry import same_pad
+from pytfrt.backends.cpu.ops import onnx_slice
 from pytfrt.compiler.errors import GraphError
 from pytfrt.compiler.types import np_dtype
 
@@ -124,7 +125,7 @@ def concat(c: Ctx, g: Value) -> list[Value | None]:
 
 def slice_(c: Ctx, g: Value) -> list[Value | None]:
     """Unit steps: ``g`` padded back with zeros; other steps: ``g`` added into zeros at the
-    positions each strided axis took (Python's slice clamping, as the kernel's)."""
+    positions each strided axis took (ONNX's slice clamping, as the kernel's)."""
     if len(c.x) != 1:
         raise AutodiffError(f"tg.slice with tensor operands has no gradient rule (at {c.loc})")
     xs = _static(c.x[0], c.name)
@@ -137,7 +138,7 @@ def slice_(c: Ctx, g: Value) -> list[Value | None]:
         a %= len(xs)
         d = xs[a]
         if st != 1:
-            strided.append((a, np.arange(d)[s:e:st]))
+            strided.append((a, np.arange(d)[onnx_slice(s, e, st, d)]))
             continue
         s = min(max(s + d if s < 0 else s, 0), d)
         e = min(max(e + d if e < 0 else e, 0), d)

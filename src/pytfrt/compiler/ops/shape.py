@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytfrt.backends.cpu.ops import onnx_slice
 from pytfrt.compiler.ops import grad_rules as gr
 from pytfrt.compiler.ops.base import (
     AttrSpec,
@@ -166,7 +167,7 @@ def _slice(ctx: InferContext) -> list[TType]:
         if st == 0:
             raise ctx.error("a step must not be 0")
         dim = shape[a]
-        shape[a] = None if dim is None else len(range(*slice(s, e, st).indices(dim)))
+        shape[a] = None if dim is None else len(range(*onnx_slice(s, e, st, dim).indices(dim)))
     return [TType(x.dtype, tuple(shape))]
 
 

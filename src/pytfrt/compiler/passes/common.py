@@ -18,7 +18,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from pytfrt.compiler.attrs import from_xattr, op_attrs, to_xattr
-from pytfrt.compiler.builder import INLINE_LIMIT, GraphModule
+from pytfrt.compiler.builder import INLINE_LIMIT, GraphBuilder, GraphModule
 from pytfrt.compiler.dialect import op_class
 from pytfrt.compiler.errors import GraphError
 from pytfrt.compiler.ops import InferContext, OpDef, get_opdef
@@ -59,8 +59,9 @@ def other_operand(op: Operation, v: SSAValue) -> SSAValue | None:
     return rhs if lhs is v else lhs if rhs is v else None
 
 
-def const_value(gm: GraphModule, v: SSAValue) -> np.ndarray | None:
-    """The value of ``v`` if a ``tg.constant`` defines it (missing weights: ``None``)."""
+def const_value(gm: GraphModule | GraphBuilder, v: SSAValue) -> np.ndarray | None:
+    """The value of ``v`` if a ``tg.constant`` defines it (missing weights: ``None``).  ``gm``
+    may be a builder still building the module (only its weights are read)."""
     op = v.owner
     if not isinstance(op, Operation) or op.name != "tg.constant":
         return None

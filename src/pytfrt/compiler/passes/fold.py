@@ -38,34 +38,55 @@ FOLD_LIMIT = 1 << 22
 """Results with more elements than this are not folded (they would bloat the weights)."""
 
 
-def _fold_one(gm: GraphModule, op: Any, table: dict[str, Any]) -> bool:
+def evaluate(op: Any, values: list[np.ndarray], table: dict[str, Any]) -> list[np.ndarray] | None:
+    """The results of ``tg`` op ``op`` on the operand arrays ``values``, computed by the op's
+    own compute function in ``table`` (the runtime table), or ``None`` when it is not to be
+    evaluated ahead of run time: a stateful op, control flow, an op with a load-time
+    ``prepare`` step or without a compute function, a compute that raises (run time reports
+    it), results whose dtype or shape are not the op's result types, or results larger than
+    :data:`FOLD_LIMIT` elements.
+
+    The one evaluation of ``-tg-constant-fold`` and of the ONNX front end's import-time
+    folding (:meth:`pytfrt.compiler.frontends.onnx_mapping.OnnxGraphImporter._import_node`).
+    Thread-safe as the compute functions are (they are pure)."""
     opdef = get_opdef(op.name)
     if (opdef.stateful or op.name in CONTROL or opdef.prepare or opdef.compute_key is None
             or not op.operands):
-        return False
-    values = [const_value(gm, v) for v in op.operands]
-    if any(v is None for v in values):
-        return False
+        return None
     fn = table.get(opdef.compute_key)
     if fn is None:
-        return False
+        return None
     try:
-        out = fn(*values, **attrs_of(op))
+        with np.errstate(all="ignore"):  # (what run time would warn about is not run yet)
+            out = fn(*values, **attrs_of(op))
     except Exception:  # noqa: BLE001 - the kernel reports it at run time
-        return False
+        return None
     outs = list(out) if isinstance(out, tuple) else [out]
     if len(outs) != len(op.results):
-        return False
+        return None
     arrays = []
     for r, o in zip(op.results, outs, strict=True):
         arr = np.asarray(o)
         t = ttype(r)
         if arr.dtype != np_dtype(t.dtype) or arr.size > FOLD_LIMIT:
-            return False
+            return None
         if t.shape is not None and (len(t.shape) != arr.ndim or any(
                 d is not None and d != s for d, s in zip(t.shape, arr.shape, strict=True))):
-            return False
+            return None
         arrays.append(arr)
+    return arrays
+
+
+def _fold_one(gm: GraphModule, op: Any, table: dict[str, Any]) -> bool:
+    values = []
+    for v in op.operands:
+        arr = const_value(gm, v)
+        if arr is None:
+            return False
+        values.append(arr)
+    arrays = evaluate(op, values, table)
+    if arrays is None:
+        return False
     block = op.parent_block()
     assert block is not None
     consts = []
