@@ -5,8 +5,9 @@ compiler), at BERT-base's and GPT-2 small's attention sizes.
 The operands are as a compiled model passes them: q/k/v column views of one merged
 ``[B, S, 3 * H * D]`` projection (12 heads of 64), BERT with a padding mask ``[B, 1, 1, S]``
 (the last quarter of the keys masked), GPT-2 with a causal mask ``[1, 1, S, S]`` of torch's
-``-3.4e38``.  Calls rotate between the versions (``_attention_native.ISA`` /
-``ENABLED`` set before each), so all see the same machine load; each version's result is
+``-3.4e38``.  Calls rotate between the C versions (``_attention_native.ISA`` set before
+each), so all see the same machine load; the NumPy path (``ENABLED`` false) runs after them
+(its BLAS's threads keep spinning after a call and slowed the next); each version's result is
 checked against the AVX-512 one.  Threads: ``PYTFRT_NUM_THREADS`` (two: the spin pool's call
 parts; one: ``parallel_for``'s ctypes call on the caller).  Prints median and best
 microseconds per call and each version's ratio to AVX-512; writes
@@ -68,12 +69,14 @@ def main(argv: list[str] | None = None) -> int:
         for name in versions:  # warm-up (compiles the C module once)
             use(name)
             results[name] = attention(q, k, v, mask, scale=0.125, has_mask=True).copy()
-        for _ in range(args.calls):
-            for name in versions:
-                use(name)
-                t = time.perf_counter()
-                attention(q, k, v, mask, scale=0.125, has_mask=True, out=y)
-                times[name].append(time.perf_counter() - t)
+        native = [name for name in versions if name != "numpy"]
+        for group in (native, ["numpy"]):  # NumPy's BLAS threads spin after a call: apart
+            for _ in range(args.calls):
+                for name in group:
+                    use(name)
+                    t = time.perf_counter()
+                    attention(q, k, v, mask, scale=0.125, has_mask=True, out=y)
+                    times[name].append(time.perf_counter() - t)
         ref = results[versions[0]]
         for name in versions:
             med, best = 1e6 * float(np.median(times[name])), 1e6 * min(times[name])
