@@ -46,7 +46,8 @@ measuring what an AVX2-only CPU runs; read per call); ``None``: the widest the C
 
 ROW_BLOCK_FLOATS = 1 << 16
 """Scores per scratch block: queries are taken ``max(1, ROW_BLOCK_FLOATS // Sk)`` rows at a
-time (a block of 256 KB stays in L2; a whole ``Sq x Sk`` block at long sequences would not)."""
+time (a block of 256 KB stays in L2; a whole ``Sq x Sk`` block at long sequences would not).
+Written into the C source when this module is imported (setting it later changes nothing)."""
 
 # words of a context (int64): the geometry, the operands' addresses, the mask, then the shards
 (C_B, C_SQ, C_H, C_D, C_SK, C_DV, C_QS0, C_QS1, C_QS2, C_KS0, C_KS1, C_KS2, C_VS0, C_VS1, C_VS2,
