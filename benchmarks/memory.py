@@ -11,7 +11,9 @@ of the ``.onnx`` file, ``onnxruntime.InferenceSession`` on it, OpenVINO's ``read
 * ``peak``: the process's high-water mark, ``VmHWM`` of ``/proc/self/status`` (and, as a
   cross-check, ``ru_maxrss`` of the child from ``wait4``);
 * ``peak_load``: the high-water mark right after loading/compiling (before any call);
-* ``baseline`` and ``final`` RSS, and ``peak - baseline`` (what the model cost).
+* ``baseline`` and ``final`` RSS, and ``peak - baseline`` (what the model cost);
+* ``load_s`` and ``first_call_s`` (the first call's time: one-off work such as a kernel's
+  compile lands there), and whether the child imported Numba.
 
 ``pytfrt-saved`` is the deployment path: ``pytfrt.load`` of the model compiled and saved
 (``CompiledModel.save``) by another process first, so no compiler is imported.
@@ -136,12 +138,16 @@ def child(runtime: str, path: str, feeds_path: str, outputs_path: str, calls: in
     load_s = time.perf_counter() - t0
     loaded = _status()
     outs: list[np.ndarray] = []
+    first_s = None
     for _ in range(calls):
+        t0 = time.perf_counter()
         outs = fn(feeds)
+        first_s = time.perf_counter() - t0 if first_s is None else first_s
     np.savez(outputs_path, *outs)
     end = _status()
     return {"baseline": base, "rss_loaded": loaded["VmRSS"], "peak_load": loaded["VmHWM"],
-            "final": end["VmRSS"], "peak": end["VmHWM"], "load_s": load_s}
+            "final": end["VmRSS"], "peak": end["VmHWM"], "load_s": load_s,
+            "first_call_s": first_s, "numba": "numba" in sys.modules}
 
 
 # -- the parent ---------------------------------------------------------------------------------
@@ -215,15 +221,18 @@ def _print(record: dict[str, Any]) -> None:
     for r in record["rows"]:
         for runtime, rec in r["runtimes"].items():
             if "error" in rec:
-                rows.append([r["model"], runtime, "error", "", "", "", "", "", ""])
+                rows.append([r["model"], runtime, "error", "", "", "", "", "", "", "", ""])
                 continue
-            err = rec.get("max_rel_err")
+            err, first = rec.get("max_rel_err"), rec.get("first_call_s")
             rows.append([r["model"], runtime, _mb(rec["baseline"]), _mb(rec["peak_load"]),
                          _mb(rec["peak"]), _mb(rec["peak"] - rec["baseline"]),
                          _mb(rec["final"]), f"{rec['load_s']:.1f}",
+                         "-" if first is None else f"{first:.2f}",
+                         "yes" if rec.get("numba") else "no",
                          "-" if err is None else f"{err:.1e}"])
     print(format_table(["model", "runtime", "baseline MB", "peak after load MB", "peak MB",
-                        "peak - baseline MB", "final MB", "load s", "rel err vs ORT"], rows))
+                        "peak - baseline MB", "final MB", "load s", "first call s", "Numba",
+                        "rel err vs ORT"], rows))
     print()
     print(format_table(
         ["model", "pytfrt peak / ORT peak", f"goal <= {GOAL}"],

@@ -5,7 +5,7 @@ On a shared machine two zoo runs minutes apart move by 20-40%, more than most ch
 worth.  Here the model is compiled twice -- each copy with its side's switches set while it
 compiles (switches read when a model is compiled, e.g. ``_dnnl_matmul.MAX_PART_COLUMNS``) --
 and each call sets its side's switches again first (switches read per call, e.g.
-``_softmax_native.ENABLED``); calls of A, B and ONNX Runtime (``intra_op_num_threads`` =
+``_attention_native.ENABLED``); calls of A, B and ONNX Runtime (``intra_op_num_threads`` =
 ``PYTFRT_NUM_THREADS``, spinning off) rotate, so all three see the same load.  A switch is
 ``MODULE.NAME=VALUE`` (a Python literal), as ``benchmarks/models.py --set``.
 
