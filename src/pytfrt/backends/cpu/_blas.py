@@ -176,6 +176,18 @@ def gemm_cfunc() -> Any:
     return _cfunc
 
 
+_address: list[int] = []
+
+
+def gemm_address() -> int:
+    """The address of ``dnnl_sgemm`` (:func:`gemm_cfunc`'s function) for native code that calls
+    it, or ``0`` without oneDNN."""
+    if not _address:
+        f = gemm_cfunc()
+        _address.append(0 if f is None else int(ctypes.cast(f, ctypes.c_void_p).value or 0))
+    return _address[0]
+
+
 def _pin_one_thread() -> None:
     """Make oneDNN's OpenMP use one thread when called from this thread (a per-thread setting)."""
     _local.pinned = True

@@ -1,15 +1,19 @@
-"""The fused epilogue: ``y = act(y + bias + residual)`` in one pass, compiled with Numba.
+"""The fused epilogue: ``y = act(y + bias + residual)`` in one pass.
 
 Private helper of :mod:`pytfrt.backends.cpu.activations`, :mod:`~pytfrt.backends.cpu.conv` and
-:mod:`~pytfrt.backends.cpu.gemm`.  The kernel works on a C-contiguous 2-D view ``(M, K)`` of
-the output, ``bias`` along ``K`` and ``residual`` of the same ``(M, K)`` shape; an absent
-operand is passed as an empty array.  Compiled with ``nogil=True, cache=True`` (the first
-call per dtype compiles, later processes load the cache).  Thread-safe: it writes only ``y``.
+:mod:`~pytfrt.backends.cpu.gemm`.  The kernel works on a 2-D view ``(M, K)`` of the output,
+``bias`` along ``K`` and ``residual`` of the same ``(M, K)`` shape.  :func:`epilogue_2d` runs
+the C version of :mod:`pytfrt.backends.cpu._epilogue_native` (compiled once per machine; no
+Numba import); the Numba kernels here, with the same numerics, are the fallback when there is
+no C compiler (or ``_epilogue_native.ENABLED`` is false): compiled with ``nogil=True,
+cache=True`` (the first call per dtype compiles, later processes load the cache), an absent
+operand passed as an empty array.  Thread-safe: it writes only ``y``.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -241,6 +245,20 @@ def _gelu_2d32(y, bias, res, act, j0, j1):  # type: ignore[no-untyped-def]
         _gelu_row32(y[i, j0:j1], b, ri, act)
 
 
+_native_module: Any = None
+
+
+def _native() -> Any:
+    """The C module of :mod:`pytfrt.backends.cpu._epilogue_native` (imported on first use: it
+    reads this module's constants), or ``None``: no C compiler or switched off."""
+    global _native_module
+    if _native_module is None:
+        from pytfrt.backends.cpu import _epilogue_native
+
+        _native_module = _epilogue_native
+    return _native_module.native()
+
+
 def epilogue_2d(
     y: np.ndarray,
     bias: np.ndarray | None,
@@ -265,9 +283,12 @@ def epilogue_2d(
         code = GELU_EXACT
     elif code == 8 and y.dtype == np.float64:
         code = GELU_TANH_EXACT
+    j0, j1 = (0, y.shape[1]) if cols is None else cols
+    mod = _native()
+    if mod is not None and mod.epilogue(y, bias, residual, code, float(alpha), bias_rows, j0, j1):
+        return
     b = bias if bias is not None else np.empty(0, dtype=y.dtype)
     r = residual if residual is not None else np.empty((0, 0), dtype=y.dtype)
-    j0, j1 = (0, y.shape[1]) if cols is None else cols
     if ((code == 7 or code == 8) and y.dtype == np.float32 and not bias_rows
             and y.flags.c_contiguous and r.flags.c_contiguous and r.dtype == np.float32
             and b.dtype == np.float32 and b.flags.c_contiguous):

@@ -32,13 +32,12 @@ only ``out``).  Errors:
 
 from __future__ import annotations
 
-import ctypes
 import struct
 
 import numpy as np
 
 from pytfrt.backends.cpu import _attention_native, _dnnl_conv, _spin_pool
-from pytfrt.backends.cpu._blas import gemm_cfunc, pin_thread
+from pytfrt.backends.cpu._blas import gemm_address, gemm_cfunc, pin_thread
 from pytfrt.backends.cpu._geometry import check_out
 from pytfrt.backends.cpu._parallel import chunks, num_threads, parallel_for
 from pytfrt.backends.cpu.op_table import OpTable
@@ -181,7 +180,7 @@ def _run_fast(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | No
         words += (st // mc.itemsize if n > 1 else 0 for st, n in zip(mc.strides, mc.shape,
                                                                       strict=True))
         words.append(nat.MODE_SELECT if sel is not None else nat.MODE_ADD)
-    words += (_bits(scale), _bits(sel[0] if sel else 0.0), _gemm_address())
+    words += (_bits(scale), _bits(sel[0] if sel else 0.0), gemm_address())
     for lo, hi in shards:
         words += (lo, hi)
     ctx = np.array(words, np.int64)
@@ -212,13 +211,3 @@ def _bits(x: float) -> int:
     return int(_I64.unpack(_F64.pack(x))[0])
 
 
-_gemm: list[int] = []
-
-
-def _gemm_address() -> int:
-    """The address of ``dnnl_sgemm`` (:func:`gemm_cfunc`'s function)."""
-    if not _gemm:
-        address = ctypes.cast(gemm_cfunc(), ctypes.c_void_p).value
-        assert address is not None
-        _gemm.append(address)
-    return _gemm[0]

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from pytfrt.backends.cpu import _gemm_native
 from pytfrt.backends.cpu._blas import layout, parallel_gemm, pin_thread, sgemm
 from pytfrt.backends.cpu._epilogue import epilogue_2d
 from pytfrt.backends.cpu._jit import numba
@@ -248,10 +249,17 @@ _batch_kernel: Any = None
 
 
 def _kernel() -> Any:
-    """The compiled batch loop over ``dnnl_sgemm`` (Numba calls the C function directly: no
-    Python call per product, GIL released); built on first use (about 0.3 s)."""
+    """The batch loop over ``dnnl_sgemm`` (no Python call per product, GIL released): the C
+    one of :mod:`pytfrt.backends.cpu._gemm_native`, or without a C compiler a Numba one that
+    calls the C function directly (built on first use, about 0.3 s)."""
     global _batch_kernel
     if _batch_kernel is None:
+        from pytfrt.backends.cpu import _gemm_native
+
+        native = _gemm_native.batch_loop()
+        if native is not None:
+            _batch_kernel = native
+            return native
         import numba
 
         from pytfrt.backends.cpu._blas import gemm_cfunc
@@ -372,7 +380,9 @@ loaded machine."""
 def _dense_rows(x, w, bias, relu, y):  # type: ignore[no-untyped-def]
     """``y = relu?(x @ w + bias)`` for float32 ``x (m, k)``, C-contiguous ``w (k, n)``,
     ``bias (n,)`` or ``(0,)`` and C-contiguous ``y (m, n)``: per row, four rows of ``w`` at a
-    time are added into the output row (LLVM vectorises the inner loop over ``n``)."""
+    time are added into the output row (LLVM vectorises the inner loop over ``n``).  The
+    fallback of :func:`dense_rows` without a C compiler (the C kernel of
+    :mod:`pytfrt.backends.cpu._gemm_native` computes the same bits)."""
     m, k = x.shape
     n = w.shape[1]
     k4 = k - k % 4
@@ -410,7 +420,8 @@ def dense_rows(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, relu: bool
     C-contiguous float32 ``w`` on the calling thread (``bias``: C-contiguous float32 ``(n,)``;
     ``out``: a C-contiguous float32 ``(m, n)`` buffer to write, else a new array), or ``None``
     (nothing computed) when the operands do not fit that case: the caller takes its general
-    path.  Thread-safe: writes only the result."""
+    path.  Runs the C kernel of :mod:`pytfrt.backends.cpu._gemm_native` (no Numba import), or
+    without a C compiler the Numba one.  Thread-safe: writes only the result."""
     if (x.ndim != 2 or x.shape[0] > GEMV_ROWS or x.dtype != np.float32 or w.dtype != np.float32
             or not w.flags.c_contiguous or x.shape[1] != w.shape[0]):
         return None
@@ -422,6 +433,7 @@ def dense_rows(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, relu: bool
         out = np.empty(shape, np.float32)
     elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
         return None
-    b = _NO_BIAS if bias is None else bias
-    _dense_rows(x, w, b, relu, out)
+    mod = _gemm_native.native()
+    if mod is None or not mod.dense_rows(x, w, bias, relu, out):
+        _dense_rows(x, w, _NO_BIAS if bias is None else bias, relu, out)
     return out
