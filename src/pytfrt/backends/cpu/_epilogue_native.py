@@ -145,9 +145,14 @@ static void NAME##_@(T *y, int64_t ys0, int64_t ys1, int64_t m, int64_t j0, int6
         const T *ri = r ? r + i * rs0 : NULL;                                                 \
         for (int64_t c0 = j0; c0 < j1; c0 += BLOCK) {                                         \
             const int64_t w = j1 - c0 < BLOCK ? j1 - c0 : BLOCK;                              \
-            GATHER(=, yi, ys1)                                                                \
-            for (int64_t j = 0; j < w; j++) t[j] += rb;                                       \
-            if (col) GATHER(+=, b, bs)                                                        \
+            if (col && ys1 == 1 && bs == 1) {   /* the common case in one loop */             \
+                for (int64_t j = 0; j < w; j++)                                               \
+                    t[j] = (double)yi[c0 + j] + rb + (double)b[c0 + j];                       \
+            } else {                                                                          \
+                GATHER(=, yi, ys1)                                                            \
+                for (int64_t j = 0; j < w; j++) t[j] += rb;                                   \
+                if (col) GATHER(+=, b, bs)                                                    \
+            }                                                                                 \
             if (ri) GATHER(+=, ri, rs1)                                                       \
             if (ys1 == 1) {                                                                   \
                 ACTF(t, yi + c0, w, act, alpha);                                              \
