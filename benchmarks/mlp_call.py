@@ -6,6 +6,10 @@ temporary directory.  Every peer's output is checked against NumPy in float64 fi
 peers are interleaved, ``--calls`` calls per sample, ``--samples`` samples each, and the medians
 of wall time and of process CPU time per call are printed with the ratios to NumPy (the goal:
 pytfrt <= 1.2x NumPy).  Usage: ``python benchmarks/mlp_call.py [--calls 300] [--samples 7]``.
+
+``--fresh 1 32`` instead measures what a process pays once: per batch size a fresh interpreter
+compiles the MLP (``pytfrt.compile``) and calls it once, and reports the compile and first-call
+times, its peak resident memory (``ru_maxrss``) and whether Numba was imported.
 """
 
 from __future__ import annotations
@@ -47,11 +51,58 @@ def _onnx_file(ws: list[np.ndarray], bs: list[np.ndarray], path: Path) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
 
 
+def _child(batch: int) -> int:
+    """In a fresh interpreter: compile the MLP, call it once at ``batch``, print a JSON line."""
+    import json
+    import resource
+    import sys
+
+    t0 = time.perf_counter()
+    import pytfrt
+
+    ws, bs = _weights()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mlp.onnx"
+        _onnx_file(ws, bs, path)
+        model = pytfrt.compile(str(path))
+    x = np.random.default_rng(1).standard_normal((batch, DIMS[0])).astype(np.float32)
+    t1 = time.perf_counter()
+    model(x)
+    t2 = time.perf_counter()
+    print(json.dumps({"batch": batch, "import_compile_s": t1 - t0, "first_call_s": t2 - t1,
+                      "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "numba": "numba" in sys.modules}))
+    return 0
+
+
+def _fresh(batches: list[int]) -> int:
+    """:func:`_child` per batch size in a new process; prints a table."""
+    import json
+    import subprocess
+    import sys
+
+    print(f"{'batch':>5s} {'import+compile s':>16s} {'first call s':>12s} {'peak MB':>8s} Numba")
+    for batch in batches:
+        out = subprocess.run([sys.executable, __file__, "--child", str(batch)], check=True,
+                             capture_output=True, text=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        print(f"{batch:5d} {r['import_compile_s']:16.2f} {r['first_call_s']:12.3f} "
+              f"{r['peak_mb']:8.0f} {'yes' if r['numba'] else 'no'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="calls per sample")
     parser.add_argument("--samples", type=int, default=7)
+    parser.add_argument("--fresh", nargs="+", type=int, metavar="BATCH",
+                        help="first call and peak memory of a fresh process per batch size")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child is not None:
+        return _child(args.child)
+    if args.fresh:
+        return _fresh(args.fresh)
 
     import onnxruntime as ort
 
