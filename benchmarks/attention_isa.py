@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.tools.bench import format_table, machine_info, pyplot, save_results
+from pytfrt.tools.bench import barh_plot, format_table, machine_info, save_results
 
 VERSIONS = ("avx512", "avx2", "generic", "numpy")
 NEG = np.float32(-3.4028235e38)
@@ -97,17 +97,8 @@ def main(argv: list[str] | None = None) -> int:
               "calls": args.calls, "load_average": load, "machine": machine_info(),
               "rows": record_rows}
 
-    def plot(path: Any) -> None:
-        plt = pyplot()
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        labels = [f"{r['model']} {r['version']}" for r in record_rows]
-        ax.barh(labels, [r["median_us"] for r in record_rows])
-        ax.set_xlabel("median us per attention call")
-        ax.invert_yaxis()
-        fig.tight_layout()
-        fig.savefig(path)
-        plt.close(fig)
-
+    plot = barh_plot([f"{r['model']} {r['version']}" for r in record_rows],
+                     [r["median_us"] for r in record_rows], "median us per attention call")
     save_results(args.name, record, plot)
     return 0
 

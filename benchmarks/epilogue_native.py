@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pytfrt.tools.bench import format_table, machine_info, pyplot, save_results
+from pytfrt.tools.bench import barh_plot, format_table, machine_info, save_results
 
 EPILOGUES = (((64, 768), "gelu"), ((64, 3072), "gelu"), ((128, 3072), "gelu_tanh"),
              ((64, 768), "none"), ((256, 1024), "relu"), ((64, 3072), "silu"),
@@ -123,17 +123,8 @@ def main(argv: list[str] | None = None) -> int:
               "calls": args.calls, "load_average": load, "machine": machine_info(),
               "c_version": _epilogue_native.module().version(), "rows": record_rows}
 
-    def plot(path: Any) -> None:
-        plt = pyplot()
-        fig, ax = plt.subplots(figsize=(7, 4))
-        ax.barh([r["case"] for r in record_rows], [r["c_over_numba"] for r in record_rows])
-        ax.axvline(1.0, color="gray", linewidth=0.8)
-        ax.set_xlabel("C / Numba (median time per call)")
-        ax.invert_yaxis()
-        fig.tight_layout()
-        fig.savefig(path)
-        plt.close(fig)
-
+    plot = barh_plot([r["case"] for r in record_rows], [r["c_over_numba"] for r in record_rows],
+                     "C / Numba (median time per call)", size=(7, 4), line=1.0)
     save_results(args.name, record, plot)
     return 0
 

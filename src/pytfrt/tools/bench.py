@@ -253,6 +253,29 @@ def pyplot() -> Any:
     return plt
 
 
+def barh_plot(labels: Sequence[str], values: Sequence[float], xlabel: str,
+              size: tuple[float, float] = (7, 3.5),
+              line: float | None = None) -> Callable[[Path], None]:
+    """A ``plot(path)`` for :func:`save_results`: horizontal bars of ``values``, the first
+    label on top (``line``: a vertical reference line there, e.g. a ratio of 1)."""
+
+    def plot(path: Path) -> None:
+        plt = pyplot()
+        if plt is None:
+            return
+        fig, ax = plt.subplots(figsize=size)
+        ax.barh(list(labels), list(values))
+        if line is not None:
+            ax.axvline(line, color="gray", linewidth=0.8)
+        ax.set_xlabel(xlabel)
+        ax.invert_yaxis()
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)
+
+    return plot
+
+
 def progress(message: str, quiet: bool = False) -> None:
     """Print a progress line to stderr (flushed) unless ``quiet`` (above any progress bar)."""
     if quiet:
