@@ -13,10 +13,22 @@ operand passed as an empty array.  Thread-safe: it writes only ``y``.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
+from pytfrt.backends.cpu import _epilogue_native
+from pytfrt.backends.cpu._epilogue_native import (
+    ERF_CLAMP,
+    ERF_P,
+    ERF_Q,
+    GELU_EXACT,
+    GELU_TANH_C,
+    GELU_TANH_EXACT,
+    SQRT_HALF,
+    TANH_CLAMP,
+    TANH_P,
+    TANH_Q,
+)
 from pytfrt.backends.cpu._jit import numba
 from pytfrt.backends.cpu.op_math import ACTIVATIONS
 from pytfrt.backends.cpu.ops import OpError
@@ -24,9 +36,6 @@ from pytfrt.backends.cpu.ops import OpError
 ACTIVATION_CODES: dict[str, int] = {name: a.code for name, a in ACTIVATIONS.items()}
 """Activation name -> the code the compiled kernel switches on (:func:`_act`; the codes are
 given with the activations, :data:`pytfrt.backends.cpu.op_math.ACTIVATIONS`)."""
-
-_SQRT_HALF = 1.0 / math.sqrt(2.0)
-_GELU_TANH_C = math.sqrt(2.0 / math.pi)
 
 
 def activation_code(op: str, activation: str) -> int:
@@ -48,67 +57,37 @@ def _sigmoid(v: float) -> float:
     return t / (1.0 + t)
 
 
-_ERF_CLAMP = 3.92
-"""Beyond this ``|erf(x)|`` is 1 to within 3e-8 (:func:`_erf` returns +-1 there, so GELU of a
-large negative input is within 8e-8 of its true tiny value, not a cancellation residue)."""
-_ERF_P = (1.1283790955680109, 0.1430860878305073, 0.044510130787718774, 0.0016640865977681442,
-          0.00013687623996663055, -3.6561027689488348e-06, 7.990533973863077e-08,
-          -8.184930358968592e-10)
-_ERF_Q = (1.0, 0.4601391832831839, 0.09282944180181939, 0.010206696188068886,
-          0.0005738922566693674)
-"""``erf(x) ~ x * P(x^2) / Q(x^2)`` on ``|x| <= 3.92``: a rational least-squares fit (Lawson
-reweighting towards minimax) made for this module; max abs error 7.7e-9 in float64 arithmetic,
-checked against ``math.erf`` in ``tests/unit/backends/test_epilogue_erf.py``."""
-_P0, _P1, _P2, _P3, _P4, _P5, _P6, _P7 = _ERF_P
-_Q0, _Q1, _Q2, _Q3, _Q4 = _ERF_Q
-GELU_EXACT = 10
-"""Internal kernel code: GELU with ``math.erf`` (float64 outputs; code 7 is the rational
-``erf``, which LLVM vectorises: a libm call per element does not)."""
-
-
-GELU_TANH_EXACT = 11
-"""Internal kernel code: GELU's tanh form with ``math.tanh`` (float64 outputs; code 8 uses the
-rational :func:`_tanh`, which LLVM vectorises)."""
+_P0, _P1, _P2, _P3, _P4, _P5, _P6, _P7 = ERF_P
+_Q0, _Q1, _Q2, _Q3, _Q4 = ERF_Q
+_T0, _T1, _T2, _T3, _T4, _T5, _T6 = TANH_P
+_U0, _U1, _U2, _U3 = TANH_Q
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _erf(x: float) -> float:
-    """``erf(x)`` from mul/add/div and selects only (vectorisable, see ``_ERF_P``): within
-    7.7e-9 of ``math.erf`` for ``|x| < 3.92``, exactly +-1 beyond (within 3e-8)."""
-    t = min(max(x, -_ERF_CLAMP), _ERF_CLAMP)
+    """``erf(x)`` from mul/add/div and selects only (vectorisable, see
+    ``_epilogue_native.ERF_P``): within 7.7e-9 of ``math.erf`` for ``|x| < 3.92``, exactly +-1
+    beyond (within 3e-8)."""
+    t = min(max(x, -ERF_CLAMP), ERF_CLAMP)
     u = t * t
     p = _P0 + u * (_P1 + u * (_P2 + u * (_P3 + u * (_P4 + u * (_P5 + u * (_P6 + u * _P7))))))
     q = _Q0 + u * (_Q1 + u * (_Q2 + u * (_Q3 + u * _Q4)))
     r = t * p / q
-    r = 1.0 if x >= _ERF_CLAMP else r
-    return -1.0 if x <= -_ERF_CLAMP else r
-
-
-_TANH_CLAMP = 9.0
-"""Beyond this ``|tanh(x)|`` is 1 to within 3.1e-8 (:func:`_tanh` returns +-1 there)."""
-_TANH_P = (0.9999999689464059, 0.13079160508626222, 0.003098650607942336,
-           1.1101779345907573e-05, -2.0029356688209897e-08, 5.192582704220817e-11,
-           -8.291005010466318e-14)
-_TANH_Q = (1.0, 0.46412480763406466, 0.024473747280170353, 0.00025385954592916477)
-"""``tanh(x) ~ x * P(x^2) / Q(x^2)`` on ``|x| <= 9``: a rational least-squares fit (Lawson
-reweighting towards minimax) made for this module; max abs error 3.7e-8 over the real line in
-float64 arithmetic, checked against ``math.tanh`` in
-``tests/unit/backends/test_epilogue_erf.py``."""
-_T0, _T1, _T2, _T3, _T4, _T5, _T6 = _TANH_P
-_U0, _U1, _U2, _U3 = _TANH_Q
+    r = 1.0 if x >= ERF_CLAMP else r
+    return -1.0 if x <= -ERF_CLAMP else r
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _tanh(x: float) -> float:
     """``tanh(x)`` from mul/add/div and selects only (vectorisable, unlike a libm call per
     element): within 3.7e-8 of ``math.tanh``, exactly +-1 from ``|x| >= 9`` on."""
-    t = min(max(x, -_TANH_CLAMP), _TANH_CLAMP)
+    t = min(max(x, -TANH_CLAMP), TANH_CLAMP)
     u = t * t
     p = _T0 + u * (_T1 + u * (_T2 + u * (_T3 + u * (_T4 + u * (_T5 + u * _T6)))))
     q = _U0 + u * (_U1 + u * (_U2 + u * _U3))
     r = t * p / q
-    r = 1.0 if x >= _TANH_CLAMP else r
-    return -1.0 if x <= -_TANH_CLAMP else r
+    r = 1.0 if x >= TANH_CLAMP else r
+    return -1.0 if x <= -TANH_CLAMP else r
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
@@ -126,13 +105,13 @@ def _act(v: float, act: int, alpha: float) -> float:
     if act == 6:
         return v * _sigmoid(v)
     if act == 7:
-        return 0.5 * v * (1.0 + _erf(v * _SQRT_HALF))
+        return 0.5 * v * (1.0 + _erf(v * SQRT_HALF))
     if act == 10:
-        return 0.5 * v * (1.0 + math.erf(v * _SQRT_HALF))
+        return 0.5 * v * (1.0 + math.erf(v * SQRT_HALF))
     if act == 8:
-        return 0.5 * v * (1.0 + _tanh(_GELU_TANH_C * (v + 0.044715 * v * v * v)))
+        return 0.5 * v * (1.0 + _tanh(GELU_TANH_C * (v + 0.044715 * v * v * v)))
     if act == 11:
-        return 0.5 * v * (1.0 + math.tanh(_GELU_TANH_C * (v + 0.044715 * v * v * v)))
+        return 0.5 * v * (1.0 + math.tanh(GELU_TANH_C * (v + 0.044715 * v * v * v)))
     if act == 9:
         return v * min(max(v + 3.0, 0.0), 6.0) / 6.0
     return v
@@ -171,7 +150,7 @@ def _epilogue_2d(y, bias, res, act, alpha, bias_rows, j0, j1):  # type: ignore[n
                     v += bias[j]
                 if has_res:
                     v += res[i, j]
-                y[i, j] = 0.5 * v * (1.0 + _erf(v * _SQRT_HALF))
+                y[i, j] = 0.5 * v * (1.0 + _erf(v * SQRT_HALF))
         elif act == 8:
             for j in range(j0, j1):
                 v = y[i, j] + row_bias
@@ -179,7 +158,7 @@ def _epilogue_2d(y, bias, res, act, alpha, bias_rows, j0, j1):  # type: ignore[n
                     v += bias[j]
                 if has_res:
                     v += res[i, j]
-                y[i, j] = 0.5 * v * (1.0 + _tanh(_GELU_TANH_C * (v + 0.044715 * v * v * v)))
+                y[i, j] = 0.5 * v * (1.0 + _tanh(GELU_TANH_C * (v + 0.044715 * v * v * v)))
         else:
             for j in range(j0, j1):
                 v = y[i, j] + row_bias
@@ -197,7 +176,7 @@ def _gelu_row32(r, b, res, act):  # type: ignore[no-untyped-def]
     Written with selects and no ``min``/``max`` or per-element branches so that LLVM
     vectorises it: the generic loop of :func:`_epilogue_2d` runs one element at a time
     (measured ~5x slower on a GPT-2 MLP output)."""
-    tanh_clamp, erf_clamp = _TANH_CLAMP, _ERF_CLAMP
+    tanh_clamp, erf_clamp = TANH_CLAMP, ERF_CLAMP
     n = r.shape[0]
     if b.shape[0] > 0:
         for j in range(n):
@@ -208,7 +187,7 @@ def _gelu_row32(r, b, res, act):  # type: ignore[no-untyped-def]
     if act == 8:
         for j in range(n):
             v = float(r[j])
-            x = _GELU_TANH_C * (v + 0.044715 * v * v * v)
+            x = GELU_TANH_C * (v + 0.044715 * v * v * v)
             t = x if x < tanh_clamp else tanh_clamp
             t = t if t > -tanh_clamp else -tanh_clamp
             u = t * t
@@ -221,7 +200,7 @@ def _gelu_row32(r, b, res, act):  # type: ignore[no-untyped-def]
     else:
         for j in range(n):
             v = float(r[j])
-            x = v * _SQRT_HALF
+            x = v * SQRT_HALF
             t = x if x < erf_clamp else erf_clamp
             t = t if t > -erf_clamp else -erf_clamp
             u = t * t
@@ -243,20 +222,6 @@ def _gelu_2d32(y, bias, res, act, j0, j1):  # type: ignore[no-untyped-def]
     for i in range(y.shape[0]):
         ri = res[i, j0:j1] if res.shape[0] > 0 else empty
         _gelu_row32(y[i, j0:j1], b, ri, act)
-
-
-_native_module: Any = None
-
-
-def _native() -> Any:
-    """The C module of :mod:`pytfrt.backends.cpu._epilogue_native` (imported on first use: it
-    reads this module's constants), or ``None``: no C compiler or switched off."""
-    global _native_module
-    if _native_module is None:
-        from pytfrt.backends.cpu import _epilogue_native
-
-        _native_module = _epilogue_native
-    return _native_module.native()
 
 
 def epilogue_2d(
@@ -284,7 +249,7 @@ def epilogue_2d(
     elif code == 8 and y.dtype == np.float64:
         code = GELU_TANH_EXACT
     j0, j1 = (0, y.shape[1]) if cols is None else cols
-    mod = _native()
+    mod = _epilogue_native.native()
     if mod is not None and mod.epilogue(y, bias, residual, code, float(alpha), bias_rows, j0, j1):
         return
     b = bias if bias is not None else np.empty(0, dtype=y.dtype)

@@ -20,7 +20,7 @@ thread-safe (it writes only ``y``; the scratch row is on the stack).
 Numerics are those of the Numba kernel (``_epilogue._act``): the sum ``y + bias + residual``
 in float64 arithmetic, in that order, the activation in float64 arithmetic, one rounding to
 ``y``'s dtype; GELU of a float32 ``y`` through the same rational ``erf`` / ``tanh`` (the
-coefficients are :data:`pytfrt.backends.cpu._epilogue._ERF_P` etc., written into the source),
+coefficients :data:`ERF_P` etc. are defined here, written into the source),
 of a float64 ``y`` through libm's ``erf`` / ``tanh``; sigmoid, SiLU and tanh through libm's
 ``exp`` / ``tanh`` as the Numba kernel; ``max`` / ``min`` with Python's NaN rule (NaN
 propagates).  (The Numba float32 GELU row kernel summed the operands in float32 first: the C
@@ -31,21 +31,43 @@ AVX-512 or AVX2 where the CPU has them), the store.
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 
 from pytfrt.backends.cpu import _ccompile
-from pytfrt.backends.cpu._epilogue import (
-    _ERF_CLAMP,
-    _ERF_P,
-    _ERF_Q,
-    _GELU_TANH_C,
-    _SQRT_HALF,
-    _TANH_CLAMP,
-    _TANH_P,
-    _TANH_Q,
-    GELU_EXACT,
-    GELU_TANH_EXACT,
-)
+
+SQRT_HALF = 1.0 / math.sqrt(2.0)
+GELU_TANH_C = math.sqrt(2.0 / math.pi)
+"""``sqrt(1 / 2)`` and ``sqrt(2 / pi)``: GELU's constants (the erf and tanh forms)."""
+
+ERF_CLAMP = 3.92
+"""Beyond this ``|erf(x)|`` is 1 to within 3e-8 (the rational ``erf`` returns +-1 there, so GELU
+of a large negative input is within 8e-8 of its true tiny value, not a cancellation residue)."""
+ERF_P = (1.1283790955680109, 0.1430860878305073, 0.044510130787718774, 0.0016640865977681442,
+         0.00013687623996663055, -3.6561027689488348e-06, 7.990533973863077e-08,
+         -8.184930358968592e-10)
+ERF_Q = (1.0, 0.4601391832831839, 0.09282944180181939, 0.010206696188068886,
+         0.0005738922566693674)
+"""``erf(x) ~ x * P(x^2) / Q(x^2)`` on ``|x| <= 3.92``: a rational least-squares fit (Lawson
+reweighting towards minimax) made for the epilogue; max abs error 7.7e-9 in float64 arithmetic,
+checked against ``math.erf`` in ``tests/unit/backends/test_epilogue_erf.py``.  The C function
+and the Numba fallback (``_epilogue._erf``) both use it for float32 outputs."""
+TANH_CLAMP = 9.0
+"""Beyond this ``|tanh(x)|`` is 1 to within 3.1e-8 (the rational ``tanh`` returns +-1 there)."""
+TANH_P = (0.9999999689464059, 0.13079160508626222, 0.003098650607942336,
+          1.1101779345907573e-05, -2.0029356688209897e-08, 5.192582704220817e-11,
+          -8.291005010466318e-14)
+TANH_Q = (1.0, 0.46412480763406466, 0.024473747280170353, 0.00025385954592916477)
+"""``tanh(x) ~ x * P(x^2) / Q(x^2)`` on ``|x| <= 9``: a rational least-squares fit (Lawson
+reweighting towards minimax) made for the epilogue; max abs error 3.7e-8 over the real line in
+float64 arithmetic, checked against ``math.tanh`` in
+``tests/unit/backends/test_epilogue_erf.py`` (GELU's tanh form of float32 outputs)."""
+GELU_EXACT = 10
+"""Internal kernel code: GELU with libm's ``erf`` (float64 outputs; code 7 is the rational
+``erf``, which vectorises: a libm call per element does not)."""
+GELU_TANH_EXACT = 11
+"""Internal kernel code: GELU's tanh form with libm's ``tanh`` (float64 outputs; code 8 uses the
+rational ``tanh``, which vectorises)."""
 
 ENABLED = True
 """Whether :func:`pytfrt.backends.cpu._epilogue.epilogue_2d` uses the C function (``False``:
@@ -332,10 +354,10 @@ def sections(kernels: str) -> str:
 
 
 _CONSTANTS = {
-    "ERF_CLAMP": repr(_ERF_CLAMP), "TANH_CLAMP": repr(_TANH_CLAMP),
-    "ERF_P": _horner(_ERF_P, "u"), "ERF_Q": _horner(_ERF_Q, "u"),
-    "TANH_P": _horner(_TANH_P, "u"), "TANH_Q": _horner(_TANH_Q, "u"),
-    "SQRT_HALF": repr(_SQRT_HALF), "GELU_C": repr(_GELU_TANH_C),
+    "ERF_CLAMP": repr(ERF_CLAMP), "TANH_CLAMP": repr(TANH_CLAMP),
+    "ERF_P": _horner(ERF_P, "u"), "ERF_Q": _horner(ERF_Q, "u"),
+    "TANH_P": _horner(TANH_P, "u"), "TANH_Q": _horner(TANH_Q, "u"),
+    "SQRT_HALF": repr(SQRT_HALF), "GELU_C": repr(GELU_TANH_C),
     "GELU_EXACT": str(GELU_EXACT), "GELU_TANH_EXACT": str(GELU_TANH_EXACT),
     "BLOCK": str(BLOCK),
 }
