@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytfrt.backends.cpu import _attention_native
@@ -343,6 +343,7 @@ def _native_rows(path: str):  # type: ignore[no-untyped-def]
 @settings(max_examples=40, deadline=None)
 @given(rows=st.integers(1, 9), cols=st.integers(1, 70),
        kind=st.sampled_from(["none", "row", "full"]), seed=st.integers(0, 2**16))
+@example(rows=7, cols=34, kind="full", seed=688)  # the mask add's float32 rounding shows
 def test_native_softmax_rows_match_numpy(path, rows, cols, kind, seed
                                          ):  # type: ignore[no-untyped-def]
     """The row softmax alone (``_softmax_native.SOFTMAX_ROWS``, each version): rows of any
@@ -362,7 +363,9 @@ def test_native_softmax_rows_match_numpy(path, rows, cols, kind, seed
     stride = cols if kind == "full" else 0
     assert rows_fn(s.ctypes.data, rows, cols, 0 if mask is None else mask.ctypes.data,
                    stride) == 0
-    z = x[:rows].astype(np.float64) + (0.0 if mask is None else mask.astype(np.float64))
+    # the scores plus the mask as the kernel forms them, in float32: with logits in the
+    # hundreds that sum's rounding alone moves a probability by up to ~1.5e-5 relative
+    z = (x[:rows] if mask is None else x[:rows] + mask).astype(np.float64)
     e = np.exp(z - z.max(axis=1, keepdims=True))
     want = e / e.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(s[:rows], want, rtol=5e-6, atol=1e-30 + 3e-7 * want.max())
