@@ -11,7 +11,7 @@ writes ``benchmarks/results/<name>.json`` and ``.png``.  An epilogue call's time
 copying the input into the output and running the epilogue there, less the median time of the
 copy alone (timed in the same rotation).
 
-Usage: ``python benchmarks/epilogue_native.py [--calls 300]``.
+Usage: ``python benchmarks/epilogue_native.py [--calls 300] [--isa avx2]``.
 """
 
 from __future__ import annotations
@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="timed calls per version")
     parser.add_argument("--name", default="epilogue_native", help="result file stem")
+    parser.add_argument("--isa", choices=("avx512", "avx2", "generic"),
+                        help="the C functions compiled for this instruction set (default: the "
+                        "widest the CPU has; the Numba kernels are LLVM's for the CPU)")
     args = parser.parse_args(argv)
 
     from pytfrt.backends.cpu import _epilogue_native, _gemm_native, gemm
@@ -57,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if _epilogue_native.module() is None or _gemm_native.module() is None:
         raise SystemExit("no C compiler: nothing to compare")
+    if args.isa and not (_epilogue_native.use(args.isa) and _gemm_native.use(args.isa)):
+        raise SystemExit(f"this CPU cannot run the {args.isa} functions")
     rng = np.random.default_rng(0)
     rows, record_rows = [], []
 
