@@ -285,7 +285,9 @@ static PyObject *py_version(PyObject *self, PyObject *unused) {
 static int isa_supported(int isa) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if (isa == 2) return __builtin_cpu_supports("avx512f");
+    if (isa == 2)   /* the target sections() compiles the AVX-512 functions for */
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+            && __builtin_cpu_supports("avx512vl");
     if (isa == 1) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
     return isa == 0;
