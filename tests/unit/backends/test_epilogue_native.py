@@ -168,6 +168,7 @@ def test_epilogue_declines_what_it_cannot_take() -> None:
     assert not mod.epilogue(ro, None, None, 1, 0.0, False, 0, 3)
     assert not mod.epilogue(y, np.ones(2, np.float32), None, 0, 0.0, False, 0, 3)  # short bias
     assert not mod.epilogue(y, None, None, 0, 0.0, False, 0, 4)  # columns beyond y
+    assert not mod.epilogue(y, None, None, 12, 0.0, False, 0, 3)  # an unknown activation
     assert mod.epilogue(y, np.ones(3, np.float32), None, 0, 0.0, False, 0, 3)
     np.testing.assert_array_equal(y, 2.0)
 

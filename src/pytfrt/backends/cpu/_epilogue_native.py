@@ -14,8 +14,8 @@ that are whole elements), ``bias`` 1-D or ``None`` (along columns, or with ``bia
 indexed by ``row % len(bias)``), ``residual`` 2-D or ``None`` (any strides, zero for
 broadcasting), all of ``y``'s dtype.  It returns ``False`` without writing anything for
 operands it does not take (another dtype, byte-swapped, strides that are not whole elements, a
-read-only ``y``): the caller falls back to Numba.  The GIL is released while it runs;
-thread-safe (it writes only ``y``; the scratch row is on the stack).
+read-only ``y``, an activation code above 11): the caller falls back to Numba.  The GIL is
+released while it runs; thread-safe (it writes only ``y``; the scratch row is on the stack).
 
 Numerics are those of the Numba kernel (``_epilogue._act``): the sum ``y + bias + residual``
 in float64 arithmetic, in that order, the activation in float64 arithmetic, one rounding to
@@ -232,7 +232,8 @@ static PyObject *py_epilogue(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (PyErr_Occurred()) return NULL;
     const int type = PyArray_TYPE(ya);
     int64_t ys[2], bs[1] = {0}, rs[2] = {0, 0};
-    if ((type != NPY_FLOAT32 && type != NPY_FLOAT64) || PyArray_NDIM(ya) != 2
+    if (act < 0 || act > GELU_TANH_EXACT   /* a code this source does not know: Numba's */
+            || (type != NPY_FLOAT32 && type != NPY_FLOAT64) || PyArray_NDIM(ya) != 2
             || !PyArray_ISWRITEABLE(ya) || !element_strides(ya, type, ys)
             || (ba && (PyArray_NDIM(ba) != 1 || !element_strides(ba, type, bs)))
             || (ra && (PyArray_NDIM(ra) != 2 || !element_strides(ra, type, rs))))
