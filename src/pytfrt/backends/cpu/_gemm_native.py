@@ -18,12 +18,13 @@ their outputs):
   ``(m, k)`` (any whole-element strides), C-contiguous ``w (k, n)``, ``bias (n,)`` (C-contiguous)
   or ``None`` and a C-contiguous writeable ``y (m, n)``; ``False`` (nothing written) for
   operands it does not take.  In float32 (no fused multiply-adds): per output element
-  ``bias + sum over i in steps of 8 of ((x0 w0 + ... + x3 w3) + (x4 w4 + ... + x7 w7))``, the
-  remainder one term at a time -- the Numba kernel it replaces added 4 rows of ``w`` per step
-  (the output row is read and written half as often: 1 x 784 x 512 ~5% faster, 4 rows ~36%);
-  every block of eight rows of ``w`` is applied to all ``m`` rows while it is in L1 (``w`` is
-  read from memory once per call; the Numba kernel read it once per row).  Compiled for
-  AVX-512, AVX2 and without a target (the CPU picks at import).
+  ``bias + sum over i in steps of 4 of (x0 w0 + x1 w1 + x2 w2 + x3 w3)``, the remainder one
+  term at a time -- the order of the Numba kernel it replaces, so both give the same bits (a
+  train step at batch 4 is chaotic enough for a changed order to move its 20th loss by 16%:
+  ``tests/unit/frontends/test_tf_train.py``); every block of four rows of ``w`` is applied to
+  all ``m`` rows while it is in L1 (``w`` is read from memory once per call; the Numba kernel
+  read it once per row: 4 x 784 x 512 55 against ~75 us).  Compiled for AVX-512, AVX2 and
+  without a target (the CPU picks at import).
 """
 
 from __future__ import annotations
@@ -48,19 +49,16 @@ static void dense_@(const float *x, int64_t xs0, int64_t xs1, int64_t m, int64_t
         if (bias) for (int64_t j = 0; j < n; j++) acc[j] = bias[j];
         else for (int64_t j = 0; j < n; j++) acc[j] = 0.0f;
     }
-    const int64_t k4 = k - k % 8;
-    for (int64_t i = 0; i < k4; i += 8) {
+    const int64_t k4 = k - k % 4;
+    for (int64_t i = 0; i < k4; i += 4) {
         const float *restrict w0 = w + i * n, *restrict w1 = w0 + n, *restrict w2 = w1 + n,
-                    *restrict w3 = w2 + n, *restrict w4 = w3 + n, *restrict w5 = w4 + n,
-                    *restrict w6 = w5 + n, *restrict w7 = w6 + n;
+                    *restrict w3 = w2 + n;
         for (int64_t r = 0; r < m; r++) {
             const float *xr = x + r * xs0 + i * xs1;
             const float x0 = xr[0], x1 = xr[xs1], x2 = xr[2 * xs1], x3 = xr[3 * xs1];
-            const float x4 = xr[4 * xs1], x5 = xr[5 * xs1], x6 = xr[6 * xs1], x7 = xr[7 * xs1];
             float *restrict acc = y + r * n;
             for (int64_t j = 0; j < n; j++)
-                acc[j] += (x0 * w0[j] + x1 * w1[j] + x2 * w2[j] + x3 * w3[j])
-                    + (x4 * w4[j] + x5 * w5[j] + x6 * w6[j] + x7 * w7[j]);
+                acc[j] += x0 * w0[j] + x1 * w1[j] + x2 * w2[j] + x3 * w3[j];
         }
     }
     for (int64_t i = k4; i < k; i++) {

@@ -382,7 +382,7 @@ def _dense_rows(x, w, bias, relu, y):  # type: ignore[no-untyped-def]
     ``bias (n,)`` or ``(0,)`` and C-contiguous ``y (m, n)``: per row, four rows of ``w`` at a
     time are added into the output row (LLVM vectorises the inner loop over ``n``).  The
     fallback of :func:`dense_rows` without a C compiler (the C kernel of
-    :mod:`pytfrt.backends.cpu._gemm_native` adds eight rows of ``w`` per step)."""
+    :mod:`pytfrt.backends.cpu._gemm_native` adds in the same order, blocked over the rows)."""
     m, k = x.shape
     n = w.shape[1]
     k4 = k - k % 4
