@@ -95,21 +95,18 @@ AI double sigmoid_d_@(double v) {
     return t / (1.0 + t);
 }
 
-AI double erf_r_@(double x) {
-    const double t = MINP(MAXP(x, -ERF_CLAMP), ERF_CLAMP), u = t * t;
-    const double p = ERF_P, q = ERF_Q;
-    double r = t * p / q;
-    r = x >= ERF_CLAMP ? 1.0 : r;
-    return x <= -ERF_CLAMP ? -1.0 : r;
+/* the rational fits of erf and tanh: t P(t^2) / Q(t^2) for |x| < CLAMP, +-1 beyond */
+#define RATIONAL(NAME, CLAMP, P, Q)                                                           \
+AI double NAME(double x) {                                                                    \
+    const double t = MINP(MAXP(x, -CLAMP), CLAMP), u = t * t;                                 \
+    const double p = P, q = Q;                                                                \
+    double r = t * p / q;                                                                     \
+    r = x >= CLAMP ? 1.0 : r;                                                                 \
+    return x <= -CLAMP ? -1.0 : r;                                                            \
 }
-
-AI double tanh_r_@(double x) {
-    const double t = MINP(MAXP(x, -TANH_CLAMP), TANH_CLAMP), u = t * t;
-    const double p = TANH_P, q = TANH_Q;
-    double r = t * p / q;
-    r = x >= TANH_CLAMP ? 1.0 : r;
-    return x <= -TANH_CLAMP ? -1.0 : r;
-}
+RATIONAL(erf_r_@, ERF_CLAMP, ERF_P, ERF_Q)
+RATIONAL(tanh_r_@, TANH_CLAMP, TANH_P, TANH_Q)
+#undef RATIONAL
 
 /* dst[0:n] = act(t[0:n]) rounded to T (codes of _epilogue.ACTIVATION_CODES, 10 and 11 the
    exact GELUs): one loop per code (with the switch inside, GCC would not vectorise).  LOOP
