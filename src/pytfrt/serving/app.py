@@ -231,6 +231,10 @@ class ServingApp:
         try:
             headers, response = await asyncio.wait_for(
                 wrap_future(result, asyncio.get_running_loop()), self.timeout)
+            if self.timeout is not None and time.perf_counter() - started > self.timeout:
+                # done, but late: the loop (starved of the GIL while the work ran) ran the
+                # work's completion before the timeout's timer
+                raise TimeoutError
         except TimeoutError:
             code = ErrorCode.DEADLINE_EXCEEDED
             raise ServingError("Request timed out (--rest_api_timeout_in_ms)", code) from None
