@@ -254,8 +254,6 @@ def _kernel() -> Any:
     calls the C function directly (built on first use, about 0.3 s)."""
     global _batch_kernel
     if _batch_kernel is None:
-        from pytfrt.backends.cpu import _gemm_native
-
         native = _gemm_native.batch_loop()
         if native is not None:
             _batch_kernel = native

@@ -137,13 +137,12 @@ def slice_(c: Ctx, g: Value) -> list[Value | None]:
     for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
         a %= len(xs)
         d = xs[a]
+        bounds = onnx_slice(s, e, st, d)
         if st != 1:
-            strided.append((a, np.arange(d)[onnx_slice(s, e, st, d)]))
+            strided.append((a, np.arange(d)[bounds]))
             continue
-        s = min(max(s + d if s < 0 else s, 0), d)
-        e = min(max(e + d if e < 0 else e, 0), d)
-        before[a] = s
-        after[a] = d - max(e, s)
+        before[a] = bounds.start
+        after[a] = d - max(bounds.stop, bounds.start)
     shape = list(_static(g, c.name))
     for a, taken in strided:
         shape[a] = xs[a]
